@@ -1,0 +1,121 @@
+//! Reading files and options that people write, with errors that point at the
+//! exact file, line, column and key, and say what would be valid.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use serde_saphyr::Spanned;
+
+/// Where a value came from: a file position, or a command-line option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A position inside a file the user or admin wrote (1-based line and column).
+    File { path: PathBuf, line: u64, column: u64 },
+    /// A whole file, when no position is known (unreadable, empty).
+    Path(PathBuf),
+    /// A command-line or SPANK option, e.g. `--energy-cap`.
+    Option(String),
+    /// A field of a request sent to greenupd.
+    Request(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { path, line, column } => write!(f, "{}:{}:{}", path.display(), line, column),
+            Origin::Path(p) => write!(f, "{}", p.display()),
+            Origin::Option(o) => write!(f, "option {o}"),
+            Origin::Request(r) => write!(f, "request field {r}"),
+        }
+    }
+}
+
+/// One clear line about bad input: where, which key, which value, and what is valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}: {}", self.message())]
+pub struct InputError {
+    /// Where the bad input is.
+    pub origin: Origin,
+    /// The key or option name, if there is one.
+    pub key: Option<String>,
+    /// The offending value as written, if there is one.
+    pub value: Option<String>,
+    /// What went wrong and what would be valid.
+    pub expected: String,
+}
+
+impl InputError {
+    /// An error about `key` = `value` at `origin`; `expected` says what would be valid.
+    pub fn new(origin: Origin, key: impl Into<String>, value: impl fmt::Display, expected: impl Into<String>) -> Self {
+        InputError { origin, key: Some(key.into()), value: Some(value.to_string()), expected: expected.into() }
+    }
+
+    /// An error about a whole file or option with no single key.
+    pub fn bare(origin: Origin, expected: impl Into<String>) -> Self {
+        InputError { origin, key: None, value: None, expected: expected.into() }
+    }
+
+    /// An error about a spanned YAML value in `path`.
+    pub fn at<T: fmt::Display>(path: &Path, span: &Spanned<T>, key: &str, expected: impl Into<String>) -> Self {
+        Self::new(file_origin(path, &span.referenced), key, &span.value, expected)
+    }
+
+    /// The message without the origin.
+    pub fn message(&self) -> String {
+        match (&self.key, &self.value) {
+            (Some(k), Some(v)) => format!("{k}: invalid value '{v}': expected {}", self.expected),
+            (Some(k), None) => format!("{k}: {}", self.expected),
+            _ => self.expected.clone(),
+        }
+    }
+}
+
+/// The origin of a YAML location inside `path`.
+pub fn file_origin(path: &Path, loc: &serde_saphyr::Location) -> Origin {
+    if loc.line() == 0 {
+        Origin::Path(path.to_path_buf())
+    } else {
+        Origin::File { path: path.to_path_buf(), line: loc.line(), column: loc.column() }
+    }
+}
+
+/// Parse YAML text that came from `path` into `T`, rejecting duplicate keys.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, InputError> {
+    serde_saphyr::from_str::<T>(text).map_err(|e| {
+        let origin = match e.location() {
+            Some(loc) => file_origin(path, &loc),
+            None => Origin::Path(path.to_path_buf()),
+        };
+        InputError::bare(origin, first_line(&e.to_string()))
+    })
+}
+
+/// Read and parse a YAML file into `T`.
+pub fn load_yaml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::bare(Origin::Path(path.to_path_buf()), format!("cannot read file: {e}")))?;
+    parse_yaml(path, &text)
+}
+
+/// serde-saphyr's messages can carry a caret snippet; greenup prints one line.
+fn first_line(s: &str) -> String {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim().to_string()
+}
+
+/// Write `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,26 @@
+//! greenup: choose node counts and per-node CPU frequencies that meet a site's
+//! power cap and a user's energy cap, apply them, measure, and learn.
+//!
+//! The library decides, measures, stores and reports. The SPANK plugin, the
+//! daemon (`greenupd`) and the CLI (`greenup`) only translate between this
+//! library and the outside world.
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod hostlist;
+pub mod input;
+pub mod model;
+pub mod optimize;
+pub mod plan;
+pub mod policy;
+pub mod profile;
+pub mod site;
+pub mod units;
+
+pub mod dvfs;
+pub mod expr;
+pub mod meter;
+
+pub mod daemon;
+pub mod report;
+#[cfg(feature = "daemon")]
+pub mod store;

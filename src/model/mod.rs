@@ -1,0 +1,221 @@
+//! Predictors: each model turns a configuration (nodes, their types, their
+//! frequencies) into predicted time, energy and power.
+//!
+//! Every model reduces, for a fixed node set, to the same separable form, a
+//! [`SweepTable`]: per node and frequency a compute time and a dynamic energy,
+//! per node a static power, plus a time and energy that no choice changes.
+//! Wall time is the slowest node's compute time plus the fixed time, because
+//! the nodes of a bulk-synchronous job wait for the slowest one (paper 004,
+//! eq. 11). The optimizers search that table; [`Predictor::predict`] evaluates
+//! one configuration of it. A new model is one file that builds the table.
+
+pub mod amdahl;
+pub mod hetero;
+pub mod iso_energy;
+pub mod roofline;
+
+use serde::{Deserialize, Serialize};
+
+/// One node of a configuration: its Slurm name, its type and its frequency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSetting {
+    /// Slurm node name, e.g. `n3`.
+    pub name: String,
+    /// Node type from the site config, e.g. `xeon-2.6`.
+    pub node_type: String,
+    /// CPU frequency in GHz.
+    pub freq_ghz: f64,
+}
+
+/// A configuration: the nodes that run the job, each at its own frequency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Config {
+    /// The nodes, in the order the job holds them.
+    pub nodes: Vec<NodeSetting>,
+}
+
+/// A node a search may use: its name, type and the frequencies it may run at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSlot {
+    /// Slurm node name.
+    pub name: String,
+    /// Node type from the site config.
+    pub node_type: String,
+    /// Allowed frequencies in GHz, ascending; the last is the maximum.
+    pub freqs_ghz: Vec<f64>,
+}
+
+/// Predicted time, energy and power of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePrediction {
+    /// Slurm node name.
+    pub name: String,
+    /// Frequency in GHz.
+    pub freq_ghz: f64,
+    /// Seconds this node computes (it waits for the slowest node the rest of the time).
+    pub compute_s: f64,
+    /// Joules this node uses over the whole job.
+    pub energy_j: f64,
+    /// Average watts of this node over the whole job.
+    pub avg_power_w: f64,
+}
+
+/// What a model predicts for one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Wall time of the job in seconds.
+    pub time_s: f64,
+    /// Energy of the job in joules, all nodes together.
+    pub energy_j: f64,
+    /// Average power in watts (energy / time).
+    pub avg_power_w: f64,
+    /// Each node's share.
+    pub per_node: Vec<NodePrediction>,
+}
+
+/// One frequency choice of one node in a [`SweepTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// Frequency in GHz.
+    pub freq_ghz: f64,
+    /// Seconds this node computes at this frequency.
+    pub compute_s: f64,
+    /// Joules above static power this node uses while computing at this frequency.
+    pub dynamic_j: f64,
+}
+
+/// One node's row of a [`SweepTable`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeChoices {
+    /// Slurm node name.
+    pub name: String,
+    /// Node type from the site config.
+    pub node_type: String,
+    /// The node's choices, ascending by frequency; the last is the maximum.
+    pub choices: Vec<Choice>,
+    /// Watts this node draws for the whole wall time whatever it does.
+    pub static_w: f64,
+}
+
+/// The separable form of a model for a fixed node set, which the optimizers search.
+///
+/// For a pick `k` (one choice index per node):
+/// `T = max_i compute_s[i][k_i] + fixed_time_s`,
+/// `E = sum_i dynamic_j[i][k_i] + T * sum_i static_w[i] + fixed_energy_j`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepTable {
+    /// One row per node.
+    pub nodes: Vec<NodeChoices>,
+    /// Seconds added to the slowest node's compute time (e.g. communication).
+    pub fixed_time_s: f64,
+    /// Joules no frequency choice changes (e.g. communication energy).
+    pub fixed_energy_j: f64,
+}
+
+impl SweepTable {
+    /// Sum of all nodes' static power in watts.
+    pub fn static_w(&self) -> f64 {
+        self.nodes.iter().map(|n| n.static_w).sum()
+    }
+
+    /// The pick with every node at its maximum frequency: the baseline.
+    pub fn max_pick(&self) -> Vec<usize> {
+        self.nodes.iter().map(|n| n.choices.len().saturating_sub(1)).collect()
+    }
+
+    /// Total (time, energy) of a pick, without the per-node breakdown.
+    pub fn totals(&self, pick: &[usize]) -> (f64, f64) {
+        let mut tmax: f64 = 0.0;
+        let mut dyn_j = 0.0;
+        for (node, &k) in self.nodes.iter().zip(pick) {
+            let c = &node.choices[k];
+            tmax = tmax.max(c.compute_s);
+            dyn_j += c.dynamic_j;
+        }
+        let t = tmax + self.fixed_time_s;
+        (t, dyn_j + t * self.static_w() + self.fixed_energy_j)
+    }
+
+    /// The full prediction of a pick, one choice index per node.
+    pub fn evaluate(&self, pick: &[usize]) -> Prediction {
+        let (time_s, energy_j) = self.totals(pick);
+        let n = self.nodes.len().max(1) as f64;
+        let per_node = self
+            .nodes
+            .iter()
+            .zip(pick)
+            .map(|(node, &k)| {
+                let c = &node.choices[k];
+                // Energy that belongs to no node is shared evenly.
+                let e = c.dynamic_j + node.static_w * time_s + self.fixed_energy_j / n;
+                NodePrediction {
+                    name: node.name.clone(),
+                    freq_ghz: c.freq_ghz,
+                    compute_s: c.compute_s,
+                    energy_j: e,
+                    avg_power_w: if time_s > 0.0 { e / time_s } else { 0.0 },
+                }
+            })
+            .collect();
+        Prediction { time_s, energy_j, avg_power_w: if time_s > 0.0 { energy_j / time_s } else { 0.0 }, per_node }
+    }
+
+    /// The configuration a pick stands for.
+    pub fn config(&self, pick: &[usize]) -> Config {
+        Config {
+            nodes: self
+                .nodes
+                .iter()
+                .zip(pick)
+                .map(|(n, &k)| NodeSetting { name: n.name.clone(), node_type: n.node_type.clone(), freq_ghz: n.choices[k].freq_ghz })
+                .collect(),
+        }
+    }
+}
+
+/// Why a model could not predict.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// The profile has nothing for this node type.
+    #[error("node {node}: the profile has no parameters for node type '{node_type}'")]
+    UnknownNodeType { node: String, node_type: String },
+    /// An expression in the profile could not be evaluated.
+    #[error("{what}: {message}")]
+    Expression { what: String, message: String },
+    /// A value came out negative, infinite or not a number.
+    #[error("{what} is {value}, which is not a finite non-negative number")]
+    NotFinite { what: String, value: f64 },
+    /// The configuration itself is unusable.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A model of a job's time and energy on a set of nodes.
+pub trait Predictor {
+    /// The model's name as written in profiles: `iso_energy`, `roofline`, `amdahl` or `hetero`.
+    fn name(&self) -> &'static str;
+
+    /// The separable table of this job on exactly these nodes (n = `nodes.len()`).
+    fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError>;
+
+    /// Predict one configuration.
+    fn predict(&self, config: &Config) -> Result<Prediction, ModelError> {
+        let slots: Vec<NodeSlot> = config
+            .nodes
+            .iter()
+            .map(|n| NodeSlot { name: n.name.clone(), node_type: n.node_type.clone(), freqs_ghz: vec![n.freq_ghz] })
+            .collect();
+        let table = self.table(&slots)?;
+        Ok(table.evaluate(&vec![0; slots.len()]))
+    }
+
+    /// Iso-energy-efficiency EE = E1 / Ep of a configuration (paper 000), for models that define it.
+    fn efficiency(&self, _config: &Config, _prediction: &Prediction) -> Option<f64> {
+        None
+    }
+}
+
+/// Check that a model output is finite and non-negative, naming it otherwise.
+pub fn finite(what: &str, value: f64) -> Result<f64, ModelError> {
+    if value.is_finite() && value >= 0.0 { Ok(value) } else { Err(ModelError::NotFinite { what: what.to_string(), value }) }
+}

@@ -1,0 +1,2 @@
+//! Named policies: an objective plus constraints, loaded from `policies/*.yaml`.
+//! Owner: optimize/policy work.

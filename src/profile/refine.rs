@@ -1,0 +1,1 @@
+//! Refining profiles from measured outcomes. Owner: reports work.

@@ -1,0 +1,167 @@
+//! The site config (`/etc/slurm/greenup.yaml`): node types and their power,
+//! which nodes have which type, power and energy caps, policies, enforcement,
+//! and where greenupd listens and stores its state.
+//!
+//! Loading and validation live in `site::load` (owner: site/CLI work); these
+//! types are what the rest of greenup reads.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::expr::Expr;
+
+/// How a node type's power depends on its frequency.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PowerModel {
+    /// Dynamic and static watts measured at the maximum frequency; dynamic power
+    /// scales as (f / f_max)^gamma (gamma = 3 by default, as in papers 000 and 004).
+    AtMax { dynamic_w: f64, static_w: f64, gamma: f64 },
+    /// Dynamic and static watts as expressions in `f` (GHz).
+    Expr { dynamic_w: Expr, static_w: Expr },
+}
+
+/// A kind of node: the frequencies it offers and the power it draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeType {
+    /// Name used in the site config and in profiles.
+    pub name: String,
+    /// Available frequencies in GHz, ascending, without duplicates.
+    pub freqs_ghz: Vec<f64>,
+    /// Power model of one node of this type.
+    pub power: PowerModel,
+}
+
+impl NodeType {
+    /// The highest frequency in GHz.
+    pub fn fmax(&self) -> f64 {
+        self.freqs_ghz.last().copied().unwrap_or(0.0)
+    }
+
+    /// The lowest frequency in GHz.
+    pub fn fmin(&self) -> f64 {
+        self.freqs_ghz.first().copied().unwrap_or(0.0)
+    }
+
+    /// Dynamic watts at `f` GHz.
+    pub fn dynamic_w(&self, f: f64) -> Result<f64, String> {
+        match &self.power {
+            PowerModel::AtMax { dynamic_w, gamma, .. } => Ok(dynamic_w * (f / self.fmax()).powf(*gamma)),
+            PowerModel::Expr { dynamic_w, .. } => dynamic_w.eval(&[f]),
+        }
+    }
+
+    /// Static watts at `f` GHz.
+    pub fn static_w(&self, f: f64) -> Result<f64, String> {
+        match &self.power {
+            PowerModel::AtMax { static_w, .. } => Ok(*static_w),
+            PowerModel::Expr { static_w, .. } => static_w.eval(&[f]),
+        }
+    }
+}
+
+/// A Slurm partition as greenup sees it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Partition {
+    /// Node names in the partition, expanded from hostlist syntax.
+    pub nodes: Vec<String>,
+    /// The partition's power cap in watts, if any.
+    pub power_cap_w: Option<f64>,
+}
+
+/// What the plugin does when greenup cannot decide or apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforce {
+    /// Run the job unchanged and log why (the default).
+    #[default]
+    Open,
+    /// Fail the job with a clear message.
+    Strict,
+}
+
+/// What greenupd does when even the lowest-power configuration does not fit the budget left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OverBudget {
+    /// Run at the lowest power and record that the job was budget-limited (the default).
+    #[default]
+    Lowest,
+    /// Run the job unchanged and record it.
+    Unchanged,
+    /// Refuse the decision; the plugin then follows `enforce`.
+    Refuse,
+}
+
+/// Where greenupd listens and keeps its state, and who may do what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonSettings {
+    /// TCP address for the nodes, e.g. `127.0.0.1:7470`.
+    pub listen: String,
+    /// Unix socket for the local CLI.
+    pub socket: PathBuf,
+    /// SQLite database file.
+    pub store: PathBuf,
+    /// The Slurm user (besides root) that may open, record and close jobs.
+    pub slurm_user: String,
+    /// Users who may read every job.
+    pub admins: Vec<String>,
+    /// Milliseconds the plugin waits for greenupd before it fails open.
+    pub timeout_ms: u64,
+    /// Seconds past a job's time limit before its reservation expires.
+    pub grace_s: u64,
+    /// Optional Prometheus listener, e.g. `127.0.0.1:7471`.
+    pub metrics_listen: Option<String>,
+    /// What happens when the budget cannot fit a job.
+    pub over_budget: OverBudget,
+}
+
+/// How frequencies are applied on the nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DvfsSettings {
+    /// Root of the sysfs tree (`/sys`); tests point each node at its own tree.
+    pub sysfs_root: PathBuf,
+    /// Where each node saves the settings it must restore (`/run/greenup`).
+    pub run_dir: PathBuf,
+    /// Whether a job that shares a node may set its own cores' frequency.
+    pub per_core_shared: bool,
+}
+
+/// The whole site config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Site {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Node types by name.
+    pub node_types: BTreeMap<String, NodeType>,
+    /// Node name -> node type name.
+    pub nodes: BTreeMap<String, String>,
+    /// Partitions by name.
+    pub partitions: BTreeMap<String, Partition>,
+    /// The site's total power cap in watts.
+    pub power_cap_w: Option<f64>,
+    /// The largest energy cap a job may ask for, and the default cap, in joules.
+    pub job_energy_limit_j: Option<f64>,
+    /// The policy used when a job names none.
+    pub default_policy: String,
+    /// Policies users may ask for; empty means every loaded policy.
+    pub allowed_policies: Vec<String>,
+    /// Directories holding policy YAML files, searched in order.
+    pub policy_dirs: Vec<PathBuf>,
+    /// Directory holding application profiles (`NAME.yaml`).
+    pub profile_dir: PathBuf,
+    /// Fail open or strict.
+    pub enforce: Enforce,
+    /// greenupd settings.
+    pub daemon: DaemonSettings,
+    /// DVFS settings.
+    pub dvfs: DvfsSettings,
+}
+
+impl Site {
+    /// The type of node `name`, if the site knows it.
+    pub fn node_type_of(&self, name: &str) -> Option<&NodeType> {
+        self.nodes.get(name).and_then(|t| self.node_types.get(t))
+    }
+}
