@@ -4,7 +4,7 @@ mod models_common;
 
 use std::path::Path;
 
-use greenup::model::{Config, NodeSetting, Predictor};
+use greenup::model::{Config, NodeSetting};
 use greenup::profile::Profile;
 use models_common::*;
 
