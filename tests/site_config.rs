@@ -273,6 +273,16 @@ fn bad_hostlist() {
 }
 
 #[test]
+fn control_characters_stay_on_one_line() {
+    bad(
+        &MINIMAL.replace("n[1-2]", "\"n1\\nn2\""),
+        6,
+        6,
+        &["nodes.a", "n1\\nn2"],
+    );
+}
+
+#[test]
 fn caps_must_be_positive() {
     bad(
         &format!("{MINIMAL}power_cap: 0\n"),

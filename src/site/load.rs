@@ -183,6 +183,7 @@ impl Checker<'_> {
         value: impl std::fmt::Display,
         expected: impl Into<String>,
     ) -> InputError {
+        let (value, expected) = (one_line(&value.to_string()), one_line(&expected.into()));
         InputError::new(
             file_origin(self.path, &span.referenced),
             key,
@@ -753,6 +754,19 @@ fn as_watts(v: &Value) -> Option<f64> {
         _ => return None,
     };
     (w.is_finite() && w >= 0.0).then_some(w)
+}
+
+/// Control characters (a quoted "\n" in a value) escaped, so that an error stays on one line.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Frequencies to the kHz, so that a range's `min + i * step` prints as written.

@@ -24,13 +24,13 @@ pub struct EeArgs {
     #[arg(long, value_name = "FILE|NAME")]
     profile: String,
     /// Problem size n, as the profile's expressions use it.
-    #[arg(long, value_name = "N", value_parser = size_arg)]
+    #[arg(long, value_name = "N", value_parser = size_arg, allow_hyphen_values = true)]
     n: f64,
     /// Processor counts: a comma list of numbers and ranges, e.g. 1,2,4,8 or 1-16.
-    #[arg(long, value_name = "LIST", value_parser = counts_arg)]
+    #[arg(long, value_name = "LIST", value_parser = counts_arg, allow_hyphen_values = true)]
     p: Counts,
     /// Frequencies in GHz: a comma list, e.g. 1.6,2.0,2.8.
-    #[arg(long, value_name = "LIST", value_parser = freqs_arg)]
+    #[arg(long, value_name = "LIST", value_parser = freqs_arg, allow_hyphen_values = true)]
     f: Freqs,
     /// Print the rows as a JSON list.
     #[arg(long)]

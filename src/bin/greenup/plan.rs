@@ -33,16 +33,16 @@ pub struct PlanArgs {
     #[arg(long, value_name = "HOSTLIST", value_parser = hosts_arg)]
     nodes: Option<Hosts>,
     /// Any MIN to MAX nodes of the partition (or the site), e.g. 4 or 2-8.
-    #[arg(long, value_name = "MIN[-MAX]", value_parser = count_arg)]
+    #[arg(long, value_name = "MIN[-MAX]", value_parser = count_arg, allow_hyphen_values = true)]
     node_count: Option<(usize, usize)>,
     /// Energy cap, e.g. 20MJ or 1.5kWh.
-    #[arg(long, value_name = "ENERGY", value_parser = parse_energy)]
+    #[arg(long, value_name = "ENERGY", value_parser = parse_energy, allow_hyphen_values = true)]
     energy_cap: Option<f64>,
     /// Power cap, e.g. 2kW.
-    #[arg(long, value_name = "POWER", value_parser = parse_power)]
+    #[arg(long, value_name = "POWER", value_parser = parse_power, allow_hyphen_values = true)]
     power_cap: Option<f64>,
     /// Time limit in Slurm's format (MM, HH:MM:SS, D-HH:MM:SS, UNLIMITED).
-    #[arg(long, value_name = "TIME", value_parser = time_arg)]
+    #[arg(long, value_name = "TIME", value_parser = time_arg, allow_hyphen_values = true)]
     time_limit: Option<TimeLimit>,
     /// Optimizer.
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Exact)]
