@@ -160,10 +160,21 @@ struct Checker<'a> {
     base: &'a Path,
 }
 
-/// A YAML value as a person wrote it, for error messages.
+/// A YAML value as a person would write it (flow style), for error messages.
 fn shown(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(shown).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{k}: {}", shown(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         other => other.to_string(),
     }
 }
