@@ -523,6 +523,23 @@ fn duplicate_keys_are_refused() {
 }
 
 #[test]
+fn relative_paths_follow_the_config_file() {
+    let text = format!("{MINIMAL}profile_dir: profiles\npolicy_dirs: [p1, /abs/p2]\n");
+    let s = site::parse("conf/greenup.yaml", &text).unwrap();
+    let here = std::env::current_dir().unwrap();
+    assert_eq!(s.profile_dir, here.join("conf/profiles"));
+    assert_eq!(
+        s.policy_dirs,
+        vec![here.join("conf/p1"), PathBuf::from("/abs/p2")]
+    );
+    assert_eq!(
+        s.path,
+        Path::new("conf/greenup.yaml"),
+        "errors name the file as given"
+    );
+}
+
+#[test]
 fn unreadable_file_names_the_path() {
     let e = site::load("/nonexistent/greenup.yaml").unwrap_err();
     assert!(
