@@ -122,3 +122,34 @@ fn unknown_node_type_is_an_error_not_a_panic() {
         .unwrap_err();
     assert!(err.to_string().contains("type1"), "{err}");
 }
+
+#[test]
+fn large_sets_reuse_rows_per_kind_but_keep_names() {
+    let p = Profile::load(&profiles_dir().join("hetero-table1.yaml")).unwrap();
+    let site = table1_site(250);
+    let names: Vec<String> = (1..=1000).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let table = p
+        .predictor(&site)
+        .unwrap()
+        .table(&slots(&site, &refs))
+        .unwrap();
+    assert_eq!(table.nodes.len(), 1000);
+    for (i, row) in table.nodes.iter().enumerate() {
+        assert_eq!(row.name, names[i]);
+        assert_eq!(row.node_type, format!("type{}", i % 4 + 1));
+        assert_eq!(row.choices, table.nodes[i % 4].choices);
+    }
+    // Type 4 at its lowest gear: S = 3.4 / 1.6, compute 0.2857 * S * 1000 s,
+    // dynamic 35 W * S^-2 * 0.2857 s * 1000.
+    let s = 3.4 / 1.6;
+    let c = table.nodes[3].choices[0];
+    assert!(close(c.compute_s, 0.2857 * s * 1000.0, 1e-12));
+    assert!(close(c.dynamic_j, 35.0 / (s * s) * 0.2857 * 1000.0, 1e-12));
+    assert!(close(table.fixed_time_s, 0.05 * 1000.0, 1e-12));
+    assert!(close(
+        table.static_w(),
+        250.0 * (4.0 + 5.0 + 6.0 + 7.0),
+        1e-12
+    ));
+}

@@ -181,3 +181,22 @@ fn empty_and_unreadable() {
         .to_string();
     has(&e, &["/nonexistent/greenup/p.yaml", "cannot read"]);
 }
+
+#[test]
+fn find_refuses_paths_and_names_the_option() {
+    use greenup::input::Origin;
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("etc/profiles");
+    let opt = || Origin::Option("--energy-profile".into());
+    assert_eq!(
+        Profile::find(&dir, "lammps", opt()).unwrap().name(),
+        "lammps"
+    );
+    for bad in ["../../etc/passwd", "/etc/passwd", ".hidden", "", "a/b"] {
+        let s = Profile::find(&dir, bad, opt()).unwrap_err().to_string();
+        has(&s, &["option --energy-profile", "profile"]);
+    }
+    let s = Profile::find(&dir, "nosuch", opt())
+        .unwrap_err()
+        .to_string();
+    has(&s, &["option --energy-profile", "'nosuch'", "etc/profiles"]);
+}

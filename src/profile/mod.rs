@@ -459,6 +459,39 @@ impl Profile {
         Profile::from_str(path, &text)
     }
 
+    /// Load the profile called `name` from `dir` (`dir/NAME.yaml`). The name comes from a
+    /// user, so it may hold only letters, digits, '-', '_' and '.', and never start with '.';
+    /// `origin` names the option or request field it came from.
+    pub fn find(dir: &Path, name: &str, origin: Origin) -> Result<Profile, InputError> {
+        let ok = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+        if !ok {
+            return Err(InputError::new(
+                origin,
+                "profile",
+                name,
+                NAME_RULE.replace("'.'", "'.' (not first)"),
+            ));
+        }
+        let path = dir.join(format!("{name}.yaml"));
+        if !path.is_file() {
+            return Err(InputError::new(
+                origin,
+                "profile",
+                name,
+                format!(
+                    "the name of a profile in {} (no {} there)",
+                    dir.display(),
+                    path.display()
+                ),
+            ));
+        }
+        Profile::load(&path)
+    }
+
     /// Check a profile given as text; `path` names it in errors.
     pub fn from_str(path: &Path, text: &str) -> Result<Profile, InputError> {
         let file: ProfileFile = parse_yaml(path, text)?;
