@@ -822,8 +822,3 @@ fn check_hetero(
     }
     Ok((types, iterations))
 }
-
-/// Where a spanned value sits, for callers that report their own errors.
-pub fn origin_of<T>(path: &Path, v: &Spanned<T>) -> Origin {
-    file_origin(path, &v.referenced)
-}
