@@ -238,31 +238,29 @@ pub fn rows_by_kind(
     nodes: &[NodeSlot],
     mut row: impl FnMut(&NodeSlot) -> Result<(Vec<Choice>, f64), ModelError>,
 ) -> Result<Vec<NodeChoices>, ModelError> {
-    type Row = (Vec<Choice>, f64);
-    let mut done: std::collections::HashMap<(&str, Vec<u64>), Row> =
-        std::collections::HashMap::new();
+    // Per type, the rows built so far with the frequency list each was built for.
+    type Built<'a> = Vec<(&'a [f64], Vec<Choice>, f64)>;
+    let mut done: std::collections::HashMap<&str, Built> = std::collections::HashMap::new();
     let mut out = Vec::with_capacity(nodes.len());
     for slot in nodes {
-        let key = (
-            slot.node_type.as_str(),
-            slot.freqs_ghz
-                .iter()
-                .map(|f| f.to_bits())
-                .collect::<Vec<_>>(),
-        );
-        let (choices, static_w) = match done.get(&key) {
-            Some(r) => r.clone(),
+        let built = done.entry(slot.node_type.as_str()).or_default();
+        let k = match built
+            .iter()
+            .position(|(f, _, _)| *f == slot.freqs_ghz.as_slice())
+        {
+            Some(k) => k,
             None => {
-                let r = row(slot)?;
-                done.insert(key, r.clone());
-                r
+                let (choices, static_w) = row(slot)?;
+                built.push((slot.freqs_ghz.as_slice(), choices, static_w));
+                built.len() - 1
             }
         };
+        let (_, choices, static_w) = &built[k];
         out.push(NodeChoices {
             name: slot.name.clone(),
             node_type: slot.node_type.clone(),
-            choices,
-            static_w,
+            choices: choices.clone(),
+            static_w: *static_w,
         });
     }
     Ok(out)
