@@ -153,3 +153,27 @@ fn large_sets_reuse_rows_per_kind_but_keep_names() {
         1e-12
     ));
 }
+
+#[test]
+fn nodes_with_their_own_frequency_lists_get_their_own_rows() {
+    let p = Profile::load(&profiles_dir().join("hetero-table1.yaml")).unwrap();
+    let site = table1_site(5);
+    // Twenty type1 nodes, each allowed a different top frequency.
+    let full = &site.node_types["type1"].freqs_ghz;
+    let slots: Vec<greenup::model::NodeSlot> = (0..20)
+        .map(|i| greenup::model::NodeSlot {
+            name: format!("x{i}"),
+            node_type: "type1".into(),
+            freqs_ghz: full[..full.len() - i % 12].to_vec(),
+        })
+        .collect();
+    let table = p.predictor(&site).unwrap().table(&slots).unwrap();
+    for (slot, row) in slots.iter().zip(&table.nodes) {
+        assert_eq!(row.name, slot.name);
+        let freqs: Vec<f64> = row.choices.iter().map(|c| c.freq_ghz).collect();
+        assert_eq!(&freqs, &slot.freqs_ghz);
+        // The scaling factor is against the type's maximum (2.5 GHz), not the node's list.
+        let c = row.choices[0];
+        assert!(close(c.compute_s, 0.5 * 2.5 / 1.2 * 1000.0, 1e-12));
+    }
+}

@@ -249,6 +249,18 @@ pub fn rows_by_kind(
             .position(|(f, _, _)| *f == slot.freqs_ghz.as_slice())
         {
             Some(k) => k,
+            // Many different frequency lists for one type would make this scan quadratic:
+            // past a few, rows are built without being kept.
+            None if built.len() >= 8 => {
+                let (choices, static_w) = row(slot)?;
+                out.push(NodeChoices {
+                    name: slot.name.clone(),
+                    node_type: slot.node_type.clone(),
+                    choices,
+                    static_w,
+                });
+                continue;
+            }
             None => {
                 let (choices, static_w) = row(slot)?;
                 built.push((slot.freqs_ghz.as_slice(), choices, static_w));
