@@ -18,17 +18,29 @@ nodes:
 ";
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(profile) = Profile::from_str(Path::new("fuzz.yaml"), text) else { return };
-    let Ok(site) = greenup::site::parse("site.yaml", SITE) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(profile) = Profile::from_str(Path::new("fuzz.yaml"), text) else {
+        return;
+    };
+    let Ok(site) = greenup::site::parse("site.yaml", SITE) else {
+        return;
+    };
     let _ = profile.to_yaml();
     for model in profile.models() {
-        let Ok(pred) = profile.predictor_for(model, &site) else { continue };
+        let Ok(pred) = profile.predictor_for(model, &site) else {
+            continue;
+        };
         for f in [1.2, 2.4, 2.5, 0.0] {
             let cfg = Config {
                 nodes: [("h1", "type1"), ("n1", "lab"), ("n2", "lab")]
                     .iter()
-                    .map(|(n, t)| NodeSetting { name: n.to_string(), node_type: t.to_string(), freq_ghz: f })
+                    .map(|(n, t)| NodeSetting {
+                        name: n.to_string(),
+                        node_type: t.to_string(),
+                        freq_ghz: f,
+                    })
                     .collect(),
             };
             if let Ok(out) = pred.predict(&cfg) {
