@@ -122,3 +122,58 @@ fn unknown_node_type_is_an_error_not_a_panic() {
         .unwrap_err();
     assert!(err.to_string().contains("type1"), "{err}");
 }
+
+#[test]
+fn large_sets_reuse_rows_per_kind_but_keep_names() {
+    let p = Profile::load(&profiles_dir().join("hetero-table1.yaml")).unwrap();
+    let site = table1_site(250);
+    let names: Vec<String> = (1..=1000).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let table = p
+        .predictor(&site)
+        .unwrap()
+        .table(&slots(&site, &refs))
+        .unwrap();
+    assert_eq!(table.nodes.len(), 1000);
+    for (i, row) in table.nodes.iter().enumerate() {
+        assert_eq!(row.name, names[i]);
+        assert_eq!(row.node_type, format!("type{}", i % 4 + 1));
+        assert_eq!(row.choices, table.nodes[i % 4].choices);
+    }
+    // Type 4 at its lowest gear: S = 3.4 / 1.6, compute 0.2857 * S * 1000 s,
+    // dynamic 35 W * S^-2 * 0.2857 s * 1000.
+    let s = 3.4 / 1.6;
+    let c = table.nodes[3].choices[0];
+    assert!(close(c.compute_s, 0.2857 * s * 1000.0, 1e-12));
+    assert!(close(c.dynamic_j, 35.0 / (s * s) * 0.2857 * 1000.0, 1e-12));
+    assert!(close(table.fixed_time_s, 0.05 * 1000.0, 1e-12));
+    assert!(close(
+        table.static_w(),
+        250.0 * (4.0 + 5.0 + 6.0 + 7.0),
+        1e-12
+    ));
+}
+
+#[test]
+fn nodes_with_their_own_frequency_lists_get_their_own_rows() {
+    let p = Profile::load(&profiles_dir().join("hetero-table1.yaml")).unwrap();
+    let site = table1_site(5);
+    // Twenty type1 nodes, each allowed a different top frequency.
+    let full = &site.node_types["type1"].freqs_ghz;
+    let slots: Vec<greenup::model::NodeSlot> = (0..20)
+        .map(|i| greenup::model::NodeSlot {
+            name: format!("x{i}"),
+            node_type: "type1".into(),
+            freqs_ghz: full[..full.len() - i % 12].to_vec(),
+        })
+        .collect();
+    let table = p.predictor(&site).unwrap().table(&slots).unwrap();
+    for (slot, row) in slots.iter().zip(&table.nodes) {
+        assert_eq!(row.name, slot.name);
+        let freqs: Vec<f64> = row.choices.iter().map(|c| c.freq_ghz).collect();
+        assert_eq!(&freqs, &slot.freqs_ghz);
+        // The scaling factor is against the type's maximum (2.5 GHz), not the node's list.
+        let c = row.choices[0];
+        assert!(close(c.compute_s, 0.5 * 2.5 / 1.2 * 1000.0, 1e-12));
+    }
+}

@@ -248,3 +248,38 @@ fn ee_falls_with_p_for_ft_and_cg_but_not_ep() {
     assert!(at("cg.yaml", 128) < at("cg.yaml", 8));
     assert!(at("ep.yaml", 128) > 0.99);
 }
+
+#[test]
+fn greenup_model_ee_matches_the_ep_closed_form() {
+    let out = assert_cmd::Command::cargo_bin("greenup")
+        .unwrap()
+        .args(["model", "ee", "--profile"])
+        .arg(profiles_dir().join("ep.yaml"))
+        .args([
+            "--n",
+            "1000000",
+            "--p",
+            "1,2,8,64,128",
+            "--f",
+            "1.2,2.0,2.8",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(rows.len(), 15);
+    for r in &rows {
+        let p = r["p"].as_f64().unwrap();
+        let f = r["f_ghz"].as_f64().unwrap();
+        let eef = r["eef"].as_f64().unwrap();
+        let want = ep_eef(p, f);
+        assert!(
+            close(eef, want, 1e-9) || (p == 1.0 && eef.abs() < 1e-15),
+            "p={p} f={f}: {eef} vs {want}"
+        );
+        assert!(close(r["ee"].as_f64().unwrap(), 1.0 / (1.0 + want), 1e-12));
+    }
+}

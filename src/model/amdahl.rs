@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
-use super::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable, finite};
+use super::{Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, rows_by_kind};
 use crate::expr::Expr;
 use crate::site::NodeType;
 
@@ -106,8 +106,7 @@ impl Predictor for Amdahl {
             return Err(ModelError::Config("no nodes to predict for".into()));
         }
         let tc0 = self.compute_s(n);
-        let mut rows = Vec::with_capacity(n);
-        for slot in nodes {
+        let rows = rows_by_kind(nodes, |slot| {
             let nt = self.site_types.get(&slot.node_type).ok_or_else(|| {
                 ModelError::UnknownNodeType {
                     node: slot.name.clone(),
@@ -123,7 +122,7 @@ impl Predictor for Amdahl {
                 Some(w) => w,
                 None => nt.static_w(fmax).map_err(site_err)?,
             };
-            let p_b = finite(&format!("blocked power of node {}", slot.name), p_b)?;
+            let p_b = finite_or(p_b, || format!("blocked power of node {}", slot.name))?;
             let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
             for &f in &slot.freqs_ghz {
                 if !(f > 0.0 && f.is_finite()) {
@@ -154,26 +153,19 @@ impl Predictor for Amdahl {
                         slot.name
                     )));
                 }
-                let compute_s = finite(
-                    &format!("amdahl compute time of node {} at {f} GHz", slot.name),
-                    s * tc0,
-                )?;
+                let compute_s = finite_or(s * tc0, || {
+                    format!("amdahl compute time of node {} at {f} GHz", slot.name)
+                })?;
                 choices.push(Choice {
                     freq_ghz: f,
                     compute_s,
-                    dynamic_j: finite(
-                        &format!("amdahl energy of node {} at {f} GHz", slot.name),
-                        (p_c - p_b) * compute_s,
-                    )?,
+                    dynamic_j: finite_or((p_c - p_b) * compute_s, || {
+                        format!("amdahl energy of node {} at {f} GHz", slot.name)
+                    })?,
                 });
             }
-            rows.push(NodeChoices {
-                name: slot.name.clone(),
-                node_type: slot.node_type.clone(),
-                choices,
-                static_w: p_b,
-            });
-        }
+            Ok((choices, p_b))
+        })?;
         Ok(SweepTable {
             nodes: rows,
             fixed_time_s: finite("amdahl blocking time", self.blocked_s(n))?,

@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable, finite};
+use super::{Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, rows_by_kind};
 use crate::site::NodeType;
 
 /// What one node type measures per iteration at its maximum frequency.
@@ -52,8 +52,8 @@ pub struct Hetero {
 }
 
 impl Hetero {
-    /// One node's row of the table.
-    fn row(&self, slot: &NodeSlot) -> Result<NodeChoices, ModelError> {
+    /// One node's choices and static power.
+    fn row(&self, slot: &NodeSlot) -> Result<(Vec<Choice>, f64), ModelError> {
         let unknown = || ModelError::UnknownNodeType {
             node: slot.name.clone(),
             node_type: slot.node_type.clone(),
@@ -76,7 +76,7 @@ impl Hetero {
             Some(w) => w,
             None => nt.static_w(fmax).map_err(expr_err)?,
         };
-        let static_w = finite(&format!("static power of node {}", slot.name), static_w)?;
+        let static_w = finite_or(static_w, || format!("static power of node {}", slot.name))?;
         let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
         for &f in &slot.freqs_ghz {
             if !(f > 0.0 && f.is_finite()) {
@@ -94,22 +94,15 @@ impl Hetero {
             let dynamic_j = p_dyn * compute_s;
             choices.push(Choice {
                 freq_ghz: f,
-                compute_s: finite(
-                    &format!("compute time of node {} at {f} GHz", slot.name),
-                    compute_s,
-                )?,
-                dynamic_j: finite(
-                    &format!("dynamic energy of node {} at {f} GHz", slot.name),
-                    dynamic_j,
-                )?,
+                compute_s: finite_or(compute_s, || {
+                    format!("compute time of node {} at {f} GHz", slot.name)
+                })?,
+                dynamic_j: finite_or(dynamic_j, || {
+                    format!("dynamic energy of node {} at {f} GHz", slot.name)
+                })?,
             });
         }
-        Ok(NodeChoices {
-            name: slot.name.clone(),
-            node_type: slot.node_type.clone(),
-            choices,
-            static_w,
-        })
+        Ok((choices, static_w))
     }
 }
 
@@ -122,10 +115,7 @@ impl Predictor for Hetero {
         if nodes.is_empty() {
             return Err(ModelError::Config("no nodes to predict for".into()));
         }
-        let rows = nodes
-            .iter()
-            .map(|s| self.row(s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = rows_by_kind(nodes, |s| self.row(s))?;
         // Eq. 2: communication is the smallest T_cm, the one without slack.
         let mut min_cm = f64::INFINITY;
         for s in nodes {

@@ -20,10 +20,13 @@
 //! One processor is one node (p = node count). The machine vector carries its
 //! own power, so the site's node power is not used.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{
     Choice, Config, ModelError, NodeChoices, NodeSlot, Prediction, Predictor, SweepTable, finite,
+    finite_or,
 };
 use crate::expr::Expr;
 
@@ -105,6 +108,7 @@ impl EeRow {
 }
 
 /// The evaluated vectors at one point.
+#[derive(Clone, Copy)]
 struct Point {
     alpha: f64,
     t1: f64,
@@ -212,10 +216,20 @@ impl Predictor for IsoEnergy {
             return Err(ModelError::Config("no nodes to predict for".into()));
         }
         let mut rows = Vec::with_capacity(p);
+        // Every node at one frequency shares one point: evaluate each frequency once.
+        let mut seen: HashMap<u64, Point> = HashMap::new();
         for slot in nodes {
             let mut points = Vec::with_capacity(slot.freqs_ghz.len());
             for &f in &slot.freqs_ghz {
-                points.push((f, self.point(self.n, p, f)?));
+                let pt = match seen.get(&f.to_bits()) {
+                    Some(pt) => *pt,
+                    None => {
+                        let pt = self.point(self.n, p, f)?;
+                        seen.insert(f.to_bits(), pt);
+                        pt
+                    }
+                };
+                points.push((f, pt));
             }
             let static_w = points
                 .iter()
@@ -228,14 +242,12 @@ impl Predictor for IsoEnergy {
                 let dynamic_j = pt.ep / p as f64 - static_w * compute_s;
                 choices.push(Choice {
                     freq_ghz: f,
-                    compute_s: finite(
-                        &format!("iso_energy wall time of node {} at {f} GHz", slot.name),
-                        compute_s,
-                    )?,
-                    dynamic_j: finite(
-                        &format!("iso_energy busy energy of node {} at {f} GHz", slot.name),
-                        dynamic_j,
-                    )?,
+                    compute_s: finite_or(compute_s, || {
+                        format!("iso_energy wall time of node {} at {f} GHz", slot.name)
+                    })?,
+                    dynamic_j: finite_or(dynamic_j, || {
+                        format!("iso_energy busy energy of node {} at {f} GHz", slot.name)
+                    })?,
                 });
             }
             rows.push(NodeChoices {

@@ -219,3 +219,61 @@ pub trait Predictor {
 pub fn finite(what: &str, value: f64) -> Result<f64, ModelError> {
     if value.is_finite() && value >= 0.0 { Ok(value) } else { Err(ModelError::NotFinite { what: what.to_string(), value }) }
 }
+
+/// Like [`finite`], but builds the name only when the value is bad (tables check many values).
+pub fn finite_or(value: f64, what: impl FnOnce() -> String) -> Result<f64, ModelError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ModelError::NotFinite {
+            what: what(),
+            value,
+        })
+    }
+}
+
+/// Build one table row per node, computing each distinct (node type, frequency list) once:
+/// nodes of one kind have identical rows apart from their names, and sites have thousands.
+pub fn rows_by_kind(
+    nodes: &[NodeSlot],
+    mut row: impl FnMut(&NodeSlot) -> Result<(Vec<Choice>, f64), ModelError>,
+) -> Result<Vec<NodeChoices>, ModelError> {
+    // Per type, the rows built so far with the frequency list each was built for.
+    type Built<'a> = Vec<(&'a [f64], Vec<Choice>, f64)>;
+    let mut done: std::collections::HashMap<&str, Built> = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(nodes.len());
+    for slot in nodes {
+        let built = done.entry(slot.node_type.as_str()).or_default();
+        let k = match built
+            .iter()
+            .position(|(f, _, _)| *f == slot.freqs_ghz.as_slice())
+        {
+            Some(k) => k,
+            // Many different frequency lists for one type would make this scan quadratic:
+            // past a few, rows are built without being kept.
+            None if built.len() >= 8 => {
+                let (choices, static_w) = row(slot)?;
+                out.push(NodeChoices {
+                    name: slot.name.clone(),
+                    node_type: slot.node_type.clone(),
+                    choices,
+                    static_w,
+                });
+                continue;
+            }
+            None => {
+                let (choices, static_w) = row(slot)?;
+                built.push((slot.freqs_ghz.as_slice(), choices, static_w));
+                built.len() - 1
+            }
+        };
+        let (_, choices, static_w) = &built[k];
+        out.push(NodeChoices {
+            name: slot.name.clone(),
+            node_type: slot.node_type.clone(),
+            choices: choices.clone(),
+            static_w: *static_w,
+        });
+    }
+    Ok(out)
+}

@@ -21,7 +21,9 @@
 //! tau_flop(f_max) * f_max / f`), memory time and the energies per operation
 //! do not depend on f. A profile states its own dependence in its expressions.
 
-use super::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable, finite};
+use std::collections::HashMap;
+
+use super::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable, finite, finite_or};
 use crate::expr::Expr;
 
 /// The roofline model of one application on one kind of node.
@@ -143,10 +145,16 @@ impl Predictor for Roofline {
             Some((qc, _)) => ev(qc, "cache_accesses", &pv)? / p as f64,
             None => 0.0,
         };
+        // Nodes share frequencies: evaluate each frequency once.
+        let mut seen: HashMap<u64, (f64, f64, f64)> = HashMap::new();
         let mut rows = Vec::with_capacity(p);
         for slot in nodes {
             let mut per_f = Vec::with_capacity(slot.freqs_ghz.len());
             for &f in &slot.freqs_ghz {
+                if let Some(&(t, ops_j, pi0)) = seen.get(&f.to_bits()) {
+                    per_f.push((f, t, ops_j, pi0));
+                    continue;
+                }
                 if !(f > 0.0 && f.is_finite()) {
                     return Err(ModelError::Config(format!(
                         "node {}: frequency {f} GHz is not positive",
@@ -160,6 +168,7 @@ impl Predictor for Roofline {
                 };
                 let t = m.time(w, q);
                 let ops_j = w * m.eps_flop + q * m.eps_mem + qc * eps_cache;
+                seen.insert(f.to_bits(), (t, ops_j, m.pi0));
                 per_f.push((f, t, ops_j, m.pi0));
             }
             let static_w = per_f.iter().map(|x| x.3).fold(f64::INFINITY, f64::min);
@@ -168,14 +177,12 @@ impl Predictor for Roofline {
             for (f, t, ops_j, pi0) in per_f {
                 choices.push(Choice {
                     freq_ghz: f,
-                    compute_s: finite(
-                        &format!("roofline time of node {} at {f} GHz", slot.name),
-                        t,
-                    )?,
-                    dynamic_j: finite(
-                        &format!("roofline energy of node {} at {f} GHz", slot.name),
-                        ops_j + (pi0 - static_w) * t,
-                    )?,
+                    compute_s: finite_or(t, || {
+                        format!("roofline time of node {} at {f} GHz", slot.name)
+                    })?,
+                    dynamic_j: finite_or(ops_j + (pi0 - static_w) * t, || {
+                        format!("roofline energy of node {} at {f} GHz", slot.name)
+                    })?,
                 });
             }
             rows.push(NodeChoices {

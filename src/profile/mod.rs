@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
-use crate::model::amdahl::{Amdahl, CommLaw};
+use crate::model::amdahl::{Amdahl, AmdahlFit, CommLaw};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
 use crate::model::roofline::Roofline;
@@ -33,15 +33,17 @@ pub const MODEL_PREFERENCE: [&str; 4] = ["hetero", "amdahl", "iso_energy", "roof
 pub enum Param {
     /// A plain number.
     Number(f64),
-    /// An expression such as `"109.4 * n"`.
+    /// An expression such as `"109.4 * n"`, or a name.
     Text(String),
+    /// Something that is neither (a list, a mapping, a boolean, null), described for the error.
+    Other(String),
 }
 
 impl fmt::Display for Param {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Param::Number(x) => write!(f, "{x}"),
-            Param::Text(s) => write!(f, "{s}"),
+            Param::Text(s) | Param::Other(s) => write!(f, "{s}"),
         }
     }
 }
@@ -49,8 +51,10 @@ impl fmt::Display for Param {
 impl Serialize for Param {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            // Whole numbers are written without a fraction, so a version stays `2`.
+            Param::Number(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_i64(*x as i64),
             Param::Number(x) => s.serialize_f64(*x),
-            Param::Text(t) => s.serialize_str(t),
+            Param::Text(t) | Param::Other(t) => s.serialize_str(t),
         }
     }
 }
@@ -75,6 +79,30 @@ impl<'de> Deserialize<'de> for Param {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Param, E> {
                 Ok(Param::Text(v.to_string()))
             }
+            // Anything else is kept, described, so that the check can name the key.
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Param, E> {
+                Ok(Param::Other(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Param, E> {
+                Ok(Param::Other("null".into()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Param, E> {
+                Ok(Param::Other("null".into()))
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Param, D2::Error> {
+                d.deserialize_any(V)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Param, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(Param::Other("a list".into()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Param, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Param::Other("a mapping".into()))
+            }
         }
         d.deserialize_any(V)
     }
@@ -94,15 +122,15 @@ pub fn unspanned<T>(value: T) -> Spanned<T> {
 #[serde(deny_unknown_fields)]
 pub struct ProfileFile {
     /// Application name, e.g. `lammps`.
-    pub name: Spanned<String>,
+    pub name: Spanned<Param>,
     /// Version number, 1 and up; each refinement writes the next one.
-    pub version: Spanned<u64>,
+    pub version: Spanned<Param>,
     /// Free text for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub description: Option<Spanned<Param>>,
     /// Which model section to use when several are present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefer: Option<Spanned<String>>,
+    pub prefer: Option<Spanned<Param>>,
     /// Paper 000's iso-energy-efficiency vectors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iso_energy: Option<IsoEnergyFile>,
@@ -122,7 +150,7 @@ pub struct ProfileFile {
 #[serde(deny_unknown_fields)]
 pub struct IsoEnergyFile {
     /// Problem size n used when greenup plans the job.
-    pub n: Spanned<f64>,
+    pub n: Spanned<Param>,
     /// Machine vector: expressions in `f` (GHz).
     pub machine: MachineFile,
     /// Application vector: expressions in `n` and `p`.
@@ -200,9 +228,9 @@ pub struct RooflineFile {
 #[serde(deny_unknown_fields)]
 pub struct AmdahlFile {
     /// Compute seconds on one node at maximum frequency, T_C(0,1).
-    pub t_c1_s: Spanned<f64>,
+    pub t_c1_s: Spanned<Param>,
     /// Parallel fraction F_p of the computation (0 to 1).
-    pub parallel_fraction: Spanned<f64>,
+    pub parallel_fraction: Spanned<Param>,
     /// Blocking-communication time law T_B(n).
     pub comm: CommFile,
     /// Slowdown S of computation at frequency `f` against `fmax` (default `fmax / f`).
@@ -213,7 +241,34 @@ pub struct AmdahlFile {
     pub compute_w: Option<Spanned<Param>>,
     /// Watts of one node while blocked in communication (default: the site's static power).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocked_w: Option<Spanned<f64>>,
+    pub blocked_w: Option<Spanned<Param>>,
+}
+
+impl AmdahlFile {
+    /// A section holding the parameters of a fit, with the site's default power and slowdown.
+    pub fn from_fit(fit: &AmdahlFit) -> AmdahlFile {
+        AmdahlFile {
+            t_c1_s: unspanned(Param::Number(fit.t_c1_s)),
+            parallel_fraction: unspanned(Param::Number(fit.parallel_fraction)),
+            comm: CommFile {
+                law: unspanned(Param::Text(fit.law.name().to_string())),
+                coeff_s: unspanned(Param::Number(fit.coeff_s)),
+            },
+            slowdown: None,
+            compute_w: None,
+            blocked_w: None,
+        }
+    }
+
+    /// This section with its time parameters replaced by a fit; slowdown and power are kept.
+    pub fn refit(&self, fit: &AmdahlFit) -> AmdahlFile {
+        AmdahlFile {
+            slowdown: self.slowdown.clone(),
+            compute_w: self.compute_w.clone(),
+            blocked_w: self.blocked_w.clone(),
+            ..AmdahlFile::from_fit(fit)
+        }
+    }
 }
 
 /// The communication law of an `amdahl:` section: `T_B(n) = c * (g(n) - g(1))`.
@@ -221,9 +276,9 @@ pub struct AmdahlFile {
 #[serde(deny_unknown_fields)]
 pub struct CommFile {
     /// `log` (g = log2 n), `linear` (g = n) or `quadratic` (g = n^2).
-    pub law: Spanned<String>,
+    pub law: Spanned<Param>,
     /// Seconds per unit of g(n).
-    pub coeff_s: Spanned<f64>,
+    pub coeff_s: Spanned<Param>,
 }
 
 /// `hetero:` section.
@@ -231,7 +286,7 @@ pub struct CommFile {
 #[serde(deny_unknown_fields)]
 pub struct HeteroFile {
     /// Iterations the job runs.
-    pub iterations: Spanned<f64>,
+    pub iterations: Spanned<Param>,
     /// Measurements per site node type.
     pub node_types: BTreeMap<String, HeteroTypeFile>,
 }
@@ -241,15 +296,15 @@ pub struct HeteroFile {
 #[serde(deny_unknown_fields)]
 pub struct HeteroTypeFile {
     /// Compute seconds per iteration at maximum frequency.
-    pub t_cp_s: Spanned<f64>,
+    pub t_cp_s: Spanned<Param>,
     /// Communication seconds per iteration at maximum frequency.
-    pub t_cm_s: Spanned<f64>,
+    pub t_cm_s: Spanned<Param>,
     /// Dynamic watts at maximum frequency (default: the site's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_dyn_w: Option<Spanned<f64>>,
+    pub p_dyn_w: Option<Spanned<Param>>,
     /// Static watts (default: the site's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_static_w: Option<Spanned<f64>>,
+    pub p_static_w: Option<Spanned<Param>>,
 }
 
 /// A checked profile: the file as written plus its parsed models.
@@ -259,6 +314,9 @@ pub struct Profile {
     pub path: PathBuf,
     /// The schema as written, for writing refined versions back.
     pub file: ProfileFile,
+    name: String,
+    version: u64,
+    prefer: Option<String>,
     iso_energy: Option<IsoEnergy>,
     roofline: Option<Roofline>,
     amdahl: Option<AmdahlSpec>,
@@ -296,6 +354,12 @@ impl Checker<'_> {
             )),
             Param::Text(t) => Expr::parse(t, vars)
                 .map_err(|e| InputError::at(self.path, v, key, format!("{what} ({e})"))),
+            Param::Other(_) => Err(InputError::at(
+                self.path,
+                v,
+                key,
+                format!("a number or {what}"),
+            )),
         }
     }
 
@@ -319,27 +383,47 @@ impl Checker<'_> {
         self.expr(v, key, vars)
     }
 
-    fn nonneg(&self, v: &Spanned<f64>, key: &str) -> Result<f64, InputError> {
-        if v.value.is_finite() && v.value >= 0.0 {
-            Ok(v.value)
-        } else {
-            Err(InputError::at(self.path, v, key, "a finite number >= 0"))
+    /// A plain number (a quoted one is accepted too) meeting `ok`; `expected` says what is valid.
+    fn number(
+        &self,
+        v: &Spanned<Param>,
+        key: &str,
+        expected: &str,
+        ok: fn(f64) -> bool,
+    ) -> Result<f64, InputError> {
+        let x = match &v.value {
+            Param::Number(x) => Some(*x),
+            Param::Text(t) => t.trim().parse::<f64>().ok(),
+            Param::Other(_) => None,
+        };
+        match x {
+            Some(x) if x.is_finite() && ok(x) => Ok(x),
+            _ => Err(InputError::at(self.path, v, key, expected)),
         }
     }
 
-    fn positive(&self, v: &Spanned<f64>, key: &str) -> Result<f64, InputError> {
-        if v.value.is_finite() && v.value > 0.0 {
-            Ok(v.value)
-        } else {
-            Err(InputError::at(self.path, v, key, "a finite number > 0"))
-        }
+    fn nonneg(&self, v: &Spanned<Param>, key: &str) -> Result<f64, InputError> {
+        self.number(v, key, "a finite number >= 0", |x| x >= 0.0)
     }
 
-    fn fraction(&self, v: &Spanned<f64>, key: &str) -> Result<f64, InputError> {
-        if (0.0..=1.0).contains(&v.value) {
-            Ok(v.value)
-        } else {
-            Err(InputError::at(self.path, v, key, "a number from 0 to 1"))
+    fn positive(&self, v: &Spanned<Param>, key: &str) -> Result<f64, InputError> {
+        self.number(v, key, "a finite number > 0", |x| x > 0.0)
+    }
+
+    fn fraction(&self, v: &Spanned<Param>, key: &str) -> Result<f64, InputError> {
+        self.number(v, key, "a number from 0 to 1", |x| (0.0..=1.0).contains(&x))
+    }
+
+    /// A word (not a number, list or mapping).
+    fn text<'v>(
+        &self,
+        v: &'v Spanned<Param>,
+        key: &str,
+        expected: &str,
+    ) -> Result<&'v str, InputError> {
+        match &v.value {
+            Param::Text(t) => Ok(t),
+            _ => Err(InputError::at(self.path, v, key, expected)),
         }
     }
 }
@@ -351,6 +435,8 @@ fn allowed(vars: &[&str]) -> String {
         format!("an expression in {}", vars.join(", "))
     }
 }
+
+const NAME_RULE: &str = "a non-empty name of letters, digits, '-', '_' or '.'";
 
 /// Position of the first line of the file, for errors about the file as a whole.
 fn top(path: &Path) -> Origin {
@@ -373,6 +459,39 @@ impl Profile {
         Profile::from_str(path, &text)
     }
 
+    /// Load the profile called `name` from `dir` (`dir/NAME.yaml`). The name comes from a
+    /// user, so it may hold only letters, digits, '-', '_' and '.', and never start with '.';
+    /// `origin` names the option or request field it came from.
+    pub fn find(dir: &Path, name: &str, origin: Origin) -> Result<Profile, InputError> {
+        let ok = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+        if !ok {
+            return Err(InputError::new(
+                origin,
+                "profile",
+                name,
+                NAME_RULE.replace("'.'", "'.' (not first)"),
+            ));
+        }
+        let path = dir.join(format!("{name}.yaml"));
+        if !path.is_file() {
+            return Err(InputError::new(
+                origin,
+                "profile",
+                name,
+                format!(
+                    "the name of a profile in {} (no {} there)",
+                    dir.display(),
+                    path.display()
+                ),
+            ));
+        }
+        Profile::load(&path)
+    }
+
     /// Check a profile given as text; `path` names it in errors.
     pub fn from_str(path: &Path, text: &str) -> Result<Profile, InputError> {
         let file: ProfileFile = parse_yaml(path, text)?;
@@ -382,28 +501,29 @@ impl Profile {
     /// Check a profile schema value (e.g. one built by refinement).
     pub fn from_file(path: &Path, file: ProfileFile) -> Result<Profile, InputError> {
         let c = Checker { path };
-        let name = &file.name;
-        if name.value.is_empty()
+        let name = c.text(&file.name, "name", NAME_RULE)?.to_string();
+        if name.is_empty()
             || !name
-                .value
                 .chars()
                 .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
         {
-            return Err(InputError::at(
-                path,
-                name,
-                "name",
-                "a non-empty name of letters, digits, '-', '_' or '.'",
-            ));
+            return Err(InputError::at(path, &file.name, "name", NAME_RULE));
         }
-        if file.version.value == 0 {
-            return Err(InputError::at(
-                path,
-                &file.version,
-                "version",
-                "a whole number >= 1",
-            ));
+        let version = c.number(&file.version, "version", "a whole number >= 1", |x| {
+            x >= 1.0 && x.fract() == 0.0 && x < 9.0e15
+        })? as u64;
+        if let Some(d) = &file.description
+            && matches!(d.value, Param::Other(_))
+        {
+            return Err(InputError::at(path, d, "description", "text"));
         }
+        let prefer = match &file.prefer {
+            Some(p) => Some(
+                c.text(p, "prefer", "one of hetero, amdahl, iso_energy, roofline")?
+                    .to_string(),
+            ),
+            None => None,
+        };
         let iso_energy = file
             .iso_energy
             .as_ref()
@@ -428,6 +548,9 @@ impl Profile {
         };
         let profile = Profile {
             path: path.to_path_buf(),
+            name,
+            version,
+            prefer,
             file,
             iso_energy,
             roofline,
@@ -444,12 +567,12 @@ impl Profile {
                 "at least one of iso_energy, roofline, amdahl, hetero",
             ));
         }
-        if let Some(p) = &profile.file.prefer
-            && !present.contains(&p.value.as_str())
+        if let (Some(p), Some(span)) = (&profile.prefer, &profile.file.prefer)
+            && !present.contains(&p.as_str())
         {
             return Err(InputError::at(
                 path,
-                p,
+                span,
                 "prefer",
                 format!(
                     "the name of a model section present in this profile: {}",
@@ -462,12 +585,12 @@ impl Profile {
 
     /// The application name.
     pub fn name(&self) -> &str {
-        &self.file.name.value
+        &self.name
     }
 
     /// The profile version.
     pub fn version(&self) -> u64 {
-        self.file.version.value
+        self.version
     }
 
     /// The model sections present, in preference order.
@@ -486,8 +609,8 @@ impl Profile {
     /// The model greenup uses: `prefer:` if given, else the first present in [`MODEL_PREFERENCE`].
     pub fn chosen_model(&self) -> &'static str {
         let present = self.models();
-        if let Some(p) = &self.file.prefer
-            && let Some(m) = present.iter().find(|m| **m == p.value)
+        if let Some(p) = &self.prefer
+            && let Some(m) = present.iter().find(|m| **m == p.as_str())
         {
             return m;
         }
@@ -630,22 +753,19 @@ fn check_roofline(c: &Checker, s: &RooflineFile) -> Result<Roofline, InputError>
 }
 
 fn check_amdahl(c: &Checker, s: &AmdahlFile) -> Result<AmdahlSpec, InputError> {
-    let law = match s.comm.law.value.as_str() {
+    // Checked in file order, so the first error reported is the first in the file.
+    let t_c1_s = c.positive(&s.t_c1_s, "amdahl.t_c1_s")?;
+    let parallel_fraction = c.fraction(&s.parallel_fraction, "amdahl.parallel_fraction")?;
+    const LAWS: &str = "one of log, linear, quadratic";
+    let law = match c.text(&s.comm.law, "amdahl.comm.law", LAWS)? {
         "log" => CommLaw::Log,
         "linear" => CommLaw::Linear,
         "quadratic" => CommLaw::Quadratic,
-        _ => {
-            return Err(InputError::at(
-                c.path,
-                &s.comm.law,
-                "amdahl.comm.law",
-                "one of log, linear, quadratic",
-            ));
-        }
+        _ => return Err(InputError::at(c.path, &s.comm.law, "amdahl.comm.law", LAWS)),
     };
     Ok(AmdahlSpec {
-        t_c1_s: c.positive(&s.t_c1_s, "amdahl.t_c1_s")?,
-        parallel_fraction: c.fraction(&s.parallel_fraction, "amdahl.parallel_fraction")?,
+        t_c1_s,
+        parallel_fraction,
         law,
         coeff_s: c.nonneg(&s.comm.coeff_s, "amdahl.comm.coeff_s")?,
         slowdown: s
@@ -672,10 +792,10 @@ fn check_hetero(
 ) -> Result<(BTreeMap<String, TypeTimes>, f64), InputError> {
     let iterations = c.positive(&s.iterations, "hetero.iterations")?;
     if s.node_types.is_empty() {
-        return Err(InputError::at(
-            c.path,
-            &s.iterations,
+        return Err(InputError::new(
+            file_origin(c.path, &s.iterations.referenced),
             "hetero.node_types",
+            "{}",
             "at least one node type",
         ));
     }
@@ -701,9 +821,4 @@ fn check_hetero(
         );
     }
     Ok((types, iterations))
-}
-
-/// Where a spanned value sits, for callers that report their own errors.
-pub fn origin_of<T>(path: &Path, v: &Spanned<T>) -> Origin {
-    file_origin(path, &v.referenced)
 }
