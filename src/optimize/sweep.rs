@@ -20,11 +20,9 @@
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::SweepTable;
 
-/// One (node, choice) of the table, keyed by its compute time.
+/// What the sweep needs of one (node, choice) of the table.
 #[derive(Clone, Copy)]
 struct Entry {
-    /// The compute time's bits; non-negative finite floats order like their bits.
-    key: u64,
     dynamic_j: f64,
     node: u32,
     choice: u32,
@@ -38,18 +36,16 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         return Ok(Optimum::of(table, goal, Vec::new(), 1));
     }
     let total: usize = table.nodes.iter().map(|r| r.choices.len()).sum();
-    let mut entries = Vec::with_capacity(total);
+    let mut meta = Vec::with_capacity(total);
+    let mut keys = Vec::with_capacity(total);
     for (i, row) in table.nodes.iter().enumerate() {
         for (k, c) in row.choices.iter().enumerate() {
-            entries.push(Entry {
-                key: c.compute_s.to_bits(),
-                dynamic_j: c.dynamic_j,
-                node: i as u32,
-                choice: k as u32,
-            });
+            // Non-negative finite floats order like their bits; + 0.0 turns -0.0 into 0.0.
+            keys.push(((c.compute_s + 0.0).to_bits(), meta.len() as u32));
+            meta.push(Entry { dynamic_j: c.dynamic_j, node: i as u32, choice: k as u32 });
         }
     }
-    entries.sort_unstable_by_key(|e| e.key);
+    radix_sort(&mut keys);
 
     let static_w = table.static_w();
     let mut best_d = vec![f64::INFINITY; n];
@@ -60,11 +56,11 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     let mut candidates = 0u64;
 
     let mut start = 0;
-    while start < entries.len() {
-        let key = entries[start].key;
+    while start < keys.len() {
+        let key = keys[start].0;
         let mut end = start;
-        while end < entries.len() && entries[end].key == key {
-            let e = entries[end];
+        while end < keys.len() && keys[end].0 == key {
+            let e = meta[keys[end].1 as usize];
             let slot = &mut best_d[e.node as usize];
             if slot.is_infinite() {
                 covered += 1;
@@ -80,7 +76,8 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
             // Force the cheapest entry of this group so the slowest node takes exactly tau.
             let mut forced = start;
             let mut extra = f64::INFINITY;
-            for (j, e) in entries[start..end].iter().enumerate() {
+            for (j, &(_, idx)) in keys[start..end].iter().enumerate() {
+                let e = meta[idx as usize];
                 let cost = e.dynamic_j - best_d[e.node as usize];
                 if cost < extra {
                     extra = cost;
@@ -112,7 +109,64 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         }
         pick.push(k);
     }
-    let f = entries[forced];
+    let f = meta[keys[forced].1 as usize];
     pick[f.node as usize] = f.choice as usize;
     Ok(Optimum::of(table, goal, pick, candidates))
+}
+
+/// Sort (key, index) pairs by key: a least-significant-digit radix sort, one
+/// byte per pass, skipping bytes every key shares. Linear time, and several
+/// times faster than a comparison sort on the 10^5 entries of a large cluster.
+fn radix_sort(items: &mut Vec<(u64, u32)>) {
+    if items.len() < 64 {
+        items.sort_unstable_by_key(|e| e.0);
+        return;
+    }
+    let mut counts = [[0usize; 256]; 8];
+    for &(k, _) in items.iter() {
+        for (b, c) in counts.iter_mut().enumerate() {
+            c[((k >> (8 * b)) & 0xff) as usize] += 1;
+        }
+    }
+    let mut buf = vec![(0u64, 0u32); items.len()];
+    for (b, c) in counts.iter().enumerate() {
+        if c.iter().any(|&x| x == items.len()) {
+            continue;
+        }
+        let mut offsets = [0usize; 256];
+        let mut sum = 0;
+        for (o, &x) in offsets.iter_mut().zip(c.iter()) {
+            *o = sum;
+            sum += x;
+        }
+        for &item in items.iter() {
+            let d = ((item.0 >> (8 * b)) & 0xff) as usize;
+            buf[offsets[d]] = item;
+            offsets[d] += 1;
+        }
+        std::mem::swap(items, &mut buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::radix_sort;
+    use crate::optimize::testbed::Rng;
+
+    #[test]
+    fn radix_sort_orders_like_a_comparison_sort() {
+        let mut rng = Rng::new(7);
+        for len in [0usize, 1, 63, 64, 65, 1000, 20_000] {
+            // Few distinct values among many, to exercise ties and shared bytes.
+            let mut v: Vec<(u64, u32)> =
+                (0..len as u32).map(|i| ((rng.uniform(0.0, 50.0).round() * 0.37).to_bits(), i)).collect();
+            let mut want = v.clone();
+            want.sort_by_key(|e| e.0);
+            radix_sort(&mut v);
+            assert_eq!(v.iter().map(|e| e.0).collect::<Vec<_>>(), want.iter().map(|e| e.0).collect::<Vec<_>>());
+            let mut ids: Vec<u32> = v.iter().map(|e| e.1).collect();
+            ids.sort_unstable();
+            assert!(ids.iter().enumerate().all(|(i, &x)| i as u32 == x), "a permutation");
+        }
+    }
 }
