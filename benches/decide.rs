@@ -12,7 +12,12 @@ use greenup::optimize::testbed::{Instance, Rng, instance};
 use greenup::optimize::{Goal, Limits, Objective};
 
 fn goal(i: &Instance) -> Goal {
-    Goal { objective: Objective::MaxDist, limits: Limits::default(), baseline_time_s: i.t_old, baseline_energy_j: i.e_original }
+    Goal {
+        objective: Objective::MaxDist,
+        limits: Limits::default(),
+        baseline_time_s: i.t_old,
+        baseline_energy_j: i.e_original,
+    }
 }
 
 fn decide(c: &mut Criterion) {
@@ -20,14 +25,18 @@ fn decide(c: &mut Criterion) {
     for n in [144usize, 1_000, 10_000] {
         let inst = instance(n, &mut Rng::new(n as u64));
         let g = goal(&inst);
-        group.bench_with_input(BenchmarkId::new("exact", n), &inst, |b, i| b.iter(|| sweep(black_box(&i.table), &g).unwrap()));
+        group.bench_with_input(BenchmarkId::new("exact", n), &inst, |b, i| {
+            b.iter(|| sweep(black_box(&i.table), &g).unwrap())
+        });
         group.bench_with_input(BenchmarkId::new("paper", n), &inst, |b, i| {
             b.iter(|| algorithm1(black_box(&i.table), &g).unwrap())
         });
     }
     let small = instance(6, &mut Rng::new(6));
     let g = goal(&small);
-    group.bench_with_input(BenchmarkId::new("brute", 6), &small, |b, i| b.iter(|| brute(black_box(&i.table), &g).unwrap()));
+    group.bench_with_input(BenchmarkId::new("brute", 6), &small, |b, i| {
+        b.iter(|| brute(black_box(&i.table), &g).unwrap())
+    });
     group.finish();
 }
 

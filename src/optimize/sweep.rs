@@ -42,7 +42,11 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         for (k, c) in row.choices.iter().enumerate() {
             // Non-negative finite floats order like their bits; + 0.0 turns -0.0 into 0.0.
             keys.push(((c.compute_s + 0.0).to_bits(), meta.len() as u32));
-            meta.push(Entry { dynamic_j: c.dynamic_j, node: i as u32, choice: k as u32 });
+            meta.push(Entry {
+                dynamic_j: c.dynamic_j,
+                node: i as u32,
+                choice: k as u32,
+            });
         }
     }
     radix_sort(&mut keys);
@@ -130,7 +134,7 @@ fn radix_sort(items: &mut Vec<(u64, u32)>) {
     }
     let mut buf = vec![(0u64, 0u32); items.len()];
     for (b, c) in counts.iter().enumerate() {
-        if c.iter().any(|&x| x == items.len()) {
+        if c.contains(&items.len()) {
             continue;
         }
         let mut offsets = [0usize; 256];
@@ -158,15 +162,22 @@ mod tests {
         let mut rng = Rng::new(7);
         for len in [0usize, 1, 63, 64, 65, 1000, 20_000] {
             // Few distinct values among many, to exercise ties and shared bytes.
-            let mut v: Vec<(u64, u32)> =
-                (0..len as u32).map(|i| ((rng.uniform(0.0, 50.0).round() * 0.37).to_bits(), i)).collect();
+            let mut v: Vec<(u64, u32)> = (0..len as u32)
+                .map(|i| ((rng.uniform(0.0, 50.0).round() * 0.37).to_bits(), i))
+                .collect();
             let mut want = v.clone();
             want.sort_by_key(|e| e.0);
             radix_sort(&mut v);
-            assert_eq!(v.iter().map(|e| e.0).collect::<Vec<_>>(), want.iter().map(|e| e.0).collect::<Vec<_>>());
+            assert_eq!(
+                v.iter().map(|e| e.0).collect::<Vec<_>>(),
+                want.iter().map(|e| e.0).collect::<Vec<_>>()
+            );
             let mut ids: Vec<u32> = v.iter().map(|e| e.1).collect();
             ids.sort_unstable();
-            assert!(ids.iter().enumerate().all(|(i, &x)| i as u32 == x), "a permutation");
+            assert!(
+                ids.iter().enumerate().all(|(i, &x)| i as u32 == x),
+                "a permutation"
+            );
         }
     }
 }
