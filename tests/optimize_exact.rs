@@ -151,6 +151,23 @@ proptest! {
     }
 
     #[test]
+    fn sweep_equals_brute_force_with_nodes_of_one_kind(
+        rows in prop::collection::vec((prop::collection::vec((0.5f64..20.0, 0.0f64..100.0), 1..=4), 0.0f64..10.0), 1..=3),
+        copies in prop::collection::vec(0usize..3, 3),
+        fixed in (0.0f64..5.0, 0.0f64..50.0),
+        draw in [cap(), cap(), cap(), cap()]
+    ) {
+        // Identical rows, as a model gives for nodes of one type, interleaved with the others.
+        let mut all = rows.clone();
+        for (r, &c) in rows.iter().zip(&copies) {
+            for _ in 0..c {
+                all.insert(all.len() / 2, r.clone());
+            }
+        }
+        check(all, fixed, draw)?;
+    }
+
+    #[test]
     fn sweep_equals_brute_force_on_dvfs_tables(
         rows in dvfs_rows(), fixed in (0.0f64..5.0, 0.0f64..50.0), draw in [cap(), cap(), cap(), cap()]
     ) {

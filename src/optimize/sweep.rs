@@ -13,19 +13,81 @@
 //! (T, E) (min_energy, min_time, min_edp, min_ed2p, max_ee = E1/E at a fixed node
 //! set, max_dist = T_base/T - E/E_base) and every limit is an upper bound on T, E or
 //! E/T, so the best of the q(tau) is the best of all F^N picks, feasible or
-//! closest. Sweeping tau upward, each node's least-d choice only improves as
+//! closest. Nodes with identical rows (one node type) are one kind weighted by
+//! its count; forcing touches one node of the kind. Sweeping tau upward, each node's least-d choice only improves as
 //! choices enter, so the sums update in O(1) per entry: O(NF log NF) for the sort
 //! plus O(NF) for the sweep.
+
+use std::collections::HashMap;
 
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::SweepTable;
 
-/// What the sweep needs of one (node, choice) of the table.
+/// What the sweep needs of one (kind, choice) of the table.
 #[derive(Clone, Copy)]
 struct Entry {
     dynamic_j: f64,
-    node: u32,
+    kind: u32,
     choice: u32,
+}
+
+/// Nodes with identical rows (the same choices and static power), as a model
+/// gives for nodes of one type: the sweep handles each kind once, weighted by
+/// its count, so a site of thousands of nodes of a few types costs little.
+struct Kinds {
+    /// Kind of each node.
+    of: Vec<u32>,
+    /// A node of each kind, whose row stands for the kind.
+    first: Vec<usize>,
+    /// How many nodes each kind has.
+    count: Vec<f64>,
+}
+
+fn kinds(table: &SweepTable) -> Kinds {
+    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut k = Kinds {
+        of: Vec::with_capacity(table.nodes.len()),
+        first: Vec::new(),
+        count: Vec::new(),
+    };
+    for (i, row) in table.nodes.iter().enumerate() {
+        let mut h = mix(row.static_w.to_bits() ^ row.choices.len() as u64);
+        for c in &row.choices {
+            h = mix(h ^ c.compute_s.to_bits());
+            h = mix(h ^ c.dynamic_j.to_bits());
+        }
+        let same = |j: &u32| {
+            let other = &table.nodes[k.first[*j as usize]];
+            other.static_w == row.static_w
+                && other.choices.len() == row.choices.len()
+                && other
+                    .choices
+                    .iter()
+                    .zip(&row.choices)
+                    .all(|(a, b)| a.compute_s == b.compute_s && a.dynamic_j == b.dynamic_j)
+        };
+        let bucket = by_hash.entry(h).or_default();
+        let kind = match bucket.iter().find(|j| same(j)) {
+            Some(&j) => j,
+            None => {
+                let j = k.first.len() as u32;
+                k.first.push(i);
+                k.count.push(0.0);
+                bucket.push(j);
+                j
+            }
+        };
+        k.count[kind as usize] += 1.0;
+        k.of.push(kind);
+    }
+    k
+}
+
+/// A 64-bit mixing step (from SplitMix64), enough to spread row hashes.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The exact optimum of `goal` over `table`, or the closest configuration when none is feasible.
@@ -35,16 +97,22 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     if n == 0 {
         return Ok(Optimum::of(table, goal, Vec::new(), 1));
     }
-    let total: usize = table.nodes.iter().map(|r| r.choices.len()).sum();
+    let kinds = kinds(table);
+    let nk = kinds.first.len();
+    let total: usize = kinds
+        .first
+        .iter()
+        .map(|&i| table.nodes[i].choices.len())
+        .sum();
     let mut meta = Vec::with_capacity(total);
     let mut keys = Vec::with_capacity(total);
-    for (i, row) in table.nodes.iter().enumerate() {
-        for (k, c) in row.choices.iter().enumerate() {
+    for (kind, &i) in kinds.first.iter().enumerate() {
+        for (k, c) in table.nodes[i].choices.iter().enumerate() {
             // Non-negative finite floats order like their bits; + 0.0 turns -0.0 into 0.0.
             keys.push(((c.compute_s + 0.0).to_bits(), meta.len() as u32));
             meta.push(Entry {
                 dynamic_j: c.dynamic_j,
-                node: i as u32,
+                kind: kind as u32,
                 choice: k as u32,
             });
         }
@@ -52,7 +120,7 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     radix_sort(&mut keys);
 
     let static_w = table.static_w();
-    let mut best_d = vec![f64::INFINITY; n];
+    let mut best_d = vec![f64::INFINITY; nk];
     let mut covered = 0usize;
     let mut sum_d = 0.0;
     // The winning bound and the forced entry, enough to rebuild the pick afterwards.
@@ -65,24 +133,25 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         let mut end = start;
         while end < keys.len() && keys[end].0 == key {
             let e = meta[keys[end].1 as usize];
-            let slot = &mut best_d[e.node as usize];
+            let m = kinds.count[e.kind as usize];
+            let slot = &mut best_d[e.kind as usize];
             if slot.is_infinite() {
                 covered += 1;
-                sum_d += e.dynamic_j;
+                sum_d += m * e.dynamic_j;
                 *slot = e.dynamic_j;
             } else if e.dynamic_j < *slot {
-                sum_d += e.dynamic_j - *slot;
+                sum_d += m * (e.dynamic_j - *slot);
                 *slot = e.dynamic_j;
             }
             end += 1;
         }
-        if covered == n {
-            // Force the cheapest entry of this group so the slowest node takes exactly tau.
+        if covered == nk {
+            // Force the cheapest entry of this group on one node, so the slowest node takes exactly tau.
             let mut forced = start;
             let mut extra = f64::INFINITY;
             for (j, &(_, idx)) in keys[start..end].iter().enumerate() {
                 let e = meta[idx as usize];
-                let cost = e.dynamic_j - best_d[e.node as usize];
+                let cost = e.dynamic_j - best_d[e.kind as usize];
                 if cost < extra {
                     extra = cost;
                     forced = start + j;
@@ -101,20 +170,28 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     }
 
     let (tau, forced, _) = winner.ok_or_else(|| OptimizeError::NoChoices("(every node)".into()))?;
-    let mut pick = Vec::with_capacity(n);
-    for row in &table.nodes {
-        let mut k = 0;
-        let mut d = f64::INFINITY;
-        for (j, c) in row.choices.iter().enumerate() {
-            if c.compute_s <= tau && c.dynamic_j < d {
-                d = c.dynamic_j;
-                k = j;
+    let kind_pick: Vec<usize> = kinds
+        .first
+        .iter()
+        .map(|&i| {
+            let mut k = 0;
+            let mut d = f64::INFINITY;
+            for (j, c) in table.nodes[i].choices.iter().enumerate() {
+                if c.compute_s <= tau && c.dynamic_j < d {
+                    d = c.dynamic_j;
+                    k = j;
+                }
             }
-        }
-        pick.push(k);
-    }
+            k
+        })
+        .collect();
+    let mut pick: Vec<usize> = kinds
+        .of
+        .iter()
+        .map(|&kind| kind_pick[kind as usize])
+        .collect();
     let f = meta[keys[forced].1 as usize];
-    pick[f.node as usize] = f.choice as usize;
+    pick[kinds.first[f.kind as usize]] = f.choice as usize;
     Ok(Optimum::of(table, goal, pick, candidates))
 }
 
