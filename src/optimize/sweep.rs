@@ -19,6 +19,7 @@
 //! plus O(NF) for the sweep.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::SweepTable;
@@ -44,7 +45,10 @@ struct Kinds {
 }
 
 fn kinds(table: &SweepTable) -> Kinds {
-    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::new();
+    // Row hashes are already mixed, so the map need not hash them again. A hash
+    // collision between different rows only leaves them as separate kinds.
+    let mut by_hash: HashMap<u64, u32, BuildHasherDefault<Premixed>> =
+        HashMap::with_capacity_and_hasher(16, BuildHasherDefault::default());
     let mut k = Kinds {
         of: Vec::with_capacity(table.nodes.len()),
         first: Vec::new(),
@@ -56,8 +60,8 @@ fn kinds(table: &SweepTable) -> Kinds {
             h = mix(h ^ c.compute_s.to_bits());
             h = mix(h ^ c.dynamic_j.to_bits());
         }
-        let same = |j: &u32| {
-            let other = &table.nodes[k.first[*j as usize]];
+        let same = |j: u32| {
+            let other = &table.nodes[k.first[j as usize]];
             other.static_w == row.static_w
                 && other.choices.len() == row.choices.len()
                 && other
@@ -66,14 +70,15 @@ fn kinds(table: &SweepTable) -> Kinds {
                     .zip(&row.choices)
                     .all(|(a, b)| a.compute_s == b.compute_s && a.dynamic_j == b.dynamic_j)
         };
-        let bucket = by_hash.entry(h).or_default();
-        let kind = match bucket.iter().find(|j| same(j)) {
-            Some(&j) => j,
-            None => {
+        let kind = match by_hash.get(&h) {
+            Some(&j) if same(j) => j,
+            found => {
                 let j = k.first.len() as u32;
                 k.first.push(i);
                 k.count.push(0.0);
-                bucket.push(j);
+                if found.is_none() {
+                    by_hash.insert(h, j);
+                }
                 j
             }
         };
@@ -81,6 +86,24 @@ fn kinds(table: &SweepTable) -> Kinds {
         k.of.push(kind);
     }
     k
+}
+
+/// A hasher for keys that are already well-mixed 64-bit hashes.
+#[derive(Default)]
+struct Premixed(u64);
+
+impl Hasher for Premixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
 }
 
 /// A 64-bit mixing step (from SplitMix64), enough to spread row hashes.
