@@ -218,23 +218,30 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     Ok(Optimum::of(table, goal, pick, candidates))
 }
 
-/// Sort (key, index) pairs by key: a least-significant-digit radix sort, one
-/// byte per pass, skipping bytes every key shares. Linear time, and several
-/// times faster than a comparison sort on the 10^5 entries of a large cluster.
+/// Sort (key, index) pairs by key. The high halves of the keys go through a
+/// least-significant-digit radix sort (one byte per pass, skipping bytes every
+/// key shares); runs that share a high half are then ordered by the whole key.
+/// For compute times the high half already separates values 1 part in 10^6
+/// apart, so those runs are short; the whole sort is close to linear time.
 fn radix_sort(items: &mut Vec<(u64, u32)>) {
     if items.len() < 64 {
         items.sort_unstable_by_key(|e| e.0);
         return;
     }
-    let mut counts = [[0usize; 256]; 8];
-    for &(k, _) in items.iter() {
+    let mut hi: Vec<(u32, u32)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ((e.0 >> 32) as u32, i as u32))
+        .collect();
+    let mut counts = [[0usize; 256]; 4];
+    for &(k, _) in &hi {
         for (b, c) in counts.iter_mut().enumerate() {
             c[((k >> (8 * b)) & 0xff) as usize] += 1;
         }
     }
-    let mut buf = vec![(0u64, 0u32); items.len()];
+    let mut buf = vec![(0u32, 0u32); hi.len()];
     for (b, c) in counts.iter().enumerate() {
-        if c.contains(&items.len()) {
+        if c.contains(&hi.len()) {
             continue;
         }
         let mut offsets = [0usize; 256];
@@ -243,13 +250,27 @@ fn radix_sort(items: &mut Vec<(u64, u32)>) {
             *o = sum;
             sum += x;
         }
-        for &item in items.iter() {
+        for &item in &hi {
             let d = ((item.0 >> (8 * b)) & 0xff) as usize;
             buf[offsets[d]] = item;
             offsets[d] += 1;
         }
-        std::mem::swap(items, &mut buf);
+        std::mem::swap(&mut hi, &mut buf);
     }
+    let mut out: Vec<(u64, u32)> = hi.iter().map(|&(_, i)| items[i as usize]).collect();
+    let mut start = 0;
+    while start < out.len() {
+        let h = out[start].0 >> 32;
+        let mut end = start + 1;
+        while end < out.len() && out[end].0 >> 32 == h {
+            end += 1;
+        }
+        if end - start > 1 {
+            out[start..end].sort_unstable_by_key(|e| e.0);
+        }
+        start = end;
+    }
+    *items = out;
 }
 
 #[cfg(test)]
@@ -260,10 +281,21 @@ mod tests {
     #[test]
     fn radix_sort_orders_like_a_comparison_sort() {
         let mut rng = Rng::new(7);
-        for len in [0usize, 1, 63, 64, 65, 1000, 20_000] {
-            // Few distinct values among many, to exercise ties and shared bytes.
+        for (len, close) in [0usize, 1, 63, 64, 65, 1000, 20_000]
+            .into_iter()
+            .flat_map(|l| [(l, false), (l, true)])
+        {
+            // Few distinct values (ties, shared bytes), or values so close that
+            // their high halves are equal and only the low halves order them.
             let mut v: Vec<(u64, u32)> = (0..len as u32)
-                .map(|i| ((rng.uniform(0.0, 50.0).round() * 0.37).to_bits(), i))
+                .map(|i| {
+                    let x = if close {
+                        1.0 + rng.uniform(0.0, 1e-9)
+                    } else {
+                        rng.uniform(0.0, 50.0).round() * 0.37
+                    };
+                    (x.to_bits(), i)
+                })
                 .collect();
             let mut want = v.clone();
             want.sort_by_key(|e| e.0);
