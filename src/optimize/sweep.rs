@@ -24,9 +24,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::SweepTable;
 
-/// What the sweep needs of one (kind, choice) of the table.
+/// What the sweep needs of one (kind, choice) of the table. It travels through
+/// the sort whole, so the sweep reads the sorted entries in order.
 #[derive(Clone, Copy)]
 struct Entry {
+    /// The compute time's bits.
+    key: u64,
     dynamic_j: f64,
     kind: u32,
     choice: u32,
@@ -127,20 +130,19 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         .iter()
         .map(|&i| table.nodes[i].choices.len())
         .sum();
-    let mut meta = Vec::with_capacity(total);
-    let mut keys = Vec::with_capacity(total);
+    let mut entries = Vec::with_capacity(total);
     for (kind, &i) in kinds.first.iter().enumerate() {
         for (k, c) in table.nodes[i].choices.iter().enumerate() {
             // Non-negative finite floats order like their bits; + 0.0 turns -0.0 into 0.0.
-            keys.push(((c.compute_s + 0.0).to_bits(), meta.len() as u32));
-            meta.push(Entry {
+            entries.push(Entry {
+                key: (c.compute_s + 0.0).to_bits(),
                 dynamic_j: c.dynamic_j,
                 kind: kind as u32,
                 choice: k as u32,
             });
         }
     }
-    radix_sort(&mut keys);
+    radix_sort(&mut entries, |e| e.key);
 
     let static_w = table.static_w();
     let mut best_d = vec![f64::INFINITY; nk];
@@ -151,11 +153,11 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     let mut candidates = 0u64;
 
     let mut start = 0;
-    while start < keys.len() {
-        let key = keys[start].0;
+    while start < entries.len() {
+        let key = entries[start].key;
         let mut end = start;
-        while end < keys.len() && keys[end].0 == key {
-            let e = meta[keys[end].1 as usize];
+        while end < entries.len() && entries[end].key == key {
+            let e = entries[end];
             let m = kinds.count[e.kind as usize];
             let slot = &mut best_d[e.kind as usize];
             if slot.is_infinite() {
@@ -172,8 +174,7 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
             // Force the cheapest entry of this group on one node, so the slowest node takes exactly tau.
             let mut forced = start;
             let mut extra = f64::INFINITY;
-            for (j, &(_, idx)) in keys[start..end].iter().enumerate() {
-                let e = meta[idx as usize];
+            for (j, e) in entries[start..end].iter().enumerate() {
                 let cost = e.dynamic_j - best_d[e.kind as usize];
                 if cost < extra {
                     extra = cost;
@@ -213,35 +214,32 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         .iter()
         .map(|&kind| kind_pick[kind as usize])
         .collect();
-    let f = meta[keys[forced].1 as usize];
+    let f = entries[forced];
     pick[kinds.first[f.kind as usize]] = f.choice as usize;
     Ok(Optimum::of(table, goal, pick, candidates))
 }
 
-/// Sort (key, index) pairs by key. The high halves of the keys go through a
+/// Sort items by a 64-bit key, moving them whole. The high halves of the keys go through a
 /// least-significant-digit radix sort (one byte per pass, skipping bytes every
 /// key shares); runs that share a high half are then ordered by the whole key.
 /// For compute times the high half already separates values 1 part in 10^6
 /// apart, so those runs are short; the whole sort is close to linear time.
-fn radix_sort(items: &mut Vec<(u64, u32)>) {
+fn radix_sort<T: Copy>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
     if items.len() < 64 {
-        items.sort_unstable_by_key(|e| e.0);
+        items.sort_unstable_by_key(&key);
         return;
     }
-    let mut hi: Vec<(u32, u32)> = items
-        .iter()
-        .enumerate()
-        .map(|(i, e)| ((e.0 >> 32) as u32, i as u32))
-        .collect();
+    let high = |t: &T| (key(t) >> 32) as u32;
     let mut counts = [[0usize; 256]; 4];
-    for &(k, _) in &hi {
+    for t in items.iter() {
+        let k = high(t);
         for (b, c) in counts.iter_mut().enumerate() {
             c[((k >> (8 * b)) & 0xff) as usize] += 1;
         }
     }
-    let mut buf = vec![(0u32, 0u32); hi.len()];
+    let mut buf = items.clone();
     for (b, c) in counts.iter().enumerate() {
-        if c.contains(&hi.len()) {
+        if c.contains(&items.len()) {
             continue;
         }
         let mut offsets = [0usize; 256];
@@ -250,27 +248,25 @@ fn radix_sort(items: &mut Vec<(u64, u32)>) {
             *o = sum;
             sum += x;
         }
-        for &item in &hi {
-            let d = ((item.0 >> (8 * b)) & 0xff) as usize;
-            buf[offsets[d]] = item;
+        for t in items.iter() {
+            let d = ((high(t) >> (8 * b)) & 0xff) as usize;
+            buf[offsets[d]] = *t;
             offsets[d] += 1;
         }
-        std::mem::swap(&mut hi, &mut buf);
+        std::mem::swap(items, &mut buf);
     }
-    let mut out: Vec<(u64, u32)> = hi.iter().map(|&(_, i)| items[i as usize]).collect();
     let mut start = 0;
-    while start < out.len() {
-        let h = out[start].0 >> 32;
+    while start < items.len() {
+        let h = high(&items[start]);
         let mut end = start + 1;
-        while end < out.len() && out[end].0 >> 32 == h {
+        while end < items.len() && high(&items[end]) == h {
             end += 1;
         }
         if end - start > 1 {
-            out[start..end].sort_unstable_by_key(|e| e.0);
+            items[start..end].sort_unstable_by_key(&key);
         }
         start = end;
     }
-    *items = out;
 }
 
 #[cfg(test)]
@@ -299,7 +295,7 @@ mod tests {
                 .collect();
             let mut want = v.clone();
             want.sort_by_key(|e| e.0);
-            radix_sort(&mut v);
+            radix_sort(&mut v, |e| e.0);
             assert_eq!(
                 v.iter().map(|e| e.0).collect::<Vec<_>>(),
                 want.iter().map(|e| e.0).collect::<Vec<_>>()
