@@ -13,6 +13,7 @@ use crate::model::{ModelError, NodeSlot, Prediction, Predictor};
 use crate::optimize::nodes::{self, Search};
 use crate::optimize::{self, Goal, Limits, OptimizeError};
 use crate::policy::Policy;
+use crate::profile::Profile;
 use crate::site::Site;
 
 /// Which optimizer searches the frequencies.
@@ -34,7 +35,10 @@ pub enum Algorithm {
 pub enum NodeRequest {
     /// Exactly these nodes (a job's allocation), in Slurm order; with `min` set the
     /// plan may use fewer of them, but never fewer than `min`.
-    List { names: Vec<String>, min: Option<usize> },
+    List {
+        names: Vec<String>,
+        min: Option<usize>,
+    },
     /// Any `min..=max` nodes of the partition (or of the site).
     Count { min: usize, max: usize },
 }
@@ -127,6 +131,18 @@ pub enum PlanError {
     /// The optimizer could not search.
     #[error("optimizer: {0}")]
     Optimize(#[from] OptimizeError),
+}
+
+/// Decide for a job: the profile's model on the site's nodes, searched under the policy.
+/// See [`plan_with`].
+pub fn plan(
+    site: &Site,
+    profile: &Profile,
+    policy: &Policy,
+    req: &PlanRequest,
+) -> Result<Plan, PlanError> {
+    let predictor = profile.predictor(site)?;
+    plan_with(site, predictor.as_ref(), policy, req)
 }
 
 /// Decide with the model `predictor`: merge the user's, the policy's and the site's

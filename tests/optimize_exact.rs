@@ -151,9 +151,92 @@ proptest! {
     }
 
     #[test]
+    fn sweep_equals_brute_force_with_nodes_of_one_kind(
+        rows in prop::collection::vec((prop::collection::vec((0.5f64..20.0, 0.0f64..100.0), 1..=4), 0.0f64..10.0), 1..=3),
+        copies in prop::collection::vec(0usize..3, 3),
+        fixed in (0.0f64..5.0, 0.0f64..50.0),
+        draw in [cap(), cap(), cap(), cap()]
+    ) {
+        // Identical rows, as a model gives for nodes of one type, interleaved with the others.
+        let mut all = rows.clone();
+        for (r, &c) in rows.iter().zip(&copies) {
+            for _ in 0..c {
+                all.insert(all.len() / 2, r.clone());
+            }
+        }
+        check(all, fixed, draw)?;
+    }
+
+    #[test]
     fn sweep_equals_brute_force_on_dvfs_tables(
         rows in dvfs_rows(), fixed in (0.0f64..5.0, 0.0f64..50.0), draw in [cap(), cap(), cap(), cap()]
     ) {
         check(rows, fixed, draw)?;
+    }
+}
+
+/// The sweep's definition computed naively, O((NF)^2): for every makespan tau in
+/// the table, the least-dynamic-energy pick whose slowest node takes exactly tau.
+fn naive_sweep(t: &SweepTable, goal: &Goal) -> Assessment {
+    let static_w: f64 = t.nodes.iter().map(|n| n.static_w).sum();
+    let mut best: Option<Assessment> = None;
+    for row in &t.nodes {
+        for c in &row.choices {
+            let tau = c.compute_s;
+            let mut sum = 0.0;
+            let mut force = f64::INFINITY;
+            let mut ok = true;
+            for r in &t.nodes {
+                let d = r
+                    .choices
+                    .iter()
+                    .filter(|x| x.compute_s <= tau)
+                    .map(|x| x.dynamic_j)
+                    .fold(f64::INFINITY, f64::min);
+                if d.is_infinite() {
+                    ok = false;
+                    break;
+                }
+                sum += d;
+                for x in r.choices.iter().filter(|x| x.compute_s == tau) {
+                    force = force.min(x.dynamic_j - d);
+                }
+            }
+            if !ok {
+                continue;
+            }
+            let time = tau + t.fixed_time_s;
+            let a = goal.assess(time, sum + force + time * static_w + t.fixed_energy_j, None);
+            if best.as_ref().is_none_or(|b| a.better_than(b)) {
+                best = Some(a);
+            }
+        }
+    }
+    best.unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+
+    /// Tables too large for brute force (and for the sweep's small-table sort path),
+    /// with repeated rows and repeated times, against the naive sweep.
+    #[test]
+    fn sweep_equals_the_naive_sweep_on_larger_tables(
+        rows in prop::collection::vec((prop::collection::vec(((1u32..40).prop_map(|x| x as f64 * 0.25), 0.0f64..100.0), 1..=6), 0.0f64..10.0), 10..=40),
+        dup in 0usize..10,
+        draw in [cap(), cap(), cap(), cap()]
+    ) {
+        let mut rows = rows;
+        for i in 0..dup.min(rows.len()) {
+            let r = rows[i].clone();
+            rows.push(r);
+        }
+        let t = table(&rows, 1.0, 5.0);
+        for objective in Objective::ALL {
+            let goal = Goal { objective, ..limits_for(&t, draw) };
+            let exact = sweep(&t, &goal).unwrap();
+            let naive = naive_sweep(&t, &goal);
+            prop_assert!(same_quality(&exact.assessment, &naive), "{objective:?}: {:?} vs {:?}", exact.assessment, naive);
+        }
     }
 }

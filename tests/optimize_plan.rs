@@ -554,3 +554,51 @@ fn the_plan_serializes_with_the_documented_keys() {
     );
     assert_eq!(v["search"]["algorithm"], "exact");
 }
+
+/// `plan()` on the shipped site config and Table I profile: 144 nodes, with the exact
+/// sweep never behind Algorithm 1, and the site's partition cap binding.
+#[test]
+fn plan_on_the_shipped_site_and_table1_profile() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = greenup::site::load(root.join("etc/greenup.yaml")).unwrap();
+    let profile =
+        greenup::profile::Profile::load(&root.join("etc/profiles/hetero-table1.yaml")).unwrap();
+    let set = PolicySet::load(&s.policy_dirs).unwrap();
+    let names: Vec<String> = (1..=144).map(|i| format!("h{i:03}")).collect();
+    let mut objectives = Vec::new();
+    for algorithm in [Algorithm::Exact, Algorithm::Paper] {
+        let req = PlanRequest {
+            partition: Some("hetero".into()),
+            algorithm,
+            ..request(
+                "max-dist",
+                NodeRequest::List {
+                    names: names.clone(),
+                    min: None,
+                },
+            )
+        };
+        let p = greenup::plan::plan(&s, &profile, set.get("max-dist").unwrap(), &req).unwrap();
+        assert_eq!(p.node_count, 144);
+        if p.feasible {
+            assert!(
+                p.predicted.avg_power_w <= 3500.0 + 1e-6,
+                "the partition's 3.5kW cap holds"
+            );
+        }
+        objectives.push((p.feasible, p.objective));
+    }
+    let (exact, paper) = (objectives[0], objectives[1]);
+    assert!(
+        exact.0 || !paper.0,
+        "exact is feasible whenever Algorithm 1 is"
+    );
+    if exact.0 && paper.0 {
+        assert!(
+            exact.1 >= paper.1 - 1e-12,
+            "exact {} vs Algorithm 1 {}",
+            exact.1,
+            paper.1
+        );
+    }
+}

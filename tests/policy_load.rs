@@ -44,12 +44,12 @@ fn a_site_adds_a_policy_without_code() {
     write(
         dir.path(),
         "night.yaml",
-        "name: night\ndescription: cheap and slow\nobjective: min_ed2p\nconstraints:\n  energy_cap: 5000000\n  power_cap: 1200.5\n  nodes: \"2-8\"\n",
+        "name: night\ndescription: cheap and slow\nobjective: min_ed2p\nconstraints:\n  energy_cap: 5MJ\n  power_cap: 1200.5\n  nodes: \"2-8\"\n",
     );
     let set = PolicySet::load(&[dir.path().to_path_buf(), shipped()]).unwrap();
     let p = set.get("night").unwrap();
     assert_eq!(p.objective, Objective::MinEd2p);
-    assert_eq!(p.constraints.energy_cap_j, Some(5_000_000.0));
+    assert_eq!(p.constraints.energy_cap_j, Some(5_000_000.0), "5MJ");
     assert_eq!(p.constraints.power_cap_w, Some(1200.5));
     assert_eq!(p.constraints.nodes, Some((2, 8)));
     assert_eq!(p.description, "cheap and slow");

@@ -13,21 +13,107 @@
 //! (T, E) (min_energy, min_time, min_edp, min_ed2p, max_ee = E1/E at a fixed node
 //! set, max_dist = T_base/T - E/E_base) and every limit is an upper bound on T, E or
 //! E/T, so the best of the q(tau) is the best of all F^N picks, feasible or
-//! closest. Sweeping tau upward, each node's least-d choice only improves as
+//! closest. Nodes with identical rows (one node type) are one kind weighted by
+//! its count; forcing touches one node of the kind. Sweeping tau upward, each node's least-d choice only improves as
 //! choices enter, so the sums update in O(1) per entry: O(NF log NF) for the sort
 //! plus O(NF) for the sweep.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::SweepTable;
 
-/// One (node, choice) of the table, keyed by its compute time.
+/// What the sweep needs of one (kind, choice) of the table. It travels through
+/// the sort whole, so the sweep reads the sorted entries in order.
 #[derive(Clone, Copy)]
 struct Entry {
-    /// The compute time's bits; non-negative finite floats order like their bits.
+    /// The compute time's bits.
     key: u64,
     dynamic_j: f64,
-    node: u32,
+    kind: u32,
     choice: u32,
+}
+
+/// Nodes with identical rows (the same choices and static power), as a model
+/// gives for nodes of one type: the sweep handles each kind once, weighted by
+/// its count, so a site of thousands of nodes of a few types costs little.
+struct Kinds {
+    /// Kind of each node.
+    of: Vec<u32>,
+    /// A node of each kind, whose row stands for the kind.
+    first: Vec<usize>,
+    /// How many nodes each kind has.
+    count: Vec<f64>,
+}
+
+fn kinds(table: &SweepTable) -> Kinds {
+    // Row hashes are already mixed, so the map need not hash them again. A hash
+    // collision between different rows only leaves them as separate kinds.
+    let mut by_hash: HashMap<u64, u32, BuildHasherDefault<Premixed>> =
+        HashMap::with_capacity_and_hasher(16, BuildHasherDefault::default());
+    let mut k = Kinds {
+        of: Vec::with_capacity(table.nodes.len()),
+        first: Vec::new(),
+        count: Vec::new(),
+    };
+    for (i, row) in table.nodes.iter().enumerate() {
+        let mut h = mix(row.static_w.to_bits() ^ row.choices.len() as u64);
+        for c in &row.choices {
+            h = mix(h ^ c.compute_s.to_bits());
+            h = mix(h ^ c.dynamic_j.to_bits());
+        }
+        let same = |j: u32| {
+            let other = &table.nodes[k.first[j as usize]];
+            other.static_w == row.static_w
+                && other.choices.len() == row.choices.len()
+                && other
+                    .choices
+                    .iter()
+                    .zip(&row.choices)
+                    .all(|(a, b)| a.compute_s == b.compute_s && a.dynamic_j == b.dynamic_j)
+        };
+        let kind = match by_hash.get(&h) {
+            Some(&j) if same(j) => j,
+            found => {
+                let j = k.first.len() as u32;
+                k.first.push(i);
+                k.count.push(0.0);
+                if found.is_none() {
+                    by_hash.insert(h, j);
+                }
+                j
+            }
+        };
+        k.count[kind as usize] += 1.0;
+        k.of.push(kind);
+    }
+    k
+}
+
+/// A hasher for keys that are already well-mixed 64-bit hashes.
+#[derive(Default)]
+struct Premixed(u64);
+
+impl Hasher for Premixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// A 64-bit mixing step (from SplitMix64), enough to spread row hashes.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The exact optimum of `goal` over `table`, or the closest configuration when none is feasible.
@@ -37,22 +123,29 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     if n == 0 {
         return Ok(Optimum::of(table, goal, Vec::new(), 1));
     }
-    let total: usize = table.nodes.iter().map(|r| r.choices.len()).sum();
+    let kinds = kinds(table);
+    let nk = kinds.first.len();
+    let total: usize = kinds
+        .first
+        .iter()
+        .map(|&i| table.nodes[i].choices.len())
+        .sum();
     let mut entries = Vec::with_capacity(total);
-    for (i, row) in table.nodes.iter().enumerate() {
-        for (k, c) in row.choices.iter().enumerate() {
+    for (kind, &i) in kinds.first.iter().enumerate() {
+        for (k, c) in table.nodes[i].choices.iter().enumerate() {
+            // Non-negative finite floats order like their bits; + 0.0 turns -0.0 into 0.0.
             entries.push(Entry {
-                key: c.compute_s.to_bits(),
+                key: (c.compute_s + 0.0).to_bits(),
                 dynamic_j: c.dynamic_j,
-                node: i as u32,
+                kind: kind as u32,
                 choice: k as u32,
             });
         }
     }
-    entries.sort_unstable_by_key(|e| e.key);
+    radix_sort(&mut entries, |e| e.key);
 
     let static_w = table.static_w();
-    let mut best_d = vec![f64::INFINITY; n];
+    let mut best_d = vec![f64::INFINITY; nk];
     let mut covered = 0usize;
     let mut sum_d = 0.0;
     // The winning bound and the forced entry, enough to rebuild the pick afterwards.
@@ -65,23 +158,24 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         let mut end = start;
         while end < entries.len() && entries[end].key == key {
             let e = entries[end];
-            let slot = &mut best_d[e.node as usize];
+            let m = kinds.count[e.kind as usize];
+            let slot = &mut best_d[e.kind as usize];
             if slot.is_infinite() {
                 covered += 1;
-                sum_d += e.dynamic_j;
+                sum_d += m * e.dynamic_j;
                 *slot = e.dynamic_j;
             } else if e.dynamic_j < *slot {
-                sum_d += e.dynamic_j - *slot;
+                sum_d += m * (e.dynamic_j - *slot);
                 *slot = e.dynamic_j;
             }
             end += 1;
         }
-        if covered == n {
-            // Force the cheapest entry of this group so the slowest node takes exactly tau.
+        if covered == nk {
+            // Force the cheapest entry of this group on one node, so the slowest node takes exactly tau.
             let mut forced = start;
             let mut extra = f64::INFINITY;
             for (j, e) in entries[start..end].iter().enumerate() {
-                let cost = e.dynamic_j - best_d[e.node as usize];
+                let cost = e.dynamic_j - best_d[e.kind as usize];
                 if cost < extra {
                     extra = cost;
                     forced = start + j;
@@ -100,19 +194,118 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     }
 
     let (tau, forced, _) = winner.ok_or_else(|| OptimizeError::NoChoices("(every node)".into()))?;
-    let mut pick = Vec::with_capacity(n);
-    for row in &table.nodes {
-        let mut k = 0;
-        let mut d = f64::INFINITY;
-        for (j, c) in row.choices.iter().enumerate() {
-            if c.compute_s <= tau && c.dynamic_j < d {
-                d = c.dynamic_j;
-                k = j;
+    let kind_pick: Vec<usize> = kinds
+        .first
+        .iter()
+        .map(|&i| {
+            let mut k = 0;
+            let mut d = f64::INFINITY;
+            for (j, c) in table.nodes[i].choices.iter().enumerate() {
+                if c.compute_s <= tau && c.dynamic_j < d {
+                    d = c.dynamic_j;
+                    k = j;
+                }
             }
-        }
-        pick.push(k);
-    }
+            k
+        })
+        .collect();
+    let mut pick: Vec<usize> = kinds
+        .of
+        .iter()
+        .map(|&kind| kind_pick[kind as usize])
+        .collect();
     let f = entries[forced];
-    pick[f.node as usize] = f.choice as usize;
+    pick[kinds.first[f.kind as usize]] = f.choice as usize;
     Ok(Optimum::of(table, goal, pick, candidates))
+}
+
+/// Sort items by a 64-bit key, moving them whole. The high halves of the keys go through a
+/// least-significant-digit radix sort (one byte per pass, skipping bytes every
+/// key shares); runs that share a high half are then ordered by the whole key.
+/// For compute times the high half already separates values 1 part in 10^6
+/// apart, so those runs are short; the whole sort is close to linear time.
+fn radix_sort<T: Copy>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+    if items.len() < 64 {
+        items.sort_unstable_by_key(&key);
+        return;
+    }
+    let high = |t: &T| (key(t) >> 32) as u32;
+    let mut counts = [[0usize; 256]; 4];
+    for t in items.iter() {
+        let k = high(t);
+        for (b, c) in counts.iter_mut().enumerate() {
+            c[((k >> (8 * b)) & 0xff) as usize] += 1;
+        }
+    }
+    let mut buf = items.clone();
+    for (b, c) in counts.iter().enumerate() {
+        if c.contains(&items.len()) {
+            continue;
+        }
+        let mut offsets = [0usize; 256];
+        let mut sum = 0;
+        for (o, &x) in offsets.iter_mut().zip(c.iter()) {
+            *o = sum;
+            sum += x;
+        }
+        for t in items.iter() {
+            let d = ((high(t) >> (8 * b)) & 0xff) as usize;
+            buf[offsets[d]] = *t;
+            offsets[d] += 1;
+        }
+        std::mem::swap(items, &mut buf);
+    }
+    let mut start = 0;
+    while start < items.len() {
+        let h = high(&items[start]);
+        let mut end = start + 1;
+        while end < items.len() && high(&items[end]) == h {
+            end += 1;
+        }
+        if end - start > 1 {
+            items[start..end].sort_unstable_by_key(&key);
+        }
+        start = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::radix_sort;
+    use crate::optimize::testbed::Rng;
+
+    #[test]
+    fn radix_sort_orders_like_a_comparison_sort() {
+        let mut rng = Rng::new(7);
+        for (len, close) in [0usize, 1, 63, 64, 65, 1000, 20_000]
+            .into_iter()
+            .flat_map(|l| [(l, false), (l, true)])
+        {
+            // Few distinct values (ties, shared bytes), or values so close that
+            // their high halves are equal and only the low halves order them.
+            let mut v: Vec<(u64, u32)> = (0..len as u32)
+                .map(|i| {
+                    let x = if close {
+                        1.0 + rng.uniform(0.0, 1e-9)
+                    } else {
+                        rng.uniform(0.0, 50.0).round() * 0.37
+                    };
+                    (x.to_bits(), i)
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_by_key(|e| e.0);
+            radix_sort(&mut v, |e| e.0);
+            assert_eq!(
+                v.iter().map(|e| e.0).collect::<Vec<_>>(),
+                want.iter().map(|e| e.0).collect::<Vec<_>>()
+            );
+            let mut ids: Vec<u32> = v.iter().map(|e| e.1).collect();
+            ids.sort_unstable();
+            assert!(
+                ids.iter().enumerate().all(|(i, &x)| i as u32 == x),
+                "a permutation"
+            );
+        }
+    }
 }

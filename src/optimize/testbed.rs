@@ -116,6 +116,12 @@ pub struct Instance {
 /// proportional to the type's GFLOPS, with +-10 % noise per node; communication
 /// takes 5 % to 200 % of the mean compute time, +-20 % per node.
 pub fn instance(n: usize, rng: &mut Rng) -> Instance {
+    instance_with(n, rng, true)
+}
+
+/// Like [`instance`]; without `per_node_noise` every node of a type has the same
+/// times, as a model built from per-type parameters predicts.
+pub fn instance_with(n: usize, rng: &mut Rng, per_node_noise: bool) -> Instance {
     let work_gflop = rng.uniform(10.0, 100.0);
     let mean_tcp = TABLE_I.iter().map(|t| work_gflop / t.gflops).sum::<f64>() / 4.0;
     let comm = rng.uniform(0.05, 2.0) * mean_tcp;
@@ -125,8 +131,13 @@ pub fn instance(n: usize, rng: &mut Rng) -> Instance {
     let mut dyn_at_max = 0.0;
     for i in 0..n {
         let ty = &TABLE_I[i % 4];
-        let tcp = work_gflop / ty.gflops * rng.uniform(0.9, 1.1);
-        let tcm = comm * rng.uniform(0.8, 1.2);
+        let (a, b) = if per_node_noise {
+            (rng.uniform(0.9, 1.1), rng.uniform(0.8, 1.2))
+        } else {
+            (1.0, 1.0)
+        };
+        let tcp = work_gflop / ty.gflops * a;
+        let tcm = comm * b;
         t_old = t_old.max(tcp + tcm);
         min_tcm = min_tcm.min(tcm);
         dyn_at_max += ty.dynamic_w * tcp;

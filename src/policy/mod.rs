@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
 use crate::optimize::Objective;
+use crate::units::{parse_energy, parse_power};
 
 /// Limits a policy adds to every job that uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -266,16 +267,4 @@ fn positive(
             why,
         )),
     }
-}
-
-fn parse_energy(s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .map_err(|_| "a number of joules".to_string())
-}
-
-fn parse_power(s: &str) -> Result<f64, String> {
-    s.trim()
-        .parse::<f64>()
-        .map_err(|_| "a number of watts".to_string())
 }
