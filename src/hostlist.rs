@@ -62,7 +62,10 @@ fn expand_one(expr: &str, out: &mut Vec<String>) -> Result<(), String> {
     let mut names = vec![String::new()];
     let mut rest = expr;
     while let Some(open) = rest.find('[') {
-        let close = rest[open..].find(']').map(|c| open + c).ok_or("'[' without ']'")?;
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or("'[' without ']'")?;
         for n in &mut names {
             n.push_str(&rest[..open]);
         }
@@ -70,7 +73,10 @@ fn expand_one(expr: &str, out: &mut Vec<String>) -> Result<(), String> {
         if names.len().saturating_mul(numbers.len()) > MAX_HOSTS {
             return Err(format!("more than {MAX_HOSTS} hosts"));
         }
-        names = names.iter().flat_map(|n| numbers.iter().map(move |x| format!("{n}{x}"))).collect();
+        names = names
+            .iter()
+            .flat_map(|n| numbers.iter().map(move |x| format!("{n}{x}")))
+            .collect();
         rest = &rest[close + 1..];
     }
     for n in &mut names {
@@ -85,12 +91,17 @@ fn expand_group(group: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for item in group.split(',') {
         let (lo, hi) = item.split_once('-').unwrap_or((item, item));
-        let digits = |s: &str| !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit());
+        let digits =
+            |s: &str| !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit());
         if !digits(lo) || !digits(hi) {
-            return Err(format!("'[{group}]' holds '{item}'; a bracket holds numbers or ranges like 1-4,7"));
+            return Err(format!(
+                "'[{group}]' holds '{item}'; a bracket holds numbers or ranges like 1-4,7"
+            ));
         }
-        let (a, b): (u64, u64) =
-            (lo.parse().map_err(|_| "number too large")?, hi.parse().map_err(|_| "number too large")?);
+        let (a, b): (u64, u64) = (
+            lo.parse().map_err(|_| "number too large")?,
+            hi.parse().map_err(|_| "number too large")?,
+        );
         if b < a {
             return Err(format!("range '{item}' runs backwards"));
         }
@@ -123,10 +134,17 @@ pub fn compress(names: &[String]) -> String {
             split.push((prefix, digits));
         }
     }
-    let padded_widths: std::collections::BTreeSet<(&str, usize)> =
-        split.iter().filter(|(_, d)| d.len() > 1 && d.starts_with('0')).map(|(p, d)| (*p, d.len())).collect();
+    let padded_widths: std::collections::BTreeSet<(&str, usize)> = split
+        .iter()
+        .filter(|(_, d)| d.len() > 1 && d.starts_with('0'))
+        .map(|(p, d)| (*p, d.len()))
+        .collect();
     for (prefix, digits) in split {
-        let width = if padded_widths.contains(&(prefix, digits.len())) { digits.len() } else { 0 };
+        let width = if padded_widths.contains(&(prefix, digits.len())) {
+            digits.len()
+        } else {
+            0
+        };
         let n: u64 = digits.parse().unwrap_or(0);
         groups.entry((prefix, width)).or_default().push(n);
     }
@@ -142,7 +160,11 @@ pub fn compress(names: &[String]) -> String {
             while j + 1 < nums.len() && nums[j + 1] == nums[j] + 1 {
                 j += 1;
             }
-            ranges.push(if i == j { fmt(nums[i]) } else { format!("{}-{}", fmt(nums[i]), fmt(nums[j])) });
+            ranges.push(if i == j {
+                fmt(nums[i])
+            } else {
+                format!("{}-{}", fmt(nums[i]), fmt(nums[j]))
+            });
             i = j + 1;
         }
         if nums.len() == 1 {
@@ -168,21 +190,41 @@ mod tests {
 
     #[test]
     fn expands_ranges_lists_and_padding() {
-        assert_eq!(expand("n[1-4,7],gpu[01-02]").unwrap(), s(&["n1", "n2", "n3", "n4", "n7", "gpu01", "gpu02"]));
+        assert_eq!(
+            expand("n[1-4,7],gpu[01-02]").unwrap(),
+            s(&["n1", "n2", "n3", "n4", "n7", "gpu01", "gpu02"])
+        );
         assert_eq!(expand("node9").unwrap(), s(&["node9"]));
         assert_eq!(expand("a,b").unwrap(), s(&["a", "b"]));
         assert_eq!(expand("n[9-11]").unwrap(), s(&["n9", "n10", "n11"]));
-        assert_eq!(expand("n[098-101]").unwrap(), s(&["n098", "n099", "n100", "n101"]));
-        assert_eq!(expand("r[1-2]n[1-2]-ib").unwrap(), s(&["r1n1-ib", "r1n2-ib", "r2n1-ib", "r2n2-ib"]));
+        assert_eq!(
+            expand("n[098-101]").unwrap(),
+            s(&["n098", "n099", "n100", "n101"])
+        );
+        assert_eq!(
+            expand("r[1-2]n[1-2]-ib").unwrap(),
+            s(&["r1n1-ib", "r1n2-ib", "r2n1-ib", "r2n2-ib"])
+        );
         assert_eq!(expand("n[3]").unwrap(), s(&["n3"]));
         assert_eq!(expand("[1-2]").unwrap(), s(&["1", "2"]));
     }
 
     #[test]
     fn bad_hostlists_say_why() {
-        for bad in
-            ["", "n1,,n2", "n[1-", "n1]", "n[[1]]", "n[4-1]", "n[a-b]", "n[]", "n[1-2-3]", "n 1", "n[0-99999999]", ","]
-        {
+        for bad in [
+            "",
+            "n1,,n2",
+            "n[1-",
+            "n1]",
+            "n[[1]]",
+            "n[4-1]",
+            "n[a-b]",
+            "n[]",
+            "n[1-2-3]",
+            "n 1",
+            "n[0-99999999]",
+            ",",
+        ] {
             let e = expand(bad).expect_err(bad);
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }

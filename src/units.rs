@@ -6,28 +6,39 @@
 //! because no job or site cap is ever a thousandth of a joule or watt.
 
 /// Joules per unit, by lower-case unit name.
-const ENERGY_UNITS: &[(&str, f64)] =
-    &[("j", 1.0), ("kj", 1e3), ("mj", 1e6), ("gj", 1e9), ("wh", 3.6e3), ("kwh", 3.6e6), ("mwh", 3.6e9)];
+const ENERGY_UNITS: &[(&str, f64)] = &[
+    ("j", 1.0),
+    ("kj", 1e3),
+    ("mj", 1e6),
+    ("gj", 1e9),
+    ("wh", 3.6e3),
+    ("kwh", 3.6e6),
+    ("mwh", 3.6e9),
+];
 
 /// Watts per unit, by lower-case unit name.
 const POWER_UNITS: &[(&str, f64)] = &[("w", 1.0), ("kw", 1e3), ("mw", 1e6)];
 
-const ENERGY_VALID: &str = "a positive number with an optional unit J, kJ, MJ, GJ, Wh, kWh or MWh (e.g. 20MJ, 1.5kWh)";
+const ENERGY_VALID: &str =
+    "a positive number with an optional unit J, kJ, MJ, GJ, Wh, kWh or MWh (e.g. 20MJ, 1.5kWh)";
 const POWER_VALID: &str = "a positive number with an optional unit W, kW or MW (e.g. 2kW, 350W)";
-const TIME_VALID: &str = "a Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED";
+const TIME_VALID: &str =
+    "a Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED";
 
 /// Parse an energy such as `20MJ`, `1.5 kWh` or `5000` (joules) into joules.
 ///
 /// The value must be finite and greater than zero, since energies people write are caps.
 pub fn parse_energy(s: &str) -> Result<f64, String> {
-    parse_quantity(s, ENERGY_UNITS, "J").map_err(|_| format!("invalid energy '{s}': expected {ENERGY_VALID}"))
+    parse_quantity(s, ENERGY_UNITS, "J")
+        .map_err(|_| format!("invalid energy '{s}': expected {ENERGY_VALID}"))
 }
 
 /// Parse a power such as `2kW`, `350 W` or `1500` (watts) into watts.
 ///
 /// The value must be finite and greater than zero, since powers people write are caps.
 pub fn parse_power(s: &str) -> Result<f64, String> {
-    parse_quantity(s, POWER_UNITS, "W").map_err(|_| format!("invalid power '{s}': expected {POWER_VALID}"))
+    parse_quantity(s, POWER_UNITS, "W")
+        .map_err(|_| format!("invalid power '{s}': expected {POWER_VALID}"))
 }
 
 /// A positive number followed by an optional unit from `units`; a bare number is in `base`.
@@ -41,10 +52,22 @@ fn parse_quantity(s: &str, units: &[(&str, f64)], base: &str) -> Result<f64, ()>
         return Err(());
     }
     let value: f64 = num.parse().map_err(|_| ())?;
-    let unit = if unit.is_empty() { base.to_ascii_lowercase() } else { unit.to_ascii_lowercase() };
-    let factor = units.iter().find(|(u, _)| *u == unit).map(|(_, f)| *f).ok_or(())?;
+    let unit = if unit.is_empty() {
+        base.to_ascii_lowercase()
+    } else {
+        unit.to_ascii_lowercase()
+    };
+    let factor = units
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .map(|(_, f)| *f)
+        .ok_or(())?;
     let out = value * factor;
-    if out.is_finite() && out > 0.0 { Ok(out) } else { Err(()) }
+    if out.is_finite() && out > 0.0 {
+        Ok(out)
+    } else {
+        Err(())
+    }
 }
 
 /// Parse a Slurm time limit into seconds; `UNLIMITED`, `INFINITE` and `0` mean no limit (`None`).
@@ -75,7 +98,11 @@ pub fn parse_time(s: &str) -> Result<Option<f64>, String> {
             let (h, m, sec) = match parts.as_slice() {
                 [h] => (field(h, Some(24))?, 0, 0),
                 [h, m] => (field(h, Some(24))?, field(m, Some(60))?, 0),
-                [h, m, sec] => (field(h, Some(24))?, field(m, Some(60))?, field(sec, Some(60))?),
+                [h, m, sec] => (
+                    field(h, Some(24))?,
+                    field(m, Some(60))?,
+                    field(sec, Some(60))?,
+                ),
                 _ => return Err(bad()),
             };
             ((d * 24 + h) * 60 + m) * 60 + sec
@@ -85,7 +112,9 @@ pub fn parse_time(s: &str) -> Result<Option<f64>, String> {
             match parts.as_slice() {
                 [m] => field(m, None)? * 60,
                 [m, sec] => field(m, None)? * 60 + field(sec, Some(60))?,
-                [h, m, sec] => (field(h, None)? * 60 + field(m, Some(60))?) * 60 + field(sec, Some(60))?,
+                [h, m, sec] => {
+                    (field(h, None)? * 60 + field(m, Some(60))?) * 60 + field(sec, Some(60))?
+                }
                 _ => return Err(bad()),
             }
         }
@@ -108,7 +137,12 @@ fn scaled(x: f64, units: &[(f64, &str)]) -> String {
     if !x.is_finite() {
         return format!("{x}");
     }
-    let (factor, unit) = units.iter().find(|(f, _)| x.abs() >= *f).or(units.last()).copied().unwrap_or((1.0, ""));
+    let (factor, unit) = units
+        .iter()
+        .find(|(f, _)| x.abs() >= *f)
+        .or(units.last())
+        .copied()
+        .unwrap_or((1.0, ""));
     let v = x / factor;
     let decimals = if v.abs() >= 100.0 || v == 0.0 {
         0
@@ -132,7 +166,11 @@ pub fn format_duration(seconds: f64) -> String {
     let total = seconds.abs().round() as u64;
     let (d, rem) = (total / 86_400, total % 86_400);
     let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    if d > 0 { format!("{sign}{d}-{h:02}:{m:02}:{s:02}") } else { format!("{sign}{h:02}:{m:02}:{s:02}") }
+    if d > 0 {
+        format!("{sign}{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{sign}{h:02}:{m:02}:{s:02}")
+    }
 }
 
 #[cfg(test)]
@@ -168,7 +206,13 @@ mod tests {
 
     #[test]
     fn power_units() {
-        for (s, want) in [("350", 350.0), ("350W", 350.0), ("2kW", 2000.0), ("2 kw", 2000.0), ("1.25MW", 1.25e6)] {
+        for (s, want) in [
+            ("350", 350.0),
+            ("350W", 350.0),
+            ("2kW", 2000.0),
+            ("2 kw", 2000.0),
+            ("1.25MW", 1.25e6),
+        ] {
             let got = parse_power(s).unwrap_or_else(|e| panic!("{s}: {e}"));
             assert!(close(got, want), "{s}: {got} != {want}");
         }
@@ -176,10 +220,15 @@ mod tests {
 
     #[test]
     fn bad_energy_names_value_and_units() {
-        for s in ["", "MJ", "20XJ", "-5MJ", "0", "0kJ", "inf", "nan", "1e6", "20 M J", "1.2.3J", "20kW", "+5J", "20MJs"]
-        {
+        for s in [
+            "", "MJ", "20XJ", "-5MJ", "0", "0kJ", "inf", "nan", "1e6", "20 M J", "1.2.3J", "20kW",
+            "+5J", "20MJs",
+        ] {
             let e = parse_energy(s).expect_err(s);
-            assert!(e.contains(&format!("'{s}'")) && e.contains("kWh"), "{s}: {e}");
+            assert!(
+                e.contains(&format!("'{s}'")) && e.contains("kWh"),
+                "{s}: {e}"
+            );
         }
     }
 
@@ -187,7 +236,10 @@ mod tests {
     fn bad_power_names_value_and_units() {
         for s in ["", "kW", "2kWh", "-1W", "0W", "2 GW", "abc", "1,5kW"] {
             let e = parse_power(s).expect_err(s);
-            assert!(e.contains(&format!("'{s}'")) && e.contains("kW"), "{s}: {e}");
+            assert!(
+                e.contains(&format!("'{s}'")) && e.contains("kW"),
+                "{s}: {e}"
+            );
         }
     }
 
@@ -206,13 +258,25 @@ mod tests {
             ("0:30", 30.0),
         ];
         for (s, want) in cases {
-            assert_eq!(parse_time(s).unwrap_or_else(|e| panic!("{s}: {e}")), Some(want), "{s}");
+            assert_eq!(
+                parse_time(s).unwrap_or_else(|e| panic!("{s}: {e}")),
+                Some(want),
+                "{s}"
+            );
         }
     }
 
     #[test]
     fn unlimited_times() {
-        for s in ["UNLIMITED", "unlimited", "INFINITE", "Infinite", "0", "0:00", "0-0"] {
+        for s in [
+            "UNLIMITED",
+            "unlimited",
+            "INFINITE",
+            "Infinite",
+            "0",
+            "0:00",
+            "0-0",
+        ] {
             assert_eq!(parse_time(s).unwrap(), None, "{s}");
         }
     }
@@ -236,7 +300,10 @@ mod tests {
             "1:-1",
         ] {
             let e = parse_time(s).expect_err(s);
-            assert!(e.contains(&format!("'{s}'")) && e.contains("D-HH:MM:SS"), "{s}: {e}");
+            assert!(
+                e.contains(&format!("'{s}'")) && e.contains("D-HH:MM:SS"),
+                "{s}: {e}"
+            );
         }
     }
 
@@ -270,6 +337,9 @@ mod tests {
             let s = format_energy(j).replace(' ', "");
             assert!(close(parse_energy(&s).unwrap(), j), "{s}");
         }
-        assert_eq!(parse_time(&format_duration(86400.0 + 3661.0)).unwrap(), Some(86400.0 + 3661.0));
+        assert_eq!(
+            parse_time(&format_duration(86400.0 + 3661.0)).unwrap(),
+            Some(86400.0 + 3661.0)
+        );
     }
 }

@@ -68,7 +68,7 @@ fn users_see_their_own_jobs_root_sees_all() {
         assert_eq!(mine[0].measured_energy_j, Some(1234.0));
 
         let (rc, _, err) = cli(Some(TEST_USER), &["job", "102", "--connect", connect]);
-        assert_eq!(rc, 2);
+        assert_eq!(rc, 3);
         assert!(err.contains("forbidden") && err.contains("may not read job 102"), "{err}");
     }
 
@@ -94,7 +94,7 @@ fn users_see_their_own_jobs_root_sees_all() {
 #[test]
 fn an_unreachable_daemon_is_one_clear_line() {
     let (rc, _, err) = cli(None, &["status", "--connect", "unix:/nonexistent/greenupd.sock"]);
-    assert_eq!(rc, 2);
+    assert_eq!(rc, 3);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("greenup: cannot connect to greenupd at unix:/nonexistent/greenupd.sock"), "{err}");
 }

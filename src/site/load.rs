@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site};
+use super::{
+    DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
+};
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
 use crate::{hostlist, units};
@@ -15,7 +17,8 @@ use crate::{hostlist, units};
 /// Where Debian's Slurm packages keep configuration, and so where greenup looks first.
 pub const DEFAULT_PATH: &str = "/etc/slurm/greenup.yaml";
 /// Default policy directories: shipped policies, then the site's own.
-pub const DEFAULT_POLICY_DIRS: &[&str] = &["/usr/share/greenup/policies", "/etc/slurm/greenup/policies"];
+pub const DEFAULT_POLICY_DIRS: &[&str] =
+    &["/usr/share/greenup/policies", "/etc/slurm/greenup/policies"];
 /// Default directory of application profiles.
 pub const DEFAULT_PROFILE_DIR: &str = "/etc/slurm/greenup/profiles";
 /// Default greenupd TCP address.
@@ -121,8 +124,12 @@ struct RawDvfs {
 /// Read and check the site config at `path`.
 pub fn load(path: impl AsRef<Path>) -> Result<Site, InputError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::bare(Origin::Path(path.to_path_buf()), format!("cannot read site config: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        InputError::bare(
+            Origin::Path(path.to_path_buf()),
+            format!("cannot read site config: {e}"),
+        )
+    })?;
     parse(path, &text)
 }
 
@@ -130,14 +137,21 @@ pub fn load(path: impl AsRef<Path>) -> Result<Site, InputError> {
 /// relative to the directory of `path`.
 pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<Site, InputError> {
     let path = path.as_ref();
-    if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
         return Err(InputError::bare(
             Origin::Path(path.to_path_buf()),
             "the site config is empty; it needs at least node_types (see docs/site-config.md)",
         ));
     }
     let raw: RawSite = parse_yaml(path, text)?;
-    Checker { path, base: path.parent().unwrap_or(Path::new("")) }.site(raw)
+    Checker {
+        path,
+        base: path.parent().unwrap_or(Path::new("")),
+    }
+    .site(raw)
 }
 
 /// Turns the raw file into a [`Site`], checking each value where it was written.
@@ -146,10 +160,21 @@ struct Checker<'a> {
     base: &'a Path,
 }
 
-/// A YAML value as a person wrote it, for error messages.
+/// A YAML value as a person would write it (flow style), for error messages.
 fn shown(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(shown).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{k}: {}", shown(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         other => other.to_string(),
     }
 }
@@ -169,7 +194,13 @@ impl Checker<'_> {
         value: impl std::fmt::Display,
         expected: impl Into<String>,
     ) -> InputError {
-        InputError::new(file_origin(self.path, &span.referenced), key, value, expected)
+        let (value, expected) = (one_line(&value.to_string()), one_line(&expected.into()));
+        InputError::new(
+            file_origin(self.path, &span.referenced),
+            key,
+            value,
+            expected,
+        )
     }
 
     /// A non-empty string value, or an error saying `valid`.
@@ -237,18 +268,33 @@ impl Checker<'_> {
         v.value
             .as_u64()
             .filter(|x| (lo..=hi).contains(x))
-            .ok_or_else(|| self.err(v, key, shown(&v.value), format!("{unit} in {lo}-{hi}, e.g. {default}")))
+            .ok_or_else(|| {
+                self.err(
+                    v,
+                    key,
+                    shown(&v.value),
+                    format!("{unit} in {lo}-{hi}, e.g. {default}"),
+                )
+            })
     }
 
-    fn boolean(&self, v: &Option<Spanned<Value>>, key: &str, default: bool) -> Result<bool, InputError> {
+    fn boolean(
+        &self,
+        v: &Option<Spanned<Value>>,
+        key: &str,
+        default: bool,
+    ) -> Result<bool, InputError> {
         let Some(v) = v else { return Ok(default) };
-        v.value.as_bool().ok_or_else(|| self.err(v, key, shown(&v.value), "true or false"))
+        v.value
+            .as_bool()
+            .ok_or_else(|| self.err(v, key, shown(&v.value), "true or false"))
     }
 
     fn hostlist(&self, v: &Spanned<Value>, key: &str) -> Result<(String, Vec<String>), InputError> {
         let valid = "a Slurm hostlist such as n[1-4,7],gpu[01-02]";
         let list = self.text(v, key, valid)?;
-        let names = hostlist::expand(&list).map_err(|e| self.err(v, key, &list, format!("{valid}; {e}")))?;
+        let names = hostlist::expand(&list)
+            .map_err(|e| self.err(v, key, &list, format!("{valid}; {e}")))?;
         Ok((list, names))
     }
 
@@ -283,7 +329,9 @@ impl Checker<'_> {
             for n in names {
                 if let Some(prev) = nodes.get(&n) {
                     let why = if *prev == type_name {
-                        format!("node {n} is listed twice for type {type_name}; list each node once")
+                        format!(
+                            "node {n} is listed twice for type {type_name}; list each node once"
+                        )
                     } else {
                         format!("node {n} is already of type {prev}; a node has exactly one type")
                     };
@@ -293,12 +341,21 @@ impl Checker<'_> {
             }
         }
 
-        let power_cap_w = raw.power_cap.as_ref().map(|v| self.power(v, "power_cap")).transpose()?;
+        let power_cap_w = raw
+            .power_cap
+            .as_ref()
+            .map(|v| self.power(v, "power_cap"))
+            .transpose()?;
 
         let mut partitions = BTreeMap::new();
         for (name, p) in in_file_order(raw.partitions) {
             if !valid_name(&name) {
-                return Err(self.err(&p, "partitions", &name, "a partition name of letters, digits, '-', '_' or '.'"));
+                return Err(self.err(
+                    &p,
+                    "partitions",
+                    &name,
+                    "a partition name of letters, digits, '-', '_' or '.'",
+                ));
             }
             let key = format!("partitions.{name}.nodes");
             let (list, names) = self.hostlist(&p.value.nodes, &key)?;
@@ -316,13 +373,23 @@ impl Checker<'_> {
                 .as_ref()
                 .map(|v| self.power(v, &format!("partitions.{name}.power_cap")))
                 .transpose()?;
-            partitions.insert(name, Partition { nodes: names, power_cap_w: cap });
+            partitions.insert(
+                name,
+                Partition {
+                    nodes: names,
+                    power_cap_w: cap,
+                },
+            );
         }
 
-        let job_energy_limit_j =
-            raw.job_energy_limit.as_ref().map(|v| self.energy(v, "job_energy_limit")).transpose()?;
+        let job_energy_limit_j = raw
+            .job_energy_limit
+            .as_ref()
+            .map(|v| self.energy(v, "job_energy_limit"))
+            .transpose()?;
 
-        const POLICY: &str = "policy names of letters, digits, '-', '_' or '.' (e.g. [min-energy, max-dist])";
+        const POLICY: &str =
+            "policy names of letters, digits, '-', '_' or '.' (e.g. [min-energy, max-dist])";
         let allowed_policies = match &raw.allowed_policies {
             Some(v) => self.texts(v, "allowed_policies", valid_name, POLICY)?,
             None => vec![],
@@ -353,7 +420,12 @@ impl Checker<'_> {
 
         let policy_dirs = match &raw.policy_dirs {
             Some(v) => self
-                .texts(v, "policy_dirs", |d| !d.trim().is_empty() && !d.contains('\0'), "a list of directories")?
+                .texts(
+                    v,
+                    "policy_dirs",
+                    |d| !d.trim().is_empty() && !d.contains('\0'),
+                    "a list of directories",
+                )?
                 .into_iter()
                 .map(|d| self.base.join(d))
                 .collect(),
@@ -386,24 +458,41 @@ impl Checker<'_> {
 
     fn node_type(&self, name: &str, t: Spanned<RawNodeType>) -> Result<NodeType, InputError> {
         if !valid_name(name) {
-            return Err(self.err(&t, "node_types", name, "a node type name of letters, digits, '-', '_' or '.'"));
+            return Err(self.err(
+                &t,
+                "node_types",
+                name,
+                "a node type name of letters, digits, '-', '_' or '.'",
+            ));
         }
         let t = t.value;
-        let freqs_ghz = self.frequencies(&t.frequencies, &format!("node_types.{name}.frequencies"))?;
+        let freqs_ghz =
+            self.frequencies(&t.frequencies, &format!("node_types.{name}.frequencies"))?;
         let fmax = freqs_ghz.last().copied().unwrap_or(0.0);
         let key = |k: &str| format!("node_types.{name}.power.{k}");
         let p = &t.power;
         let power = match (as_watts(&p.dynamic_w.value), as_watts(&p.static_w.value)) {
             (Some(d), Some(s)) => {
                 let gamma = match &p.gamma {
-                    Some(g) => {
-                        g.value.as_f64().filter(|x| x.is_finite() && *x > 0.0 && *x <= 10.0).ok_or_else(|| {
-                            self.err(g, &key("gamma"), shown(&g.value), "a number in (0, 10]; 3 is the usual cube law")
-                        })?
-                    }
+                    Some(g) => g
+                        .value
+                        .as_f64()
+                        .filter(|x| x.is_finite() && *x > 0.0 && *x <= 10.0)
+                        .ok_or_else(|| {
+                            self.err(
+                                g,
+                                &key("gamma"),
+                                shown(&g.value),
+                                "a number in (0, 10]; 3 is the usual cube law",
+                            )
+                        })?,
                     None => 3.0,
                 };
-                PowerModel::AtMax { dynamic_w: d, static_w: s, gamma }
+                PowerModel::AtMax {
+                    dynamic_w: d,
+                    static_w: s,
+                    gamma,
+                }
             }
             _ => {
                 if let Some(g) = &p.gamma {
@@ -420,12 +509,17 @@ impl Checker<'_> {
                 }
             }
         };
-        let nt = NodeType { name: name.to_string(), freqs_ghz, power };
+        let nt = NodeType {
+            name: name.to_string(),
+            freqs_ghz,
+            power,
+        };
         // Every frequency must give a usable power, so a search never meets a bad value later.
         for &f in &nt.freqs_ghz {
-            for (k, span, v) in
-                [("dynamic_w", &p.dynamic_w, nt.dynamic_w(f)), ("static_w", &p.static_w, nt.static_w(f))]
-            {
+            for (k, span, v) in [
+                ("dynamic_w", &p.dynamic_w, nt.dynamic_w(f)),
+                ("static_w", &p.static_w, nt.static_w(f)),
+            ] {
                 match v {
                     Ok(w) if w.is_finite() && w >= 0.0 => {}
                     Ok(w) => {
@@ -446,7 +540,10 @@ impl Checker<'_> {
     fn frequencies(&self, v: &Spanned<Value>, key: &str) -> Result<Vec<f64>, InputError> {
         const VALID: &str = "a list of GHz like [1.2, 1.6, 2.0] or {min: 1.2, max: 2.6, step: 0.1}";
         let bad = |why: &str| self.err(v, key, shown(&v.value), format!("{why}; write {VALID}"));
-        let ghz = |x: &Value| x.as_f64().filter(|f| f.is_finite() && *f > 0.0 && *f < 1000.0);
+        let ghz = |x: &Value| {
+            x.as_f64()
+                .filter(|f| f.is_finite() && *f > 0.0 && *f < 1000.0)
+        };
         let mut freqs = match &v.value {
             Value::Array(items) => {
                 if items.is_empty() {
@@ -457,19 +554,30 @@ impl Checker<'_> {
                 }
                 let mut out = Vec::with_capacity(items.len());
                 for it in items {
-                    out.push(
-                        ghz(it).ok_or_else(|| bad(&format!("'{}' is not a frequency in GHz above 0", shown(it))))?,
-                    );
+                    out.push(ghz(it).ok_or_else(|| {
+                        bad(&format!(
+                            "'{}' is not a frequency in GHz above 0",
+                            shown(it)
+                        ))
+                    })?);
                 }
                 out
             }
             Value::Object(m) => {
-                if let Some(k) = m.keys().find(|k| !["min", "max", "step"].contains(&k.as_str())) {
+                if let Some(k) = m
+                    .keys()
+                    .find(|k| !["min", "max", "step"].contains(&k.as_str()))
+                {
                     return Err(bad(&format!("unknown key '{k}'")));
                 }
                 let get = |k: &str| {
                     let x = m.get(k).ok_or_else(|| bad(&format!("missing '{k}'")))?;
-                    ghz(x).ok_or_else(|| bad(&format!("{k} '{}' is not a frequency in GHz above 0", shown(x))))
+                    ghz(x).ok_or_else(|| {
+                        bad(&format!(
+                            "{k} '{}' is not a frequency in GHz above 0",
+                            shown(x)
+                        ))
+                    })
                 };
                 let (min, max, step) = (get("min")?, get("max")?, get("step")?);
                 if max < min {
@@ -477,7 +585,9 @@ impl Checker<'_> {
                 }
                 let steps = (max - min) / step;
                 if steps.round() >= MAX_FREQS as f64 {
-                    return Err(bad(&format!("step {step} gives more than {MAX_FREQS} frequencies")));
+                    return Err(bad(&format!(
+                        "step {step} gives more than {MAX_FREQS} frequencies"
+                    )));
                 }
                 if (steps - steps.round()).abs() > 1e-6 {
                     return Err(bad(&format!(
@@ -485,7 +595,9 @@ impl Checker<'_> {
                         round_ghz(max - min)
                     )));
                 }
-                (0..=steps.round() as usize).map(|i| round_ghz(min + i as f64 * step)).collect()
+                (0..=steps.round() as usize)
+                    .map(|i| round_ghz(min + i as f64 * step))
+                    .collect()
             }
             _ => return Err(bad("not a list or a range")),
         };
@@ -504,18 +616,30 @@ impl Checker<'_> {
                 .ok_or_else(|| self.err(v, key, shown(&v.value), format!("{valid}, at least 0"))),
             Value::String(s) => match units::parse_power(s) {
                 Ok(w) => Ok(Expr::constant(w)),
-                Err(_) => Expr::parse(s, &["f"]).map_err(|e| self.err(v, key, s, format!("{valid}: {e}"))),
+                Err(_) => {
+                    Expr::parse(s, &["f"]).map_err(|e| self.err(v, key, s, format!("{valid}: {e}")))
+                }
             },
             other => Err(self.err(v, key, shown(other), valid)),
         }
     }
 
     fn power(&self, v: &Spanned<Value>, key: &str) -> Result<f64, InputError> {
-        self.quantity(v, key, units::parse_power, "a power above 0 such as 2kW, 350W or 1500 (watts)")
+        self.quantity(
+            v,
+            key,
+            units::parse_power,
+            "a power above 0 such as 2kW, 350W or 1500 (watts)",
+        )
     }
 
     fn energy(&self, v: &Spanned<Value>, key: &str) -> Result<f64, InputError> {
-        self.quantity(v, key, units::parse_energy, "an energy above 0 such as 20MJ, 1.5kWh or 5000 (joules)")
+        self.quantity(
+            v,
+            key,
+            units::parse_energy,
+            "an energy above 0 such as 20MJ, 1.5kWh or 5000 (joules)",
+        )
     }
 
     fn quantity(
@@ -534,7 +658,12 @@ impl Checker<'_> {
     }
 
     /// A path; relative ones are taken from the config file's directory.
-    fn path_or(&self, v: &Option<Spanned<Value>>, key: &str, default: &str) -> Result<PathBuf, InputError> {
+    fn path_or(
+        &self,
+        v: &Option<Spanned<Value>>,
+        key: &str,
+        default: &str,
+    ) -> Result<PathBuf, InputError> {
         let Some(v) = v else {
             return Ok(PathBuf::from(default));
         };
@@ -549,9 +678,15 @@ impl Checker<'_> {
         const VALID: &str = "HOST:PORT with a port in 1-65535, e.g. 127.0.0.1:7470";
         let a = self.text(v, key, VALID)?;
         let ok = a.rsplit_once(':').is_some_and(|(host, port)| {
-            !host.is_empty() && !host.contains(char::is_whitespace) && port.parse::<u16>().is_ok_and(|p| p > 0)
+            !host.is_empty()
+                && !host.contains(char::is_whitespace)
+                && port.parse::<u16>().is_ok_and(|p| p > 0)
         });
-        if ok { Ok(a) } else { Err(self.err(v, key, &a, VALID)) }
+        if ok {
+            Ok(a)
+        } else {
+            Err(self.err(v, key, &a, VALID))
+        }
     }
 
     fn daemon(&self, d: RawDaemon) -> Result<DaemonSettings, InputError> {
@@ -559,7 +694,11 @@ impl Checker<'_> {
             Some(a) => self.address(a, "daemon.listen")?,
             None => DEFAULT_LISTEN.to_string(),
         };
-        let metrics_listen = d.metrics_listen.as_ref().map(|a| self.address(a, "daemon.metrics_listen")).transpose()?;
+        let metrics_listen = d
+            .metrics_listen
+            .as_ref()
+            .map(|a| self.address(a, "daemon.metrics_listen"))
+            .transpose()?;
         let slurm_user = match &d.slurm_user {
             Some(v) => {
                 let u = self.text(v, "daemon.slurm_user", "a user name, e.g. slurm")?;
@@ -571,13 +710,22 @@ impl Checker<'_> {
             None => "slurm".to_string(),
         };
         let admins = match &d.admins {
-            Some(v) => self.texts(v, "daemon.admins", valid_user, "a list of user names, e.g. [root, alice]")?,
+            Some(v) => self.texts(
+                v,
+                "daemon.admins",
+                valid_user,
+                "a list of user names, e.g. [root, alice]",
+            )?,
             None => vec![],
         };
         let over_budget = self.choice(
             &d.over_budget,
             "daemon.over_budget",
-            &[("lowest", OverBudget::Lowest), ("unchanged", OverBudget::Unchanged), ("refuse", OverBudget::Refuse)],
+            &[
+                ("lowest", OverBudget::Lowest),
+                ("unchanged", OverBudget::Unchanged),
+                ("refuse", OverBudget::Refuse),
+            ],
             OverBudget::Lowest,
         )?;
         Ok(DaemonSettings {
@@ -586,7 +734,14 @@ impl Checker<'_> {
             store: self.path_or(&d.store, "daemon.store", DEFAULT_STORE)?,
             slurm_user,
             admins,
-            timeout_ms: self.uint(&d.timeout_ms, "daemon.timeout_ms", 1, 600_000, 2000, "milliseconds")?,
+            timeout_ms: self.uint(
+                &d.timeout_ms,
+                "daemon.timeout_ms",
+                1,
+                600_000,
+                2000,
+                "milliseconds",
+            )?,
             grace_s: self.uint(&d.grace_s, "daemon.grace_s", 0, 7 * 86_400, 300, "seconds")?,
             metrics_listen,
             over_budget,
@@ -612,15 +767,34 @@ fn as_watts(v: &Value) -> Option<f64> {
     (w.is_finite() && w >= 0.0).then_some(w)
 }
 
+/// Control characters (a quoted "\n" in a value) escaped, so that an error stays on one line.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Frequencies to the kHz, so that a range's `min + i * step` prints as written.
 fn round_ghz(f: f64) -> f64 {
     (f * 1e6).round() / 1e6
 }
 
 fn valid_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 fn valid_user(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 32 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '$'))
+    !s.is_empty()
+        && s.len() <= 32
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '$'))
 }

@@ -11,30 +11,32 @@ use comfy_table::{Table, presets::NOTHING};
 use greenup::daemon::client::{Client, Endpoint};
 use greenup::daemon::protocol::{JobRecord, JobState, JobSummary, ListJobs, Status};
 
+use crate::{Failure, Outcome, emit, print_json, site_path};
+
 /// Where to find greenupd.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DaemonConn {
     /// greenupd's address: unix:PATH or HOST:PORT (default: the site config's daemon.socket).
     #[arg(long, value_name = "ADDR")]
     pub connect: Option<String>,
-    /// The site config, for greenupd's socket.
-    #[arg(long, value_name = "FILE", default_value = greenup::site::DEFAULT_PATH)]
-    pub config: PathBuf,
+    /// The site config, for greenupd's socket (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
 impl DaemonConn {
-    fn client(&self) -> Result<Client, String> {
+    fn client(&self) -> Result<Client, Failure> {
         let (endpoint, timeout) = match &self.connect {
             Some(a) => (Endpoint::parse(a), Duration::from_secs(10)),
             None => {
-                let site = greenup::site::load(&self.config).map_err(|e| e.to_string())?;
+                let site = greenup::site::load(site_path(&self.config))?;
                 (Endpoint::Unix(site.daemon.socket.clone()), Duration::from_millis(site.daemon.timeout_ms.max(1000)))
             }
         };
-        Client::connect(&endpoint, timeout).map_err(|e| e.to_string())
+        Client::connect(&endpoint, timeout).map_err(|e| Failure::Runtime(e.to_string()))
     }
 }
 
@@ -74,23 +76,22 @@ fn parse_state(s: &str) -> Result<JobState, String> {
     JobState::parse(s).ok_or_else(|| format!("invalid value '{s}': expected open, closed or reclaimed"))
 }
 
-fn uid_of(user: &str) -> Result<u32, String> {
+fn uid_of(user: &str) -> Result<u32, Failure> {
     if let Ok(n) = user.parse() {
         return Ok(n);
     }
     let out = std::process::Command::new("id")
         .args(["-u", "--", user])
         .output()
-        .map_err(|e| format!("option --user: cannot run id: {e}"))?;
+        .map_err(|e| Failure::Runtime(format!("cannot run id: {e}")))?;
     String::from_utf8_lossy(&out.stdout)
         .trim()
         .parse()
-        .map_err(|_| format!("option --user: invalid value '{user}': expected a user name or uid known to this host"))
+        .map_err(|_| Failure::option("--user", user, "a user name or uid known to this host"))
 }
 
-fn json<T: serde::Serialize>(v: &T) -> Result<(), String> {
-    println!("{}", serde_json::to_string_pretty(v).map_err(|e| e.to_string())?);
-    Ok(())
+fn remote(e: greenup::daemon::client::ClientError) -> Failure {
+    Failure::Runtime(e.to_string())
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -109,14 +110,14 @@ fn table(header: &[&str]) -> Table {
 }
 
 /// `greenup jobs`: the jobs the caller may see.
-pub fn jobs(args: &JobsArgs) -> Result<(), String> {
+pub fn jobs(args: &JobsArgs) -> Outcome {
     let uid = args.user.as_deref().map(uid_of).transpose()?;
     let filter = ListJobs { uid, state: args.state, limit: Some(args.limit) };
-    let jobs = args.conn.client()?.list_jobs(filter).map_err(|e| e.to_string())?;
+    let jobs = args.conn.client()?.list_jobs(filter).map_err(remote)?;
     if args.conn.json {
-        return json(&jobs);
+        return print_json(&jobs);
     }
-    println!("{}", jobs_table(&jobs));
+    emit(&jobs_table(&jobs).to_string());
     Ok(())
 }
 
@@ -145,12 +146,12 @@ fn verdict(v: greenup::daemon::protocol::Verdict) -> String {
 }
 
 /// `greenup job JOBID`: one job's decision and outcomes.
-pub fn job(args: &JobArgs) -> Result<(), String> {
-    let job = args.conn.client()?.get_job(args.job_id).map_err(|e| e.to_string())?;
+pub fn job(args: &JobArgs) -> Outcome {
+    let job = args.conn.client()?.get_job(args.job_id).map_err(remote)?;
     if args.conn.json {
-        return json(&job);
+        return print_json(&job);
     }
-    print!("{}", job_text(&job));
+    emit(job_text(&job).trim_end());
     Ok(())
 }
 
@@ -203,12 +204,12 @@ fn job_text(j: &JobRecord) -> String {
 }
 
 /// `greenup status`: greenupd's version, counts and power ledger.
-pub fn status(args: &StatusArgs) -> Result<(), String> {
-    let st = args.conn.client()?.status().map_err(|e| e.to_string())?;
+pub fn status(args: &StatusArgs) -> Outcome {
+    let st = args.conn.client()?.status().map_err(remote)?;
     if args.conn.json {
-        return json(&st);
+        return print_json(&st);
     }
-    print!("{}", status_text(&st));
+    emit(status_text(&st).trim_end());
     Ok(())
 }
 
