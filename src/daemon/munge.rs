@@ -19,6 +19,13 @@ type DecodeFn = unsafe extern "C" fn(
     *mut libc::gid_t,
 ) -> c_int;
 type StrerrorFn = unsafe extern "C" fn(c_int) -> *const c_char;
+type CtxCreateFn = unsafe extern "C" fn() -> *mut c_void;
+type CtxSetFn = unsafe extern "C" fn(*mut c_void, c_int, ...) -> c_int;
+type CtxDestroyFn = unsafe extern "C" fn(*mut c_void);
+
+/// `MUNGE_OPT_ZIP_TYPE` and `MUNGE_ZIP_NONE` from munge.h.
+const OPT_ZIP_TYPE: c_int = 2;
+const ZIP_NONE: c_int = 0;
 
 /// Why MUNGE refused or failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +92,9 @@ pub struct Munge {
     encode: EncodeFn,
     decode: DecodeFn,
     strerror: StrerrorFn,
+    ctx_create: CtxCreateFn,
+    ctx_set: CtxSetFn,
+    ctx_destroy: CtxDestroyFn,
     // Keeps the function pointers above valid; dropped last.
     _lib: libloading::Library,
 }
@@ -116,10 +126,23 @@ impl Munge {
             let strerror = *lib
                 .get::<StrerrorFn>(b"munge_strerror\0")
                 .map_err(unavailable)?;
+            let ctx_create = *lib
+                .get::<CtxCreateFn>(b"munge_ctx_create\0")
+                .map_err(unavailable)?;
+            let ctx_set = *lib
+                .get::<CtxSetFn>(b"munge_ctx_set\0")
+                .map_err(unavailable)?;
+            let ctx_destroy = *lib
+                .get::<CtxDestroyFn>(b"munge_ctx_destroy\0")
+                .map_err(unavailable)?;
+
             Ok(Munge {
                 encode,
                 decode,
                 strerror,
+                ctx_create,
+                ctx_set,
+                ctx_destroy,
                 _lib: lib,
             })
         }
@@ -146,14 +169,25 @@ impl Munge {
             message: format!("payload of {} bytes is too long", payload.len()),
         })?;
         let mut cred: *mut c_char = std::ptr::null_mut();
-        // SAFETY: cred is an out pointer; payload is valid for len bytes; NULL ctx = defaults.
+        // A context of our own without compression: greenup's payloads are short JSON,
+        // and compressing them costs munged more than it saves. One per call, because
+        // munge writes error text into the context and calls may run on many threads.
+        // SAFETY: the context is created, used and destroyed here only; cred is an out
+        // pointer; payload is valid for len bytes; a NULL context means munge's defaults.
         let rc = unsafe {
-            (self.encode)(
-                &mut cred,
-                std::ptr::null_mut(),
-                payload.as_ptr().cast(),
-                len,
-            )
+            let ctx = (self.ctx_create)();
+            if !ctx.is_null() && (self.ctx_set)(ctx, OPT_ZIP_TYPE, ZIP_NONE) != 0 {
+                (self.ctx_destroy)(ctx);
+                return Err(MungeError::from_code(
+                    1,
+                    "cannot set up a munge context".into(),
+                ));
+            }
+            let rc = (self.encode)(&mut cred, ctx, payload.as_ptr().cast(), len);
+            if !ctx.is_null() {
+                (self.ctx_destroy)(ctx);
+            }
+            rc
         };
         if rc != 0 {
             if !cred.is_null() {
