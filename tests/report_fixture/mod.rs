@@ -5,7 +5,7 @@
 use greenup::model::{Choice, NodeChoices, SweepTable};
 use greenup::plan::Estimate;
 use greenup::report::{
-    Applied, Caps, Confidence, JobReport, JobState, Measured, NodeReport, Source, Warning,
+    Applied, Caps, Confidence, JobReport, JobState, NodeReport, Source, Warning,
 };
 
 /// 2026-11-21T14:02:11Z.
