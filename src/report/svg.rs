@@ -11,6 +11,15 @@ use super::ReportError;
 use super::landscape::{EeCurves, Kind, Landscape};
 
 const WIDTH: u32 = 960;
+/// Curve colours that stay apart on white and for common colour blindness.
+const CURVES: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(120, 94, 20),
+];
 const HEIGHT: u32 = 640;
 
 fn plot_err<E: std::fmt::Display>(e: E) -> ReportError {
@@ -97,7 +106,7 @@ pub fn landscape(l: &Landscape) -> Result<String, ReportError> {
             .map_err(plot_err)?;
         chart
             .configure_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
+            .light_line_style(RGBColor(244, 244, 244))
             .x_desc(format!("predicted time ({tname})"))
             .y_desc(format!("predicted energy ({ename})"))
             .axis_desc_style(("sans-serif", 16))
@@ -251,7 +260,7 @@ pub fn ee_vs_nodes(c: &EeCurves) -> Result<String, ReportError> {
     let nmax = pts.iter().map(|p| p.nodes).max().unwrap_or(1) as f64;
     let emax = pts.iter().map(|p| p.ee).fold(0.0f64, f64::max);
     let emin = pts.iter().map(|p| p.ee).fold(f64::INFINITY, f64::min);
-    let (y0, y1) = padded(emin.min(0.0), emax.max(1.0));
+    let (y0, y1) = padded(emin, emax.max(1.0));
     let (x0, x1) = (nmin - 0.5, nmax + 0.5);
     let mut freqs: Vec<f64> = pts.iter().map(|p| p.freq_ghz).collect();
     freqs.sort_by(|a, b| b.total_cmp(a));
@@ -270,7 +279,7 @@ pub fn ee_vs_nodes(c: &EeCurves) -> Result<String, ReportError> {
             .map_err(plot_err)?;
         chart
             .configure_mesh()
-            .light_line_style(RGBColor(235, 235, 235))
+            .light_line_style(RGBColor(244, 244, 244))
             .x_desc("nodes (p)")
             .y_desc("EE = E1 / Ep")
             .axis_desc_style(("sans-serif", 16))
@@ -285,7 +294,7 @@ pub fn ee_vs_nodes(c: &EeCurves) -> Result<String, ReportError> {
             .draw()
             .map_err(plot_err)?;
         for (i, f) in freqs.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = CURVES[i % CURVES.len()].to_rgba();
             let mut line: Vec<(f64, f64)> = pts
                 .iter()
                 .filter(|p| (p.freq_ghz - f).abs() < 1e-9)

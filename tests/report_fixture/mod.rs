@@ -158,12 +158,12 @@ pub const TABLE_I: [(&str, f64, f64, f64, f64, f64, f64); 4] = [
 
 /// Frequencies of a Table I type, ascending (fmax downwards in steps, as the paper lists them).
 pub fn freqs(fmax: f64, fmin: f64, step: f64) -> Vec<f64> {
-    let mut v = Vec::new();
-    let mut f = fmax;
-    while f >= fmin - 1e-9 {
-        v.push((f * 1000.0).round() / 1000.0);
-        f -= step;
-    }
+    // Table I's steps do not divide the range exactly (2.66 - 1.60 = 7.97 steps of 0.133):
+    // the last step lands on the listed minimum.
+    let count = ((fmax - fmin) / step).round() as usize + 1;
+    let mut v: Vec<f64> = (0..count)
+        .map(|k| ((fmax - k as f64 * step) * 1000.0).round() / 1000.0)
+        .collect();
     v.reverse();
     v
 }
