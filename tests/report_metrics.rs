@@ -37,6 +37,9 @@ fn snapshot() -> Snapshot {
     }
 }
 
+/// A parsed sample: metric name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
 fn is_name(s: &str) -> bool {
     let mut c = s.chars();
     matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == ':')
@@ -53,7 +56,7 @@ fn parse_value(s: &str) -> Option<f64> {
 }
 
 /// A sample line: name, labels (unescaped), value. Panics with the line on bad grammar.
-fn parse_sample(line: &str) -> (String, Vec<(String, String)>, f64) {
+fn parse_sample(line: &str) -> Sample {
     let name_end = line
         .find(['{', ' '])
         .unwrap_or_else(|| panic!("no value: {line}"));
@@ -138,7 +141,7 @@ fn exposition_grammar_and_values() {
     let text = render(&snapshot());
     assert!(text.ends_with('\n'));
     let mut types: HashMap<String, String> = HashMap::new();
-    let mut samples: Vec<(String, Vec<(String, String)>, f64)> = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
     for line in text.lines() {
         if let Some(c) = line.strip_prefix("# ") {
             let mut f = c.splitn(3, ' ');
