@@ -9,6 +9,7 @@
 
 pub mod landscape;
 pub mod metrics;
+pub mod record;
 pub mod svg;
 pub mod table;
 pub mod text;
@@ -113,8 +114,8 @@ pub struct NodeReport {
     pub applied: Applied,
     /// Where the measured energy comes from.
     pub source: Source,
-    /// The model's energy for this node, in joules.
-    pub predicted_energy_j: f64,
+    /// The model's energy for this node, in joules; `None` when no per-node prediction is kept.
+    pub predicted_energy_j: Option<f64>,
     /// The measured energy of this node, in joules; `None` when unmeasured.
     pub measured_energy_j: Option<f64>,
 }

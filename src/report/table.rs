@@ -48,7 +48,7 @@ struct JobCsvRow<'a> {
     freq_ghz: f64,
     applied: String,
     source: &'a str,
-    node_pred_energy_j: f64,
+    node_pred_energy_j: Option<f64>,
     node_energy_j: Option<f64>,
     pred_time_s: f64,
     time_s: Option<f64>,

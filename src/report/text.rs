@@ -40,6 +40,9 @@ pub fn fmt_power(watts: f64) -> String {
 }
 
 fn scaled(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "-".to_string();
+    }
     let a = v.abs();
     if a >= 1e9 {
         format!("{:.2} G{unit}", v / 1e9)
@@ -156,10 +159,11 @@ pub fn job_report(r: &JobReport) -> String {
             format!("{:.2}", n.freq_ghz),
             n.applied.to_string(),
             n.source.as_str().to_string(),
-            fmt_energy(n.predicted_energy_j),
+            opt_dash(n.predicted_energy_j, fmt_energy),
             opt(n.measured_energy_j, fmt_energy),
             opt_dash(
-                super::error_pct(n.predicted_energy_j, n.measured_energy_j),
+                n.predicted_energy_j
+                    .and_then(|p| super::error_pct(p, n.measured_energy_j)),
                 fmt_pct,
             ),
         ]);

@@ -29,7 +29,7 @@ fn node(
         } else {
             Source::Unmeasured
         },
-        predicted_energy_j: pred,
+        predicted_energy_j: Some(pred),
         measured_energy_j: meas,
     }
 }
