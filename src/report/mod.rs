@@ -309,10 +309,16 @@ impl JobReport {
 
     /// The decided frequencies' mean in GHz (what eacct calls the average frequency).
     pub fn mean_freq_ghz(&self) -> Option<f64> {
-        if self.nodes.is_empty() {
+        let known: Vec<f64> = self
+            .nodes
+            .iter()
+            .map(|n| n.freq_ghz)
+            .filter(|f| f.is_finite())
+            .collect();
+        if known.is_empty() {
             None
         } else {
-            Some(self.nodes.iter().map(|n| n.freq_ghz).sum::<f64>() / self.nodes.len() as f64)
+            Some(known.iter().sum::<f64>() / known.len() as f64)
         }
     }
 }

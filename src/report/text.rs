@@ -55,6 +55,15 @@ fn scaled(v: f64, unit: &str) -> String {
     }
 }
 
+/// A frequency in GHz with two decimals; `-` when unknown.
+pub fn fmt_ghz(f: f64) -> String {
+    if f.is_finite() {
+        format!("{f:.2}")
+    } else {
+        "-".to_string()
+    }
+}
+
 /// A signed percentage, `+4.9%`.
 pub fn fmt_pct(p: f64) -> String {
     format!("{p:+.1}%")
@@ -156,7 +165,7 @@ pub fn job_report(r: &JobReport) -> String {
         nodes.add_row(vec![
             n.name.clone(),
             n.node_type.clone(),
-            format!("{:.2}", n.freq_ghz),
+            fmt_ghz(n.freq_ghz),
             n.applied.to_string(),
             n.source.as_str().to_string(),
             opt_dash(n.predicted_energy_j, fmt_energy),
@@ -366,7 +375,7 @@ pub fn energy_paragraph(r: &JobReport) -> String {
     let (lo, hi) = r.nodes.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), n| {
         (lo.min(n.freq_ghz), hi.max(n.freq_ghz))
     });
-    if !r.nodes.is_empty() {
+    if lo.is_finite() {
         if (hi - lo).abs() < 1e-9 {
             let _ = write!(s, " at {hi:.2} GHz");
         } else {
