@@ -177,6 +177,47 @@ fn ee_svg() {
     ] {
         assert!(s.contains(label), "missing {label}");
     }
+}
+
+/// EE of NAS FT with paper 000's SystemG vectors (etc/profiles/ft.yaml), all nodes at one frequency.
+#[test]
+fn ee_svg_from_paper_000_ft() {
+    use greenup::model::NodeSlot;
+    let profile =
+        greenup::profile::Profile::load(std::path::Path::new("etc/profiles/ft.yaml")).unwrap();
+    let model = profile.iso_energy().unwrap();
+    let slots: Vec<NodeSlot> = (1..=64)
+        .map(|i| NodeSlot {
+            name: format!("n{i}"),
+            node_type: "systemg".into(),
+            freqs_ghz: vec![1.6, 2.0, 2.4, 2.8],
+        })
+        .collect();
+    let points = landscape::ee_points(model, &slots, [1, 2, 4, 8, 16, 32, 64]).unwrap();
+    assert_eq!(points.len(), 7 * 4);
+    // On one node there is no parallel overhead: Ep = E1, EE = 1.
+    for p in points.iter().filter(|p| p.nodes == 1) {
+        assert!((p.ee - 1.0).abs() < 1e-9, "{p:?}");
+    }
+    // Overhead grows with p: EE falls at every frequency.
+    for f in [1.6, 2.0, 2.4, 2.8] {
+        let curve: Vec<f64> = points
+            .iter()
+            .filter(|p| p.freq_ghz == f)
+            .map(|p| p.ee)
+            .collect();
+        assert!(curve.windows(2).all(|w| w[1] < w[0]), "{f} GHz: {curve:?}");
+    }
+    let chosen = points
+        .iter()
+        .find(|p| p.nodes == 16 && p.freq_ghz == 2.0)
+        .map(|p| (p.nodes, p.ee));
+    let curves = EeCurves {
+        title: "ft (paper 000 SystemG vectors): EE against node count".into(),
+        points,
+        chosen,
+    };
+    let s = svg::ee_vs_nodes(&curves).unwrap();
     keep("ee-vs-nodes.svg", &s);
 }
 
