@@ -20,11 +20,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::expr::Expr;
-use crate::model::amdahl::{self, Amdahl, FitError};
+use crate::model::amdahl::{self, Amdahl, CommLaw, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::IsoEnergy;
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
+use crate::profile::{Param, Profile, ProfileFile, unspanned};
 use crate::report::JobState;
+use crate::site::Site;
 
 /// A run shorter than this fraction of its predicted time is an outlier
 /// (an early crash, a wrong input deck), not a lesson about the model.
@@ -193,6 +195,9 @@ pub enum RefineError {
     /// The amdahl regression failed.
     #[error("amdahl fit: {0}")]
     Fit(#[from] FitError),
+    /// The profile's model cannot be refined (roofline) or its section is missing.
+    #[error("model '{0}' is not refined from outcomes")]
+    NoModel(&'static str),
     /// An outcome ran on a node type the model does not know.
     #[error("node type '{0}' is not in the model")]
     UnknownType(String),
@@ -530,10 +535,154 @@ pub fn iso_energy(model: &IsoEnergy, outcomes: &[Outcome]) -> Result<Refined<f64
     })
 }
 
+/// A profile refined from outcomes: the next version's file and how it was fitted.
+#[derive(Debug, Clone)]
+pub struct RefinedProfile {
+    /// The refined profile file; its version is the input's plus one.
+    pub file: ProfileFile,
+    /// The model refined.
+    pub model: &'static str,
+    /// Outcomes used.
+    pub samples: u32,
+    /// Fit residual (relative RMS).
+    pub residual: f64,
+    /// Outcomes left out, with the reason.
+    pub left_out: Vec<(u64, Outlier)>,
+}
+
+fn slowdown_expr(p: &Param) -> Result<Expr, RefineError> {
+    let e = match p {
+        Param::Number(x) => Ok(Expr::constant(*x)),
+        Param::Text(t) => Expr::parse(t, &["f", "fmax"]),
+    };
+    e.map_err(|m| {
+        ModelError::Expression {
+            what: "amdahl.slowdown".into(),
+            message: m,
+        }
+        .into()
+    })
+}
+
+/// Refine the model a profile uses (hetero, amdahl or iso_energy) from its outcomes, and
+/// write the result into a copy of the profile file as the next version. The admin's
+/// file is never touched; [`super::versions`] stores the copy.
+pub fn refine_profile(
+    profile: &Profile,
+    site: &Site,
+    outcomes: &[Outcome],
+) -> Result<RefinedProfile, RefineError> {
+    let mut file = profile.file.clone();
+    let model = profile.chosen_model();
+    let (samples, residual) = match model {
+        "hetero" => {
+            let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
+            let current = Hetero {
+                iterations: h.iterations.value,
+                types: h
+                    .node_types
+                    .iter()
+                    .map(|(k, t)| {
+                        let times = TypeTimes {
+                            t_cp_s: t.t_cp_s.value,
+                            t_cm_s: t.t_cm_s.value,
+                            p_dyn_w: t.p_dyn_w.as_ref().map(|v| v.value),
+                            p_static_w: t.p_static_w.as_ref().map(|v| v.value),
+                        };
+                        (k.clone(), times)
+                    })
+                    .collect(),
+                site_types: site.node_types.clone(),
+            };
+            let r = hetero(&current, outcomes)?;
+            for (k, t) in &r.params {
+                if let Some(f) = h.node_types.get_mut(k) {
+                    f.t_cp_s = unspanned(t.t_cp_s);
+                    f.t_cm_s = unspanned(t.t_cm_s);
+                    f.p_dyn_w = t.p_dyn_w.map(unspanned);
+                    f.p_static_w = t.p_static_w.map(unspanned);
+                }
+            }
+            (r.samples, r.residual)
+        }
+        "amdahl" => {
+            let a = file.amdahl.as_mut().ok_or(RefineError::NoModel(model))?;
+            let law = CommLaw::ALL
+                .into_iter()
+                .find(|l| l.name() == a.comm.law.value)
+                .ok_or_else(|| {
+                    RefineError::Model(ModelError::Config(format!(
+                        "unknown law {}",
+                        a.comm.law.value
+                    )))
+                })?;
+            let compute_w = match a.compute_w.as_ref().map(|p| &p.value) {
+                Some(Param::Number(x)) => Some(Expr::constant(*x)),
+                Some(Param::Text(t)) => {
+                    Some(Expr::parse(t, &["f"]).map_err(|m| ModelError::Expression {
+                        what: "amdahl.compute_w".into(),
+                        message: m,
+                    })?)
+                }
+                None => None,
+            };
+            let current = Amdahl {
+                t_c1_s: a.t_c1_s.value,
+                parallel_fraction: a.parallel_fraction.value,
+                law,
+                coeff_s: a.comm.coeff_s.value,
+                slowdown: a
+                    .slowdown
+                    .as_ref()
+                    .map(|s| slowdown_expr(&s.value))
+                    .transpose()?,
+                compute_w,
+                blocked_w: a.blocked_w.as_ref().map(|v| v.value),
+                site_types: site.node_types.clone(),
+            };
+            let r = amdahl(&current, outcomes)?;
+            let m = &r.params.model;
+            a.t_c1_s = unspanned(m.t_c1_s);
+            a.parallel_fraction = unspanned(m.parallel_fraction);
+            a.comm.law = unspanned(m.law.name().to_string());
+            a.comm.coeff_s = unspanned(m.coeff_s);
+            if let Some(s) = &m.slowdown {
+                a.slowdown = Some(unspanned(Param::Text(s.source().to_string())));
+            }
+            (r.samples, r.residual)
+        }
+        "iso_energy" => {
+            let iso = profile.iso_energy().ok_or(RefineError::NoModel(model))?;
+            let r = iso_energy(iso, outcomes)?;
+            let f = file
+                .iso_energy
+                .as_mut()
+                .ok_or(RefineError::NoModel(model))?;
+            f.application.alpha = unspanned(Param::Number(r.params));
+            (r.samples, r.residual)
+        }
+        other => return Err(RefineError::NoModel(other)),
+    };
+    file.version = unspanned(file.version.value + 1);
+    // The refined file must load like any profile before anyone stores it.
+    Profile::from_file(&profile.path, file.clone()).map_err(|e| {
+        RefineError::Model(ModelError::Config(format!(
+            "refined profile does not check: {e}"
+        )))
+    })?;
+    let (_, left_out) = usable(outcomes);
+    Ok(RefinedProfile {
+        file,
+        model,
+        samples,
+        residual,
+        left_out,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::amdahl::CommLaw;
     use crate::model::iso_energy::{AppVector, MachineVector};
     use crate::site::{NodeType, PowerModel};
 
