@@ -5,7 +5,7 @@ use std::path::Path;
 
 use greenup::profile::Profile;
 use greenup::profile::refine::{NodeOutcome, Outcome, Outlier, refine_profile};
-use greenup::profile::versions::{InUse, Versions};
+use greenup::profile::versions::{Fit, InUse, Versions};
 use greenup::report::JobState;
 
 fn outcome(job_id: u64, state: JobState, scale: f64) -> Outcome {
@@ -57,8 +57,11 @@ fn refine_store_pin_and_roll_back() {
     let dir = tempfile::tempdir().unwrap();
     let versions = Versions::new(dir.path());
     assert_eq!(versions.in_use("hetero-table1").unwrap(), InUse::Admin);
-    assert_eq!(versions.save(r.file.clone()).unwrap(), 2);
-    assert_eq!(versions.save(r.file.clone()).unwrap(), 3);
+    let fit = Fit { samples: r.samples, residual: r.residual };
+    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 2);
+    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 3);
+    assert_eq!(versions.fit("hetero-table1", 3), Some(fit));
+    assert_eq!(versions.fit("hetero-table1", 1), None);
     assert_eq!(versions.list("hetero-table1").unwrap(), vec![2, 3]);
     // The stored version loads as a profile.
     let v3 = Profile::load(&versions.path("hetero-table1", 3).unwrap()).unwrap();

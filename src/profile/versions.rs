@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::input::{InputError, Origin, write_atomic};
 
 use super::ProfileFile;
@@ -15,6 +17,15 @@ use super::ProfileFile;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Versions {
     root: PathBuf,
+}
+
+/// How a refined version was fitted: what the report shows as its confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Outcomes it was fitted from.
+    pub samples: u32,
+    /// Relative RMS residual of the fit.
+    pub residual: f64,
 }
 
 /// Which file a decision should use for an application.
@@ -95,8 +106,9 @@ impl Versions {
     }
 
     /// Store a refined profile as the next version (its number is set here: one more than
-    /// both the file's own version and every stored one). Returns that version.
-    pub fn save(&self, mut file: ProfileFile) -> Result<u64, InputError> {
+    /// both the file's own version and every stored one), with the outcomes it was fitted
+    /// from and its residual. Returns that version.
+    pub fn save(&self, mut file: ProfileFile, fit: Fit) -> Result<u64, InputError> {
         let name = file.name.value.clone();
         let dir = self.dir(&name)?;
         let next = self
@@ -115,8 +127,17 @@ impl Versions {
         })?;
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let path = dir.join(format!("v{next}.yaml"));
+        let fit_path = dir.join(format!("v{next}.fit.json"));
+        let fit_text = serde_json::to_string(&fit).unwrap_or_default();
+        write_atomic(&fit_path, fit_text.as_bytes()).map_err(|e| io_err(&fit_path, e))?;
         write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))?;
         Ok(next)
+    }
+
+    /// How a stored version was fitted; `None` for the admin's file or an unreadable record.
+    pub fn fit(&self, name: &str, version: u64) -> Option<Fit> {
+        let path = self.dir(name).ok()?.join(format!("v{version}.fit.json"));
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
     }
 
     /// Pin `version` of `name`; `admin_version` (the admin file's own) is always allowed.

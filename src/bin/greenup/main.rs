@@ -10,6 +10,7 @@ mod model;
 mod plan;
 mod policy;
 mod profile;
+mod report_cmds;
 mod site;
 
 use std::path::PathBuf;
@@ -44,6 +45,10 @@ enum Command {
     /// Named policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// A finished job's report: decision, predicted against measured, saving.
+    Report(report_cmds::ReportArgs),
+    /// An application's history: runs, prediction error per profile version, savings.
+    App(report_cmds::AppArgs),
 }
 
 /// Why a command did not succeed; each maps to one exit status.
@@ -124,6 +129,8 @@ fn main() -> ExitCode {
         Command::Profile(cmd) => profile::run(cmd),
         Command::Site(cmd) => site::run(cmd),
         Command::Policy(cmd) => policy::run(cmd),
+        Command::Report(args) => report_cmds::report(args),
+        Command::App(args) => report_cmds::app(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
