@@ -6,6 +6,7 @@
 //! 2 bad input (one line naming the option or file:line:column, the value and
 //! what is valid); 3 anything else went wrong.
 
+mod daemon_cmds;
 mod model;
 mod plan;
 mod policy;
@@ -45,6 +46,12 @@ enum Command {
     /// Named policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// List the jobs greenupd knows (yours only, unless you are an admin).
+    Jobs(daemon_cmds::JobsArgs),
+    /// Show one job's decision and measured outcome.
+    Job(daemon_cmds::JobArgs),
+    /// Show greenupd's status and power-budget ledger.
+    Status(daemon_cmds::StatusArgs),
     /// A finished job's report: decision, predicted against measured, saving.
     Report(report_cmds::ReportArgs),
     /// An application's history: runs, prediction error per profile version, savings.
@@ -129,6 +136,9 @@ fn main() -> ExitCode {
         Command::Profile(cmd) => profile::run(cmd),
         Command::Site(cmd) => site::run(cmd),
         Command::Policy(cmd) => policy::run(cmd),
+        Command::Jobs(a) => daemon_cmds::jobs(&a).map_err(Failure::Runtime),
+        Command::Job(a) => daemon_cmds::job(&a).map_err(Failure::Runtime),
+        Command::Status(a) => daemon_cmds::status(&a).map_err(Failure::Runtime),
         Command::Report(args) => report_cmds::report(args),
         Command::App(args) => report_cmds::app(args),
     };
