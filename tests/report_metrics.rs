@@ -261,3 +261,37 @@ fn empty_snapshot_still_parses() {
     }
     assert!(text.contains("greenup_prediction_error_percent_bucket{le=\"+Inf\"} 0"));
 }
+
+#[test]
+fn snapshot_from_daemon_status() {
+    use greenup::daemon::protocol::{BudgetLine, Status};
+    let line = |scope: &str, cap: Option<f64>, reserved: f64| BudgetLine {
+        scope: scope.into(),
+        cap_w: cap,
+        reserved_w: reserved,
+        free_w: cap.map(|c| c - reserved),
+        jobs: 1,
+    };
+    let status = Status {
+        version: "0.1.0".into(),
+        protocol: 1,
+        uptime_s: 10,
+        config: "/etc/slurm/greenup.yaml".into(),
+        open_jobs: 2,
+        total_jobs: 50,
+        outcomes: 120,
+        connections: 1,
+        ledger: vec![
+            line("site", Some(8_000.0), 900.0),
+            line("batch", None, 900.0),
+        ],
+    };
+    let s = Snapshot::from_status(&status);
+    assert_eq!(s.site.as_ref().unwrap().available_w(), Some(7_100.0));
+    assert_eq!(s.partitions.len(), 1);
+    assert_eq!(s.partitions[0].name, "batch");
+    let text = render(&s);
+    assert!(text.contains("greenup_site_power_available_watts 7100\n"));
+    assert!(text.contains("greenup_running_jobs 2\n"));
+    assert!(text.contains("greenup_store_jobs 50\n"));
+}

@@ -70,7 +70,8 @@ pub struct PinArgs {
 
 fn connect(site: &Site) -> Result<Client, Failure> {
     let timeout = Duration::from_millis(site.daemon.timeout_ms.max(2_000));
-    Client::connect(&Endpoint::Unix(site.daemon.socket.clone()), timeout).map_err(|e| Failure::Runtime(e.to_string()))
+    Client::connect(&Endpoint::Unix(site.daemon.socket.clone()), timeout)
+        .map_err(|e| Failure::Runtime(e.to_string()))
 }
 
 /// The profile version a job's decision used, with its fit record.
@@ -82,7 +83,10 @@ fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Co
         let p = Profile::load(&path).ok()?;
         let c = versions
             .fit(name, version)
-            .map(|f| Confidence { samples: f.samples, residual: Some(f.residual) })
+            .map(|f| Confidence {
+                samples: f.samples,
+                residual: Some(f.residual),
+            })
             .unwrap_or_default();
         return Some((p, c));
     }
@@ -92,8 +96,15 @@ fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Co
 
 fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor + Send + Sync>>) {
     let d = &rec.decision;
-    let version = d.profile_version.as_deref().and_then(|v| v.trim_start_matches('v').parse().ok()).unwrap_or(0);
-    let loaded = d.profile.as_deref().and_then(|name| profile_version(site, name, version));
+    let version = d
+        .profile_version
+        .as_deref()
+        .and_then(|v| v.trim_start_matches('v').parse().ok())
+        .unwrap_or(0);
+    let loaded = d
+        .profile
+        .as_deref()
+        .and_then(|name| profile_version(site, name, version));
     let predictor = loaded.as_ref().and_then(|(p, _)| p.predictor(site).ok());
     let ctx = Context {
         predictor: predictor.as_deref().map(|p| p as &dyn Predictor),
@@ -109,7 +120,9 @@ fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor +
 /// Run `greenup report JOBID`.
 pub fn report(args: ReportArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
-    let rec = connect(&site)?.get_job(args.job_id).map_err(|e| Failure::Runtime(e.to_string()))?;
+    let rec = connect(&site)?
+        .get_job(args.job_id)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
     let (r, predictor) = build(&site, &rec);
     let out = if args.json {
         table::job_json(&r).map_err(|e| Failure::Runtime(e.to_string()))?
@@ -121,7 +134,10 @@ pub fn report(args: ReportArgs) -> Outcome {
     emit(out.trim_end());
     if let Some(file) = &args.plot {
         let pred = predictor.ok_or_else(|| {
-            Failure::Runtime(format!("job {}: its profile version is not available to plot", r.job_id))
+            Failure::Runtime(format!(
+                "job {}: its profile version is not available to plot",
+                r.job_id
+            ))
         })?;
         plot(&site, &rec, &r, pred.as_ref(), file)?;
     }
@@ -136,20 +152,41 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
         .filter_map(|n| {
             let ty = site.nodes.get(n)?;
             let nt = site.node_types.get(ty)?;
-            Some(NodeSlot { name: n.clone(), node_type: ty.clone(), freqs_ghz: nt.freqs_ghz.clone() })
+            Some(NodeSlot {
+                name: n.clone(),
+                node_type: ty.clone(),
+                freqs_ghz: nt.freqs_ghz.clone(),
+            })
         })
         .collect();
-    let lo = rec.request.min_nodes.unwrap_or(slots.len()).clamp(1, slots.len().max(1));
+    let lo = rec
+        .request
+        .min_nodes
+        .unwrap_or(slots.len())
+        .clamp(1, slots.len().max(1));
     let counts = lo..=slots.len();
-    let fail = |e: &dyn std::fmt::Display| Failure::Runtime(format!("cannot draw {}: {e}", file.display()));
+    let fail = |e: &dyn std::fmt::Display| {
+        Failure::Runtime(format!("cannot draw {}: {e}", file.display()))
+    };
     let candidates = landscape::candidates(pred, &slots, counts.clone()).map_err(|e| fail(&e))?;
     let l = Landscape {
-        title: format!("job {}: {} v{}, {}", r.job_id, r.app, r.profile_version, r.policy),
+        title: format!(
+            "job {}: {} v{}, {}",
+            r.job_id, r.app, r.profile_version, r.policy
+        ),
         candidates,
         energy_cap_j: r.caps.energy_j,
         power_cap_w: r.caps.power_w,
-        chosen: r.predicted.time_s.is_finite().then_some((r.predicted.time_s, r.predicted.energy_j)),
-        baseline: r.baseline.time_s.is_finite().then_some((r.baseline.time_s, r.baseline.energy_j)),
+        chosen: r
+            .predicted
+            .time_s
+            .is_finite()
+            .then_some((r.predicted.time_s, r.predicted.energy_j)),
+        baseline: r
+            .baseline
+            .time_s
+            .is_finite()
+            .then_some((r.baseline.time_s, r.baseline.energy_j)),
     };
     let doc = svg::landscape(&l).map_err(|e| fail(&e))?;
     write_atomic(file, doc.as_bytes()).map_err(|e| fail(&e))?;
@@ -157,7 +194,9 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
     if !points.is_empty() {
         let ee_file = file.with_file_name(format!(
             "{}-ee.svg",
-            file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plot".into())
+            file.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "plot".into())
         ));
         let curves = EeCurves {
             title: format!("job {}: {} EE against node count", r.job_id, r.app),
@@ -175,19 +214,25 @@ pub fn app(args: AppArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
     let mut client = connect(&site)?;
     let jobs = client
-        .list_jobs(ListJobs { limit: Some(10_000), ..ListJobs::default() })
+        .list_jobs(ListJobs {
+            limit: Some(10_000),
+            ..ListJobs::default()
+        })
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     let mut reports = Vec::new();
     for j in jobs {
-        let rec = client.get_job(j.job_id).map_err(|e| Failure::Runtime(e.to_string()))?;
+        let rec = client
+            .get_job(j.job_id)
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
         if rec.decision.profile.as_deref() == Some(args.name.as_str()) {
             reports.push(build(&site, &rec).0);
         }
     }
     let versions = Versions::for_store(&site.daemon.store);
     let pinned = versions.pinned(&args.name)?;
-    let admin_version =
-        Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name))).map(|p| p.version()).unwrap_or(1);
+    let admin_version = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))
+        .map(|p| p.version())
+        .unwrap_or(1);
     let mut infos = vec![VersionInfo {
         version: admin_version as u32,
         samples: 0,
@@ -222,10 +267,9 @@ pub fn pin(args: PinArgs) -> Outcome {
     if args.version == "latest" {
         versions.unpin(&args.name)?;
     } else {
-        let v: u64 = args
-            .version
-            .parse()
-            .map_err(|_| Failure::option("VERSION", &args.version, "a version number or 'latest'"))?;
+        let v: u64 = args.version.parse().map_err(|_| {
+            Failure::option("VERSION", &args.version, "a version number or 'latest'")
+        })?;
         let admin = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))?;
         versions.pin(&args.name, v, admin.version())?;
     }
