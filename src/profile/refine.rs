@@ -19,13 +19,16 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::daemon::protocol::{JobRecord, Verdict};
 use crate::expr::Expr;
 use crate::model::amdahl::{self, Amdahl, CommLaw, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::IsoEnergy;
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
+use crate::profile::versions::{Fit, InUse, Versions};
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
-use crate::report::JobState;
+use crate::report::record::{source_of, state_of};
+use crate::report::{JobState, Source};
 use crate::site::Site;
 
 /// A run shorter than this fraction of its predicted time is an outlier
@@ -678,6 +681,94 @@ pub fn refine_profile(
         residual,
         left_out,
     })
+}
+
+/// A stored job as refinement sees it; `None` when greenup made no plan for it
+/// (the job ran unchanged, so there is nothing to compare with).
+pub fn outcome_from_record(rec: &JobRecord) -> Option<Outcome> {
+    let plan = rec.decision.plan.as_ref()?;
+    if !matches!(
+        rec.decision.verdict,
+        Verdict::Planned | Verdict::BudgetLimited
+    ) {
+        return None;
+    }
+    let time_s = rec
+        .outcomes
+        .iter()
+        .filter_map(|o| o.elapsed_s)
+        .fold(0.0, f64::max);
+    let nodes = plan
+        .nodes
+        .iter()
+        .map(|n| {
+            let out = rec.outcomes.iter().find(|o| o.node == n.name);
+            let measured = out.filter(|o| source_of(o.source.as_deref()) != Source::Unmeasured);
+            NodeOutcome {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freq_ghz: out.and_then(|o| o.freq_ghz).unwrap_or(n.freq_ghz),
+                energy_j: measured.and_then(|o| o.energy_j),
+                compute_s: None,
+            }
+        })
+        .collect();
+    Some(Outcome {
+        job_id: rec.job_id,
+        state: state_of(rec),
+        time_s,
+        predicted_time_s: plan.predicted.time_s,
+        nodes,
+    })
+}
+
+/// A new stored version made by [`refine_and_store`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVersion {
+    /// The version number written.
+    pub version: u64,
+    /// The model refined.
+    pub model: &'static str,
+    /// Outcomes used and fit residual.
+    pub fit: Fit,
+}
+
+/// After a job closes: refine application `app` from the stored jobs decided for it
+/// (any order; others are ignored), starting from the version in use, and store the
+/// result as the next version. `Ok(None)` when no outcome is usable yet.
+pub fn refine_and_store(
+    site: &Site,
+    app: &str,
+    records: &[JobRecord],
+) -> Result<Option<StoredVersion>, RefineError> {
+    let versions = Versions::for_store(&site.daemon.store);
+    let admin_path = site.profile_dir.join(format!("{app}.yaml"));
+    let to_model =
+        |e: crate::input::InputError| RefineError::Model(ModelError::Config(e.to_string()));
+    let path = match versions.in_use(app).map_err(to_model)? {
+        InUse::Admin => admin_path,
+        InUse::Refined { path, .. } => path,
+    };
+    let profile = Profile::load(&path).map_err(to_model)?;
+    let outcomes: Vec<Outcome> = records
+        .iter()
+        .filter(|r| r.decision.profile.as_deref() == Some(app))
+        .filter_map(outcome_from_record)
+        .collect();
+    let refined = match refine_profile(&profile, site, &outcomes) {
+        Err(RefineError::NoSamples) => return Ok(None),
+        other => other?,
+    };
+    let fit = Fit {
+        samples: refined.samples,
+        residual: refined.residual,
+    };
+    let version = versions.save(refined.file, fit).map_err(to_model)?;
+    Ok(Some(StoredVersion {
+        version,
+        model: refined.model,
+        fit,
+    }))
 }
 
 #[cfg(test)]

@@ -29,7 +29,8 @@ pub struct Context<'a> {
 /// A frequency counts as applied when it is within this fraction of the decision.
 const FREQ_TOLERANCE: f64 = 0.01;
 
-fn state_of(rec: &JobRecord) -> JobState {
+/// How a stored job ended, in sacct's terms.
+pub fn state_of(rec: &JobRecord) -> JobState {
     match rec.state {
         protocol::JobState::Open => JobState::Running,
         protocol::JobState::Reclaimed => JobState::Failed,
@@ -44,7 +45,8 @@ fn state_of(rec: &JobRecord) -> JobState {
     }
 }
 
-fn source_of(s: Option<&str>) -> Source {
+/// The meter a node named, as a report source; anything but RAPL or Slurm is unmeasured.
+pub fn source_of(s: Option<&str>) -> Source {
     match s {
         Some("rapl") => Source::Rapl,
         Some("slurm") => Source::Slurm,

@@ -11,6 +11,7 @@ use greenup::daemon::protocol::{JobRecord, ListJobs};
 use greenup::input::write_atomic;
 use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
+use greenup::profile::refine::{check, outcome_from_record};
 use greenup::profile::versions::{InUse, Versions};
 use greenup::report::landscape::{self, EeCurves, Landscape};
 use greenup::report::record::{Context, from_record};
@@ -112,7 +113,10 @@ fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor +
         model: loaded.as_ref().map(|(p, _)| p.chosen_model().to_string()),
         confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
         slurm_energy_j: None,
-        not_refined: None,
+        not_refined: outcome_from_record(rec)
+            .filter(|o| o.state != greenup::report::JobState::Running)
+            .and_then(|o| check(&o).err())
+            .map(|why| why.to_string()),
     };
     (from_record(rec, &ctx), predictor)
 }
