@@ -198,7 +198,7 @@ mod after_close {
         let o = outcome_from_record(&unmeasured).unwrap();
         assert_eq!(o.nodes[1].energy_j, None);
         assert_eq!(
-            refine_and_store(&site, "hetero-table1", &[unmeasured.clone()]).unwrap(),
+            refine_and_store(&site, "hetero-table1", std::slice::from_ref(&unmeasured)).unwrap(),
             None
         );
 
