@@ -157,4 +157,24 @@ fn utc_dates() {
     assert_eq!(text::fmt_utc(1_709_251_199), "2024-02-29T23:59:59");
     assert_eq!(text::fmt_utc(-86_400), "1969-12-31T00:00:00");
     assert_eq!(text::fmt_time(90_061.0), "1-01:01:01");
+    assert_eq!(
+        text::parse_utc("2026-11-21T14:02:11"),
+        Some(report_fixture::END)
+    );
+    assert_eq!(text::parse_utc("2024-02-29 23:59:59"), Some(1_709_251_199));
+    assert_eq!(text::parse_utc("1969-12-31"), Some(-86_400));
+    assert_eq!(
+        text::parse_utc("2026-11-21T14:02"),
+        Some(report_fixture::END - 11)
+    );
+    for bad in [
+        "2023-02-29",
+        "2026-13-01",
+        "2026-11-21T24:00",
+        "yesterday",
+        "2026-11",
+        "2026-11-21T1:2:3:4",
+    ] {
+        assert_eq!(text::parse_utc(bad), None, "{bad}");
+    }
 }

@@ -103,6 +103,65 @@ pub fn fmt_utc(unix: i64) -> String {
 const STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('-').junction(' '));
 
+/// Parse `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (UTC, as sacct's --starttime takes it)
+/// into Unix seconds; `None` when it is not such a date.
+pub fn parse_utc(s: &str) -> Option<i64> {
+    let (date, time) = match s.split_once(['T', ' ']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (s, None),
+    };
+    let mut d = date.splitn(3, '-');
+    let year: i64 = d.next()?.parse().ok()?;
+    let month: i64 = d.next()?.parse().ok()?;
+    let day: i64 = d.next()?.parse().ok()?;
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&month) || day < 1 || day > days_in[(month - 1) as usize] {
+        return None;
+    }
+    let secs = match time {
+        None => 0,
+        Some(t) => {
+            let mut p = t.split(':');
+            let h: i64 = p.next()?.parse().ok()?;
+            let m: i64 = p.next()?.parse().ok()?;
+            let sec: i64 = match p.next() {
+                Some(x) => x.parse().ok()?,
+                None => 0,
+            };
+            if p.next().is_some()
+                || !(0..24).contains(&h)
+                || !(0..60).contains(&m)
+                || !(0..60).contains(&sec)
+            {
+                return None;
+            }
+            h * 3600 + m * 60 + sec
+        }
+    };
+    // Days since 1970-01-01 of a proleptic Gregorian date (years counted from March).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146_097 + doe - 719_468) * 86_400 + secs)
+}
+
 fn new_table() -> Table {
     let mut t = Table::new();
     t.load_style(STYLE);

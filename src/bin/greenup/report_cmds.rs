@@ -15,7 +15,7 @@ use greenup::profile::refine::{check, outcome_from_record};
 use greenup::profile::versions::{InUse, Versions};
 use greenup::report::landscape::{self, EeCurves, Landscape};
 use greenup::report::record::{Context, from_record};
-use greenup::report::{AppHistory, Confidence, JobReport, VersionInfo, svg, table, text};
+use greenup::report::{AppHistory, Confidence, JobReport, JobRow, VersionInfo, svg, table, text};
 use greenup::site::Site;
 
 use crate::{Failure, Outcome, emit, site_path};
@@ -38,6 +38,88 @@ pub struct ReportArgs {
     /// Site config (default /etc/slurm/greenup.yaml).
     #[arg(long, value_name = "FILE")]
     site: Option<PathBuf>,
+}
+
+/// Options of `greenup jobs`.
+#[derive(Args, Debug)]
+pub struct JobsArgs {
+    /// Only this user's jobs (ordinary users see only their own anyway).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Only jobs of this application profile.
+    #[arg(long, value_name = "NAME")]
+    app: Option<String>,
+    /// Only jobs that ended at or after DATE (YYYY-MM-DD[THH:MM[:SS]], UTC).
+    #[arg(long, value_name = "DATE", value_parser = date)]
+    since: Option<i64>,
+    /// Only jobs that ended before DATE (YYYY-MM-DD[THH:MM[:SS]], UTC).
+    #[arg(long, value_name = "DATE", value_parser = date)]
+    until: Option<i64>,
+    /// Look at most at this many jobs, newest first.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    limit: u32,
+    /// Print JSON.
+    #[arg(long, conflicts_with_all = ["csv"])]
+    json: bool,
+    /// Print CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+}
+
+fn date(s: &str) -> Result<i64, String> {
+    text::parse_utc(s)
+        .ok_or_else(|| "expected a UTC date YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]".to_string())
+}
+
+/// Run `greenup jobs`: one row per job, oldest first, in eacct/sacct-style columns.
+pub fn jobs(args: JobsArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let mut client = connect(&site)?;
+    let list = client
+        .list_jobs(ListJobs {
+            limit: Some(args.limit),
+            ..ListJobs::default()
+        })
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let mut rows = Vec::new();
+    for j in list.iter().rev() {
+        if args
+            .user
+            .as_deref()
+            .is_some_and(|u| j.user.as_deref() != Some(u) && j.uid.to_string() != u)
+        {
+            continue;
+        }
+        let rec = client
+            .get_job(j.job_id)
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        if args
+            .app
+            .as_deref()
+            .is_some_and(|a| rec.decision.profile.as_deref() != Some(a))
+        {
+            continue;
+        }
+        let end = rec.closed_at;
+        if args.since.is_some_and(|s| end.is_none_or(|e| e < s))
+            || args.until.is_some_and(|u| end.is_none_or(|e| e >= u))
+        {
+            continue;
+        }
+        rows.push(JobRow::from(&from_record(&rec, &Context::default())));
+    }
+    let out = if args.json {
+        table::jobs_json(&rows).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else if args.csv {
+        table::jobs_csv(&rows).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else {
+        text::jobs_table(&rows)
+    };
+    emit(out.trim_end());
+    Ok(())
 }
 
 /// Options of `greenup app`.
