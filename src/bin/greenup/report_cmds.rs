@@ -250,11 +250,19 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
         .min_nodes
         .unwrap_or(slots.len())
         .clamp(1, slots.len().max(1));
-    let counts = lo..=slots.len();
+    // At most a dozen node counts, always the smallest, the largest and the decision's,
+    // so a wide range still gives a plot a browser can open.
+    let span = slots.len().saturating_sub(lo);
+    let mut counts: Vec<usize> = (0..=11).map(|k| lo + span * k / 11).collect();
+    counts.push(r.nodes.len());
+    counts.retain(|n| (lo..=slots.len()).contains(n));
+    counts.sort_unstable();
+    counts.dedup();
     let fail = |e: &dyn std::fmt::Display| {
         Failure::Runtime(format!("cannot draw {}: {e}", file.display()))
     };
-    let candidates = landscape::candidates(pred, &slots, counts.clone()).map_err(|e| fail(&e))?;
+    let candidates =
+        landscape::candidates(pred, &slots, counts.iter().copied()).map_err(|e| fail(&e))?;
     let l = Landscape {
         title: format!(
             "job {}: {} v{}, {}",
@@ -276,7 +284,8 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
     };
     let doc = svg::landscape(&l).map_err(|e| fail(&e))?;
     write_atomic(file, doc.as_bytes()).map_err(|e| fail(&e))?;
-    let points = landscape::ee_points(pred, &slots, counts).map_err(|e| fail(&e))?;
+    let points =
+        landscape::ee_points(pred, &slots, counts.iter().copied()).map_err(|e| fail(&e))?;
     if !points.is_empty() {
         let ee_file = file.with_file_name(format!(
             "{}-ee.svg",
