@@ -8,6 +8,7 @@
 //! documented in docs/profiles.md.
 
 pub mod refine;
+pub mod versions;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,1 +1,1104 @@
-//! Refining profiles from measured outcomes. Owner: reports work.
+//! Learning from outcomes: refit an application's model parameters from the
+//! measured runs, so the next prediction for it is better.
+//!
+//! Everything here is a pure function of a model and its outcomes. Each
+//! returns the refined parameters, how many outcomes they came from and the
+//! fit's residual; the caller stores them as a new profile version and never
+//! touches the admin's file. Outliers (failed, cancelled, far too short, not
+//! fully measured) are left out, and [`check`] says why so the report can.
+//!
+//! - hetero (paper 004): per node type compute time, communication time and
+//!   dynamic and static power, all at maximum frequency.
+//! - amdahl (paper 003): F_p and the communication law by the paper's
+//!   regressions (the models' own [`amdahl::fit`]) once runs on three node
+//!   counts exist, plus the per-gear slowdown S_g.
+//! - iso_energy (paper 000): alpha = actual / theoretical execution time.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::daemon::protocol::{JobRecord, Verdict};
+use crate::expr::Expr;
+use crate::model::amdahl::{self, Amdahl, CommLaw, FitError};
+use crate::model::hetero::{Hetero, TypeTimes};
+use crate::model::iso_energy::IsoEnergy;
+use crate::model::{Config, ModelError, NodeSetting, Predictor};
+use crate::profile::versions::{Fit, InUse, Versions};
+use crate::profile::{Param, Profile, ProfileFile, unspanned};
+use crate::report::record::{source_of, state_of};
+use crate::report::{JobState, Source};
+use crate::site::Site;
+
+/// A run shorter than this fraction of its predicted time is an outlier
+/// (an early crash, a wrong input deck), not a lesson about the model.
+pub const SHORT_FRACTION: f64 = 0.5;
+
+/// What one node measured in one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeOutcome {
+    /// Slurm node name.
+    pub name: String,
+    /// Node type from the site config.
+    pub node_type: String,
+    /// The frequency the node actually ran at, in GHz.
+    pub freq_ghz: f64,
+    /// Measured joules of this node; `None` when the node has no meter.
+    pub energy_j: Option<f64>,
+    /// Seconds this node spent computing (not blocked), when something measured it.
+    pub compute_s: Option<f64>,
+}
+
+/// One finished job, as refinement sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Slurm job id.
+    pub job_id: u64,
+    /// How the job ended.
+    pub state: JobState,
+    /// Measured wall time in seconds.
+    pub time_s: f64,
+    /// The wall time the decision predicted, in seconds.
+    pub predicted_time_s: f64,
+    /// Every node the job ran on.
+    pub nodes: Vec<NodeOutcome>,
+}
+
+impl Outcome {
+    fn config(&self) -> Config {
+        Config {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| NodeSetting {
+                    name: n.name.clone(),
+                    node_type: n.node_type.clone(),
+                    freq_ghz: n.freq_ghz,
+                })
+                .collect(),
+        }
+    }
+
+    fn energy_j(&self) -> Option<f64> {
+        self.nodes.iter().map(|n| n.energy_j).sum()
+    }
+}
+
+/// Why an outcome does not refine the profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outlier {
+    /// The job did not complete (failed, cancelled, timed out, still running).
+    NotCompleted(JobState),
+    /// The run was far shorter than predicted.
+    TooShort { time_s: f64, predicted_s: f64 },
+    /// Some nodes have no energy measurement.
+    Unmeasured(Vec<String>),
+    /// A measured value is not a finite positive number.
+    BadValue(String),
+}
+
+impl fmt::Display for Outlier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outlier::NotCompleted(s) => write!(f, "job ended {}", s.as_str()),
+            Outlier::TooShort {
+                time_s,
+                predicted_s,
+            } => write!(
+                f,
+                "ran {time_s:.0} s, under {:.0}% of the predicted {predicted_s:.0} s",
+                SHORT_FRACTION * 100.0
+            ),
+            Outlier::Unmeasured(nodes) => write!(f, "unmeasured nodes ({})", nodes.join(",")),
+            Outlier::BadValue(what) => write!(f, "{what}"),
+        }
+    }
+}
+
+/// Whether an outcome may refine the profile, and if not, why.
+pub fn check(o: &Outcome) -> Result<(), Outlier> {
+    if o.state != JobState::Completed {
+        return Err(Outlier::NotCompleted(o.state));
+    }
+    if o.nodes.is_empty() {
+        return Err(Outlier::BadValue("the outcome lists no nodes".into()));
+    }
+    if !(o.time_s.is_finite() && o.time_s > 0.0) {
+        return Err(Outlier::BadValue(format!(
+            "wall time {} s is not positive",
+            o.time_s
+        )));
+    }
+    if o.predicted_time_s.is_finite() && o.time_s < SHORT_FRACTION * o.predicted_time_s {
+        return Err(Outlier::TooShort {
+            time_s: o.time_s,
+            predicted_s: o.predicted_time_s,
+        });
+    }
+    let unmeasured: Vec<String> = o
+        .nodes
+        .iter()
+        .filter(|n| n.energy_j.is_none())
+        .map(|n| n.name.clone())
+        .collect();
+    if !unmeasured.is_empty() {
+        return Err(Outlier::Unmeasured(unmeasured));
+    }
+    for n in &o.nodes {
+        let ok = |v: f64| v.is_finite() && v > 0.0;
+        if !ok(n.freq_ghz)
+            || !n.energy_j.is_some_and(ok)
+            || n.compute_s.is_some_and(|c| !c.is_finite() || c < 0.0)
+        {
+            return Err(Outlier::BadValue(format!(
+                "node {} has a measurement that is not a positive number",
+                n.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The outcomes that may refine, and the job ids left out with their reason.
+pub fn usable(outcomes: &[Outcome]) -> (Vec<&Outcome>, Vec<(u64, Outlier)>) {
+    let mut ok = Vec::new();
+    let mut left_out = Vec::new();
+    for o in outcomes {
+        match check(o) {
+            Ok(()) => ok.push(o),
+            Err(why) => left_out.push((o.job_id, why)),
+        }
+    }
+    (ok, left_out)
+}
+
+/// Refined parameters, the outcomes they came from and how well they fit them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refined<P> {
+    /// The refined parameters.
+    pub params: P,
+    /// Outcomes used.
+    pub samples: u32,
+    /// Root-mean-square relative error of the refined model over those outcomes
+    /// (energy for hetero, time for amdahl, alpha spread for iso_energy).
+    pub residual: f64,
+}
+
+/// Why refinement could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RefineError {
+    /// No outcome passed [`check`].
+    #[error("no usable outcome to refine from")]
+    NoSamples,
+    /// The model could not predict an outcome's configuration.
+    #[error("model: {0}")]
+    Model(#[from] ModelError),
+    /// The amdahl regression failed.
+    #[error("amdahl fit: {0}")]
+    Fit(#[from] FitError),
+    /// The profile's model cannot be refined (roofline) or its section is missing.
+    #[error("model '{0}' is not refined from outcomes")]
+    NoModel(&'static str),
+    /// An outcome ran on a node type the model does not know.
+    #[error("node type '{0}' is not in the model")]
+    UnknownType(String),
+}
+
+fn rms(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt()
+    }
+}
+
+/// Relative error of the model's energy over outcomes (predicted / measured - 1).
+fn energy_errors(model: &dyn Predictor, used: &[&Outcome]) -> Result<Vec<f64>, RefineError> {
+    used.iter()
+        .map(|o| {
+            let p = model.predict(&o.config())?;
+            let m = o.energy_j().unwrap_or(f64::NAN);
+            Ok(p.energy_j / m - 1.0)
+        })
+        .collect()
+}
+
+/// Refine a hetero model: per node type T_cp, T_cm, P_dyn and P_static at maximum frequency.
+///
+/// Time: where nodes report their compute seconds, T_cp = compute / (S * iterations) and
+/// T_cm = (wall - compute) / iterations, averaged per type (S = f_max / f). Otherwise
+/// every type's times are scaled by the mean measured-over-predicted wall time.
+/// Power: per type, least squares of each node's energy
+/// `E = P_static * T + P_dyn * S^-3 * compute` over its outcomes; when the outcomes
+/// cannot separate the two (one frequency, one wall time) both are scaled by one factor.
+pub fn hetero(
+    model: &Hetero,
+    outcomes: &[Outcome],
+) -> Result<Refined<BTreeMap<String, TypeTimes>>, RefineError> {
+    let (used, _) = usable(outcomes);
+    if used.is_empty() {
+        return Err(RefineError::NoSamples);
+    }
+    let iters = model.iterations.max(f64::MIN_POSITIVE);
+    let fmax_of = |ty: &str| -> Result<f64, RefineError> {
+        model
+            .site_types
+            .get(ty)
+            .map(|t| t.fmax())
+            .filter(|f| *f > 0.0)
+            .ok_or_else(|| RefineError::UnknownType(ty.to_string()))
+    };
+
+    // Wall-time scale over all outcomes, for types whose compute time nobody measured.
+    let mut ratios = Vec::new();
+    for o in &used {
+        let p = model.predict(&o.config())?;
+        if p.time_s > 0.0 {
+            ratios.push(o.time_s / p.time_s);
+        }
+    }
+    let k = if ratios.is_empty() {
+        1.0
+    } else {
+        ratios.iter().sum::<f64>() / ratios.len() as f64
+    };
+
+    let mut types = model.types.clone();
+    for (ty, times) in types.iter_mut() {
+        let fmax = fmax_of(ty)?;
+        let mut cp = Vec::new();
+        let mut cm = Vec::new();
+        let mut all_timed = true;
+        for o in &used {
+            for n in o.nodes.iter().filter(|n| &n.node_type == ty) {
+                match n.compute_s {
+                    Some(c) => {
+                        cp.push(c / (fmax / n.freq_ghz) / iters);
+                        cm.push((o.time_s - c).max(0.0) / iters);
+                    }
+                    None => all_timed = false,
+                }
+            }
+        }
+        if all_timed && !cp.is_empty() {
+            times.t_cp_s = cp.iter().sum::<f64>() / cp.len() as f64;
+            times.t_cm_s = cm.iter().sum::<f64>() / cm.len() as f64;
+        } else {
+            times.t_cp_s *= k;
+            times.t_cm_s *= k;
+        }
+    }
+
+    // Power per type, against the refined times.
+    for (ty, times) in types.iter_mut() {
+        let fmax = fmax_of(ty)?;
+        let site = model
+            .site_types
+            .get(ty)
+            .ok_or_else(|| RefineError::UnknownType(ty.clone()))?;
+        let p_dyn0 = match times.p_dyn_w {
+            Some(w) => w,
+            None => site.dynamic_w(fmax).map_err(|m| ModelError::Expression {
+                what: format!("power of {ty}"),
+                message: m,
+            })?,
+        };
+        let p_st0 = match times.p_static_w {
+            Some(w) => w,
+            None => site.static_w(fmax).map_err(|m| ModelError::Expression {
+                what: format!("power of {ty}"),
+                message: m,
+            })?,
+        };
+        // Rows: x1 = wall time (static), x2 = S^-3 * compute seconds (dynamic), y = energy.
+        let mut rows: Vec<(f64, f64, f64)> = Vec::new();
+        for o in &used {
+            for n in o.nodes.iter().filter(|n| &n.node_type == ty) {
+                let s = fmax / n.freq_ghz;
+                let compute = n.compute_s.unwrap_or(times.t_cp_s * s * iters);
+                rows.push((o.time_s, compute / s.powi(3), n.energy_j.unwrap_or(0.0)));
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let (s11, s12, s22, s1y, s2y) =
+            rows.iter()
+                .fold((0.0, 0.0, 0.0, 0.0, 0.0), |a, (x1, x2, y)| {
+                    (
+                        a.0 + x1 * x1,
+                        a.1 + x1 * x2,
+                        a.2 + x2 * x2,
+                        a.3 + x1 * y,
+                        a.4 + x2 * y,
+                    )
+                });
+        let det = s11 * s22 - s12 * s12;
+        // Columns that are nearly parallel cannot tell static from dynamic power.
+        let separable = det > 1e-6 * s11 * s22;
+        let two = separable.then(|| ((s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det));
+        let (p_st, p_dyn) = match two {
+            Some((ps, pd)) if ps >= 0.0 && pd >= 0.0 && ps.is_finite() && pd.is_finite() => {
+                (ps, pd)
+            }
+            _ => {
+                let pred: Vec<f64> = rows
+                    .iter()
+                    .map(|(x1, x2, _)| p_st0 * x1 + p_dyn0 * x2)
+                    .collect();
+                let num: f64 = rows.iter().zip(&pred).map(|((_, _, y), p)| y * p).sum();
+                let den: f64 = pred.iter().map(|p| p * p).sum();
+                let m = if den > 0.0 { num / den } else { 1.0 };
+                (p_st0 * m, p_dyn0 * m)
+            }
+        };
+        times.p_static_w = Some(p_st);
+        times.p_dyn_w = Some(p_dyn);
+    }
+
+    let refined = Hetero {
+        iterations: model.iterations,
+        types: types.clone(),
+        site_types: model.site_types.clone(),
+    };
+    let residual = rms(&energy_errors(&refined, &used)?);
+    Ok(Refined {
+        params: types,
+        samples: used.len() as u32,
+        residual,
+    })
+}
+
+/// A refined amdahl model and the per-gear slowdowns it was fitted from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AmdahlRefinement {
+    /// The model with refined T_C(0,1), F_p, communication law and slowdown.
+    pub model: Amdahl,
+    /// Measured S_g per frequency (GHz, slowdown), averaged over runs at that frequency.
+    pub slowdown_by_gear: Vec<(f64, f64)>,
+    /// Whether F_p and the law were refitted (runs on three node counts at top gear exist).
+    pub refitted_scaling: bool,
+}
+
+/// Refine an amdahl model: F_p, T_C(0,1) and the communication law by [`amdahl::fit`]
+/// over top-gear runs once three node counts exist, then the per-gear slowdown
+/// `S_g = (T - T_B(n)) / T_C(0, n)` of the other runs, summarised as
+/// `S(f) = 1 + beta * (fmax / f - 1)` (beta = 1: compute-bound, beta = 0: memory-bound).
+pub fn amdahl(
+    model: &Amdahl,
+    outcomes: &[Outcome],
+) -> Result<Refined<AmdahlRefinement>, RefineError> {
+    let (used, _) = usable(outcomes);
+    if used.is_empty() {
+        return Err(RefineError::NoSamples);
+    }
+    let fmax_of = |o: &Outcome| -> Result<f64, RefineError> {
+        let ty = &o.nodes[0].node_type;
+        model
+            .site_types
+            .get(ty)
+            .map(|t| t.fmax())
+            .ok_or_else(|| RefineError::UnknownType(ty.clone()))
+    };
+    let mean_f =
+        |o: &Outcome| o.nodes.iter().map(|n| n.freq_ghz).sum::<f64>() / o.nodes.len() as f64;
+
+    let mut top = Vec::new();
+    let mut geared = Vec::new();
+    for o in &used {
+        let fmax = fmax_of(o)?;
+        if o.nodes.iter().all(|n| n.freq_ghz >= fmax * (1.0 - 1e-6)) {
+            top.push(amdahl::Run {
+                nodes: o.nodes.len(),
+                time_s: o.time_s,
+                blocked_s: None,
+            });
+        } else {
+            geared.push((*o, fmax));
+        }
+    }
+    let mut refined = model.clone();
+    let mut counts: Vec<usize> = top.iter().map(|r| r.nodes).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let refitted_scaling = counts.len() >= 3;
+    if refitted_scaling {
+        let fit = amdahl::fit(&top)?;
+        refined.t_c1_s = fit.t_c1_s;
+        refined.parallel_fraction = fit.parallel_fraction;
+        refined.law = fit.law;
+        refined.coeff_s = fit.coeff_s;
+    }
+
+    // Per-gear slowdown, grouped by frequency in MHz.
+    let mut by_gear: BTreeMap<u64, (f64, Vec<f64>, f64)> = BTreeMap::new();
+    for (o, fmax) in &geared {
+        let n = o.nodes.len();
+        let tc0 = refined.compute_s(n);
+        if tc0 <= 0.0 {
+            continue;
+        }
+        let s = (o.time_s - refined.blocked_s(n)) / tc0;
+        if s.is_finite() && s > 0.0 {
+            let f = mean_f(o);
+            by_gear
+                .entry((f * 1000.0).round() as u64)
+                .or_insert((f, Vec::new(), *fmax))
+                .1
+                .push(s);
+        }
+    }
+    let slowdown_by_gear: Vec<(f64, f64)> = by_gear
+        .values()
+        .map(|(f, v, _)| (*f, v.iter().sum::<f64>() / v.len() as f64))
+        .collect();
+    // Least squares through the origin of (S - 1) against (fmax / f - 1).
+    let (num, den) = by_gear.values().fold((0.0, 0.0), |(a, b), (f, v, fmax)| {
+        let x = fmax / f - 1.0;
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        (
+            a + x * (mean - 1.0) * v.len() as f64,
+            b + x * x * v.len() as f64,
+        )
+    });
+    if den > 0.0 {
+        let beta = (num / den).max(0.0);
+        let src = format!("1 + {beta} * (fmax / f - 1)");
+        refined.slowdown =
+            Some(
+                Expr::parse(&src, &["f", "fmax"]).map_err(|m| ModelError::Expression {
+                    what: "refined slowdown".into(),
+                    message: m,
+                })?,
+            );
+    }
+
+    let mut errs = Vec::new();
+    for o in &used {
+        let p = refined.predict(&o.config())?;
+        errs.push(p.time_s / o.time_s - 1.0);
+    }
+    Ok(Refined {
+        params: AmdahlRefinement {
+            model: refined,
+            slowdown_by_gear,
+            refitted_scaling,
+        },
+        samples: used.len() as u32,
+        residual: rms(&errs),
+    })
+}
+
+/// Refine iso_energy's alpha, paper 000's overlap factor:
+/// alpha = actual execution time / theoretical execution time, where the theoretical
+/// time is the model's wall time without alpha. The paper finds alpha the same across
+/// levels of parallelism, so the refined alpha is the mean over runs, and the residual
+/// the relative spread of the runs' alphas around it.
+pub fn iso_energy(model: &IsoEnergy, outcomes: &[Outcome]) -> Result<Refined<f64>, RefineError> {
+    let (used, _) = usable(outcomes);
+    if used.is_empty() {
+        return Err(RefineError::NoSamples);
+    }
+    let mut alphas = Vec::new();
+    for o in &used {
+        let p = o.nodes.len();
+        let f = o.nodes.iter().map(|n| n.freq_ghz).sum::<f64>() / p as f64;
+        let alpha_now =
+            model
+                .app
+                .alpha
+                .eval(&[model.n, p as f64])
+                .map_err(|m| ModelError::Expression {
+                    what: "application.alpha".into(),
+                    message: m,
+                })?;
+        if !(alpha_now.is_finite() && alpha_now > 0.0) {
+            return Err(ModelError::NotFinite {
+                what: "application.alpha".into(),
+                value: alpha_now,
+            }
+            .into());
+        }
+        let theoretical = model.wall_time_s(model.n, p, f)? / alpha_now;
+        if theoretical > 0.0 {
+            alphas.push(o.time_s / theoretical);
+        }
+    }
+    if alphas.is_empty() {
+        return Err(RefineError::NoSamples);
+    }
+    let alpha = alphas.iter().sum::<f64>() / alphas.len() as f64;
+    let spread: Vec<f64> = alphas.iter().map(|a| a / alpha - 1.0).collect();
+    Ok(Refined {
+        params: alpha,
+        samples: alphas.len() as u32,
+        residual: rms(&spread),
+    })
+}
+
+/// A profile refined from outcomes: the next version's file and how it was fitted.
+#[derive(Debug, Clone)]
+pub struct RefinedProfile {
+    /// The refined profile file; its version is the input's plus one.
+    pub file: ProfileFile,
+    /// The model refined.
+    pub model: &'static str,
+    /// Outcomes used.
+    pub samples: u32,
+    /// Fit residual (relative RMS).
+    pub residual: f64,
+    /// Outcomes left out, with the reason.
+    pub left_out: Vec<(u64, Outlier)>,
+}
+
+fn slowdown_expr(p: &Param) -> Result<Expr, RefineError> {
+    let e = match p {
+        Param::Number(x) => Ok(Expr::constant(*x)),
+        Param::Text(t) => Expr::parse(t, &["f", "fmax"]),
+    };
+    e.map_err(|m| {
+        ModelError::Expression {
+            what: "amdahl.slowdown".into(),
+            message: m,
+        }
+        .into()
+    })
+}
+
+/// Refine the model a profile uses (hetero, amdahl or iso_energy) from its outcomes, and
+/// write the result into a copy of the profile file as the next version. The admin's
+/// file is never touched; [`super::versions`] stores the copy.
+pub fn refine_profile(
+    profile: &Profile,
+    site: &Site,
+    outcomes: &[Outcome],
+) -> Result<RefinedProfile, RefineError> {
+    let mut file = profile.file.clone();
+    let model = profile.chosen_model();
+    let (samples, residual) = match model {
+        "hetero" => {
+            let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
+            let current = Hetero {
+                iterations: h.iterations.value,
+                types: h
+                    .node_types
+                    .iter()
+                    .map(|(k, t)| {
+                        let times = TypeTimes {
+                            t_cp_s: t.t_cp_s.value,
+                            t_cm_s: t.t_cm_s.value,
+                            p_dyn_w: t.p_dyn_w.as_ref().map(|v| v.value),
+                            p_static_w: t.p_static_w.as_ref().map(|v| v.value),
+                        };
+                        (k.clone(), times)
+                    })
+                    .collect(),
+                site_types: site.node_types.clone(),
+            };
+            let r = hetero(&current, outcomes)?;
+            for (k, t) in &r.params {
+                if let Some(f) = h.node_types.get_mut(k) {
+                    f.t_cp_s = unspanned(t.t_cp_s);
+                    f.t_cm_s = unspanned(t.t_cm_s);
+                    f.p_dyn_w = t.p_dyn_w.map(unspanned);
+                    f.p_static_w = t.p_static_w.map(unspanned);
+                }
+            }
+            (r.samples, r.residual)
+        }
+        "amdahl" => {
+            let a = file.amdahl.as_mut().ok_or(RefineError::NoModel(model))?;
+            let law = CommLaw::ALL
+                .into_iter()
+                .find(|l| l.name() == a.comm.law.value)
+                .ok_or_else(|| {
+                    RefineError::Model(ModelError::Config(format!(
+                        "unknown law {}",
+                        a.comm.law.value
+                    )))
+                })?;
+            let compute_w = match a.compute_w.as_ref().map(|p| &p.value) {
+                Some(Param::Number(x)) => Some(Expr::constant(*x)),
+                Some(Param::Text(t)) => {
+                    Some(Expr::parse(t, &["f"]).map_err(|m| ModelError::Expression {
+                        what: "amdahl.compute_w".into(),
+                        message: m,
+                    })?)
+                }
+                None => None,
+            };
+            let current = Amdahl {
+                t_c1_s: a.t_c1_s.value,
+                parallel_fraction: a.parallel_fraction.value,
+                law,
+                coeff_s: a.comm.coeff_s.value,
+                slowdown: a
+                    .slowdown
+                    .as_ref()
+                    .map(|s| slowdown_expr(&s.value))
+                    .transpose()?,
+                compute_w,
+                blocked_w: a.blocked_w.as_ref().map(|v| v.value),
+                site_types: site.node_types.clone(),
+            };
+            let r = amdahl(&current, outcomes)?;
+            let m = &r.params.model;
+            a.t_c1_s = unspanned(m.t_c1_s);
+            a.parallel_fraction = unspanned(m.parallel_fraction);
+            a.comm.law = unspanned(m.law.name().to_string());
+            a.comm.coeff_s = unspanned(m.coeff_s);
+            if let Some(s) = &m.slowdown {
+                a.slowdown = Some(unspanned(Param::Text(s.source().to_string())));
+            }
+            (r.samples, r.residual)
+        }
+        "iso_energy" => {
+            let iso = profile.iso_energy().ok_or(RefineError::NoModel(model))?;
+            let r = iso_energy(iso, outcomes)?;
+            let f = file
+                .iso_energy
+                .as_mut()
+                .ok_or(RefineError::NoModel(model))?;
+            f.application.alpha = unspanned(Param::Number(r.params));
+            (r.samples, r.residual)
+        }
+        other => return Err(RefineError::NoModel(other)),
+    };
+    file.version = unspanned(file.version.value + 1);
+    // The refined file must load like any profile before anyone stores it.
+    Profile::from_file(&profile.path, file.clone()).map_err(|e| {
+        RefineError::Model(ModelError::Config(format!(
+            "refined profile does not check: {e}"
+        )))
+    })?;
+    let (_, left_out) = usable(outcomes);
+    Ok(RefinedProfile {
+        file,
+        model,
+        samples,
+        residual,
+        left_out,
+    })
+}
+
+/// A stored job as refinement sees it; `None` when greenup made no plan for it
+/// (the job ran unchanged, so there is nothing to compare with).
+pub fn outcome_from_record(rec: &JobRecord) -> Option<Outcome> {
+    let plan = rec.decision.plan.as_ref()?;
+    if !matches!(
+        rec.decision.verdict,
+        Verdict::Planned | Verdict::BudgetLimited
+    ) {
+        return None;
+    }
+    let time_s = rec
+        .outcomes
+        .iter()
+        .filter_map(|o| o.elapsed_s)
+        .fold(0.0, f64::max);
+    let nodes = plan
+        .nodes
+        .iter()
+        .map(|n| {
+            let out = rec.outcomes.iter().find(|o| o.node == n.name);
+            let measured = out.filter(|o| source_of(o.source.as_deref()) != Source::Unmeasured);
+            NodeOutcome {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freq_ghz: out.and_then(|o| o.freq_ghz).unwrap_or(n.freq_ghz),
+                energy_j: measured.and_then(|o| o.energy_j),
+                compute_s: None,
+            }
+        })
+        .collect();
+    Some(Outcome {
+        job_id: rec.job_id,
+        state: state_of(rec),
+        time_s,
+        predicted_time_s: plan.predicted.time_s,
+        nodes,
+    })
+}
+
+/// A new stored version made by [`refine_and_store`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVersion {
+    /// The version number written.
+    pub version: u64,
+    /// The model refined.
+    pub model: &'static str,
+    /// Outcomes used and fit residual.
+    pub fit: Fit,
+}
+
+/// After a job closes: refine application `app` from the stored jobs decided for it
+/// (any order; others are ignored), starting from the version in use, and store the
+/// result as the next version. `Ok(None)` when no outcome is usable yet.
+pub fn refine_and_store(
+    site: &Site,
+    app: &str,
+    records: &[JobRecord],
+) -> Result<Option<StoredVersion>, RefineError> {
+    let versions = Versions::for_store(&site.daemon.store);
+    let admin_path = site.profile_dir.join(format!("{app}.yaml"));
+    let to_model =
+        |e: crate::input::InputError| RefineError::Model(ModelError::Config(e.to_string()));
+    let path = match versions.in_use(app).map_err(to_model)? {
+        InUse::Admin => admin_path,
+        InUse::Refined { path, .. } => path,
+    };
+    let profile = Profile::load(&path).map_err(to_model)?;
+    let outcomes: Vec<Outcome> = records
+        .iter()
+        .filter(|r| r.decision.profile.as_deref() == Some(app))
+        .filter_map(outcome_from_record)
+        .collect();
+    let refined = match refine_profile(&profile, site, &outcomes) {
+        Err(RefineError::NoSamples) => return Ok(None),
+        other => other?,
+    };
+    let fit = Fit {
+        samples: refined.samples,
+        residual: refined.residual,
+    };
+    let version = versions.save(refined.file, fit).map_err(to_model)?;
+    Ok(Some(StoredVersion {
+        version,
+        model: refined.model,
+        fit,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::iso_energy::{AppVector, MachineVector};
+    use crate::site::{NodeType, PowerModel};
+
+    /// Paper 004 Table I types 1 and 3 as a site declares them (power at maximum frequency).
+    fn site_types() -> BTreeMap<String, NodeType> {
+        let t = |name: &str, fmax: f64, fmin: f64, pd: f64, ps: f64| {
+            let count = ((fmax - fmin) / 0.1).round() as usize + 1;
+            let mut freqs: Vec<f64> = (0..count)
+                .map(|k| ((fmax - k as f64 * 0.1) * 10.0).round() / 10.0)
+                .collect();
+            freqs.reverse();
+            let power = PowerModel::AtMax {
+                dynamic_w: pd,
+                static_w: ps,
+                gamma: 3.0,
+            };
+            (
+                name.to_string(),
+                NodeType {
+                    name: name.into(),
+                    freqs_ghz: freqs,
+                    power,
+                },
+            )
+        };
+        BTreeMap::from([
+            t("type1", 2.5, 1.2, 20.0, 4.0),
+            t("type3", 2.9, 1.2, 30.0, 6.0),
+        ])
+    }
+
+    /// Ground truth per type: (t_cp s/iter, t_cm s/iter, P_dyn W, P_static W) at fmax.
+    const TRUTH: [(&str, f64, f64, f64, f64, f64); 2] = [
+        ("type1", 2.5, 1.0, 0.20, 26.0, 5.5),
+        ("type3", 2.9, 0.8, 0.25, 33.0, 4.0),
+    ];
+    const ITERS: f64 = 100.0;
+
+    /// Deterministic noise in [-1 %, +1 %] (a 64-bit LCG).
+    struct Noise(u64);
+    impl Noise {
+        fn next(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            1.0 + ((self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.02
+        }
+    }
+
+    /// Simulate one run from the ground truth with paper 004's equations, written out here
+    /// independently of the model code: T = iters * (max_i T_cp_i S_i + min_i T_cm_i),
+    /// E_i = P_d_i S_i^-2 T_cp_i iters + P_s_i T.
+    fn simulate(job_id: u64, freqs: &[(&str, &str, f64)], noise: &mut Noise) -> Outcome {
+        let truth = |ty: &str| TRUTH.iter().find(|t| t.0 == ty).copied().unwrap();
+        let mut slowest: f64 = 0.0;
+        let mut min_cm = f64::INFINITY;
+        for (_, ty, f) in freqs {
+            let (_, fmax, cp, cm, _, _) = truth(ty);
+            slowest = slowest.max(cp * fmax / f);
+            min_cm = min_cm.min(cm);
+        }
+        let t = ITERS * (slowest + min_cm);
+        let nodes = freqs
+            .iter()
+            .map(|(name, ty, f)| {
+                let (_, fmax, cp, _, pd, ps) = truth(ty);
+                let s = fmax / f;
+                let e = pd * s.powi(-2) * cp * ITERS + ps * t;
+                NodeOutcome {
+                    name: name.to_string(),
+                    node_type: ty.to_string(),
+                    freq_ghz: *f,
+                    energy_j: Some(e * noise.next()),
+                    compute_s: None,
+                }
+            })
+            .collect();
+        Outcome {
+            job_id,
+            state: JobState::Completed,
+            time_s: t * noise.next(),
+            predicted_time_s: t,
+            nodes,
+        }
+    }
+
+    fn wrong_hetero() -> Hetero {
+        // Compute times 30 % and 37.5 % short, communication half as long as it is,
+        // and the site's generic power instead of this application's.
+        let tt = |cp, cm| TypeTimes {
+            t_cp_s: cp,
+            t_cm_s: cm,
+            p_dyn_w: None,
+            p_static_w: None,
+        };
+        Hetero {
+            iterations: ITERS,
+            types: BTreeMap::from([
+                ("type1".into(), tt(0.7, 0.1)),
+                ("type3".into(), tt(0.5, 0.1)),
+            ]),
+            site_types: site_types(),
+        }
+    }
+
+    #[test]
+    fn five_runs_halve_the_energy_error() {
+        // Frequencies a policy might pick over five submissions of the same job.
+        let runs: [[f64; 2]; 5] = [[2.5, 2.9], [2.0, 2.3], [2.2, 2.9], [1.8, 2.0], [2.4, 2.5]];
+        let mut noise = Noise(42);
+        let mut model = wrong_hetero();
+        let mut history = Vec::new();
+        let mut errors = Vec::new();
+        for (k, [f1, f3]) in runs.iter().enumerate() {
+            let layout = [
+                ("n1", "type1", *f1),
+                ("n2", "type1", *f1),
+                ("n3", "type3", *f3),
+                ("n4", "type3", *f3),
+            ];
+            let outcome = simulate(k as u64 + 1, &layout, &mut noise);
+            let predicted = model.predict(&outcome.config()).unwrap().energy_j;
+            let measured = outcome.energy_j().unwrap();
+            errors.push(((predicted - measured) / measured).abs());
+            eprintln!(
+                "run {}: predicted {predicted:.0} J, measured {measured:.0} J",
+                k + 1
+            );
+            history.push(outcome);
+            let refined = hetero(&model, &history).unwrap();
+            assert_eq!(refined.samples as usize, history.len());
+            model.types = refined.params;
+        }
+        assert!(
+            errors[0] > 0.10,
+            "the starting profile is clearly wrong: {errors:?}"
+        );
+        assert!(
+            errors[4] <= errors[0] / 2.0,
+            "energy error after run 5 must be at most half of run 1: {errors:?}"
+        );
+    }
+
+    #[test]
+    fn measured_compute_times_recover_each_type() {
+        // With per-node compute seconds, T_cp is compute / (S * iters), exactly.
+        let mut noise = Noise(7);
+        let layout = [("n1", "type1", 2.0), ("n3", "type3", 2.9)];
+        let mut o = simulate(1, &layout, &mut noise);
+        o.time_s = 135.0;
+        o.nodes[0].compute_s = Some(125.0); // 1.0 s/iter * 2.5/2.0 * 100
+        o.nodes[1].compute_s = Some(80.0); // 0.8 s/iter * 1 * 100
+        let r = hetero(&wrong_hetero(), std::slice::from_ref(&o)).unwrap();
+        assert!((r.params["type1"].t_cp_s - 1.0).abs() < 1e-12);
+        assert!((r.params["type3"].t_cp_s - 0.8).abs() < 1e-12);
+        assert!((r.params["type1"].t_cm_s - 0.10).abs() < 1e-12); // (135 - 125) / 100
+        assert!((r.params["type3"].t_cm_s - 0.55).abs() < 1e-12); // (135 - 80) / 100
+    }
+
+    fn outcome(
+        state: JobState,
+        time_s: f64,
+        predicted_time_s: f64,
+        energy: Option<f64>,
+    ) -> Outcome {
+        Outcome {
+            job_id: 9,
+            state,
+            time_s,
+            predicted_time_s,
+            nodes: vec![NodeOutcome {
+                name: "n1".into(),
+                node_type: "type1".into(),
+                freq_ghz: 2.5,
+                energy_j: energy,
+                compute_s: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn outliers_say_why() {
+        assert_eq!(
+            check(&outcome(JobState::Completed, 100.0, 110.0, Some(5e3))),
+            Ok(())
+        );
+        let failed = check(&outcome(JobState::Failed, 100.0, 110.0, Some(5e3))).unwrap_err();
+        assert_eq!(failed.to_string(), "job ended FAILED");
+        assert!(matches!(
+            check(&outcome(JobState::Cancelled, 100.0, 110.0, Some(5e3))),
+            Err(Outlier::NotCompleted(_))
+        ));
+        let short = check(&outcome(JobState::Completed, 40.0, 100.0, Some(5e3))).unwrap_err();
+        assert_eq!(
+            short.to_string(),
+            "ran 40 s, under 50% of the predicted 100 s"
+        );
+        let unmeasured = check(&outcome(JobState::Completed, 100.0, 100.0, None)).unwrap_err();
+        assert_eq!(unmeasured.to_string(), "unmeasured nodes (n1)");
+        let bad = check(&outcome(JobState::Completed, 100.0, 100.0, Some(f64::NAN)));
+        assert!(matches!(bad, Err(Outlier::BadValue(_))));
+        // Only outliers: nothing to refine from.
+        let only = [outcome(JobState::Failed, 1.0, 1.0, Some(1.0))];
+        assert_eq!(
+            hetero(&wrong_hetero(), &only).unwrap_err(),
+            RefineError::NoSamples
+        );
+    }
+
+    #[test]
+    fn iso_energy_alpha_is_actual_over_theoretical() {
+        // W_c = 4e9 operations at t_c = 1 ns: Tp = 4 s; wall time alpha * Tp / p.
+        let c = Expr::constant;
+        let model = IsoEnergy {
+            n: 1.0,
+            machine: MachineVector {
+                t_c: c(1e-9),
+                t_m: c(0.0),
+                t_msg: c(0.0),
+                t_byte: c(0.0),
+                p_idle: c(100.0),
+                dp_c: c(20.0),
+                dp_m: c(0.0),
+            },
+            app: AppVector {
+                alpha: c(1.0),
+                w_c: c(4e9),
+                w_m: c(0.0),
+                w_co: c(0.0),
+                w_mo: c(0.0),
+                m: c(0.0),
+                b: c(0.0),
+            },
+        };
+        let run = |p: usize, t: f64| Outcome {
+            job_id: 1,
+            state: JobState::Completed,
+            time_s: t,
+            predicted_time_s: t,
+            nodes: (0..p)
+                .map(|i| NodeOutcome {
+                    name: format!("n{i}"),
+                    node_type: "x".into(),
+                    freq_ghz: 2.0,
+                    energy_j: Some(1.0),
+                    compute_s: None,
+                })
+                .collect(),
+        };
+        // Theoretical 1 s on 4 nodes and 2 s on 2 nodes; measured 0.85 s and 1.7 s.
+        let r = iso_energy(&model, &[run(4, 0.85), run(2, 1.7)]).unwrap();
+        assert!((r.params - 0.85).abs() < 1e-12);
+        assert!(r.residual < 1e-12);
+        assert_eq!(r.samples, 2);
+        // Runs disagreeing by +-10 % around 0.8: residual 10 %.
+        let r = iso_energy(&model, &[run(4, 0.88), run(4, 0.72)]).unwrap();
+        assert!((r.params - 0.8).abs() < 1e-12);
+        assert!((r.residual - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn amdahl_refits_scaling_and_gear_slowdown() {
+        // Truth: T_C(0,1) = 1000 s, F_p = 0.9, T_B = 2 (n - 1), S_g = 1 + 0.6 (fmax/f - 1).
+        let truth_tc = |n: f64| 1000.0 * (0.9 / n + 0.1);
+        let tb = |n: f64| 2.0 * (n - 1.0);
+        let fmax = 2.5;
+        let run = |n: usize, f: f64| {
+            let s = 1.0 + 0.6 * (fmax / f - 1.0);
+            let t = s * truth_tc(n as f64) + tb(n as f64);
+            Outcome {
+                job_id: n as u64,
+                state: JobState::Completed,
+                time_s: t,
+                predicted_time_s: t,
+                nodes: (0..n)
+                    .map(|i| NodeOutcome {
+                        name: format!("n{i}"),
+                        node_type: "type1".into(),
+                        freq_ghz: f,
+                        energy_j: Some(1.0),
+                        compute_s: None,
+                    })
+                    .collect(),
+            }
+        };
+        let start = Amdahl {
+            t_c1_s: 700.0,
+            parallel_fraction: 0.5,
+            law: CommLaw::Log,
+            coeff_s: 10.0,
+            slowdown: None,
+            compute_w: None,
+            blocked_w: None,
+            site_types: site_types(),
+        };
+        // Two node counts only: scaling is kept, as the paper needs three.
+        let two = [run(1, 2.5), run(2, 2.5)];
+        let r = amdahl(&start, &two).unwrap();
+        assert!(!r.params.refitted_scaling);
+        assert_eq!(r.params.model.parallel_fraction, 0.5);
+
+        let runs = [
+            run(1, 2.5),
+            run(2, 2.5),
+            run(4, 2.5),
+            run(8, 2.5),
+            run(4, 2.0),
+            run(8, 2.0),
+        ];
+        let r = amdahl(&start, &runs).unwrap();
+        let m = &r.params.model;
+        assert!(r.params.refitted_scaling);
+        assert!(
+            (m.parallel_fraction - 0.9).abs() < 1e-6,
+            "F_p {}",
+            m.parallel_fraction
+        );
+        assert!((m.t_c1_s - 1000.0).abs() < 1e-3);
+        assert_eq!(m.law, CommLaw::Linear);
+        // S_g at 2.0 GHz: 1 + 0.6 * 0.25 = 1.15.
+        assert_eq!(r.params.slowdown_by_gear.len(), 1);
+        assert!((r.params.slowdown_by_gear[0].1 - 1.15).abs() < 1e-6);
+        let s = m.slowdown.as_ref().unwrap().eval(&[2.0, 2.5]).unwrap();
+        assert!((s - 1.15).abs() < 1e-6);
+        assert!(r.residual < 1e-6, "residual {}", r.residual);
+    }
+}

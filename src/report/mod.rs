@@ -1,1 +1,514 @@
-//! TODO(owner): report
+//! Post-job reports: what greenup decided for a job, what it predicted, what was
+//! measured, and what the site saved against running every node at full speed.
+//!
+//! [`JobReport`] is the one data model every output is rendered from: the text
+//! report ([`text`]), JSON and CSV ([`table`]), the jobs list and the application
+//! history, the `--energy-report` paragraph, and the plots ([`svg`], fed by
+//! [`landscape`]). Measured values are `Option`s: a node without a meter is
+//! "unmeasured", and no renderer ever prints a number in its place.
+
+pub mod landscape;
+pub mod metrics;
+pub mod record;
+pub mod svg;
+pub mod table;
+pub mod text;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Estimate;
+
+/// How a job ended, as Slurm reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Still running: nothing is measured yet.
+    Running,
+    /// Ended with exit code 0.
+    Completed,
+    /// Ended with a non-zero exit code or a node failure.
+    Failed,
+    /// Cancelled with scancel.
+    Cancelled,
+    /// Killed at its time limit.
+    Timeout,
+}
+
+impl JobState {
+    /// The word sacct users know (`COMPLETED`, `FAILED`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Running => "RUNNING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+        }
+    }
+}
+
+/// Whether a node ran at the frequency greenup decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Applied {
+    /// The decided frequency was set on the node.
+    Applied,
+    /// The node is shared with other jobs and the site does not allow per-core DVFS.
+    SharedNode,
+    /// greenupd could not be reached or refused; the node ran unchanged (enforce: open).
+    Fallback,
+    /// The policy only records (`monitor`); nothing was changed.
+    Monitor,
+    /// Setting the frequency failed; the reason as the node reported it.
+    Failed(String),
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Applied::Applied => f.write_str("applied"),
+            Applied::SharedNode => f.write_str("not applied: shared node"),
+            Applied::Fallback => f.write_str("not applied: fallback, ran unchanged"),
+            Applied::Monitor => f.write_str("not applied: monitor policy"),
+            Applied::Failed(why) => write!(f, "not applied: {why}"),
+        }
+    }
+}
+
+/// Where a node's measured energy comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The node's RAPL counters (powercap energy_uj), read at start and end.
+    Rapl,
+    /// Slurm's accounting (ConsumedEnergy from the acct_gather_energy plugin).
+    Slurm,
+    /// No meter: the node's energy is unknown.
+    Unmeasured,
+}
+
+impl Source {
+    /// The name printed in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Rapl => "rapl",
+            Source::Slurm => "slurm",
+            Source::Unmeasured => "unmeasured",
+        }
+    }
+}
+
+/// One node of a job: what was decided, applied, predicted and measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// Slurm node name.
+    pub name: String,
+    /// Node type from the site config.
+    #[serde(rename = "type")]
+    pub node_type: String,
+    /// The frequency greenup decided, in GHz.
+    pub freq_ghz: f64,
+    /// Whether that frequency was set.
+    pub applied: Applied,
+    /// Where the measured energy comes from.
+    pub source: Source,
+    /// The model's energy for this node, in joules; `None` when no per-node prediction is kept.
+    pub predicted_energy_j: Option<f64>,
+    /// The measured energy of this node, in joules; `None` when unmeasured.
+    pub measured_energy_j: Option<f64>,
+}
+
+/// A measured total; each part is `None` when it could not be measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Measured {
+    /// Wall time in seconds (Slurm's Elapsed).
+    pub time_s: Option<f64>,
+    /// Energy of all nodes in joules; `None` unless every node was measured.
+    pub energy_j: Option<f64>,
+    /// Average power in watts (energy / time).
+    pub avg_power_w: Option<f64>,
+}
+
+/// The caps the job ran under.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Caps {
+    /// The energy cap asked for, in joules.
+    pub energy_j: Option<f64>,
+    /// The power cap asked for (or granted by the site ledger), in watts.
+    pub power_w: Option<f64>,
+    /// The job's time limit in seconds.
+    pub time_limit_s: Option<f64>,
+}
+
+/// How much the profile version behind the prediction has been confirmed by runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Confidence {
+    /// Outcomes the version was fitted from (0 = the admin's file as written).
+    pub samples: u32,
+    /// Root-mean-square relative error of the fit over those samples (0.05 = 5 %).
+    pub residual: Option<f64>,
+}
+
+/// Something the user should know about the job's decision or measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Warning {
+    /// Some nodes did not run at the decided frequency.
+    NotApplied(String),
+    /// greenup could not decide; the job ran unchanged.
+    Fallback(String),
+    /// The site's power budget limited the decision.
+    BudgetLimited(String),
+    /// The plan could not meet every cap; why.
+    Infeasible(String),
+    /// The outcome was not used to refine the profile; why.
+    NotRefined(String),
+    /// Some nodes have no meter, so totals are incomplete.
+    Unmeasured(String),
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::NotApplied(s) => write!(f, "not applied: {s}"),
+            Warning::Fallback(s) => write!(f, "fallback: {s}"),
+            Warning::BudgetLimited(s) => write!(f, "budget-limited: {s}"),
+            Warning::Infeasible(s) => write!(f, "infeasible: {s}"),
+            Warning::NotRefined(s) => write!(f, "outlier, not used to refine the profile: {s}"),
+            Warning::Unmeasured(s) => write!(f, "unmeasured: {s}"),
+        }
+    }
+}
+
+/// Everything `greenup report JOBID` shows about one job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobReport {
+    /// Slurm job id.
+    pub job_id: u64,
+    /// User name of the job's owner.
+    pub user: String,
+    /// Slurm partition.
+    pub partition: Option<String>,
+    /// How the job ended.
+    pub state: JobState,
+    /// Job end time, seconds since the Unix epoch (UTC); `None` while running.
+    pub end_unix: Option<i64>,
+    /// Application profile name.
+    pub app: String,
+    /// Profile version the decision used.
+    pub profile_version: u32,
+    /// Model the profile used (`hetero`, `amdahl`, `iso_energy`, `roofline`).
+    pub model: String,
+    /// How far that version has been confirmed by runs.
+    pub confidence: Confidence,
+    /// Policy applied.
+    pub policy: String,
+    /// Caps asked for.
+    pub caps: Caps,
+    /// Nodes the job was allocated (before any shrink).
+    pub allocated_nodes: usize,
+    /// Each node the decision uses.
+    pub nodes: Vec<NodeReport>,
+    /// The model's prediction for the decision.
+    pub predicted: Estimate,
+    /// Every allocated node at its maximum frequency, as predicted.
+    pub baseline: Estimate,
+    /// What was measured.
+    pub measured: Measured,
+    /// Iso-energy-efficiency EE = E1/Ep of the decision, when the model defines it.
+    pub ee: Option<f64>,
+    /// EE of the baseline, when the model defines it.
+    pub ee_baseline: Option<f64>,
+    /// Slurm's ConsumedEnergy in joules; `None` when accounting has none (shown as "not available").
+    pub slurm_energy_j: Option<f64>,
+    /// Warnings, in the order they arose.
+    pub warnings: Vec<Warning>,
+}
+
+/// Signed prediction error in percent: (predicted - measured) / measured * 100.
+///
+/// Positive means greenup predicted more than was measured. `None` when the
+/// measurement is missing or zero.
+pub fn error_pct(predicted: f64, measured: Option<f64>) -> Option<f64> {
+    let m = measured?;
+    if m > 0.0 && m.is_finite() && predicted.is_finite() {
+        Some((predicted - m) / m * 100.0)
+    } else {
+        None
+    }
+}
+
+/// Energy saved against the baseline, in percent of the baseline.
+pub fn saving_pct(baseline_j: f64, used_j: Option<f64>) -> Option<f64> {
+    let u = used_j?;
+    if baseline_j > 0.0 && u.is_finite() {
+        Some((baseline_j - u) / baseline_j * 100.0)
+    } else {
+        None
+    }
+}
+
+impl JobReport {
+    /// Measured totals from the per-node measurements and the wall time: energy only
+    /// when every node was measured, so a partial sum is never shown as the total.
+    pub fn totals_from_nodes(nodes: &[NodeReport], time_s: Option<f64>) -> Measured {
+        let energy_j = if nodes.is_empty() {
+            None
+        } else {
+            nodes
+                .iter()
+                .map(|n| n.measured_energy_j)
+                .sum::<Option<f64>>()
+        };
+        let avg_power_w = match (energy_j, time_s) {
+            (Some(e), Some(t)) if t > 0.0 => Some(e / t),
+            _ => None,
+        };
+        Measured {
+            time_s,
+            energy_j,
+            avg_power_w,
+        }
+    }
+
+    /// Time prediction error in percent.
+    pub fn time_error_pct(&self) -> Option<f64> {
+        error_pct(self.predicted.time_s, self.measured.time_s)
+    }
+
+    /// Energy prediction error in percent.
+    pub fn energy_error_pct(&self) -> Option<f64> {
+        error_pct(self.predicted.energy_j, self.measured.energy_j)
+    }
+
+    /// Average power prediction error in percent.
+    pub fn power_error_pct(&self) -> Option<f64> {
+        error_pct(self.predicted.avg_power_w, self.measured.avg_power_w)
+    }
+
+    /// Energy the decision was predicted to save against the baseline, in percent.
+    pub fn predicted_saving_pct(&self) -> Option<f64> {
+        saving_pct(self.baseline.energy_j, Some(self.predicted.energy_j))
+    }
+
+    /// Measured energy against the predicted baseline, in percent.
+    pub fn measured_saving_pct(&self) -> Option<f64> {
+        saving_pct(self.baseline.energy_j, self.measured.energy_j)
+    }
+
+    /// Nodes without a meter.
+    pub fn unmeasured_nodes(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .filter(|n| n.measured_energy_j.is_none())
+            .map(|n| n.name.as_str())
+            .collect()
+    }
+
+    /// The decided frequencies' mean in GHz (what eacct calls the average frequency).
+    pub fn mean_freq_ghz(&self) -> Option<f64> {
+        let known: Vec<f64> = self
+            .nodes
+            .iter()
+            .map(|n| n.freq_ghz)
+            .filter(|f| f.is_finite())
+            .collect();
+        if known.is_empty() {
+            None
+        } else {
+            Some(known.iter().sum::<f64>() / known.len() as f64)
+        }
+    }
+}
+
+/// One line of `greenup jobs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRow {
+    /// Slurm job id.
+    pub job_id: u64,
+    /// Owner.
+    pub user: String,
+    /// Application profile name and version, e.g. `lammps@3`.
+    pub app: String,
+    /// Policy applied.
+    pub policy: String,
+    /// How the job ended.
+    pub state: JobState,
+    /// Nodes the decision uses.
+    pub nodes: usize,
+    /// Mean decided frequency in GHz.
+    pub avg_freq_ghz: Option<f64>,
+    /// Measured wall time in seconds.
+    pub time_s: Option<f64>,
+    /// Measured energy in joules.
+    pub energy_j: Option<f64>,
+    /// Measured average power in watts.
+    pub avg_power_w: Option<f64>,
+    /// Energy prediction error in percent.
+    pub energy_error_pct: Option<f64>,
+    /// Measured energy saved against the baseline, in percent.
+    pub saving_pct: Option<f64>,
+    /// Job end time, seconds since the Unix epoch.
+    pub end_unix: Option<i64>,
+}
+
+impl From<&JobReport> for JobRow {
+    fn from(r: &JobReport) -> Self {
+        JobRow {
+            job_id: r.job_id,
+            user: r.user.clone(),
+            app: format!("{}@{}", r.app, r.profile_version),
+            policy: r.policy.clone(),
+            state: r.state,
+            nodes: r.nodes.len(),
+            avg_freq_ghz: r.mean_freq_ghz(),
+            time_s: r.measured.time_s,
+            energy_j: r.measured.energy_j,
+            avg_power_w: r.measured.avg_power_w,
+            energy_error_pct: r.energy_error_pct(),
+            saving_pct: r.measured_saving_pct(),
+            end_unix: r.end_unix,
+        }
+    }
+}
+
+/// One profile version of an application, as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionInfo {
+    /// Version number (1 = the admin's file).
+    pub version: u32,
+    /// Outcomes it was fitted from.
+    pub samples: u32,
+    /// Fit residual (relative RMS).
+    pub residual: Option<f64>,
+    /// Whether an admin pinned this version.
+    pub pinned: bool,
+}
+
+/// Per-version summary in an application's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionSummary {
+    /// Profile version.
+    pub version: u32,
+    /// Outcomes it was fitted from.
+    pub samples: u32,
+    /// Fit residual (relative RMS).
+    pub residual: Option<f64>,
+    /// Whether an admin pinned it.
+    pub pinned: bool,
+    /// Jobs decided with this version.
+    pub runs: usize,
+    /// Mean absolute energy prediction error over its measured runs, in percent.
+    pub mean_abs_energy_error_pct: Option<f64>,
+    /// Median measured saving against the baseline, in percent.
+    pub median_saving_pct: Option<f64>,
+}
+
+/// `greenup app NAME`: an application's runs and how its predictions evolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppHistory {
+    /// Application profile name.
+    pub app: String,
+    /// One summary per profile version, oldest first.
+    pub versions: Vec<VersionSummary>,
+    /// Every run, oldest first.
+    pub runs: Vec<JobRow>,
+    /// Median measured saving over all runs, in percent.
+    pub typical_saving_pct: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        None
+    } else {
+        Some(v.iter().sum::<f64>() / v.len() as f64)
+    }
+}
+
+impl AppHistory {
+    /// Summarise an application's reports (any order) and its stored versions.
+    pub fn build(app: &str, reports: &[JobReport], versions: &[VersionInfo]) -> Self {
+        let mut mine: Vec<&JobReport> = reports.iter().filter(|r| r.app == app).collect();
+        mine.sort_by_key(|r| (r.end_unix.unwrap_or(i64::MAX), r.job_id));
+        let mut by_version: BTreeMap<u32, VersionSummary> = versions
+            .iter()
+            .map(|v| {
+                let s = VersionSummary {
+                    version: v.version,
+                    samples: v.samples,
+                    residual: v.residual,
+                    pinned: v.pinned,
+                    runs: 0,
+                    mean_abs_energy_error_pct: None,
+                    median_saving_pct: None,
+                };
+                (v.version, s)
+            })
+            .collect();
+        for r in &mine {
+            by_version
+                .entry(r.profile_version)
+                .or_insert_with(|| VersionSummary {
+                    version: r.profile_version,
+                    samples: r.confidence.samples,
+                    residual: r.confidence.residual,
+                    pinned: false,
+                    runs: 0,
+                    mean_abs_energy_error_pct: None,
+                    median_saving_pct: None,
+                })
+                .runs += 1;
+        }
+        for (v, s) in by_version.iter_mut() {
+            let of_v = || mine.iter().filter(|r| r.profile_version == *v);
+            let errs: Vec<f64> = of_v()
+                .filter_map(|r| r.energy_error_pct())
+                .map(f64::abs)
+                .collect();
+            s.mean_abs_energy_error_pct = mean(&errs);
+            s.median_saving_pct = median(of_v().filter_map(|r| r.measured_saving_pct()).collect());
+        }
+        AppHistory {
+            app: app.to_string(),
+            versions: by_version.into_values().collect(),
+            runs: mine.iter().map(|r| JobRow::from(*r)).collect(),
+            typical_saving_pct: median(
+                mine.iter()
+                    .filter_map(|r| r.measured_saving_pct())
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Why a report could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// CSV writing failed.
+    #[error("csv: {0}")]
+    Csv(#[from] csv::Error),
+    /// JSON writing failed.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Writing the output failed.
+    #[error("write: {0}")]
+    Write(String),
+    /// Drawing a plot failed.
+    #[error("plot: {0}")]
+    Plot(String),
+}

@@ -11,6 +11,7 @@ mod model;
 mod plan;
 mod policy;
 mod profile;
+mod report_cmds;
 mod site;
 
 use std::path::PathBuf;
@@ -45,12 +46,16 @@ enum Command {
     /// Named policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
-    /// List the jobs greenupd knows (yours only, unless you are an admin).
-    Jobs(daemon_cmds::JobsArgs),
-    /// Show one job's decision and measured outcome per node.
+    /// List jobs with energy, power, time, policy and saving (yours only, unless you are an admin).
+    Jobs(report_cmds::JobsArgs),
+    /// Show one job's decision and measured outcome.
     Job(daemon_cmds::JobArgs),
-    /// Show greenupd's version, counts and power-budget ledger.
+    /// Show greenupd's status and power-budget ledger.
     Status(daemon_cmds::StatusArgs),
+    /// A finished job's report: decision, predicted against measured, saving.
+    Report(report_cmds::ReportArgs),
+    /// An application's history: runs, prediction error per profile version, savings.
+    App(report_cmds::AppArgs),
 }
 
 /// Why a command did not succeed; each maps to one exit status.
@@ -131,9 +136,11 @@ fn main() -> ExitCode {
         Command::Profile(cmd) => profile::run(cmd),
         Command::Site(cmd) => site::run(cmd),
         Command::Policy(cmd) => policy::run(cmd),
-        Command::Jobs(args) => daemon_cmds::jobs(&args),
-        Command::Job(args) => daemon_cmds::job(&args),
-        Command::Status(args) => daemon_cmds::status(&args),
+        Command::Jobs(args) => report_cmds::jobs(args),
+        Command::Job(a) => daemon_cmds::job(&a),
+        Command::Status(a) => daemon_cmds::status(&a),
+        Command::Report(args) => report_cmds::report(args),
+        Command::App(args) => report_cmds::app(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

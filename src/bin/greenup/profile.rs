@@ -12,6 +12,8 @@ use crate::{Failure, Outcome};
 pub enum ProfileCommand {
     /// Check a profile file; with --site, also check it covers the site's node types.
     Check(CheckArgs),
+    /// Use VERSION of a profile from now on (the admin file's version rolls back; `latest` unpins).
+    Pin(crate::report_cmds::PinArgs),
 }
 
 /// Options of `greenup profile check`.
@@ -28,6 +30,7 @@ pub struct CheckArgs {
 pub fn run(cmd: ProfileCommand) -> Outcome {
     match cmd {
         ProfileCommand::Check(args) => check(args),
+        ProfileCommand::Pin(args) => crate::report_cmds::pin(args),
     }
 }
 

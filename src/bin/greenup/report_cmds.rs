@@ -1,0 +1,377 @@
+//! `greenup report JOBID`, `greenup app NAME` and `greenup profile pin NAME VERSION`:
+//! fetch what greenupd stored, add the profile version's predictor and
+//! confidence, and print it through the library's renderers.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::{JobRecord, ListJobs};
+use greenup::input::write_atomic;
+use greenup::model::{NodeSlot, Predictor};
+use greenup::profile::Profile;
+use greenup::profile::refine::{check, outcome_from_record};
+use greenup::profile::versions::{InUse, Versions};
+use greenup::report::landscape::{self, EeCurves, Landscape};
+use greenup::report::record::{Context, from_record};
+use greenup::report::{AppHistory, Confidence, JobReport, JobRow, VersionInfo, svg, table, text};
+use greenup::site::Site;
+
+use crate::{Failure, Outcome, emit, site_path};
+
+/// Options of `greenup report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Slurm job id.
+    job_id: u64,
+    /// Print JSON.
+    #[arg(long, conflicts_with_all = ["csv"])]
+    json: bool,
+    /// Print CSV, one row per node.
+    #[arg(long)]
+    csv: bool,
+    /// Also draw the landscape the policy searched into FILE.svg (and EE against
+    /// node count into FILE-ee.svg when the model defines EE).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+}
+
+/// Options of `greenup jobs`.
+#[derive(Args, Debug)]
+pub struct JobsArgs {
+    /// Only this user's jobs (ordinary users see only their own anyway).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Only jobs of this application profile.
+    #[arg(long, value_name = "NAME")]
+    app: Option<String>,
+    /// Only jobs that ended at or after DATE (YYYY-MM-DD[THH:MM[:SS]], UTC).
+    #[arg(long, value_name = "DATE", value_parser = date)]
+    since: Option<i64>,
+    /// Only jobs that ended before DATE (YYYY-MM-DD[THH:MM[:SS]], UTC).
+    #[arg(long, value_name = "DATE", value_parser = date)]
+    until: Option<i64>,
+    /// Look at most at this many jobs, newest first.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    limit: u32,
+    /// Print JSON.
+    #[arg(long, conflicts_with_all = ["csv"])]
+    json: bool,
+    /// Print CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+}
+
+fn date(s: &str) -> Result<i64, String> {
+    text::parse_utc(s)
+        .ok_or_else(|| "expected a UTC date YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]".to_string())
+}
+
+/// Run `greenup jobs`: one row per job, oldest first, in eacct/sacct-style columns.
+pub fn jobs(args: JobsArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let mut client = connect(&site)?;
+    let list = client
+        .list_jobs(ListJobs {
+            limit: Some(args.limit),
+            ..ListJobs::default()
+        })
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let mut rows = Vec::new();
+    for j in list.iter().rev() {
+        if args
+            .user
+            .as_deref()
+            .is_some_and(|u| j.user.as_deref() != Some(u) && j.uid.to_string() != u)
+        {
+            continue;
+        }
+        let rec = client
+            .get_job(j.job_id)
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        if args
+            .app
+            .as_deref()
+            .is_some_and(|a| rec.decision.profile.as_deref() != Some(a))
+        {
+            continue;
+        }
+        let end = rec.closed_at;
+        if args.since.is_some_and(|s| end.is_none_or(|e| e < s))
+            || args.until.is_some_and(|u| end.is_none_or(|e| e >= u))
+        {
+            continue;
+        }
+        rows.push(JobRow::from(&from_record(&rec, &Context::default())));
+    }
+    let out = if args.json {
+        table::jobs_json(&rows).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else if args.csv {
+        table::jobs_csv(&rows).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else {
+        text::jobs_table(&rows)
+    };
+    emit(out.trim_end());
+    Ok(())
+}
+
+/// Options of `greenup app`.
+#[derive(Args, Debug)]
+pub struct AppArgs {
+    /// Application profile name.
+    name: String,
+    /// Print JSON.
+    #[arg(long, conflicts_with_all = ["csv"])]
+    json: bool,
+    /// Print CSV, one row per profile version.
+    #[arg(long)]
+    csv: bool,
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+}
+
+/// Options of `greenup profile pin`.
+#[derive(Args, Debug)]
+pub struct PinArgs {
+    /// Application profile name.
+    name: String,
+    /// Version to use from now on; the admin file's own version rolls back to it.
+    /// `latest` removes the pin.
+    version: String,
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+}
+
+fn connect(site: &Site) -> Result<Client, Failure> {
+    let timeout = Duration::from_millis(site.daemon.timeout_ms.max(2_000));
+    Client::connect(&Endpoint::Unix(site.daemon.socket.clone()), timeout)
+        .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// The profile version a job's decision used, with its fit record.
+fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Confidence)> {
+    let versions = Versions::for_store(&site.daemon.store);
+    if let Ok(path) = versions.path(name, version)
+        && path.exists()
+    {
+        let p = Profile::load(&path).ok()?;
+        let c = versions
+            .fit(name, version)
+            .map(|f| Confidence {
+                samples: f.samples,
+                residual: Some(f.residual),
+            })
+            .unwrap_or_default();
+        return Some((p, c));
+    }
+    let admin = Profile::load(&site.profile_dir.join(format!("{name}.yaml"))).ok()?;
+    (admin.version() == version || version == 0).then_some((admin, Confidence::default()))
+}
+
+fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor + Send + Sync>>) {
+    let d = &rec.decision;
+    let version = d
+        .profile_version
+        .as_deref()
+        .and_then(|v| v.trim_start_matches('v').parse().ok())
+        .unwrap_or(0);
+    let loaded = d
+        .profile
+        .as_deref()
+        .and_then(|name| profile_version(site, name, version));
+    let predictor = loaded.as_ref().and_then(|(p, _)| p.predictor(site).ok());
+    let ctx = Context {
+        predictor: predictor.as_deref().map(|p| p as &dyn Predictor),
+        site: Some(site),
+        model: loaded.as_ref().map(|(p, _)| p.chosen_model().to_string()),
+        confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
+        slurm_energy_j: None,
+        not_refined: outcome_from_record(rec)
+            .filter(|o| o.state != greenup::report::JobState::Running)
+            .and_then(|o| check(&o).err())
+            .map(|why| why.to_string()),
+    };
+    (from_record(rec, &ctx), predictor)
+}
+
+/// Run `greenup report JOBID`.
+pub fn report(args: ReportArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let rec = connect(&site)?
+        .get_job(args.job_id)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (r, predictor) = build(&site, &rec);
+    let out = if args.json {
+        table::job_json(&r).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else if args.csv {
+        table::job_csv(&r).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else {
+        text::job_report(&r)
+    };
+    emit(out.trim_end());
+    if let Some(file) = &args.plot {
+        let pred = predictor.ok_or_else(|| {
+            Failure::Runtime(format!(
+                "job {}: its profile version is not available to plot",
+                r.job_id
+            ))
+        })?;
+        plot(&site, &rec, &r, pred.as_ref(), file)?;
+    }
+    Ok(())
+}
+
+fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file: &Path) -> Outcome {
+    let slots: Vec<NodeSlot> = rec
+        .request
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            let ty = site.nodes.get(n)?;
+            let nt = site.node_types.get(ty)?;
+            Some(NodeSlot {
+                name: n.clone(),
+                node_type: ty.clone(),
+                freqs_ghz: nt.freqs_ghz.clone(),
+            })
+        })
+        .collect();
+    let lo = rec
+        .request
+        .min_nodes
+        .unwrap_or(slots.len())
+        .clamp(1, slots.len().max(1));
+    // At most a dozen node counts, always the smallest, the largest and the decision's,
+    // so a wide range still gives a plot a browser can open.
+    let span = slots.len().saturating_sub(lo);
+    let mut counts: Vec<usize> = (0..=11).map(|k| lo + span * k / 11).collect();
+    counts.push(r.nodes.len());
+    counts.retain(|n| (lo..=slots.len()).contains(n));
+    counts.sort_unstable();
+    counts.dedup();
+    let fail = |e: &dyn std::fmt::Display| {
+        Failure::Runtime(format!("cannot draw {}: {e}", file.display()))
+    };
+    let candidates =
+        landscape::candidates(pred, &slots, counts.iter().copied()).map_err(|e| fail(&e))?;
+    let l = Landscape {
+        title: format!(
+            "job {}: {} v{}, {}",
+            r.job_id, r.app, r.profile_version, r.policy
+        ),
+        candidates,
+        energy_cap_j: r.caps.energy_j,
+        power_cap_w: r.caps.power_w,
+        chosen: r
+            .predicted
+            .time_s
+            .is_finite()
+            .then_some((r.predicted.time_s, r.predicted.energy_j)),
+        baseline: r
+            .baseline
+            .time_s
+            .is_finite()
+            .then_some((r.baseline.time_s, r.baseline.energy_j)),
+    };
+    let doc = svg::landscape(&l).map_err(|e| fail(&e))?;
+    write_atomic(file, doc.as_bytes()).map_err(|e| fail(&e))?;
+    let points =
+        landscape::ee_points(pred, &slots, counts.iter().copied()).map_err(|e| fail(&e))?;
+    if !points.is_empty() {
+        let ee_file = file.with_file_name(format!(
+            "{}-ee.svg",
+            file.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "plot".into())
+        ));
+        let curves = EeCurves {
+            title: format!("job {}: {} EE against node count", r.job_id, r.app),
+            points,
+            chosen: r.ee.map(|ee| (r.nodes.len(), ee)),
+        };
+        let doc = svg::ee_vs_nodes(&curves).map_err(|e| fail(&e))?;
+        write_atomic(&ee_file, doc.as_bytes()).map_err(|e| fail(&e))?;
+    }
+    Ok(())
+}
+
+/// Run `greenup app NAME`.
+pub fn app(args: AppArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let mut client = connect(&site)?;
+    let jobs = client
+        .list_jobs(ListJobs {
+            limit: Some(10_000),
+            ..ListJobs::default()
+        })
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let mut reports = Vec::new();
+    for j in jobs {
+        let rec = client
+            .get_job(j.job_id)
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        if rec.decision.profile.as_deref() == Some(args.name.as_str()) {
+            reports.push(build(&site, &rec).0);
+        }
+    }
+    let versions = Versions::for_store(&site.daemon.store);
+    let pinned = versions.pinned(&args.name)?;
+    let admin_version = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))
+        .map(|p| p.version())
+        .unwrap_or(1);
+    let mut infos = vec![VersionInfo {
+        version: admin_version as u32,
+        samples: 0,
+        residual: None,
+        pinned: pinned == Some(admin_version),
+    }];
+    for v in versions.list(&args.name)? {
+        let fit = versions.fit(&args.name, v);
+        infos.push(VersionInfo {
+            version: v as u32,
+            samples: fit.map_or(0, |f| f.samples),
+            residual: fit.map(|f| f.residual),
+            pinned: pinned == Some(v),
+        });
+    }
+    let h = AppHistory::build(&args.name, &reports, &infos);
+    let out = if args.json {
+        table::app_json(&h).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else if args.csv {
+        table::app_csv(&h).map_err(|e| Failure::Runtime(e.to_string()))?
+    } else {
+        text::app_history(&h)
+    };
+    emit(out.trim_end());
+    Ok(())
+}
+
+/// Run `greenup profile pin NAME VERSION`.
+pub fn pin(args: PinArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let versions = Versions::for_store(&site.daemon.store);
+    if args.version == "latest" {
+        versions.unpin(&args.name)?;
+    } else {
+        let v: u64 = args.version.parse().map_err(|_| {
+            Failure::option("VERSION", &args.version, "a version number or 'latest'")
+        })?;
+        let admin = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))?;
+        versions.pin(&args.name, v, admin.version())?;
+    }
+    let now = match versions.in_use(&args.name)? {
+        InUse::Admin => "the admin's file".to_string(),
+        InUse::Refined { version, .. } => format!("refined version {version}"),
+    };
+    crate::say!("{}: decisions now use {now}", args.name);
+    Ok(())
+}

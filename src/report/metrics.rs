@@ -1,0 +1,302 @@
+//! Prometheus text exposition (format 0.0.4) of greenupd's state: the power
+//! budget per partition and for the site, running jobs, decisions by policy,
+//! fallbacks, the prediction-error histogram and the store size.
+//!
+//! A pure function of a [`Snapshot`]; greenupd takes the snapshot and serves the text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// A power budget: its cap and what running jobs have reserved of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Partition name (ignored for the site line).
+    pub name: String,
+    /// The cap in watts; `None` when there is no cap.
+    pub cap_w: Option<f64>,
+    /// Watts reserved by running jobs.
+    pub reserved_w: f64,
+}
+
+impl Budget {
+    /// Watts still available under the cap (never negative); `None` without a cap.
+    pub fn available_w(&self) -> Option<f64> {
+        self.cap_w.map(|c| (c - self.reserved_w).max(0.0))
+    }
+}
+
+/// Upper bounds, in percent, of the prediction-error histogram's buckets.
+pub const ERROR_BUCKETS_PCT: [f64; 8] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0];
+
+/// A histogram of absolute energy prediction errors in percent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorHistogram {
+    /// Count per bucket of [`ERROR_BUCKETS_PCT`] (not cumulative); the last entry counts errors above every bound.
+    pub counts: Vec<u64>,
+    /// Sum of all observed errors in percent.
+    pub sum: f64,
+}
+
+impl Default for ErrorHistogram {
+    fn default() -> Self {
+        ErrorHistogram {
+            counts: vec![0; ERROR_BUCKETS_PCT.len() + 1],
+            sum: 0.0,
+        }
+    }
+}
+
+impl ErrorHistogram {
+    /// Count one job's prediction error (its sign is dropped).
+    pub fn observe(&mut self, error_pct: f64) {
+        if !error_pct.is_finite() {
+            return;
+        }
+        let e = error_pct.abs();
+        let i = ERROR_BUCKETS_PCT
+            .iter()
+            .position(|b| e <= *b)
+            .unwrap_or(ERROR_BUCKETS_PCT.len());
+        if self.counts.len() != ERROR_BUCKETS_PCT.len() + 1 {
+            self.counts.resize(ERROR_BUCKETS_PCT.len() + 1, 0);
+        }
+        self.counts[i] += 1;
+        self.sum += e;
+    }
+
+    /// Number of observations.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+/// What greenupd knows at one moment, as the metrics show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Snapshot {
+    /// The site-wide budget.
+    pub site: Option<Budget>,
+    /// One budget per partition.
+    pub partitions: Vec<Budget>,
+    /// Jobs with an open decision.
+    pub running_jobs: u64,
+    /// Decisions made since the store was created, by policy.
+    pub decisions_by_policy: BTreeMap<String, u64>,
+    /// Jobs that ran unchanged because greenup could not decide or apply, by reason.
+    pub fallbacks_by_reason: BTreeMap<String, u64>,
+    /// Absolute energy prediction errors of finished, measured jobs.
+    pub prediction_error: ErrorHistogram,
+    /// Size of the store on disk in bytes (database plus write-ahead log).
+    pub store_bytes: u64,
+    /// Jobs in the store.
+    pub store_jobs: u64,
+}
+
+impl Snapshot {
+    /// The parts of a snapshot greenupd's status reply carries: the ledger, running jobs and
+    /// stored jobs. Decisions, fallbacks, errors and the store's size come from the store.
+    pub fn from_status(status: &crate::daemon::protocol::Status) -> Snapshot {
+        let budget = |l: &crate::daemon::protocol::BudgetLine| Budget {
+            name: l.scope.clone(),
+            cap_w: l.cap_w,
+            reserved_w: l.reserved_w,
+        };
+        Snapshot {
+            site: status.ledger.iter().find(|l| l.scope == "site").map(budget),
+            partitions: status
+                .ledger
+                .iter()
+                .filter(|l| l.scope != "site")
+                .map(budget)
+                .collect(),
+            running_jobs: status.open_jobs,
+            store_jobs: status.total_jobs,
+            ..Snapshot::default()
+        }
+    }
+}
+
+/// A float the way Prometheus reads it (`+Inf`, `-Inf`, `NaN`).
+fn num(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Render the snapshot as Prometheus text exposition format.
+pub fn render(s: &Snapshot) -> String {
+    let mut out = String::new();
+
+    header(
+        &mut out,
+        "greenup_site_power_cap_watts",
+        "gauge",
+        "The site power cap in watts (absent when there is none).",
+    );
+    if let Some(c) = s.site.as_ref().and_then(|b| b.cap_w) {
+        let _ = writeln!(out, "greenup_site_power_cap_watts {}", num(c));
+    }
+    header(
+        &mut out,
+        "greenup_site_power_reserved_watts",
+        "gauge",
+        "Watts reserved by running jobs, whole site.",
+    );
+    let _ = writeln!(
+        out,
+        "greenup_site_power_reserved_watts {}",
+        num(s.site.as_ref().map_or(0.0, |b| b.reserved_w))
+    );
+    header(
+        &mut out,
+        "greenup_site_power_available_watts",
+        "gauge",
+        "Watts left under the site cap.",
+    );
+    if let Some(a) = s.site.as_ref().and_then(Budget::available_w) {
+        let _ = writeln!(out, "greenup_site_power_available_watts {}", num(a));
+    }
+
+    header(
+        &mut out,
+        "greenup_partition_power_cap_watts",
+        "gauge",
+        "Each partition's power cap in watts.",
+    );
+    for p in &s.partitions {
+        if let Some(c) = p.cap_w {
+            let _ = writeln!(
+                out,
+                "greenup_partition_power_cap_watts{{partition=\"{}\"}} {}",
+                label(&p.name),
+                num(c)
+            );
+        }
+    }
+    header(
+        &mut out,
+        "greenup_partition_power_reserved_watts",
+        "gauge",
+        "Watts reserved by running jobs, per partition.",
+    );
+    for p in &s.partitions {
+        let _ = writeln!(
+            out,
+            "greenup_partition_power_reserved_watts{{partition=\"{}\"}} {}",
+            label(&p.name),
+            num(p.reserved_w)
+        );
+    }
+    header(
+        &mut out,
+        "greenup_partition_power_available_watts",
+        "gauge",
+        "Watts left under each partition's cap.",
+    );
+    for p in &s.partitions {
+        if let Some(a) = p.available_w() {
+            let _ = writeln!(
+                out,
+                "greenup_partition_power_available_watts{{partition=\"{}\"}} {}",
+                label(&p.name),
+                num(a)
+            );
+        }
+    }
+
+    header(
+        &mut out,
+        "greenup_running_jobs",
+        "gauge",
+        "Jobs with an open decision.",
+    );
+    let _ = writeln!(out, "greenup_running_jobs {}", s.running_jobs);
+
+    header(
+        &mut out,
+        "greenup_decisions_total",
+        "counter",
+        "Decisions made, by policy.",
+    );
+    for (policy, n) in &s.decisions_by_policy {
+        let _ = writeln!(
+            out,
+            "greenup_decisions_total{{policy=\"{}\"}} {n}",
+            label(policy)
+        );
+    }
+    header(
+        &mut out,
+        "greenup_fallbacks_total",
+        "counter",
+        "Jobs that ran unchanged because greenup could not decide or apply, by reason.",
+    );
+    for (reason, n) in &s.fallbacks_by_reason {
+        let _ = writeln!(
+            out,
+            "greenup_fallbacks_total{{reason=\"{}\"}} {n}",
+            label(reason)
+        );
+    }
+
+    let h = &s.prediction_error;
+    header(
+        &mut out,
+        "greenup_prediction_error_percent",
+        "histogram",
+        "Absolute energy prediction error of finished, measured jobs, in percent.",
+    );
+    let mut cum = 0u64;
+    for (i, b) in ERROR_BUCKETS_PCT.iter().enumerate() {
+        cum += h.counts.get(i).copied().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "greenup_prediction_error_percent_bucket{{le=\"{}\"}} {cum}",
+            num(*b)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "greenup_prediction_error_percent_bucket{{le=\"+Inf\"}} {}",
+        h.count()
+    );
+    let _ = writeln!(out, "greenup_prediction_error_percent_sum {}", num(h.sum));
+    let _ = writeln!(out, "greenup_prediction_error_percent_count {}", h.count());
+
+    header(
+        &mut out,
+        "greenup_store_bytes",
+        "gauge",
+        "Size of greenupd's store on disk in bytes.",
+    );
+    let _ = writeln!(out, "greenup_store_bytes {}", s.store_bytes);
+    header(
+        &mut out,
+        "greenup_store_jobs",
+        "gauge",
+        "Jobs kept in greenupd's store.",
+    );
+    let _ = writeln!(out, "greenup_store_jobs {}", s.store_jobs);
+    out
+}

@@ -1,0 +1,279 @@
+//! Building a [`JobReport`] from what greenupd stores about a job (its request,
+//! decision and per-node outcomes), optionally with the profile's predictor
+//! and the site, which add per-node predictions, EE and the baseline's EE.
+
+use crate::daemon::protocol::{self, JobRecord, Verdict};
+use crate::model::{Config, NodeSetting, Predictor};
+use crate::plan::Estimate;
+use crate::site::Site;
+
+use super::{Applied, Caps, Confidence, JobReport, JobState, NodeReport, Source, Warning};
+
+/// What the store alone does not know about a job's report.
+#[derive(Default)]
+pub struct Context<'a> {
+    /// The predictor of the profile version the decision used.
+    pub predictor: Option<&'a dyn Predictor>,
+    /// The site config, for node types and maximum frequencies.
+    pub site: Option<&'a Site>,
+    /// The model name of that profile version.
+    pub model: Option<String>,
+    /// That version's sample count and residual.
+    pub confidence: Confidence,
+    /// Slurm's ConsumedEnergy in joules, when sacct has it.
+    pub slurm_energy_j: Option<f64>,
+    /// Why the outcome was not used to refine the profile, if it was not.
+    pub not_refined: Option<String>,
+}
+
+/// A frequency counts as applied when it is within this fraction of the decision.
+const FREQ_TOLERANCE: f64 = 0.01;
+
+/// How a stored job ended, in sacct's terms.
+pub fn state_of(rec: &JobRecord) -> JobState {
+    match rec.state {
+        protocol::JobState::Open => JobState::Running,
+        protocol::JobState::Reclaimed => JobState::Failed,
+        protocol::JobState::Closed => {
+            match rec.end.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("completed") | Some("ok") => JobState::Completed,
+                Some(s) if s.starts_with("cancel") => JobState::Cancelled,
+                Some(s) if s.starts_with("timeout") => JobState::Timeout,
+                Some(_) => JobState::Failed,
+            }
+        }
+    }
+}
+
+/// The meter a node named, as a report source; anything but RAPL or Slurm is unmeasured.
+pub fn source_of(s: Option<&str>) -> Source {
+    match s {
+        Some("rapl") => Source::Rapl,
+        Some("slurm") => Source::Slurm,
+        // A model estimate or an unknown meter is not a measurement.
+        _ => Source::Unmeasured,
+    }
+}
+
+const NAN_ESTIMATE: Estimate = Estimate {
+    time_s: f64::NAN,
+    energy_j: f64::NAN,
+    avg_power_w: f64::NAN,
+};
+
+/// The report of a stored job.
+pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
+    let d = &rec.decision;
+    let state = state_of(rec);
+    let plan = d
+        .plan
+        .as_ref()
+        .filter(|_| matches!(d.verdict, Verdict::Planned | Verdict::BudgetLimited));
+    let monitor = d.policy == "monitor";
+    let mut warnings = Vec::new();
+    match d.verdict {
+        Verdict::BudgetLimited => warnings.push(Warning::BudgetLimited(d.reason.clone())),
+        Verdict::Unchanged if !monitor => {
+            warnings.push(Warning::Fallback(format!("ran unchanged: {}", d.reason)))
+        }
+        Verdict::Refused => warnings.push(Warning::Fallback(format!("refused: {}", d.reason))),
+        _ => {}
+    }
+    if let Some(p) = plan
+        && !p.feasible
+    {
+        warnings.push(Warning::Infeasible(p.reason.clone()));
+    }
+    if rec.state == protocol::JobState::Reclaimed {
+        warnings.push(Warning::Fallback(
+            "the job vanished without a close; its reservation was reclaimed".into(),
+        ));
+    }
+
+    let type_of = |name: &str| -> String {
+        plan.and_then(|p| {
+            p.nodes
+                .iter()
+                .find(|n| n.name == name)
+                .map(|n| n.node_type.clone())
+        })
+        .or_else(|| ctx.site.and_then(|s| s.nodes.get(name).cloned()))
+        .unwrap_or_else(|| "-".to_string())
+    };
+    // Decided nodes, or (without a plan) every allocated node as it ran.
+    let decided: Vec<(String, String, f64)> = match plan {
+        Some(p) => p
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.node_type.clone(), n.freq_ghz))
+            .collect(),
+        None => rec
+            .request
+            .nodes
+            .iter()
+            .map(|n| {
+                let f = rec
+                    .outcomes
+                    .iter()
+                    .find(|o| &o.node == n)
+                    .and_then(|o| o.freq_ghz)
+                    .unwrap_or(f64::NAN);
+                (n.clone(), type_of(n), f)
+            })
+            .collect(),
+    };
+    let config = Config {
+        nodes: decided
+            .iter()
+            .map(|(n, t, f)| NodeSetting {
+                name: n.clone(),
+                node_type: t.clone(),
+                freq_ghz: *f,
+            })
+            .collect(),
+    };
+    let prediction = match (plan, ctx.predictor) {
+        (Some(_), Some(pr)) => pr.predict(&config).ok(),
+        _ => None,
+    };
+
+    let mut nodes = Vec::new();
+    for (i, (name, ty, f)) in decided.iter().enumerate() {
+        let out = rec.outcomes.iter().find(|o| &o.node == name);
+        let source = source_of(out.and_then(|o| o.source.as_deref()));
+        let measured = out
+            .and_then(|o| o.energy_j)
+            .filter(|_| source != Source::Unmeasured);
+        let applied = if plan.is_none() {
+            if monitor {
+                Applied::Monitor
+            } else {
+                Applied::Fallback
+            }
+        } else {
+            match out {
+                None if state == JobState::Running => Applied::Applied,
+                None => Applied::Failed("no outcome from the node".into()),
+                Some(o) if o.note.as_deref().is_some_and(|n| n.contains("shared")) => {
+                    Applied::SharedNode
+                }
+                Some(o) => match o.freq_ghz {
+                    Some(g) if (g - f).abs() > FREQ_TOLERANCE * f => {
+                        Applied::Failed(format!("ran at {g:.2} GHz"))
+                    }
+                    _ => Applied::Applied,
+                },
+            }
+        };
+        nodes.push(NodeReport {
+            name: name.clone(),
+            node_type: ty.clone(),
+            freq_ghz: *f,
+            applied,
+            source,
+            predicted_energy_j: prediction
+                .as_ref()
+                .and_then(|p| p.per_node.get(i))
+                .map(|n| n.energy_j),
+            measured_energy_j: measured,
+        });
+    }
+    let not_applied: Vec<String> = nodes
+        .iter()
+        .filter(|n| plan.is_some() && n.applied != Applied::Applied)
+        .map(|n| {
+            format!(
+                "{}: {}",
+                n.name,
+                n.applied.to_string().trim_start_matches("not applied: ")
+            )
+        })
+        .collect();
+    if !not_applied.is_empty() {
+        warnings.push(Warning::NotApplied(not_applied.join("; ")));
+    }
+    let unmeasured: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.measured_energy_j.is_none())
+        .map(|n| n.name.as_str())
+        .collect();
+    if !unmeasured.is_empty() && state != JobState::Running {
+        warnings.push(Warning::Unmeasured(format!(
+            "{} has no energy measurement; job energy is unknown",
+            unmeasured.join(",")
+        )));
+    }
+    if let Some(why) = &ctx.not_refined {
+        warnings.push(Warning::NotRefined(why.clone()));
+    }
+
+    let time_s = rec
+        .outcomes
+        .iter()
+        .filter_map(|o| o.elapsed_s)
+        .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))));
+    let measured = JobReport::totals_from_nodes(&nodes, time_s);
+
+    let (ee, ee_baseline) = match (ctx.predictor, &prediction) {
+        (Some(pr), Some(p)) => {
+            let ee = pr.efficiency(&config, p);
+            let base = ctx.site.and_then(|site| {
+                let cfg = Config {
+                    nodes: rec
+                        .request
+                        .nodes
+                        .iter()
+                        .map(|n| {
+                            let t = site.nodes.get(n)?;
+                            let f = site.node_types.get(t)?.fmax();
+                            Some(NodeSetting {
+                                name: n.clone(),
+                                node_type: t.clone(),
+                                freq_ghz: f,
+                            })
+                        })
+                        .collect::<Option<Vec<_>>>()?,
+                };
+                let bp = pr.predict(&cfg).ok()?;
+                pr.efficiency(&cfg, &bp)
+            });
+            (ee, base)
+        }
+        _ => (None, None),
+    };
+
+    JobReport {
+        job_id: rec.job_id,
+        user: rec.user.clone().unwrap_or_else(|| rec.uid.to_string()),
+        partition: rec.partition.clone(),
+        state,
+        end_unix: rec.closed_at,
+        app: d.profile.clone().unwrap_or_else(|| "-".into()),
+        profile_version: d
+            .profile_version
+            .as_deref()
+            .and_then(|v| v.trim_start_matches('v').parse().ok())
+            .unwrap_or(0),
+        model: ctx
+            .model
+            .clone()
+            .or_else(|| ctx.predictor.map(|p| p.name().to_string()))
+            .unwrap_or_else(|| "-".into()),
+        confidence: ctx.confidence,
+        policy: d.policy.clone(),
+        caps: Caps {
+            energy_j: rec.request.energy_cap_j,
+            power_w: d.power_cap_w.or(rec.request.power_cap_w),
+            time_limit_s: rec.request.time_limit_s,
+        },
+        allocated_nodes: rec.request.nodes.len(),
+        nodes,
+        predicted: plan.map_or(NAN_ESTIMATE, |p| p.predicted),
+        baseline: plan.map_or(NAN_ESTIMATE, |p| p.baseline),
+        measured,
+        ee,
+        ee_baseline,
+        slurm_energy_j: ctx.slurm_energy_j,
+        warnings,
+    }
+}

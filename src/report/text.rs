@@ -1,0 +1,504 @@
+//! Human-readable reports: the `greenup report` page, the `greenup jobs` and
+//! `greenup app` tables, and the `--energy-report` paragraph for job stderr.
+//!
+//! Numbers are printed in the units a Slurm user reads (sacct-style elapsed
+//! time, kJ/MJ, W/kW); anything not measured prints as "unmeasured".
+
+use std::fmt::Write as _;
+
+use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
+
+use super::{AppHistory, JobReport, JobRow, Source};
+
+/// Printed wherever a value was not measured.
+pub const UNMEASURED: &str = "unmeasured";
+/// Printed for Slurm's ConsumedEnergy when accounting has none.
+pub const NOT_AVAILABLE: &str = "not available";
+
+/// Elapsed time the way sacct prints it: `[D-]HH:MM:SS`.
+pub fn fmt_time(seconds: f64) -> String {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return "-".to_string();
+    }
+    let s = seconds.round() as u64;
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else {
+        format!("{h:02}:{m:02}:{sec:02}")
+    }
+}
+
+/// Energy with an SI prefix: `812 J`, `45.20 kJ`, `12.31 MJ`, `1.20 GJ`.
+pub fn fmt_energy(joules: f64) -> String {
+    scaled(joules, "J")
+}
+
+/// Power with an SI prefix: `95.0 W`, `3.31 kW`.
+pub fn fmt_power(watts: f64) -> String {
+    scaled(watts, "W")
+}
+
+fn scaled(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "-".to_string();
+    }
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2} G{unit}", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} M{unit}", v / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.2} k{unit}", v / 1e3)
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+/// A frequency in GHz with two decimals; `-` when unknown.
+pub fn fmt_ghz(f: f64) -> String {
+    if f.is_finite() {
+        format!("{f:.2}")
+    } else {
+        "-".to_string()
+    }
+}
+
+/// A signed percentage, `+4.9%`.
+pub fn fmt_pct(p: f64) -> String {
+    format!("{p:+.1}%")
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| UNMEASURED.to_string())
+}
+
+fn opt_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".to_string())
+}
+
+/// A Unix time as `YYYY-MM-DDTHH:MM:SS` in UTC (what sacct prints for End).
+pub fn fmt_utc(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01, proleptic Gregorian (400-year eras).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// sacct's look: a dashed rule under the header, nothing else.
+const STYLE: TableStyle =
+    TableStyle::new().header_separator(LineStyle::none().fill('-').junction(' '));
+
+/// Parse `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (UTC, as sacct's --starttime takes it)
+/// into Unix seconds; `None` when it is not such a date.
+pub fn parse_utc(s: &str) -> Option<i64> {
+    let (date, time) = match s.split_once(['T', ' ']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (s, None),
+    };
+    let mut d = date.splitn(3, '-');
+    let year: i64 = d.next()?.parse().ok()?;
+    let month: i64 = d.next()?.parse().ok()?;
+    let day: i64 = d.next()?.parse().ok()?;
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&month) || day < 1 || day > days_in[(month - 1) as usize] {
+        return None;
+    }
+    let secs = match time {
+        None => 0,
+        Some(t) => {
+            let mut p = t.split(':');
+            let h: i64 = p.next()?.parse().ok()?;
+            let m: i64 = p.next()?.parse().ok()?;
+            let sec: i64 = match p.next() {
+                Some(x) => x.parse().ok()?,
+                None => 0,
+            };
+            if p.next().is_some()
+                || !(0..24).contains(&h)
+                || !(0..60).contains(&m)
+                || !(0..60).contains(&sec)
+            {
+                return None;
+            }
+            h * 3600 + m * 60 + sec
+        }
+    };
+    // Days since 1970-01-01 of a proleptic Gregorian date (years counted from March).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146_097 + doe - 719_468) * 86_400 + secs)
+}
+
+fn new_table() -> Table {
+    let mut t = Table::new();
+    t.load_style(STYLE);
+    t.force_no_tty();
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    t
+}
+
+fn align_right(t: &mut Table, from: usize) {
+    let n = t.column_count();
+    for i in from..n {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// The full `greenup report JOBID` page.
+pub fn job_report(r: &JobReport) -> String {
+    let mut out = String::new();
+    let end = r.end_unix.map(fmt_utc).unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        out,
+        "Job {}  user {}  partition {}  state {}  end {}",
+        r.job_id,
+        r.user,
+        r.partition.as_deref().unwrap_or("-"),
+        r.state.as_str(),
+        end
+    );
+    let _ = writeln!(
+        out,
+        "Profile     {} v{} ({} model), confidence: {}",
+        r.app,
+        r.profile_version,
+        r.model,
+        confidence(r)
+    );
+    let _ = writeln!(out, "Policy      {}, caps: {}", r.policy, caps(r));
+    let _ = writeln!(
+        out,
+        "Decision    {} of {} allocated nodes",
+        r.nodes.len(),
+        r.allocated_nodes
+    );
+    out.push('\n');
+
+    let mut nodes = new_table();
+    nodes.set_header(vec![
+        "NODE",
+        "TYPE",
+        "FREQ(GHz)",
+        "STATUS",
+        "SOURCE",
+        "PRED_ENERGY",
+        "ENERGY",
+        "ERR",
+    ]);
+    for n in &r.nodes {
+        nodes.add_row(vec![
+            n.name.clone(),
+            n.node_type.clone(),
+            fmt_ghz(n.freq_ghz),
+            n.applied.to_string(),
+            n.source.as_str().to_string(),
+            opt_dash(n.predicted_energy_j, fmt_energy),
+            opt(n.measured_energy_j, fmt_energy),
+            opt_dash(
+                n.predicted_energy_j
+                    .and_then(|p| super::error_pct(p, n.measured_energy_j)),
+                fmt_pct,
+            ),
+        ]);
+    }
+    align_right(&mut nodes, 5);
+    if let Some(c) = nodes.column_mut(2) {
+        c.set_cell_alignment(CellAlignment::Right);
+    }
+    let _ = writeln!(out, "{nodes}");
+    out.push('\n');
+
+    let mut totals = new_table();
+    totals.set_header(vec!["", "PREDICTED", "MEASURED", "ERROR", "BASELINE"]);
+    totals.add_row(vec![
+        "TIME".to_string(),
+        fmt_time(r.predicted.time_s),
+        opt(r.measured.time_s, fmt_time),
+        opt_dash(r.time_error_pct(), fmt_pct),
+        fmt_time(r.baseline.time_s),
+    ]);
+    totals.add_row(vec![
+        "ENERGY".to_string(),
+        fmt_energy(r.predicted.energy_j),
+        opt(r.measured.energy_j, fmt_energy),
+        opt_dash(r.energy_error_pct(), fmt_pct),
+        fmt_energy(r.baseline.energy_j),
+    ]);
+    totals.add_row(vec![
+        "AVG_POWER".to_string(),
+        fmt_power(r.predicted.avg_power_w),
+        opt(r.measured.avg_power_w, fmt_power),
+        opt_dash(r.power_error_pct(), fmt_pct),
+        fmt_power(r.baseline.avg_power_w),
+    ]);
+    align_right(&mut totals, 1);
+    let _ = writeln!(out, "{totals}");
+    out.push('\n');
+
+    let _ = writeln!(
+        out,
+        "Baseline    all {} allocated nodes at maximum frequency (predicted)",
+        r.allocated_nodes
+    );
+    let _ = writeln!(
+        out,
+        "Saving      predicted {}, measured {}",
+        opt_dash(r.predicted_saving_pct(), |p| format!("{p:.1}%")),
+        measured_saving(r)
+    );
+    if let Some(ee) = r.ee {
+        let base = r
+            .ee_baseline
+            .map(|b| format!(" (baseline {b:.3})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "EE          {ee:.3}{base}");
+    }
+    let _ = writeln!(out, "Slurm       ConsumedEnergy {}", slurm_energy(r));
+    if r.warnings.is_empty() {
+        let _ = writeln!(out, "Warnings    none");
+    } else {
+        let _ = writeln!(out, "Warnings");
+        for w in &r.warnings {
+            let _ = writeln!(out, "  - {w}");
+        }
+    }
+    out
+}
+
+fn measured_saving(r: &JobReport) -> String {
+    match r.measured_saving_pct() {
+        Some(p) => format!("{p:.1}%"),
+        None => format!("{UNMEASURED} (energy not measured on every node)"),
+    }
+}
+
+fn confidence(r: &JobReport) -> String {
+    match (r.confidence.samples, r.confidence.residual) {
+        (0, _) => "as written by the admin (no runs fitted yet)".to_string(),
+        (n, Some(res)) => format!("{n} runs fitted, residual {:.1}%", res * 100.0),
+        (n, None) => format!("{n} runs fitted"),
+    }
+}
+
+fn caps(r: &JobReport) -> String {
+    let mut parts = Vec::new();
+    if let Some(e) = r.caps.energy_j {
+        parts.push(format!("energy {}", fmt_energy(e)));
+    }
+    if let Some(p) = r.caps.power_w {
+        parts.push(format!("power {}", fmt_power(p)));
+    }
+    if let Some(t) = r.caps.time_limit_s {
+        parts.push(format!("time limit {}", fmt_time(t)));
+    }
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn slurm_energy(r: &JobReport) -> String {
+    // Slurm reports 0 when no energy plugin counted anything; 0 J would be a lie.
+    match r.slurm_energy_j {
+        Some(e) if e > 0.0 => fmt_energy(e),
+        _ => NOT_AVAILABLE.to_string(),
+    }
+}
+
+/// The `greenup jobs` table, one row per job, columns as eacct/sacct users expect.
+pub fn jobs_table(rows: &[JobRow]) -> String {
+    let mut t = new_table();
+    t.set_header(vec![
+        "JOBID",
+        "USER",
+        "APP",
+        "POLICY",
+        "STATE",
+        "NODES",
+        "AVG_FREQ(GHz)",
+        "ELAPSED",
+        "ENERGY",
+        "AVG_POWER",
+        "ERR(E)",
+        "SAVING",
+        "END",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            r.job_id.to_string(),
+            r.user.clone(),
+            r.app.clone(),
+            r.policy.clone(),
+            r.state.as_str().to_string(),
+            r.nodes.to_string(),
+            opt_dash(r.avg_freq_ghz, |f| format!("{f:.2}")),
+            opt(r.time_s, fmt_time),
+            opt(r.energy_j, fmt_energy),
+            opt(r.avg_power_w, fmt_power),
+            opt_dash(r.energy_error_pct, fmt_pct),
+            opt_dash(r.saving_pct, |p| format!("{p:.1}%")),
+            r.end_unix.map(fmt_utc).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    align_right(&mut t, 5);
+    t.to_string()
+}
+
+/// The `greenup app NAME` page: versions, then runs.
+pub fn app_history(h: &AppHistory) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Application {}: {} runs, typical saving {}",
+        h.app,
+        h.runs.len(),
+        opt_dash(h.typical_saving_pct, |p| format!("{p:.1}%"))
+    );
+    out.push('\n');
+    let mut v = new_table();
+    v.set_header(vec![
+        "VERSION",
+        "PINNED",
+        "SAMPLES",
+        "RESIDUAL",
+        "RUNS",
+        "MEAN|ERR(E)|",
+        "MEDIAN_SAVING",
+    ]);
+    for s in &h.versions {
+        v.add_row(vec![
+            s.version.to_string(),
+            if s.pinned { "yes" } else { "" }.to_string(),
+            s.samples.to_string(),
+            opt_dash(s.residual, |r| format!("{:.1}%", r * 100.0)),
+            s.runs.to_string(),
+            opt_dash(s.mean_abs_energy_error_pct, |p| format!("{p:.1}%")),
+            opt_dash(s.median_saving_pct, |p| format!("{p:.1}%")),
+        ]);
+    }
+    align_right(&mut v, 2);
+    let _ = writeln!(out, "{v}");
+    out.push('\n');
+    out.push_str(&jobs_table(&h.runs));
+    out.push('\n');
+    out
+}
+
+/// The one-paragraph `--energy-report` summary written to the job's stderr at job end.
+pub fn energy_paragraph(r: &JobReport) -> String {
+    let mut s = format!(
+        "greenup: job {} ({} v{}, policy {}) ran on {} of {} allocated nodes",
+        r.job_id,
+        r.app,
+        r.profile_version,
+        r.policy,
+        r.nodes.len(),
+        r.allocated_nodes
+    );
+    let (lo, hi) = r.nodes.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), n| {
+        (lo.min(n.freq_ghz), hi.max(n.freq_ghz))
+    });
+    if lo.is_finite() {
+        if (hi - lo).abs() < 1e-9 {
+            let _ = write!(s, " at {hi:.2} GHz");
+        } else {
+            let _ = write!(s, " at {lo:.2}-{hi:.2} GHz");
+        }
+    }
+    let _ = write!(
+        s,
+        ". Predicted {}, {}, {}; measured {}, {}, {}",
+        fmt_time(r.predicted.time_s),
+        fmt_energy(r.predicted.energy_j),
+        fmt_power(r.predicted.avg_power_w),
+        opt(r.measured.time_s, fmt_time),
+        opt(r.measured.energy_j, fmt_energy),
+        opt(r.measured.avg_power_w, fmt_power),
+    );
+    match (r.time_error_pct(), r.energy_error_pct()) {
+        (Some(t), Some(e)) => {
+            let _ = write!(
+                s,
+                " (prediction error: time {}, energy {})",
+                fmt_pct(t),
+                fmt_pct(e)
+            );
+        }
+        (Some(t), None) => {
+            let _ = write!(s, " (prediction error: time {})", fmt_pct(t));
+        }
+        _ => {}
+    }
+    let _ = write!(
+        s,
+        ". Energy saved against all nodes at maximum frequency: predicted {}, measured {}.",
+        opt_dash(r.predicted_saving_pct(), |p| format!("{p:.1}%")),
+        measured_saving(r)
+    );
+    let mut sources: Vec<&str> = r
+        .nodes
+        .iter()
+        .map(|n| n.source)
+        .filter(|s| *s != Source::Unmeasured)
+        .map(Source::as_str)
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let unmeasured = r.unmeasured_nodes();
+    let by = if sources.is_empty() {
+        "nothing".to_string()
+    } else {
+        sources.join(" and ")
+    };
+    if unmeasured.is_empty() {
+        let _ = write!(s, " Measured by {by}");
+    } else {
+        let _ = write!(s, " Measured by {by}, {} unmeasured", unmeasured.join(","));
+    }
+    let _ = write!(s, "; Slurm ConsumedEnergy: {}.", slurm_energy(r));
+    if let Some(ee) = r.ee {
+        let _ = write!(s, " EE {ee:.3}.");
+    }
+    if !r.warnings.is_empty() {
+        let w: Vec<String> = r.warnings.iter().map(|w| w.to_string()).collect();
+        let _ = write!(s, " Warnings: {}.", w.join("; "));
+    }
+    let _ = write!(s, " Details: greenup report {}", r.job_id);
+    s
+}

@@ -1,0 +1,211 @@
+//! Reports built from what greenupd stores: statuses, sources and warnings
+//! follow the node outcomes, and nothing unmeasured becomes a number.
+
+use std::collections::BTreeMap;
+
+use greenup::daemon::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
+use greenup::model::Predictor;
+use greenup::model::hetero::{Hetero, TypeTimes};
+use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+use greenup::report::record::{Context, from_record};
+use greenup::report::{self, Applied, Source, Warning};
+use greenup::site::{NodeType, PowerModel};
+
+fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
+    NodeOutcome {
+        job_id: 7,
+        node: node.into(),
+        freq_ghz: Some(f),
+        energy_j: e,
+        elapsed_s: Some(100.0),
+        source: Some(source.into()),
+        restored: true,
+        note: note.map(str::to_string),
+    }
+}
+
+fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
+    let est = |t: f64, e: f64| Estimate {
+        time_s: t,
+        energy_j: e,
+        avg_power_w: e / t,
+    };
+    let node = |n: &str, f: f64| PlannedNode {
+        name: n.into(),
+        node_type: "type1".into(),
+        freq_ghz: f,
+    };
+    let plan = Plan {
+        policy: "min-energy".into(),
+        feasible: true,
+        reason: String::new(),
+        node_count: 3,
+        nodes: vec![node("n1", 2.0), node("n2", 2.0), node("n3", 2.0)],
+        predicted: est(100.0, 9_000.0),
+        baseline: est(80.0, 10_000.0),
+        objective: 9_000.0,
+        search: SearchInfo {
+            algorithm: Algorithm::Exact,
+            candidates: 10,
+            elapsed_us: 5,
+        },
+    };
+    let request = OpenJob {
+        job_id: 7,
+        uid: 1000,
+        user: Some("alice".into()),
+        partition: Some("batch".into()),
+        nodes: vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
+        min_nodes: None,
+        time_limit_s: Some(3600.0),
+        policy: Some("min-energy".into()),
+        profile: Some("lammps".into()),
+        energy_cap_j: Some(20_000.0),
+        power_cap_w: None,
+        algorithm: None,
+    };
+    JobRecord {
+        job_id: 7,
+        uid: 1000,
+        user: Some("alice".into()),
+        partition: Some("batch".into()),
+        state: JobState::Closed,
+        end: Some("completed".into()),
+        opened_at: 1_000,
+        closed_at: Some(1_100),
+        request,
+        decision: Decision {
+            job_id: 7,
+            verdict,
+            reason: "site budget left 300 W".into(),
+            policy: "min-energy".into(),
+            profile: Some("lammps".into()),
+            profile_version: Some("2".into()),
+            power_cap_w: Some(300.0),
+            reserved_w: 90.0,
+            plan: Some(plan),
+            decided_at: 1_000,
+        },
+        outcomes,
+    }
+}
+
+#[test]
+fn statuses_sources_and_warnings() {
+    let rec = record(
+        Verdict::BudgetLimited,
+        vec![
+            outcome("n1", 2.0, Some(3_000.0), "rapl", None),
+            outcome("n2", 2.6, Some(3_500.0), "rapl", None),
+            // A model estimate is not a measurement.
+            outcome(
+                "n3",
+                2.0,
+                Some(3_100.0),
+                "model",
+                Some("shared node, per-core DVFS disabled"),
+            ),
+        ],
+    );
+    let r = from_record(&rec, &Context::default());
+    assert_eq!(r.state, report::JobState::Completed);
+    assert_eq!(r.allocated_nodes, 4);
+    assert_eq!(r.nodes.len(), 3);
+    assert_eq!(r.nodes[0].applied, Applied::Applied);
+    assert_eq!(
+        r.nodes[1].applied,
+        Applied::Failed("ran at 2.60 GHz".into())
+    );
+    assert_eq!(r.nodes[2].applied, Applied::SharedNode);
+    assert_eq!(r.nodes[2].source, Source::Unmeasured);
+    assert_eq!(r.nodes[2].measured_energy_j, None);
+    assert_eq!(r.measured.energy_j, None, "one node unmeasured: no total");
+    assert_eq!(r.measured.time_s, Some(100.0));
+    assert_eq!(r.caps.power_w, Some(300.0));
+    assert_eq!(r.profile_version, 2);
+    assert!(
+        r.warnings
+            .contains(&Warning::BudgetLimited("site budget left 300 W".into()))
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::NotApplied(s) if s.contains("n2") && s.contains("n3")))
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::Unmeasured(s) if s.starts_with("n3")))
+    );
+    assert_eq!(r.slurm_energy_j, None);
+    let page = report::text::job_report(&r);
+    assert!(page.contains("ConsumedEnergy not available"));
+}
+
+#[test]
+fn all_measured_with_a_predictor() {
+    let rec = record(
+        Verdict::Planned,
+        vec![
+            outcome("n1", 2.0, Some(3_000.0), "rapl", None),
+            outcome("n2", 2.0, Some(3_000.0), "rapl", None),
+            outcome("n3", 2.0, Some(3_300.0), "slurm", None),
+        ],
+    );
+    let site_types = BTreeMap::from([(
+        "type1".to_string(),
+        NodeType {
+            name: "type1".into(),
+            freqs_ghz: vec![1.5, 2.0, 2.5],
+            power: PowerModel::AtMax {
+                dynamic_w: 20.0,
+                static_w: 4.0,
+                gamma: 3.0,
+            },
+        },
+    )]);
+    let model = Hetero {
+        iterations: 10.0,
+        types: BTreeMap::from([(
+            "type1".into(),
+            TypeTimes {
+                t_cp_s: 8.0,
+                t_cm_s: 2.0,
+                p_dyn_w: Some(20.0),
+                p_static_w: Some(4.0),
+            },
+        )]),
+        site_types,
+    };
+    let ctx = Context {
+        predictor: Some(&model as &dyn Predictor),
+        ..Context::default()
+    };
+    let r = from_record(&rec, &ctx);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    assert_eq!(r.model, "hetero");
+    assert_eq!(r.measured.energy_j, Some(9_300.0));
+    assert_eq!(r.nodes[2].source, Source::Slurm);
+    // Per node at 2.0 of 2.5 GHz: S = 1.25, compute 8 * 1.25 * 10 = 100 s, dynamic
+    // 20 * 1.25^-3 * 100 = 1024 J, wall 100 + 2 * 10 = 120 s, static 4 * 120 = 480 J.
+    let p = r.nodes[0].predicted_energy_j.unwrap();
+    assert!((p - 1_504.0).abs() < 1e-6, "{p}");
+    // The measured energy error uses the stored plan's prediction (9 kJ), not the model's.
+    assert!((r.energy_error_pct().unwrap() - (9_000.0 - 9_300.0) / 9_300.0 * 100.0).abs() < 1e-9);
+}
+
+#[test]
+fn unchanged_jobs_are_fallbacks_with_no_invented_prediction() {
+    let mut rec = record(
+        Verdict::Unchanged,
+        vec![outcome("n1", 2.5, Some(3_000.0), "rapl", None)],
+    );
+    rec.decision.reason = "greenupd could not load profile lammps".into();
+    let r = from_record(&rec, &Context::default());
+    assert_eq!(r.nodes.len(), 4, "every allocated node, as it ran");
+    assert!(r.nodes.iter().all(|n| n.applied == Applied::Fallback));
+    assert!(r.predicted.energy_j.is_nan());
+    assert!(r.warnings.iter().any(|w| matches!(w, Warning::Fallback(_))));
+    let page = report::text::job_report(&r);
+    assert!(!page.contains("NaN"), "{page}");
+}

@@ -1,0 +1,230 @@
+//! Refining a shipped profile into a new stored version, pinning and rolling back,
+//! without ever touching the admin's file.
+
+use std::path::Path;
+
+use greenup::profile::Profile;
+use greenup::profile::refine::{NodeOutcome, Outcome, Outlier, refine_profile};
+use greenup::profile::versions::{Fit, InUse, Versions};
+use greenup::report::JobState;
+
+fn outcome(job_id: u64, state: JobState, scale: f64) -> Outcome {
+    // Table I type1 and type3 at maximum frequency; the application runs 20 % slower
+    // than its profile says (0.5 s and 0.3333 s per iteration, 1000 iterations).
+    let node = |name: &str, ty: &str, f: f64, e: f64| NodeOutcome {
+        name: name.into(),
+        node_type: ty.into(),
+        freq_ghz: f,
+        energy_j: Some(e * scale),
+        compute_s: None,
+    };
+    Outcome {
+        job_id,
+        state,
+        time_s: 1.2 * (500.0 + 50.0),
+        predicted_time_s: 550.0,
+        nodes: vec![
+            node("h001", "type1", 2.5, 14_000.0),
+            node("h073", "type3", 2.9, 14_500.0),
+        ],
+    }
+}
+
+#[test]
+fn refine_store_pin_and_roll_back() {
+    let site = greenup::site::load("etc/greenup.yaml").unwrap();
+    let admin = Path::new("etc/profiles/hetero-table1.yaml");
+    let before = std::fs::read_to_string(admin).unwrap();
+    let profile = Profile::load(admin).unwrap();
+    let outcomes = [
+        outcome(1, JobState::Completed, 1.0),
+        outcome(2, JobState::Cancelled, 1.0),
+        outcome(3, JobState::Completed, 1.02),
+    ];
+    let r = refine_profile(&profile, &site, &outcomes).unwrap();
+    assert_eq!(r.model, "hetero");
+    assert_eq!(r.samples, 2);
+    assert_eq!(
+        r.left_out,
+        vec![(2, Outlier::NotCompleted(JobState::Cancelled))]
+    );
+    assert_eq!(r.file.version.value, 2);
+    // Wall time 20 % over the prediction at maximum frequency: every type's times scale by 1.2.
+    let t1 = &r.file.hetero.as_ref().unwrap().node_types["type1"];
+    assert!((t1.t_cp_s.value - 0.6).abs() < 1e-9, "{}", t1.t_cp_s.value);
+    assert!((t1.t_cm_s.value - 0.06).abs() < 1e-9);
+
+    let dir = tempfile::tempdir().unwrap();
+    let versions = Versions::new(dir.path());
+    assert_eq!(versions.in_use("hetero-table1").unwrap(), InUse::Admin);
+    let fit = Fit {
+        samples: r.samples,
+        residual: r.residual,
+    };
+    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 2);
+    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 3);
+    assert_eq!(versions.fit("hetero-table1", 3), Some(fit));
+    assert_eq!(versions.fit("hetero-table1", 1), None);
+    assert_eq!(versions.list("hetero-table1").unwrap(), vec![2, 3]);
+    // The stored version loads as a profile.
+    let v3 = Profile::load(&versions.path("hetero-table1", 3).unwrap()).unwrap();
+    assert_eq!(v3.version(), 3);
+    assert!(matches!(
+        versions.in_use("hetero-table1").unwrap(),
+        InUse::Refined { version: 3, .. }
+    ));
+
+    versions.pin("hetero-table1", 2, 1).unwrap();
+    assert!(matches!(
+        versions.in_use("hetero-table1").unwrap(),
+        InUse::Refined { version: 2, .. }
+    ));
+    // Rolling back to the admin's own version.
+    versions.pin("hetero-table1", 1, 1).unwrap();
+    assert_eq!(versions.in_use("hetero-table1").unwrap(), InUse::Admin);
+    let bad = versions.pin("hetero-table1", 9, 1).unwrap_err();
+    assert_eq!(
+        bad.to_string(),
+        "option VERSION: version: invalid value '9': expected one of 1, 2, 3"
+    );
+    assert!(versions.pin("../etc", 1, 1).is_err());
+    versions.unpin("hetero-table1").unwrap();
+    assert!(matches!(
+        versions.in_use("hetero-table1").unwrap(),
+        InUse::Refined { version: 3, .. }
+    ));
+
+    assert_eq!(
+        std::fs::read_to_string(admin).unwrap(),
+        before,
+        "the admin's file is never written"
+    );
+}
+
+mod after_close {
+    use greenup::daemon::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
+    use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+    use greenup::profile::refine::{outcome_from_record, refine_and_store};
+    use greenup::profile::versions::{InUse, Versions};
+
+    /// A closed hetero-table1 job on h001 (type1) and h073 (type3) at maximum frequency
+    /// that took `factor` times its predicted 550 s; h073's energy comes from `h073_source`.
+    fn record(job_id: u64, factor: f64, h073_source: &str) -> JobRecord {
+        let node = |n: &str, t: &str, f: f64| PlannedNode {
+            name: n.into(),
+            node_type: t.into(),
+            freq_ghz: f,
+        };
+        let est = Estimate {
+            time_s: 550.0,
+            energy_j: 26_000.0,
+            avg_power_w: 26_000.0 / 550.0,
+        };
+        let out = |n: &str, f: f64, e: f64, src: &str| NodeOutcome {
+            job_id,
+            node: n.into(),
+            freq_ghz: Some(f),
+            energy_j: Some(e),
+            elapsed_s: Some(550.0 * factor),
+            source: Some(src.into()),
+            restored: true,
+            note: None,
+        };
+        JobRecord {
+            job_id,
+            uid: 1000,
+            user: Some("alice".into()),
+            partition: None,
+            state: JobState::Closed,
+            end: Some("completed".into()),
+            opened_at: 0,
+            closed_at: Some(600),
+            request: OpenJob {
+                job_id,
+                uid: 1000,
+                user: None,
+                partition: None,
+                nodes: vec!["h001".into(), "h073".into()],
+                min_nodes: None,
+                time_limit_s: None,
+                policy: Some("max-dist".into()),
+                profile: Some("hetero-table1".into()),
+                energy_cap_j: None,
+                power_cap_w: None,
+                algorithm: None,
+            },
+            decision: Decision {
+                job_id,
+                verdict: Verdict::Planned,
+                reason: String::new(),
+                policy: "max-dist".into(),
+                profile: Some("hetero-table1".into()),
+                profile_version: Some("1".into()),
+                power_cap_w: None,
+                reserved_w: 50.0,
+                plan: Some(Plan {
+                    policy: "max-dist".into(),
+                    feasible: true,
+                    reason: String::new(),
+                    node_count: 2,
+                    nodes: vec![node("h001", "type1", 2.5), node("h073", "type3", 2.9)],
+                    predicted: est,
+                    baseline: est,
+                    objective: 0.0,
+                    search: SearchInfo {
+                        algorithm: Algorithm::Exact,
+                        candidates: 1,
+                        elapsed_us: 1,
+                    },
+                }),
+                decided_at: 0,
+            },
+            outcomes: vec![
+                out("h001", 2.5, 14_000.0, "rapl"),
+                out("h073", 2.9, 14_500.0, h073_source),
+            ],
+        }
+    }
+
+    #[test]
+    fn refine_after_close_stores_the_next_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut site = greenup::site::load("etc/greenup.yaml").unwrap();
+        site.daemon.store = dir.path().join("greenup.db");
+        site.profile_dir = std::path::PathBuf::from("etc/profiles");
+
+        // A model estimate is no measurement: the outcome is an outlier, nothing is stored.
+        let unmeasured = record(1, 1.2, "model");
+        let o = outcome_from_record(&unmeasured).unwrap();
+        assert_eq!(o.nodes[1].energy_j, None);
+        assert_eq!(
+            refine_and_store(&site, "hetero-table1", std::slice::from_ref(&unmeasured)).unwrap(),
+            None
+        );
+
+        let stored = refine_and_store(
+            &site,
+            "hetero-table1",
+            &[unmeasured, record(2, 1.2, "rapl")],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(stored.version, 2);
+        assert_eq!(stored.model, "hetero");
+        assert_eq!(stored.fit.samples, 1);
+        let versions = Versions::for_store(&site.daemon.store);
+        assert!(matches!(
+            versions.in_use("hetero-table1").unwrap(),
+            InUse::Refined { version: 2, .. }
+        ));
+        // The next refinement starts from version 2, which already predicts 660 s: times stay.
+        let again = refine_and_store(&site, "hetero-table1", &[record(2, 1.2, "rapl")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(again.version, 3);
+        let v3 =
+            greenup::profile::Profile::load(&versions.path("hetero-table1", 3).unwrap()).unwrap();
+        let t = &v3.file.hetero.as_ref().unwrap().node_types["type1"];
+        assert!((t.t_cp_s.value - 0.6).abs() < 1e-9, "{}", t.t_cp_s.value);
+    }
+}
