@@ -641,31 +641,36 @@ impl Profile {
             ))
         };
         match model {
-            "hetero" => {
-                let types = self.hetero.as_ref().ok_or_else(missing)?;
-                Ok(Box::new(Hetero {
-                    iterations: self.hetero_iterations,
-                    types: types.clone(),
-                    site_types: site.node_types.clone(),
-                }))
-            }
-            "amdahl" => {
-                let a = self.amdahl.as_ref().ok_or_else(missing)?;
-                Ok(Box::new(Amdahl {
-                    t_c1_s: a.t_c1_s,
-                    parallel_fraction: a.parallel_fraction,
-                    law: a.law,
-                    coeff_s: a.coeff_s,
-                    slowdown: a.slowdown.clone(),
-                    compute_w: a.compute_w.clone(),
-                    blocked_w: a.blocked_w,
-                    site_types: site.node_types.clone(),
-                }))
-            }
+            "hetero" => Ok(Box::new(self.hetero_model(site).ok_or_else(missing)?)),
+            "amdahl" => Ok(Box::new(self.amdahl_model(site).ok_or_else(missing)?)),
             "iso_energy" => Ok(Box::new(self.iso_energy.clone().ok_or_else(missing)?)),
             "roofline" => Ok(Box::new(self.roofline.clone().ok_or_else(missing)?)),
             _ => Err(missing()),
         }
+    }
+
+    /// The hetero model of this profile on the site's node types, if it has one.
+    pub fn hetero_model(&self, site: &Site) -> Option<Hetero> {
+        Some(Hetero {
+            iterations: self.hetero_iterations,
+            types: self.hetero.clone()?,
+            site_types: site.node_types.clone(),
+        })
+    }
+
+    /// The amdahl model of this profile on the site's node types, if it has one.
+    pub fn amdahl_model(&self, site: &Site) -> Option<Amdahl> {
+        let a = self.amdahl.as_ref()?;
+        Some(Amdahl {
+            t_c1_s: a.t_c1_s,
+            parallel_fraction: a.parallel_fraction,
+            law: a.law,
+            coeff_s: a.coeff_s,
+            slowdown: a.slowdown.clone(),
+            compute_w: a.compute_w.clone(),
+            blocked_w: a.blocked_w,
+            site_types: site.node_types.clone(),
+        })
     }
 
     /// The profile as YAML text, positions dropped; used to write refined versions.

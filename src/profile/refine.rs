@@ -21,11 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::daemon::protocol::{JobRecord, Verdict};
 use crate::expr::Expr;
-use crate::model::amdahl::{self, Amdahl, CommLaw, FitError};
+use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::IsoEnergy;
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
 use crate::profile::versions::{Fit, InUse, Versions};
+use crate::input::Spanned;
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
 use crate::report::record::{source_of, state_of};
 use crate::report::{JobState, Source};
@@ -553,20 +554,6 @@ pub struct RefinedProfile {
     pub left_out: Vec<(u64, Outlier)>,
 }
 
-fn slowdown_expr(p: &Param) -> Result<Expr, RefineError> {
-    let e = match p {
-        Param::Number(x) => Ok(Expr::constant(*x)),
-        Param::Text(t) => Expr::parse(t, &["f", "fmax"]),
-    };
-    e.map_err(|m| {
-        ModelError::Expression {
-            what: "amdahl.slowdown".into(),
-            message: m,
-        }
-        .into()
-    })
-}
-
 /// Refine the model a profile uses (hetero, amdahl or iso_energy) from its outcomes, and
 /// write the result into a copy of the profile file as the next version. The admin's
 /// file is never touched; [`super::versions`] stores the copy.
@@ -579,76 +566,32 @@ pub fn refine_profile(
     let model = profile.chosen_model();
     let (samples, residual) = match model {
         "hetero" => {
-            let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
-            let current = Hetero {
-                iterations: h.iterations.value,
-                types: h
-                    .node_types
-                    .iter()
-                    .map(|(k, t)| {
-                        let times = TypeTimes {
-                            t_cp_s: t.t_cp_s.value,
-                            t_cm_s: t.t_cm_s.value,
-                            p_dyn_w: t.p_dyn_w.as_ref().map(|v| v.value),
-                            p_static_w: t.p_static_w.as_ref().map(|v| v.value),
-                        };
-                        (k.clone(), times)
-                    })
-                    .collect(),
-                site_types: site.node_types.clone(),
-            };
+            let current = profile
+                .hetero_model(site)
+                .ok_or(RefineError::NoModel(model))?;
             let r = hetero(&current, outcomes)?;
+            let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
             for (k, t) in &r.params {
                 if let Some(f) = h.node_types.get_mut(k) {
-                    f.t_cp_s = unspanned(t.t_cp_s);
-                    f.t_cm_s = unspanned(t.t_cm_s);
-                    f.p_dyn_w = t.p_dyn_w.map(unspanned);
-                    f.p_static_w = t.p_static_w.map(unspanned);
+                    f.t_cp_s = number(t.t_cp_s);
+                    f.t_cm_s = number(t.t_cm_s);
+                    f.p_dyn_w = t.p_dyn_w.map(number);
+                    f.p_static_w = t.p_static_w.map(number);
                 }
             }
             (r.samples, r.residual)
         }
         "amdahl" => {
-            let a = file.amdahl.as_mut().ok_or(RefineError::NoModel(model))?;
-            let law = CommLaw::ALL
-                .into_iter()
-                .find(|l| l.name() == a.comm.law.value)
-                .ok_or_else(|| {
-                    RefineError::Model(ModelError::Config(format!(
-                        "unknown law {}",
-                        a.comm.law.value
-                    )))
-                })?;
-            let compute_w = match a.compute_w.as_ref().map(|p| &p.value) {
-                Some(Param::Number(x)) => Some(Expr::constant(*x)),
-                Some(Param::Text(t)) => {
-                    Some(Expr::parse(t, &["f"]).map_err(|m| ModelError::Expression {
-                        what: "amdahl.compute_w".into(),
-                        message: m,
-                    })?)
-                }
-                None => None,
-            };
-            let current = Amdahl {
-                t_c1_s: a.t_c1_s.value,
-                parallel_fraction: a.parallel_fraction.value,
-                law,
-                coeff_s: a.comm.coeff_s.value,
-                slowdown: a
-                    .slowdown
-                    .as_ref()
-                    .map(|s| slowdown_expr(&s.value))
-                    .transpose()?,
-                compute_w,
-                blocked_w: a.blocked_w.as_ref().map(|v| v.value),
-                site_types: site.node_types.clone(),
-            };
+            let current = profile
+                .amdahl_model(site)
+                .ok_or(RefineError::NoModel(model))?;
             let r = amdahl(&current, outcomes)?;
             let m = &r.params.model;
-            a.t_c1_s = unspanned(m.t_c1_s);
-            a.parallel_fraction = unspanned(m.parallel_fraction);
-            a.comm.law = unspanned(m.law.name().to_string());
-            a.comm.coeff_s = unspanned(m.coeff_s);
+            let a = file.amdahl.as_mut().ok_or(RefineError::NoModel(model))?;
+            a.t_c1_s = number(m.t_c1_s);
+            a.parallel_fraction = number(m.parallel_fraction);
+            a.comm.law = unspanned(Param::Text(m.law.name().to_string()));
+            a.comm.coeff_s = number(m.coeff_s);
             if let Some(s) = &m.slowdown {
                 a.slowdown = Some(unspanned(Param::Text(s.source().to_string())));
             }
@@ -661,12 +604,12 @@ pub fn refine_profile(
                 .iso_energy
                 .as_mut()
                 .ok_or(RefineError::NoModel(model))?;
-            f.application.alpha = unspanned(Param::Number(r.params));
+            f.application.alpha = number(r.params);
             (r.samples, r.residual)
         }
         other => return Err(RefineError::NoModel(other)),
     };
-    file.version = unspanned(file.version.value + 1);
+    file.version = number(profile.version() as f64 + 1.0);
     // The refined file must load like any profile before anyone stores it.
     Profile::from_file(&profile.path, file.clone()).map_err(|e| {
         RefineError::Model(ModelError::Config(format!(
@@ -775,6 +718,7 @@ pub fn refine_and_store(
 mod tests {
     use super::*;
     use crate::model::iso_energy::{AppVector, MachineVector};
+    use crate::model::amdahl::CommLaw;
     use crate::site::{NodeType, PowerModel};
 
     /// Paper 004 Table I types 1 and 3 as a site declares them (power at maximum frequency).
@@ -1101,4 +1045,9 @@ mod tests {
         assert!((s - 1.15).abs() < 1e-6);
         assert!(r.residual < 1e-6, "residual {}", r.residual);
     }
+}
+
+/// A refined number as a profile value with no position.
+fn number(x: f64) -> Spanned<Param> {
+    unspanned(Param::Number(x))
 }

@@ -109,16 +109,21 @@ impl Versions {
     /// both the file's own version and every stored one), with the outcomes it was fitted
     /// from and its residual. Returns that version.
     pub fn save(&self, mut file: ProfileFile, fit: Fit) -> Result<u64, InputError> {
-        let name = file.name.value.clone();
+        let name = file.name.value.to_string();
+        // A file that reached here passed Profile::from_file, so its version is a number.
+        let own = match file.version.value {
+            super::Param::Number(x) => x as u64,
+            _ => 0,
+        };
         let dir = self.dir(&name)?;
         let next = self
             .list(&name)?
             .last()
             .copied()
             .unwrap_or(0)
-            .max(file.version.value.saturating_sub(1))
+            .max(own.saturating_sub(1))
             + 1;
-        file.version = super::unspanned(next);
+        file.version = super::unspanned(super::Param::Number(next as f64));
         let text = serde_saphyr::to_string(&file).map_err(|e| {
             InputError::bare(
                 Origin::Path(dir.clone()),

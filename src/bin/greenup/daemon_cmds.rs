@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use comfy_table::{Table, presets::NOTHING};
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{JobRecord, JobState, JobSummary, ListJobs, Status};
+use greenup::daemon::protocol::{JobRecord, Status};
 
 use crate::{Failure, Outcome, emit, print_json, site_path};
 
@@ -43,22 +43,6 @@ impl DaemonConn {
     }
 }
 
-/// Options of `greenup jobs`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct JobsArgs {
-    /// Only this user's jobs (name or uid); ordinary users see only their own anyway.
-    #[arg(long, value_name = "USER")]
-    pub user: Option<String>,
-    /// Only jobs in this state: open, closed or reclaimed.
-    #[arg(long, value_name = "STATE", value_parser = parse_state)]
-    pub state: Option<JobState>,
-    /// At most this many jobs, newest first.
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub limit: u32,
-    #[command(flatten)]
-    pub conn: DaemonConn,
-}
-
 /// Options of `greenup job`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct JobArgs {
@@ -75,25 +59,6 @@ pub struct StatusArgs {
     pub conn: DaemonConn,
 }
 
-fn parse_state(s: &str) -> Result<JobState, String> {
-    JobState::parse(s)
-        .ok_or_else(|| format!("invalid value '{s}': expected open, closed or reclaimed"))
-}
-
-fn uid_of(user: &str) -> Result<u32, Failure> {
-    if let Ok(n) = user.parse() {
-        return Ok(n);
-    }
-    let out = std::process::Command::new("id")
-        .args(["-u", "--", user])
-        .output()
-        .map_err(|e| Failure::Runtime(format!("cannot run id: {e}")))?;
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .map_err(|_| Failure::option("--user", user, "a user name or uid known to this host"))
-}
-
 fn remote(e: greenup::daemon::client::ClientError) -> Failure {
     Failure::Runtime(e.to_string())
 }
@@ -102,62 +67,10 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
 }
 
-fn mj(j: Option<f64>) -> String {
-    j.map_or_else(|| "-".to_string(), |j| format!("{:.3}", j / 1e6))
-}
-
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(NOTHING);
     t.set_header(header.iter().map(|h| h.to_string()));
-    t
-}
-
-/// `greenup jobs`: the jobs the caller may see.
-pub fn jobs(args: &JobsArgs) -> Outcome {
-    let uid = args.user.as_deref().map(uid_of).transpose()?;
-    let filter = ListJobs {
-        uid,
-        state: args.state,
-        limit: Some(args.limit),
-    };
-    let jobs = args.conn.client()?.list_jobs(filter).map_err(remote)?;
-    if args.conn.json {
-        return print_json(&jobs);
-    }
-    emit(&jobs_table(&jobs).to_string());
-    Ok(())
-}
-
-fn jobs_table(jobs: &[JobSummary]) -> Table {
-    let mut t = table(&[
-        "JOBID",
-        "USER",
-        "PARTITION",
-        "STATE",
-        "POLICY",
-        "VERDICT",
-        "NODES",
-        "RESERVED_W",
-        "PRED_MJ",
-        "MEAS_MJ",
-        "OUTCOMES",
-    ]);
-    for j in jobs {
-        t.add_row(vec![
-            j.job_id.to_string(),
-            j.user.clone().unwrap_or_else(|| j.uid.to_string()),
-            opt(j.partition.as_deref()),
-            j.state.as_str().to_string(),
-            j.policy.clone(),
-            verdict(j.verdict),
-            j.node_count.to_string(),
-            format!("{:.0}", j.reserved_w),
-            mj(j.predicted_energy_j),
-            mj(j.measured_energy_j),
-            j.outcomes.to_string(),
-        ]);
-    }
     t
 }
 
