@@ -1,0 +1,23 @@
+# Shared helpers for greenup's scripts: progress lines and Debian package installs.
+# Sourced, not run.
+
+# Print a progress line with the elapsed time since the script started.
+step() {
+  printf '\n==> [%4ds] %s\n' "$SECONDS" "$*"
+}
+
+# Install Debian packages that are missing; quiet when everything is present.
+need_debs() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The Debian packages greenup builds and runs against.
+GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config)
