@@ -1,1 +1,9 @@
-//! TODO(owner): daemon
+//! greenupd: the one-per-cluster daemon that owns the site power budget and
+//! every job's decision and outcome.
+//!
+//! `protocol`, `client` and `munge` build without the `daemon` feature so the
+//! SPANK plugin can talk to greenupd; the server side needs the feature.
+
+pub mod client;
+pub mod munge;
+pub mod protocol;

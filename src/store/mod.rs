@@ -1,1 +1,170 @@
-//! TODO(owner): store
+//! greenup's durable state: jobs, decisions (with the inputs and profile
+//! version that produced them), per-node outcomes, power reservations, and
+//! refined profile versions.
+//!
+//! [`Store`] is the seam; [`sqlite::SqliteStore`] is the implementation
+//! (SQLite in WAL mode, synchronous commits). Writes arrive as [`Change`]s and
+//! are applied in groups: each change is all-or-nothing (its own savepoint)
+//! and nothing is acknowledged before the group's commit is on disk.
+
+pub mod sqlite;
+
+use serde::{Deserialize, Serialize};
+
+use crate::daemon::protocol::{Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob};
+
+pub use sqlite::SqliteStore;
+
+/// A job to store with its decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    /// The request that opened it.
+    pub request: OpenJob,
+    /// The decision made for it.
+    pub decision: Decision,
+    /// The plan request the decision was made from (JSON), for reports and audits.
+    pub inputs: serde_json::Value,
+    /// Unix seconds after which an unclosed job's reservation is reclaimed.
+    pub expires_at: i64,
+}
+
+/// One write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Store a job, its decision and its reservation, unless the job exists already.
+    Open(Box<NewJob>),
+    /// Store one node's outcome (the first outcome per node wins).
+    Outcome {
+        /// The outcome.
+        outcome: NodeOutcome,
+        /// Unix seconds it arrived.
+        at: i64,
+    },
+    /// Close or reclaim an open job and drop its reservation.
+    Close {
+        /// Slurm job id.
+        job_id: u64,
+        /// `closed` or `reclaimed`.
+        state: JobState,
+        /// How it ended.
+        end: Option<String>,
+        /// Unix seconds.
+        at: i64,
+    },
+}
+
+/// What a change did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// An open: `new` is false when the job existed, and `decision` is then the stored one.
+    Opened {
+        /// Whether this change created the job.
+        new: bool,
+        /// The job's decision as stored.
+        decision: Decision,
+        /// The job's state as stored.
+        state: JobState,
+    },
+    /// An outcome or close: `new` is false when it was stored before.
+    Stored {
+        /// Whether this change wrote anything.
+        new: bool,
+    },
+}
+
+/// A job's hold on the power budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    /// Slurm job id.
+    pub job_id: u64,
+    /// Partition, if any.
+    pub partition: Option<String>,
+    /// Watts reserved.
+    pub watts: f64,
+    /// Unix seconds after which it is reclaimed if the job was never closed.
+    pub expires_at: i64,
+    /// Unix seconds the job was opened.
+    pub opened_at: i64,
+}
+
+/// Row counts, for `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Jobs open now.
+    pub open_jobs: u64,
+    /// Jobs ever stored.
+    pub total_jobs: u64,
+    /// Node outcomes ever stored.
+    pub outcomes: u64,
+}
+
+/// One stored version of an application's profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileVersion {
+    /// Application (profile) name.
+    pub application: String,
+    /// Version number, from 1 upwards per application.
+    pub version: u32,
+    /// The profile as YAML.
+    pub yaml: String,
+    /// Unix seconds it was stored.
+    pub created: i64,
+    /// Outcomes it was refined from.
+    pub samples: u64,
+    /// Fit residual (relative error), when refined.
+    pub residual: Option<f64>,
+    /// Whether admins pinned it (refinement then leaves the application alone).
+    pub pinned: bool,
+}
+
+/// Why the store failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// The job is not in the store.
+    #[error("job {0} is not known")]
+    NoSuchJob(u64),
+    /// The profile version is not in the store.
+    #[error("profile {0} has no version {1}")]
+    NoSuchVersion(String, u32),
+    /// The database refused the change (disk full, read-only, I/O error); nothing was stored.
+    #[error("the store could not save the change, nothing was stored: {0}")]
+    Write(String),
+    /// The database could not be read.
+    #[error("the store could not be read: {0}")]
+    Read(String),
+    /// A stored row could not be decoded.
+    #[error("the store holds a damaged row: {0}")]
+    Corrupt(String),
+}
+
+/// greenup's durable state.
+pub trait Store: Send {
+    /// Apply changes in one commit. Each change is all-or-nothing on its own; the
+    /// results come back in order, and any `Ok` is on disk when this returns.
+    fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>>;
+    /// One job with decision and outcomes.
+    fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError>;
+    /// Jobs newest first, optionally only one uid's and one state's, at most `limit`.
+    fn list_jobs(
+        &mut self,
+        uid: Option<u32>,
+        state: Option<JobState>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError>;
+    /// Reservations of open jobs (the ledger is rebuilt from these at start).
+    fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError>;
+    /// Row counts.
+    fn counts(&mut self) -> Result<Counts, StoreError>;
+    /// Store a new profile version; returns its number.
+    fn add_profile_version(
+        &mut self,
+        application: &str,
+        yaml: &str,
+        samples: u64,
+        residual: Option<f64>,
+    ) -> Result<u32, StoreError>;
+    /// All versions of an application's profile, oldest first.
+    fn profile_versions(&mut self, application: &str) -> Result<Vec<ProfileVersion>, StoreError>;
+    /// Pin or unpin one version.
+    fn set_pinned(&mut self, application: &str, version: u32, pinned: bool) -> Result<(), StoreError>;
+}

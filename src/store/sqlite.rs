@@ -1,0 +1,641 @@
+//! The SQLite store: WAL journal, synchronous commits, one savepoint per change.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Applied, Change, Counts, NewJob, ProfileVersion, Reservation, Store, StoreError};
+use crate::daemon::protocol::{Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id     INTEGER PRIMARY KEY,
+    uid        INTEGER NOT NULL,
+    user       TEXT,
+    partition  TEXT,
+    state      TEXT NOT NULL,
+    end_reason TEXT,
+    opened_at  INTEGER NOT NULL,
+    closed_at  INTEGER,
+    request    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_uid ON jobs (uid, job_id);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state, job_id);
+CREATE TABLE IF NOT EXISTS decisions (
+    job_id             INTEGER PRIMARY KEY REFERENCES jobs (job_id),
+    verdict            TEXT NOT NULL,
+    policy             TEXT NOT NULL,
+    profile            TEXT,
+    profile_version    TEXT,
+    power_cap_w        REAL,
+    reserved_w         REAL NOT NULL,
+    node_count         INTEGER NOT NULL,
+    predicted_energy_j REAL,
+    inputs             TEXT NOT NULL,
+    decision           TEXT NOT NULL,
+    decided_at         INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS outcomes (
+    job_id      INTEGER NOT NULL REFERENCES jobs (job_id),
+    node        TEXT NOT NULL,
+    freq_ghz    REAL,
+    energy_j    REAL,
+    elapsed_s   REAL,
+    source      TEXT,
+    restored    INTEGER NOT NULL,
+    note        TEXT,
+    recorded_at INTEGER NOT NULL,
+    PRIMARY KEY (job_id, node)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reservations (
+    job_id     INTEGER PRIMARY KEY REFERENCES jobs (job_id),
+    partition  TEXT,
+    watts      REAL NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS profile_versions (
+    application TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    yaml        TEXT NOT NULL,
+    created     INTEGER NOT NULL,
+    samples     INTEGER NOT NULL DEFAULT 0,
+    residual    REAL,
+    pinned      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (application, version)
+);
+PRAGMA user_version = 1;
+";
+
+/// greenup's SQLite database.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Connection,
+}
+
+fn write_err(e: rusqlite::Error) -> StoreError {
+    StoreError::Write(e.to_string())
+}
+
+fn read_err(e: rusqlite::Error) -> StoreError {
+    StoreError::Read(e.to_string())
+}
+
+fn json_err(e: serde_json::Error) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn job_id_sql(id: u64) -> Result<i64, StoreError> {
+    i64::try_from(id).map_err(|_| StoreError::Corrupt(format!("job id {id} is out of range")))
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path` in WAL mode.
+    ///
+    /// A database that exists but cannot be written (read-only file system) still opens,
+    /// so greenupd can serve reads and answer writes with a clear error.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open(path).map_err(|e| StoreError::Read(format!("{}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(read_err)?;
+        // WAL lets readers (greenup report) run beside the daemon; FULL makes every
+        // commit durable before it is acknowledged.
+        let _ = conn.pragma_update(None, "journal_mode", "WAL");
+        conn.pragma_update(None, "synchronous", "FULL").map_err(read_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(read_err)?;
+        if let Err(e) = conn.execute_batch(SCHEMA) {
+            let has_schema: bool = conn
+                .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'jobs'", [], |r| r.get::<_, i64>(0))
+                .map(|n| n > 0)
+                .unwrap_or(false);
+            if !has_schema {
+                return Err(StoreError::Write(format!("{}: cannot create the schema: {e}", path.display())));
+            }
+            tracing::warn!(path = %path.display(), error = %e, "store opened but cannot be written");
+        }
+        Ok(SqliteStore { conn })
+    }
+
+    fn apply_one(&self, change: &Change) -> Result<Applied, StoreError> {
+        match change {
+            Change::Open(job) => self.open_job(job),
+            Change::Outcome { outcome, at } => self.record(outcome, *at),
+            Change::Close { job_id, state, end, at } => self.close(*job_id, *state, end.as_deref(), *at),
+        }
+    }
+
+    fn open_job(&self, job: &NewJob) -> Result<Applied, StoreError> {
+        let id = job_id_sql(job.request.job_id)?;
+        if let Some((decision, state)) = self.decision_of(id)? {
+            return Ok(Applied::Opened { new: false, decision, state });
+        }
+        let d = &job.decision;
+        let state = if d.verdict == Verdict::Refused { JobState::Closed } else { JobState::Open };
+        let request = serde_json::to_string(&job.request).map_err(json_err)?;
+        let decision = serde_json::to_string(d).map_err(json_err)?;
+        let inputs = job.inputs.to_string();
+        let c = &self.conn;
+        c.prepare_cached(
+            "INSERT INTO jobs (job_id, uid, user, partition, state, opened_at, closed_at, request)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                job.request.uid,
+                job.request.user,
+                job.request.partition,
+                state.as_str(),
+                d.decided_at,
+                (state == JobState::Closed).then_some(d.decided_at),
+                request
+            ])
+        })
+        .map_err(write_err)?;
+        let plan = d.plan.as_ref();
+        c.prepare_cached(
+            "INSERT INTO decisions (job_id, verdict, policy, profile, profile_version, power_cap_w, reserved_w,
+                                    node_count, predicted_energy_j, inputs, decision, decided_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                verdict_str(d.verdict),
+                d.policy,
+                d.profile,
+                d.profile_version,
+                d.power_cap_w,
+                d.reserved_w,
+                plan.map_or(0, |p| p.node_count as i64),
+                plan.map(|p| p.predicted.energy_j),
+                inputs,
+                decision,
+                d.decided_at
+            ])
+        })
+        .map_err(write_err)?;
+        if state == JobState::Open {
+            c.prepare_cached("INSERT INTO reservations (job_id, partition, watts, expires_at) VALUES (?1, ?2, ?3, ?4)")
+                .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w, job.expires_at]))
+                .map_err(write_err)?;
+        }
+        Ok(Applied::Opened { new: true, decision: d.clone(), state })
+    }
+
+    fn decision_of(&self, id: i64) -> Result<Option<(Decision, JobState)>, StoreError> {
+        let row: Option<(String, String)> = self
+            .conn
+            .prepare_cached("SELECT d.decision, j.state FROM jobs j JOIN decisions d USING (job_id) WHERE j.job_id = ?1")
+            .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .map_err(read_err)?;
+        match row {
+            None => Ok(None),
+            Some((d, s)) => Ok(Some((serde_json::from_str(&d).map_err(json_err)?, parse_state(&s)?))),
+        }
+    }
+
+    fn record(&self, o: &NodeOutcome, at: i64) -> Result<Applied, StoreError> {
+        let id = job_id_sql(o.job_id)?;
+        let known: bool = self
+            .conn
+            .prepare_cached("SELECT 1 FROM jobs WHERE job_id = ?1")
+            .and_then(|mut s| s.exists([id]))
+            .map_err(read_err)?;
+        if !known {
+            return Err(StoreError::NoSuchJob(o.job_id));
+        }
+        let n = self
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source, o.restored, o.note, at])
+            })
+            .map_err(write_err)?;
+        Ok(Applied::Stored { new: n == 1 })
+    }
+
+    fn close(&self, job_id: u64, state: JobState, end: Option<&str>, at: i64) -> Result<Applied, StoreError> {
+        let id = job_id_sql(job_id)?;
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE jobs SET state = ?2, end_reason = ?3, closed_at = ?4 WHERE job_id = ?1 AND state = 'open'",
+            )
+            .and_then(|mut s| s.execute(params![id, state.as_str(), end, at]))
+            .map_err(write_err)?;
+        if n == 0 {
+            let known = self
+                .conn
+                .prepare_cached("SELECT 1 FROM jobs WHERE job_id = ?1")
+                .and_then(|mut s| s.exists([id]))
+                .map_err(read_err)?;
+            return if known { Ok(Applied::Stored { new: false }) } else { Err(StoreError::NoSuchJob(job_id)) };
+        }
+        self.conn
+            .prepare_cached("DELETE FROM reservations WHERE job_id = ?1")
+            .and_then(|mut s| s.execute([id]))
+            .map_err(write_err)?;
+        Ok(Applied::Stored { new: true })
+    }
+
+    fn outcomes_of(&self, id: i64) -> Result<Vec<NodeOutcome>, StoreError> {
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note FROM outcomes
+                 WHERE job_id = ?1 ORDER BY node",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([id], |r| {
+                Ok(NodeOutcome {
+                    job_id: id as u64,
+                    node: r.get(0)?,
+                    freq_ghz: r.get(1)?,
+                    energy_j: r.get(2)?,
+                    elapsed_s: r.get(3)?,
+                    source: r.get(4)?,
+                    restored: r.get(5)?,
+                    note: r.get(6)?,
+                })
+            })
+            .map_err(read_err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(read_err)
+    }
+}
+
+fn verdict_str(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Planned => "planned",
+        Verdict::BudgetLimited => "budget_limited",
+        Verdict::Unchanged => "unchanged",
+        Verdict::Refused => "refused",
+    }
+}
+
+fn parse_verdict(s: &str) -> Result<Verdict, StoreError> {
+    match s {
+        "planned" => Ok(Verdict::Planned),
+        "budget_limited" => Ok(Verdict::BudgetLimited),
+        "unchanged" => Ok(Verdict::Unchanged),
+        "refused" => Ok(Verdict::Refused),
+        other => Err(StoreError::Corrupt(format!("unknown verdict '{other}'"))),
+    }
+}
+
+fn parse_state(s: &str) -> Result<JobState, StoreError> {
+    JobState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown job state '{s}'")))
+}
+
+impl Store for SqliteStore {
+    fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>> {
+        if changes.is_empty() {
+            return Vec::new();
+        }
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            let msg = e.to_string();
+            return changes.iter().map(|_| Err(StoreError::Write(msg.clone()))).collect();
+        }
+        let mut results = Vec::with_capacity(changes.len());
+        for change in changes {
+            // A savepoint per change: a failing change is undone alone and the others stay.
+            let r = match self.conn.execute_batch("SAVEPOINT change") {
+                Err(e) => Err(write_err(e)),
+                Ok(()) => match self.apply_one(change) {
+                    Ok(a) => self.conn.execute_batch("RELEASE change").map(|_| a).map_err(write_err),
+                    Err(e) => {
+                        let _ = self.conn.execute_batch("ROLLBACK TO change; RELEASE change");
+                        Err(e)
+                    }
+                },
+            };
+            results.push(r);
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            let msg = e.to_string();
+            return results
+                .into_iter()
+                .map(|r| match r {
+                    Ok(_) => Err(StoreError::Write(msg.clone())),
+                    Err(e) => Err(e),
+                })
+                .collect();
+        }
+        results
+    }
+
+    fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
+        let id = job_id_sql(job_id)?;
+        type Row = (u32, Option<String>, Option<String>, String, Option<String>, i64, Option<i64>, String);
+        let row: Option<Row> = self
+            .conn
+            .prepare_cached(
+                "SELECT uid, user, partition, state, end_reason, opened_at, closed_at, request FROM jobs WHERE job_id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+                })
+                .optional()
+            })
+            .map_err(read_err)?;
+        let Some((uid, user, partition, state, end, opened_at, closed_at, request)) = row else {
+            return Ok(None);
+        };
+        let Some((decision, _)) = self.decision_of(id)? else {
+            return Err(StoreError::Corrupt(format!("job {job_id} has no decision")));
+        };
+        let request: OpenJob = serde_json::from_str(&request).map_err(json_err)?;
+        Ok(Some(JobRecord {
+            job_id,
+            uid,
+            user,
+            partition,
+            state: parse_state(&state)?,
+            end,
+            opened_at,
+            closed_at,
+            request,
+            decision,
+            outcomes: self.outcomes_of(id)?,
+        }))
+    }
+
+    fn list_jobs(
+        &mut self,
+        uid: Option<u32>,
+        state: Option<JobState>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT j.job_id, j.uid, j.user, j.partition, j.state, d.policy, d.verdict, d.node_count,
+                        d.reserved_w, d.predicted_energy_j, j.opened_at,
+                        (SELECT sum(energy_j) FROM outcomes o WHERE o.job_id = j.job_id),
+                        (SELECT count(*) FROM outcomes o WHERE o.job_id = j.job_id)
+                 FROM jobs j JOIN decisions d USING (job_id)
+                 WHERE (?1 IS NULL OR j.uid = ?1) AND (?2 IS NULL OR j.state = ?2)
+                 ORDER BY j.job_id DESC LIMIT ?3",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map(params![uid, state.map(JobState::as_str), limit], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, f64>(8)?,
+                    r.get::<_, Option<f64>>(9)?,
+                    r.get::<_, i64>(10)?,
+                    r.get::<_, Option<f64>>(11)?,
+                    r.get::<_, i64>(12)?,
+                ))
+            })
+            .map_err(read_err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, uid, user, partition, state, policy, verdict, nodes, reserved, pred, opened, measured, n) =
+                row.map_err(read_err)?;
+            out.push(JobSummary {
+                job_id: id as u64,
+                uid,
+                user,
+                partition,
+                state: parse_state(&state)?,
+                policy,
+                verdict: parse_verdict(&verdict)?,
+                node_count: usize::try_from(nodes).unwrap_or(0),
+                reserved_w: reserved,
+                predicted_energy_j: pred,
+                measured_energy_j: measured,
+                outcomes: usize::try_from(n).unwrap_or(0),
+                opened_at: opened,
+            });
+        }
+        Ok(out)
+    }
+
+    fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError> {
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT r.job_id, r.partition, r.watts, r.expires_at, j.opened_at
+                 FROM reservations r JOIN jobs j USING (job_id) WHERE j.state = 'open' ORDER BY r.job_id",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| {
+                Ok(Reservation {
+                    job_id: r.get::<_, i64>(0)? as u64,
+                    partition: r.get(1)?,
+                    watts: r.get(2)?,
+                    expires_at: r.get(3)?,
+                    opened_at: r.get(4)?,
+                })
+            })
+            .map_err(read_err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(read_err)
+    }
+
+    fn counts(&mut self) -> Result<Counts, StoreError> {
+        let q = |sql: &str| -> Result<u64, StoreError> {
+            self.conn.query_row(sql, [], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(read_err)
+        };
+        Ok(Counts {
+            open_jobs: q("SELECT count(*) FROM jobs WHERE state = 'open'")?,
+            total_jobs: q("SELECT count(*) FROM jobs")?,
+            outcomes: q("SELECT count(*) FROM outcomes")?,
+        })
+    }
+
+    fn add_profile_version(
+        &mut self,
+        application: &str,
+        yaml: &str,
+        samples: u64,
+        residual: Option<f64>,
+    ) -> Result<u32, StoreError> {
+        let tx = self.conn.transaction().map_err(write_err)?;
+        let next: i64 = tx
+            .query_row(
+                "SELECT coalesce(max(version), 0) + 1 FROM profile_versions WHERE application = ?1",
+                [application],
+                |r| r.get(0),
+            )
+            .map_err(read_err)?;
+        tx.execute(
+            "INSERT INTO profile_versions (application, version, yaml, created, samples, residual, pinned)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
+            params![application, next, yaml, now(), i64::try_from(samples).unwrap_or(i64::MAX), residual],
+        )
+        .map_err(write_err)?;
+        tx.commit().map_err(write_err)?;
+        u32::try_from(next).map_err(|_| StoreError::Corrupt(format!("profile version {next} is out of range")))
+    }
+
+    fn profile_versions(&mut self, application: &str) -> Result<Vec<ProfileVersion>, StoreError> {
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT version, yaml, created, samples, residual, pinned FROM profile_versions
+                 WHERE application = ?1 ORDER BY version",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([application], |r| {
+                Ok(ProfileVersion {
+                    application: application.to_string(),
+                    version: r.get(0)?,
+                    yaml: r.get(1)?,
+                    created: r.get(2)?,
+                    samples: r.get::<_, i64>(3)?.max(0) as u64,
+                    residual: r.get(4)?,
+                    pinned: r.get(5)?,
+                })
+            })
+            .map_err(read_err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(read_err)
+    }
+
+    fn set_pinned(&mut self, application: &str, version: u32, pinned: bool) -> Result<(), StoreError> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE profile_versions SET pinned = ?3 WHERE application = ?1 AND version = ?2",
+                params![application, version, pinned],
+            )
+            .map_err(write_err)?;
+        if n == 0 {
+            return Err(StoreError::NoSuchVersion(application.to_string(), version));
+        }
+        Ok(())
+    }
+}
+
+/// Unix seconds now.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::protocol::{NodeOutcome, OpenJob};
+
+    fn decision(job_id: u64, watts: f64) -> Decision {
+        Decision {
+            job_id,
+            verdict: Verdict::Unchanged,
+            reason: "no profile".into(),
+            policy: "min-energy".into(),
+            profile: None,
+            profile_version: None,
+            power_cap_w: None,
+            reserved_w: watts,
+            plan: None,
+            decided_at: 1000,
+        }
+    }
+
+    fn open(job_id: u64, uid: u32, watts: f64) -> Change {
+        Change::Open(Box::new(NewJob {
+            request: OpenJob {
+                job_id,
+                uid,
+                user: None,
+                partition: Some("debug".into()),
+                nodes: vec!["n1".into(), "n2".into()],
+                min_nodes: None,
+                time_limit_s: Some(60.0),
+                policy: None,
+                profile: None,
+                energy_cap_j: None,
+                power_cap_w: None,
+                algorithm: None,
+            },
+            decision: decision(job_id, watts),
+            inputs: serde_json::json!({}),
+            expires_at: 2000,
+        }))
+    }
+
+    fn outcome(job_id: u64, node: &str, e: f64) -> Change {
+        Change::Outcome {
+            outcome: NodeOutcome {
+                job_id,
+                node: node.into(),
+                freq_ghz: Some(2.0),
+                energy_j: Some(e),
+                elapsed_s: Some(10.0),
+                source: Some("rapl".into()),
+                restored: true,
+                note: None,
+            },
+            at: 1001,
+        }
+    }
+
+    #[test]
+    fn open_is_idempotent_and_close_releases_the_reservation() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        let r = s.apply(&[open(7, 1000, 250.0), open(7, 1000, 999.0), outcome(7, "n1", 5.0), outcome(7, "n1", 6.0)]);
+        assert!(matches!(&r[0], Ok(Applied::Opened { new: true, .. })));
+        match &r[1] {
+            Ok(Applied::Opened { new: false, decision, .. }) => assert_eq!(decision.reserved_w, 250.0),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r[2], Ok(Applied::Stored { new: true }));
+        assert_eq!(r[3], Ok(Applied::Stored { new: false }));
+        assert_eq!(s.reservations().unwrap().len(), 1);
+        let close = Change::Close { job_id: 7, state: JobState::Closed, end: Some("completed".into()), at: 1002 };
+        assert_eq!(s.apply(std::slice::from_ref(&close)), vec![Ok(Applied::Stored { new: true })]);
+        assert_eq!(s.apply(&[close]), vec![Ok(Applied::Stored { new: false })]);
+        assert!(s.reservations().unwrap().is_empty());
+        let job = s.job(7).unwrap().unwrap();
+        assert_eq!(job.state, JobState::Closed);
+        assert_eq!(job.outcomes.len(), 1);
+        assert_eq!(job.outcomes[0].energy_j, Some(5.0));
+        let c = s.counts().unwrap();
+        assert_eq!((c.open_jobs, c.total_jobs, c.outcomes), (0, 1, 1));
+    }
+
+    #[test]
+    fn a_failing_change_is_undone_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        let r = s.apply(&[open(1, 5, 10.0), outcome(99, "n1", 1.0), outcome(1, "n2", 2.0)]);
+        assert!(r[0].is_ok());
+        assert_eq!(r[1], Err(StoreError::NoSuchJob(99)));
+        assert_eq!(r[2], Ok(Applied::Stored { new: true }));
+        let listed = s.list_jobs(Some(5), None, 10).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].measured_energy_j, Some(2.0));
+        assert!(s.list_jobs(Some(6), None, 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn profile_versions_count_up_per_application() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        assert_eq!(s.add_profile_version("lammps", "a: 1", 0, None).unwrap(), 1);
+        assert_eq!(s.add_profile_version("lammps", "a: 2", 12, Some(0.05)).unwrap(), 2);
+        assert_eq!(s.add_profile_version("cg", "a: 1", 0, None).unwrap(), 1);
+        s.set_pinned("lammps", 1, true).unwrap();
+        assert!(s.set_pinned("lammps", 9, true).is_err());
+        let v = s.profile_versions("lammps").unwrap();
+        assert_eq!(v.iter().map(|p| (p.version, p.pinned)).collect::<Vec<_>>(), vec![(1, true), (2, false)]);
+    }
+}
