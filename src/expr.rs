@@ -110,13 +110,30 @@ fn reals(s: &str) -> String {
         let starts_number =
             c.is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
         if starts_number {
+            // Take the whole literal, exponent included, so that `1.14e-9` stays one number.
             let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
+            let digits = |i: &mut usize| {
+                while *i < b.len() && b[*i].is_ascii_digit() {
+                    *i += 1;
+                }
+            };
+            digits(&mut i);
+            let mut real = false;
+            if b.get(i) == Some(&b'.') {
+                real = true;
                 i += 1;
+                digits(&mut i);
+            }
+            if matches!(b.get(i), Some(b'e') | Some(b'E')) {
+                let sign = usize::from(matches!(b.get(i + 1), Some(b'-') | Some(b'+')));
+                if b.get(i + 1 + sign).is_some_and(|c| c.is_ascii_digit()) {
+                    real = true;
+                    i += 1 + sign;
+                    digits(&mut i);
+                }
             }
             out.push_str(&s[start..i]);
-            let next = b.get(i).copied();
-            if !matches!(next, Some(b'.') | Some(b'e') | Some(b'E')) {
+            if !real {
                 out.push_str(".0");
             }
         } else {
@@ -164,6 +181,12 @@ mod tests {
     fn scientific_literals_survive() {
         let e = Expr::parse("2.5e9 / 1e9", &[]).unwrap();
         assert_eq!(e.eval(&[]).unwrap(), 2.5);
+    }
+
+    #[test]
+    fn negative_exponents_stay_one_literal() {
+        let e = Expr::parse("1.14e-9 / f + 2e-1 + 3E+2", &["f"]).unwrap();
+        assert!((e.eval(&[2.0]).unwrap() - (0.57e-9 + 0.2 + 300.0)).abs() < 1e-12);
     }
 
     #[test]

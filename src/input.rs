@@ -97,9 +97,17 @@ pub fn load_yaml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Input
     parse_yaml(path, &text)
 }
 
-/// serde-saphyr's messages can carry a caret snippet; greenup prints one line.
+/// serde-saphyr's messages can carry a caret snippet and repeat the position
+/// (`error: line 4 column 13: ...`); greenup prints one line and gives the position once.
 fn first_line(s: &str) -> String {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim().to_string()
+    let line = s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim();
+    let rest = line.strip_prefix("error: ").unwrap_or(line);
+    let without_position = rest
+        .strip_prefix("line ")
+        .and_then(|r| r.split_once(" column "))
+        .and_then(|(l, r)| r.split_once(": ").filter(|(c, _)| l.parse::<u64>().is_ok() && c.parse::<u64>().is_ok()))
+        .map(|(_, msg)| msg);
+    without_position.unwrap_or(rest).to_string()
 }
 
 /// Write `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.

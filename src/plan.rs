@@ -3,7 +3,17 @@
 //!
 //! `greenup plan`, greenupd and the cluster tests all decide through [`plan`].
 
+use std::collections::BTreeMap;
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
+
+use crate::input::{InputError, Origin};
+use crate::model::{ModelError, NodeSlot, Prediction, Predictor};
+use crate::optimize::nodes::{self, Search};
+use crate::optimize::{self, Goal, Limits, OptimizeError};
+use crate::policy::Policy;
+use crate::site::Site;
 
 /// Which optimizer searches the frequencies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -103,4 +113,267 @@ pub struct Plan {
     pub objective: f64,
     /// How the search went.
     pub search: SearchInfo,
+}
+
+/// Why no plan could be made (as opposed to an infeasible plan, which is still a plan).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    /// A request field, policy or site setting is unusable.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The model could not predict.
+    #[error("model: {0}")]
+    Model(#[from] ModelError),
+    /// The optimizer could not search.
+    #[error("optimizer: {0}")]
+    Optimize(#[from] OptimizeError),
+}
+
+/// Decide with the model `predictor`: merge the user's, the policy's and the site's
+/// limits (the strictest wins, so no request lifts a site cap), choose the nodes
+/// and their frequencies with the requested optimizer, and describe the result.
+pub fn plan_with(
+    site: &Site,
+    predictor: &dyn Predictor,
+    policy: &Policy,
+    req: &PlanRequest,
+) -> Result<Plan, PlanError> {
+    if !site.allowed_policies.is_empty() && !site.allowed_policies.iter().any(|p| p == &policy.name)
+    {
+        return Err(InputError::new(
+            Origin::Request("policy".into()),
+            "policy",
+            &policy.name,
+            format!(
+                "one of the site's allowed policies: {}",
+                site.allowed_policies.join(", ")
+            ),
+        )
+        .into());
+    }
+    let limits = merged_limits(site, policy, req)?;
+    let (slots, lo, hi) = node_slots(site, policy, req)?;
+
+    let started = Instant::now();
+    let search = Search {
+        slots: &slots,
+        min_nodes: lo,
+        max_nodes: hi,
+        objective: policy.objective,
+        limits,
+        min_ee: policy.constraints.min_ee,
+        algorithm: req.algorithm,
+    };
+    let decision = if policy.monitor {
+        monitor(predictor, &search)?
+    } else {
+        nodes::decide(predictor, &search)?
+    };
+    let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+
+    let types: BTreeMap<&str, &str> = slots
+        .iter()
+        .map(|s| (s.name.as_str(), s.node_type.as_str()))
+        .collect();
+    Ok(Plan {
+        policy: policy.name.clone(),
+        feasible: decision.feasible,
+        reason: decision.reason,
+        node_count: decision.config.nodes.len(),
+        nodes: decision
+            .config
+            .nodes
+            .iter()
+            .map(|n| PlannedNode {
+                name: n.name.clone(),
+                node_type: types
+                    .get(n.name.as_str())
+                    .map_or_else(|| n.node_type.clone(), |t| t.to_string()),
+                freq_ghz: n.freq_ghz,
+            })
+            .collect(),
+        predicted: estimate(&decision.prediction),
+        baseline: estimate(&decision.baseline),
+        objective: decision.objective,
+        search: SearchInfo {
+            algorithm: req.algorithm,
+            candidates: decision.candidates,
+            elapsed_us,
+        },
+    })
+}
+
+/// The monitor policy: the baseline itself, every node at maximum frequency, nothing changed.
+fn monitor(predictor: &dyn Predictor, search: &Search) -> Result<nodes::Decision, PlanError> {
+    let slots = &search.slots[..search.max_nodes.min(search.slots.len())];
+    let table = predictor.table(slots)?;
+    optimize::check_table(&table)?;
+    let top = table.max_pick();
+    let baseline = table.evaluate(&top);
+    let goal = Goal {
+        objective: search.objective,
+        limits: search.limits,
+        baseline_time_s: baseline.time_s,
+        baseline_energy_j: baseline.energy_j,
+    };
+    let config = table.config(&top);
+    let ee = predictor.efficiency(&config, &baseline);
+    let a = goal.assess(baseline.time_s, baseline.energy_j, ee);
+    let mut reason = "monitor: every node at maximum frequency, nothing changed".to_string();
+    if !a.feasible {
+        reason.push_str("; note: ");
+        reason.push_str(&goal.explain(baseline.time_s, baseline.energy_j));
+    }
+    Ok(nodes::Decision {
+        config,
+        prediction: baseline.clone(),
+        baseline,
+        objective: a.value,
+        feasible: true,
+        reason,
+        candidates: 1,
+    })
+}
+
+fn estimate(p: &Prediction) -> Estimate {
+    Estimate {
+        time_s: p.time_s,
+        energy_j: p.energy_j,
+        avg_power_w: p.avg_power_w,
+    }
+}
+
+/// The strictest of the user's, the policy's and the site's limits.
+fn merged_limits(site: &Site, policy: &Policy, req: &PlanRequest) -> Result<Limits, PlanError> {
+    let check = |field: &str, v: Option<f64>| -> Result<Option<f64>, PlanError> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(InputError::new(
+                Origin::Request(field.into()),
+                field,
+                x,
+                "a positive finite number",
+            )
+            .into()),
+            _ => Ok(v),
+        }
+    };
+    let min_of = |vals: &[Option<f64>]| vals.iter().flatten().copied().reduce(f64::min);
+    let partition_cap = match &req.partition {
+        Some(p) => site.partitions.get(p).and_then(|p| p.power_cap_w),
+        None => None,
+    };
+    Ok(Limits {
+        energy_cap_j: min_of(&[
+            check("energy_cap_j", req.energy_cap_j)?,
+            policy.constraints.energy_cap_j,
+            site.job_energy_limit_j,
+        ]),
+        power_cap_w: min_of(&[
+            check("power_cap_w", req.power_cap_w)?,
+            policy.constraints.power_cap_w,
+            site.power_cap_w,
+            partition_cap,
+        ]),
+        time_limit_s: check("time_limit_s", req.time_limit_s)?,
+        max_slowdown: policy.constraints.max_slowdown,
+    })
+}
+
+/// The candidate nodes (in the job's order) and the allowed node-count range.
+fn node_slots(
+    site: &Site,
+    policy: &Policy,
+    req: &PlanRequest,
+) -> Result<(Vec<NodeSlot>, usize, usize), PlanError> {
+    let origin = || Origin::Request("nodes".into());
+    let (names, lo, hi): (Vec<String>, usize, usize) = match &req.nodes {
+        NodeRequest::List { names, min } => {
+            if names.is_empty() {
+                return Err(InputError::new(origin(), "nodes", "", "at least one node").into());
+            }
+            let lo = min.unwrap_or(names.len());
+            if lo == 0 || lo > names.len() {
+                return Err(InputError::new(
+                    origin(),
+                    "min",
+                    lo,
+                    format!("between 1 and the {} nodes listed", names.len()),
+                )
+                .into());
+            }
+            (names.clone(), lo, names.len())
+        }
+        NodeRequest::Count { min, max } => {
+            if *min == 0 || min > max {
+                return Err(InputError::new(
+                    origin(),
+                    "node count",
+                    format!("{min}-{max}"),
+                    "MIN-MAX with 1 <= MIN <= MAX",
+                )
+                .into());
+            }
+            let pool: Vec<String> = match &req.partition {
+                Some(p) => match site.partitions.get(p) {
+                    Some(part) => part.nodes.clone(),
+                    None => {
+                        let known: Vec<&str> = site.partitions.keys().map(String::as_str).collect();
+                        return Err(InputError::new(
+                            Origin::Request("partition".into()),
+                            "partition",
+                            p,
+                            format!("one of the site's partitions: {}", known.join(", ")),
+                        )
+                        .into());
+                    }
+                },
+                None => site.nodes.keys().cloned().collect(),
+            };
+            if *min > pool.len() {
+                return Err(InputError::new(
+                    origin(),
+                    "node count",
+                    format!("{min}-{max}"),
+                    format!("at most the {} nodes greenup knows here", pool.len()),
+                )
+                .into());
+            }
+            let hi = (*max).min(pool.len());
+            (pool, *min, hi)
+        }
+    };
+    let (lo, hi) = match policy.constraints.nodes {
+        Some((plo, phi)) => {
+            let (a, b) = (lo.max(plo), hi.min(phi));
+            if a > b {
+                return Err(InputError::new(
+                    origin(),
+                    "nodes",
+                    format!("{lo}-{hi}"),
+                    format!("a node count policy '{}' allows ({plo}-{phi})", policy.name),
+                )
+                .into());
+            }
+            (a, b)
+        }
+        None => (lo, hi),
+    };
+    let mut slots = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(ty) = site.node_type_of(&name) else {
+            return Err(InputError::new(
+                origin(),
+                "node",
+                &name,
+                "a node listed in the site config's node types",
+            )
+            .into());
+        };
+        slots.push(NodeSlot {
+            name,
+            node_type: ty.name.clone(),
+            freqs_ghz: ty.freqs_ghz.clone(),
+        });
+    }
+    Ok((slots, lo, hi))
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::munge::{Munge, MungeError};
 use super::protocol::{
-    Decision, ErrorReply, JobRecord, JobSummary, ListJobs, MAX_LINE_BYTES, NodeOutcome, NodeSettings, OpenJob,
-    Reply, ReplyLine, Request, Status, request_body, request_line,
+    Decision, ErrorReply, JobRecord, JobSummary, ListJobs, MAX_LINE_BYTES, NodeOutcome,
+    NodeSettings, OpenJob, Reply, ReplyLine, Request, Status, request_body, request_line,
 };
 
 /// Where greenupd listens.
@@ -114,7 +114,9 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("timeout", &self.timeout).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -123,12 +125,18 @@ impl Client {
     ///
     /// TCP needs libmunge; on a Unix socket credentials are used only if libmunge loads.
     pub fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Client, ClientError> {
-        let connect_err = |source| ClientError::Connect { endpoint: endpoint.to_string(), source };
+        let connect_err = |source| ClientError::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        };
         let (conn, munge) = match endpoint {
             Endpoint::Tcp(addr) => {
                 let munge = Munge::load()?;
                 let addrs = addr.to_socket_addrs().map_err(connect_err)?;
-                let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "address resolves to nothing");
+                let mut last = std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "address resolves to nothing",
+                );
                 let mut stream = None;
                 for a in addrs {
                     match TcpStream::connect_timeout(&a, timeout) {
@@ -152,7 +160,11 @@ impl Client {
                 (Conn::Unix(s), None)
             }
         };
-        Ok(Client { conn: BufReader::new(conn), munge, timeout })
+        Ok(Client {
+            conn: BufReader::new(conn),
+            munge,
+            timeout,
+        })
     }
 
     /// Send one request and wait for its reply.
@@ -162,8 +174,11 @@ impl Client {
             Some(m) => Some(m.encode(body.as_bytes())?),
             None => None,
         };
-        let line = request_line(&body, cred.as_deref()).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        self.call_raw(&line)?.into_result().map_err(ClientError::Server)
+        let line = request_line(&body, cred.as_deref())
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        self.call_raw(&line)?
+            .into_result()
+            .map_err(ClientError::Server)
     }
 
     /// Send a line exactly as given (a newline is added if missing) and read one reply line.
@@ -171,7 +186,9 @@ impl Client {
     /// For tests and tools that must send what a well-behaved client would not.
     pub fn call_raw(&mut self, line: &[u8]) -> Result<ReplyLine, ClientError> {
         let io = |e: std::io::Error, t: Duration| match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ClientError::Timeout(t),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                ClientError::Timeout(t)
+            }
             _ => ClientError::Io(e),
         };
         let t = self.timeout;
@@ -182,7 +199,10 @@ impl Client {
         }
         w.flush().map_err(|e| io(e, t))?;
         let mut buf = Vec::with_capacity(512);
-        let n = (&mut self.conn).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| io(e, t))?;
+        let n = (&mut self.conn)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| io(e, t))?;
         if n == 0 {
             return Err(ClientError::Io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -190,7 +210,9 @@ impl Client {
             )));
         }
         if buf.last() != Some(&b'\n') {
-            return Err(ClientError::Protocol(format!("reply longer than {MAX_LINE_BYTES} bytes or cut short")));
+            return Err(ClientError::Protocol(format!(
+                "reply longer than {MAX_LINE_BYTES} bytes or cut short"
+            )));
         }
         serde_json::from_slice(&buf).map_err(|e| ClientError::Protocol(e.to_string()))
     }
@@ -205,7 +227,10 @@ impl Client {
 
     /// One node's settings for an open job.
     pub fn node_settings(&mut self, job_id: u64, node: &str) -> Result<NodeSettings, ClientError> {
-        match self.call(&Request::NodeSettings { job_id, node: node.to_string() })? {
+        match self.call(&Request::NodeSettings {
+            job_id,
+            node: node.to_string(),
+        })? {
             Reply::NodeSettings(s) => Ok(s),
             other => Err(unexpected("node_settings", &other)),
         }
@@ -221,7 +246,10 @@ impl Client {
 
     /// Close a job; `Ok(false)` when it was closed before.
     pub fn close_job(&mut self, job_id: u64, end: Option<&str>) -> Result<bool, ClientError> {
-        match self.call(&Request::CloseJob { job_id, end: end.map(str::to_string) })? {
+        match self.call(&Request::CloseJob {
+            job_id,
+            end: end.map(str::to_string),
+        })? {
             Reply::Stored { new, .. } => Ok(new),
             other => Err(unexpected("stored", &other)),
         }
@@ -266,9 +294,18 @@ mod tests {
 
     #[test]
     fn endpoint_parse() {
-        assert_eq!(Endpoint::parse("unix:/run/g.sock"), Endpoint::Unix("/run/g.sock".into()));
-        assert_eq!(Endpoint::parse("/run/g.sock"), Endpoint::Unix("/run/g.sock".into()));
-        assert_eq!(Endpoint::parse("ctl:7470"), Endpoint::Tcp("ctl:7470".into()));
+        assert_eq!(
+            Endpoint::parse("unix:/run/g.sock"),
+            Endpoint::Unix("/run/g.sock".into())
+        );
+        assert_eq!(
+            Endpoint::parse("/run/g.sock"),
+            Endpoint::Unix("/run/g.sock".into())
+        );
+        assert_eq!(
+            Endpoint::parse("ctl:7470"),
+            Endpoint::Tcp("ctl:7470".into())
+        );
     }
 
     #[test]
@@ -276,6 +313,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ep = Endpoint::Unix(dir.path().join("none.sock"));
         let e = Client::connect(&ep, Duration::from_millis(100)).unwrap_err();
-        assert!(e.to_string().starts_with("cannot connect to greenupd at unix:"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("cannot connect to greenupd at unix:"),
+            "{e}"
+        );
     }
 }

@@ -7,3 +7,14 @@
 pub mod client;
 pub mod munge;
 pub mod protocol;
+
+#[cfg(feature = "daemon")]
+pub mod auth;
+#[cfg(feature = "daemon")]
+pub mod decide;
+#[cfg(feature = "daemon")]
+pub mod ledger;
+#[cfg(feature = "daemon")]
+pub mod server;
+#[cfg(feature = "daemon")]
+pub mod store_thread;

@@ -61,7 +61,11 @@ impl MungeError {
             2..=4 => MungeFailure::BadArgument,
             _ => MungeFailure::Daemon,
         };
-        MungeError { kind, code, message }
+        MungeError {
+            kind,
+            code,
+            message,
+        }
     }
 }
 
@@ -103,10 +107,21 @@ impl Munge {
         // symbol types match munge.h (munge 0.5.x, soname 2).
         unsafe {
             let lib = libloading::Library::new(LIBRARY).map_err(unavailable)?;
-            let encode = *lib.get::<EncodeFn>(b"munge_encode\0").map_err(unavailable)?;
-            let decode = *lib.get::<DecodeFn>(b"munge_decode\0").map_err(unavailable)?;
-            let strerror = *lib.get::<StrerrorFn>(b"munge_strerror\0").map_err(unavailable)?;
-            Ok(Munge { encode, decode, strerror, _lib: lib })
+            let encode = *lib
+                .get::<EncodeFn>(b"munge_encode\0")
+                .map_err(unavailable)?;
+            let decode = *lib
+                .get::<DecodeFn>(b"munge_decode\0")
+                .map_err(unavailable)?;
+            let strerror = *lib
+                .get::<StrerrorFn>(b"munge_strerror\0")
+                .map_err(unavailable)?;
+            Ok(Munge {
+                encode,
+                decode,
+                strerror,
+                _lib: lib,
+            })
         }
     }
 
@@ -114,7 +129,11 @@ impl Munge {
         // SAFETY: munge_strerror returns a static string for any code.
         let text = unsafe {
             let p = (self.strerror)(code);
-            if p.is_null() { String::from("unknown error") } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+            if p.is_null() {
+                String::from("unknown error")
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
         };
         MungeError::from_code(code, text)
     }
@@ -128,7 +147,14 @@ impl Munge {
         })?;
         let mut cred: *mut c_char = std::ptr::null_mut();
         // SAFETY: cred is an out pointer; payload is valid for len bytes; NULL ctx = defaults.
-        let rc = unsafe { (self.encode)(&mut cred, std::ptr::null_mut(), payload.as_ptr().cast(), len) };
+        let rc = unsafe {
+            (self.encode)(
+                &mut cred,
+                std::ptr::null_mut(),
+                payload.as_ptr().cast(),
+                len,
+            )
+        };
         if rc != 0 {
             if !cred.is_null() {
                 // SAFETY: libmunge allocates with malloc.
@@ -137,7 +163,10 @@ impl Munge {
             return Err(self.error(rc));
         }
         if cred.is_null() {
-            return Err(MungeError::from_code(1, "munge_encode returned no credential".into()));
+            return Err(MungeError::from_code(
+                1,
+                "munge_encode returned no credential".into(),
+            ));
         }
         // SAFETY: on success cred is a NUL-terminated malloc'd string we now own.
         let text = unsafe {
@@ -160,7 +189,16 @@ impl Munge {
         let mut uid: libc::uid_t = 0;
         let mut gid: libc::gid_t = 0;
         // SAFETY: all out pointers are valid; NULL ctx = defaults.
-        let rc = unsafe { (self.decode)(c.as_ptr(), std::ptr::null_mut(), &mut buf, &mut len, &mut uid, &mut gid) };
+        let rc = unsafe {
+            (self.decode)(
+                c.as_ptr(),
+                std::ptr::null_mut(),
+                &mut buf,
+                &mut len,
+                &mut uid,
+                &mut gid,
+            )
+        };
         // munge allocates the payload even for some failures (expired, replayed).
         let payload = if buf.is_null() {
             Vec::new()
@@ -186,9 +224,21 @@ mod tests {
 
     #[test]
     fn error_codes_map_to_classes() {
-        assert_eq!(MungeError::from_code(15, String::new()).kind, MungeFailure::Expired);
-        assert_eq!(MungeError::from_code(17, String::new()).kind, MungeFailure::Replayed);
-        assert_eq!(MungeError::from_code(11, String::new()).kind, MungeFailure::Invalid);
-        assert_eq!(MungeError::from_code(6, String::new()).kind, MungeFailure::Daemon);
+        assert_eq!(
+            MungeError::from_code(15, String::new()).kind,
+            MungeFailure::Expired
+        );
+        assert_eq!(
+            MungeError::from_code(17, String::new()).kind,
+            MungeFailure::Replayed
+        );
+        assert_eq!(
+            MungeError::from_code(11, String::new()).kind,
+            MungeFailure::Invalid
+        );
+        assert_eq!(
+            MungeError::from_code(6, String::new()).kind,
+            MungeFailure::Daemon
+        );
     }
 }

@@ -242,9 +242,13 @@ impl Decision {
     /// The frequency (GHz) this node should run at, or `None` to leave it alone.
     pub fn freq_for(&self, node: &str) -> Option<f64> {
         match self.verdict {
-            Verdict::Planned | Verdict::BudgetLimited => {
-                self.plan.as_ref()?.nodes.iter().find(|n| n.name == node).map(|n| n.freq_ghz)
-            }
+            Verdict::Planned | Verdict::BudgetLimited => self
+                .plan
+                .as_ref()?
+                .nodes
+                .iter()
+                .find(|n| n.name == node)
+                .map(|n| n.freq_ghz),
             Verdict::Unchanged | Verdict::Refused => None,
         }
     }
@@ -442,15 +446,25 @@ pub struct ErrorReply {
 
 impl std::fmt::Display for ErrorReply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let code = serde_json::to_value(self.code).ok().and_then(|v| v.as_str().map(str::to_owned));
-        write!(f, "{}: {}", code.as_deref().unwrap_or("error"), self.message)
+        let code = serde_json::to_value(self.code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned));
+        write!(
+            f,
+            "{}: {}",
+            code.as_deref().unwrap_or("error"),
+            self.message
+        )
     }
 }
 
 impl ErrorReply {
     /// An error reply with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ErrorReply { code, message: message.into() }
+        ErrorReply {
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -472,12 +486,22 @@ pub struct ReplyLine {
 impl ReplyLine {
     /// A success line.
     pub fn ok(reply: Reply) -> Self {
-        ReplyLine { v: VERSION, ok: true, reply: Some(reply), error: None }
+        ReplyLine {
+            v: VERSION,
+            ok: true,
+            reply: Some(reply),
+            error: None,
+        }
     }
 
     /// A failure line.
     pub fn err(error: ErrorReply) -> Self {
-        ReplyLine { v: VERSION, ok: false, reply: None, error: Some(error) }
+        ReplyLine {
+            v: VERSION,
+            ok: false,
+            reply: None,
+            error: Some(error),
+        }
     }
 
     /// The line's result.
@@ -485,7 +509,10 @@ impl ReplyLine {
         match (self.ok, self.reply, self.error) {
             (true, Some(r), _) => Ok(r),
             (false, _, Some(e)) => Err(e),
-            _ => Err(ErrorReply::new(ErrorCode::Internal, "reply has neither a result nor an error")),
+            _ => Err(ErrorReply::new(
+                ErrorCode::Internal,
+                "reply has neither a result nor an error",
+            )),
         }
     }
 
@@ -527,7 +554,10 @@ mod tests {
 
     #[test]
     fn request_line_round_trips_and_embeds_body_verbatim() {
-        let req = Request::CloseJob { job_id: 42, end: Some("completed".into()) };
+        let req = Request::CloseJob {
+            job_id: 42,
+            end: Some("completed".into()),
+        };
         let body = request_body(&req).unwrap();
         let line = request_line(&body, Some("MUNGE:abc\"x")).unwrap();
         let text = std::str::from_utf8(&line).unwrap();
@@ -543,7 +573,10 @@ mod tests {
     fn unknown_op_and_unknown_field_are_rejected() {
         assert!(serde_json::from_str::<Request>(r#"{"op":"explode"}"#).is_err());
         assert!(serde_json::from_str::<Request>(r#"{"op":"get_job","job_id":1,"x":2}"#).is_err());
-        assert_eq!(serde_json::from_str::<Request>(r#"{"op":"status"}"#).unwrap(), Request::Status);
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"op":"status"}"#).unwrap(),
+            Request::Status
+        );
     }
 
     #[test]

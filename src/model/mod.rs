@@ -219,3 +219,51 @@ pub trait Predictor {
 pub fn finite(what: &str, value: f64) -> Result<f64, ModelError> {
     if value.is_finite() && value >= 0.0 { Ok(value) } else { Err(ModelError::NotFinite { what: what.to_string(), value }) }
 }
+
+/// Like [`finite`], but builds the name only when the value is bad (tables check many values).
+pub fn finite_or(value: f64, what: impl FnOnce() -> String) -> Result<f64, ModelError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ModelError::NotFinite {
+            what: what(),
+            value,
+        })
+    }
+}
+
+/// Build one table row per node, computing each distinct (node type, frequency list) once:
+/// nodes of one kind have identical rows apart from their names, and sites have thousands.
+pub fn rows_by_kind(
+    nodes: &[NodeSlot],
+    mut row: impl FnMut(&NodeSlot) -> Result<(Vec<Choice>, f64), ModelError>,
+) -> Result<Vec<NodeChoices>, ModelError> {
+    type Row = (Vec<Choice>, f64);
+    let mut done: std::collections::HashMap<(&str, Vec<u64>), Row> =
+        std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(nodes.len());
+    for slot in nodes {
+        let key = (
+            slot.node_type.as_str(),
+            slot.freqs_ghz
+                .iter()
+                .map(|f| f.to_bits())
+                .collect::<Vec<_>>(),
+        );
+        let (choices, static_w) = match done.get(&key) {
+            Some(r) => r.clone(),
+            None => {
+                let r = row(slot)?;
+                done.insert(key, r.clone());
+                r
+            }
+        };
+        out.push(NodeChoices {
+            name: slot.name.clone(),
+            node_type: slot.node_type.clone(),
+            choices,
+            static_w,
+        });
+    }
+    Ok(out)
+}

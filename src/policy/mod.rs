@@ -1,2 +1,281 @@
-//! Named policies: an objective plus constraints, loaded from `policies/*.yaml`.
-//! Owner: optimize/policy work.
+//! Named policies: an objective plus constraints, one YAML file each, loaded
+//! from the site's policy directories (`policies/*.yaml`). A site adds a policy
+//! by dropping a file there; no code changes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
+use crate::optimize::Objective;
+
+/// Limits a policy adds to every job that uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PolicyConstraints {
+    /// Most joules a job may use.
+    pub energy_cap_j: Option<f64>,
+    /// Most average watts a job may draw.
+    pub power_cap_w: Option<f64>,
+    /// Most slowdown against every node at maximum frequency (0.1 = 10 %).
+    pub max_slowdown: Option<f64>,
+    /// Least iso-energy-efficiency EE = E1 / Ep.
+    pub min_ee: Option<f64>,
+    /// Fewest and most nodes a job may use.
+    pub nodes: Option<(usize, usize)>,
+}
+
+/// A named policy: what to optimize and within which limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// The name users give, e.g. `min-energy`.
+    pub name: String,
+    /// One line for users.
+    pub description: String,
+    /// What to optimize.
+    pub objective: Objective,
+    /// Limits on top of the user's and the site's.
+    pub constraints: PolicyConstraints,
+    /// Record only: run every node at maximum frequency and change nothing.
+    pub monitor: bool,
+    /// The file it came from.
+    pub source: PathBuf,
+}
+
+/// Every policy a site offers, by name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PolicySet {
+    policies: BTreeMap<String, Policy>,
+}
+
+impl PolicySet {
+    /// Load every `*.yaml` and `*.yml` file of `dirs`. When two directories define
+    /// the same name, the earlier directory wins, so a site's own directory listed
+    /// first overrides a shipped policy; the same name twice in one directory is an error.
+    pub fn load(dirs: &[PathBuf]) -> Result<PolicySet, InputError> {
+        let mut policies: BTreeMap<String, Policy> = BTreeMap::new();
+        for dir in dirs {
+            let read = std::fs::read_dir(dir).map_err(|e| {
+                InputError::bare(
+                    Origin::Path(dir.clone()),
+                    format!("cannot read policy directory: {e}"),
+                )
+            })?;
+            let mut files: Vec<PathBuf> = read
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.is_file()
+                        && matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml"))
+                })
+                .collect();
+            files.sort();
+            let mut here: BTreeMap<String, PathBuf> = BTreeMap::new();
+            for file in files {
+                let policy = Policy::load(&file)?;
+                if let Some(first) = here.get(&policy.name) {
+                    return Err(InputError::new(
+                        Origin::Path(file.clone()),
+                        "name",
+                        &policy.name,
+                        format!("a name not already used by {}", first.display()),
+                    ));
+                }
+                here.insert(policy.name.clone(), file);
+                policies.entry(policy.name.clone()).or_insert(policy);
+            }
+        }
+        Ok(PolicySet { policies })
+    }
+
+    /// The policy called `name`, if loaded.
+    pub fn get(&self, name: &str) -> Option<&Policy> {
+        self.policies.get(name)
+    }
+
+    /// Every policy name, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.policies.keys().map(String::as_str).collect()
+    }
+
+    /// Every policy, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Policy> {
+        self.policies.values()
+    }
+}
+
+/// A cap as written: a number, or a number with a unit.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Quantity {
+    Number(f64),
+    Text(String),
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Quantity::Number(n) => write!(f, "{n}"),
+            Quantity::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: Option<String>,
+    objective: Spanned<String>,
+    #[serde(default)]
+    constraints: Option<RawConstraints>,
+    #[serde(default)]
+    monitor: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConstraints {
+    energy_cap: Option<Spanned<Quantity>>,
+    power_cap: Option<Spanned<Quantity>>,
+    max_slowdown: Option<Spanned<f64>>,
+    min_ee: Option<Spanned<f64>>,
+    nodes: Option<Spanned<Quantity>>,
+}
+
+impl Policy {
+    /// Read and check one policy file.
+    pub fn load(path: &Path) -> Result<Policy, InputError> {
+        let raw: RawPolicy = load_yaml(path)?;
+        let name = &raw.name.value;
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(InputError::at(
+                path,
+                &raw.name,
+                "name",
+                "letters, digits, '-' and '_' only, e.g. min-energy",
+            ));
+        }
+        let objective = Objective::parse(&raw.objective.value).ok_or_else(|| {
+            let names: Vec<&str> = Objective::ALL.iter().map(|o| o.name()).collect();
+            InputError::at(
+                path,
+                &raw.objective,
+                "objective",
+                format!("one of {}", names.join(", ")),
+            )
+        })?;
+        let mut constraints = PolicyConstraints::default();
+        if let Some(c) = &raw.constraints {
+            constraints.energy_cap_j = c
+                .energy_cap
+                .as_ref()
+                .map(|q| positive(path, q, "constraints.energy_cap", "J", parse_energy))
+                .transpose()?;
+            constraints.power_cap_w = c
+                .power_cap
+                .as_ref()
+                .map(|q| positive(path, q, "constraints.power_cap", "W", parse_power))
+                .transpose()?;
+            if let Some(s) = &c.max_slowdown {
+                if !(s.value.is_finite() && s.value >= 0.0) {
+                    return Err(InputError::at(
+                        path,
+                        s,
+                        "constraints.max_slowdown",
+                        "a fraction >= 0, e.g. 0.1 for 10 %",
+                    ));
+                }
+                constraints.max_slowdown = Some(s.value);
+            }
+            if let Some(m) = &c.min_ee {
+                if !(m.value > 0.0 && m.value <= 1.0) {
+                    return Err(InputError::at(
+                        path,
+                        m,
+                        "constraints.min_ee",
+                        "a number in (0, 1], e.g. 0.8",
+                    ));
+                }
+                constraints.min_ee = Some(m.value);
+            }
+            if let Some(n) = &c.nodes {
+                let range = parse_range(&n.value.to_string()).ok_or_else(|| {
+                    InputError::at(
+                        path,
+                        n,
+                        "constraints.nodes",
+                        "MIN-MAX or N with 1 <= MIN <= MAX, e.g. \"2-8\"",
+                    )
+                })?;
+                constraints.nodes = Some(range);
+            }
+        }
+        Ok(Policy {
+            name: name.clone(),
+            description: raw.description.unwrap_or_default(),
+            objective,
+            constraints,
+            monitor: raw.monitor.unwrap_or(false),
+            source: path.to_path_buf(),
+        })
+    }
+}
+
+/// A node range `MIN-MAX` or `N`.
+pub fn parse_range(text: &str) -> Option<(usize, usize)> {
+    let text = text.trim();
+    let (lo, hi) = match text.split_once('-') {
+        Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+        None => {
+            let n = text.parse().ok()?;
+            (n, n)
+        }
+    };
+    (lo >= 1 && lo <= hi).then_some((lo, hi))
+}
+
+fn positive(
+    path: &Path,
+    q: &Spanned<Quantity>,
+    key: &str,
+    unit: &str,
+    parse: fn(&str) -> Result<f64, String>,
+) -> Result<f64, InputError> {
+    let v = match &q.value {
+        Quantity::Number(n) => Ok(*n),
+        Quantity::Text(s) => parse(s),
+    };
+    match v {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err(InputError::new(
+            file_origin(path, &q.referenced),
+            key,
+            &q.value,
+            format!("a positive amount in {unit}"),
+        )),
+        Err(why) => Err(InputError::new(
+            file_origin(path, &q.referenced),
+            key,
+            &q.value,
+            why,
+        )),
+    }
+}
+
+fn parse_energy(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| "a number of joules".to_string())
+}
+
+fn parse_power(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| "a number of watts".to_string())
+}

@@ -1,3 +1,829 @@
-//! Per-application profiles (`etc/profiles/NAME.yaml`): the parameters of one
-//! or more models for one application. Owner: models/profile work.
+//! Application profiles (`etc/profiles/NAME.yaml`): the parameters of one or
+//! more models for one application, checked once when the file is read.
+//!
+//! A profile names itself, carries a version (refined profiles are written
+//! back as new versions), and holds any of the sections `iso_energy`,
+//! `roofline`, `amdahl` and `hetero`. [`Profile::predictor`] turns the chosen
+//! section and the site's node types into a [`Predictor`]. The format is
+//! documented in docs/profiles.md.
+
 pub mod refine;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::expr::Expr;
+use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
+use crate::model::amdahl::{Amdahl, AmdahlFit, CommLaw};
+use crate::model::hetero::{Hetero, TypeTimes};
+use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+use crate::model::roofline::Roofline;
+use crate::model::{ModelError, Predictor};
+use crate::site::Site;
+
+/// The model names a profile section may have, in the order used when several are present.
+pub const MODEL_PREFERENCE: [&str; 4] = ["hetero", "amdahl", "iso_energy", "roofline"];
+
+/// A number or an arithmetic expression, as written in a profile.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// A plain number.
+    Number(f64),
+    /// An expression such as `"109.4 * n"`, or a name.
+    Text(String),
+    /// Something that is neither (a list, a mapping, a boolean, null), described for the error.
+    Other(String),
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Number(x) => write!(f, "{x}"),
+            Param::Text(s) | Param::Other(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl Serialize for Param {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            // Whole numbers are written without a fraction, so a version stays `2`.
+            Param::Number(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_i64(*x as i64),
+            Param::Number(x) => s.serialize_f64(*x),
+            Param::Text(t) | Param::Other(t) => s.serialize_str(t),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Param {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Param;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or an expression in quotes")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Param, E> {
+                Ok(Param::Number(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Param, E> {
+                Ok(Param::Number(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Param, E> {
+                Ok(Param::Number(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Param, E> {
+                Ok(Param::Text(v.to_string()))
+            }
+            // Anything else is kept, described, so that the check can name the key.
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Param, E> {
+                Ok(Param::Other(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Param, E> {
+                Ok(Param::Other("null".into()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Param, E> {
+                Ok(Param::Other("null".into()))
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Param, D2::Error> {
+                d.deserialize_any(V)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Param, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(Param::Other("a list".into()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Param, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Param::Other("a mapping".into()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A value without a source position, for profiles built in code (e.g. refined ones).
+pub fn unspanned<T>(value: T) -> Spanned<T> {
+    Spanned::new(
+        value,
+        serde_saphyr::Location::UNKNOWN,
+        serde_saphyr::Location::UNKNOWN,
+    )
+}
+
+/// The profile file as written: the schema serialized back when a refined version is saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileFile {
+    /// Application name, e.g. `lammps`.
+    pub name: Spanned<Param>,
+    /// Version number, 1 and up; each refinement writes the next one.
+    pub version: Spanned<Param>,
+    /// Free text for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<Spanned<Param>>,
+    /// Which model section to use when several are present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefer: Option<Spanned<Param>>,
+    /// Paper 000's iso-energy-efficiency vectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iso_energy: Option<IsoEnergyFile>,
+    /// Paper 001's roofline/arch-line coefficients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<RooflineFile>,
+    /// Paper 003's Amdahl computation and communication fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amdahl: Option<AmdahlFile>,
+    /// Paper 004's per-node-type iteration times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hetero: Option<HeteroFile>,
+}
+
+/// `iso_energy:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IsoEnergyFile {
+    /// Problem size n used when greenup plans the job.
+    pub n: Spanned<Param>,
+    /// Machine vector: expressions in `f` (GHz).
+    pub machine: MachineFile,
+    /// Application vector: expressions in `n` and `p`.
+    pub application: AppFile,
+}
+
+/// The machine vector of paper 000.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineFile {
+    /// Seconds per on-chip instruction.
+    pub t_c: Spanned<Param>,
+    /// Seconds per memory access.
+    pub t_m: Spanned<Param>,
+    /// Seconds to start one message.
+    pub t_msg: Spanned<Param>,
+    /// Seconds to transmit one byte.
+    pub t_byte: Spanned<Param>,
+    /// Watts of one processor's whole system when idle.
+    pub p_idle: Spanned<Param>,
+    /// Extra watts while computing.
+    pub dp_c: Spanned<Param>,
+    /// Extra watts while accessing memory.
+    pub dp_m: Spanned<Param>,
+}
+
+/// The application vector of paper 000.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppFile {
+    /// Overlap factor of computation, memory and network (0 to 1).
+    pub alpha: Spanned<Param>,
+    /// On-chip instructions of the sequential run.
+    pub w_c: Spanned<Param>,
+    /// Memory accesses of the sequential run.
+    pub w_m: Spanned<Param>,
+    /// Extra instructions of the parallel run (all processors).
+    pub w_co: Spanned<Param>,
+    /// Extra memory accesses of the parallel run (all processors; may be negative).
+    pub w_mo: Spanned<Param>,
+    /// Messages sent (all processors).
+    pub m: Spanned<Param>,
+    /// Bytes sent (all processors).
+    pub b: Spanned<Param>,
+}
+
+/// `roofline:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RooflineFile {
+    /// Useful operations (flops) of the whole job; expression in `p`.
+    pub flops: Spanned<Param>,
+    /// Bytes moved between memory and cache, whole job; expression in `p`.
+    pub bytes: Spanned<Param>,
+    /// Cache accesses of the whole job (eq. 10); expression in `p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_accesses: Option<Spanned<Param>>,
+    /// Seconds per flop on one node; expression in `f`.
+    pub tau_flop_s: Spanned<Param>,
+    /// Seconds per byte on one node; expression in `f`.
+    pub tau_mem_s: Spanned<Param>,
+    /// Joules per flop; expression in `f`.
+    pub eps_flop_j: Spanned<Param>,
+    /// Joules per byte; expression in `f`.
+    pub eps_mem_j: Spanned<Param>,
+    /// Joules per cache access (eq. 10); expression in `f`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eps_cache_j: Option<Spanned<Param>>,
+    /// Constant watts of one node; expression in `f`.
+    pub pi0_w: Spanned<Param>,
+}
+
+/// `amdahl:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AmdahlFile {
+    /// Compute seconds on one node at maximum frequency, T_C(0,1).
+    pub t_c1_s: Spanned<Param>,
+    /// Parallel fraction F_p of the computation (0 to 1).
+    pub parallel_fraction: Spanned<Param>,
+    /// Blocking-communication time law T_B(n).
+    pub comm: CommFile,
+    /// Slowdown S of computation at frequency `f` against `fmax` (default `fmax / f`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<Spanned<Param>>,
+    /// Watts of one node while computing, expression in `f` (default: the site's dynamic + static).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_w: Option<Spanned<Param>>,
+    /// Watts of one node while blocked in communication (default: the site's static power).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_w: Option<Spanned<Param>>,
+}
+
+impl AmdahlFile {
+    /// A section holding the parameters of a fit, with the site's default power and slowdown.
+    pub fn from_fit(fit: &AmdahlFit) -> AmdahlFile {
+        AmdahlFile {
+            t_c1_s: unspanned(Param::Number(fit.t_c1_s)),
+            parallel_fraction: unspanned(Param::Number(fit.parallel_fraction)),
+            comm: CommFile {
+                law: unspanned(Param::Text(fit.law.name().to_string())),
+                coeff_s: unspanned(Param::Number(fit.coeff_s)),
+            },
+            slowdown: None,
+            compute_w: None,
+            blocked_w: None,
+        }
+    }
+
+    /// This section with its time parameters replaced by a fit; slowdown and power are kept.
+    pub fn refit(&self, fit: &AmdahlFit) -> AmdahlFile {
+        AmdahlFile {
+            slowdown: self.slowdown.clone(),
+            compute_w: self.compute_w.clone(),
+            blocked_w: self.blocked_w.clone(),
+            ..AmdahlFile::from_fit(fit)
+        }
+    }
+}
+
+/// The communication law of an `amdahl:` section: `T_B(n) = c * (g(n) - g(1))`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommFile {
+    /// `log` (g = log2 n), `linear` (g = n) or `quadratic` (g = n^2).
+    pub law: Spanned<Param>,
+    /// Seconds per unit of g(n).
+    pub coeff_s: Spanned<Param>,
+}
+
+/// `hetero:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeteroFile {
+    /// Iterations the job runs.
+    pub iterations: Spanned<Param>,
+    /// Measurements per site node type.
+    pub node_types: BTreeMap<String, HeteroTypeFile>,
+}
+
+/// One node type's measurements in a `hetero:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeteroTypeFile {
+    /// Compute seconds per iteration at maximum frequency.
+    pub t_cp_s: Spanned<Param>,
+    /// Communication seconds per iteration at maximum frequency.
+    pub t_cm_s: Spanned<Param>,
+    /// Dynamic watts at maximum frequency (default: the site's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_dyn_w: Option<Spanned<Param>>,
+    /// Static watts (default: the site's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_static_w: Option<Spanned<Param>>,
+}
+
+/// A checked profile: the file as written plus its parsed models.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// The file it came from (or the name given to [`Profile::from_str`]).
+    pub path: PathBuf,
+    /// The schema as written, for writing refined versions back.
+    pub file: ProfileFile,
+    name: String,
+    version: u64,
+    prefer: Option<String>,
+    iso_energy: Option<IsoEnergy>,
+    roofline: Option<Roofline>,
+    amdahl: Option<AmdahlSpec>,
+    hetero: Option<BTreeMap<String, TypeTimes>>,
+    hetero_iterations: f64,
+}
+
+/// The site-independent part of an amdahl section.
+#[derive(Debug, Clone)]
+struct AmdahlSpec {
+    t_c1_s: f64,
+    parallel_fraction: f64,
+    law: CommLaw,
+    coeff_s: f64,
+    slowdown: Option<Expr>,
+    compute_w: Option<Expr>,
+    blocked_w: Option<f64>,
+}
+
+/// Checks values against a file, producing located errors.
+struct Checker<'a> {
+    path: &'a Path,
+}
+
+impl Checker<'_> {
+    fn expr(&self, v: &Spanned<Param>, key: &str, vars: &[&str]) -> Result<Expr, InputError> {
+        let what = allowed(vars);
+        match &v.value {
+            Param::Number(x) if x.is_finite() => Ok(Expr::constant(*x)),
+            Param::Number(_) => Err(InputError::at(
+                self.path,
+                v,
+                key,
+                format!("a finite number or {what}"),
+            )),
+            Param::Text(t) => Expr::parse(t, vars)
+                .map_err(|e| InputError::at(self.path, v, key, format!("{what} ({e})"))),
+            Param::Other(_) => Err(InputError::at(
+                self.path,
+                v,
+                key,
+                format!("a number or {what}"),
+            )),
+        }
+    }
+
+    /// An expression whose constant form must not be negative.
+    fn expr_nonneg(
+        &self,
+        v: &Spanned<Param>,
+        key: &str,
+        vars: &[&str],
+    ) -> Result<Expr, InputError> {
+        if let Param::Number(x) = v.value
+            && x < 0.0
+        {
+            return Err(InputError::at(
+                self.path,
+                v,
+                key,
+                format!("a number >= 0 or {}", allowed(vars)),
+            ));
+        }
+        self.expr(v, key, vars)
+    }
+
+    /// A plain number (a quoted one is accepted too) meeting `ok`; `expected` says what is valid.
+    fn number(
+        &self,
+        v: &Spanned<Param>,
+        key: &str,
+        expected: &str,
+        ok: fn(f64) -> bool,
+    ) -> Result<f64, InputError> {
+        let x = match &v.value {
+            Param::Number(x) => Some(*x),
+            Param::Text(t) => t.trim().parse::<f64>().ok(),
+            Param::Other(_) => None,
+        };
+        match x {
+            Some(x) if x.is_finite() && ok(x) => Ok(x),
+            _ => Err(InputError::at(self.path, v, key, expected)),
+        }
+    }
+
+    fn nonneg(&self, v: &Spanned<Param>, key: &str) -> Result<f64, InputError> {
+        self.number(v, key, "a finite number >= 0", |x| x >= 0.0)
+    }
+
+    fn positive(&self, v: &Spanned<Param>, key: &str) -> Result<f64, InputError> {
+        self.number(v, key, "a finite number > 0", |x| x > 0.0)
+    }
+
+    fn fraction(&self, v: &Spanned<Param>, key: &str) -> Result<f64, InputError> {
+        self.number(v, key, "a number from 0 to 1", |x| (0.0..=1.0).contains(&x))
+    }
+
+    /// A word (not a number, list or mapping).
+    fn text<'v>(
+        &self,
+        v: &'v Spanned<Param>,
+        key: &str,
+        expected: &str,
+    ) -> Result<&'v str, InputError> {
+        match &v.value {
+            Param::Text(t) => Ok(t),
+            _ => Err(InputError::at(self.path, v, key, expected)),
+        }
+    }
+}
+
+fn allowed(vars: &[&str]) -> String {
+    if vars.is_empty() {
+        "a number".to_string()
+    } else {
+        format!("an expression in {}", vars.join(", "))
+    }
+}
+
+const NAME_RULE: &str = "a non-empty name of letters, digits, '-', '_' or '.'";
+
+/// Position of the first line of the file, for errors about the file as a whole.
+fn top(path: &Path) -> Origin {
+    Origin::File {
+        path: path.to_path_buf(),
+        line: 1,
+        column: 1,
+    }
+}
+
+impl Profile {
+    /// Read and check a profile file.
+    pub fn load(path: &Path) -> Result<Profile, InputError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            InputError::bare(
+                Origin::Path(path.to_path_buf()),
+                format!("cannot read profile: {e}"),
+            )
+        })?;
+        Profile::from_str(path, &text)
+    }
+
+    /// Load the profile called `name` from `dir` (`dir/NAME.yaml`). The name comes from a
+    /// user, so it may hold only letters, digits, '-', '_' and '.', and never start with '.';
+    /// `origin` names the option or request field it came from.
+    pub fn find(dir: &Path, name: &str, origin: Origin) -> Result<Profile, InputError> {
+        let ok = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+        if !ok {
+            return Err(InputError::new(
+                origin,
+                "profile",
+                name,
+                NAME_RULE.replace("'.'", "'.' (not first)"),
+            ));
+        }
+        let path = dir.join(format!("{name}.yaml"));
+        if !path.is_file() {
+            return Err(InputError::new(
+                origin,
+                "profile",
+                name,
+                format!(
+                    "the name of a profile in {} (no {} there)",
+                    dir.display(),
+                    path.display()
+                ),
+            ));
+        }
+        Profile::load(&path)
+    }
+
+    /// Check a profile given as text; `path` names it in errors.
+    pub fn from_str(path: &Path, text: &str) -> Result<Profile, InputError> {
+        let file: ProfileFile = parse_yaml(path, text)?;
+        Profile::from_file(path, file)
+    }
+
+    /// Check a profile schema value (e.g. one built by refinement).
+    pub fn from_file(path: &Path, file: ProfileFile) -> Result<Profile, InputError> {
+        let c = Checker { path };
+        let name = c.text(&file.name, "name", NAME_RULE)?.to_string();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+        {
+            return Err(InputError::at(path, &file.name, "name", NAME_RULE));
+        }
+        let version = c.number(&file.version, "version", "a whole number >= 1", |x| {
+            x >= 1.0 && x.fract() == 0.0 && x < 9.0e15
+        })? as u64;
+        if let Some(d) = &file.description
+            && matches!(d.value, Param::Other(_))
+        {
+            return Err(InputError::at(path, d, "description", "text"));
+        }
+        let prefer = match &file.prefer {
+            Some(p) => Some(
+                c.text(p, "prefer", "one of hetero, amdahl, iso_energy, roofline")?
+                    .to_string(),
+            ),
+            None => None,
+        };
+        let iso_energy = file
+            .iso_energy
+            .as_ref()
+            .map(|s| check_iso(&c, s))
+            .transpose()?;
+        let roofline = file
+            .roofline
+            .as_ref()
+            .map(|s| check_roofline(&c, s))
+            .transpose()?;
+        let amdahl = file
+            .amdahl
+            .as_ref()
+            .map(|s| check_amdahl(&c, s))
+            .transpose()?;
+        let (hetero, hetero_iterations) = match &file.hetero {
+            Some(h) => {
+                let (t, i) = check_hetero(&c, h)?;
+                (Some(t), i)
+            }
+            None => (None, 0.0),
+        };
+        let profile = Profile {
+            path: path.to_path_buf(),
+            name,
+            version,
+            prefer,
+            file,
+            iso_energy,
+            roofline,
+            amdahl,
+            hetero,
+            hetero_iterations,
+        };
+        let present = profile.models();
+        if present.is_empty() {
+            return Err(InputError::new(
+                top(path),
+                "model section",
+                "none",
+                "at least one of iso_energy, roofline, amdahl, hetero",
+            ));
+        }
+        if let (Some(p), Some(span)) = (&profile.prefer, &profile.file.prefer)
+            && !present.contains(&p.as_str())
+        {
+            return Err(InputError::at(
+                path,
+                span,
+                "prefer",
+                format!(
+                    "the name of a model section present in this profile: {}",
+                    present.join(", ")
+                ),
+            ));
+        }
+        Ok(profile)
+    }
+
+    /// The application name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The profile version.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The model sections present, in preference order.
+    pub fn models(&self) -> Vec<&'static str> {
+        MODEL_PREFERENCE
+            .into_iter()
+            .filter(|m| match *m {
+                "hetero" => self.hetero.is_some(),
+                "amdahl" => self.amdahl.is_some(),
+                "iso_energy" => self.iso_energy.is_some(),
+                _ => self.roofline.is_some(),
+            })
+            .collect()
+    }
+
+    /// The model greenup uses: `prefer:` if given, else the first present in [`MODEL_PREFERENCE`].
+    pub fn chosen_model(&self) -> &'static str {
+        let present = self.models();
+        if let Some(p) = &self.prefer
+            && let Some(m) = present.iter().find(|m| **m == p.as_str())
+        {
+            return m;
+        }
+        present.first().copied().unwrap_or("none")
+    }
+
+    /// The iso-energy model, if the profile has one (used by `greenup model ee`).
+    pub fn iso_energy(&self) -> Option<&IsoEnergy> {
+        self.iso_energy.as_ref()
+    }
+
+    /// The predictor of the chosen model on this site's node types.
+    pub fn predictor(&self, site: &Site) -> Result<Box<dyn Predictor + Send + Sync>, ModelError> {
+        self.predictor_for(self.chosen_model(), site)
+    }
+
+    /// The predictor of a named model section on this site's node types.
+    pub fn predictor_for(
+        &self,
+        model: &str,
+        site: &Site,
+    ) -> Result<Box<dyn Predictor + Send + Sync>, ModelError> {
+        let missing = || {
+            ModelError::Config(format!(
+                "profile '{}' has no '{model}' section",
+                self.name()
+            ))
+        };
+        match model {
+            "hetero" => {
+                let types = self.hetero.as_ref().ok_or_else(missing)?;
+                Ok(Box::new(Hetero {
+                    iterations: self.hetero_iterations,
+                    types: types.clone(),
+                    site_types: site.node_types.clone(),
+                }))
+            }
+            "amdahl" => {
+                let a = self.amdahl.as_ref().ok_or_else(missing)?;
+                Ok(Box::new(Amdahl {
+                    t_c1_s: a.t_c1_s,
+                    parallel_fraction: a.parallel_fraction,
+                    law: a.law,
+                    coeff_s: a.coeff_s,
+                    slowdown: a.slowdown.clone(),
+                    compute_w: a.compute_w.clone(),
+                    blocked_w: a.blocked_w,
+                    site_types: site.node_types.clone(),
+                }))
+            }
+            "iso_energy" => Ok(Box::new(self.iso_energy.clone().ok_or_else(missing)?)),
+            "roofline" => Ok(Box::new(self.roofline.clone().ok_or_else(missing)?)),
+            _ => Err(missing()),
+        }
+    }
+
+    /// The profile as YAML text, positions dropped; used to write refined versions.
+    pub fn to_yaml(&self) -> Result<String, String> {
+        serde_saphyr::to_string(&self.file).map_err(|e| e.to_string())
+    }
+}
+
+const F: &[&str] = &["f"];
+const NP: &[&str] = &["n", "p"];
+const P: &[&str] = &["p"];
+
+fn check_iso(c: &Checker, s: &IsoEnergyFile) -> Result<IsoEnergy, InputError> {
+    let m = &s.machine;
+    let a = &s.application;
+    let k = |x: &str| format!("iso_energy.machine.{x}");
+    let ka = |x: &str| format!("iso_energy.application.{x}");
+    let machine = MachineVector {
+        t_c: c.expr_nonneg(&m.t_c, &k("t_c"), F)?,
+        t_m: c.expr_nonneg(&m.t_m, &k("t_m"), F)?,
+        t_msg: c.expr_nonneg(&m.t_msg, &k("t_msg"), F)?,
+        t_byte: c.expr_nonneg(&m.t_byte, &k("t_byte"), F)?,
+        p_idle: c.expr_nonneg(&m.p_idle, &k("p_idle"), F)?,
+        dp_c: c.expr_nonneg(&m.dp_c, &k("dp_c"), F)?,
+        dp_m: c.expr_nonneg(&m.dp_m, &k("dp_m"), F)?,
+    };
+    if let Param::Number(x) = a.alpha.value
+        && !(0.0..=1.0).contains(&x)
+    {
+        return Err(InputError::at(
+            c.path,
+            &a.alpha,
+            &ka("alpha"),
+            "a number from 0 to 1 or an expression in n, p",
+        ));
+    }
+    let app = AppVector {
+        alpha: c.expr(&a.alpha, &ka("alpha"), NP)?,
+        w_c: c.expr_nonneg(&a.w_c, &ka("w_c"), NP)?,
+        w_m: c.expr_nonneg(&a.w_m, &ka("w_m"), NP)?,
+        // Paper 000 measures negative memory overheads (FT, CG): parallel runs can miss cache less.
+        w_co: c.expr(&a.w_co, &ka("w_co"), NP)?,
+        w_mo: c.expr(&a.w_mo, &ka("w_mo"), NP)?,
+        m: c.expr_nonneg(&a.m, &ka("m"), NP)?,
+        b: c.expr_nonneg(&a.b, &ka("b"), NP)?,
+    };
+    let n = c.positive(&s.n, "iso_energy.n")?;
+    Ok(IsoEnergy { n, machine, app })
+}
+
+fn check_roofline(c: &Checker, s: &RooflineFile) -> Result<Roofline, InputError> {
+    let k = |x: &str| format!("roofline.{x}");
+    let cache = match (&s.cache_accesses, &s.eps_cache_j) {
+        (Some(q), Some(e)) => Some((
+            c.expr_nonneg(q, &k("cache_accesses"), P)?,
+            c.expr_nonneg(e, &k("eps_cache_j"), F)?,
+        )),
+        (None, None) => None,
+        (Some(q), None) => {
+            return Err(InputError::at(
+                c.path,
+                q,
+                &k("cache_accesses"),
+                "to be given together with eps_cache_j",
+            ));
+        }
+        (None, Some(e)) => {
+            return Err(InputError::at(
+                c.path,
+                e,
+                &k("eps_cache_j"),
+                "to be given together with cache_accesses",
+            ));
+        }
+    };
+    Ok(Roofline {
+        flops: c.expr_nonneg(&s.flops, &k("flops"), P)?,
+        bytes: c.expr_nonneg(&s.bytes, &k("bytes"), P)?,
+        tau_flop_s: c.expr_nonneg(&s.tau_flop_s, &k("tau_flop_s"), F)?,
+        tau_mem_s: c.expr_nonneg(&s.tau_mem_s, &k("tau_mem_s"), F)?,
+        eps_flop_j: c.expr_nonneg(&s.eps_flop_j, &k("eps_flop_j"), F)?,
+        eps_mem_j: c.expr_nonneg(&s.eps_mem_j, &k("eps_mem_j"), F)?,
+        pi0_w: c.expr_nonneg(&s.pi0_w, &k("pi0_w"), F)?,
+        cache,
+    })
+}
+
+fn check_amdahl(c: &Checker, s: &AmdahlFile) -> Result<AmdahlSpec, InputError> {
+    // Checked in file order, so the first error reported is the first in the file.
+    let t_c1_s = c.positive(&s.t_c1_s, "amdahl.t_c1_s")?;
+    let parallel_fraction = c.fraction(&s.parallel_fraction, "amdahl.parallel_fraction")?;
+    const LAWS: &str = "one of log, linear, quadratic";
+    let law = match c.text(&s.comm.law, "amdahl.comm.law", LAWS)? {
+        "log" => CommLaw::Log,
+        "linear" => CommLaw::Linear,
+        "quadratic" => CommLaw::Quadratic,
+        _ => return Err(InputError::at(c.path, &s.comm.law, "amdahl.comm.law", LAWS)),
+    };
+    Ok(AmdahlSpec {
+        t_c1_s,
+        parallel_fraction,
+        law,
+        coeff_s: c.nonneg(&s.comm.coeff_s, "amdahl.comm.coeff_s")?,
+        slowdown: s
+            .slowdown
+            .as_ref()
+            .map(|v| c.expr_nonneg(v, "amdahl.slowdown", &["f", "fmax"]))
+            .transpose()?,
+        compute_w: s
+            .compute_w
+            .as_ref()
+            .map(|v| c.expr_nonneg(v, "amdahl.compute_w", F))
+            .transpose()?,
+        blocked_w: s
+            .blocked_w
+            .as_ref()
+            .map(|v| c.nonneg(v, "amdahl.blocked_w"))
+            .transpose()?,
+    })
+}
+
+fn check_hetero(
+    c: &Checker,
+    s: &HeteroFile,
+) -> Result<(BTreeMap<String, TypeTimes>, f64), InputError> {
+    let iterations = c.positive(&s.iterations, "hetero.iterations")?;
+    if s.node_types.is_empty() {
+        return Err(InputError::new(
+            file_origin(c.path, &s.iterations.referenced),
+            "hetero.node_types",
+            "{}",
+            "at least one node type",
+        ));
+    }
+    let mut types = BTreeMap::new();
+    for (name, t) in &s.node_types {
+        let k = |x: &str| format!("hetero.node_types.{name}.{x}");
+        types.insert(
+            name.clone(),
+            TypeTimes {
+                t_cp_s: c.nonneg(&t.t_cp_s, &k("t_cp_s"))?,
+                t_cm_s: c.nonneg(&t.t_cm_s, &k("t_cm_s"))?,
+                p_dyn_w: t
+                    .p_dyn_w
+                    .as_ref()
+                    .map(|v| c.nonneg(v, &k("p_dyn_w")))
+                    .transpose()?,
+                p_static_w: t
+                    .p_static_w
+                    .as_ref()
+                    .map(|v| c.nonneg(v, &k("p_static_w")))
+                    .transpose()?,
+            },
+        );
+    }
+    Ok((types, iterations))
+}
+
+/// Where a spanned value sits, for callers that report their own errors.
+pub fn origin_of<T>(path: &Path, v: &Spanned<T>) -> Origin {
+    file_origin(path, &v.referenced)
+}

@@ -2,8 +2,15 @@
 //! which nodes have which type, power and energy caps, policies, enforcement,
 //! and where greenupd listens and stores its state.
 //!
-//! Loading and validation live in `site::load` (owner: site/CLI work); these
+//! [`load`] reads and checks the file (schema: docs/site-config.md); these
 //! types are what the rest of greenup reads.
+
+mod load;
+
+pub use load::{
+    DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR, DEFAULT_RUN_DIR,
+    DEFAULT_SOCKET, DEFAULT_STORE, load, parse,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

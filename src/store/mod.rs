@@ -61,7 +61,7 @@ pub enum Applied {
         /// Whether this change created the job.
         new: bool,
         /// The job's decision as stored.
-        decision: Decision,
+        decision: Box<Decision>,
         /// The job's state as stored.
         state: JobState,
     },
@@ -166,5 +166,10 @@ pub trait Store: Send {
     /// All versions of an application's profile, oldest first.
     fn profile_versions(&mut self, application: &str) -> Result<Vec<ProfileVersion>, StoreError>;
     /// Pin or unpin one version.
-    fn set_pinned(&mut self, application: &str, version: u32, pinned: bool) -> Result<(), StoreError>;
+    fn set_pinned(
+        &mut self,
+        application: &str,
+        version: u32,
+        pinned: bool,
+    ) -> Result<(), StoreError>;
 }

@@ -5,7 +5,9 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Applied, Change, Counts, NewJob, ProfileVersion, Reservation, Store, StoreError};
-use crate::daemon::protocol::{Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict};
+use crate::daemon::protocol::{
+    Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS jobs (
@@ -94,20 +96,31 @@ impl SqliteStore {
     /// A database that exists but cannot be written (read-only file system) still opens,
     /// so greenupd can serve reads and answer writes with a clear error.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
-        let conn = Connection::open(path).map_err(|e| StoreError::Read(format!("{}: {e}", path.display())))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(read_err)?;
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::Read(format!("{}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(read_err)?;
         // WAL lets readers (greenup report) run beside the daemon; FULL makes every
         // commit durable before it is acknowledged.
         let _ = conn.pragma_update(None, "journal_mode", "WAL");
-        conn.pragma_update(None, "synchronous", "FULL").map_err(read_err)?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(read_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(read_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(read_err)?;
         if let Err(e) = conn.execute_batch(SCHEMA) {
             let has_schema: bool = conn
-                .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'jobs'", [], |r| r.get::<_, i64>(0))
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = 'jobs'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
                 .map(|n| n > 0)
                 .unwrap_or(false);
             if !has_schema {
-                return Err(StoreError::Write(format!("{}: cannot create the schema: {e}", path.display())));
+                return Err(StoreError::Write(format!(
+                    "{}: cannot create the schema: {e}",
+                    path.display()
+                )));
             }
             tracing::warn!(path = %path.display(), error = %e, "store opened but cannot be written");
         }
@@ -118,17 +131,30 @@ impl SqliteStore {
         match change {
             Change::Open(job) => self.open_job(job),
             Change::Outcome { outcome, at } => self.record(outcome, *at),
-            Change::Close { job_id, state, end, at } => self.close(*job_id, *state, end.as_deref(), *at),
+            Change::Close {
+                job_id,
+                state,
+                end,
+                at,
+            } => self.close(*job_id, *state, end.as_deref(), *at),
         }
     }
 
     fn open_job(&self, job: &NewJob) -> Result<Applied, StoreError> {
         let id = job_id_sql(job.request.job_id)?;
         if let Some((decision, state)) = self.decision_of(id)? {
-            return Ok(Applied::Opened { new: false, decision, state });
+            return Ok(Applied::Opened {
+                new: false,
+                decision: Box::new(decision),
+                state,
+            });
         }
         let d = &job.decision;
-        let state = if d.verdict == Verdict::Refused { JobState::Closed } else { JobState::Open };
+        let state = if d.verdict == Verdict::Refused {
+            JobState::Closed
+        } else {
+            JobState::Open
+        };
         let request = serde_json::to_string(&job.request).map_err(json_err)?;
         let decision = serde_json::to_string(d).map_err(json_err)?;
         let inputs = job.inputs.to_string();
@@ -178,7 +204,11 @@ impl SqliteStore {
                 .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w, job.expires_at]))
                 .map_err(write_err)?;
         }
-        Ok(Applied::Opened { new: true, decision: d.clone(), state })
+        Ok(Applied::Opened {
+            new: true,
+            decision: Box::new(d.clone()),
+            state,
+        })
     }
 
     fn decision_of(&self, id: i64) -> Result<Option<(Decision, JobState)>, StoreError> {
@@ -189,7 +219,10 @@ impl SqliteStore {
             .map_err(read_err)?;
         match row {
             None => Ok(None),
-            Some((d, s)) => Ok(Some((serde_json::from_str(&d).map_err(json_err)?, parse_state(&s)?))),
+            Some((d, s)) => Ok(Some((
+                serde_json::from_str(&d).map_err(json_err)?,
+                parse_state(&s)?,
+            ))),
         }
     }
 
@@ -216,7 +249,13 @@ impl SqliteStore {
         Ok(Applied::Stored { new: n == 1 })
     }
 
-    fn close(&self, job_id: u64, state: JobState, end: Option<&str>, at: i64) -> Result<Applied, StoreError> {
+    fn close(
+        &self,
+        job_id: u64,
+        state: JobState,
+        end: Option<&str>,
+        at: i64,
+    ) -> Result<Applied, StoreError> {
         let id = job_id_sql(job_id)?;
         let n = self
             .conn
@@ -231,7 +270,11 @@ impl SqliteStore {
                 .prepare_cached("SELECT 1 FROM jobs WHERE job_id = ?1")
                 .and_then(|mut s| s.exists([id]))
                 .map_err(read_err)?;
-            return if known { Ok(Applied::Stored { new: false }) } else { Err(StoreError::NoSuchJob(job_id)) };
+            return if known {
+                Ok(Applied::Stored { new: false })
+            } else {
+                Err(StoreError::NoSuchJob(job_id))
+            };
         }
         self.conn
             .prepare_cached("DELETE FROM reservations WHERE job_id = ?1")
@@ -296,7 +339,10 @@ impl Store for SqliteStore {
         }
         if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = e.to_string();
-            return changes.iter().map(|_| Err(StoreError::Write(msg.clone()))).collect();
+            return changes
+                .iter()
+                .map(|_| Err(StoreError::Write(msg.clone())))
+                .collect();
         }
         let mut results = Vec::with_capacity(changes.len());
         for change in changes {
@@ -304,9 +350,15 @@ impl Store for SqliteStore {
             let r = match self.conn.execute_batch("SAVEPOINT change") {
                 Err(e) => Err(write_err(e)),
                 Ok(()) => match self.apply_one(change) {
-                    Ok(a) => self.conn.execute_batch("RELEASE change").map(|_| a).map_err(write_err),
+                    Ok(a) => self
+                        .conn
+                        .execute_batch("RELEASE change")
+                        .map(|_| a)
+                        .map_err(write_err),
                     Err(e) => {
-                        let _ = self.conn.execute_batch("ROLLBACK TO change; RELEASE change");
+                        let _ = self
+                            .conn
+                            .execute_batch("ROLLBACK TO change; RELEASE change");
                         Err(e)
                     }
                 },
@@ -329,7 +381,16 @@ impl Store for SqliteStore {
 
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
         let id = job_id_sql(job_id)?;
-        type Row = (u32, Option<String>, Option<String>, String, Option<String>, i64, Option<i64>, String);
+        type Row = (
+            u32,
+            Option<String>,
+            Option<String>,
+            String,
+            Option<String>,
+            i64,
+            Option<i64>,
+            String,
+        );
         let row: Option<Row> = self
             .conn
             .prepare_cached(
@@ -403,8 +464,21 @@ impl Store for SqliteStore {
             .map_err(read_err)?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, uid, user, partition, state, policy, verdict, nodes, reserved, pred, opened, measured, n) =
-                row.map_err(read_err)?;
+            let (
+                id,
+                uid,
+                user,
+                partition,
+                state,
+                policy,
+                verdict,
+                nodes,
+                reserved,
+                pred,
+                opened,
+                measured,
+                n,
+            ) = row.map_err(read_err)?;
             out.push(JobSummary {
                 job_id: id as u64,
                 uid,
@@ -448,7 +522,10 @@ impl Store for SqliteStore {
 
     fn counts(&mut self) -> Result<Counts, StoreError> {
         let q = |sql: &str| -> Result<u64, StoreError> {
-            self.conn.query_row(sql, [], |r| r.get::<_, i64>(0)).map(|n| n.max(0) as u64).map_err(read_err)
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .map(|n| n.max(0) as u64)
+                .map_err(read_err)
         };
         Ok(Counts {
             open_jobs: q("SELECT count(*) FROM jobs WHERE state = 'open'")?,
@@ -479,7 +556,8 @@ impl Store for SqliteStore {
         )
         .map_err(write_err)?;
         tx.commit().map_err(write_err)?;
-        u32::try_from(next).map_err(|_| StoreError::Corrupt(format!("profile version {next} is out of range")))
+        u32::try_from(next)
+            .map_err(|_| StoreError::Corrupt(format!("profile version {next} is out of range")))
     }
 
     fn profile_versions(&mut self, application: &str) -> Result<Vec<ProfileVersion>, StoreError> {
@@ -506,7 +584,12 @@ impl Store for SqliteStore {
         rows.collect::<Result<Vec<_>, _>>().map_err(read_err)
     }
 
-    fn set_pinned(&mut self, application: &str, version: u32, pinned: bool) -> Result<(), StoreError> {
+    fn set_pinned(
+        &mut self,
+        application: &str,
+        version: u32,
+        pinned: bool,
+    ) -> Result<(), StoreError> {
         let n = self
             .conn
             .execute(
@@ -591,17 +674,34 @@ mod tests {
     fn open_is_idempotent_and_close_releases_the_reservation() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
-        let r = s.apply(&[open(7, 1000, 250.0), open(7, 1000, 999.0), outcome(7, "n1", 5.0), outcome(7, "n1", 6.0)]);
+        let r = s.apply(&[
+            open(7, 1000, 250.0),
+            open(7, 1000, 999.0),
+            outcome(7, "n1", 5.0),
+            outcome(7, "n1", 6.0),
+        ]);
         assert!(matches!(&r[0], Ok(Applied::Opened { new: true, .. })));
         match &r[1] {
-            Ok(Applied::Opened { new: false, decision, .. }) => assert_eq!(decision.reserved_w, 250.0),
+            Ok(Applied::Opened {
+                new: false,
+                decision,
+                ..
+            }) => assert_eq!(decision.reserved_w, 250.0),
             other => panic!("{other:?}"),
         }
         assert_eq!(r[2], Ok(Applied::Stored { new: true }));
         assert_eq!(r[3], Ok(Applied::Stored { new: false }));
         assert_eq!(s.reservations().unwrap().len(), 1);
-        let close = Change::Close { job_id: 7, state: JobState::Closed, end: Some("completed".into()), at: 1002 };
-        assert_eq!(s.apply(std::slice::from_ref(&close)), vec![Ok(Applied::Stored { new: true })]);
+        let close = Change::Close {
+            job_id: 7,
+            state: JobState::Closed,
+            end: Some("completed".into()),
+            at: 1002,
+        };
+        assert_eq!(
+            s.apply(std::slice::from_ref(&close)),
+            vec![Ok(Applied::Stored { new: true })]
+        );
         assert_eq!(s.apply(&[close]), vec![Ok(Applied::Stored { new: false })]);
         assert!(s.reservations().unwrap().is_empty());
         let job = s.job(7).unwrap().unwrap();
@@ -616,7 +716,11 @@ mod tests {
     fn a_failing_change_is_undone_alone() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
-        let r = s.apply(&[open(1, 5, 10.0), outcome(99, "n1", 1.0), outcome(1, "n2", 2.0)]);
+        let r = s.apply(&[
+            open(1, 5, 10.0),
+            outcome(99, "n1", 1.0),
+            outcome(1, "n2", 2.0),
+        ]);
         assert!(r[0].is_ok());
         assert_eq!(r[1], Err(StoreError::NoSuchJob(99)));
         assert_eq!(r[2], Ok(Applied::Stored { new: true }));
@@ -631,11 +735,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
         assert_eq!(s.add_profile_version("lammps", "a: 1", 0, None).unwrap(), 1);
-        assert_eq!(s.add_profile_version("lammps", "a: 2", 12, Some(0.05)).unwrap(), 2);
+        assert_eq!(
+            s.add_profile_version("lammps", "a: 2", 12, Some(0.05))
+                .unwrap(),
+            2
+        );
         assert_eq!(s.add_profile_version("cg", "a: 1", 0, None).unwrap(), 1);
         s.set_pinned("lammps", 1, true).unwrap();
         assert!(s.set_pinned("lammps", 9, true).is_err());
         let v = s.profile_versions("lammps").unwrap();
-        assert_eq!(v.iter().map(|p| (p.version, p.pinned)).collect::<Vec<_>>(), vec![(1, true), (2, false)]);
+        assert_eq!(
+            v.iter().map(|p| (p.version, p.pinned)).collect::<Vec<_>>(),
+            vec![(1, true), (2, false)]
+        );
     }
 }

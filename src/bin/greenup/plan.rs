@@ -1,0 +1,325 @@
+//! `greenup plan`: one decision, printed as text or as the JSON of `greenup::plan::Plan`.
+
+use std::path::{Path, PathBuf};
+
+use clap::{ArgGroup, Args, ValueEnum};
+use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
+use greenup::hostlist;
+use greenup::input::{InputError, Origin};
+use greenup::plan::{Algorithm, NodeRequest, Plan, PlanError, PlanRequest, plan_with};
+use greenup::policy::PolicySet;
+use greenup::profile::Profile;
+use greenup::site::Site;
+use greenup::units::{
+    format_duration, format_energy, format_power, parse_energy, parse_power, parse_time,
+};
+
+use crate::{Failure, Outcome, print_json, site_path};
+
+/// Options of `greenup plan`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("which_nodes").required(true).args(["nodes", "node_count"])))]
+pub struct PlanArgs {
+    /// Site config [default: /etc/slurm/greenup.yaml].
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+    /// Application profile: a YAML file, or NAME for NAME.yaml in the site's profile_dir.
+    #[arg(long, value_name = "FILE|NAME")]
+    profile: String,
+    /// Policy name [default: the site's default_policy].
+    #[arg(long, value_name = "NAME")]
+    policy: Option<String>,
+    /// Exactly these nodes, as a Slurm hostlist (e.g. n[1-4,7]).
+    #[arg(long, value_name = "HOSTLIST", value_parser = hosts_arg)]
+    nodes: Option<Hosts>,
+    /// Any MIN to MAX nodes of the partition (or the site), e.g. 4 or 2-8.
+    #[arg(long, value_name = "MIN[-MAX]", value_parser = count_arg, allow_hyphen_values = true)]
+    node_count: Option<(usize, usize)>,
+    /// Energy cap, e.g. 20MJ or 1.5kWh.
+    #[arg(long, value_name = "ENERGY", value_parser = parse_energy, allow_hyphen_values = true)]
+    energy_cap: Option<f64>,
+    /// Power cap, e.g. 2kW.
+    #[arg(long, value_name = "POWER", value_parser = parse_power, allow_hyphen_values = true)]
+    power_cap: Option<f64>,
+    /// Time limit in Slurm's format (MM, HH:MM:SS, D-HH:MM:SS, UNLIMITED).
+    #[arg(long, value_name = "TIME", value_parser = time_arg, allow_hyphen_values = true)]
+    time_limit: Option<TimeLimit>,
+    /// Optimizer.
+    #[arg(long, value_enum, default_value_t = AlgorithmArg::Exact)]
+    algorithm: AlgorithmArg,
+    /// Slurm partition, for its node pool and power cap.
+    #[arg(long, value_name = "NAME")]
+    partition: Option<String>,
+    /// Print the plan as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Node names from `--nodes`.
+#[derive(Debug, Clone)]
+pub struct Hosts(Vec<String>);
+
+/// A parsed `--time-limit`; `None` inside means unlimited.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeLimit(Option<f64>);
+
+/// `--algorithm` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AlgorithmArg {
+    /// Exact sweep over sorted makespan bounds.
+    Exact,
+    /// Paper 004's Algorithm 1, as published.
+    Paper,
+    /// Every combination (small node counts only).
+    Brute,
+}
+
+impl From<AlgorithmArg> for Algorithm {
+    fn from(a: AlgorithmArg) -> Self {
+        match a {
+            AlgorithmArg::Exact => Algorithm::Exact,
+            AlgorithmArg::Paper => Algorithm::Paper,
+            AlgorithmArg::Brute => Algorithm::Brute,
+        }
+    }
+}
+
+fn hosts_arg(s: &str) -> Result<Hosts, String> {
+    hostlist::expand(s).map(Hosts)
+}
+
+/// `N` or `MIN-MAX` with 1 <= MIN <= MAX.
+pub fn count_arg(s: &str) -> Result<(usize, usize), String> {
+    greenup::policy::parse_range(s).ok_or_else(|| {
+        format!(
+            "invalid node count '{s}': expected N or MIN-MAX with 1 <= MIN <= MAX, e.g. 4 or 2-8"
+        )
+    })
+}
+
+fn time_arg(s: &str) -> Result<TimeLimit, String> {
+    parse_time(s).map(TimeLimit)
+}
+
+/// A profile argument: a path if it names an existing file or looks like one, else a name in `dir`.
+pub fn profile_path(arg: &str, dir: &Path) -> PathBuf {
+    let p = Path::new(arg);
+    if p.exists() || arg.contains('/') || arg.ends_with(".yaml") || arg.ends_with(".yml") {
+        p.to_path_buf()
+    } else {
+        dir.join(format!("{arg}.yaml"))
+    }
+}
+
+/// The command-line option a request field came from, so errors name what the user typed.
+fn option_of(field: &str, args: &PlanArgs) -> String {
+    match field {
+        "nodes" if args.nodes.is_none() => "--node-count",
+        "nodes" => "--nodes",
+        "energy_cap_j" => "--energy-cap",
+        "power_cap_w" => "--power-cap",
+        "time_limit_s" => "--time-limit",
+        "partition" => "--partition",
+        "policy" => "--policy",
+        other => other,
+    }
+    .to_string()
+}
+
+fn plan_failure(e: PlanError, args: &PlanArgs) -> Failure {
+    match e {
+        PlanError::Input(InputError {
+            origin: Origin::Request(field),
+            key,
+            value,
+            expected,
+        }) => Failure::from(InputError {
+            origin: Origin::Option(option_of(&field, args)),
+            key,
+            value,
+            expected,
+        }),
+        PlanError::Input(e) => e.into(),
+        // A model or optimizer error here comes from this profile on these nodes, not from greenup.
+        PlanError::Model(e) => Failure::Input(format!("profile {}: {e}", args.profile)),
+        PlanError::Optimize(e) => Failure::Input(format!("profile {}: {e}", args.profile)),
+    }
+}
+
+/// Run `greenup plan`.
+pub fn run(args: PlanArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let plan = decide(&site, &args)?;
+    if args.json {
+        print_json(&plan)?;
+    } else {
+        print_text(&plan);
+    }
+    if plan.feasible {
+        Ok(())
+    } else {
+        crate::complain(&format!("infeasible: {}", plan.reason));
+        Err(Failure::Infeasible)
+    }
+}
+
+/// Load the profile and policy the options name and decide.
+fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
+    let policy_name = args
+        .policy
+        .clone()
+        .unwrap_or_else(|| site.default_policy.clone());
+    let policies = PolicySet::load(&site.policy_dirs)?;
+    let Some(policy) = policies.get(&policy_name) else {
+        return Err(Failure::option(
+            "--policy",
+            &policy_name,
+            format!(
+                "one of the site's policies: {}",
+                allowed_names(site, &policies).join(", ")
+            ),
+        ));
+    };
+    if let Some(p) = &args.partition
+        && !site.partitions.contains_key(p)
+    {
+        let known: Vec<&str> = site.partitions.keys().map(String::as_str).collect();
+        let known = if known.is_empty() {
+            "none are configured".to_string()
+        } else {
+            known.join(", ")
+        };
+        return Err(Failure::option(
+            "--partition",
+            p,
+            format!("one of the site's partitions: {known}"),
+        ));
+    }
+    if let Some(Hosts(names)) = &args.nodes
+        && let Some(unknown) = names.iter().find(|n| !site.nodes.contains_key(*n))
+    {
+        return Err(Failure::option(
+            "--nodes",
+            unknown,
+            format!(
+                "nodes of the site config {}",
+                hostlist::compress(&site.nodes.keys().cloned().collect::<Vec<_>>())
+            ),
+        ));
+    }
+    let profile = Profile::load(&profile_path(&args.profile, &site.profile_dir))?;
+    let predictor = profile
+        .predictor(site)
+        .map_err(|e| Failure::Input(format!("profile {}: {e}", args.profile)))?;
+    let nodes = match (&args.nodes, args.node_count) {
+        (Some(Hosts(names)), _) => NodeRequest::List {
+            names: names.clone(),
+            min: None,
+        },
+        (None, Some((min, max))) => NodeRequest::Count { min, max },
+        (None, None) => {
+            return Err(Failure::option(
+                "--nodes",
+                "",
+                "a hostlist, or --node-count MIN-MAX",
+            ));
+        }
+    };
+    let req = PlanRequest {
+        policy: policy_name,
+        nodes,
+        partition: args.partition.clone(),
+        energy_cap_j: args.energy_cap,
+        power_cap_w: args.power_cap,
+        time_limit_s: args.time_limit.and_then(|t| t.0),
+        algorithm: args.algorithm.into(),
+    };
+    plan_with(site, predictor.as_ref(), policy, &req).map_err(|e| plan_failure(e, args))
+}
+
+/// Policy names a user of this site may ask for.
+pub fn allowed_names(site: &Site, policies: &PolicySet) -> Vec<String> {
+    policies
+        .names()
+        .into_iter()
+        .filter(|n| {
+            site.allowed_policies.is_empty() || site.allowed_policies.iter().any(|a| a == n)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn print_text(plan: &Plan) {
+    crate::say!(
+        "policy {}: {}",
+        plan.policy,
+        if plan.feasible {
+            "feasible"
+        } else {
+            "INFEASIBLE"
+        }
+    );
+    if !plan.reason.is_empty() {
+        crate::say!("{}", plan.reason);
+    }
+    let mut totals = Table::new();
+    totals
+        .load_style(UTF8_BORDERS_ONLY)
+        .set_header(["", "time", "energy", "avg power"]);
+    for (label, e) in [
+        ("predicted", &plan.predicted),
+        ("baseline (all at max)", &plan.baseline),
+    ] {
+        totals.add_row([
+            label.to_string(),
+            format_duration(e.time_s),
+            format_energy(e.energy_j),
+            format_power(e.avg_power_w),
+        ]);
+    }
+    let pct = |new: f64, old: f64| {
+        if old > 0.0 {
+            format!("{:+.1}%", (new - old) / old * 100.0)
+        } else {
+            "-".into()
+        }
+    };
+    totals.add_row([
+        "change".to_string(),
+        pct(plan.predicted.time_s, plan.baseline.time_s),
+        pct(plan.predicted.energy_j, plan.baseline.energy_j),
+        pct(plan.predicted.avg_power_w, plan.baseline.avg_power_w),
+    ]);
+    crate::say!("{totals}");
+
+    // Nodes of one type at one frequency share a row, written as a hostlist.
+    let mut groups: Vec<((String, f64), Vec<String>)> = Vec::new();
+    for n in &plan.nodes {
+        let key = (n.node_type.clone(), n.freq_ghz);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, names)) => names.push(n.name.clone()),
+            None => groups.push((key, vec![n.name.clone()])),
+        }
+    }
+    let mut nodes = Table::new();
+    nodes
+        .load_style(UTF8_BORDERS_ONLY)
+        .set_header(["nodes", "count", "type", "GHz"]);
+    for ((ty, f), names) in &groups {
+        nodes.add_row([
+            hostlist::compress(names),
+            names.len().to_string(),
+            ty.clone(),
+            format!("{f:.3}"),
+        ]);
+    }
+    crate::say!("{} nodes", plan.node_count);
+    crate::say!("{nodes}");
+    crate::say!(
+        "objective {:.6}; search: {} over {} candidates in {} us",
+        plan.objective,
+        format!("{:?}", plan.search.algorithm).to_lowercase(),
+        plan.search.candidates,
+        plan.search.elapsed_us
+    );
+}

@@ -1,0 +1,111 @@
+//! `greenup site ...`: the site config.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use greenup::input::{InputError, Origin};
+use greenup::policy::PolicySet;
+use greenup::units::{format_energy, format_power};
+
+use crate::Outcome;
+
+/// Site commands.
+#[derive(Subcommand, Debug)]
+pub enum SiteCommand {
+    /// Check a site config and the policies it names; print a summary.
+    Check(CheckArgs),
+}
+
+/// Options of `greenup site check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The site config file.
+    file: PathBuf,
+}
+
+/// Run a site command.
+pub fn run(cmd: SiteCommand) -> Outcome {
+    match cmd {
+        SiteCommand::Check(args) => check(args),
+    }
+}
+
+fn check(args: CheckArgs) -> Outcome {
+    let site = greenup::site::load(&args.file)?;
+    let policies = PolicySet::load(&site.policy_dirs)?;
+    let known = policies.names();
+    let names = std::iter::once(("default_policy", &site.default_policy)).chain(
+        site.allowed_policies
+            .iter()
+            .map(|p| ("allowed_policies", p)),
+    );
+    for (key, name) in names {
+        if !known.contains(&name.as_str()) {
+            let dirs: Vec<String> = site
+                .policy_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            return Err(InputError::new(
+                Origin::Path(args.file.clone()),
+                key,
+                name,
+                format!(
+                    "a policy found in {}: {}",
+                    dirs.join(", "),
+                    known.join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    let cap = |w: Option<f64>| w.map(format_power).unwrap_or_else(|| "none".into());
+    crate::say!("{}: ok", args.file.display());
+    crate::say!("  node types: {}", site.node_types.len());
+    for t in site.node_types.values() {
+        let names: Vec<String> = site
+            .nodes
+            .iter()
+            .filter(|(_, ty)| **ty == t.name)
+            .map(|(n, _)| n.clone())
+            .collect();
+        crate::say!(
+            "    {}: {} nodes {}; {} frequencies {}-{} GHz",
+            t.name,
+            names.len(),
+            greenup::hostlist::compress(&names),
+            t.freqs_ghz.len(),
+            t.fmin(),
+            t.fmax()
+        );
+    }
+    crate::say!("  site power cap: {}", cap(site.power_cap_w));
+    for (name, p) in &site.partitions {
+        crate::say!(
+            "  partition {name}: {} nodes, power cap {}",
+            p.nodes.len(),
+            cap(p.power_cap_w)
+        );
+    }
+    crate::say!(
+        "  job energy limit: {}",
+        site.job_energy_limit_j
+            .map(format_energy)
+            .unwrap_or_else(|| "none".into())
+    );
+    crate::say!(
+        "  policies: {} (default {})",
+        known.join(", "),
+        site.default_policy
+    );
+    crate::say!(
+        "  enforce: {}",
+        format!("{:?}", site.enforce).to_lowercase()
+    );
+    crate::say!(
+        "  greenupd: {} (store {})",
+        site.daemon.listen,
+        site.daemon.store.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! Who is calling, and what they may do.
+//!
+//! TCP callers prove their uid with a MUNGE credential whose payload must be
+//! the exact request body; Unix-socket callers are known by SO_PEERCRED.
+//! Root and the SlurmUser may open, record and close; admins may read every
+//! job; everyone else reads only their own.
+
+use std::collections::HashSet;
+use std::ffi::{CStr, CString};
+
+use super::munge::{Munge, MungeFailure};
+use super::protocol::{ErrorCode, ErrorReply};
+use crate::site::Site;
+
+/// An authenticated caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller's uid.
+    pub uid: u32,
+    /// The caller's gid.
+    pub gid: u32,
+}
+
+/// Check a TCP request's credential against its body.
+pub fn authenticate(
+    munge: Option<&Munge>,
+    cred: Option<&str>,
+    body: &[u8],
+) -> Result<Caller, ErrorReply> {
+    let Some(cred) = cred else {
+        return Err(ErrorReply::new(
+            ErrorCode::CredMissing,
+            "request has no \"cred\": every TCP request needs a MUNGE credential whose payload is the \"req\" object",
+        ));
+    };
+    let Some(munge) = munge else {
+        return Err(ErrorReply::new(
+            ErrorCode::AuthUnavailable,
+            "greenupd cannot check credentials: libmunge is not loaded",
+        ));
+    };
+    let d = munge.decode(cred).map_err(|e| {
+        let code = match e.kind {
+            MungeFailure::Expired => ErrorCode::CredExpired,
+            MungeFailure::Replayed => ErrorCode::CredReplayed,
+            MungeFailure::Invalid | MungeFailure::Rewound | MungeFailure::BadArgument => {
+                ErrorCode::CredInvalid
+            }
+            MungeFailure::Daemon | MungeFailure::Unavailable => ErrorCode::AuthUnavailable,
+        };
+        ErrorReply::new(code, format!("credential rejected: {}", e.message))
+    })?;
+    if d.payload != body {
+        return Err(ErrorReply::new(
+            ErrorCode::CredMismatch,
+            "credential was made for a different request: its payload must equal the \"req\" object byte for byte",
+        ));
+    }
+    Ok(Caller {
+        uid: d.uid,
+        gid: d.gid,
+    })
+}
+
+/// Who may do what, resolved from the site config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Roles {
+    slurm_uid: Option<u32>,
+    admin_uids: HashSet<u32>,
+}
+
+impl Roles {
+    /// Resolve the SlurmUser and admins to uids. Names that do not exist are returned as warnings.
+    pub fn from_site(site: &Site) -> (Roles, Vec<String>) {
+        let mut warnings = Vec::new();
+        let slurm_uid = match uid_of(&site.daemon.slurm_user) {
+            Some(u) => Some(u),
+            None => {
+                warnings.push(format!(
+                    "daemon.slurm_user '{}' is not a known user",
+                    site.daemon.slurm_user
+                ));
+                None
+            }
+        };
+        let mut admin_uids = HashSet::new();
+        for a in &site.daemon.admins {
+            match uid_of(a) {
+                Some(u) => {
+                    admin_uids.insert(u);
+                }
+                None => warnings.push(format!("daemon.admins: '{a}' is not a known user")),
+            }
+        }
+        (
+            Roles {
+                slurm_uid,
+                admin_uids,
+            },
+            warnings,
+        )
+    }
+
+    /// Whether `uid` may open, record and close jobs.
+    pub fn may_write(&self, uid: u32) -> bool {
+        uid == 0 || Some(uid) == self.slurm_uid
+    }
+
+    /// Whether `uid` may read every job.
+    pub fn may_read_all(&self, uid: u32) -> bool {
+        self.may_write(uid) || self.admin_uids.contains(&uid)
+    }
+
+    /// Refuse unless `caller` may write.
+    pub fn require_write(&self, caller: Caller, what: &str) -> Result<(), ErrorReply> {
+        if self.may_write(caller.uid) {
+            Ok(())
+        } else {
+            Err(ErrorReply::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "uid {} may not {what}: only root and the SlurmUser may",
+                    caller.uid
+                ),
+            ))
+        }
+    }
+
+    /// Refuse unless `caller` may read a job owned by `owner`.
+    pub fn require_read(&self, caller: Caller, owner: u32, job_id: u64) -> Result<(), ErrorReply> {
+        if caller.uid == owner || self.may_read_all(caller.uid) {
+            Ok(())
+        } else {
+            Err(ErrorReply::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "uid {} may not read job {job_id}: it belongs to another user",
+                    caller.uid
+                ),
+            ))
+        }
+    }
+}
+
+/// The uid of a user name (or of a decimal uid written as text).
+pub fn uid_of(name: &str) -> Option<u32> {
+    if let Ok(n) = name.parse::<u32>() {
+        return Some(n);
+    }
+    let c = CString::new(name).ok()?;
+    let mut pwd: libc::passwd = unsafe_zeroed_passwd();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call; buf outlives it.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            c.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() {
+        None
+    } else {
+        Some(pwd.pw_uid)
+    }
+}
+
+/// The user name of a uid, when the system knows it.
+pub fn name_of(uid: u32) -> Option<String> {
+    let mut pwd: libc::passwd = unsafe_zeroed_passwd();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call; buf outlives it.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name points into buf and is NUL-terminated.
+    Some(
+        unsafe { CStr::from_ptr(pwd.pw_name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+fn unsafe_zeroed_passwd() -> libc::passwd {
+    // SAFETY: passwd is a plain C struct; all-zero (null pointers) is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_resolves_and_roles_apply() {
+        assert_eq!(uid_of("root"), Some(0));
+        assert_eq!(uid_of("4242"), Some(4242));
+        assert_eq!(name_of(0).as_deref(), Some("root"));
+        let roles = Roles {
+            slurm_uid: Some(64030),
+            admin_uids: [1500].into_iter().collect(),
+        };
+        let c = |uid| Caller { uid, gid: uid };
+        assert!(roles.require_write(c(0), "open").is_ok());
+        assert!(roles.require_write(c(64030), "open").is_ok());
+        let e = roles.require_write(c(1000), "open jobs").unwrap_err();
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        assert!(e.message.contains("uid 1000 may not open jobs"));
+        assert!(roles.require_read(c(1000), 1000, 5).is_ok());
+        assert!(roles.require_read(c(1500), 1000, 5).is_ok());
+        assert_eq!(
+            roles.require_read(c(1001), 1000, 5).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+    }
+
+    #[test]
+    fn missing_credential_is_named() {
+        let e = authenticate(None, None, b"{}").unwrap_err();
+        assert_eq!(e.code, ErrorCode::CredMissing);
+    }
+}

@@ -1,0 +1,235 @@
+//! Turning an open-job request into a decision under the power budget left.
+//!
+//! The decision itself comes from [`crate::plan::plan`]; this module only picks the
+//! cap to plan under (the user's cap or the budget left, whichever is lower) and
+//! applies the site's `over_budget` rule when the budget, not the user, is what
+//! makes the plan infeasible.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
+use crate::plan::{Plan, PlanRequest};
+use crate::site::{OverBudget, Site};
+
+/// What the decider proposes; the server reserves and stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// What to do.
+    pub verdict: Verdict,
+    /// Why, in one line.
+    pub reason: String,
+    /// The policy applied.
+    pub policy: String,
+    /// The profile used.
+    pub profile: Option<String>,
+    /// Its version.
+    pub profile_version: Option<String>,
+    /// The cap the plan was made under.
+    pub power_cap_w: Option<f64>,
+    /// The plan, if any.
+    pub plan: Option<Plan>,
+    /// Watts to reserve.
+    pub reserve_w: f64,
+    /// The plan request, for the store.
+    pub inputs: serde_json::Value,
+}
+
+/// Makes decisions for one loaded site config.
+pub struct Decider {
+    #[allow(dead_code)]
+    profiles: Mutex<HashMap<String, Arc<serde_json::Value>>>,
+}
+
+impl std::fmt::Debug for Decider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decider")
+    }
+}
+
+/// The smaller of two optional caps.
+fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Watts the job's nodes draw at their highest frequency, from the site's node types.
+pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
+    nodes
+        .iter()
+        .filter_map(|n| site.node_type_of(n))
+        .map(|t| t.dynamic_w(t.fmax()).unwrap_or(0.0) + t.static_w(t.fmax()).unwrap_or(0.0))
+        .sum()
+}
+
+impl Decider {
+    /// A decider for `site` (policies and profiles are read from the site's directories).
+    pub fn new(_site: &Site) -> Result<Decider, String> {
+        Ok(Decider {
+            profiles: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The plan request for `req` under `cap`.
+    fn plan_request(site: &Site, req: &OpenJob, cap: Option<f64>) -> PlanRequest {
+        PlanRequest {
+            policy: req
+                .policy
+                .clone()
+                .unwrap_or_else(|| site.default_policy.clone()),
+            nodes: crate::plan::NodeRequest::List {
+                names: req.nodes.clone(),
+                min: req.min_nodes,
+            },
+            partition: req.partition.clone(),
+            energy_cap_j: req.energy_cap_j,
+            power_cap_w: cap,
+            time_limit_s: req.time_limit_s,
+            algorithm: req.algorithm.unwrap_or_default(),
+        }
+    }
+
+    /// Plan `req` under `cap`; `Ok(None)` when there is nothing to plan with (no profile).
+    fn plan(
+        &self,
+        _site: &Site,
+        _req: &OpenJob,
+        _pr: &PlanRequest,
+    ) -> Result<Option<(Plan, Option<String>)>, ErrorReply> {
+        Ok(None)
+    }
+
+    /// Decide for `req` with `free_w` watts of budget left (`None`: no cap).
+    pub fn decide(
+        &self,
+        site: &Site,
+        req: &OpenJob,
+        free_w: Option<f64>,
+    ) -> Result<Proposal, ErrorReply> {
+        let cap = min_cap(req.power_cap_w, free_w);
+        let budget_binds = match (free_w, req.power_cap_w) {
+            (Some(f), Some(u)) => f < u,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let pr = Self::plan_request(site, req, cap);
+        let inputs = serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null);
+        let base = Proposal {
+            verdict: Verdict::Unchanged,
+            reason: String::new(),
+            policy: pr.policy.clone(),
+            profile: req.profile.clone(),
+            profile_version: None,
+            power_cap_w: cap,
+            plan: None,
+            reserve_w: max_power_w(site, &req.nodes),
+            inputs,
+        };
+        if pr.policy == "monitor" {
+            return Ok(Proposal {
+                reason: "policy monitor records only".into(),
+                ..base
+            });
+        }
+        let Some((plan, version)) = self.plan(site, req, &pr)? else {
+            return Ok(Proposal {
+                reason: "no profile: the job runs as submitted".into(),
+                ..base
+            });
+        };
+        let base = Proposal {
+            profile_version: version,
+            ..base
+        };
+        if plan.feasible || !budget_binds {
+            let reserve_w = plan.predicted.avg_power_w;
+            let reason = plan.reason.clone();
+            return Ok(Proposal {
+                verdict: Verdict::Planned,
+                reason,
+                reserve_w,
+                plan: Some(plan),
+                ..base
+            });
+        }
+        let left = free_w.unwrap_or(0.0);
+        match site.daemon.over_budget {
+            OverBudget::Lowest => Ok(Proposal {
+                verdict: Verdict::BudgetLimited,
+                reason: format!(
+                    "only {left:.0} W of the power budget is left; running at the lowest power"
+                ),
+                reserve_w: plan.predicted.avg_power_w,
+                plan: Some(plan),
+                ..base
+            }),
+            OverBudget::Unchanged => Ok(Proposal {
+                verdict: Verdict::Unchanged,
+                reason: format!(
+                    "only {left:.0} W of the power budget is left; the site runs such jobs unchanged"
+                ),
+                reserve_w: plan.baseline.avg_power_w,
+                plan: Some(plan),
+                ..base
+            }),
+            OverBudget::Refuse => Ok(Proposal {
+                verdict: Verdict::Refused,
+                reason: format!(
+                    "only {left:.0} W of the power budget is left and the site refuses jobs that do not fit"
+                ),
+                reserve_w: 0.0,
+                plan: Some(plan),
+                ..base
+            }),
+        }
+    }
+}
+
+/// A request field that is out of range.
+pub fn bad_field(field: &str, value: impl std::fmt::Display, expected: &str) -> ErrorReply {
+    ErrorReply::new(
+        ErrorCode::BadRequest,
+        format!("request field {field}: invalid value '{value}': expected {expected}"),
+    )
+}
+
+/// Check the numbers and names in an open request before deciding.
+pub fn validate_open(req: &OpenJob) -> Result<(), ErrorReply> {
+    if req.job_id == 0 {
+        return Err(bad_field("job_id", 0, "a Slurm job id (1 or more)"));
+    }
+    if req.nodes.is_empty() {
+        return Err(bad_field(
+            "nodes",
+            "[]",
+            "the job's node names, at least one",
+        ));
+    }
+    if let Some(n) = req.nodes.iter().find(|n| n.is_empty() || n.len() > 255) {
+        return Err(bad_field("nodes", n, "node names of 1 to 255 characters"));
+    }
+    for (field, v) in [
+        ("time_limit_s", req.time_limit_s),
+        ("energy_cap_j", req.energy_cap_j),
+        ("power_cap_w", req.power_cap_w),
+    ] {
+        if let Some(x) = v
+            && !(x.is_finite() && x > 0.0)
+        {
+            return Err(bad_field(field, x, "a positive finite number"));
+        }
+    }
+    if let Some(m) = req.min_nodes
+        && (m == 0 || m > req.nodes.len())
+    {
+        return Err(bad_field(
+            "min_nodes",
+            m,
+            &format!("1 to {} (the number of nodes)", req.nodes.len()),
+        ));
+    }
+    Ok(())
+}

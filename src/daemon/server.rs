@@ -1,0 +1,792 @@
+//! greenupd's server: TCP and Unix listeners, one task per connection, the
+//! ledger, the store thread, reclaiming vanished jobs, SIGHUP and SIGTERM.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{OnceCell, Semaphore};
+
+use super::auth::{Caller, Roles, authenticate};
+use super::decide::{Decider, validate_open};
+use super::ledger::Ledger;
+use super::munge::Munge;
+use super::protocol::{
+    Decision, ErrorCode, ErrorReply, JobState, ListJobs, MAX_LINE_BYTES, NodeOutcome, NodeSettings,
+    OpenJob, Reply, ReplyLine, Request, Status, VERSION, Verdict,
+};
+use super::store_thread::StoreHandle;
+use crate::site::Site;
+use crate::store::sqlite::now;
+use crate::store::{Applied, Change, NewJob, SqliteStore, StoreError};
+
+/// Reads a site config file (greenupd passes `greenup::site::load`).
+pub type SiteLoader = Arc<dyn Fn(&Path) -> Result<Site, String> + Send + Sync>;
+
+/// How greenupd runs, beyond the site config.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The site config file.
+    pub config: PathBuf,
+    /// The most connections served at once; more get a `busy` reply.
+    pub max_connections: usize,
+    /// How long a client may take to send a whole line.
+    pub idle_timeout: Duration,
+    /// How often open jobs are checked for vanishing or expiry.
+    pub reclaim_every: Duration,
+    /// Ask Slurm (`squeue`) whether open jobs still exist.
+    pub slurm_check: bool,
+    /// Jobs younger than this are never reclaimed for missing from Slurm.
+    pub min_age_s: i64,
+}
+
+impl Options {
+    /// Defaults for `config`.
+    pub fn new(config: PathBuf) -> Options {
+        Options {
+            config,
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(10),
+            reclaim_every: Duration::from_secs(60),
+            slurm_check: true,
+            min_age_s: 120,
+        }
+    }
+}
+
+/// A loaded site config with everything derived from it.
+struct Ctx {
+    site: Site,
+    roles: Roles,
+    decider: Decider,
+}
+
+fn build_ctx(site: Site) -> Result<Ctx, String> {
+    let (roles, warnings) = Roles::from_site(&site);
+    for w in warnings {
+        tracing::warn!("{}: {w}", site.path.display());
+    }
+    let decider = Decider::new(&site)?;
+    Ok(Ctx {
+        site,
+        roles,
+        decider,
+    })
+}
+
+/// A job whose decision is being made or has been made, shared by every node that asks.
+type Pending = Arc<OnceCell<Decision>>;
+
+struct Shared {
+    opts: Options,
+    loader: SiteLoader,
+    ctx: RwLock<Arc<Ctx>>,
+    ledger: Mutex<Ledger>,
+    open: Mutex<HashMap<u64, Pending>>,
+    store: StoreHandle,
+    munge: Option<Munge>,
+    started: Instant,
+    connections: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn store_error(e: StoreError) -> ErrorReply {
+    match e {
+        StoreError::NoSuchJob(id) => ErrorReply::new(
+            ErrorCode::NotFound,
+            format!("job {id} is not known to greenupd"),
+        ),
+        other => ErrorReply::new(ErrorCode::StoreFailed, other.to_string()),
+    }
+}
+
+/// Where a connection came from.
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    /// TCP: every request must carry a credential.
+    Tcp,
+    /// Unix socket: the kernel told us who it is.
+    Unix(Caller),
+}
+
+/// Check a site config the way greenupd would load it; returns the warnings.
+pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, String> {
+    let site = loader(path)?;
+    let (_, warnings) = Roles::from_site(&site);
+    Decider::new(&site)?;
+    Ok(warnings)
+}
+
+/// Run greenupd until SIGTERM or SIGINT.
+pub async fn serve(opts: Options, loader: SiteLoader) -> Result<(), String> {
+    serve_until(opts, loader, std::future::pending()).await
+}
+
+/// Run greenupd until SIGTERM, SIGINT, or `stop` completes.
+pub async fn serve_until(
+    opts: Options,
+    loader: SiteLoader,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let site = loader(&opts.config)?;
+    let listen = site.daemon.listen.clone();
+    let socket = site.daemon.socket.clone();
+    let store_path = site.daemon.store.clone();
+    let ctx = build_ctx(site)?;
+
+    let mut store = SqliteStore::open(&store_path).map_err(|e| e.to_string())?;
+    let reservations = crate::store::Store::reservations(&mut store).map_err(|e| e.to_string())?;
+    let mut ledger = Ledger::new(&ctx.site);
+    ledger.rebuild(&reservations);
+    let mut open = HashMap::new();
+    for r in &reservations {
+        if let Some(job) =
+            crate::store::Store::job(&mut store, r.job_id).map_err(|e| e.to_string())?
+        {
+            open.insert(r.job_id, Arc::new(OnceCell::new_with(Some(job.decision))));
+        }
+    }
+    tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
+    let (store, store_thread) = StoreHandle::spawn(Box::new(store)).map_err(|e| e.to_string())?;
+
+    let munge = match Munge::load() {
+        Ok(m) => Some(m),
+        Err(e) => {
+            tracing::error!("{e}; TCP requests will be refused");
+            None
+        }
+    };
+
+    let tcp = TcpListener::bind(&listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    if socket.exists() {
+        let _ = std::fs::remove_file(&socket);
+    }
+    let unix = UnixListener::bind(&socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    // Any local user may connect; SO_PEERCRED says who they are.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
+    }
+    tracing::info!(tcp = %listen, unix = %socket.display(), "greenupd listening");
+
+    let shared = Arc::new(Shared {
+        opts: opts.clone(),
+        loader,
+        ctx: RwLock::new(Arc::new(ctx)),
+        ledger: Mutex::new(ledger),
+        open: Mutex::new(open),
+        store,
+        munge,
+        started: Instant::now(),
+        connections: AtomicU64::new(0),
+    });
+    let limit = Arc::new(Semaphore::new(opts.max_connections));
+
+    let tcp_task = tokio::spawn(accept_tcp(shared.clone(), tcp, limit.clone()));
+    let unix_task = tokio::spawn(accept_unix(shared.clone(), unix, limit.clone()));
+    let reclaim_task = tokio::spawn(reclaim_loop(shared.clone()));
+
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => reload(&shared),
+        }
+    }
+    tracing::info!("stopping: no new connections; finishing requests in flight");
+    tcp_task.abort();
+    unix_task.abort();
+    reclaim_task.abort();
+    let all = u32::try_from(opts.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(5), limit.acquire_many(all)).await;
+    let _ = std::fs::remove_file(&socket);
+    drop(shared);
+    // The store thread ends once the last handle is gone, after its last commit.
+    let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
+    tracing::info!("greenupd stopped");
+    Ok(())
+}
+
+fn reload(shared: &Arc<Shared>) {
+    let path = shared.opts.config.clone();
+    match (shared.loader)(&path).and_then(build_ctx) {
+        Ok(ctx) => {
+            let old = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+            if old.site.daemon.listen != ctx.site.daemon.listen
+                || old.site.daemon.socket != ctx.site.daemon.socket
+            {
+                tracing::warn!("listen addresses and the store path change only on restart");
+            }
+            lock(&shared.ledger).set_caps(&ctx.site);
+            *shared.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
+            tracing::info!(config = %path.display(), "config reloaded");
+        }
+        Err(e) => tracing::error!("config not reloaded, keeping the old one: {e}"),
+    }
+}
+
+async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, limit: Arc<Semaphore>) {
+    loop {
+        let (stream, addr) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        let limit = limit.clone();
+        tokio::spawn(async move {
+            tracing::debug!(%addr, "connection");
+            serve_conn(shared, stream, Peer::Tcp, limit).await;
+        });
+    }
+}
+
+async fn accept_unix(shared: Arc<Shared>, listener: UnixListener, limit: Arc<Semaphore>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        let limit = limit.clone();
+        tokio::spawn(async move {
+            let peer = match stream.peer_cred() {
+                Ok(c) => Peer::Unix(Caller {
+                    uid: c.uid(),
+                    gid: c.gid(),
+                }),
+                Err(e) => {
+                    tracing::warn!("SO_PEERCRED failed: {e}");
+                    Peer::Tcp
+                }
+            };
+            serve_conn(shared, stream, peer, limit).await;
+        });
+    }
+}
+
+async fn write_reply<W: AsyncWrite + Unpin>(w: &mut W, reply: &ReplyLine) -> bool {
+    let line = reply.to_line();
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), w.write_all(&line)).await,
+        Ok(Ok(()))
+    )
+}
+
+async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    stream: S,
+    peer: Peer,
+    limit: Arc<Semaphore>,
+) {
+    let (r, mut w) = tokio::io::split(stream);
+    let Ok(_permit) = limit.try_acquire_owned() else {
+        let busy = ErrorReply::new(
+            ErrorCode::Busy,
+            "greenupd is serving its maximum number of connections; retry",
+        );
+        write_reply(&mut w, &ReplyLine::err(busy)).await;
+        return;
+    };
+    shared.connections.fetch_add(1, Ordering::Relaxed);
+    let mut reader = BufReader::new(r);
+    let mut line = Vec::with_capacity(1024);
+    loop {
+        line.clear();
+        let mut limited = (&mut reader).take(MAX_LINE_BYTES as u64 + 1);
+        let read = limited.read_until(b'\n', &mut line);
+        match tokio::time::timeout(shared.opts.idle_timeout, read).await {
+            Err(_) => {
+                if !line.is_empty() {
+                    let msg = format!(
+                        "no complete line within {:?}; closing",
+                        shared.opts.idle_timeout
+                    );
+                    write_reply(
+                        &mut w,
+                        &ReplyLine::err(ErrorReply::new(ErrorCode::Timeout, msg)),
+                    )
+                    .await;
+                }
+                break;
+            }
+            Ok(Err(_)) | Ok(Ok(0)) => break,
+            Ok(Ok(_)) => {}
+        }
+        if line.last() != Some(&b'\n') {
+            if line.len() > MAX_LINE_BYTES {
+                let msg =
+                    format!("line longer than {MAX_LINE_BYTES} bytes; closing this connection");
+                write_reply(
+                    &mut w,
+                    &ReplyLine::err(ErrorReply::new(ErrorCode::TooLong, msg)),
+                )
+                .await;
+            }
+            // Otherwise the client hung up mid-line: nothing to answer.
+            break;
+        }
+        let reply = handle_line(&shared, &line, peer).await;
+        if !write_reply(&mut w, &reply).await {
+            break;
+        }
+    }
+    let _ = w.shutdown().await;
+    shared.connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+#[derive(Deserialize)]
+struct Incoming<'a> {
+    v: Option<serde_json::Value>,
+    cred: Option<String>,
+    #[serde(borrow)]
+    req: Option<&'a RawValue>,
+}
+
+async fn handle_line(shared: &Arc<Shared>, line: &[u8], peer: Peer) -> ReplyLine {
+    let started = Instant::now();
+    let (op, result) = match parse_and_run(shared, line, peer).await {
+        Ok((op, r)) => (op, r),
+        Err(e) => ("-", Err(e)),
+    };
+    if let Err(e) = &result {
+        tracing::info!(op, error = %e, "request refused");
+    } else {
+        tracing::debug!(
+            op,
+            us = started.elapsed().as_micros() as u64,
+            "request served"
+        );
+    }
+    match result {
+        Ok(r) => ReplyLine::ok(r),
+        Err(e) => ReplyLine::err(e),
+    }
+}
+
+type Outcome = Result<Reply, ErrorReply>;
+
+async fn parse_and_run(
+    shared: &Arc<Shared>,
+    line: &[u8],
+    peer: Peer,
+) -> Result<(&'static str, Outcome), ErrorReply> {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    let inc: Incoming<'_> = serde_json::from_slice(text).map_err(|e| {
+        ErrorReply::new(
+            ErrorCode::BadJson,
+            format!("line is not a JSON request object: {e}"),
+        )
+    })?;
+    match &inc.v {
+        Some(v) if v.as_u64() == Some(u64::from(VERSION)) => {}
+        Some(v) => {
+            return Err(ErrorReply::new(
+                ErrorCode::BadVersion,
+                format!(
+                    "protocol version {v} is not supported: this greenupd speaks \"v\": {VERSION}"
+                ),
+            ));
+        }
+        None => {
+            return Err(ErrorReply::new(
+                ErrorCode::BadVersion,
+                format!("missing \"v\": expected \"v\": {VERSION}"),
+            ));
+        }
+    }
+    let Some(raw) = inc.req else {
+        return Err(ErrorReply::new(
+            ErrorCode::BadRequest,
+            "missing \"req\": expected a request object with an \"op\"",
+        ));
+    };
+    let caller = match peer {
+        Peer::Unix(c) => c,
+        Peer::Tcp => {
+            let shared2 = shared.clone();
+            let cred = inc.cred.clone();
+            let body = raw.get().as_bytes().to_vec();
+            tokio::task::spawn_blocking(move || {
+                authenticate(shared2.munge.as_ref(), cred.as_deref(), &body)
+            })
+            .await
+            .map_err(|e| {
+                ErrorReply::new(ErrorCode::Internal, format!("credential check failed: {e}"))
+            })??
+        }
+    };
+    let req: Request = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")))?;
+    let op = req.op();
+    Ok((op, run(shared, caller, req).await))
+}
+
+async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
+    let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+    match req {
+        Request::OpenJob(o) => {
+            ctx.roles.require_write(caller, "open jobs")?;
+            validate_open(&o)?;
+            let d = open_job(shared, ctx.clone(), o).await?;
+            if d.verdict == Verdict::Refused {
+                return Err(ErrorReply::new(
+                    ErrorCode::OverBudget,
+                    format!("job {}: {}", d.job_id, d.reason),
+                ));
+            }
+            Ok(Reply::Decision(d))
+        }
+        Request::NodeSettings { job_id, node } => {
+            let (owner, d) = decision_of(shared, job_id).await?;
+            ctx.roles.require_read(caller, owner, job_id)?;
+            let used = d
+                .plan
+                .as_ref()
+                .is_none_or(|p| p.nodes.iter().any(|n| n.name == node));
+            Ok(Reply::NodeSettings(NodeSettings {
+                job_id,
+                freq_ghz: d.freq_for(&node),
+                node,
+                used,
+                verdict: d.verdict,
+            }))
+        }
+        Request::RecordOutcome(o) => {
+            ctx.roles.require_write(caller, "record outcomes")?;
+            validate_outcome(&o)?;
+            let job_id = o.job_id;
+            match shared
+                .store
+                .write(Change::Outcome {
+                    outcome: o,
+                    at: now(),
+                })
+                .await
+                .map_err(store_error)?
+            {
+                Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
+                Applied::Opened { .. } => Err(ErrorReply::new(
+                    ErrorCode::Internal,
+                    "store answered an outcome with an open",
+                )),
+            }
+        }
+        Request::CloseJob { job_id, end } => {
+            ctx.roles.require_write(caller, "close jobs")?;
+            close_job(shared, job_id, JobState::Closed, end).await
+        }
+        Request::GetJob { job_id } => {
+            let job = shared
+                .store
+                .read(move |s| s.job(job_id))
+                .await
+                .map_err(store_error)?;
+            let job = job.ok_or_else(|| {
+                ErrorReply::new(
+                    ErrorCode::NotFound,
+                    format!("job {job_id} is not known to greenupd"),
+                )
+            })?;
+            ctx.roles.require_read(caller, job.uid, job_id)?;
+            Ok(Reply::Job(Box::new(job)))
+        }
+        Request::ListJobs(ListJobs { uid, state, limit }) => {
+            let all = ctx.roles.may_read_all(caller.uid);
+            let uid = match uid {
+                Some(u) if u != caller.uid && !all => {
+                    return Err(ErrorReply::new(
+                        ErrorCode::Forbidden,
+                        format!(
+                            "uid {} may list only their own jobs, not uid {u}'s",
+                            caller.uid
+                        ),
+                    ));
+                }
+                Some(u) => Some(u),
+                None if all => None,
+                None => Some(caller.uid),
+            };
+            let limit = limit.unwrap_or(100).min(10_000);
+            let jobs = shared
+                .store
+                .read(move |s| s.list_jobs(uid, state, limit))
+                .await
+                .map_err(store_error)?;
+            Ok(Reply::Jobs { jobs })
+        }
+        Request::Status => {
+            let counts = shared
+                .store
+                .read(|s| s.counts())
+                .await
+                .map_err(store_error)?;
+            Ok(Reply::Status(Status {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                protocol: VERSION,
+                uptime_s: shared.started.elapsed().as_secs(),
+                config: ctx.site.path.display().to_string(),
+                open_jobs: counts.open_jobs,
+                total_jobs: counts.total_jobs,
+                outcomes: counts.outcomes,
+                connections: shared.connections.load(Ordering::Relaxed),
+                ledger: lock(&shared.ledger).lines(),
+            }))
+        }
+    }
+}
+
+fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
+    use super::decide::bad_field;
+    if o.node.is_empty() || o.node.len() > 255 {
+        return Err(bad_field(
+            "node",
+            &o.node,
+            "a node name of 1 to 255 characters",
+        ));
+    }
+    for (field, v) in [
+        ("freq_ghz", o.freq_ghz),
+        ("energy_j", o.energy_j),
+        ("elapsed_s", o.elapsed_s),
+    ] {
+        if let Some(x) = v
+            && !(x.is_finite() && x >= 0.0)
+        {
+            return Err(bad_field(field, x, "a finite number, 0 or more"));
+        }
+    }
+    Ok(())
+}
+
+/// The decision of a job and its owner, from memory if open, else from the store.
+async fn decision_of(shared: &Arc<Shared>, job_id: u64) -> Result<(u32, Decision), ErrorReply> {
+    let job = shared
+        .store
+        .read(move |s| s.job(job_id))
+        .await
+        .map_err(store_error)?;
+    let job = job.ok_or_else(|| {
+        ErrorReply::new(
+            ErrorCode::NotFound,
+            format!("job {job_id} is not open: open it first"),
+        )
+    })?;
+    Ok((job.uid, job.decision))
+}
+
+async fn open_job(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    req: OpenJob,
+) -> Result<Decision, ErrorReply> {
+    let job_id = req.job_id;
+    let cell = lock(&shared.open).entry(job_id).or_default().clone();
+    let result = cell
+        .get_or_try_init(|| decide_and_store(shared, ctx, req))
+        .await
+        .cloned();
+    if result.is_err() && !cell.initialized() {
+        let mut open = lock(&shared.open);
+        if open.get(&job_id).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            open.remove(&job_id);
+        }
+    }
+    result
+}
+
+async fn decide_and_store(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    req: OpenJob,
+) -> Result<Decision, ErrorReply> {
+    let at = now();
+    let job_id = req.job_id;
+    let limit_s = req.time_limit_s.unwrap_or(30.0 * 86_400.0);
+    let expires_at = at
+        .saturating_add(limit_s as i64)
+        .saturating_add(ctx.site.daemon.grace_s as i64);
+    // Decide and reserve under one lock, so two jobs cannot both take the same watts.
+    let (decision, inputs) = {
+        let mut ledger = lock(&shared.ledger);
+        let free = ledger.free_w(req.partition.as_deref());
+        let p = ctx.decider.decide(&ctx.site, &req, free)?;
+        let decision = Decision {
+            job_id,
+            verdict: p.verdict,
+            reason: p.reason,
+            policy: p.policy,
+            profile: p.profile,
+            profile_version: p.profile_version,
+            power_cap_w: p.power_cap_w,
+            reserved_w: p.reserve_w,
+            plan: p.plan,
+            decided_at: at,
+        };
+        if decision.verdict != Verdict::Refused {
+            ledger.reserve(
+                job_id,
+                req.partition.as_deref(),
+                decision.reserved_w,
+                expires_at,
+                at,
+            );
+        }
+        (decision, p.inputs)
+    };
+    let partition = req.partition.clone();
+    let change = Change::Open(Box::new(NewJob {
+        request: req,
+        decision,
+        inputs,
+        expires_at,
+    }));
+    match shared.store.write(change).await {
+        Ok(Applied::Opened {
+            new: true,
+            decision,
+            ..
+        }) => Ok(*decision),
+        Ok(Applied::Opened {
+            new: false,
+            decision,
+            state,
+        }) => {
+            // Stored before (a restart, or a job closed already): the stored decision wins.
+            let mut ledger = lock(&shared.ledger);
+            ledger.release(job_id);
+            if state == JobState::Open && decision.verdict != Verdict::Refused {
+                ledger.reserve(
+                    job_id,
+                    partition.as_deref(),
+                    decision.reserved_w,
+                    expires_at,
+                    decision.decided_at,
+                );
+            }
+            Ok(*decision)
+        }
+        Ok(Applied::Stored { .. }) => {
+            lock(&shared.ledger).release(job_id);
+            Err(ErrorReply::new(
+                ErrorCode::Internal,
+                "store answered an open with a plain ack",
+            ))
+        }
+        Err(e) => {
+            lock(&shared.ledger).release(job_id);
+            Err(store_error(e))
+        }
+    }
+}
+
+async fn close_job(
+    shared: &Arc<Shared>,
+    job_id: u64,
+    state: JobState,
+    end: Option<String>,
+) -> Outcome {
+    let applied = shared
+        .store
+        .write(Change::Close {
+            job_id,
+            state,
+            end,
+            at: now(),
+        })
+        .await
+        .map_err(store_error)?;
+    lock(&shared.ledger).release(job_id);
+    lock(&shared.open).remove(&job_id);
+    match applied {
+        Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
+        Applied::Opened { .. } => Err(ErrorReply::new(
+            ErrorCode::Internal,
+            "store answered a close with an open",
+        )),
+    }
+}
+
+/// Job ids Slurm still knows, or `None` if Slurm could not be asked.
+fn slurm_jobs() -> Option<std::collections::HashSet<u64>> {
+    let out = std::process::Command::new("squeue")
+        .args(["-h", "-o", "%A", "-t", "all"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect(),
+    )
+}
+
+async fn reclaim_loop(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(shared.opts.reclaim_every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        reclaim_once(&shared).await;
+    }
+}
+
+async fn reclaim_once(shared: &Arc<Shared>) {
+    let t = now();
+    let (mut gone, candidates) = {
+        let l = lock(&shared.ledger);
+        (l.expired(t), l.opened_before(t - shared.opts.min_age_s))
+    };
+    if shared.opts.slurm_check && !candidates.is_empty() {
+        match tokio::task::spawn_blocking(slurm_jobs).await.ok().flatten() {
+            Some(alive) => gone.extend(candidates.into_iter().filter(|id| !alive.contains(id))),
+            None => tracing::debug!("squeue unavailable; reclaiming by time limit only"),
+        }
+    }
+    gone.sort_unstable();
+    gone.dedup();
+    for job_id in gone {
+        match close_job(
+            shared,
+            job_id,
+            JobState::Reclaimed,
+            Some("vanished or past its time limit".into()),
+        )
+        .await
+        {
+            Ok(_) => tracing::info!(job_id, "reservation reclaimed"),
+            Err(e) => tracing::warn!(job_id, error = %e, "could not reclaim"),
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! `greenup site check`, `profile check`, `policy list` and `model ee` end to end.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn repo(p: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(p)
+        .display()
+        .to_string()
+}
+
+fn greenup() -> Command {
+    Command::cargo_bin("greenup").expect("greenup binary")
+}
+
+fn one_stderr_line(a: &assert_cmd::assert::Assert) -> String {
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert_eq!(err.lines().count(), 1, "want one line, got: {err}");
+    err.trim_end().to_string()
+}
+
+#[test]
+fn shipped_site_checks_ok() {
+    let a = greenup()
+        .args(["site", "check", &repo("etc/greenup.yaml")])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        out.contains(": ok") && out.contains("type4: 36 nodes h[109-144]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn broken_site_names_file_line_column_key_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("enforce: lenient\n", "7:10: enforce", "lenient"),
+        ("nodes:\n  b: n1\n", "7:6: nodes.b", "node type"),
+        ("power_cap: 0\n", "7:12: power_cap", "a power above 0"),
+        (
+            "daemon:\n  listen: nowhere\n",
+            "8:11: daemon.listen",
+            "HOST:PORT",
+        ),
+    ];
+    let base = "node_types:\n  a:\n    frequencies: {min: 1.0, max: 2.0, step: 0.5}\n    power: {dynamic_w: 10, static_w: 2}\nnodes:\n  a: n[1-2]\n";
+    for (tail, at, word) in cases {
+        let file = dir.path().join("site.yaml");
+        let text = if tail.starts_with("nodes:") {
+            format!("{base}{}", &tail[7..])
+        } else {
+            format!("{base}{tail}")
+        };
+        std::fs::write(&file, text).unwrap();
+        let a = greenup()
+            .args(["site", "check", &file.display().to_string()])
+            .assert()
+            .code(2);
+        let line = one_stderr_line(&a);
+        assert!(
+            line.contains(&format!("{}:{at}", file.display())) && line.contains(word),
+            "{tail}: {line}"
+        );
+    }
+}
+
+#[test]
+fn site_naming_an_unknown_policy_fails_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("site.yaml");
+    let text = format!(
+        "node_types:\n  a:\n    frequencies: [1.0]\n    power: {{dynamic_w: 1, static_w: 1}}\npolicy_dirs: [{}]\ndefault_policy: greenest\n",
+        repo("policies")
+    );
+    std::fs::write(&file, text).unwrap();
+    let line = one_stderr_line(
+        &greenup()
+            .args(["site", "check", &file.display().to_string()])
+            .assert()
+            .code(2),
+    );
+    assert!(
+        line.contains("default_policy") && line.contains("greenest") && line.contains("min-energy"),
+        "{line}"
+    );
+}
+
+#[test]
+fn missing_site_file_is_bad_input() {
+    let line = one_stderr_line(
+        &greenup()
+            .args(["site", "check", "/nonexistent/g.yaml"])
+            .assert()
+            .code(2),
+    );
+    assert!(line.contains("/nonexistent/g.yaml"), "{line}");
+}
+
+#[test]
+fn profile_check() {
+    greenup()
+        .args(["profile", "check", &repo("etc/profiles/ep.yaml")])
+        .assert()
+        .success();
+    greenup()
+        .args([
+            "profile",
+            "check",
+            &repo("etc/profiles/hetero-table1.yaml"),
+            "--site",
+            &repo("etc/greenup.yaml"),
+        ])
+        .assert()
+        .success();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(&file, "name: bad\nversion: 1\nhetero:\n  iterations: ten\n").unwrap();
+    let line = one_stderr_line(
+        &greenup()
+            .args(["profile", "check", &file.display().to_string()])
+            .assert()
+            .code(2),
+    );
+    assert!(
+        line.starts_with(&format!("greenup: {}:4:", file.display())),
+        "{line}"
+    );
+}
+
+#[test]
+fn policy_list_shows_allowed_policies() {
+    let a = greenup()
+        .args(["policy", "list", "--site", &repo("etc/greenup.yaml")])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    for p in [
+        "monitor (default)",
+        "min-energy",
+        "min-time",
+        "max-dist",
+        "edp",
+        "iso-ee",
+    ] {
+        assert!(out.contains(p), "{p} missing: {out}");
+    }
+}
+
+#[test]
+fn model_ee_rows_per_p_and_f() {
+    let a = greenup()
+        .args([
+            "model",
+            "ee",
+            "--profile",
+            &repo("etc/profiles/ep.yaml"),
+            "--n",
+            "1e6",
+            "--p",
+            "1,2,4-5",
+            "--f",
+            "1.6,2.8",
+        ])
+        .arg("--json")
+        .assert()
+        .success();
+    let rows: Vec<Value> = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(rows.len(), 8);
+    let pf: Vec<(u64, f64)> = rows
+        .iter()
+        .map(|r| (r["p"].as_u64().unwrap(), r["f_ghz"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(pf[..3], [(1, 1.6), (1, 2.8), (2, 1.6)]);
+    assert_eq!(pf[7], (5, 2.8));
+    for r in &rows {
+        let mut k: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        assert_eq!(
+            k,
+            ["e1_j", "ee", "eef", "ep_j", "f_ghz", "p", "t1_s", "tp_s"]
+        );
+        // Definitions of paper 000: EE = E1/Ep and EEF = (Ep - E1)/E1, so EE = 1/(1 + EEF).
+        let (ee, eef) = (r["ee"].as_f64().unwrap(), r["eef"].as_f64().unwrap());
+        assert!((ee - 1.0 / (1.0 + eef)).abs() < 1e-12, "{r}");
+    }
+}
+
+#[test]
+fn model_ee_bad_input() {
+    let ep = repo("etc/profiles/ep.yaml");
+    for (opt, val) in [("--p", "0,2"), ("--f", "fast"), ("--n", "-1")] {
+        let mut args = vec![
+            "model",
+            "ee",
+            "--profile",
+            ep.as_str(),
+            "--n",
+            "10",
+            "--p",
+            "1",
+            "--f",
+            "2",
+        ];
+        let i = args.iter().position(|a| *a == opt).unwrap();
+        args[i + 1] = val;
+        let line = one_stderr_line(&greenup().args(&args).assert().code(2));
+        assert!(line.contains(opt) && line.contains(val), "{line}");
+    }
+    let line = one_stderr_line(
+        &greenup()
+            .args([
+                "model",
+                "ee",
+                "--profile",
+                &repo("etc/profiles/hetero-table1.yaml"),
+                "--n",
+                "1",
+                "--p",
+                "1",
+                "--f",
+                "2",
+            ])
+            .assert()
+            .code(2),
+    );
+    assert!(line.contains("iso_energy"), "{line}");
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    greenup().arg("--help").assert().success();
+    greenup().arg("--version").assert().success();
+    greenup().args(["plan", "--help"]).assert().success();
+}
+
+#[test]
+fn unknown_command_is_bad_input() {
+    let line = one_stderr_line(&greenup().arg("frobnicate").assert().code(2));
+    assert!(line.contains("frobnicate"), "{line}");
+}

@@ -1,0 +1,322 @@
+//! greenupd against bad input, bad credentials, concurrency and users, with real
+//! munged and a real SQLite store. Needs root (munged, useradd, runuser).
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use daemon_support::*;
+use greenup::daemon::client::ClientError;
+use greenup::daemon::protocol::{
+    ErrorCode, ListJobs, NodeOutcome, ReplyLine, Request, request_body, request_line,
+};
+
+fn code(r: &ReplyLine) -> ErrorCode {
+    assert!(!r.ok, "expected an error reply, got {r:?}");
+    r.error.as_ref().expect("error body").code
+}
+
+fn assert_still_serving(d: &Daemon) {
+    let st = d.tcp_client().status().expect("daemon keeps serving");
+    assert_eq!(st.protocol, 1);
+}
+
+/// A correctly credentialed line for `req`, made by `user`.
+fn line_as(user: Option<&str>, req: &Request) -> Vec<u8> {
+    let body = request_body(req).unwrap();
+    let cred = cred_as(user, &body, None);
+    request_line(&body, Some(&cred)).unwrap()
+}
+
+#[test]
+fn malformed_unknown_and_unversioned_lines_get_clear_replies() {
+    let d = start(4, |_, _, _| {});
+    let mut c = d.tcp_client();
+    let r = c.call_raw(b"{not json").unwrap();
+    assert_eq!(code(&r), ErrorCode::BadJson);
+    assert!(
+        r.error
+            .unwrap()
+            .message
+            .contains("not a JSON request object")
+    );
+
+    let r = c.call_raw(br#"{"v":2,"req":{"op":"status"}}"#).unwrap();
+    assert_eq!(code(&r), ErrorCode::BadVersion);
+    assert!(
+        r.error
+            .unwrap()
+            .message
+            .contains("version 2 is not supported")
+    );
+
+    let r = c.call_raw(br#"{"req":{"op":"status"}}"#).unwrap();
+    assert_eq!(code(&r), ErrorCode::BadVersion);
+
+    // A well-credentialed request whose op does not exist.
+    let body = r#"{"op":"explode","job_id":1}"#;
+    let cred = cred_as(None, body, None);
+    let r = c
+        .call_raw(&request_line(body, Some(&cred)).unwrap())
+        .unwrap();
+    assert_eq!(code(&r), ErrorCode::BadRequest);
+    assert!(
+        r.error
+            .unwrap()
+            .message
+            .contains("unknown variant `explode`")
+    );
+
+    // The same connection is still usable.
+    assert!(c.status().is_ok());
+    assert_still_serving(&d);
+}
+
+#[test]
+fn an_oversized_line_is_refused_and_others_are_served() {
+    let d = start(4, |_, _, _| {});
+    let mut s = TcpStream::connect(&d.tcp).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let big = vec![b'x'; (1 << 20) + 10];
+    // The daemon may close before reading everything; a failed write is fine.
+    let _ = s.write_all(&big);
+    let mut reply = String::new();
+    BufReader::new(&s).read_line(&mut reply).unwrap();
+    let r: ReplyLine = serde_json::from_str(&reply).unwrap();
+    assert_eq!(code(&r), ErrorCode::TooLong);
+    assert_still_serving(&d);
+}
+
+#[test]
+fn missing_expired_replayed_forged_and_moved_credentials_are_refused() {
+    let d = start(4, |_, _, _| {});
+    let mut c = d.tcp_client();
+    let status = request_body(&Request::Status).unwrap();
+
+    let r = c.call_raw(&request_line(&status, None).unwrap()).unwrap();
+    assert_eq!(code(&r), ErrorCode::CredMissing);
+
+    let expiring = cred_as(None, &status, Some(1));
+    std::thread::sleep(Duration::from_millis(2500));
+    let r = c
+        .call_raw(&request_line(&status, Some(&expiring)).unwrap())
+        .unwrap();
+    assert_eq!(code(&r), ErrorCode::CredExpired);
+    assert!(r.error.unwrap().message.contains("Expired"));
+
+    let line = line_as(None, &Request::Status);
+    assert!(c.call_raw(&line).unwrap().ok);
+    let r = c.call_raw(&line).unwrap();
+    assert_eq!(code(&r), ErrorCode::CredReplayed);
+
+    // Forged: a valid credential with its MAC-protected body altered.
+    let good = cred_as(None, &status, None);
+    let mut bytes = good.into_bytes();
+    let mid = bytes.len() / 2;
+    bytes[mid] = if bytes[mid] == b'A' { b'B' } else { b'A' };
+    let forged = String::from_utf8(bytes).unwrap();
+    let r = c
+        .call_raw(&request_line(&status, Some(&forged)).unwrap())
+        .unwrap();
+    assert_eq!(code(&r), ErrorCode::CredInvalid);
+    let r = c
+        .call_raw(&request_line(&status, Some("MUNGE:not-a-credential:")).unwrap())
+        .unwrap();
+    assert_eq!(code(&r), ErrorCode::CredInvalid);
+
+    // A credential made for one request cannot carry another.
+    let other = request_body(&Request::GetJob { job_id: 5 }).unwrap();
+    let cred = cred_as(None, &other, None);
+    let r = c
+        .call_raw(&request_line(&status, Some(&cred)).unwrap())
+        .unwrap();
+    assert_eq!(code(&r), ErrorCode::CredMismatch);
+
+    assert_still_serving(&d);
+}
+
+#[test]
+fn concurrent_opens_from_many_nodes_yield_one_decision() {
+    let d = start(32, |_, _, _| {});
+    let handles: Vec<_> = (0..32)
+        .map(|_| {
+            let tcp = d.tcp.clone();
+            std::thread::spawn(move || {
+                let mut c = greenup::daemon::client::Client::connect(
+                    &greenup::daemon::client::Endpoint::Tcp(tcp),
+                    Duration::from_secs(10),
+                )
+                .unwrap();
+                c.open_job(open_req(4242, 1000, 32)).unwrap()
+            })
+        })
+        .collect();
+    let decisions: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(
+        decisions.windows(2).all(|w| w[0] == w[1]),
+        "every node gets the same decision"
+    );
+    assert_eq!(
+        count(&d.store, "SELECT count(*) FROM jobs WHERE job_id = 4242"),
+        1
+    );
+    assert_eq!(
+        count(
+            &d.store,
+            "SELECT count(*) FROM decisions WHERE job_id = 4242"
+        ),
+        1
+    );
+    assert_eq!(count(&d.store, "SELECT count(*) FROM reservations"), 1);
+    // Unchanged (no profile): the reservation is the nodes' power at fmax, 32 x (200 + 100) W.
+    assert_eq!(decisions[0].reserved_w, 32.0 * 300.0);
+    let st = d.tcp_client().status().unwrap();
+    assert_eq!(st.ledger[0].reserved_w, 9600.0);
+    assert_eq!(st.open_jobs, 1);
+}
+
+#[test]
+fn root_writes_an_ordinary_user_reads_only_their_own() {
+    let uid = test_user_uid();
+    let d = start(4, |_, _, _| {});
+    let mut root = d.tcp_client();
+    root.open_job(open_req(11, uid, 2)).unwrap();
+    root.open_job(open_req(12, 0, 2)).unwrap();
+
+    let as_user = |req: &Request| -> ReplyLine {
+        let mut c = d.tcp_client();
+        c.call_raw(&line_as(Some(TEST_USER), req)).unwrap()
+    };
+    let r = as_user(&Request::OpenJob(open_req(13, uid, 2)));
+    assert_eq!(code(&r), ErrorCode::Forbidden);
+    assert!(
+        r.error
+            .unwrap()
+            .message
+            .contains(&format!("uid {uid} may not open jobs"))
+    );
+    let r = as_user(&Request::CloseJob {
+        job_id: 11,
+        end: None,
+    });
+    assert_eq!(code(&r), ErrorCode::Forbidden);
+    let outcome = NodeOutcome {
+        job_id: 11,
+        node: "n1".into(),
+        freq_ghz: None,
+        energy_j: Some(1.0),
+        elapsed_s: None,
+        source: None,
+        restored: true,
+        note: None,
+    };
+    assert_eq!(
+        code(&as_user(&Request::RecordOutcome(outcome))),
+        ErrorCode::Forbidden
+    );
+
+    assert!(
+        as_user(&Request::GetJob { job_id: 11 }).ok,
+        "the owner reads their job"
+    );
+    assert_eq!(
+        code(&as_user(&Request::GetJob { job_id: 12 })),
+        ErrorCode::Forbidden
+    );
+    let r = as_user(&Request::ListJobs(ListJobs::default()));
+    let Some(greenup::daemon::protocol::Reply::Jobs { jobs }) = r.reply else {
+        panic!("{r:?}")
+    };
+    assert_eq!(jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![11]);
+    let r = as_user(&Request::ListJobs(ListJobs {
+        uid: Some(0),
+        ..Default::default()
+    }));
+    assert_eq!(code(&r), ErrorCode::Forbidden);
+
+    // Root sees both; nothing the user tried was stored.
+    assert_eq!(root.list_jobs(ListJobs::default()).unwrap().len(), 2);
+    assert_eq!(count(&d.store, "SELECT count(*) FROM jobs"), 2);
+    assert_eq!(count(&d.store, "SELECT count(*) FROM outcomes"), 0);
+}
+
+#[test]
+fn admins_read_every_job() {
+    let uid = test_user_uid();
+    let d = start(4, |_, s, _| s.daemon.admins = vec![TEST_USER.into()]);
+    d.tcp_client().open_job(open_req(21, 0, 2)).unwrap();
+    let r = d
+        .tcp_client()
+        .call_raw(&line_as(Some(TEST_USER), &Request::GetJob { job_id: 21 }))
+        .unwrap();
+    assert!(r.ok, "{r:?}");
+    // Admins read; they still may not write.
+    let r = d
+        .tcp_client()
+        .call_raw(&line_as(
+            Some(TEST_USER),
+            &Request::CloseJob {
+                job_id: 21,
+                end: None,
+            },
+        ))
+        .unwrap();
+    assert_eq!(code(&r), ErrorCode::Forbidden);
+    let _ = uid;
+}
+
+#[test]
+fn silent_and_slow_clients_time_out_and_cannot_hold_every_connection() {
+    let d = start(4, |_, _, o| {
+        o.idle_timeout = Duration::from_millis(500);
+        o.max_connections = 3;
+    });
+    // Two silent clients and one dribbling half a line hold all three slots...
+    let silent: Vec<_> = (0..2)
+        .map(|_| TcpStream::connect(&d.tcp).unwrap())
+        .collect();
+    let mut slow = TcpStream::connect(&d.tcp).unwrap();
+    slow.write_all(b"{\"v\":1,").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // ...so a fourth is told the daemon is busy, not left hanging.
+    let mut fourth = d.tcp_client();
+    match fourth.status() {
+        Err(ClientError::Server(e)) => assert_eq!(e.code, ErrorCode::Busy),
+        other => panic!("expected busy, got {other:?}"),
+    }
+    // The slow one gets a timeout reply and is disconnected; the silent ones are dropped.
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut text = String::new();
+    slow.read_to_string(&mut text).unwrap();
+    let r: ReplyLine = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(code(&r), ErrorCode::Timeout);
+    for mut s in silent {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = Vec::new();
+        assert_eq!(
+            s.read_to_end(&mut buf).unwrap(),
+            0,
+            "silent client is closed without a reply"
+        );
+    }
+    assert_still_serving(&d);
+}
+
+#[test]
+fn unix_socket_knows_the_caller_without_a_credential() {
+    let d = start(4, |_, _, _| {});
+    let mut c = d.unix_client();
+    let st = c.status().unwrap();
+    assert_eq!(st.protocol, 1);
+    // Root over the socket may write.
+    c.open_job(open_req(31, 0, 1)).unwrap();
+    assert!(c.close_job(31, Some("completed")).unwrap());
+    assert!(
+        !c.close_job(31, Some("completed")).unwrap(),
+        "a second close is harmless"
+    );
+}

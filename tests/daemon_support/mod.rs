@@ -1,0 +1,258 @@
+//! Shared set-up for greenupd's integration tests: real munged, real SQLite,
+//! a greenupd server on loopback, and credentials made by real users.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::OpenJob;
+use greenup::daemon::server::{Options, SiteLoader, serve_until};
+use greenup::site::{
+    DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
+};
+
+/// The ordinary user the tests act as.
+pub const TEST_USER: &str = "greenup-test";
+
+static MUNGE: Once = Once::new();
+
+/// Start munged (installing it if needed) once per test binary.
+pub fn munged() {
+    MUNGE.call_once(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/munge/start.sh");
+        let st = Command::new("bash")
+            .arg(&script)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run tests/munge/start.sh");
+        assert!(
+            st.success(),
+            "tests/munge/start.sh failed: munged is needed for these tests"
+        );
+    });
+}
+
+/// The test user's uid, creating the user if missing.
+pub fn test_user_uid() -> u32 {
+    let id = || {
+        Command::new("id")
+            .args(["-u", TEST_USER])
+            .output()
+            .expect("id")
+    };
+    let mut out = id();
+    if !out.status.success() {
+        let _ = Command::new("useradd")
+            .args(["-M", "-r", "-s", "/usr/sbin/nologin", TEST_USER])
+            .status();
+        out = id();
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("test user uid")
+}
+
+/// A MUNGE credential for `payload`, made by `user` (root when `None`), with an optional TTL.
+pub fn cred_as(user: Option<&str>, payload: &str, ttl: Option<u32>) -> String {
+    let mut cmd = match user {
+        Some(u) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", u, "--", "munge"]);
+            c
+        }
+        None => Command::new("munge"),
+    };
+    if let Some(t) = ttl {
+        cmd.args(["-t", &t.to_string()]);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run munge");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "munge failed");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A site with `n` nodes `n1..` of one type (200 W dynamic + 100 W static at 2.4 GHz).
+pub fn site(dir: &Path, n: usize) -> Site {
+    let names: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
+    let mut node_types = BTreeMap::new();
+    node_types.insert(
+        "std".to_string(),
+        NodeType {
+            name: "std".into(),
+            freqs_ghz: vec![1.2, 1.6, 2.0, 2.4],
+            power: PowerModel::AtMax {
+                dynamic_w: 200.0,
+                static_w: 100.0,
+                gamma: 3.0,
+            },
+        },
+    );
+    let mut partitions = BTreeMap::new();
+    partitions.insert(
+        "debug".to_string(),
+        Partition {
+            nodes: names.clone(),
+            power_cap_w: None,
+        },
+    );
+    Site {
+        path: dir.join("greenup.yaml"),
+        node_types,
+        nodes: names
+            .iter()
+            .map(|n| (n.clone(), "std".to_string()))
+            .collect(),
+        partitions,
+        power_cap_w: None,
+        job_energy_limit_j: None,
+        default_policy: "min-energy".into(),
+        allowed_policies: vec![],
+        policy_dirs: vec![],
+        profile_dir: dir.join("profiles"),
+        enforce: Enforce::Open,
+        daemon: DaemonSettings {
+            listen: format!("127.0.0.1:{}", free_port()),
+            socket: dir.join("greenupd.sock"),
+            store: dir.join("greenup.db"),
+            slurm_user: "root".into(),
+            admins: vec![],
+            timeout_ms: 5000,
+            grace_s: 60,
+            metrics_listen: None,
+            over_budget: OverBudget::Lowest,
+        },
+        dvfs: DvfsSettings {
+            sysfs_root: "/sys".into(),
+            run_dir: dir.join("run"),
+            per_core_shared: false,
+        },
+    }
+}
+
+/// A greenupd running in this test process.
+pub struct Daemon {
+    /// TCP address.
+    pub tcp: String,
+    /// Unix socket.
+    pub socket: PathBuf,
+    /// SQLite file.
+    pub store: PathBuf,
+    /// The temporary directory holding it all.
+    pub dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// A TCP client (root's credentials).
+    pub fn tcp_client(&self) -> Client {
+        Client::connect(&Endpoint::Tcp(self.tcp.clone()), Duration::from_secs(10))
+            .expect("connect tcp")
+    }
+    /// A Unix-socket client.
+    pub fn unix_client(&self) -> Client {
+        Client::connect(
+            &Endpoint::Unix(self.socket.clone()),
+            Duration::from_secs(10),
+        )
+        .expect("connect unix")
+    }
+}
+
+/// Start greenupd on a fresh store; `tweak` may change the site and options first.
+pub fn start(nodes: usize, tweak: impl FnOnce(&Path, &mut Site, &mut Options)) -> Daemon {
+    munged();
+    let dir = tempfile::tempdir().unwrap();
+    start_in(dir, nodes, tweak)
+}
+
+/// Start greenupd in `dir` (which may hold a store already).
+pub fn start_in(
+    dir: tempfile::TempDir,
+    nodes: usize,
+    tweak: impl FnOnce(&Path, &mut Site, &mut Options),
+) -> Daemon {
+    munged();
+    let mut s = site(dir.path(), nodes);
+    let mut opts = Options::new(s.path.clone());
+    opts.slurm_check = false;
+    tweak(dir.path(), &mut s, &mut opts);
+    let (tcp, socket, store) = (
+        s.daemon.listen.clone(),
+        s.daemon.socket.clone(),
+        s.daemon.store.clone(),
+    );
+    let shared = Arc::new(s);
+    let loader: SiteLoader = Arc::new(move |_p: &Path| Ok((*shared).clone()));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        if let Err(e) = rt.block_on(serve_until(opts, loader, std::future::pending())) {
+            eprintln!("greenupd failed: {e}");
+        }
+    });
+    for _ in 0..200 {
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Daemon {
+        tcp,
+        socket,
+        store,
+        dir,
+    }
+}
+
+/// An open request for `job_id` on nodes `n1..=n`.
+pub fn open_req(job_id: u64, uid: u32, n: usize) -> OpenJob {
+    OpenJob {
+        job_id,
+        uid,
+        user: None,
+        partition: Some("debug".into()),
+        nodes: (1..=n).map(|i| format!("n{i}")).collect(),
+        min_nodes: None,
+        time_limit_s: Some(3600.0),
+        policy: None,
+        profile: None,
+        energy_cap_j: None,
+        power_cap_w: None,
+        algorithm: None,
+    }
+}
+
+/// Count rows in the store with the sqlite3 C library (a second, independent reader).
+pub fn count(store: &Path, sql: &str) -> i64 {
+    let c =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    c.query_row(sql, [], |r| r.get(0)).unwrap()
+}

@@ -1,0 +1,159 @@
+//! The exact sweep against the brute-force oracle and against paper 004's Algorithm 1.
+
+use greenup::model::{Choice, NodeChoices, SweepTable};
+use greenup::optimize::brute::brute;
+use greenup::optimize::paper::algorithm1;
+use greenup::optimize::sweep::sweep;
+use greenup::optimize::{Assessment, Goal, Limits, Objective, Optimum};
+use proptest::prelude::*;
+
+/// A node's row: (compute_s, dynamic_j) per choice, and its static watts.
+type Row = (Vec<(f64, f64)>, f64);
+
+fn table(rows: &[Row], fixed_time_s: f64, fixed_energy_j: f64) -> SweepTable {
+    SweepTable {
+        nodes: rows
+            .iter()
+            .enumerate()
+            .map(|(i, (choices, static_w))| NodeChoices {
+                name: format!("n{i}"),
+                node_type: "t".into(),
+                choices: choices
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(compute_s, dynamic_j))| Choice {
+                        freq_ghz: 1.0 + k as f64 * 0.1,
+                        compute_s,
+                        dynamic_j,
+                    })
+                    .collect(),
+                static_w: *static_w,
+            })
+            .collect(),
+        fixed_time_s,
+        fixed_energy_j,
+    }
+}
+
+/// Arbitrary rows: times and energies in any order, so the proof is tested beyond DVFS-shaped tables.
+fn arbitrary_rows() -> impl Strategy<Value = Vec<Row>> {
+    prop::collection::vec(
+        (
+            prop::collection::vec((0.5f64..20.0, 0.0f64..100.0), 1..=5),
+            0.0f64..10.0,
+        ),
+        1..=6,
+    )
+}
+
+/// DVFS-shaped rows: time ~ 1/f, dynamic energy ~ f^2 (paper 004, eq. 9).
+fn dvfs_rows() -> impl Strategy<Value = Vec<Row>> {
+    prop::collection::vec(
+        (
+            1.0f64..20.0,
+            5.0f64..40.0,
+            1.0f64..8.0,
+            1usize..=5,
+            0.05f64..0.3,
+        ),
+        1..=6,
+    )
+    .prop_map(|nodes| {
+        nodes
+            .into_iter()
+            .map(|(tcp, pd, ps, f, step)| {
+                let choices = (0..f)
+                    .map(|k| {
+                        let s = 1.0 / (1.0 - step * (f - 1 - k) as f64 / 2.0);
+                        (tcp * s, pd * tcp / (s * s))
+                    })
+                    .collect();
+                (choices, ps)
+            })
+            .collect()
+    })
+}
+
+/// Caps drawn around the all-max baseline, each present or not.
+fn limits_for(t: &SweepTable, draw: [(bool, f64); 4]) -> Goal {
+    let (bt, be) = t.totals(&t.max_pick());
+    let on = |(b, x): (bool, f64), v: f64| b.then_some(v * x);
+    Goal {
+        objective: Objective::MinEnergy,
+        limits: Limits {
+            energy_cap_j: on(draw[0], be),
+            power_cap_w: on(draw[1], be / bt),
+            time_limit_s: on(draw[2], bt),
+            max_slowdown: draw[3].0.then_some(draw[3].1 - 0.5),
+        },
+        baseline_time_s: bt,
+        baseline_energy_j: be,
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The two results are equally good: same feasibility, same objective, same closeness.
+fn same_quality(a: &Assessment, b: &Assessment) -> bool {
+    a.feasible == b.feasible
+        && close(a.value, b.value)
+        && a.excess.iter().zip(&b.excess).all(|(x, y)| close(*x, *y))
+}
+
+/// `a` is at least as good as `b`, allowing rounding.
+fn at_least_as_good(a: &Optimum, b: &Optimum) -> bool {
+    !b.assessment.better_than(&a.assessment) || same_quality(&a.assessment, &b.assessment)
+}
+
+fn cap() -> impl Strategy<Value = (bool, f64)> {
+    (any::<bool>(), 0.4f64..1.6)
+}
+
+fn check(rows: Vec<Row>, fixed: (f64, f64), draw: [(bool, f64); 4]) -> Result<(), TestCaseError> {
+    let t = table(&rows, fixed.0, fixed.1);
+    for objective in Objective::ALL {
+        let goal = Goal {
+            objective,
+            ..limits_for(&t, draw)
+        };
+        let exact = sweep(&t, &goal).unwrap();
+        let oracle = brute(&t, &goal).unwrap();
+        let paper = algorithm1(&t, &goal).unwrap();
+        // The sweep's own numbers are those of the pick it returns.
+        let (time, energy) = t.totals(&exact.pick);
+        prop_assert!(close(time, exact.time_s) && close(energy, exact.energy_j));
+        prop_assert!(
+            same_quality(&exact.assessment, &oracle.assessment),
+            "{objective:?}: sweep {:?} {:?} vs brute {:?} {:?}",
+            exact.pick,
+            exact.assessment,
+            oracle.pick,
+            oracle.assessment
+        );
+        prop_assert!(
+            at_least_as_good(&exact, &paper),
+            "{objective:?}: Algorithm 1 beat the sweep"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn sweep_equals_brute_force_on_arbitrary_tables(
+        rows in arbitrary_rows(), fixed in (0.0f64..5.0, 0.0f64..50.0), draw in [cap(), cap(), cap(), cap()]
+    ) {
+        check(rows, fixed, draw)?;
+    }
+
+    #[test]
+    fn sweep_equals_brute_force_on_dvfs_tables(
+        rows in dvfs_rows(), fixed in (0.0f64..5.0, 0.0f64..50.0), draw in [cap(), cap(), cap(), cap()]
+    ) {
+        check(rows, fixed, draw)?;
+    }
+}

@@ -1,0 +1,556 @@
+//! `plan::plan_with` end to end on a small model defined here: limits merge,
+//! node slots come from the site, node counts are searched, monitor changes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use greenup::model::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable};
+use greenup::optimize::brute::brute;
+use greenup::optimize::{Goal, Limits};
+use greenup::plan::{Algorithm, NodeRequest, PlanError, PlanRequest, plan_with};
+use greenup::policy::{Policy, PolicySet};
+use greenup::site::{
+    DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
+};
+
+/// Bulk-synchronous work of `GFLOP` shared evenly over n nodes, each computing at
+/// its type's GFLOPS scaled by f / f_max; communication takes 0.5 s per node.
+/// Dynamic power scales as (f / f_max)^3 (paper 004, eq. 8).
+struct Model<'a> {
+    site: &'a Site,
+    gflops: BTreeMap<&'static str, f64>,
+}
+
+const GFLOP: f64 = 4000.0;
+
+impl Predictor for Model<'_> {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+
+    fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
+        let n = nodes.len() as f64;
+        let rows = nodes
+            .iter()
+            .map(|slot| {
+                let ty = &self.site.node_types[&slot.node_type];
+                let speed = self.gflops[slot.node_type.as_str()];
+                let choices = slot
+                    .freqs_ghz
+                    .iter()
+                    .map(|&f| {
+                        let compute_s = GFLOP / n / speed * ty.fmax() / f;
+                        Choice {
+                            freq_ghz: f,
+                            compute_s,
+                            dynamic_j: ty.dynamic_w(f).unwrap() * compute_s,
+                        }
+                    })
+                    .collect();
+                NodeChoices {
+                    name: slot.name.clone(),
+                    node_type: slot.node_type.clone(),
+                    choices,
+                    static_w: ty.static_w(ty.fmax()).unwrap(),
+                }
+            })
+            .collect();
+        Ok(SweepTable {
+            nodes: rows,
+            fixed_time_s: 0.5 * n,
+            fixed_energy_j: 0.0,
+        })
+    }
+}
+
+fn node_type(name: &str, freqs: &[f64], dynamic_w: f64, static_w: f64) -> NodeType {
+    NodeType {
+        name: name.into(),
+        freqs_ghz: freqs.to_vec(),
+        power: PowerModel::AtMax {
+            dynamic_w,
+            static_w,
+            gamma: 3.0,
+        },
+    }
+}
+
+/// Four nodes: n1, n2 of type slow (1.2-2.5 GHz), n3, n4 of type fast (1.6-3.4 GHz).
+fn site() -> Site {
+    let mut node_types = BTreeMap::new();
+    node_types.insert(
+        "slow".to_string(),
+        node_type("slow", &[1.2, 1.5, 2.0, 2.5], 20.0, 4.0),
+    );
+    node_types.insert(
+        "fast".to_string(),
+        node_type("fast", &[1.6, 2.2, 2.8, 3.4], 35.0, 7.0),
+    );
+    let nodes: BTreeMap<String, String> = [
+        ("n1", "slow"),
+        ("n2", "slow"),
+        ("n3", "fast"),
+        ("n4", "fast"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let mut partitions = BTreeMap::new();
+    partitions.insert(
+        "fast".to_string(),
+        Partition {
+            nodes: vec!["n3".into(), "n4".into()],
+            power_cap_w: Some(60.0),
+        },
+    );
+    Site {
+        path: PathBuf::from("/etc/slurm/greenup.yaml"),
+        node_types,
+        nodes,
+        partitions,
+        power_cap_w: None,
+        job_energy_limit_j: None,
+        default_policy: "min-energy".into(),
+        allowed_policies: Vec::new(),
+        policy_dirs: vec![policies_dir()],
+        profile_dir: PathBuf::from("/etc/greenup/profiles"),
+        enforce: Enforce::Open,
+        daemon: DaemonSettings {
+            listen: "127.0.0.1:7470".into(),
+            socket: PathBuf::from("/run/greenup/greenupd.sock"),
+            store: PathBuf::from("/var/lib/greenup/greenup.db"),
+            slurm_user: "slurm".into(),
+            admins: Vec::new(),
+            timeout_ms: 2000,
+            grace_s: 300,
+            metrics_listen: None,
+            over_budget: OverBudget::Lowest,
+        },
+        dvfs: DvfsSettings {
+            sysfs_root: PathBuf::from("/sys"),
+            run_dir: PathBuf::from("/run/greenup"),
+            per_core_shared: false,
+        },
+    }
+}
+
+fn model(site: &Site) -> Model<'_> {
+    Model {
+        site,
+        gflops: [("slow", 40.0), ("fast", 70.0)].into_iter().collect(),
+    }
+}
+
+fn policies_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
+}
+
+fn policy(name: &str) -> Policy {
+    PolicySet::load(&[policies_dir()])
+        .unwrap()
+        .get(name)
+        .unwrap()
+        .clone()
+}
+
+fn request(policy: &str, nodes: NodeRequest) -> PlanRequest {
+    PlanRequest {
+        policy: policy.into(),
+        nodes,
+        partition: None,
+        energy_cap_j: None,
+        power_cap_w: None,
+        time_limit_s: None,
+        algorithm: Algorithm::Exact,
+    }
+}
+
+fn all_four() -> NodeRequest {
+    NodeRequest::List {
+        names: vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
+        min: None,
+    }
+}
+
+/// The brute-force optimum of the first `n` nodes of `names` under `goal`.
+fn oracle(site: &Site, names: &[&str], goal: &Goal) -> (f64, f64) {
+    let slots: Vec<NodeSlot> = names
+        .iter()
+        .map(|n| {
+            let ty = site.node_type_of(n).unwrap();
+            NodeSlot {
+                name: n.to_string(),
+                node_type: ty.name.clone(),
+                freqs_ghz: ty.freqs_ghz.clone(),
+            }
+        })
+        .collect();
+    let t = model(site).table(&slots).unwrap();
+    let o = brute(&t, goal).unwrap();
+    (o.time_s, o.energy_j)
+}
+
+fn baseline_goal(
+    site: &Site,
+    names: &[&str],
+    objective: greenup::optimize::Objective,
+    limits: Limits,
+) -> Goal {
+    let slots: Vec<NodeSlot> = names
+        .iter()
+        .map(|n| {
+            let ty = site.node_type_of(n).unwrap();
+            NodeSlot {
+                name: n.to_string(),
+                node_type: ty.name.clone(),
+                freqs_ghz: ty.freqs_ghz.clone(),
+            }
+        })
+        .collect();
+    let t = model(site).table(&slots).unwrap();
+    let (bt, be) = t.totals(&t.max_pick());
+    Goal {
+        objective,
+        limits,
+        baseline_time_s: bt,
+        baseline_energy_j: be,
+    }
+}
+
+#[test]
+fn a_fixed_allocation_gets_the_brute_force_optimum() {
+    let s = site();
+    let p = plan_with(
+        &s,
+        &model(&s),
+        &policy("max-dist"),
+        &request("max-dist", all_four()),
+    )
+    .unwrap();
+    let names = ["n1", "n2", "n3", "n4"];
+    let (t, e) = oracle(
+        &s,
+        &names,
+        &baseline_goal(
+            &s,
+            &names,
+            greenup::optimize::Objective::MaxDist,
+            Limits::default(),
+        ),
+    );
+    assert!(p.feasible);
+    assert_eq!(p.node_count, 4);
+    assert!((p.predicted.time_s - t).abs() < 1e-9 && (p.predicted.energy_j - e).abs() < 1e-6);
+    assert_eq!(
+        p.nodes
+            .iter()
+            .map(|n| n.node_type.as_str())
+            .collect::<Vec<_>>(),
+        ["slow", "slow", "fast", "fast"]
+    );
+    // Baseline: the slow nodes take 4000/4/40 = 25 s, plus 4 x 0.5 s communication.
+    assert!((p.baseline.time_s - 27.0).abs() < 1e-9);
+    assert!(
+        p.objective > 0.0,
+        "the fast nodes can slow down for free, so the distance is positive"
+    );
+    assert_eq!(p.search.algorithm, Algorithm::Exact);
+    assert!(p.search.candidates > 0);
+}
+
+#[test]
+fn the_three_algorithms_are_selectable() {
+    let s = site();
+    let mut plans = Vec::new();
+    for algorithm in [Algorithm::Exact, Algorithm::Paper, Algorithm::Brute] {
+        let req = PlanRequest {
+            algorithm,
+            ..request("max-dist", all_four())
+        };
+        let p = plan_with(&s, &model(&s), &policy("max-dist"), &req).unwrap();
+        assert_eq!(p.search.algorithm, algorithm);
+        plans.push(p);
+    }
+    assert!(
+        (plans[0].objective - plans[2].objective).abs() < 1e-12,
+        "exact equals brute"
+    );
+    assert!(
+        plans[1].objective <= plans[0].objective + 1e-12,
+        "Algorithm 1 is never better"
+    );
+}
+
+#[test]
+fn a_user_cannot_lift_the_site_power_cap() {
+    let mut s = site();
+    s.power_cap_w = Some(80.0);
+    let p = policy("min-time");
+    let loose = PlanRequest {
+        power_cap_w: Some(1000.0),
+        ..request("min-time", all_four())
+    };
+    let capped = plan_with(&s, &model(&s), &p, &loose).unwrap();
+    assert!(capped.feasible);
+    assert!(capped.predicted.avg_power_w <= 80.0 + 1e-9);
+    assert!(
+        capped.baseline.avg_power_w > 80.0,
+        "the cap binds: at full speed the job draws more"
+    );
+    let none = plan_with(&s, &model(&s), &p, &request("min-time", all_four())).unwrap();
+    assert_eq!(capped.nodes, none.nodes);
+    // A stricter user cap does bind.
+    let strict = PlanRequest {
+        power_cap_w: Some(60.0),
+        ..request("min-time", all_four())
+    };
+    let tighter = plan_with(&s, &model(&s), &p, &strict).unwrap();
+    assert!(tighter.predicted.avg_power_w <= 60.0 + 1e-9);
+    assert!(tighter.predicted.time_s > capped.predicted.time_s);
+}
+
+#[test]
+fn the_site_energy_limit_caps_every_job() {
+    let mut s = site();
+    let free = plan_with(
+        &s,
+        &model(&s),
+        &policy("min-time"),
+        &request("min-time", all_four()),
+    )
+    .unwrap();
+    let limit = free.predicted.energy_j * 0.9;
+    s.job_energy_limit_j = Some(limit);
+    let req = PlanRequest {
+        energy_cap_j: Some(free.predicted.energy_j * 10.0),
+        ..request("min-time", all_four())
+    };
+    let p = plan_with(&s, &model(&s), &policy("min-time"), &req).unwrap();
+    assert!(p.predicted.energy_j <= limit + 1e-9);
+    assert!(p.predicted.time_s > free.predicted.time_s);
+}
+
+#[test]
+fn the_partition_power_cap_applies() {
+    let s = site();
+    let req = PlanRequest {
+        partition: Some("fast".into()),
+        ..request("min-time", NodeRequest::Count { min: 2, max: 2 })
+    };
+    let p = plan_with(&s, &model(&s), &policy("min-time"), &req).unwrap();
+    assert_eq!(
+        p.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+        ["n3", "n4"]
+    );
+    assert!(p.predicted.avg_power_w <= 60.0 + 1e-9 && p.baseline.avg_power_w > 60.0);
+}
+
+#[test]
+fn an_impossible_time_limit_gives_an_infeasible_plan_with_a_reason() {
+    let s = site();
+    let req = PlanRequest {
+        time_limit_s: Some(5.0),
+        ..request("min-energy", all_four())
+    };
+    let p = plan_with(&s, &model(&s), &policy("min-energy"), &req).unwrap();
+    assert!(!p.feasible);
+    assert!(
+        p.reason
+            .contains("time limit 5.0 s exceeded (closest 27.0 s)"),
+        "{}",
+        p.reason
+    );
+    assert_eq!(
+        p.predicted.time_s, 27.0,
+        "the closest is the fastest: slow nodes at 2.5 GHz"
+    );
+}
+
+#[test]
+fn node_count_is_searched_on_a_uniform_partition() {
+    // On the fast partition only: the best count and frequencies must equal brute
+    // force over every count (1 or 2 nodes; Slurm order for equal nodes).
+    let s = site();
+    let req = PlanRequest {
+        partition: Some("fast".into()),
+        ..request("min-energy", NodeRequest::Count { min: 1, max: 2 })
+    };
+    let p = plan_with(&s, &model(&s), &policy("min-energy"), &req).unwrap();
+    let mut best = f64::INFINITY;
+    for names in [&["n3"][..], &["n3", "n4"][..]] {
+        let limits = Limits {
+            power_cap_w: Some(60.0),
+            ..Limits::default()
+        };
+        let mut g = baseline_goal(
+            &s,
+            &["n3", "n4"],
+            greenup::optimize::Objective::MinEnergy,
+            limits,
+        );
+        g.limits = limits;
+        let (_, e) = oracle(&s, names, &g);
+        best = best.min(e);
+    }
+    assert!(
+        (p.predicted.energy_j - best).abs() < 1e-9,
+        "{} vs {best}",
+        p.predicted.energy_j
+    );
+    // 1 node: 4000/70 s of compute, 0.5 s comms; 2 nodes halve compute but add 0.5 s: fewer is cheaper here.
+    assert_eq!(p.node_count, 1);
+}
+
+#[test]
+fn fewer_nodes_of_a_list_prefers_a_defensible_subset() {
+    let s = site();
+    let req = request(
+        "min-time",
+        NodeRequest::List {
+            names: vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
+            min: Some(2),
+        },
+    );
+    let p = plan_with(&s, &model(&s), &policy("min-time"), &req).unwrap();
+    // More nodes share the work: 4 nodes are fastest (27 s vs 2 fast nodes 4000/2/70 + 1 = 29.6 s).
+    assert_eq!(p.node_count, 4);
+    let req = PlanRequest {
+        nodes: NodeRequest::List {
+            names: vec!["n1".into(), "n3".into(), "n4".into()],
+            min: Some(2),
+        },
+        ..req
+    };
+    let p = plan_with(&s, &model(&s), &policy("min-time"), &req).unwrap();
+    // 3 nodes: the slow one takes 4000/3/40 = 33.3 s + 1.5; the two fast ones 28.6 s + 1: drop n1.
+    assert_eq!(
+        p.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+        ["n3", "n4"]
+    );
+    assert_eq!(
+        p.baseline.time_s,
+        4000.0 / 3.0 / 40.0 + 1.5,
+        "baseline: all three listed nodes at maximum"
+    );
+}
+
+#[test]
+fn monitor_changes_nothing() {
+    let s = site();
+    let p = plan_with(
+        &s,
+        &model(&s),
+        &policy("monitor"),
+        &request("monitor", all_four()),
+    )
+    .unwrap();
+    assert!(p.feasible);
+    assert!(p.reason.starts_with("monitor"), "{}", p.reason);
+    assert_eq!(p.predicted, p.baseline);
+    let freqs: Vec<f64> = p.nodes.iter().map(|n| n.freq_ghz).collect();
+    assert_eq!(freqs, [2.5, 2.5, 3.4, 3.4]);
+}
+
+#[test]
+fn the_slowdown_of_the_edp_policy_holds() {
+    let s = site();
+    let p = plan_with(&s, &model(&s), &policy("edp"), &request("edp", all_four())).unwrap();
+    assert!(p.predicted.time_s <= p.baseline.time_s * 1.10 + 1e-9);
+}
+
+#[test]
+fn bad_requests_are_refused_clearly() {
+    let mut s = site();
+    let m = model(&s);
+    let err = |r: Result<_, PlanError>| r.unwrap_err().to_string();
+    let unknown = request(
+        "min-time",
+        NodeRequest::List {
+            names: vec!["n9".into()],
+            min: None,
+        },
+    );
+    assert_eq!(
+        err(plan_with(&s, &m, &policy("min-time"), &unknown)),
+        "request field nodes: node: invalid value 'n9': expected a node listed in the site config's node types"
+    );
+    let neg = PlanRequest {
+        energy_cap_j: Some(-1.0),
+        ..request("min-time", all_four())
+    };
+    assert!(
+        err(plan_with(&s, &m, &policy("min-time"), &neg))
+            .contains("energy_cap_j: invalid value '-1'")
+    );
+    let part = PlanRequest {
+        partition: Some("gpu".into()),
+        ..request("min-time", NodeRequest::Count { min: 1, max: 2 })
+    };
+    assert!(
+        err(plan_with(&s, &m, &policy("min-time"), &part))
+            .contains("expected one of the site's partitions: fast")
+    );
+    let mut narrow = policy("min-time");
+    narrow.constraints.nodes = Some((1, 2));
+    assert!(
+        err(plan_with(&s, &m, &narrow, &request("min-time", all_four()))).contains("allows (1-2)")
+    );
+    assert!(
+        err(plan_with(
+            &s,
+            &m,
+            &policy("iso-ee"),
+            &request("iso-ee", all_four())
+        ))
+        .contains("does not define iso-energy-efficiency")
+    );
+    s.allowed_policies = vec!["min-energy".into()];
+    let m = model(&s);
+    assert!(
+        err(plan_with(
+            &s,
+            &m,
+            &policy("min-time"),
+            &request("min-time", all_four())
+        ))
+        .contains("allowed policies: min-energy")
+    );
+}
+
+#[test]
+fn the_plan_serializes_with_the_documented_keys() {
+    let s = site();
+    let p = plan_with(
+        &s,
+        &model(&s),
+        &policy("min-energy"),
+        &request("min-energy", all_four()),
+    )
+    .unwrap();
+    let v = serde_json::to_value(&p).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut want = vec![
+        "policy",
+        "feasible",
+        "reason",
+        "node_count",
+        "nodes",
+        "predicted",
+        "baseline",
+        "objective",
+        "search",
+    ];
+    want.sort();
+    let mut got = keys.clone();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(
+        v["nodes"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["freq_ghz", "name", "type"]
+    );
+    assert_eq!(v["search"]["algorithm"], "exact");
+}

@@ -1,0 +1,202 @@
+//! Bad profiles: one line naming file:line:column, the key, the value and what is valid.
+
+use std::path::Path;
+
+use greenup::profile::Profile;
+
+const GOOD: &str = "name: app
+version: 1
+hetero:
+  iterations: 100
+  node_types:
+    type1: { t_cp_s: 0.5, t_cm_s: 0.05 }
+";
+
+fn err(text: &str) -> String {
+    let e = Profile::from_str(Path::new("/etc/greenup/profiles/app.yaml"), text).unwrap_err();
+    let s = e.to_string();
+    assert_eq!(s.lines().count(), 1, "one line: {s}");
+    s
+}
+
+fn has(s: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(s.contains(p), "'{p}' missing from: {s}");
+    }
+}
+
+#[test]
+fn good_profile_loads() {
+    Profile::from_str(Path::new("app.yaml"), GOOD).unwrap();
+}
+
+#[test]
+fn unknown_key() {
+    let s = err(&GOOD.replace("version: 1", "version: 1\nmodel: fast"));
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "/etc/greenup/profiles/app.yaml:3:",
+            "model",
+            "name",
+            "hetero",
+        ],
+    );
+}
+
+#[test]
+fn unknown_nested_key() {
+    let s = err(&GOOD.replace("t_cm_s: 0.05", "t_cm_s: 0.05, t_io_s: 1"));
+    println!("{s}");
+    has(&s, &["app.yaml:6:", "t_io_s", "t_cp_s"]);
+}
+
+#[test]
+fn negative_time() {
+    let s = err(&GOOD.replace("t_cp_s: 0.5", "t_cp_s: -0.5"));
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:6:",
+            "hetero.node_types.type1.t_cp_s",
+            "'-0.5'",
+            ">= 0",
+        ],
+    );
+}
+
+#[test]
+fn bad_expression_variable() {
+    let text = "name: ep\nversion: 1\niso_energy:\n  n: 1000\n  machine:\n    t_c: \"11.9e-10 / g\"\n    t_m: 1.12e-7\n    t_msg: 2.53e-5\n    t_byte: 1.82e-8\n    p_idle: \"18.9 * f^2\"\n    dp_c: \"2.67 * f^2\"\n    dp_m: \"1.52 * f^2\"\n  application:\n    alpha: 0.93\n    w_c: \"109.4 * n\"\n    w_m: \"1.03e-6 * n\"\n    w_co: 0\n    w_mo: \"6.7e-7 * n * (p - 1)\"\n    m: 0\n    b: 0\n";
+    let s = err(text);
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:6:10",
+            "iso_energy.machine.t_c",
+            "'11.9e-10 / g'",
+            "'g'",
+            "in f",
+        ],
+    );
+    // An application expression may use n and p but not f.
+    let s = err(&text
+        .replace("\"11.9e-10 / g\"", "\"11.9e-10 / f\"")
+        .replace("\"109.4 * n\"", "\"109.4 * n * f\""));
+    has(
+        &s,
+        &["app.yaml:15:", "iso_energy.application.w_c", "'f'", "n, p"],
+    );
+}
+
+#[test]
+fn missing_model() {
+    let s = err("name: app\nversion: 1\ndescription: nothing here\n");
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:1:1",
+            "model section",
+            "iso_energy",
+            "roofline",
+            "amdahl",
+            "hetero",
+        ],
+    );
+}
+
+#[test]
+fn wrong_type() {
+    let s = err(&GOOD.replace("iterations: 100", "iterations: lots"));
+    println!("{s}");
+    has(&s, &["app.yaml:4:", "lots"]);
+    let s = err(&GOOD.replace("version: 1", "version: [1]"));
+    println!("{s}");
+    has(&s, &["app.yaml:2:"]);
+}
+
+#[test]
+fn bad_law_and_fraction() {
+    let text = "name: app\nversion: 1\namdahl:\n  t_c1_s: 100\n  parallel_fraction: 1.5\n  comm: { law: cubic, coeff_s: 1 }\n";
+    let s = err(text);
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:5:22",
+            "amdahl.parallel_fraction",
+            "'1.5'",
+            "0 to 1",
+        ],
+    );
+    let s = err(&text.replace("1.5", "0.5"));
+    has(
+        &s,
+        &[
+            "app.yaml:6:",
+            "amdahl.comm.law",
+            "'cubic'",
+            "log, linear, quadratic",
+        ],
+    );
+}
+
+#[test]
+fn prefer_must_name_a_present_section() {
+    let s = err(&GOOD.replace("version: 1", "version: 1\nprefer: roofline"));
+    println!("{s}");
+    has(&s, &["app.yaml:3:9", "prefer", "'roofline'", "hetero"]);
+}
+
+#[test]
+fn duplicate_key() {
+    let s = err(&GOOD.replace("version: 1", "version: 1\nversion: 2"));
+    println!("{s}");
+    has(&s, &["app.yaml:3:", "version"]);
+}
+
+#[test]
+fn version_zero_and_bad_name() {
+    has(
+        &err(&GOOD.replace("version: 1", "version: 0")),
+        &["app.yaml:2:10", "version", "'0'", ">= 1"],
+    );
+    has(
+        &err(&GOOD.replace("name: app", "name: \"my app\"")),
+        &["app.yaml:1:7", "name", "'my app'"],
+    );
+}
+
+#[test]
+fn empty_and_unreadable() {
+    let s = err("");
+    println!("{s}");
+    has(&s, &["app.yaml"]);
+    let e = Profile::load(Path::new("/nonexistent/greenup/p.yaml"))
+        .unwrap_err()
+        .to_string();
+    has(&e, &["/nonexistent/greenup/p.yaml", "cannot read"]);
+}
+
+#[test]
+fn find_refuses_paths_and_names_the_option() {
+    use greenup::input::Origin;
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("etc/profiles");
+    let opt = || Origin::Option("--energy-profile".into());
+    assert_eq!(
+        Profile::find(&dir, "lammps", opt()).unwrap().name(),
+        "lammps"
+    );
+    for bad in ["../../etc/passwd", "/etc/passwd", ".hidden", "", "a/b"] {
+        let s = Profile::find(&dir, bad, opt()).unwrap_err().to_string();
+        has(&s, &["option --energy-profile", "profile"]);
+    }
+    let s = Profile::find(&dir, "nosuch", opt())
+        .unwrap_err()
+        .to_string();
+    has(&s, &["option --energy-profile", "'nosuch'", "etc/profiles"]);
+}

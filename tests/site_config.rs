@@ -1,0 +1,533 @@
+//! The site config loader: the shipped example, defaults, and one test per kind of bad input,
+//! each checking that the error names the file, line and column, the key, the value and what
+//! would be valid.
+
+use std::path::{Path, PathBuf};
+
+use greenup::input::Origin;
+use greenup::site::{self, Enforce, OverBudget, PowerModel};
+
+const MINIMAL: &str = "\
+node_types:
+  a:
+    frequencies: [1.0, 2.0]
+    power: {dynamic_w: 10, static_w: 2}
+nodes:
+  a: n[1-2]
+";
+
+fn parse(text: &str) -> Result<site::Site, greenup::input::InputError> {
+    site::parse("/etc/slurm/greenup.yaml", text)
+}
+
+/// Parse `text`, expect an error, and check it points at `line`:`col` and mentions every `words`.
+fn bad(text: &str, line: u64, col: u64, words: &[&str]) {
+    let err = parse(text).expect_err("config should be rejected");
+    let msg = err.to_string();
+    match &err.origin {
+        Origin::File {
+            path,
+            line: l,
+            column: c,
+        } => {
+            assert_eq!(path, Path::new("/etc/slurm/greenup.yaml"), "{msg}");
+            assert_eq!((*l, *c), (line, col), "{msg}");
+        }
+        other => panic!("no position in {other:?}: {msg}"),
+    }
+    assert!(
+        msg.starts_with(&format!("/etc/slurm/greenup.yaml:{line}:{col}: ")),
+        "{msg}"
+    );
+    for w in words {
+        assert!(msg.contains(w), "'{w}' missing from: {msg}");
+    }
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+}
+
+#[test]
+fn shipped_example_loads() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("etc/greenup.yaml");
+    let s = site::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.node_types.len(), 5);
+    assert_eq!(s.nodes.len(), 148);
+    let t1 = &s.node_types["type1"];
+    assert_eq!(t1.freqs_ghz.len(), 14);
+    assert_eq!((t1.fmin(), t1.fmax()), (1.2, 2.5));
+    assert_eq!(s.node_types["type3"].freqs_ghz.len(), 18);
+    assert_eq!(s.node_types["type4"].fmax(), 3.4);
+    // Table I: 20 W dynamic at 2.5 GHz, cube law below it.
+    assert!((t1.dynamic_w(1.25).unwrap() - 20.0 / 8.0).abs() < 1e-12);
+    assert_eq!(t1.static_w(1.25).unwrap(), 4.0);
+    assert_eq!(s.node_type_of("h037").unwrap().name, "type2");
+    assert_eq!(s.node_type_of("n4").unwrap().name, "lab");
+    // The expression type: 12 (f/2.4)^2.5 at f = 1.2 is 12 / 2^2.5.
+    let lab = &s.node_types["lab"];
+    assert!((lab.dynamic_w(1.2).unwrap() - 12.0 / 2f64.powf(2.5)).abs() < 1e-9);
+    assert!((lab.static_w(2.0).unwrap() - 4.0).abs() < 1e-12);
+    assert_eq!(s.power_cap_w, Some(4000.0));
+    assert_eq!(s.partitions["hetero"].nodes.len(), 144);
+    assert_eq!(s.partitions["debug"].power_cap_w, Some(200.0));
+    assert_eq!(s.job_energy_limit_j, Some(20e6));
+    assert_eq!(
+        s.policy_dirs,
+        vec![path.parent().unwrap().join("../policies")]
+    );
+    assert_eq!(s.profile_dir, path.parent().unwrap().join("profiles"));
+    assert_eq!(s.daemon.metrics_listen.as_deref(), Some("127.0.0.1:7471"));
+}
+
+#[test]
+fn defaults_suit_a_debian_site() {
+    let s = parse(MINIMAL).unwrap();
+    assert_eq!(s.default_policy, "monitor");
+    assert!(s.allowed_policies.is_empty());
+    assert_eq!(s.enforce, Enforce::Open);
+    assert_eq!(s.power_cap_w, None);
+    assert_eq!(s.job_energy_limit_j, None);
+    assert_eq!(s.profile_dir, Path::new("/etc/slurm/greenup/profiles"));
+    assert_eq!(s.daemon.listen, "127.0.0.1:7470");
+    assert_eq!(s.daemon.socket, Path::new("/run/greenup/greenupd.sock"));
+    assert_eq!(s.daemon.store, Path::new("/var/lib/greenup/greenup.db"));
+    assert_eq!(s.daemon.slurm_user, "slurm");
+    assert_eq!(s.daemon.over_budget, OverBudget::Lowest);
+    assert_eq!(s.daemon.metrics_listen, None);
+    assert_eq!(s.dvfs.sysfs_root, Path::new("/sys"));
+    assert_eq!(s.dvfs.run_dir, Path::new("/run/greenup"));
+    assert!(!s.dvfs.per_core_shared);
+    assert_eq!(
+        s.node_types["a"].power,
+        PowerModel::AtMax {
+            dynamic_w: 10.0,
+            static_w: 2.0,
+            gamma: 3.0
+        }
+    );
+}
+
+#[test]
+fn frequency_range_expands_exactly() {
+    let s = parse(&MINIMAL.replace("[1.0, 2.0]", "{min: 1.2, max: 2.0, step: 0.2}")).unwrap();
+    assert_eq!(s.node_types["a"].freqs_ghz, vec![1.2, 1.4, 1.6, 1.8, 2.0]);
+    let s = parse(&MINIMAL.replace("[1.0, 2.0]", "[2.0, 1.5, 1.0]")).unwrap();
+    assert_eq!(
+        s.node_types["a"].freqs_ghz,
+        vec![1.0, 1.5, 2.0],
+        "lists are sorted"
+    );
+}
+
+#[test]
+fn caps_take_units() {
+    let s = parse(&format!(
+        "{MINIMAL}power_cap: 2kW\njob_energy_limit: 1.5kWh\npartitions:\n  p: {{nodes: n1, power_cap: 350}}\n"
+    ))
+    .unwrap();
+    assert_eq!(s.power_cap_w, Some(2000.0));
+    assert_eq!(s.job_energy_limit_j, Some(5.4e6));
+    assert_eq!(s.partitions["p"].power_cap_w, Some(350.0));
+    assert_eq!(s.partitions["p"].nodes, vec!["n1"]);
+}
+
+#[test]
+fn node_in_two_types() {
+    let text = format!(
+        "{}  b: n[2-3]\n",
+        MINIMAL.replace(
+            "nodes:\n",
+            "  b:\n    frequencies: [1.0]\n    power: {dynamic_w: 1, static_w: 1}\nnodes:\n"
+        )
+    );
+    bad(
+        &text,
+        10,
+        6,
+        &["nodes.b", "n[2-3]", "node n2 is already of type a"],
+    );
+}
+
+#[test]
+fn node_twice_in_one_type() {
+    bad(
+        &MINIMAL.replace("n[1-2]", "n[1-2],n2"),
+        6,
+        6,
+        &["nodes.a", "n2 is listed twice"],
+    );
+}
+
+#[test]
+fn type_with_no_frequencies() {
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "[]"),
+        3,
+        18,
+        &[
+            "node_types.a.frequencies",
+            "no frequencies",
+            "[1.2, 1.6, 2.0]",
+        ],
+    );
+}
+
+#[test]
+fn step_that_does_not_divide() {
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "{min: 1.6, max: 2.66, step: 0.133}"),
+        3,
+        18,
+        &[
+            "node_types.a.frequencies",
+            "step 0.133 does not divide",
+            "1.06",
+        ],
+    );
+}
+
+#[test]
+fn range_below_min_and_bad_keys() {
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "{min: 2, max: 1, step: 0.1}"),
+        3,
+        18,
+        &["max 1 is below min 2"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "{min: 1, max: 2, stp: 0.1}"),
+        3,
+        18,
+        &["unknown key 'stp'"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "{min: 1, max: 2}"),
+        3,
+        18,
+        &["missing 'step'"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "{min: 1, max: 2, step: 0}"),
+        3,
+        18,
+        &["step '0'"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "{min: 1, max: 2, step: 1e-9}"),
+        3,
+        18,
+        &["more than 1000"],
+    );
+}
+
+#[test]
+fn bad_frequency_values() {
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "[1.0, fast]"),
+        3,
+        18,
+        &["'fast' is not a frequency"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "[1.0, -2]"),
+        3,
+        18,
+        &["'-2' is not a frequency"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "[1.0, 1.0]"),
+        3,
+        18,
+        &["1 GHz is listed twice"],
+    );
+    bad(
+        &MINIMAL.replace("[1.0, 2.0]", "fast"),
+        3,
+        18,
+        &["not a list or a range"],
+    );
+}
+
+#[test]
+fn unknown_type_in_nodes() {
+    bad(
+        &MINIMAL.replace("  a: n[1-2]", "  x: n[1-2]"),
+        6,
+        6,
+        &["nodes.x", "'x'", "a node type from node_types: a"],
+    );
+}
+
+#[test]
+fn bad_hostlist() {
+    bad(
+        &MINIMAL.replace("n[1-2]", "n[2-1]"),
+        6,
+        6,
+        &["nodes.a", "n[2-1]", "runs backwards"],
+    );
+    bad(
+        &MINIMAL.replace("n[1-2]", "\"n[1-\""),
+        6,
+        6,
+        &["nodes.a", "without ']'"],
+    );
+}
+
+#[test]
+fn control_characters_stay_on_one_line() {
+    bad(
+        &MINIMAL.replace("n[1-2]", "\"n1\\nn2\""),
+        6,
+        6,
+        &["nodes.a", "n1\\nn2"],
+    );
+}
+
+#[test]
+fn caps_must_be_positive() {
+    bad(
+        &format!("{MINIMAL}power_cap: 0\n"),
+        7,
+        12,
+        &["power_cap", "'0'", "a power above 0"],
+    );
+    bad(
+        &format!("{MINIMAL}power_cap: -3kW\n"),
+        7,
+        12,
+        &["power_cap", "'-3kW'"],
+    );
+    bad(
+        &format!("{MINIMAL}power_cap: 2kWh\n"),
+        7,
+        12,
+        &["power_cap", "2kWh", "2kW"],
+    );
+    bad(
+        &format!("{MINIMAL}job_energy_limit: 20MW\n"),
+        7,
+        19,
+        &["job_energy_limit", "20MW", "20MJ"],
+    );
+    bad(
+        &format!("{MINIMAL}job_energy_limit: [1]\n"),
+        7,
+        19,
+        &["job_energy_limit", "an energy above 0"],
+    );
+    bad(
+        &format!("{MINIMAL}partitions:\n  p:\n    nodes: n1\n    power_cap: 0W\n"),
+        10,
+        16,
+        &["partitions.p.power_cap", "'0W'"],
+    );
+}
+
+#[test]
+fn unknown_enforce_value() {
+    bad(
+        &format!("{MINIMAL}enforce: lenient\n"),
+        7,
+        10,
+        &["enforce", "'lenient'", "open or strict"],
+    );
+}
+
+#[test]
+fn unknown_over_budget_value() {
+    bad(
+        &format!("{MINIMAL}daemon:\n  over_budget: maybe\n"),
+        8,
+        16,
+        &["daemon.over_budget", "lowest, unchanged or refuse"],
+    );
+}
+
+#[test]
+fn bad_daemon_addresses_and_timeouts() {
+    bad(
+        &format!("{MINIMAL}daemon:\n  listen: localhost\n"),
+        8,
+        11,
+        &["daemon.listen", "HOST:PORT"],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  metrics_listen: \":99999\"\n"),
+        8,
+        19,
+        &["daemon.metrics_listen"],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  timeout_ms: 0\n"),
+        8,
+        15,
+        &["daemon.timeout_ms", "1-600000"],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  slurm_user: \"a b\"\n"),
+        8,
+        15,
+        &["daemon.slurm_user"],
+    );
+}
+
+#[test]
+fn partition_with_unknown_node() {
+    bad(
+        &format!("{MINIMAL}partitions:\n  p: {{nodes: \"n[1-3]\"}}\n"),
+        8,
+        14,
+        &["partitions.p.nodes", "node n3 is not in `nodes`"],
+    );
+}
+
+#[test]
+fn default_policy_must_be_allowed() {
+    bad(
+        &format!("{MINIMAL}allowed_policies: [min-energy]\ndefault_policy: min-time\n"),
+        8,
+        17,
+        &[
+            "default_policy",
+            "min-time",
+            "one of allowed_policies: min-energy",
+        ],
+    );
+    bad(
+        &format!("{MINIMAL}default_policy: \"no good\"\n"),
+        7,
+        17,
+        &["default_policy", "a policy name"],
+    );
+}
+
+#[test]
+fn power_expressions() {
+    let s = parse(&MINIMAL.replace(
+        "{dynamic_w: 10, static_w: 2}",
+        "{dynamic_w: \"5 * f^3\", static_w: 2W}",
+    ))
+    .unwrap();
+    assert!((s.node_types["a"].dynamic_w(2.0).unwrap() - 40.0).abs() < 1e-12);
+    assert_eq!(s.node_types["a"].static_w(1.0).unwrap(), 2.0);
+    bad(
+        &MINIMAL.replace(
+            "{dynamic_w: 10, static_w: 2}",
+            "{dynamic_w: \"5 * g\", static_w: 2}",
+        ),
+        4,
+        24,
+        &[
+            "node_types.a.power.dynamic_w",
+            "unknown variable 'g'",
+            "expression in f",
+        ],
+    );
+    bad(
+        &MINIMAL.replace(
+            "{dynamic_w: 10, static_w: 2}",
+            "{dynamic_w: \"10 - 8 * f\", static_w: 2}",
+        ),
+        4,
+        24,
+        &[
+            "node_types.a.power.dynamic_w",
+            "watts >= 0 at every frequency",
+            "f = 2 GHz",
+        ],
+    );
+    bad(
+        &MINIMAL.replace(
+            "{dynamic_w: 10, static_w: 2}",
+            "{dynamic_w: \"f\", static_w: 2, gamma: 2}",
+        ),
+        4,
+        49,
+        &["node_types.a.power.gamma", "no gamma"],
+    );
+    bad(
+        &MINIMAL.replace(
+            "{dynamic_w: 10, static_w: 2}",
+            "{dynamic_w: 10, static_w: -2}",
+        ),
+        4,
+        38,
+        &["power.static_w", "-2"],
+    );
+    bad(
+        &MINIMAL.replace(
+            "{dynamic_w: 10, static_w: 2}",
+            "{dynamic_w: 10, static_w: 2, gamma: 0}",
+        ),
+        4,
+        48,
+        &["gamma", "(0, 10]"],
+    );
+}
+
+#[test]
+fn unknown_fields_are_refused_with_position() {
+    bad(
+        &format!("{MINIMAL}power_capp: 3kW\n"),
+        7,
+        1,
+        &["power_capp"],
+    );
+    bad(
+        &MINIMAL.replace("power: {", "power: {idle_w: 3, "),
+        4,
+        13,
+        &["idle_w", "expected one of dynamic_w"],
+    );
+    bad(&format!("{MINIMAL}dvfs:\n  root: /x\n"), 8, 3, &["root"]);
+}
+
+#[test]
+fn wrong_yaml_types_have_positions() {
+    bad(
+        &format!("{MINIMAL}daemon:\n  timeout_ms: soon\n"),
+        8,
+        15,
+        &["daemon.timeout_ms", "'soon'", "milliseconds in 1-600000"],
+    );
+    bad(
+        &format!("{MINIMAL}dvfs:\n  per_core_shared: maybe\n"),
+        8,
+        20,
+        &["dvfs.per_core_shared", "true or false"],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  admins: [root, 7]\n"),
+        8,
+        11,
+        &["daemon.admins", "'7'"],
+    );
+    bad(&format!("{MINIMAL}node_types:\n"), 7, 1, &["node_types"]);
+}
+
+#[test]
+fn empty_and_typeless_files() {
+    let e = parse("# nothing\n\n").unwrap_err();
+    assert_eq!(
+        e.origin,
+        Origin::Path(PathBuf::from("/etc/slurm/greenup.yaml"))
+    );
+    assert!(e.to_string().contains("empty"), "{e}");
+    let e = parse("enforce: open\n").unwrap_err();
+    assert!(e.to_string().contains("node_types"), "{e}");
+}
+
+#[test]
+fn duplicate_keys_are_refused() {
+    let err = parse(&format!("{MINIMAL}enforce: open\nenforce: strict\n")).unwrap_err();
+    assert!(matches!(err.origin, Origin::File { line: 8, .. }), "{err}");
+}
+
+#[test]
+fn unreadable_file_names_the_path() {
+    let e = site::load("/nonexistent/greenup.yaml").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/greenup.yaml: cannot read site config"),
+        "{e}"
+    );
+}
