@@ -6,6 +6,7 @@ GC_RUN=${GC_RUN:-/run/greenup-test}               # pid files
 GC_LOG=${GC_LOG:-/var/log/greenup-test}           # daemon logs
 GC_SYSFS=${GC_SYSFS:-/var/lib/greenup-test/sysfs} # one sysfs tree per node: $GC_SYSFS/n1 ...
 GC_ETC=${GC_ETC:-/etc/slurm}
+GC_SHARE=${GC_SHARE:-/etc/greenup-test}              # policies, test profiles, binaries for the cli_filter
 GC_GREENUP_RUN=${GC_GREENUP_RUN:-/run/greenup}    # the plugin's saved settings (run_dir)
 GC_WORK=${GC_WORK:-/var/lib/greenup-test/work}    # job scripts and outputs, readable by the test user
 GC_USER=${GC_USER:-alice}
@@ -36,3 +37,4 @@ gc_wait_idle() {
   done
   return 1
 }
+GC_BIN_DIR=${GC_BIN_DIR:-${CARGO_TARGET_DIR:-$GC_REPO/target}/release}

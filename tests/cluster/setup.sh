@@ -28,9 +28,28 @@ for u in $GC_USER $GC_USER2; do id "$u" >/dev/null 2>&1 || useradd -m -s /bin/ba
 
 "$HERE/sysfs.sh"
 
-# Keep any slurm.conf we did not write, so teardown can put it back.
-if [ -f $GC_ETC/slurm.conf ] && ! grep -q "^ClusterName=$GC_NAME" $GC_ETC/slurm.conf; then
-  cp -p $GC_ETC/slurm.conf "$GC_RUN/slurm.conf.saved"
+# Keep any Slurm and greenup files we did not write, so teardown can put them back.
+for f in slurm.conf greenup.yaml cli_filter.lua; do
+  if [ -f $GC_ETC/$f ] && [ ! -f "$GC_RUN/$f.saved" ] && ! grep -qs "greenup-test" $GC_ETC/$f; then
+    cp -p $GC_ETC/$f "$GC_RUN/$f.saved"
+  fi
+done
+rm -f $GC_ETC/cli_filter.lua
+if [ "$PLUGIN" = 1 ]; then
+  # greenup's files: site config, policies, test profiles, plugin, CLI for the cli_filter.
+  mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
+  cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
+  cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
+  install -m 0755 "$GC_BIN_DIR/greenup" $GC_SHARE/bin/greenup
+  install -m 0755 "$GC_BIN_DIR/greenupd" $GC_SHARE/bin/greenupd
+  chmod -R a+rX $GC_SHARE
+  install -m 0644 "$HERE/greenup.yaml" $GC_ETC/greenup.yaml
+  [ -f "$GC_PLUGIN_SO" ] && ! [ -f "$GC_RUN/plugin.installed" ] && cp -p "$GC_PLUGIN_SO" "$GC_RUN/plugin.saved"
+  install -m 0755 "$GC_BIN_DIR/libspank_greenup.so" "$GC_PLUGIN_SO"
+  touch "$GC_RUN/plugin.installed"
+  sed -e "s|^local GREENUP = .*|local GREENUP = \"$GC_SHARE/bin/greenup\"  -- greenup-test|" \
+      -e "s|^local SITE = .*|local SITE = \"$GC_ETC/greenup.yaml\"|" \
+      "$GC_REPO/etc/cli_filter.lua" > $GC_ETC/cli_filter.lua
 fi
 CLI_FILTER=""
 if [ "$PLUGIN" = 1 ] && [ -f $GC_ETC/cli_filter.lua ]; then CLI_FILTER="CliFilterPlugins=cli_filter/lua"; fi
@@ -85,7 +104,7 @@ if [ "$PLUGIN" = 1 ] && [ -f "$GC_PLUGIN_SO" ]; then
   echo "optional $GC_PLUGIN_SO config=$GC_ETC/greenup.yaml sysfs_root=$GC_SYSFS/%n" > $GC_ETC/plugstack.conf.d/greenup.conf
 fi
 
-if [ "$PLUGIN" = 1 ] && [ -x "$HERE/greenupd.sh" ]; then "$HERE/greenupd.sh" start; fi
+if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start; fi
 
 slurmctld
 for n in $GC_NODES; do slurmd -N $n; done

@@ -13,6 +13,13 @@ for p in $(pgrep -x slurmstepd 2>/dev/null); do
 done
 if [ -f "$GC_RUN/munge-started" ]; then gc_stop_pidfile /run/munge/munged.pid; rm -f "$GC_RUN/munge-started"; fi
 rm -f $GC_ETC/plugstack.conf.d/greenup.conf
-if [ -f "$GC_RUN/slurm.conf.saved" ]; then mv -f "$GC_RUN/slurm.conf.saved" $GC_ETC/slurm.conf; fi
-if [ "${PURGE:-0}" = 1 ]; then rm -rf "$GC_STATE" "$GC_LOG" "$(dirname "$GC_SYSFS")" "$GC_RUN"; fi
+for f in greenup.yaml cli_filter.lua; do grep -qs greenup-test $GC_ETC/$f && rm -f $GC_ETC/$f; done
+for f in slurm.conf greenup.yaml cli_filter.lua; do
+  [ -f "$GC_RUN/$f.saved" ] && mv -f "$GC_RUN/$f.saved" $GC_ETC/$f
+done
+if [ -f "$GC_RUN/plugin.installed" ]; then
+  rm -f "$GC_PLUGIN_SO" "$GC_RUN/plugin.installed"
+  [ -f "$GC_RUN/plugin.saved" ] && mv -f "$GC_RUN/plugin.saved" "$GC_PLUGIN_SO"
+fi
+if [ "${PURGE:-0}" = 1 ]; then rm -rf "$GC_STATE" "$GC_LOG" "$(dirname "$GC_SYSFS")" "$GC_RUN" "$GC_SHARE"; fi
 echo "teardown: stopped"

@@ -1,0 +1,438 @@
+//! job_prolog and job_epilog on each node (slurmd, as root): ask greenupd for the
+//! job's decision, save and apply this node's frequency, and at the end restore,
+//! measure and report. Every failure is logged and the job runs unchanged; nothing
+//! here fails the prolog, so greenup never drains a node.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::{Decision, NodeOutcome as WireOutcome, OpenJob, Verdict};
+use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
+use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::meter::Energy;
+use greenup::site::{Enforce, Site};
+
+use crate::args::Args;
+use crate::options::Checked;
+use crate::slurm_env;
+
+/// How loud a message is: warnings reach the slurmd log and the job's stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Something the job's owner and the admin should know.
+    Warning,
+    /// Routine progress, slurmd log only.
+    Info,
+}
+
+/// Where messages go (Slurm's log in the plugin, a vector in tests).
+pub type Log<'a> = &'a dyn Fn(Level, &str);
+
+/// What slurmd tells a job prolog or epilog about the job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEnv {
+    /// Slurm job id.
+    pub job_id: u32,
+    /// The owner's uid.
+    pub uid: u32,
+    /// The owner's name.
+    pub user: Option<String>,
+    /// The partition.
+    pub partition: Option<String>,
+    /// This node's name.
+    pub node: String,
+    /// The job's nodes, expanded.
+    pub nodes: Vec<String>,
+    /// `SLURM_JOB_CPUS_PER_NODE`.
+    pub cpus_per_node: Option<String>,
+    /// The options given at submission (from `SPANK_GREENUP_*`).
+    pub options: Checked,
+}
+
+impl JobEnv {
+    /// Read the job from variables looked up by `get`.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, String> {
+        let num = |k: &str| {
+            get(k)
+                .and_then(|v| v.parse::<u32>().ok())
+                .ok_or_else(|| format!("{k} is not set"))
+        };
+        let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
+        let list = get("SLURM_JOB_NODELIST").or_else(|| get("SLURM_NODELIST"));
+        let nodes = match list {
+            Some(l) => greenup::hostlist::expand(&l)?,
+            None => vec![node.clone()],
+        };
+        Ok(JobEnv {
+            job_id: num("SLURM_JOB_ID")?,
+            uid: num("SLURM_JOB_UID")?,
+            user: get("SLURM_JOB_USER"),
+            partition: get("SLURM_JOB_PARTITION"),
+            node,
+            nodes,
+            cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
+            options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
+        })
+    }
+
+    /// Read the job from this process's environment.
+    pub fn from_process() -> Result<JobEnv, String> {
+        JobEnv::from_vars(|k| std::env::var(k).ok())
+    }
+}
+
+/// Where this node keeps greenup's files for a job.
+pub fn node_paths(args: &Args, site: &Site, node: &str) -> NodePaths {
+    NodePaths {
+        sysfs_root: args
+            .sysfs_root_for(node)
+            .unwrap_or_else(|| site.dvfs.sysfs_root.clone()),
+        run_dir: site.dvfs.run_dir.clone(),
+    }
+}
+
+/// The file holding a warning for the job's owner, printed once by the job's first step here.
+pub fn warning_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
+    run_dir
+        .join(job_id.to_string())
+        .join(format!("{node}.warning"))
+}
+
+/// The file holding the job's decision as this node received it.
+pub fn decision_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
+    run_dir
+        .join(job_id.to_string())
+        .join(format!("{node}.decision.json"))
+}
+
+fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
+    let line = format!("greenup: job {} on {}: {message}", job.job_id, job.node);
+    log(Level::Warning, &line);
+    let file = warning_path(run_dir, job.job_id, &job.node);
+    if let Some(dir) = file.parent() {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    let _ = greenup::input::write_atomic(&file, format!("{line}\n").as_bytes());
+}
+
+/// The daemon client, connected with the site's timeout.
+pub fn connect(site: &Site) -> Result<Client, String> {
+    let timeout = Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000));
+    Client::connect(&Endpoint::parse(&site.daemon.listen), timeout).map_err(|e| e.to_string())
+}
+
+/// Whether the job holds every CPU of this node (then every CPU is set in the prolog).
+fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
+    let Some(held) = job
+        .cpus_per_node
+        .as_deref()
+        .and_then(|c| slurm_env::cpus_on_node(&job.nodes, c, &job.node))
+    else {
+        return false;
+    };
+    let Ok(policies) = Cpufreq::new(sysfs_root).policies() else {
+        return false;
+    };
+    let total: usize = policies.iter().map(|p| p.cpus.len()).sum();
+    total > 0 && held as usize >= total
+}
+
+/// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
+pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
+    let site = match greenup::site::load(&args.config) {
+        Ok(s) => s,
+        Err(e) => {
+            log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {}: site config unusable, job runs unchanged: {e}",
+                    job.job_id
+                ),
+            );
+            return;
+        }
+    };
+    let paths = node_paths(args, &site, &job.node);
+    let policy = job
+        .options
+        .policy
+        .clone()
+        .unwrap_or_else(|| site.default_policy.clone());
+    if policy.is_empty() || policy == "none" {
+        return;
+    }
+    let request = OpenJob {
+        job_id: u64::from(job.job_id),
+        uid: job.uid,
+        user: job.user.clone(),
+        partition: job.partition.clone(),
+        nodes: job.nodes.clone(),
+        min_nodes: None,
+        time_limit_s: None,
+        policy: Some(policy),
+        profile: job.options.profile.clone(),
+        energy_cap_j: job.options.energy_cap_j,
+        power_cap_w: job.options.power_cap_w,
+        algorithm: None,
+    };
+    let decision = connect(&site).and_then(|mut c| c.open_job(request).map_err(|e| e.to_string()));
+    let khz = match &decision {
+        Ok(d) => {
+            if let Ok(json) = serde_json::to_vec(d) {
+                let file = decision_path(&paths.run_dir, job.job_id, &job.node);
+                if let Some(dir) = file.parent() {
+                    use std::os::unix::fs::DirBuilderExt;
+                    let _ = std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(dir);
+                }
+                let _ = greenup::input::write_atomic(&file, &json);
+            }
+            if d.verdict == Verdict::Refused {
+                warn(
+                    log,
+                    &paths.run_dir,
+                    job,
+                    &format!(
+                        "greenupd refused a decision, job runs unchanged: {}",
+                        d.reason
+                    ),
+                );
+            }
+            d.freq_for(&job.node).and_then(ghz_to_khz)
+        }
+        Err(e) => {
+            let what = if site.enforce == Enforce::Strict {
+                "the job will fail (enforce: strict)"
+            } else {
+                "job runs unchanged"
+            };
+            warn(
+                log,
+                &paths.run_dir,
+                job,
+                &format!("no decision from greenupd, {what}: {e}"),
+            );
+            None
+        }
+    };
+    let scope = if holds_whole_node(job, &paths.sysfs_root) {
+        Scope::Node
+    } else {
+        Scope::SharedNode
+    };
+    match dvfs_job::begin(&paths, job.job_id, &job.node, &job.node, khz, &scope) {
+        Ok(rec) => {
+            if khz.is_some() && rec.applied.is_none() && scope == Scope::Node {
+                warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
+            }
+            log(
+                Level::Info,
+                &format!("greenup: job {} on {}: {}", job.job_id, job.node, rec.note),
+            );
+        }
+        Err(e) => warn(
+            log,
+            &paths.run_dir,
+            job,
+            &format!("cannot save settings, nothing changed: {e}"),
+        ),
+    }
+}
+
+/// The part of a decision a node needs after the prolog, read back from its file.
+pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decision> {
+    let bytes = std::fs::read(decision_path(run_dir, job_id, node)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The epilog: restore every saved setting, measure, and report to greenupd.
+pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
+    let site = match greenup::site::load(&args.config) {
+        Ok(s) => s,
+        Err(e) => {
+            log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {}: site config unusable, cannot restore: {e}",
+                    job.job_id
+                ),
+            );
+            return;
+        }
+    };
+    let paths = node_paths(args, &site, &job.node);
+    let mut outcomes = Vec::new();
+    // The node's own record, then any step records a crashed step left behind.
+    let mut keys = vec![job.node.clone()];
+    if let Ok(entries) = std::fs::read_dir(paths.run_dir.join(job.job_id.to_string())) {
+        let prefix = format!("{}.step", job.node);
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(key) = name
+                .strip_suffix(".json")
+                .filter(|k| k.starts_with(&prefix))
+            {
+                keys.push(key.to_string());
+            }
+        }
+    }
+    for key in &keys {
+        match dvfs_job::end(&paths, job.job_id, key) {
+            Ok(Some(o)) => {
+                if let Some(err) = &o.restore_error {
+                    log(
+                        Level::Warning,
+                        &format!(
+                            "greenup: job {} on {}: restore incomplete: {err}",
+                            job.job_id, key
+                        ),
+                    );
+                }
+                if key == &job.node {
+                    outcomes.push(o);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {} on {}: cannot read saved settings: {e}",
+                    job.job_id, key
+                ),
+            ),
+        }
+    }
+    let decided = saved_decision(&paths.run_dir, job.job_id, &job.node).is_some();
+    if decided {
+        match connect(&site) {
+            Ok(mut c) => {
+                for o in outcomes {
+                    let (energy_j, source, mut note) = match &o.energy {
+                        Energy::Measured { joules } => {
+                            (Some(*joules), Some("rapl".to_string()), o.note.clone())
+                        }
+                        Energy::Unmeasured { reason } => {
+                            (None, None, format!("{}; unmeasured: {reason}", o.note))
+                        }
+                    };
+                    if let Some(err) = &o.restore_error {
+                        note.push_str(&format!("; restore incomplete: {err}"));
+                    }
+                    let wire = WireOutcome {
+                        job_id: u64::from(job.job_id),
+                        node: o.node.clone(),
+                        freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),
+                        energy_j,
+                        elapsed_s: Some(o.elapsed_s),
+                        source,
+                        restored: o.restore_error.is_none(),
+                        note: Some(note),
+                    };
+                    if let Err(e) = c.record_outcome(wire) {
+                        log(
+                            Level::Warning,
+                            &format!(
+                                "greenup: job {} on {}: outcome not stored: {e}",
+                                job.job_id, job.node
+                            ),
+                        );
+                    }
+                }
+                if let Err(e) = c.close_job(u64::from(job.job_id), Some("ended")) {
+                    log(
+                        Level::Warning,
+                        &format!("greenup: job {}: close not stored: {e}", job.job_id),
+                    );
+                }
+            }
+            Err(e) => log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {} on {}: outcome not sent: {e}",
+                    job.job_id, job.node
+                ),
+            ),
+        }
+    }
+    for f in [
+        warning_path(&paths.run_dir, job.job_id, &job.node),
+        decision_path(&paths.run_dir, job.job_id, &job.node),
+    ] {
+        let _ = std::fs::remove_file(f);
+    }
+    let _ = std::fs::remove_file(
+        paths
+            .run_dir
+            .join(job.job_id.to_string())
+            .join(format!("{}.warned", job.node)),
+    );
+    let _ = std::fs::remove_dir(paths.run_dir.join(job.job_id.to_string()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn job_env_reads_what_slurmd_passes_to_a_prolog() {
+        let vars: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "17"),
+            ("SLURM_JOB_UID", "1001"),
+            ("SLURM_JOB_USER", "alice"),
+            ("SLURM_JOB_PARTITION", "debug"),
+            ("SLURMD_NODENAME", "n2"),
+            ("SLURM_NODELIST", "n[1-2],n4"),
+            ("SLURM_JOB_CPUS_PER_NODE", "4(x3)"),
+            ("SPANK_GREENUP_POLICY", "max-dist"),
+            ("SPANK_GREENUP_ENERGY_CAP_J", "1000000"),
+        ]
+        .into_iter()
+        .collect();
+        let job = JobEnv::from_vars(|k| vars.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(job.job_id, 17);
+        assert_eq!(job.nodes, vec!["n1", "n2", "n4"]);
+        assert_eq!(job.options.policy.as_deref(), Some("max-dist"));
+        assert_eq!(job.options.energy_cap_j, Some(1.0e6));
+        assert_eq!(job.options.profile, None);
+        assert!(
+            JobEnv::from_vars(|_| None)
+                .unwrap_err()
+                .contains("SLURMD_NODENAME")
+        );
+    }
+
+    #[test]
+    fn whole_node_means_every_cpu_in_the_tree() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..4 {
+            let d = t
+                .path()
+                .join(format!("devices/system/cpu/cpufreq/policy{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("affected_cpus"), format!("{i}\n")).unwrap();
+        }
+        let mut job = JobEnv {
+            job_id: 1,
+            uid: 1,
+            user: None,
+            partition: None,
+            node: "n2".into(),
+            nodes: vec!["n1".into(), "n2".into()],
+            cpus_per_node: Some("4,2".into()),
+            options: Checked::default(),
+        };
+        assert!(!holds_whole_node(&job, t.path()));
+        job.cpus_per_node = Some("4(x2)".into());
+        assert!(holds_whole_node(&job, t.path()));
+        job.cpus_per_node = None;
+        assert!(!holds_whole_node(&job, t.path()));
+    }
+}
