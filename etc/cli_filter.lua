@@ -29,22 +29,6 @@ local function spank_opt(options, name)
   return v
 end
 
--- profile_dir from the site config (a top-level scalar), relative to the config's directory.
-local function profile_dir()
-  local f = io.open(SITE, "r")
-  if not f then return nil end
-  local dir
-  for line in f:lines() do
-    dir = string.match(line, "^profile_dir:%s*\"?([^\"#%s]+)\"?")
-    if dir then break end
-  end
-  f:close()
-  if dir and string.sub(dir, 1, 1) ~= "/" then
-    dir = string.match(SITE, "^(.*)/[^/]*$") .. "/" .. dir
-  end
-  return dir
-end
-
 function slurm_cli_setup_defaults(options, early_pass)
   return slurm.SUCCESS
 end
@@ -57,11 +41,9 @@ function slurm_cli_pre_submit(options, pack_offset)
   local lo, hi = string.match(nodes, "^(%d+)%-(%d+)$")
   if not lo or tonumber(lo) >= tonumber(hi) then return slurm.SUCCESS end
   if not (plain(policy) and plain(profile)) then return slurm.SUCCESS end
-  local dir = profile_dir()
-  if not dir then return slurm.SUCCESS end
 
   local cmd = GREENUP .. " plan --json --site " .. SITE .. " --policy " .. policy ..
-    " --profile " .. dir .. "/" .. profile .. ".yaml --node-count " .. lo .. "-" .. hi
+    " --profile " .. profile .. " --node-count " .. lo .. "-" .. hi
   for _, o in ipairs({ {"energy-cap", "--energy-cap"}, {"power-cap", "--power-cap"} }) do
     local v = spank_opt(options, o[1])
     if v then

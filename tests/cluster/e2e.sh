@@ -88,10 +88,10 @@ t_maxdist() {
 
 # 2. min-time under an energy cap with -N 1-4 runs on the planned node count.
 t_mintime_nodes() {
+  local plan_args="--json --site $GC_ETC/greenup.yaml --policy min-time --profile md --node-count 1-4 --time-limit 10:00"
   local cap count="" c
-  for c in 200kJ 120kJ 110kJ 100kJ 90kJ 20MJ; do
-    count=$("$GC_SHARE/bin/greenup" plan --json --site $GC_ETC/greenup.yaml --policy min-time \
-      --profile "$GC_SHARE/profiles/md.yaml" --node-count 1-4 --energy-cap $c --time-limit 10:00 2>/dev/null | jq -r .node_count)
+  for c in 80kJ 70kJ 60kJ 50kJ 40kJ 30kJ; do
+    count=$("$GC_SHARE/bin/greenup" plan $plan_args --energy-cap $c 2>/dev/null | jq -r .node_count)
     cap=$c
     [ -n "$count" ] && [ "$count" != null ] && [ "$count" -ge 1 ] && [ "$count" -lt 4 ] && break
   done

@@ -20,7 +20,7 @@ trap finish EXIT
 PROFILE=${GC_PROFILE:-debug}
 flag=""; [ "$PROFILE" = release ] && flag=--release
 echo "==> building greenup ($PROFILE)"
-(cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup --bins) || { echo "build failed"; exit 1; }
+(cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup) || { echo "build failed"; exit 1; }
 export GC_BIN_DIR=${CARGO_TARGET_DIR:-$GC_REPO/target}/$PROFILE
 
 "$HERE/teardown.sh" >/dev/null 2>&1   # leftovers of an interrupted run
