@@ -6,10 +6,15 @@
 //! makes the plan infeasible.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use super::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
-use crate::plan::{Plan, PlanRequest};
+use crate::model::Predictor;
+use crate::plan::{Plan, PlanRequest, plan_with};
+use crate::policy::{Policy, PolicySet};
+use crate::profile::Profile;
 use crate::site::{OverBudget, Site};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -35,16 +40,41 @@ pub struct Proposal {
     pub inputs: serde_json::Value,
 }
 
-/// Makes decisions for one loaded site config.
+/// A loaded profile with its predictor for this site, and the file time it was read at.
+struct Loaded {
+    modified: Option<SystemTime>,
+    version: u64,
+    predictor: Arc<dyn Predictor + Send + Sync>,
+}
+
+/// Makes decisions for one loaded site config: its policies, and its profiles
+/// (read on first use and again whenever the file changes).
 pub struct Decider {
-    #[allow(dead_code)]
-    profiles: Mutex<HashMap<String, Arc<serde_json::Value>>>,
+    policies: PolicySet,
+    profile_dir: PathBuf,
+    profiles: Mutex<HashMap<String, Arc<Loaded>>>,
 }
 
 impl std::fmt::Debug for Decider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Decider")
+        f.debug_struct("Decider")
+            .field("policies", &self.policies.names())
+            .finish_non_exhaustive()
     }
+}
+
+fn plan_failed(msg: impl Into<String>) -> ErrorReply {
+    ErrorReply::new(ErrorCode::PlanFailed, msg)
+}
+
+/// Whether `name` is a plain profile name (no path separators, no leading dot).
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The smaller of two optional caps.
@@ -66,11 +96,55 @@ pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
 }
 
 impl Decider {
-    /// A decider for `site` (policies and profiles are read from the site's directories).
-    pub fn new(_site: &Site) -> Result<Decider, String> {
+    /// A decider for `site`: loads the policies from the site's policy directories.
+    pub fn new(site: &Site) -> Result<Decider, String> {
+        let policies = PolicySet::load(&site.policy_dirs).map_err(|e| e.to_string())?;
         Ok(Decider {
+            policies,
+            profile_dir: site.profile_dir.clone(),
             profiles: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn policy(&self, name: &str) -> Result<&Policy, ErrorReply> {
+        self.policies.get(name).ok_or_else(|| {
+            plan_failed(format!(
+                "request field policy: invalid value '{name}': expected one of {}",
+                self.policies.names().join(", ")
+            ))
+        })
+    }
+
+    /// The profile `name` with its predictor, reloaded when its file changed.
+    fn profile(&self, site: &Site, name: &str) -> Result<Arc<Loaded>, ErrorReply> {
+        if !plain_name(name) {
+            return Err(ErrorReply::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "request field profile: invalid value '{name}': expected a profile name of letters, digits, '-', '_' and '.'"
+                ),
+            ));
+        }
+        let path = self.profile_dir.join(format!("{name}.yaml"));
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        let mut cache = self.profiles.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = cache.get(name)
+            && l.modified == modified
+            && modified.is_some()
+        {
+            return Ok(l.clone());
+        }
+        let profile = Profile::load(&path).map_err(|e| plan_failed(e.to_string()))?;
+        let predictor = profile
+            .predictor(site)
+            .map_err(|e| plan_failed(format!("{}: {e}", path.display())))?;
+        let loaded = Arc::new(Loaded {
+            modified,
+            version: profile.version(),
+            predictor: Arc::from(predictor),
+        });
+        cache.insert(name.to_string(), loaded.clone());
+        Ok(loaded)
     }
 
     /// The plan request for `req` under `cap`.
@@ -92,14 +166,21 @@ impl Decider {
         }
     }
 
-    /// Plan `req` under `cap`; `Ok(None)` when there is nothing to plan with (no profile).
+    /// Plan `req` as `pr` says; `Ok(None)` when the job names no profile.
     fn plan(
         &self,
-        _site: &Site,
-        _req: &OpenJob,
-        _pr: &PlanRequest,
+        site: &Site,
+        req: &OpenJob,
+        pr: &PlanRequest,
     ) -> Result<Option<(Plan, Option<String>)>, ErrorReply> {
-        Ok(None)
+        let Some(name) = &req.profile else {
+            return Ok(None);
+        };
+        let policy = self.policy(&pr.policy)?;
+        let loaded = self.profile(site, name)?;
+        let plan = plan_with(site, loaded.predictor.as_ref(), policy, pr)
+            .map_err(|e| plan_failed(e.to_string()))?;
+        Ok(Some((plan, Some(loaded.version.to_string()))))
     }
 
     /// Decide for `req` with `free_w` watts of budget left (`None`: no cap).

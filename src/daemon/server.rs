@@ -80,15 +80,46 @@ fn build_ctx(site: Site) -> Result<Ctx, String> {
     })
 }
 
-/// A job whose decision is being made or has been made, shared by every node that asks.
+/// A job whose decision is being made, shared by every node that asks meanwhile.
 type Pending = Arc<OnceCell<Decision>>;
+
+/// Decisions kept in memory so the other nodes of a job are answered without the store.
+const RECENT: usize = 1024;
+
+/// The last [`RECENT`] decisions, oldest first out.
+#[derive(Default)]
+struct Recent {
+    by_job: HashMap<u64, Decision>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl Recent {
+    fn insert(&mut self, d: Decision) {
+        let id = d.job_id;
+        if self.by_job.insert(id, d).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > RECENT {
+            if let Some(old) = self.order.pop_front() {
+                self.by_job.remove(&old);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        if self.by_job.remove(&id).is_some() {
+            self.order.retain(|j| *j != id);
+        }
+    }
+}
 
 struct Shared {
     opts: Options,
     loader: SiteLoader,
     ctx: RwLock<Arc<Ctx>>,
     ledger: Mutex<Ledger>,
-    open: Mutex<HashMap<u64, Pending>>,
+    deciding: Mutex<HashMap<u64, Pending>>,
+    recent: Mutex<Recent>,
     store: StoreHandle,
     munge: Option<Munge>,
     started: Instant,
@@ -147,14 +178,6 @@ pub async fn serve_until(
     let reservations = crate::store::Store::reservations(&mut store).map_err(|e| e.to_string())?;
     let mut ledger = Ledger::new(&ctx.site);
     ledger.rebuild(&reservations);
-    let mut open = HashMap::new();
-    for r in &reservations {
-        if let Some(job) =
-            crate::store::Store::job(&mut store, r.job_id).map_err(|e| e.to_string())?
-        {
-            open.insert(r.job_id, Arc::new(OnceCell::new_with(Some(job.decision))));
-        }
-    }
     tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
     let (store, store_thread) = StoreHandle::spawn(Box::new(store)).map_err(|e| e.to_string())?;
 
@@ -186,7 +209,8 @@ pub async fn serve_until(
         loader,
         ctx: RwLock::new(Arc::new(ctx)),
         ledger: Mutex::new(ledger),
-        open: Mutex::new(open),
+        deciding: Mutex::new(HashMap::new()),
+        recent: Mutex::new(Recent::default()),
         store,
         munge,
         started: Instant::now(),
@@ -608,16 +632,23 @@ async fn open_job(
     req: OpenJob,
 ) -> Result<Decision, ErrorReply> {
     let job_id = req.job_id;
-    let cell = lock(&shared.open).entry(job_id).or_default().clone();
+    if let Some(d) = lock(&shared.recent).by_job.get(&job_id) {
+        return Ok(d.clone());
+    }
+    // Every node that asks while the decision is being made waits for that one
+    // decision. A job decided earlier (before a restart, or pushed out of `recent`)
+    // is decided again, and the store then returns the decision it holds.
+    let cell = lock(&shared.deciding).entry(job_id).or_default().clone();
     let result = cell
         .get_or_try_init(|| decide_and_store(shared, ctx, req))
         .await
         .cloned();
-    if result.is_err() && !cell.initialized() {
-        let mut open = lock(&shared.open);
-        if open.get(&job_id).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
-            open.remove(&job_id);
-        }
+    if let Ok(d) = &result {
+        lock(&shared.recent).insert(d.clone());
+    }
+    let mut deciding = lock(&shared.deciding);
+    if deciding.get(&job_id).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+        deciding.remove(&job_id);
     }
     result
 }
@@ -724,7 +755,7 @@ async fn close_job(
         .await
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
-    lock(&shared.open).remove(&job_id);
+    lock(&shared.recent).remove(job_id);
     match applied {
         Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
         Applied::Opened { .. } => Err(ErrorReply::new(

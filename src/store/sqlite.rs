@@ -127,6 +127,11 @@ impl SqliteStore {
         Ok(SqliteStore { conn })
     }
 
+    /// Run one cached statement that takes no parameters.
+    fn run(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(|_| ())
+    }
+
     fn apply_one(&self, change: &Change) -> Result<Applied, StoreError> {
         match change {
             Change::Open(job) => self.open_job(job),
@@ -347,18 +352,13 @@ impl Store for SqliteStore {
         let mut results = Vec::with_capacity(changes.len());
         for change in changes {
             // A savepoint per change: a failing change is undone alone and the others stay.
-            let r = match self.conn.execute_batch("SAVEPOINT change") {
+            let r = match self.run("SAVEPOINT change") {
                 Err(e) => Err(write_err(e)),
                 Ok(()) => match self.apply_one(change) {
-                    Ok(a) => self
-                        .conn
-                        .execute_batch("RELEASE change")
-                        .map(|_| a)
-                        .map_err(write_err),
+                    Ok(a) => self.run("RELEASE change").map(|_| a).map_err(write_err),
                     Err(e) => {
-                        let _ = self
-                            .conn
-                            .execute_batch("ROLLBACK TO change; RELEASE change");
+                        let _ = self.run("ROLLBACK TO change");
+                        let _ = self.run("RELEASE change");
                         Err(e)
                     }
                 },

@@ -87,6 +87,11 @@ pub fn cred_as(user: Option<&str>, payload: &str, ttl: Option<u32>) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// A free loopback port.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -132,8 +137,8 @@ pub fn site(dir: &Path, n: usize) -> Site {
         job_energy_limit_j: None,
         default_policy: "min-energy".into(),
         allowed_policies: vec![],
-        policy_dirs: vec![],
-        profile_dir: dir.join("profiles"),
+        policy_dirs: vec![repo().join("policies")],
+        profile_dir: repo().join("etc/profiles"),
         enforce: Enforce::Open,
         daemon: DaemonSettings {
             listen: format!("127.0.0.1:{}", free_port()),

@@ -6,6 +6,7 @@
 //! 2 bad input (one line naming the option or file:line:column, the value and
 //! what is valid); 3 anything else went wrong.
 
+mod daemon_cmds;
 mod model;
 mod plan;
 mod policy;
@@ -44,6 +45,12 @@ enum Command {
     /// Named policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// List the jobs greenupd knows (yours only, unless you are an admin).
+    Jobs(daemon_cmds::JobsArgs),
+    /// Show one job's decision and measured outcome per node.
+    Job(daemon_cmds::JobArgs),
+    /// Show greenupd's version, counts and power-budget ledger.
+    Status(daemon_cmds::StatusArgs),
 }
 
 /// Why a command did not succeed; each maps to one exit status.
@@ -124,6 +131,9 @@ fn main() -> ExitCode {
         Command::Profile(cmd) => profile::run(cmd),
         Command::Site(cmd) => site::run(cmd),
         Command::Policy(cmd) => policy::run(cmd),
+        Command::Jobs(args) => daemon_cmds::jobs(&args),
+        Command::Job(args) => daemon_cmds::job(&args),
+        Command::Status(args) => daemon_cmds::status(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,233 @@
+//! `greenup jobs`, `greenup job JOBID` and `greenup status`: read greenupd's
+//! jobs, decisions, outcomes and ledger, as plain tables or `--json`.
+//!
+//! They talk to greenupd on its Unix socket (the caller is known by
+//! SO_PEERCRED) or, with `--connect HOST:PORT`, over TCP with a MUNGE credential.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use comfy_table::{Table, presets::NOTHING};
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::{JobRecord, JobState, JobSummary, ListJobs, Status};
+
+use crate::{Failure, Outcome, emit, print_json, site_path};
+
+/// Where to find greenupd.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DaemonConn {
+    /// greenupd's address: unix:PATH or HOST:PORT (default: the site config's daemon.socket).
+    #[arg(long, value_name = "ADDR")]
+    pub connect: Option<String>,
+    /// The site config, for greenupd's socket (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl DaemonConn {
+    fn client(&self) -> Result<Client, Failure> {
+        let (endpoint, timeout) = match &self.connect {
+            Some(a) => (Endpoint::parse(a), Duration::from_secs(10)),
+            None => {
+                let site = greenup::site::load(site_path(&self.config))?;
+                (Endpoint::Unix(site.daemon.socket.clone()), Duration::from_millis(site.daemon.timeout_ms.max(1000)))
+            }
+        };
+        Client::connect(&endpoint, timeout).map_err(|e| Failure::Runtime(e.to_string()))
+    }
+}
+
+/// Options of `greenup jobs`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobsArgs {
+    /// Only this user's jobs (name or uid); ordinary users see only their own anyway.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// Only jobs in this state: open, closed or reclaimed.
+    #[arg(long, value_name = "STATE", value_parser = parse_state)]
+    pub state: Option<JobState>,
+    /// At most this many jobs, newest first.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub conn: DaemonConn,
+}
+
+/// Options of `greenup job`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobArgs {
+    /// The Slurm job id.
+    pub job_id: u64,
+    #[command(flatten)]
+    pub conn: DaemonConn,
+}
+
+/// Options of `greenup status`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub conn: DaemonConn,
+}
+
+fn parse_state(s: &str) -> Result<JobState, String> {
+    JobState::parse(s).ok_or_else(|| format!("invalid value '{s}': expected open, closed or reclaimed"))
+}
+
+fn uid_of(user: &str) -> Result<u32, Failure> {
+    if let Ok(n) = user.parse() {
+        return Ok(n);
+    }
+    let out = std::process::Command::new("id")
+        .args(["-u", "--", user])
+        .output()
+        .map_err(|e| Failure::Runtime(format!("cannot run id: {e}")))?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|_| Failure::option("--user", user, "a user name or uid known to this host"))
+}
+
+fn remote(e: greenup::daemon::client::ClientError) -> Failure {
+    Failure::Runtime(e.to_string())
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |x| x.to_string())
+}
+
+fn mj(j: Option<f64>) -> String {
+    j.map_or_else(|| "-".to_string(), |j| format!("{:.3}", j / 1e6))
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(NOTHING);
+    t.set_header(header.iter().map(|h| h.to_string()));
+    t
+}
+
+/// `greenup jobs`: the jobs the caller may see.
+pub fn jobs(args: &JobsArgs) -> Outcome {
+    let uid = args.user.as_deref().map(uid_of).transpose()?;
+    let filter = ListJobs { uid, state: args.state, limit: Some(args.limit) };
+    let jobs = args.conn.client()?.list_jobs(filter).map_err(remote)?;
+    if args.conn.json {
+        return print_json(&jobs);
+    }
+    emit(&jobs_table(&jobs).to_string());
+    Ok(())
+}
+
+fn jobs_table(jobs: &[JobSummary]) -> Table {
+    let mut t = table(&["JOBID", "USER", "PARTITION", "STATE", "POLICY", "VERDICT", "NODES", "RESERVED_W", "PRED_MJ", "MEAS_MJ", "OUTCOMES"]);
+    for j in jobs {
+        t.add_row(vec![
+            j.job_id.to_string(),
+            j.user.clone().unwrap_or_else(|| j.uid.to_string()),
+            opt(j.partition.as_deref()),
+            j.state.as_str().to_string(),
+            j.policy.clone(),
+            verdict(j.verdict),
+            j.node_count.to_string(),
+            format!("{:.0}", j.reserved_w),
+            mj(j.predicted_energy_j),
+            mj(j.measured_energy_j),
+            j.outcomes.to_string(),
+        ]);
+    }
+    t
+}
+
+fn verdict(v: greenup::daemon::protocol::Verdict) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// `greenup job JOBID`: one job's decision and outcomes.
+pub fn job(args: &JobArgs) -> Outcome {
+    let job = args.conn.client()?.get_job(args.job_id).map_err(remote)?;
+    if args.conn.json {
+        return print_json(&job);
+    }
+    emit(job_text(&job).trim_end());
+    Ok(())
+}
+
+fn job_text(j: &JobRecord) -> String {
+    let d = &j.decision;
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<16}{v}\n"));
+    line("job", j.job_id.to_string());
+    line("user", j.user.clone().unwrap_or_else(|| j.uid.to_string()));
+    line("partition", opt(j.partition.as_deref()));
+    line("state", format!("{}{}", j.state.as_str(), j.end.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()));
+    line("policy", d.policy.clone());
+    line("profile", format!("{} v{}", opt(d.profile.as_deref()), opt(d.profile_version.as_deref())));
+    line("verdict", verdict(d.verdict));
+    if !d.reason.is_empty() {
+        line("reason", d.reason.clone());
+    }
+    line("power cap", d.power_cap_w.map_or_else(|| "none".into(), |w| format!("{w:.0} W")));
+    line("reserved", format!("{:.0} W", d.reserved_w));
+    if let Some(p) = &d.plan {
+        line("nodes used", format!("{} of {}", p.node_count, j.request.nodes.len()));
+        line(
+            "predicted",
+            format!("{:.1} s, {:.3} MJ, {:.0} W", p.predicted.time_s, p.predicted.energy_j / 1e6, p.predicted.avg_power_w),
+        );
+        line(
+            "baseline",
+            format!("{:.1} s, {:.3} MJ, {:.0} W", p.baseline.time_s, p.baseline.energy_j / 1e6, p.baseline.avg_power_w),
+        );
+    }
+    let measured: f64 = j.outcomes.iter().filter_map(|o| o.energy_j).sum();
+    if !j.outcomes.is_empty() {
+        line("measured", format!("{:.3} MJ over {} nodes", measured / 1e6, j.outcomes.len()));
+    }
+    let mut t = table(&["NODE", "PLANNED_GHZ", "RAN_GHZ", "ENERGY_J", "ELAPSED_S", "SOURCE", "RESTORED"]);
+    for name in &j.request.nodes {
+        let o = j.outcomes.iter().find(|o| &o.node == name);
+        t.add_row(vec![
+            name.clone(),
+            opt(d.freq_for(name).map(|f| format!("{f:.3}"))),
+            opt(o.and_then(|o| o.freq_ghz).map(|f| format!("{f:.3}"))),
+            opt(o.and_then(|o| o.energy_j).map(|e| format!("{e:.0}"))),
+            opt(o.and_then(|o| o.elapsed_s).map(|e| format!("{e:.1}"))),
+            opt(o.and_then(|o| o.source.clone())),
+            opt(o.map(|o| if o.restored { "yes" } else { "NO" })),
+        ]);
+    }
+    out.push_str(&format!("\n{t}\n"));
+    out
+}
+
+/// `greenup status`: greenupd's version, counts and power ledger.
+pub fn status(args: &StatusArgs) -> Outcome {
+    let st = args.conn.client()?.status().map_err(remote)?;
+    if args.conn.json {
+        return print_json(&st);
+    }
+    emit(status_text(&st).trim_end());
+    Ok(())
+}
+
+fn status_text(s: &Status) -> String {
+    let mut out = format!(
+        "greenupd {} (protocol v{}), up {} s, config {}\njobs: {} open, {} total; {} node outcomes; {} connections\n\n",
+        s.version, s.protocol, s.uptime_s, s.config, s.open_jobs, s.total_jobs, s.outcomes, s.connections
+    );
+    let mut t = table(&["SCOPE", "CAP_W", "RESERVED_W", "FREE_W", "JOBS"]);
+    for l in &s.ledger {
+        t.add_row(vec![
+            l.scope.clone(),
+            l.cap_w.map_or_else(|| "none".into(), |c| format!("{c:.0}")),
+            format!("{:.0}", l.reserved_w),
+            l.free_w.map_or_else(|| "-".into(), |f| format!("{f:.0}")),
+            l.jobs.to_string(),
+        ]);
+    }
+    out.push_str(&format!("{t}\n"));
+    out
+}

@@ -1,0 +1,100 @@
+//! `greenup jobs`, `greenup job` and `greenup status` against a running greenupd,
+//! as root and as an ordinary user (run with runuser: SO_PEERCRED on the socket,
+//! a MUNGE credential over TCP).
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use daemon_support::*;
+use greenup::daemon::protocol::{JobRecord, JobSummary, NodeOutcome, Status};
+
+fn greenup_bin() -> String {
+    env!("CARGO_BIN_EXE_greenup").to_string()
+}
+
+/// Run the CLI as `user` (root when `None`); returns (exit code, stdout, stderr).
+fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = match user {
+        Some(u) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", u, "--"]).arg(greenup_bin());
+            c
+        }
+        None => Command::new(greenup_bin()),
+    };
+    let out = cmd.args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn users_see_their_own_jobs_root_sees_all() {
+    let uid = test_user_uid();
+    let d = start(4, |_, _, _| {});
+    // The test user must reach the socket inside the temporary directory.
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut root = d.tcp_client();
+    root.open_job(open_req(101, uid, 2)).unwrap();
+    root.open_job(open_req(102, 0, 2)).unwrap();
+    let o = NodeOutcome {
+        job_id: 101,
+        node: "n2".into(),
+        freq_ghz: Some(2.2),
+        energy_j: Some(1234.0),
+        elapsed_s: Some(5.0),
+        source: Some("rapl".into()),
+        restored: true,
+        note: None,
+    };
+    assert!(root.record_outcome(o).unwrap());
+    let sock = format!("unix:{}", d.socket.display());
+
+    let (rc, out, err) = cli(None, &["jobs", "--connect", &sock, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let all: Vec<JobSummary> = serde_json::from_str(&out).unwrap();
+    assert_eq!(all.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![102, 101]);
+
+    for connect in [sock.as_str(), d.tcp.as_str()] {
+        let (rc, out, err) = cli(Some(TEST_USER), &["jobs", "--connect", connect, "--json"]);
+        assert_eq!(rc, 0, "{err}");
+        let mine: Vec<JobSummary> = serde_json::from_str(&out).unwrap();
+        assert_eq!(mine.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![101], "via {connect}");
+        assert_eq!(mine[0].measured_energy_j, Some(1234.0));
+
+        let (rc, _, err) = cli(Some(TEST_USER), &["job", "102", "--connect", connect]);
+        assert_eq!(rc, 3);
+        assert!(err.contains("forbidden") && err.contains("may not read job 102"), "{err}");
+    }
+
+    let (rc, out, err) = cli(Some(TEST_USER), &["job", "101", "--connect", &sock, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let job: JobRecord = serde_json::from_str(&out).unwrap();
+    assert_eq!(job.outcomes[0].node, "n2");
+
+    let (rc, out, _) = cli(Some(TEST_USER), &["job", "101", "--connect", &sock]);
+    assert_eq!(rc, 0);
+    assert!(out.contains("verdict         unchanged"), "{out}");
+    assert!(out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["n2", "-", "2.200", "1234", "5.0", "rapl", "yes"]), "{out}");
+
+    let (rc, out, err) = cli(None, &["status", "--connect", &sock, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let st: Status = serde_json::from_str(&out).unwrap();
+    assert_eq!((st.open_jobs, st.total_jobs, st.outcomes), (2, 2, 1));
+    let (rc, out, _) = cli(None, &["status", "--connect", &sock]);
+    assert_eq!(rc, 0);
+    assert!(out.contains("jobs: 2 open, 2 total; 1 node outcomes"), "{out}");
+}
+
+#[test]
+fn an_unreachable_daemon_is_one_clear_line() {
+    let (rc, _, err) = cli(None, &["status", "--connect", "unix:/nonexistent/greenupd.sock"]);
+    assert_eq!(rc, 3);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("greenup: cannot connect to greenupd at unix:/nonexistent/greenupd.sock"), "{err}");
+}
