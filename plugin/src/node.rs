@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{Decision, NodeOutcome as WireOutcome, OpenJob, Verdict};
+use greenup::daemon::protocol::{
+    Decision, JobRecord, NodeOutcome as WireOutcome, OpenJob, Verdict,
+};
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
 use greenup::meter::Energy;
 use greenup::site::{Enforce, Site};
+use greenup::units;
 
 use crate::args::Args;
 use crate::options::Checked;
@@ -246,6 +249,130 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     }
 }
 
+/// The --energy-report line: the decision's prediction against the outcomes stored so far.
+pub fn report_line(rec: &JobRecord) -> String {
+    let d = &rec.decision;
+    let predicted = match &d.plan {
+        Some(p) => format!(
+            "predicted {} and {} on {} node(s)",
+            units::format_duration(p.predicted.time_s),
+            units::format_energy(p.predicted.energy_j),
+            p.node_count
+        ),
+        None => format!(
+            "no prediction ({})",
+            if d.reason.is_empty() {
+                "no plan"
+            } else {
+                &d.reason
+            }
+        ),
+    };
+    let measured: Vec<f64> = rec.outcomes.iter().filter_map(|o| o.energy_j).collect();
+    let elapsed = rec
+        .outcomes
+        .iter()
+        .filter_map(|o| o.elapsed_s)
+        .fold(0.0, f64::max);
+    let energy = if measured.is_empty() {
+        "energy unmeasured".to_string()
+    } else {
+        units::format_energy(measured.iter().sum())
+    };
+    let freqs: Vec<String> = rec
+        .outcomes
+        .iter()
+        .map(|o| {
+            format!(
+                "{}={}",
+                o.node,
+                o.freq_ghz
+                    .map_or("unchanged".to_string(), |f| format!("{f} GHz"))
+            )
+        })
+        .collect();
+    format!(
+        "greenup: job {}: policy {}, {predicted}; measured {} and {} on {} of {} node(s) [{}]; details: greenup report {}",
+        rec.job_id,
+        d.policy,
+        units::format_duration(elapsed),
+        energy,
+        measured.len(),
+        rec.request.nodes.len(),
+        freqs.join(" "),
+        rec.job_id
+    )
+}
+
+/// Fill in the `%j` (job id) and `%u` (user) of an output file pattern; other patterns stay.
+pub fn expand_output_pattern(path: &str, job: &JobEnv) -> String {
+    let mut p = path
+        .replace("%j", &job.job_id.to_string())
+        .replace("%A", &job.job_id.to_string());
+    if let Some(u) = &job.user {
+        p = p.replace("%u", u);
+    }
+    p
+}
+
+/// Append `line` to the job's stderr file as the job's owner (never as root, so a
+/// link in the user's directory cannot point the write elsewhere).
+fn write_report(job: &JobEnv, line: &str, log: Log) {
+    let Some(path) = std::env::var("SLURM_JOB_STDERR")
+        .ok()
+        .or_else(|| std::env::var("SLURM_JOB_STDOUT").ok())
+    else {
+        return;
+    };
+    let path = expand_output_pattern(&path, job);
+    if path.contains('%') || !path.starts_with('/') {
+        return;
+    }
+    let (Ok(cpath), Ok(text)) = (
+        std::ffi::CString::new(path),
+        std::ffi::CString::new(format!("{line}\n")),
+    ) else {
+        return;
+    };
+    let gid = std::env::var("SLURM_JOB_GID")
+        .ok()
+        .and_then(|g| g.parse::<u32>().ok())
+        .unwrap_or(job.uid);
+    // SAFETY: fork in this single-threaded epilog process; the child only makes
+    // async-signal-safe calls (setgroups, setgid, setuid, open, write, _exit).
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            let ok = libc::setgroups(0, std::ptr::null()) == 0
+                && libc::setgid(gid) == 0
+                && libc::setuid(job.uid) == 0;
+            if ok {
+                let fd = libc::open(
+                    cpath.as_ptr(),
+                    libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                );
+                if fd >= 0 {
+                    let b = text.as_bytes();
+                    let _ = libc::write(fd, b.as_ptr().cast(), b.len());
+                    libc::close(fd);
+                }
+            }
+            libc::_exit(0);
+        } else if pid > 0 {
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+        } else {
+            log(
+                Level::Info,
+                &format!(
+                    "greenup: job {}: report not written (fork failed)",
+                    job.job_id
+                ),
+            );
+        }
+    }
+}
+
 /// The part of a decision a node needs after the prolog, read back from its file.
 pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decision> {
     let bytes = std::fs::read(decision_path(run_dir, job_id, node)).ok()?;
@@ -345,6 +472,35 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
                         );
                     }
                 }
+                if job.options.report && job.nodes.first() == Some(&job.node) {
+                    // The other nodes' epilogs run at the same time: give their outcomes
+                    // up to a second to arrive, then report what is there.
+                    let mut last = None;
+                    for _ in 0..10 {
+                        match c.get_job(u64::from(job.job_id)) {
+                            Ok(rec) => {
+                                let complete = rec.outcomes.len() >= rec.request.nodes.len();
+                                last = Some(Ok(rec));
+                                if complete {
+                                    break;
+                                }
+                            }
+                            Err(e) => {
+                                last = Some(Err(e));
+                                break;
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    match last {
+                        Some(Ok(rec)) => write_report(job, &report_line(&rec), log),
+                        Some(Err(e)) => log(
+                            Level::Warning,
+                            &format!("greenup: job {}: no report: {e}", job.job_id),
+                        ),
+                        None => {}
+                    }
+                }
                 if let Err(e) = c.close_job(u64::from(job.job_id), Some("ended")) {
                     log(
                         Level::Warning,
@@ -434,5 +590,48 @@ mod tests {
         assert!(holds_whole_node(&job, t.path()));
         job.cpus_per_node = None;
         assert!(!holds_whole_node(&job, t.path()));
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+
+    #[test]
+    fn report_sums_measured_nodes_and_names_unmeasured_ones() {
+        let rec: JobRecord = serde_json::from_value(serde_json::json!({
+            "job_id": 5, "uid": 1001, "user": "alice", "partition": "debug", "state": "closed",
+            "end": null, "opened_at": 0, "closed_at": null,
+            "request": {"job_id": 5, "uid": 1001, "nodes": ["n1", "n2", "n3"], "policy": "max-dist"},
+            "decision": {"job_id": 5, "verdict": "planned", "reason": "", "policy": "max-dist",
+                "profile": "solver", "profile_version": "1", "power_cap_w": null, "reserved_w": 0.0,
+                "plan": {"policy": "max-dist", "feasible": true, "reason": "", "node_count": 3,
+                    "nodes": [], "predicted": {"time_s": 100.0, "energy_j": 30000.0, "avg_power_w": 300.0},
+                    "baseline": {"time_s": 90.0, "energy_j": 36000.0, "avg_power_w": 400.0},
+                    "objective": 0.1, "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}},
+                "decided_at": 0},
+            "outcomes": [
+                {"job_id": 5, "node": "n1", "freq_ghz": 2.2, "energy_j": 1000.0, "elapsed_s": 9.5, "restored": true},
+                {"job_id": 5, "node": "n2", "freq_ghz": 2.2, "energy_j": 500.0, "elapsed_s": 10.0, "restored": true},
+                {"job_id": 5, "node": "n3", "restored": true}
+            ]
+        }))
+        .unwrap();
+        let line = report_line(&rec);
+        // 1000 J + 500 J over two measured nodes of three; the longest node took 10 s.
+        let want_energy = units::format_energy(1500.0);
+        assert!(
+            line.contains(&format!("and {want_energy} on 2 of 3 node(s)")),
+            "{line}"
+        );
+        assert!(line.contains(&units::format_duration(10.0)), "{line}");
+        assert!(
+            line.contains("n3=unchanged") && line.contains("n1=2.2 GHz"),
+            "{line}"
+        );
+        assert!(
+            line.starts_with("greenup: job 5: policy max-dist, predicted "),
+            "{line}"
+        );
     }
 }

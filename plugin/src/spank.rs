@@ -136,6 +136,15 @@ impl Greenup {
         }
         self.pending_warning = warning;
         step::enforce(&site, &info)?;
+        let paths = node::node_paths(&args, &site, &info.node);
+        if let Some(cores) = spank.step_alloc_cores().ok().map(str::to_string)
+            && let Some(note) = step::apply_step_cores(&site, &paths, &info, &cores)
+        {
+            log(
+                Level::Info,
+                &format!("greenup: job {} on {}: {note}", info.job_id, info.node),
+            );
+        }
         if info.step_id == BATCH_STEP {
             let allocated = spank
                 .getenv("SLURM_JOB_NUM_NODES")
@@ -156,19 +165,19 @@ impl Greenup {
         let Some(info) = Self::step_info(spank) else {
             return Ok(());
         };
-        if info.step_id != BATCH_STEP
-            || spank.getenv(options::ENV_REPORT).ok().flatten().as_deref() != Some("1")
+        if let Ok(site) = greenup::site::load(&args.config)
+            && site.dvfs.per_core_shared
         {
-            return Ok(());
-        }
-        let Ok(site) = greenup::site::load(&args.config) else {
-            return Ok(());
-        };
-        let sysfs = args
-            .sysfs_root_for(&info.node)
-            .unwrap_or_else(|| site.dvfs.sysfs_root.clone());
-        if let Some(line) = step::report(&site, &sysfs, &info) {
-            spank_log(LogLevel::Error, &line);
+            let paths = node::node_paths(&args, &site, &info.node);
+            if let Some(err) = step::restore_step_cores(&paths, &info) {
+                log(
+                    Level::Warning,
+                    &format!(
+                        "greenup: job {} on {}: step restore incomplete: {err}",
+                        info.job_id, info.node
+                    ),
+                );
+            }
         }
         Ok(())
     }

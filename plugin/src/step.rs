@@ -1,14 +1,13 @@
 //! Job steps on the nodes (slurmstepd, remote context): tell the job's owner once
 //! about a problem the prolog met, enforce `strict`, shrink a job the decision does
-//! not fully use, and print the --energy-report summary at the end of the batch step.
+//! not fully use, and on shared nodes set and restore a step's own cores where allowed.
 
 use std::path::Path;
 
-use greenup::dvfs::state;
+use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::dvfs::{state, sysfs};
 use greenup::hostlist;
-use greenup::meter::{self, Energy};
 use greenup::site::{Enforce, Site};
-use greenup::units;
 
 use crate::node;
 
@@ -65,33 +64,50 @@ pub fn shrink_target(site: &Site, step: &StepInfo, allocated: usize) -> Option<S
     Some(hostlist::compress(&used))
 }
 
-/// The --energy-report summary: the decision's prediction against this node's counters so far.
-pub fn report(site: &Site, sysfs_root: &Path, step: &StepInfo) -> Option<String> {
-    let d = node::saved_decision(&site.dvfs.run_dir, step.job_id, &step.node)?;
-    let rec = state::load(&site.dvfs.run_dir, step.job_id, &step.node).ok()??;
-    let now = meter::rapl::read(sysfs_root);
-    let measured = match meter::rapl::energy_between(&rec.energy_start, &now) {
-        Energy::Measured { joules } => units::format_energy(joules),
-        Energy::Unmeasured { reason } => format!("unmeasured ({reason})"),
-    };
-    let elapsed = (now.unix_s - rec.energy_start.unix_s).max(0.0);
-    let predicted = match &d.plan {
-        Some(p) => format!(
-            "predicted {} and {} on {} node(s)",
-            units::format_duration(p.predicted.time_s),
-            units::format_energy(p.predicted.energy_j),
-            p.node_count
-        ),
-        None => "no prediction".to_string(),
-    };
-    Some(format!(
-        "greenup: job {}: policy {}, {predicted}; measured on {}: {} and {} ({}); all nodes: greenup report {}",
+/// The record key of one step's own cores on a shared node.
+pub fn step_key(step: &StepInfo) -> String {
+    format!("{}.step{}", step.node, step.step_id)
+}
+
+/// On a shared node where the site allows per-core DVFS, set the decided frequency on
+/// this step's cores only (`cores` as Slurm lists them, e.g. `0-1`). Returns the note.
+pub fn apply_step_cores(
+    site: &Site,
+    paths: &NodePaths,
+    step: &StepInfo,
+    cores: &str,
+) -> Option<String> {
+    if !site.dvfs.per_core_shared {
+        return None;
+    }
+    let node_rec = state::load(&paths.run_dir, step.job_id, &step.node).ok()??;
+    if node_rec.note != "not applied: shared node" {
+        return None;
+    }
+    let khz = node_rec.requested_khz?;
+    // Slurm numbers cores; with one thread per core these are the CPU numbers.
+    let cpus = sysfs::parse_cpu_list(Path::new("step cores"), cores).ok()?;
+    match dvfs_job::begin(
+        paths,
         step.job_id,
-        d.policy,
-        step.node,
-        units::format_duration(elapsed),
-        measured,
-        rec.note,
-        step.job_id
-    ))
+        &step.node,
+        &step_key(step),
+        Some(khz),
+        &Scope::Cpus(cpus),
+    ) {
+        Ok(rec) => Some(format!("step {} cores {cores}: {}", step.step_id, rec.note)),
+        Err(e) => Some(format!(
+            "step {} cores {cores}: not applied: {e}",
+            step.step_id
+        )),
+    }
+}
+
+/// Restore what `apply_step_cores` set, when the step ends.
+pub fn restore_step_cores(paths: &NodePaths, step: &StepInfo) -> Option<String> {
+    match dvfs_job::end(paths, step.job_id, &step_key(step)) {
+        Ok(Some(o)) => o.restore_error,
+        Ok(None) => None,
+        Err(e) => Some(e.to_string()),
+    }
 }

@@ -62,7 +62,7 @@ t_maxdist() {
   # Put n4's RAPL counter 2 J below its range, so that it wraps during this job.
   local z=$GC_SYSFS/n4/class/powercap/intel-rapl:0 pm; pm=$(cat "$GC_RUN/powermodel.pid")
   kill -STOP "$pm"; echo $(( $(cat $z/max_energy_range_uj) - 2000000 )) > $z/energy_uj; kill -CONT "$pm"
-  j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver \
+  j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver --energy-report \
       -o "$OUT/t1-%j.out" "$OUT/read-freqs.sh" "$GC_SYSFS") || return 1
   JOBS_WITH_DAEMON+=("$j")
   wait_gone "$j" || return 1
@@ -85,6 +85,9 @@ t_maxdist() {
     done < <(grep '^freq ' "$OUT/t1-$j.out")
     distinct=$((distinct + 1))
   done
+  grep -q "^greenup: job $j: policy max-dist, predicted .* on 4 of 4 node(s)" "$OUT/t1-$j.out" \
+    || { say "no --energy-report line:"; cat "$OUT/t1-$j.out"; ok=1; }
+  say "$(grep "^greenup: job $j" "$OUT/t1-$j.out")"
   say "decision: $(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)=\(.freq_ghz)"] | join(" ")')"
   restored && no_leftovers "$j" && return $ok
 }

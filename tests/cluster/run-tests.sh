@@ -2,7 +2,8 @@
 # The one entry point for greenup's Slurm cluster tests (CI calls this): install Slurm
 # and munge if missing, build the plugin and the binaries, start the four-node cluster
 # and greenupd, run the end-to-end tests, and tear everything down even on failure.
-# The last line is "N passed, M failed". Run as root. GC_PROFILE=release builds release.
+# The last line is "N passed, M failed". Run as root. GC_PROFILE=release builds release;
+# GC_SKIP_BUILD=1 uses binaries already built in $CARGO_TARGET_DIR (or target/).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -19,8 +20,10 @@ trap finish EXIT
 "$HERE/install.sh" || exit 1
 PROFILE=${GC_PROFILE:-debug}
 flag=""; [ "$PROFILE" = release ] && flag=--release
-echo "==> building greenup ($PROFILE)"
-(cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup) || { echo "build failed"; exit 1; }
+if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
+  echo "==> building greenup ($PROFILE)"
+  (cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup) || { echo "build failed"; exit 1; }
+fi
 export GC_BIN_DIR=${CARGO_TARGET_DIR:-$GC_REPO/target}/$PROFILE
 
 "$HERE/teardown.sh" >/dev/null 2>&1   # leftovers of an interrupted run
