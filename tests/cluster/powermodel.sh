@@ -6,6 +6,7 @@
 #   P = static_w + dynamic_w * (f / f_max)^3 * load
 # where load is 1 while any job step runs on the node (a step socket exists in the
 # node's slurmd spool), else 0. The counter wraps at max_energy_range_uj, like RAPL.
+# awk prints the counter with %.0f because mawk's %d stops at 2^31.
 set -u
 . "$(dirname "$0")/lib.sh"
 TICK=${TICK:-0.2}
@@ -38,7 +39,7 @@ while :; do
     e=$(rd $z/energy_uj); range=$(rd $z/max_energy_range_uj)
     e=$(awk -v e="$e" -v r="$range" -v s="${STATIC[$n]}" -v d="${DYNAMIC[$n]}" \
           -v f="$sum" -v c="$count" -v fm="$fmax" -v l="$load" -v dt="$dt_ns" \
-          'BEGIN { x = f / c / fm; p = s + d * x * x * x * l; e = e + p * dt / 1000; while (e >= r) e -= r; printf "%d", e }')
+          'BEGIN { x = f / c / fm; p = s + d * x * x * x * l; e = e + p * dt / 1000; while (e >= r) e -= r; printf "%.0f", e }')
     echo "$e" > $z/energy_uj.tmp && mv -f $z/energy_uj.tmp $z/energy_uj
   done
 done
