@@ -109,6 +109,7 @@ fn percentile(sorted: &[u32], p: f64) -> f64 {
 fn phase(
     args: &Args,
     ep: &Endpoint,
+    clients: &mut [Option<Client>],
     count: u64,
     per_item: impl Fn(&mut Client, u64) -> Result<(), String> + Sync,
 ) -> (Lat, Duration) {
@@ -117,11 +118,12 @@ fn phase(
     let timeout = Duration::from_millis(args.timeout_ms);
     let started = Instant::now();
     let lats: Vec<Lat> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..args.clients)
-            .map(|_| {
-                s.spawn(|| {
+        let (next, stop, per_item) = (&next, &stop, &per_item);
+        let handles: Vec<_> = clients
+            .iter_mut()
+            .map(|client| {
+                s.spawn(move || {
                     let mut lat = Lat::default();
-                    let mut client = None;
                     loop {
                         if stop.load(Ordering::Relaxed) {
                             break;
@@ -132,7 +134,7 @@ fn phase(
                         }
                         if client.is_none() {
                             match Client::connect(ep, timeout) {
-                                Ok(c) => client = Some(c),
+                                Ok(c) => *client = Some(c),
                                 Err(e) => {
                                     lat.errors += 1;
                                     lat.first_error.get_or_insert(e.to_string());
@@ -152,7 +154,7 @@ fn phase(
                             Err(e) => {
                                 lat.errors += 1;
                                 lat.first_error.get_or_insert(e);
-                                client = None;
+                                *client = None;
                                 if args.stop_on_error {
                                     stop.store(true, Ordering::Relaxed);
                                 }
@@ -245,10 +247,15 @@ fn main() -> std::process::ExitCode {
         args.connect,
         args.jobs * (2 + u64::from(args.nodes))
     );
+    // Connect every client first, so the phases measure requests, not start-up.
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let mut clients: Vec<Option<Client>> = (0..args.clients)
+        .map(|_| Client::connect(&ep, timeout).ok())
+        .collect();
     let total = Instant::now();
     let mut ok = true;
 
-    let (lat, wall) = phase(&args, &ep, args.jobs, |c, i| {
+    let (lat, wall) = phase(&args, &ep, &mut clients, args.jobs, |c, i| {
         let job_id = args.first_job + i;
         let req = OpenJob {
             job_id,
@@ -273,7 +280,7 @@ fn main() -> std::process::ExitCode {
     ok &= report("open_job", &lat, wall);
 
     let per_job = u64::from(args.nodes);
-    let (lat, wall) = phase(&args, &ep, args.jobs * per_job, |c, i| {
+    let (lat, wall) = phase(&args, &ep, &mut clients, args.jobs * per_job, |c, i| {
         let job_id = args.first_job + i / per_job;
         let name = node((i % per_job) as u32);
         let o = NodeOutcome {
@@ -294,7 +301,7 @@ fn main() -> std::process::ExitCode {
     });
     ok &= report("record_outcome", &lat, wall);
 
-    let (lat, wall) = phase(&args, &ep, args.jobs, |c, i| {
+    let (lat, wall) = phase(&args, &ep, &mut clients, args.jobs, |c, i| {
         let job_id = args.first_job + i;
         c.close_job(job_id, Some("completed"))
             .map_err(|e| e.to_string())?;

@@ -236,7 +236,7 @@ fn missing_node_choice_is_bad_input() {
 #[test]
 fn profile_without_the_nodes_types_is_bad_input() {
     let line = stderr_line(&plan(&["--policy", "min-energy", "--nodes", "n1"]).code(2));
-    assert!(line.contains("lab"), "{line}");
+    assert!(line.contains("fast"), "{line}");
 }
 
 #[test]

@@ -21,12 +21,19 @@ fn crowded(rule: OverBudget) -> Daemon {
         s.daemon.over_budget = rule;
     });
     let first = d.tcp_client().open_job(open_req(1, 0, 32)).unwrap();
-    assert_eq!((first.verdict, first.reserved_w), (Verdict::Unchanged, 9600.0));
+    assert_eq!(
+        (first.verdict, first.reserved_w),
+        (Verdict::Unchanged, 9600.0)
+    );
     d
 }
 
 fn lammps(job_id: u64, nodes: usize) -> OpenJob {
-    OpenJob { profile: Some("lammps".into()), policy: Some("min-energy".into()), ..open_req(job_id, 0, nodes) }
+    OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some("min-energy".into()),
+        ..open_req(job_id, 0, nodes)
+    }
 }
 
 #[test]
@@ -36,14 +43,28 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
         match d.tcp_client().open_job(lammps(2, 4)) {
             Err(ClientError::Server(e)) => {
                 assert_eq!(e.code, ErrorCode::OverBudget);
-                assert!(e.message.contains("only 400 W of the power budget is left"), "{}", e.message);
+                assert!(
+                    e.message.contains("only 400 W of the power budget is left"),
+                    "{}",
+                    e.message
+                );
             }
             other => panic!("expected over_budget, got {other:?}"),
         }
     }
     let st = d.tcp_client().status().unwrap();
-    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w), (1, 9600.0), "a refusal reserves nothing");
-    assert_eq!(count(&d.store, "SELECT count(*) FROM decisions WHERE verdict = 'refused'"), 1);
+    assert_eq!(
+        (st.ledger[0].jobs, st.ledger[0].reserved_w),
+        (1, 9600.0),
+        "a refusal reserves nothing"
+    );
+    assert_eq!(
+        count(
+            &d.store,
+            "SELECT count(*) FROM decisions WHERE verdict = 'refused'"
+        ),
+        1
+    );
 }
 
 #[test]
@@ -53,7 +74,10 @@ fn unchanged_runs_the_job_as_submitted_and_reserves_its_baseline() {
     assert_eq!(dec.verdict, Verdict::Unchanged);
     let plan = dec.plan.as_ref().expect("the plan is kept for the record");
     assert_eq!(dec.reserved_w, plan.baseline.avg_power_w);
-    assert!((1..=4).all(|i| dec.freq_for(&format!("n{i}")).is_none()), "no node is changed");
+    assert!(
+        (1..=4).all(|i| dec.freq_for(&format!("n{i}")).is_none()),
+        "no node is changed"
+    );
 }
 
 #[test]
@@ -75,7 +99,14 @@ fn closing_a_job_returns_its_watts_to_the_next_decision() {
     let d = crowded(OverBudget::Refuse);
     assert!(d.tcp_client().close_job(1, Some("completed")).unwrap());
     let st = d.tcp_client().status().unwrap();
-    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w, st.ledger[0].free_w), (0, 0.0, Some(10_000.0)));
+    assert_eq!(
+        (
+            st.ledger[0].jobs,
+            st.ledger[0].reserved_w,
+            st.ledger[0].free_w
+        ),
+        (0, 0.0, Some(10_000.0))
+    );
     let dec = d.tcp_client().open_job(lammps(3, 4)).unwrap();
     assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
     assert_eq!(dec.power_cap_w, Some(10_000.0));

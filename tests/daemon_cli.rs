@@ -58,21 +58,34 @@ fn users_see_their_own_jobs_root_sees_all() {
     let (rc, out, err) = cli(None, &["jobs", "--connect", &sock, "--json"]);
     assert_eq!(rc, 0, "{err}");
     let all: Vec<JobSummary> = serde_json::from_str(&out).unwrap();
-    assert_eq!(all.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![102, 101]);
+    assert_eq!(
+        all.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        vec![102, 101]
+    );
 
     for connect in [sock.as_str(), d.tcp.as_str()] {
         let (rc, out, err) = cli(Some(TEST_USER), &["jobs", "--connect", connect, "--json"]);
         assert_eq!(rc, 0, "{err}");
         let mine: Vec<JobSummary> = serde_json::from_str(&out).unwrap();
-        assert_eq!(mine.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![101], "via {connect}");
+        assert_eq!(
+            mine.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+            vec![101],
+            "via {connect}"
+        );
         assert_eq!(mine[0].measured_energy_j, Some(1234.0));
 
         let (rc, _, err) = cli(Some(TEST_USER), &["job", "102", "--connect", connect]);
         assert_eq!(rc, 3);
-        assert!(err.contains("forbidden") && err.contains("may not read job 102"), "{err}");
+        assert!(
+            err.contains("forbidden") && err.contains("may not read job 102"),
+            "{err}"
+        );
     }
 
-    let (rc, out, err) = cli(Some(TEST_USER), &["job", "101", "--connect", &sock, "--json"]);
+    let (rc, out, err) = cli(
+        Some(TEST_USER),
+        &["job", "101", "--connect", &sock, "--json"],
+    );
     assert_eq!(rc, 0, "{err}");
     let job: JobRecord = serde_json::from_str(&out).unwrap();
     assert_eq!(job.outcomes[0].node, "n2");
@@ -80,7 +93,11 @@ fn users_see_their_own_jobs_root_sees_all() {
     let (rc, out, _) = cli(Some(TEST_USER), &["job", "101", "--connect", &sock]);
     assert_eq!(rc, 0);
     assert!(out.contains("verdict         unchanged"), "{out}");
-    assert!(out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["n2", "-", "2.200", "1234", "5.0", "rapl", "yes"]), "{out}");
+    assert!(
+        out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == ["n2", "-", "2.200", "1234", "5.0", "rapl", "yes"]),
+        "{out}"
+    );
 
     let (rc, out, err) = cli(None, &["status", "--connect", &sock, "--json"]);
     assert_eq!(rc, 0, "{err}");
@@ -88,13 +105,22 @@ fn users_see_their_own_jobs_root_sees_all() {
     assert_eq!((st.open_jobs, st.total_jobs, st.outcomes), (2, 2, 1));
     let (rc, out, _) = cli(None, &["status", "--connect", &sock]);
     assert_eq!(rc, 0);
-    assert!(out.contains("jobs: 2 open, 2 total; 1 node outcomes"), "{out}");
+    assert!(
+        out.contains("jobs: 2 open, 2 total; 1 node outcomes"),
+        "{out}"
+    );
 }
 
 #[test]
 fn an_unreachable_daemon_is_one_clear_line() {
-    let (rc, _, err) = cli(None, &["status", "--connect", "unix:/nonexistent/greenupd.sock"]);
+    let (rc, _, err) = cli(
+        None,
+        &["status", "--connect", "unix:/nonexistent/greenupd.sock"],
+    );
     assert_eq!(rc, 3);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("greenup: cannot connect to greenupd at unix:/nonexistent/greenupd.sock"), "{err}");
+    assert!(
+        err.starts_with("greenup: cannot connect to greenupd at unix:/nonexistent/greenupd.sock"),
+        "{err}"
+    );
 }

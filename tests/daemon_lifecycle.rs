@@ -56,20 +56,32 @@ fn start(cfg: &Path, sock: &Path) -> Child {
 }
 
 fn status(sock: &Path) -> Option<Status> {
-    Client::connect(&Endpoint::Unix(sock.to_path_buf()), Duration::from_secs(5)).ok()?.status().ok()
+    Client::connect(&Endpoint::Unix(sock.to_path_buf()), Duration::from_secs(5))
+        .ok()?
+        .status()
+        .ok()
 }
 
 /// Poll until `f` holds; fails after 20 s (a hang, not a speed requirement).
 fn wait_for(mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(20), "condition not reached");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "condition not reached"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
 fn signal(child: &Child, sig: &str) {
-    assert!(Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
 }
 
 #[test]
@@ -77,24 +89,38 @@ fn check_config_accepts_good_and_names_the_line_of_bad() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.yaml");
     std::fs::write(&good, config(dir.path(), free_port(), "10kW")).unwrap();
-    let out = greenupd(&["--check-config", "--config", good.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = greenupd(&["--check-config", "--config", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).ends_with(": ok\n"));
 
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, config(dir.path(), free_port(), "lots")).unwrap();
-    let out = greenupd(&["--check-config", "--config", bad.to_str().unwrap()]).output().unwrap();
+    let out = greenupd(&["--check-config", "--config", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&format!("{}:7:", bad.display())) && err.contains("lots"), "{err}");
+    assert!(
+        err.contains(&format!("{}:7:", bad.display())) && err.contains("lots"),
+        "{err}"
+    );
 }
 
 #[test]
 fn sighup_reloads_a_good_config_keeps_the_old_on_a_bad_one_and_sigterm_stops() {
     munged();
     let dir = tempfile::tempdir().unwrap();
-    let (cfg, sock) = (dir.path().join("greenup.yaml"), dir.path().join("greenupd.sock"));
+    let (cfg, sock) = (
+        dir.path().join("greenup.yaml"),
+        dir.path().join("greenupd.sock"),
+    );
     let port = free_port();
     std::fs::write(&cfg, config(dir.path(), port, "10kW")).unwrap();
     let mut child = start(&cfg, &sock);
@@ -120,7 +146,10 @@ fn sighup_reloads_a_good_config_keeps_the_old_on_a_bad_one_and_sigterm_stops() {
 fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     munged();
     let dir = tempfile::tempdir().unwrap();
-    let (cfg, sock) = (dir.path().join("greenup.yaml"), dir.path().join("greenupd.sock"));
+    let (cfg, sock) = (
+        dir.path().join("greenup.yaml"),
+        dir.path().join("greenupd.sock"),
+    );
     let port = free_port();
     std::fs::write(&cfg, config(dir.path(), port, "10kW")).unwrap();
     let mut child = start(&cfg, &sock);
@@ -147,10 +176,17 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     let st = status(&sock).unwrap();
     // Job 7 (2 nodes x 300 W, unchanged) is the only open job.
     assert_eq!((st.open_jobs, st.total_jobs, st.outcomes), (1, 2, 1));
-    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w), (1, a.reserved_w));
+    assert_eq!(
+        (st.ledger[0].jobs, st.ledger[0].reserved_w),
+        (1, a.reserved_w)
+    );
     assert_eq!(a.reserved_w, 600.0);
     let mut c = Client::connect(&tcp, Duration::from_secs(5)).unwrap();
-    assert_eq!(c.open_job(open_req(7, 0, 2)).unwrap(), a, "the stored decision is returned after a restart");
+    assert_eq!(
+        c.open_job(open_req(7, 0, 2)).unwrap(),
+        a,
+        "the stored decision is returned after a restart"
+    );
     assert_eq!(c.get_job(8).unwrap().decision, b);
     assert_eq!(c.get_job(7).unwrap().outcomes[0].energy_j, Some(42.0));
     signal(&child, "-TERM");

@@ -271,7 +271,7 @@ fn admins_read_every_job() {
 #[test]
 fn silent_and_slow_clients_time_out_and_cannot_hold_every_connection() {
     let d = start(4, |_, _, o| {
-        o.idle_timeout = Duration::from_millis(500);
+        o.idle_timeout = Duration::from_secs(3);
         o.max_connections = 3;
     });
     // Two silent clients and one dribbling half a line hold all three slots...
@@ -280,7 +280,8 @@ fn silent_and_slow_clients_time_out_and_cannot_hold_every_connection() {
         .collect();
     let mut slow = TcpStream::connect(&d.tcp).unwrap();
     slow.write_all(b"{\"v\":1,").unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    // Let the daemon accept all three (it has 3 s before it may drop them).
+    std::thread::sleep(Duration::from_millis(500));
     // ...so a fourth is told the daemon is busy, not left hanging.
     let mut fourth = d.tcp_client();
     match fourth.status() {

@@ -29,7 +29,11 @@ impl Mount {
     }
 
     fn remount(&self, mode: &str) {
-        let st = Command::new("mount").args(["-o", &format!("remount,{mode}")]).arg(&self.0).status().unwrap();
+        let st = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
         assert!(st.success(), "remount {mode} failed");
     }
 }
@@ -84,7 +88,12 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             plan: None,
             decided_at: 1,
         };
-        let job = NewJob { request: open_req(1, 0, 2), decision: d, inputs: serde_json::json!({}), expires_at: i64::MAX };
+        let job = NewJob {
+            request: open_req(1, 0, 2),
+            decision: d,
+            inputs: serde_json::json!({}),
+            expires_at: i64::MAX,
+        };
         assert!(s.apply(&[Change::Open(Box::new(job))])[0].is_ok());
     }
     mount.remount("ro");
@@ -92,7 +101,10 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
     let mut c = d.tcp_client();
 
     let msg = store_failed(c.open_job(open_req(2, 0, 2)));
-    assert!(msg.contains("nothing was stored") && msg.contains("readonly"), "{msg}");
+    assert!(
+        msg.contains("nothing was stored") && msg.contains("readonly"),
+        "{msg}"
+    );
     store_failed(c.record_outcome(outcome(1, "n1")));
     store_failed(c.close_job(1, None));
 
@@ -119,7 +131,11 @@ fn a_full_disk_refuses_writes_clearly_and_recovers_when_space_returns() {
 
     // Fill the file system to the last byte.
     let filler = db.with_file_name("filler");
-    let _ = Command::new("dd").arg("if=/dev/zero").arg(format!("of={}", filler.display())).arg("bs=4k").output();
+    let _ = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", filler.display()))
+        .arg("bs=4k")
+        .output();
     let mut failures = 0;
     let mut acked = Vec::new();
     for job_id in 2..200 {
@@ -134,7 +150,11 @@ fn a_full_disk_refuses_writes_clearly_and_recovers_when_space_returns() {
     }
     assert!(failures > 0, "a full disk must refuse some writes");
     let st = c.status().unwrap();
-    assert_eq!(st.ledger[0].jobs, 1 + acked.len(), "refused opens hold no reservation");
+    assert_eq!(
+        st.ledger[0].jobs,
+        1 + acked.len(),
+        "refused opens hold no reservation"
+    );
 
     // Space comes back: writes work again, and every acknowledged job is there.
     std::fs::remove_file(&filler).unwrap();
@@ -142,5 +162,8 @@ fn a_full_disk_refuses_writes_clearly_and_recovers_when_space_returns() {
     for id in acked.iter().chain([1, 500].iter()) {
         assert_eq!(c.get_job(*id).unwrap().job_id, *id);
     }
-    assert_eq!(count(&db, "SELECT count(*) FROM jobs") as usize, acked.len() + 2);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM jobs") as usize,
+        acked.len() + 2
+    );
 }

@@ -49,7 +49,7 @@ fn bad(text: &str, line: u64, col: u64, words: &[&str]) {
 fn shipped_example_loads() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("etc/greenup.yaml");
     let s = site::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(s.node_types.len(), 5);
+    assert_eq!(s.node_types.len(), 6);
     assert_eq!(s.nodes.len(), 148);
     let t1 = &s.node_types["type1"];
     assert_eq!(t1.freqs_ghz.len(), 14);
@@ -60,14 +60,15 @@ fn shipped_example_loads() {
     assert!((t1.dynamic_w(1.25).unwrap() - 20.0 / 8.0).abs() < 1e-12);
     assert_eq!(t1.static_w(1.25).unwrap(), 4.0);
     assert_eq!(s.node_type_of("h037").unwrap().name, "type2");
-    assert_eq!(s.node_type_of("n4").unwrap().name, "lab");
-    // The expression type: 12 (f/2.4)^2.5 at f = 1.2 is 12 / 2^2.5.
-    let lab = &s.node_types["lab"];
-    assert!((lab.dynamic_w(1.2).unwrap() - 12.0 / 2f64.powf(2.5)).abs() < 1e-9);
-    assert!((lab.static_w(2.0).unwrap() - 4.0).abs() < 1e-12);
+    assert_eq!(s.node_type_of("n2").unwrap().name, "fast");
+    assert_eq!(s.node_type_of("n4").unwrap().name, "eco");
+    // The expression type equals the cube law: 60 (f/2.4)^3 at f = 1.2 is 60 / 8.
+    let eco = &s.node_types["eco"];
+    assert!((eco.dynamic_w(1.2).unwrap() - 7.5).abs() < 1e-9);
+    assert_eq!(eco.static_w(2.0).unwrap(), 20.0);
     assert_eq!(s.power_cap_w, Some(4000.0));
     assert_eq!(s.partitions["hetero"].nodes.len(), 144);
-    assert_eq!(s.partitions["debug"].power_cap_w, Some(200.0));
+    assert_eq!(s.partitions["debug"].power_cap_w, Some(1000.0));
     assert_eq!(s.job_energy_limit_j, Some(20e6));
     assert_eq!(
         s.policy_dirs,
@@ -520,6 +521,23 @@ fn empty_and_typeless_files() {
 fn duplicate_keys_are_refused() {
     let err = parse(&format!("{MINIMAL}enforce: open\nenforce: strict\n")).unwrap_err();
     assert!(matches!(err.origin, Origin::File { line: 8, .. }), "{err}");
+}
+
+#[test]
+fn relative_paths_follow_the_config_file() {
+    let text = format!("{MINIMAL}profile_dir: profiles\npolicy_dirs: [p1, /abs/p2]\n");
+    let s = site::parse("conf/greenup.yaml", &text).unwrap();
+    let here = std::env::current_dir().unwrap();
+    assert_eq!(s.profile_dir, here.join("conf/profiles"));
+    assert_eq!(
+        s.policy_dirs,
+        vec![here.join("conf/p1"), PathBuf::from("/abs/p2")]
+    );
+    assert_eq!(
+        s.path,
+        Path::new("conf/greenup.yaml"),
+        "errors name the file as given"
+    );
 }
 
 #[test]

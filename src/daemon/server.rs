@@ -664,34 +664,57 @@ async fn decide_and_store(
     let expires_at = at
         .saturating_add(limit_s as i64)
         .saturating_add(ctx.site.daemon.grace_s as i64);
-    // Decide and reserve under one lock, so two jobs cannot both take the same watts.
-    let (decision, inputs) = {
-        let mut ledger = lock(&shared.ledger);
-        let free = ledger.free_w(req.partition.as_deref());
-        let p = ctx.decider.decide(&ctx.site, &req, free)?;
-        let decision = Decision {
-            job_id,
-            verdict: p.verdict,
-            reason: p.reason,
-            policy: p.policy,
-            profile: p.profile,
-            profile_version: p.profile_version,
-            power_cap_w: p.power_cap_w,
-            reserved_w: p.reserve_w,
-            plan: p.plan,
-            decided_at: at,
+    // Plan outside the ledger lock (planning is the costly part), then reserve under
+    // it. If the budget shrank meanwhile and the plan no longer fits, plan again;
+    // after a few tries, plan under the lock so the job cannot starve.
+    let part = req.partition.clone();
+    let mut tries = 0;
+    let p = loop {
+        tries += 1;
+        let free = lock(&shared.ledger).free_w(part.as_deref());
+        let p = if tries > 3 {
+            let mut ledger = lock(&shared.ledger);
+            let free = ledger.free_w(part.as_deref());
+            let p = ctx.decider.decide(&ctx.site, &req, free)?;
+            if p.verdict != Verdict::Refused {
+                ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+            }
+            break p;
+        } else {
+            let (ctx2, req2) = (ctx.clone(), req.clone());
+            tokio::task::spawn_blocking(move || ctx2.decider.decide(&ctx2.site, &req2, free))
+                .await
+                .map_err(|e| {
+                    ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}"))
+                })??
         };
-        if decision.verdict != Verdict::Refused {
-            ledger.reserve(
-                job_id,
-                req.partition.as_deref(),
-                decision.reserved_w,
-                expires_at,
-                at,
-            );
+        let mut ledger = lock(&shared.ledger);
+        let now_free = ledger.free_w(part.as_deref());
+        let shrank_past_it = match (free, now_free) {
+            (Some(then), Some(now)) => now < then && p.reserve_w > now,
+            _ => false,
+        };
+        if shrank_past_it {
+            continue;
         }
-        (decision, p.inputs)
+        if p.verdict != Verdict::Refused {
+            ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+        }
+        break p;
     };
+    let decision = Decision {
+        job_id,
+        verdict: p.verdict,
+        reason: p.reason,
+        policy: p.policy,
+        profile: p.profile,
+        profile_version: p.profile_version,
+        power_cap_w: p.power_cap_w,
+        reserved_w: p.reserve_w,
+        plan: p.plan,
+        decided_at: at,
+    };
+    let inputs = p.inputs;
     let partition = req.partition.clone();
     let change = Change::Open(Box::new(NewJob {
         request: req,

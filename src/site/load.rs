@@ -147,11 +147,13 @@ pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<Site, InputError> {
         ));
     }
     let raw: RawSite = parse_yaml(path, text)?;
-    Checker {
-        path,
-        base: path.parent().unwrap_or(Path::new("")),
-    }
-    .site(raw)
+    // Relative paths in the file follow the file, not whatever directory a daemon runs in.
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let base = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    Checker { path, base: &base }.site(raw)
 }
 
 /// Turns the raw file into a [`Site`], checking each value where it was written.

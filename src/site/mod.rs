@@ -8,8 +8,8 @@
 mod load;
 
 pub use load::{
-    DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR, DEFAULT_RUN_DIR,
-    DEFAULT_SOCKET, DEFAULT_STORE, load, parse,
+    DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR,
+    DEFAULT_RUN_DIR, DEFAULT_SOCKET, DEFAULT_STORE, load, parse,
 };
 
 use std::collections::BTreeMap;
@@ -24,7 +24,11 @@ use crate::expr::Expr;
 pub enum PowerModel {
     /// Dynamic and static watts measured at the maximum frequency; dynamic power
     /// scales as (f / f_max)^gamma (gamma = 3 by default, as in papers 000 and 004).
-    AtMax { dynamic_w: f64, static_w: f64, gamma: f64 },
+    AtMax {
+        dynamic_w: f64,
+        static_w: f64,
+        gamma: f64,
+    },
     /// Dynamic and static watts as expressions in `f` (GHz).
     Expr { dynamic_w: Expr, static_w: Expr },
 }
@@ -54,7 +58,9 @@ impl NodeType {
     /// Dynamic watts at `f` GHz.
     pub fn dynamic_w(&self, f: f64) -> Result<f64, String> {
         match &self.power {
-            PowerModel::AtMax { dynamic_w, gamma, .. } => Ok(dynamic_w * (f / self.fmax()).powf(*gamma)),
+            PowerModel::AtMax {
+                dynamic_w, gamma, ..
+            } => Ok(dynamic_w * (f / self.fmax()).powf(*gamma)),
             PowerModel::Expr { dynamic_w, .. } => dynamic_w.eval(&[f]),
         }
     }

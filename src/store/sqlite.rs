@@ -103,28 +103,61 @@ impl SqliteStore {
         // WAL lets readers (greenup report) run beside the daemon; FULL makes every
         // commit durable before it is acknowledged.
         let _ = conn.pragma_update(None, "journal_mode", "WAL");
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(read_err)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(read_err)?;
+        // These fail only when the file cannot be read at all (a read-only file
+        // system); that case is handled below.
+        let _ = conn.pragma_update(None, "synchronous", "FULL");
+        let _ = conn.pragma_update(None, "foreign_keys", "ON");
         if let Err(e) = conn.execute_batch(SCHEMA) {
-            let has_schema: bool = conn
-                .query_row(
+            let has_schema = |c: &Connection| {
+                c.query_row(
                     "SELECT count(*) FROM sqlite_master WHERE name = 'jobs'",
                     [],
                     |r| r.get::<_, i64>(0),
                 )
                 .map(|n| n > 0)
-                .unwrap_or(false);
-            if !has_schema {
-                return Err(StoreError::Write(format!(
-                    "{}: cannot create the schema: {e}",
-                    path.display()
-                )));
+            };
+            match has_schema(&conn) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(StoreError::Write(format!(
+                        "{}: cannot create the schema: {e}",
+                        path.display()
+                    )));
+                }
+                // A WAL database on a read-only file system cannot even be read
+                // normally: open it immutable, so reads work and writes get a clear error.
+                Err(_) => {
+                    let conn = Self::open_immutable(path)?;
+                    if !has_schema(&conn).map_err(read_err)? {
+                        return Err(StoreError::Read(format!(
+                            "{}: read-only and holds no greenup schema",
+                            path.display()
+                        )));
+                    }
+                    tracing::warn!(path = %path.display(), error = %e, "store is read-only: writes will be refused");
+                    return Ok(SqliteStore { conn });
+                }
             }
             tracing::warn!(path = %path.display(), error = %e, "store opened but cannot be written");
         }
         Ok(SqliteStore { conn })
+    }
+
+    fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
+        let mut uri = String::from("file:");
+        for c in path.to_string_lossy().chars() {
+            match c {
+                '?' => uri.push_str("%3f"),
+                '#' => uri.push_str("%23"),
+                '%' => uri.push_str("%25"),
+                c => uri.push(c),
+            }
+        }
+        uri.push_str("?immutable=1");
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        Connection::open_with_flags(&uri, flags)
+            .map_err(|e| StoreError::Read(format!("{}: {e}", path.display())))
     }
 
     /// Run one cached statement that takes no parameters.

@@ -33,7 +33,10 @@ impl DaemonConn {
             Some(a) => (Endpoint::parse(a), Duration::from_secs(10)),
             None => {
                 let site = greenup::site::load(site_path(&self.config))?;
-                (Endpoint::Unix(site.daemon.socket.clone()), Duration::from_millis(site.daemon.timeout_ms.max(1000)))
+                (
+                    Endpoint::Unix(site.daemon.socket.clone()),
+                    Duration::from_millis(site.daemon.timeout_ms.max(1000)),
+                )
             }
         };
         Client::connect(&endpoint, timeout).map_err(|e| Failure::Runtime(e.to_string()))
@@ -73,7 +76,8 @@ pub struct StatusArgs {
 }
 
 fn parse_state(s: &str) -> Result<JobState, String> {
-    JobState::parse(s).ok_or_else(|| format!("invalid value '{s}': expected open, closed or reclaimed"))
+    JobState::parse(s)
+        .ok_or_else(|| format!("invalid value '{s}': expected open, closed or reclaimed"))
 }
 
 fn uid_of(user: &str) -> Result<u32, Failure> {
@@ -104,7 +108,7 @@ fn mj(j: Option<f64>) -> String {
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(NOTHING);
+    t.load_style(NOTHING);
     t.set_header(header.iter().map(|h| h.to_string()));
     t
 }
@@ -112,7 +116,11 @@ fn table(header: &[&str]) -> Table {
 /// `greenup jobs`: the jobs the caller may see.
 pub fn jobs(args: &JobsArgs) -> Outcome {
     let uid = args.user.as_deref().map(uid_of).transpose()?;
-    let filter = ListJobs { uid, state: args.state, limit: Some(args.limit) };
+    let filter = ListJobs {
+        uid,
+        state: args.state,
+        limit: Some(args.limit),
+    };
     let jobs = args.conn.client()?.list_jobs(filter).map_err(remote)?;
     if args.conn.json {
         return print_json(&jobs);
@@ -122,7 +130,19 @@ pub fn jobs(args: &JobsArgs) -> Outcome {
 }
 
 fn jobs_table(jobs: &[JobSummary]) -> Table {
-    let mut t = table(&["JOBID", "USER", "PARTITION", "STATE", "POLICY", "VERDICT", "NODES", "RESERVED_W", "PRED_MJ", "MEAS_MJ", "OUTCOMES"]);
+    let mut t = table(&[
+        "JOBID",
+        "USER",
+        "PARTITION",
+        "STATE",
+        "POLICY",
+        "VERDICT",
+        "NODES",
+        "RESERVED_W",
+        "PRED_MJ",
+        "MEAS_MJ",
+        "OUTCOMES",
+    ]);
     for j in jobs {
         t.add_row(vec![
             j.job_id.to_string(),
@@ -142,7 +162,10 @@ fn jobs_table(jobs: &[JobSummary]) -> Table {
 }
 
 fn verdict(v: greenup::daemon::protocol::Verdict) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// `greenup job JOBID`: one job's decision and outcomes.
@@ -162,31 +185,76 @@ fn job_text(j: &JobRecord) -> String {
     line("job", j.job_id.to_string());
     line("user", j.user.clone().unwrap_or_else(|| j.uid.to_string()));
     line("partition", opt(j.partition.as_deref()));
-    line("state", format!("{}{}", j.state.as_str(), j.end.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()));
+    line(
+        "state",
+        format!(
+            "{}{}",
+            j.state.as_str(),
+            j.end
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        ),
+    );
     line("policy", d.policy.clone());
-    line("profile", format!("{} v{}", opt(d.profile.as_deref()), opt(d.profile_version.as_deref())));
+    line(
+        "profile",
+        format!(
+            "{} v{}",
+            opt(d.profile.as_deref()),
+            opt(d.profile_version.as_deref())
+        ),
+    );
     line("verdict", verdict(d.verdict));
     if !d.reason.is_empty() {
         line("reason", d.reason.clone());
     }
-    line("power cap", d.power_cap_w.map_or_else(|| "none".into(), |w| format!("{w:.0} W")));
+    line(
+        "power cap",
+        d.power_cap_w
+            .map_or_else(|| "none".into(), |w| format!("{w:.0} W")),
+    );
     line("reserved", format!("{:.0} W", d.reserved_w));
     if let Some(p) = &d.plan {
-        line("nodes used", format!("{} of {}", p.node_count, j.request.nodes.len()));
+        line(
+            "nodes used",
+            format!("{} of {}", p.node_count, j.request.nodes.len()),
+        );
         line(
             "predicted",
-            format!("{:.1} s, {:.3} MJ, {:.0} W", p.predicted.time_s, p.predicted.energy_j / 1e6, p.predicted.avg_power_w),
+            format!(
+                "{:.1} s, {:.3} MJ, {:.0} W",
+                p.predicted.time_s,
+                p.predicted.energy_j / 1e6,
+                p.predicted.avg_power_w
+            ),
         );
         line(
             "baseline",
-            format!("{:.1} s, {:.3} MJ, {:.0} W", p.baseline.time_s, p.baseline.energy_j / 1e6, p.baseline.avg_power_w),
+            format!(
+                "{:.1} s, {:.3} MJ, {:.0} W",
+                p.baseline.time_s,
+                p.baseline.energy_j / 1e6,
+                p.baseline.avg_power_w
+            ),
         );
     }
     let measured: f64 = j.outcomes.iter().filter_map(|o| o.energy_j).sum();
     if !j.outcomes.is_empty() {
-        line("measured", format!("{:.3} MJ over {} nodes", measured / 1e6, j.outcomes.len()));
+        line(
+            "measured",
+            format!("{:.3} MJ over {} nodes", measured / 1e6, j.outcomes.len()),
+        );
     }
-    let mut t = table(&["NODE", "PLANNED_GHZ", "RAN_GHZ", "ENERGY_J", "ELAPSED_S", "SOURCE", "RESTORED"]);
+    let mut t = table(&[
+        "NODE",
+        "PLANNED_GHZ",
+        "RAN_GHZ",
+        "ENERGY_J",
+        "ELAPSED_S",
+        "SOURCE",
+        "RESTORED",
+    ]);
     for name in &j.request.nodes {
         let o = j.outcomes.iter().find(|o| &o.node == name);
         t.add_row(vec![
@@ -216,7 +284,14 @@ pub fn status(args: &StatusArgs) -> Outcome {
 fn status_text(s: &Status) -> String {
     let mut out = format!(
         "greenupd {} (protocol v{}), up {} s, config {}\njobs: {} open, {} total; {} node outcomes; {} connections\n\n",
-        s.version, s.protocol, s.uptime_s, s.config, s.open_jobs, s.total_jobs, s.outcomes, s.connections
+        s.version,
+        s.protocol,
+        s.uptime_s,
+        s.config,
+        s.open_jobs,
+        s.total_jobs,
+        s.outcomes,
+        s.connections
     );
     let mut t = table(&["SCOPE", "CAP_W", "RESERVED_W", "FREE_W", "JOBS"]);
     for l in &s.ledger {
