@@ -147,6 +147,7 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
 
 /// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
 pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
+    let started = std::time::Instant::now();
     let site = match greenup::site::load(&args.config) {
         Ok(s) => s,
         Err(e) => {
@@ -183,7 +184,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         power_cap_w: job.options.power_cap_w,
         algorithm: None,
     };
+    let asked = std::time::Instant::now();
     let decision = connect(&site).and_then(|mut c| c.open_job(request).map_err(|e| e.to_string()));
+    let daemon_ms = asked.elapsed().as_secs_f64() * 1e3;
     let khz = match &decision {
         Ok(d) => {
             if let Ok(json) = serde_json::to_vec(d) {
@@ -237,7 +240,14 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             }
             log(
                 Level::Info,
-                &format!("greenup: job {} on {}: {}", job.job_id, job.node, rec.note),
+                &format!(
+                    "greenup: job {} on {}: {} (greenupd {:.2} ms) (prolog {:.2} ms)",
+                    job.job_id,
+                    job.node,
+                    rec.note,
+                    daemon_ms,
+                    started.elapsed().as_secs_f64() * 1e3
+                ),
             );
         }
         Err(e) => warn(
@@ -381,6 +391,7 @@ pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decisio
 
 /// The epilog: restore every saved setting, measure, and report to greenupd.
 pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
+    let started = std::time::Instant::now();
     let site = match greenup::site::load(&args.config) {
         Ok(s) => s,
         Err(e) => {
@@ -530,6 +541,17 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
             .join(format!("{}.warned", job.node)),
     );
     let _ = std::fs::remove_dir(paths.run_dir.join(job.job_id.to_string()));
+    if decided {
+        log(
+            Level::Info,
+            &format!(
+                "greenup: job {} on {}: restored and reported (epilog {:.2} ms)",
+                job.job_id,
+                job.node,
+                started.elapsed().as_secs_f64() * 1e3
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

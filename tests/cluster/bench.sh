@@ -26,6 +26,8 @@ one_sbatch() { # submit to completion, epilogs included
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+declare -A LOGSTART
+for n in $GC_NODES; do LOGSTART[$n]=$(wc -l < "$GC_LOG/slurmd-$n.log"); done
 for r in $(seq 1 "$ROUNDS"); do
   for mode in off on; do
     if [ $mode = on ]; then echo "$LINE" > "$CONF"; else rm -f "$CONF"; fi
@@ -43,5 +45,13 @@ for k in srun sbatch; do
   label=$([ $k = srun ] && echo '`srun -N4 true`' || echo '`sbatch -N4 --wrap true`, submit to end')
   awk -v l="$label" -v n="$(wc -l < "$OUT/$k-on")" -v a="$off" -v b="$on" \
     'BEGIN { printf "| %s | %d+%d | %.1f | %.1f | %.1f | %.3f |\n", l, n, n, a, b, b - a, b / a }'
+done
+# greenup's own time inside each job prolog and epilog, as the plugin logs it.
+for n in $GC_NODES; do tail -n +$(( LOGSTART[$n] + 1 )) "$GC_LOG/slurmd-$n.log"; done > "$OUT/log"
+for k in greenupd prolog epilog; do
+  sed -n "s/.*greenup: job .*($k \([0-9.]*\) ms).*/\1/p" "$OUT/log" > "$OUT/$k"
+  [ -s "$OUT/$k" ] || continue
+  awk -v k="$([ $k = greenupd ] && echo 'job_prolog: waiting for greenupd' || echo job_$k)" '{a[NR]=$1} END {n=NR; printf "| greenup in %s, per node | %d | | %.2f (median) / %.2f (p90) | | |\n", k, n, a[int((n+1)/2)], a[int(n*0.9+0.5)]}' \
+    < <(sort -n "$OUT/$k")
 done
 rm -rf "$OUT"
