@@ -1,1 +1,16 @@
-//! TODO
+//! spank_greenup: greenup's SPANK plugin. It checks the job's energy options at
+//! submission, asks greenupd for the job's decision when the job starts, applies and
+//! restores each node's frequency, and reports what the job used. It holds no model
+//! logic: the greenup library decides, greenupd stores, this plugin translates.
+//!
+//! It never panics into Slurm, starts no threads, and fails open: if anything goes
+//! wrong the job runs unchanged with one warning, unless the site says `enforce: strict`.
+
+pub mod args;
+pub mod node;
+pub mod options;
+pub mod slurm_env;
+pub mod step;
+
+#[cfg(not(test))]
+mod spank;

@@ -1,1 +1,11 @@
-//! TODO(owner): dvfs
+//! Apply and restore CPU frequencies and power limits through sysfs (cpufreq and
+//! powercap) under a configurable root. This code applies what a decision says; it
+//! never decides.
+pub mod cpufreq;
+pub mod job;
+pub mod powercap;
+pub mod state;
+pub mod sysfs;
+
+pub use cpufreq::{Applied, Cpufreq, Method, PolicySettings};
+pub use job::{NodeOutcome, NodePaths, Scope};

@@ -1,0 +1,68 @@
+//! The plugin's plugstack.conf arguments: `config=FILE` and, for test clusters,
+//! `sysfs_root=DIR` where `%n` stands for the node's name.
+
+use std::path::PathBuf;
+
+/// Where the site config lives unless plugstack.conf says otherwise.
+pub const DEFAULT_CONFIG: &str = "/etc/slurm/greenup.yaml";
+
+/// The arguments given on the plugin's plugstack.conf line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Args {
+    /// The site config file.
+    pub config: PathBuf,
+    /// A sysfs root overriding the site config's, with `%n` for the node name (test clusters).
+    pub sysfs_root: Option<String>,
+}
+
+impl Args {
+    /// Parse `key=value` words; an unknown key or empty value is an error naming it.
+    pub fn parse<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Args, String> {
+        let mut args = Args {
+            config: PathBuf::from(DEFAULT_CONFIG),
+            sysfs_root: None,
+        };
+        for w in words {
+            match w.split_once('=') {
+                Some(("config", v)) if !v.is_empty() => args.config = PathBuf::from(v),
+                Some(("sysfs_root", v)) if !v.is_empty() => args.sysfs_root = Some(v.to_string()),
+                _ => {
+                    return Err(format!(
+                        "plugstack.conf: invalid argument '{w}': expected config=FILE or sysfs_root=DIR"
+                    ));
+                }
+            }
+        }
+        Ok(args)
+    }
+
+    /// The sysfs root for `node`, if plugstack.conf overrides the site's.
+    pub fn sysfs_root_for(&self, node: &str) -> Option<PathBuf> {
+        self.sysfs_root
+            .as_ref()
+            .map(|s| PathBuf::from(s.replace("%n", node)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_overrides_and_node_substitution() {
+        let a = Args::parse([]).unwrap();
+        assert_eq!(a.config, PathBuf::from(DEFAULT_CONFIG));
+        let a = Args::parse(["config=/tmp/g.yaml", "sysfs_root=/srv/sys/%n"]).unwrap();
+        assert_eq!(a.config, PathBuf::from("/tmp/g.yaml"));
+        assert_eq!(a.sysfs_root_for("n3"), Some(PathBuf::from("/srv/sys/n3")));
+    }
+
+    #[test]
+    fn unknown_or_empty_arguments_name_themselves() {
+        assert_eq!(
+            Args::parse(["sysfs=/x"]).unwrap_err(),
+            "plugstack.conf: invalid argument 'sysfs=/x': expected config=FILE or sysfs_root=DIR"
+        );
+        assert!(Args::parse(["config="]).is_err());
+    }
+}

@@ -1,0 +1,659 @@
+//! job_prolog and job_epilog on each node (slurmd, as root): ask greenupd for the
+//! job's decision, save and apply this node's frequency, and at the end restore,
+//! measure and report. Every failure is logged and the job runs unchanged; nothing
+//! here fails the prolog, so greenup never drains a node.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::{
+    Decision, JobRecord, NodeOutcome as WireOutcome, OpenJob, Verdict,
+};
+use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
+use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::meter::Energy;
+use greenup::site::{Enforce, Site};
+use greenup::units;
+
+use crate::args::Args;
+use crate::options::Checked;
+use crate::slurm_env;
+
+/// How loud a message is: warnings reach the slurmd log and the job's stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Something the job's owner and the admin should know.
+    Warning,
+    /// Routine progress, slurmd log only.
+    Info,
+}
+
+/// Where messages go (Slurm's log in the plugin, a vector in tests).
+pub type Log<'a> = &'a dyn Fn(Level, &str);
+
+/// What slurmd tells a job prolog or epilog about the job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEnv {
+    /// Slurm job id.
+    pub job_id: u32,
+    /// The owner's uid.
+    pub uid: u32,
+    /// The owner's name.
+    pub user: Option<String>,
+    /// The partition.
+    pub partition: Option<String>,
+    /// This node's name.
+    pub node: String,
+    /// The job's nodes, expanded.
+    pub nodes: Vec<String>,
+    /// `SLURM_JOB_CPUS_PER_NODE`.
+    pub cpus_per_node: Option<String>,
+    /// The options given at submission (from `SPANK_GREENUP_*`).
+    pub options: Checked,
+}
+
+impl JobEnv {
+    /// Read the job from variables looked up by `get`.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, String> {
+        let num = |k: &str| {
+            get(k)
+                .and_then(|v| v.parse::<u32>().ok())
+                .ok_or_else(|| format!("{k} is not set"))
+        };
+        let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
+        let list = get("SLURM_JOB_NODELIST").or_else(|| get("SLURM_NODELIST"));
+        let nodes = match list {
+            Some(l) => greenup::hostlist::expand(&l)?,
+            None => vec![node.clone()],
+        };
+        Ok(JobEnv {
+            job_id: num("SLURM_JOB_ID")?,
+            uid: num("SLURM_JOB_UID")?,
+            user: get("SLURM_JOB_USER"),
+            partition: get("SLURM_JOB_PARTITION"),
+            node,
+            nodes,
+            cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
+            options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
+        })
+    }
+
+    /// Read the job from this process's environment.
+    pub fn from_process() -> Result<JobEnv, String> {
+        JobEnv::from_vars(|k| std::env::var(k).ok())
+    }
+}
+
+/// Where this node keeps greenup's files for a job.
+pub fn node_paths(args: &Args, site: &Site, node: &str) -> NodePaths {
+    NodePaths {
+        sysfs_root: args
+            .sysfs_root_for(node)
+            .unwrap_or_else(|| site.dvfs.sysfs_root.clone()),
+        run_dir: site.dvfs.run_dir.clone(),
+    }
+}
+
+/// The file holding a warning for the job's owner, printed once by the job's first step here.
+pub fn warning_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
+    run_dir
+        .join(job_id.to_string())
+        .join(format!("{node}.warning"))
+}
+
+/// The file holding the job's decision as this node received it.
+pub fn decision_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
+    run_dir
+        .join(job_id.to_string())
+        .join(format!("{node}.decision.json"))
+}
+
+fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
+    let line = format!("greenup: job {} on {}: {message}", job.job_id, job.node);
+    log(Level::Warning, &line);
+    let file = warning_path(run_dir, job.job_id, &job.node);
+    if let Some(dir) = file.parent() {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    let _ = greenup::input::write_atomic(&file, format!("{line}\n").as_bytes());
+}
+
+/// The daemon client, connected with the site's timeout.
+pub fn connect(site: &Site) -> Result<Client, String> {
+    let timeout = Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000));
+    Client::connect(&Endpoint::parse(&site.daemon.listen), timeout).map_err(|e| e.to_string())
+}
+
+/// Whether the job holds every CPU of this node (then every CPU is set in the prolog).
+fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
+    let Some(held) = job
+        .cpus_per_node
+        .as_deref()
+        .and_then(|c| slurm_env::cpus_on_node(&job.nodes, c, &job.node))
+    else {
+        return false;
+    };
+    let Ok(policies) = Cpufreq::new(sysfs_root).policies() else {
+        return false;
+    };
+    let total: usize = policies.iter().map(|p| p.cpus.len()).sum();
+    total > 0 && held as usize >= total
+}
+
+/// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
+pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
+    let started = std::time::Instant::now();
+    let site = match greenup::site::load(&args.config) {
+        Ok(s) => s,
+        Err(e) => {
+            log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {}: site config unusable, job runs unchanged: {e}",
+                    job.job_id
+                ),
+            );
+            return;
+        }
+    };
+    let paths = node_paths(args, &site, &job.node);
+    let policy = job
+        .options
+        .policy
+        .clone()
+        .unwrap_or_else(|| site.default_policy.clone());
+    if policy.is_empty() || policy == "none" {
+        return;
+    }
+    let request = OpenJob {
+        job_id: u64::from(job.job_id),
+        uid: job.uid,
+        user: job.user.clone(),
+        partition: job.partition.clone(),
+        nodes: job.nodes.clone(),
+        min_nodes: None,
+        time_limit_s: None,
+        policy: Some(policy),
+        profile: job.options.profile.clone(),
+        energy_cap_j: job.options.energy_cap_j,
+        power_cap_w: job.options.power_cap_w,
+        algorithm: None,
+    };
+    let asked = std::time::Instant::now();
+    let decision = connect(&site).and_then(|mut c| c.open_job(request).map_err(|e| e.to_string()));
+    let daemon_ms = asked.elapsed().as_secs_f64() * 1e3;
+    let khz = match &decision {
+        Ok(d) => {
+            if let Ok(json) = serde_json::to_vec(d) {
+                let file = decision_path(&paths.run_dir, job.job_id, &job.node);
+                if let Some(dir) = file.parent() {
+                    use std::os::unix::fs::DirBuilderExt;
+                    let _ = std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(dir);
+                }
+                let _ = greenup::input::write_atomic(&file, &json);
+            }
+            if d.verdict == Verdict::Refused {
+                warn(
+                    log,
+                    &paths.run_dir,
+                    job,
+                    &format!(
+                        "greenupd refused a decision, job runs unchanged: {}",
+                        d.reason
+                    ),
+                );
+            }
+            d.freq_for(&job.node).and_then(ghz_to_khz)
+        }
+        Err(e) => {
+            let what = if site.enforce == Enforce::Strict {
+                "the job will fail (enforce: strict)"
+            } else {
+                "job runs unchanged"
+            };
+            warn(
+                log,
+                &paths.run_dir,
+                job,
+                &format!("no decision from greenupd, {what}: {e}"),
+            );
+            None
+        }
+    };
+    let scope = if holds_whole_node(job, &paths.sysfs_root) {
+        Scope::Node
+    } else {
+        Scope::SharedNode
+    };
+    match dvfs_job::begin(&paths, job.job_id, &job.node, &job.node, khz, &scope) {
+        Ok(rec) => {
+            if khz.is_some() && rec.applied.is_none() && scope == Scope::Node {
+                warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
+            }
+            log(
+                Level::Info,
+                &format!(
+                    "greenup: job {} on {}: {} (greenupd {:.2} ms) (prolog {:.2} ms)",
+                    job.job_id,
+                    job.node,
+                    rec.note,
+                    daemon_ms,
+                    started.elapsed().as_secs_f64() * 1e3
+                ),
+            );
+        }
+        Err(e) => warn(
+            log,
+            &paths.run_dir,
+            job,
+            &format!("cannot save settings, nothing changed: {e}"),
+        ),
+    }
+}
+
+/// The --energy-report line: the decision's prediction against the outcomes stored so far.
+pub fn report_line(rec: &JobRecord) -> String {
+    let d = &rec.decision;
+    let predicted = match &d.plan {
+        Some(p) => format!(
+            "predicted {} and {} on {} node(s)",
+            units::format_duration(p.predicted.time_s),
+            units::format_energy(p.predicted.energy_j),
+            p.node_count
+        ),
+        None => format!(
+            "no prediction ({})",
+            if d.reason.is_empty() {
+                "no plan"
+            } else {
+                &d.reason
+            }
+        ),
+    };
+    let measured: Vec<f64> = rec.outcomes.iter().filter_map(|o| o.energy_j).collect();
+    let elapsed = rec
+        .outcomes
+        .iter()
+        .filter_map(|o| o.elapsed_s)
+        .fold(0.0, f64::max);
+    let energy = if measured.is_empty() {
+        "energy unmeasured".to_string()
+    } else {
+        units::format_energy(measured.iter().sum())
+    };
+    let freqs: Vec<String> = rec
+        .outcomes
+        .iter()
+        .map(|o| {
+            format!(
+                "{}={}",
+                o.node,
+                o.freq_ghz
+                    .map_or("unchanged".to_string(), |f| format!("{f} GHz"))
+            )
+        })
+        .collect();
+    format!(
+        "greenup: job {}: policy {}, {predicted}; measured {} and {} on {} of {} node(s) [{}]; details: greenup report {}",
+        rec.job_id,
+        d.policy,
+        units::format_duration(elapsed),
+        energy,
+        measured.len(),
+        rec.request.nodes.len(),
+        freqs.join(" "),
+        rec.job_id
+    )
+}
+
+/// Fill in the `%j` (job id) and `%u` (user) of an output file pattern; other patterns stay.
+pub fn expand_output_pattern(path: &str, job: &JobEnv) -> String {
+    let mut p = path
+        .replace("%j", &job.job_id.to_string())
+        .replace("%A", &job.job_id.to_string());
+    if let Some(u) = &job.user {
+        p = p.replace("%u", u);
+    }
+    p
+}
+
+/// Append `line` to the job's stderr file as the job's owner (never as root, so a
+/// link in the user's directory cannot point the write elsewhere).
+fn write_report(job: &JobEnv, line: &str, log: Log) {
+    let Some(path) = std::env::var("SLURM_JOB_STDERR")
+        .ok()
+        .or_else(|| std::env::var("SLURM_JOB_STDOUT").ok())
+    else {
+        return;
+    };
+    let path = expand_output_pattern(&path, job);
+    if path.contains('%') || !path.starts_with('/') {
+        return;
+    }
+    let (Ok(cpath), Ok(text)) = (
+        std::ffi::CString::new(path),
+        std::ffi::CString::new(format!("{line}\n")),
+    ) else {
+        return;
+    };
+    let gid = std::env::var("SLURM_JOB_GID")
+        .ok()
+        .and_then(|g| g.parse::<u32>().ok())
+        .unwrap_or(job.uid);
+    // SAFETY: fork in this single-threaded epilog process; the child only makes
+    // async-signal-safe calls (setgroups, setgid, setuid, open, write, _exit).
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            let ok = libc::setgroups(0, std::ptr::null()) == 0
+                && libc::setgid(gid) == 0
+                && libc::setuid(job.uid) == 0;
+            if ok {
+                let fd = libc::open(
+                    cpath.as_ptr(),
+                    libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                );
+                if fd >= 0 {
+                    let b = text.as_bytes();
+                    let _ = libc::write(fd, b.as_ptr().cast(), b.len());
+                    libc::close(fd);
+                }
+            }
+            libc::_exit(0);
+        } else if pid > 0 {
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+        } else {
+            log(
+                Level::Info,
+                &format!(
+                    "greenup: job {}: report not written (fork failed)",
+                    job.job_id
+                ),
+            );
+        }
+    }
+}
+
+/// The part of a decision a node needs after the prolog, read back from its file.
+pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decision> {
+    let bytes = std::fs::read(decision_path(run_dir, job_id, node)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The epilog: restore every saved setting, measure, and report to greenupd.
+pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
+    let started = std::time::Instant::now();
+    let site = match greenup::site::load(&args.config) {
+        Ok(s) => s,
+        Err(e) => {
+            log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {}: site config unusable, cannot restore: {e}",
+                    job.job_id
+                ),
+            );
+            return;
+        }
+    };
+    let paths = node_paths(args, &site, &job.node);
+    let mut outcomes = Vec::new();
+    // The node's own record, then any step records a crashed step left behind.
+    let mut keys = vec![job.node.clone()];
+    if let Ok(entries) = std::fs::read_dir(paths.run_dir.join(job.job_id.to_string())) {
+        let prefix = format!("{}.step", job.node);
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(key) = name
+                .strip_suffix(".json")
+                .filter(|k| k.starts_with(&prefix))
+            {
+                keys.push(key.to_string());
+            }
+        }
+    }
+    for key in &keys {
+        match dvfs_job::end(&paths, job.job_id, key) {
+            Ok(Some(o)) => {
+                if let Some(err) = &o.restore_error {
+                    log(
+                        Level::Warning,
+                        &format!(
+                            "greenup: job {} on {}: restore incomplete: {err}",
+                            job.job_id, key
+                        ),
+                    );
+                }
+                if key == &job.node {
+                    outcomes.push(o);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {} on {}: cannot read saved settings: {e}",
+                    job.job_id, key
+                ),
+            ),
+        }
+    }
+    let decided = saved_decision(&paths.run_dir, job.job_id, &job.node).is_some();
+    if decided {
+        match connect(&site) {
+            Ok(mut c) => {
+                for o in outcomes {
+                    let (energy_j, source, mut note) = match &o.energy {
+                        Energy::Measured { joules } => {
+                            (Some(*joules), Some("rapl".to_string()), o.note.clone())
+                        }
+                        Energy::Unmeasured { reason } => {
+                            (None, None, format!("{}; unmeasured: {reason}", o.note))
+                        }
+                    };
+                    if let Some(err) = &o.restore_error {
+                        note.push_str(&format!("; restore incomplete: {err}"));
+                    }
+                    let wire = WireOutcome {
+                        job_id: u64::from(job.job_id),
+                        node: o.node.clone(),
+                        freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),
+                        energy_j,
+                        elapsed_s: Some(o.elapsed_s),
+                        source,
+                        restored: o.restore_error.is_none(),
+                        note: Some(note),
+                    };
+                    if let Err(e) = c.record_outcome(wire) {
+                        log(
+                            Level::Warning,
+                            &format!(
+                                "greenup: job {} on {}: outcome not stored: {e}",
+                                job.job_id, job.node
+                            ),
+                        );
+                    }
+                }
+                if job.options.report && job.nodes.first() == Some(&job.node) {
+                    // The other nodes' epilogs run at the same time: give their outcomes
+                    // up to a second to arrive, then report what is there.
+                    let mut last = None;
+                    for _ in 0..10 {
+                        match c.get_job(u64::from(job.job_id)) {
+                            Ok(rec) => {
+                                let complete = rec.outcomes.len() >= rec.request.nodes.len();
+                                last = Some(Ok(rec));
+                                if complete {
+                                    break;
+                                }
+                            }
+                            Err(e) => {
+                                last = Some(Err(e));
+                                break;
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    match last {
+                        Some(Ok(rec)) => write_report(job, &report_line(&rec), log),
+                        Some(Err(e)) => log(
+                            Level::Warning,
+                            &format!("greenup: job {}: no report: {e}", job.job_id),
+                        ),
+                        None => {}
+                    }
+                }
+                if let Err(e) = c.close_job(u64::from(job.job_id), Some("ended")) {
+                    log(
+                        Level::Warning,
+                        &format!("greenup: job {}: close not stored: {e}", job.job_id),
+                    );
+                }
+            }
+            Err(e) => log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {} on {}: outcome not sent: {e}",
+                    job.job_id, job.node
+                ),
+            ),
+        }
+    }
+    for f in [
+        warning_path(&paths.run_dir, job.job_id, &job.node),
+        decision_path(&paths.run_dir, job.job_id, &job.node),
+    ] {
+        let _ = std::fs::remove_file(f);
+    }
+    let _ = std::fs::remove_file(
+        paths
+            .run_dir
+            .join(job.job_id.to_string())
+            .join(format!("{}.warned", job.node)),
+    );
+    let _ = std::fs::remove_dir(paths.run_dir.join(job.job_id.to_string()));
+    if decided {
+        log(
+            Level::Info,
+            &format!(
+                "greenup: job {} on {}: restored and reported (epilog {:.2} ms)",
+                job.job_id,
+                job.node,
+                started.elapsed().as_secs_f64() * 1e3
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn job_env_reads_what_slurmd_passes_to_a_prolog() {
+        let vars: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "17"),
+            ("SLURM_JOB_UID", "1001"),
+            ("SLURM_JOB_USER", "alice"),
+            ("SLURM_JOB_PARTITION", "debug"),
+            ("SLURMD_NODENAME", "n2"),
+            ("SLURM_NODELIST", "n[1-2],n4"),
+            ("SLURM_JOB_CPUS_PER_NODE", "4(x3)"),
+            ("SPANK_GREENUP_POLICY", "max-dist"),
+            ("SPANK_GREENUP_ENERGY_CAP_J", "1000000"),
+        ]
+        .into_iter()
+        .collect();
+        let job = JobEnv::from_vars(|k| vars.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(job.job_id, 17);
+        assert_eq!(job.nodes, vec!["n1", "n2", "n4"]);
+        assert_eq!(job.options.policy.as_deref(), Some("max-dist"));
+        assert_eq!(job.options.energy_cap_j, Some(1.0e6));
+        assert_eq!(job.options.profile, None);
+        assert!(
+            JobEnv::from_vars(|_| None)
+                .unwrap_err()
+                .contains("SLURMD_NODENAME")
+        );
+    }
+
+    #[test]
+    fn whole_node_means_every_cpu_in_the_tree() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..4 {
+            let d = t
+                .path()
+                .join(format!("devices/system/cpu/cpufreq/policy{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("affected_cpus"), format!("{i}\n")).unwrap();
+        }
+        let mut job = JobEnv {
+            job_id: 1,
+            uid: 1,
+            user: None,
+            partition: None,
+            node: "n2".into(),
+            nodes: vec!["n1".into(), "n2".into()],
+            cpus_per_node: Some("4,2".into()),
+            options: Checked::default(),
+        };
+        assert!(!holds_whole_node(&job, t.path()));
+        job.cpus_per_node = Some("4(x2)".into());
+        assert!(holds_whole_node(&job, t.path()));
+        job.cpus_per_node = None;
+        assert!(!holds_whole_node(&job, t.path()));
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+
+    #[test]
+    fn report_sums_measured_nodes_and_names_unmeasured_ones() {
+        let rec: JobRecord = serde_json::from_value(serde_json::json!({
+            "job_id": 5, "uid": 1001, "user": "alice", "partition": "debug", "state": "closed",
+            "end": null, "opened_at": 0, "closed_at": null,
+            "request": {"job_id": 5, "uid": 1001, "nodes": ["n1", "n2", "n3"], "policy": "max-dist"},
+            "decision": {"job_id": 5, "verdict": "planned", "reason": "", "policy": "max-dist",
+                "profile": "solver", "profile_version": "1", "power_cap_w": null, "reserved_w": 0.0,
+                "plan": {"policy": "max-dist", "feasible": true, "reason": "", "node_count": 3,
+                    "nodes": [], "predicted": {"time_s": 100.0, "energy_j": 30000.0, "avg_power_w": 300.0},
+                    "baseline": {"time_s": 90.0, "energy_j": 36000.0, "avg_power_w": 400.0},
+                    "objective": 0.1, "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}},
+                "decided_at": 0},
+            "outcomes": [
+                {"job_id": 5, "node": "n1", "freq_ghz": 2.2, "energy_j": 1000.0, "elapsed_s": 9.5, "restored": true},
+                {"job_id": 5, "node": "n2", "freq_ghz": 2.2, "energy_j": 500.0, "elapsed_s": 10.0, "restored": true},
+                {"job_id": 5, "node": "n3", "restored": true}
+            ]
+        }))
+        .unwrap();
+        let line = report_line(&rec);
+        // 1000 J + 500 J over two measured nodes of three; the longest node took 10 s.
+        let want_energy = units::format_energy(1500.0);
+        assert!(
+            line.contains(&format!("and {want_energy} on 2 of 3 node(s)")),
+            "{line}"
+        );
+        assert!(line.contains(&units::format_duration(10.0)), "{line}");
+        assert!(
+            line.contains("n3=unchanged") && line.contains("n1=2.2 GHz"),
+            "{line}"
+        );
+        assert!(
+            line.starts_with("greenup: job 5: policy max-dist, predicted "),
+            "{line}"
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! The job options users give to sbatch, salloc and srun, how they are checked before
+//! anything is submitted, and how they travel to the nodes.
+
+use std::path::{Path, PathBuf};
+
+use greenup::input::{InputError, Origin};
+use greenup::policy::PolicySet;
+use greenup::profile::Profile;
+use greenup::site::Site;
+use greenup::units;
+
+/// `--energy-policy=NAME`.
+pub const OPT_POLICY: &str = "energy-policy";
+/// `--energy-cap=ENERGY`.
+pub const OPT_ENERGY_CAP: &str = "energy-cap";
+/// `--power-cap=POWER`.
+pub const OPT_POWER_CAP: &str = "power-cap";
+/// `--energy-profile=NAME`.
+pub const OPT_PROFILE: &str = "energy-profile";
+/// `--energy-report`.
+pub const OPT_REPORT: &str = "energy-report";
+
+/// Every option: name, value placeholder (None: a flag), and usage line.
+pub const OPTIONS: [(&str, Option<&str>, &str); 5] = [
+    (
+        OPT_POLICY,
+        Some("NAME"),
+        "greenup: energy policy for this job (see `greenup policies`)",
+    ),
+    (
+        OPT_ENERGY_CAP,
+        Some("ENERGY"),
+        "greenup: energy cap for the whole job, e.g. 20MJ or 5kWh",
+    ),
+    (
+        OPT_POWER_CAP,
+        Some("POWER"),
+        "greenup: power cap for the whole job, e.g. 2kW",
+    ),
+    (
+        OPT_PROFILE,
+        Some("NAME"),
+        "greenup: application profile from the site's profile directory",
+    ),
+    (
+        OPT_REPORT,
+        None,
+        "greenup: print predicted against measured time and energy at the end",
+    ),
+];
+
+/// Job-control variables carrying checked options to the prolog, epilog and steps,
+/// where Slurm shows them with a `SPANK_` prefix.
+pub const ENV_POLICY: &str = "GREENUP_POLICY";
+/// The energy cap in joules.
+pub const ENV_ENERGY_CAP_J: &str = "GREENUP_ENERGY_CAP_J";
+/// The power cap in watts.
+pub const ENV_POWER_CAP_W: &str = "GREENUP_POWER_CAP_W";
+/// The profile name.
+pub const ENV_PROFILE: &str = "GREENUP_PROFILE";
+/// `1` when --energy-report was given.
+pub const ENV_REPORT: &str = "GREENUP_REPORT";
+
+/// The options as the user wrote them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Raw {
+    /// --energy-policy.
+    pub policy: Option<String>,
+    /// --energy-cap.
+    pub energy_cap: Option<String>,
+    /// --power-cap.
+    pub power_cap: Option<String>,
+    /// --energy-profile.
+    pub profile: Option<String>,
+    /// --energy-report.
+    pub report: bool,
+}
+
+impl Raw {
+    /// True when the user gave no greenup option at all.
+    pub fn is_empty(&self) -> bool {
+        *self == Raw::default()
+    }
+}
+
+/// The options after checking, in base units.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checked {
+    /// Policy name.
+    pub policy: Option<String>,
+    /// Energy cap in joules.
+    pub energy_cap_j: Option<f64>,
+    /// Power cap in watts.
+    pub power_cap_w: Option<f64>,
+    /// Profile name.
+    pub profile: Option<String>,
+    /// Whether to print a report at the end.
+    pub report: bool,
+}
+
+impl Checked {
+    /// The job-control variables that carry these options.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.policy {
+            out.push((ENV_POLICY, p.clone()));
+        }
+        if let Some(e) = self.energy_cap_j {
+            out.push((ENV_ENERGY_CAP_J, e.to_string()));
+        }
+        if let Some(p) = self.power_cap_w {
+            out.push((ENV_POWER_CAP_W, p.to_string()));
+        }
+        if let Some(p) = &self.profile {
+            out.push((ENV_PROFILE, p.clone()));
+        }
+        if self.report {
+            out.push((ENV_REPORT, "1".into()));
+        }
+        out
+    }
+
+    /// Read the options back from variables, looked up by `get` (which adds any prefix).
+    /// Values that do not parse are dropped: they were checked at submission.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Checked {
+        let num = |k| {
+            get(k)
+                .and_then(|v: String| v.parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v > 0.0)
+        };
+        Checked {
+            policy: get(ENV_POLICY).filter(|s| !s.is_empty()),
+            energy_cap_j: num(ENV_ENERGY_CAP_J),
+            power_cap_w: num(ENV_POWER_CAP_W),
+            profile: get(ENV_PROFILE).filter(|s| !s.is_empty()),
+            report: get(ENV_REPORT).as_deref() == Some("1"),
+        }
+    }
+}
+
+fn opt_err(option: &str, message: impl Into<String>) -> InputError {
+    InputError::bare(Origin::Option(format!("--{option}")), message)
+}
+
+/// Units only: what can be checked without the site config.
+pub fn check_units(raw: &Raw) -> Result<Checked, InputError> {
+    let energy_cap_j = raw
+        .energy_cap
+        .as_deref()
+        .map(units::parse_energy)
+        .transpose()
+        .map_err(|e| opt_err(OPT_ENERGY_CAP, e))?;
+    let power_cap_w = raw
+        .power_cap
+        .as_deref()
+        .map(units::parse_power)
+        .transpose()
+        .map_err(|e| opt_err(OPT_POWER_CAP, e))?;
+    for (opt, v) in [(OPT_POLICY, &raw.policy), (OPT_PROFILE, &raw.profile)] {
+        if let Some(v) = v
+            && (v.is_empty()
+                || !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                || v.starts_with('.'))
+        {
+            return Err(opt_err(
+                opt,
+                format!("invalid name '{v}': expected letters, digits, '-', '_' or '.'"),
+            ));
+        }
+    }
+    Ok(Checked {
+        policy: raw.policy.clone(),
+        energy_cap_j,
+        power_cap_w,
+        profile: raw.profile.clone(),
+        report: raw.report,
+    })
+}
+
+/// The profile file for `name` in the site's profile directory.
+pub fn profile_path(site: &Site, name: &str) -> PathBuf {
+    site.profile_dir.join(format!("{name}.yaml"))
+}
+
+/// Check every option against the site: units, a known and allowed policy, a readable
+/// and valid profile, and caps within the site's limits.
+pub fn check(site: &Site, policies: &PolicySet, raw: &Raw) -> Result<Checked, InputError> {
+    let c = check_units(raw)?;
+    if let Some(p) = &c.policy {
+        let allowed: Vec<&str> = if site.allowed_policies.is_empty() {
+            policies.names()
+        } else {
+            site.allowed_policies
+                .iter()
+                .map(String::as_str)
+                .filter(|n| policies.get(n).is_some())
+                .collect()
+        };
+        if !allowed.contains(&p.as_str()) {
+            return Err(opt_err(
+                OPT_POLICY,
+                format!(
+                    "unknown policy '{p}': expected one of {}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(name) = &c.profile {
+        let path = profile_path(site, name);
+        Profile::load(&path)
+            .map_err(|e| opt_err(OPT_PROFILE, format!("profile '{name}' cannot be used: {e}")))?;
+    }
+    if let (Some(cap), Some(limit)) = (c.energy_cap_j, site.job_energy_limit_j)
+        && cap > limit
+    {
+        return Err(opt_err(
+            OPT_ENERGY_CAP,
+            format!(
+                "{} is above the site's job energy limit: expected at most {}",
+                units::format_energy(cap),
+                units::format_energy(limit)
+            ),
+        ));
+    }
+    if let (Some(cap), Some(limit)) = (c.power_cap_w, site.power_cap_w)
+        && cap > limit
+    {
+        return Err(opt_err(
+            OPT_POWER_CAP,
+            format!(
+                "{} is above the site's power cap: expected at most {}",
+                units::format_power(cap),
+                units::format_power(limit)
+            ),
+        ));
+    }
+    Ok(c)
+}
+
+/// Load the site config and its policies, then check `raw` against them.
+pub fn check_with_config(config: &Path, raw: &Raw) -> Result<Checked, InputError> {
+    let site = greenup::site::load(config)?;
+    let policies = PolicySet::load(&site.policy_dirs)?;
+    check(&site, &policies, raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test cluster's site config, pointed at this repo's policies and test profiles.
+    fn site() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let text = include_str!("../../tests/cluster/greenup.yaml")
+            .replace(
+                "/etc/greenup-test/policies",
+                &root.join("policies").display().to_string(),
+            )
+            .replace(
+                "/etc/greenup-test/profiles",
+                &root.join("tests/cluster/profiles").display().to_string(),
+            );
+        let path = t.path().join("greenup.yaml");
+        std::fs::write(&path, text).unwrap();
+        (t, path)
+    }
+
+    fn raw(f: impl FnOnce(&mut Raw)) -> Raw {
+        let mut r = Raw::default();
+        f(&mut r);
+        r
+    }
+
+    #[test]
+    fn good_options_become_base_units_and_travel_as_variables() {
+        let (_t, cfg) = site();
+        let c = check_with_config(
+            &cfg,
+            &raw(|r| {
+                r.policy = Some("max-dist".into());
+                r.energy_cap = Some("5kWh".into());
+                r.power_cap = Some("1.5kW".into());
+                r.profile = Some("solver".into());
+                r.report = true;
+            }),
+        )
+        .unwrap();
+        // 5 kWh = 5 * 3.6e6 J; 1.5 kW = 1500 W.
+        assert_eq!(c.energy_cap_j, Some(18.0e6));
+        assert_eq!(c.power_cap_w, Some(1500.0));
+        let env = c.env();
+        let back = Checked::from_env(|k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()));
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn each_bad_option_is_one_line_naming_the_option_and_what_is_valid() {
+        let (_t, cfg) = site();
+        let cases: Vec<(Raw, &str)> = vec![
+            (
+                raw(|r| r.energy_cap = Some("20XJ".into())),
+                "option --energy-cap: invalid energy '20XJ': expected",
+            ),
+            (
+                raw(|r| r.power_cap = Some("0W".into())),
+                "option --power-cap: invalid power '0W'",
+            ),
+            (
+                raw(|r| r.policy = Some("fastest".into())),
+                "option --energy-policy: unknown policy 'fastest': expected one of ",
+            ),
+            (
+                raw(|r| r.profile = Some("nope".into())),
+                "option --energy-profile: profile 'nope' cannot be used: ",
+            ),
+            (
+                raw(|r| r.profile = Some("../x".into())),
+                "option --energy-profile: invalid name '../x'",
+            ),
+            // The site allows at most 20 MJ per job and 2 kW.
+            (
+                raw(|r| r.energy_cap = Some("21MJ".into())),
+                "option --energy-cap: 21",
+            ),
+            (
+                raw(|r| r.power_cap = Some("2.5kW".into())),
+                "option --power-cap: 2.5",
+            ),
+        ];
+        for (r, want) in cases {
+            let e = check_with_config(&cfg, &r).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e}\n  should start with {want}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // At the limit is allowed.
+        assert!(check_with_config(&cfg, &raw(|r| r.energy_cap = Some("20MJ".into()))).is_ok());
+        assert!(check_with_config(&cfg, &raw(|r| r.power_cap = Some("2kW".into()))).is_ok());
+    }
+
+    #[test]
+    fn variables_that_do_not_parse_are_dropped() {
+        let c = Checked::from_env(|k| match k {
+            ENV_ENERGY_CAP_J => Some("lots".into()),
+            ENV_POWER_CAP_W => Some("-5".into()),
+            ENV_POLICY => Some(String::new()),
+            _ => None,
+        });
+        assert_eq!(c, Checked::default());
+    }
+}

@@ -1,0 +1,331 @@
+//! The SPANK callbacks: Slurm's side of the plugin. Each one catches every error and
+//! panic, so Slurm only ever sees a clean return.
+
+use std::error::Error;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use slurm_spank::{Context, LogLevel, Plugin, SPANK_PLUGIN, SpankHandle, SpankOption, spank_log};
+
+use crate::args::Args;
+use crate::node::{self, JobEnv, Level};
+use crate::options::{self, OPTIONS, Raw};
+use crate::step::{self, BATCH_STEP, StepInfo};
+
+include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
+
+SPANK_PLUGIN!(b"greenup", SLURM_PLUGIN_VERSION, Greenup);
+
+/// The plugin's state within one Slurm process.
+#[derive(Default)]
+struct Greenup {
+    args: Option<Args>,
+    /// A warning claimed at step start, printed by the step's first task into the job's
+    /// own stderr (the task is forked from this process, so it carries this copy).
+    pending_warning: Option<String>,
+}
+
+fn log(level: Level, msg: &str) {
+    match level {
+        Level::Warning => spank_log(LogLevel::Error, msg),
+        Level::Info => spank_log(LogLevel::Info, msg),
+    }
+}
+
+/// Run `f`, turning a panic into an error so the crate's global state is never poisoned.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "greenup: internal error in {what}; job runs unchanged"
+        )),
+    }
+}
+
+impl Greenup {
+    fn args(&mut self, spank: &SpankHandle) -> Result<Args, String> {
+        if let Some(a) = &self.args {
+            return Ok(a.clone());
+        }
+        let words = spank
+            .plugin_argv()
+            .map_err(|e| format!("greenup: plugin arguments unreadable: {e}"))?;
+        let a = Args::parse(words.iter().copied())?;
+        self.args = Some(a.clone());
+        Ok(a)
+    }
+
+    fn raw_options(spank: &SpankHandle) -> Raw {
+        let get = |n: &str| {
+            spank
+                .get_option_value(n)
+                .ok()
+                .flatten()
+                .map(|v| v.to_string())
+        };
+        Raw {
+            policy: get(options::OPT_POLICY),
+            energy_cap: get(options::OPT_ENERGY_CAP),
+            power_cap: get(options::OPT_POWER_CAP),
+            profile: get(options::OPT_PROFILE),
+            report: spank.is_option_set(options::OPT_REPORT),
+        }
+    }
+
+    /// sbatch, salloc and srun: check every option and pass the checked values on.
+    fn submit(&mut self, spank: &mut SpankHandle, ctx: Context) -> Result<(), String> {
+        let raw = Self::raw_options(spank);
+        if raw.is_empty() {
+            return Ok(());
+        }
+        // An srun inside an allocation inherits options checked when the job was submitted.
+        if ctx == Context::Local && std::env::var_os("SLURM_JOB_ID").is_some() {
+            return Ok(());
+        }
+        let args = self.args(spank)?;
+        let checked = match options::check_with_config(&args.config, &raw) {
+            Ok(c) => c,
+            Err(e) if matches!(e.origin, greenup::input::Origin::Option(_)) => {
+                return Err(e.to_string());
+            }
+            Err(e) => {
+                // The site config cannot be read here (e.g. not readable by users): check what
+                // can be checked and leave the rest to greenupd.
+                let c = options::check_units(&raw).map_err(|e| e.to_string())?;
+                spank_log(
+                    LogLevel::Verbose,
+                    &format!("greenup: options checked for units only: {e}"),
+                );
+                c
+            }
+        };
+        for (k, v) in checked.env() {
+            spank
+                .job_control_setenv(k, &v, true)
+                .map_err(|e| format!("greenup: cannot pass {k} on: {e}"))?;
+        }
+        Ok(())
+    }
+
+    fn step_info(spank: &SpankHandle) -> Option<StepInfo> {
+        Some(StepInfo {
+            job_id: spank.job_id().ok()?,
+            step_id: spank.job_stepid().ok()?,
+            node: spank
+                .getenv("SLURMD_NODENAME")
+                .ok()
+                .flatten()
+                .or_else(|| std::env::var("SLURMD_NODENAME").ok())?,
+        })
+    }
+
+    /// A step starts on a node: warnings, strict enforcement, shrink.
+    fn step_start(&mut self, spank: &mut SpankHandle) -> Result<(), String> {
+        let args = self.args(spank)?;
+        let Some(info) = Self::step_info(spank) else {
+            return Ok(());
+        };
+        let Ok(site) = greenup::site::load(&args.config) else {
+            return Ok(());
+        };
+        if !site.dvfs.run_dir.join(info.job_id.to_string()).exists() {
+            return Ok(());
+        }
+        let warning = step::take_warning(&site.dvfs.run_dir, &info);
+        if let Some(w) = &warning {
+            log(Level::Info, w);
+        }
+        self.pending_warning = warning;
+        step::enforce(&site, &info)?;
+        let paths = node::node_paths(&args, &site, &info.node);
+        if let Some(cores) = spank.step_alloc_cores().ok().map(str::to_string)
+            && let Some(note) = step::apply_step_cores(&site, &paths, &info, &cores)
+        {
+            log(
+                Level::Info,
+                &format!("greenup: job {} on {}: {note}", info.job_id, info.node),
+            );
+        }
+        if info.step_id == BATCH_STEP {
+            let allocated = spank
+                .getenv("SLURM_JOB_NUM_NODES")
+                .ok()
+                .flatten()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            if let Some(keep) = step::shrink_target(&site, &info, allocated) {
+                shrink(spank, &info, &keep);
+            }
+        }
+        Ok(())
+    }
+
+    /// The batch step ends: the --energy-report summary.
+    fn step_end(&mut self, spank: &mut SpankHandle) -> Result<(), String> {
+        let args = self.args(spank)?;
+        let Some(info) = Self::step_info(spank) else {
+            return Ok(());
+        };
+        if let Ok(site) = greenup::site::load(&args.config)
+            && site.dvfs.per_core_shared
+        {
+            let paths = node::node_paths(&args, &site, &info.node);
+            if let Some(err) = step::restore_step_cores(&paths, &info) {
+                log(
+                    Level::Warning,
+                    &format!(
+                        "greenup: job {} on {}: step restore incomplete: {err}",
+                        info.job_id, info.node
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Give back the nodes the decision does not use, and fix the batch environment to match.
+fn shrink(spank: &mut SpankHandle, info: &StepInfo, keep: &str) {
+    let status = std::process::Command::new("scontrol")
+        .args([
+            "update",
+            &format!("JobId={}", info.job_id),
+            &format!("NodeList={keep}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match status {
+        Ok(s) if s.success() => {
+            let count = greenup::hostlist::expand(keep)
+                .map(|v| v.len())
+                .unwrap_or(0)
+                .to_string();
+            for (k, v) in [
+                ("SLURM_JOB_NODELIST", keep),
+                ("SLURM_NODELIST", keep),
+                ("SLURM_JOB_NUM_NODES", count.as_str()),
+                ("SLURM_NNODES", count.as_str()),
+            ] {
+                let _ = spank.setenv(k, v, true);
+            }
+            log(
+                Level::Info,
+                &format!("greenup: job {}: shrunk to {keep} as decided", info.job_id),
+            );
+        }
+        _ => log(
+            Level::Warning,
+            &format!(
+                "greenup: job {}: could not shrink to {keep}; all nodes stay",
+                info.job_id
+            ),
+        ),
+    }
+}
+
+fn report(r: Result<(), String>, fail: bool) -> Result<(), Box<dyn Error>> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            spank_log(LogLevel::Error, &e);
+            if fail { Err(e.into()) } else { Ok(()) }
+        }
+    }
+}
+
+unsafe impl Plugin for Greenup {
+    fn setup(&mut self, _spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        // No tracing subscriber: the plugin logs through Slurm directly.
+        Ok(())
+    }
+
+    fn report_error(&self, _spank: &mut SpankHandle, _error: &dyn Error) {
+        // Errors are logged where they happen, once.
+    }
+
+    fn init(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        let r = guarded("init", || {
+            let ctx = spank.context().map_err(|e| e.to_string())?;
+            if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
+                for (name, value, usage) in OPTIONS {
+                    let mut o = SpankOption::new(name).usage(usage);
+                    if let Some(v) = value {
+                        o = o.takes_value(v);
+                    }
+                    spank
+                        .register_option(o)
+                        .map_err(|e| format!("greenup: cannot register --{name}: {e}"))?;
+                }
+            }
+            Ok(())
+        });
+        report(r, false)
+    }
+
+    fn init_post_opt(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        let ctx = spank.context().ok();
+        match ctx {
+            Some(c @ (Context::Allocator | Context::Local)) => {
+                if let Err(e) = guarded("option check", || self.submit(spank, c)) {
+                    // A bad option stops the submission so that nothing is queued. Slurm
+                    // ignores callback errors of an "optional" plugin, so end the client
+                    // (sbatch, salloc or srun) here; this never runs inside a daemon.
+                    // _exit, not exit: atexit handlers would re-enter the plugin from
+                    // inside this callback.
+                    spank_log(LogLevel::Error, &e);
+                    // SAFETY: ends this client process at once; nothing is left half-written.
+                    unsafe { libc::_exit(1) }
+                }
+                Ok(())
+            }
+            Some(Context::Remote) => {
+                let r = guarded("step start", || self.step_start(spank));
+                // Only `enforce: strict` fails a step; that error already names its cause.
+                let strict = r
+                    .as_ref()
+                    .err()
+                    .is_some_and(|e| e.contains("site requires it"));
+                report(r, strict)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn job_prolog(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        let r = guarded("job_prolog", || {
+            let args = self.args(spank)?;
+            let job = JobEnv::from_process()?;
+            node::prolog(&args, &job, &log);
+            Ok(())
+        });
+        // Never fail a prolog: that would drain the node.
+        report(r, false)
+    }
+
+    fn job_epilog(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        let r = guarded("job_epilog", || {
+            let args = self.args(spank)?;
+            let job = JobEnv::from_process()?;
+            node::epilog(&args, &job, &log);
+            Ok(())
+        });
+        report(r, false)
+    }
+
+    fn task_init(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        if let Some(w) = self.pending_warning.take()
+            && spank.task_id().ok() == Some(0)
+        {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{w}");
+        }
+        Ok(())
+    }
+
+    fn exit(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+        if spank.context().ok() == Some(Context::Remote) {
+            return report(guarded("step end", || self.step_end(spank)), false);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,297 @@
+//! One job on one node: save the settings and counters, apply what the decision
+//! says, and at the end restore exactly what was saved and measure what was used.
+//! This code applies; it never chooses a frequency.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::cpufreq::{Applied, Cpufreq};
+use super::{powercap, state};
+use crate::meter::{self, Energy};
+
+/// Which CPUs of the node the job may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The job holds the whole node: every CPU.
+    Node,
+    /// The job shares the node and per-core DVFS is allowed: only these CPUs.
+    Cpus(Vec<u32>),
+    /// The job shares the node and per-core DVFS is not allowed: measure only.
+    SharedNode,
+}
+
+/// Where a node's sysfs tree and saved state live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePaths {
+    /// The node's sysfs root (`/sys`, or a test tree).
+    pub sysfs_root: PathBuf,
+    /// Where saved settings live (`/run/greenup`).
+    pub run_dir: PathBuf,
+}
+
+/// A job's measured outcome on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeOutcome {
+    /// Slurm job id.
+    pub job_id: u32,
+    /// Slurm node name.
+    pub node: String,
+    /// Seconds from job start to job end on this node.
+    pub elapsed_s: f64,
+    /// Energy the node used, or why it is unmeasured.
+    pub energy: Energy,
+    /// The frequency that was in force, in kHz; None when none was set.
+    pub applied_khz: Option<u64>,
+    /// `applied`, or why not.
+    pub note: String,
+    /// Why the saved settings could not all be restored, if so (they stay saved for a retry).
+    pub restore_error: Option<String>,
+}
+
+/// Why the start of a job could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The saved-state file could not be written or read.
+    #[error("{path}: {source}")]
+    State {
+        /// The record file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Save this node's settings and counters, then set `khz` (if given) on the CPUs
+/// `scope` allows. Calling it again for the same job and key returns the first record
+/// unchanged, so a retried prolog never saves the job's own settings as "previous".
+pub fn begin(
+    paths: &NodePaths,
+    job_id: u32,
+    node: &str,
+    key: &str,
+    khz: Option<u64>,
+    scope: &Scope,
+) -> Result<state::NodeRecord, JobError> {
+    let state_err = |source| JobError::State {
+        path: state::path(&paths.run_dir, job_id, key),
+        source,
+    };
+    if let Some(existing) = state::load(&paths.run_dir, job_id, key).map_err(state_err)? {
+        return Ok(existing);
+    }
+    let cf = Cpufreq::new(&paths.sysfs_root);
+    let cpus = match scope {
+        Scope::Node => None,
+        Scope::Cpus(c) => Some(c.as_slice()),
+        Scope::SharedNode => Some(&[][..]),
+    };
+    let policies = if matches!(scope, Scope::SharedNode) {
+        Ok(Vec::new())
+    } else {
+        cf.policies_for(cpus)
+    };
+    let mut rec = state::NodeRecord {
+        job_id,
+        node: node.to_string(),
+        cpufreq: Vec::new(),
+        powercap: powercap::snapshot(&paths.sysfs_root).unwrap_or_default(),
+        energy_start: meter::rapl::read(&paths.sysfs_root),
+        requested_khz: khz,
+        applied: None,
+        note: String::new(),
+    };
+    let policies = match policies.and_then(|p| cf.snapshot(&p).map(|s| (p, s))) {
+        Ok((p, saved)) => {
+            rec.cpufreq = saved;
+            p
+        }
+        Err(e) => {
+            rec.note = format!("not applied: {e}");
+            Vec::new()
+        }
+    };
+    rec.note = match (scope, khz, rec.note.is_empty()) {
+        (_, _, false) => rec.note,
+        (Scope::SharedNode, Some(_), _) => "not applied: shared node".into(),
+        (_, None, _) => "not applied: no frequency decided".into(),
+        _ => "saving".into(),
+    };
+    // Save before touching anything, so that a crash mid-apply still restores.
+    state::save(&paths.run_dir, key, &rec).map_err(state_err)?;
+    if let (Some(target), "saving") = (khz, rec.note.as_str()) {
+        match cf.apply(&policies, target) {
+            Ok(applied) => {
+                rec.note = "applied".into();
+                rec.applied = Some(applied);
+            }
+            Err(e) => {
+                // Leave the node as it was and say why.
+                let _ = cf.restore(&rec.cpufreq);
+                rec.note = format!("not applied: {e}");
+            }
+        }
+        state::save(&paths.run_dir, key, &rec).map_err(state_err)?;
+    }
+    Ok(rec)
+}
+
+/// Restore what `begin` saved for `key`, measure the energy, and forget the record once
+/// everything is restored. Ok(None) when nothing was saved (the job did not use greenup).
+pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutcome>, JobError> {
+    let state_err = |source| JobError::State {
+        path: state::path(&paths.run_dir, job_id, key),
+        source,
+    };
+    let Some(rec) = state::load(&paths.run_dir, job_id, key).map_err(state_err)? else {
+        return Ok(None);
+    };
+    let energy_end = meter::rapl::read(&paths.sysfs_root);
+    let cf = Cpufreq::new(&paths.sysfs_root);
+    let mut problems = Vec::new();
+    if let Err(e) = cf.restore(&rec.cpufreq) {
+        problems.push(e.to_string());
+    }
+    if let Err(e) = powercap::restore(&paths.sysfs_root, &rec.powercap) {
+        problems.push(e.to_string());
+    }
+    let restore_error = if problems.is_empty() {
+        None
+    } else {
+        Some(problems.join("; "))
+    };
+    if restore_error.is_none() {
+        state::remove(&paths.run_dir, job_id, key).map_err(state_err)?;
+    }
+    Ok(Some(NodeOutcome {
+        job_id,
+        node: rec.node.clone(),
+        elapsed_s: (energy_end.unix_s - rec.energy_start.unix_s).max(0.0),
+        energy: meter::rapl::energy_between(&rec.energy_start, &energy_end),
+        applied_khz: rec.applied.as_ref().map(|a: &Applied| a.khz),
+        note: rec.note,
+        restore_error,
+    }))
+}
+
+/// Job ids that still have a saved record for `key` under `run_dir` (e.g. after a
+/// slurmd crash skipped an epilog).
+pub fn pending_jobs(run_dir: &Path, key: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(run_dir) else {
+        return Vec::new();
+    };
+    let mut jobs: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|j| state::path(run_dir, *j, key).exists())
+        .collect();
+    jobs.sort_unstable();
+    jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dvfs::cpufreq::tests::tree;
+    use crate::meter::rapl::tests::zone;
+    use std::fs;
+
+    const FREQS: [u64; 3] = [1_000_000, 2_000_000, 3_000_000];
+
+    fn setup() -> (tempfile::TempDir, NodePaths) {
+        let t = tempfile::tempdir().unwrap();
+        let sys = t.path().join("sys");
+        tree(&sys, 4, "userspace ondemand", &FREQS);
+        zone(&sys, 0, "package-0", 900, 1_000);
+        let paths = NodePaths {
+            sysfs_root: sys,
+            run_dir: t.path().join("run"),
+        };
+        (t, paths)
+    }
+
+    fn read(p: &NodePaths, policy: u32, f: &str) -> String {
+        fs::read_to_string(
+            p.sysfs_root
+                .join(format!("devices/system/cpu/cpufreq/policy{policy}/{f}")),
+        )
+        .unwrap()
+        .trim()
+        .to_string()
+    }
+
+    #[test]
+    fn begin_applies_and_end_restores_measures_and_forgets() {
+        let (_t, p) = setup();
+        let rec = begin(&p, 42, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        assert_eq!(rec.note, "applied");
+        assert_eq!(read(&p, 3, "scaling_setspeed"), "2000000");
+        let saved = state::load(&p.run_dir, 42, "n1").unwrap().unwrap();
+        assert_eq!(saved.cpufreq.len(), 4);
+        assert_eq!(saved.cpufreq[0].governor, "ondemand");
+        // The counter wraps at 1000 uJ: 900 -> 1000 -> 0 -> 250 is 350 uJ.
+        fs::write(
+            p.sysfs_root.join("class/powercap/intel-rapl:0/energy_uj"),
+            "250\n",
+        )
+        .unwrap();
+        let out = end(&p, 42, "n1").unwrap().unwrap();
+        assert_eq!(out.energy, Energy::Measured { joules: 350.0e-6 });
+        assert_eq!(out.applied_khz, Some(2_000_000));
+        assert_eq!(out.restore_error, None);
+        assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
+        assert!(!p.run_dir.join("42").exists());
+        assert_eq!(end(&p, 42, "n1").unwrap(), None);
+    }
+
+    #[test]
+    fn a_second_begin_keeps_the_first_saved_settings() {
+        let (_t, p) = setup();
+        begin(&p, 7, "n1", "n1", Some(1_000_000), &Scope::Node).unwrap();
+        let again = begin(&p, 7, "n1", "n1", Some(3_000_000), &Scope::Node).unwrap();
+        assert_eq!(again.cpufreq[0].governor, "ondemand");
+        assert_eq!(read(&p, 0, "scaling_setspeed"), "1000000");
+        end(&p, 7, "n1").unwrap();
+        assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
+    }
+
+    #[test]
+    fn shared_node_records_but_touches_nothing() {
+        let (_t, p) = setup();
+        let rec = begin(&p, 8, "n1", "n1", Some(1_000_000), &Scope::SharedNode).unwrap();
+        assert_eq!(rec.note, "not applied: shared node");
+        assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
+        let out = end(&p, 8, "n1").unwrap().unwrap();
+        assert_eq!(out.applied_khz, None);
+        assert!(matches!(out.energy, Energy::Measured { .. }));
+    }
+
+    #[test]
+    fn step_cores_only_and_unavailable_frequency_leaves_node_unchanged() {
+        let (_t, p) = setup();
+        let rec = begin(
+            &p,
+            9,
+            "n1",
+            "n1.step0",
+            Some(1_000_000),
+            &Scope::Cpus(vec![2, 3]),
+        )
+        .unwrap();
+        assert_eq!(rec.applied.unwrap().policies, vec![2, 3]);
+        assert_eq!(read(&p, 1, "scaling_governor"), "ondemand");
+        assert_eq!(read(&p, 2, "scaling_governor"), "userspace");
+        let bad = begin(&p, 10, "n1", "n1", Some(1_500_000), &Scope::Node).unwrap();
+        assert!(
+            bad.note
+                .starts_with("not applied: policy0: 1500000 kHz is not offered"),
+            "{}",
+            bad.note
+        );
+        assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
+        assert_eq!(read(&p, 2, "scaling_governor"), "userspace");
+        assert_eq!(pending_jobs(&p.run_dir, "n1"), vec![10]);
+        end(&p, 9, "n1.step0").unwrap();
+        assert_eq!(read(&p, 2, "scaling_governor"), "ondemand");
+    }
+}

@@ -1,0 +1,77 @@
+//! What a node saved at job start, kept under `run_dir/JOBID/KEY.json` so that the
+//! job's end (or a later retry) can restore exactly those settings. `run_dir` is on
+//! tmpfs (/run), so after a reboot nothing stale remains and the boot defaults hold.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::cpufreq::{Applied, PolicySettings};
+use super::powercap::LimitSettings;
+use crate::meter::Reading;
+
+/// Everything one node (or one step's cores) must restore and report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// Slurm job id.
+    pub job_id: u32,
+    /// Slurm node name.
+    pub node: String,
+    /// The cpufreq settings found before the job.
+    pub cpufreq: Vec<PolicySettings>,
+    /// The power limits found before the job.
+    pub powercap: Vec<LimitSettings>,
+    /// The energy counters at job start.
+    pub energy_start: Reading,
+    /// The frequency greenup was asked to set, in kHz.
+    pub requested_khz: Option<u64>,
+    /// What was applied; None when nothing was.
+    pub applied: Option<Applied>,
+    /// `applied`, or why not (e.g. `not applied: shared node`).
+    pub note: String,
+}
+
+/// The file holding `key`'s record for `job_id` (key is the node name, or node.stepN).
+pub fn path(run_dir: &Path, job_id: u32, key: &str) -> PathBuf {
+    run_dir.join(job_id.to_string()).join(format!("{key}.json"))
+}
+
+/// Save a record atomically; the job directory is created root-only.
+pub fn save(run_dir: &Path, key: &str, rec: &NodeRecord) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let file = path(run_dir, rec.job_id, key);
+    if let Some(dir) = file.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let json = serde_json::to_vec_pretty(rec).map_err(std::io::Error::other)?;
+    crate::input::write_atomic(&file, &json)
+}
+
+/// Load `key`'s record for `job_id`; Ok(None) when there is none.
+pub fn load(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<Option<NodeRecord>> {
+    match std::fs::read(path(run_dir, job_id, key)) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(std::io::Error::other),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove `key`'s record, and the job directory once it is empty.
+pub fn remove(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<()> {
+    let file = path(run_dir, job_id, key);
+    match std::fs::remove_file(&file) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    if let Some(dir) = file.parent() {
+        // Fails harmlessly while other nodes or steps of the job still hold records.
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(())
+}

@@ -1,0 +1,251 @@
+#!/bin/bash
+# greenup's end-to-end tests on the running test cluster (setup.sh first; run-tests.sh
+# does everything). Every test runs real sbatch/srun jobs as an ordinary user.
+# Results go to stdout as PASS/FAIL lines; the last line is "N passed, M failed".
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+SOCK=$GC_RUN/greenupd.sock
+OUT=$GC_WORK
+PASSED=0 FAILED=0
+JOBS_WITH_DAEMON=()
+
+say() { echo "    $*"; }
+run_test() { # NAME FUNCTION
+  echo "--- $1"
+  if "$2"; then PASSED=$((PASSED + 1)); echo "PASS $1"; else FAILED=$((FAILED + 1)); echo "FAIL $1"; fi
+}
+as() { local u=$1; shift; runuser -u "$u" -- bash -c 'cd "$1" && shift && exec "$@"' as "$OUT" "$@"; }
+submit() { local u=$1; shift; as "$u" sbatch --parsable "$@"; }
+state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+wait_gone() { # JOB [seconds]: until the job and its epilogs are finished
+  for _ in $(seq 1 $(( ${2:-60} * 5 ))); do
+    [ -z "$(squeue -h -j "$1" 2>/dev/null)" ] && return 0
+    sleep 0.2
+  done
+  say "job $1 still in the queue: $(squeue -h -j "$1")"; return 1
+}
+wait_running() {
+  for _ in $(seq 1 150); do [ "$(state "$1")" = RUNNING ] && return 0; sleep 0.2; done
+  say "job $1 not running: $(state "$1")"; return 1
+}
+# One line per policy: governor, min, max, and the set speed under userspace.
+snap() {
+  local n=$1 p gov
+  for p in "$GC_SYSFS/$n"/devices/system/cpu/cpufreq/policy*; do
+    gov=$(cat $p/scaling_governor)
+    printf '%s %s %s %s %s\n' "$n/$(basename $p)" "$gov" "$(cat $p/scaling_min_freq)" "$(cat $p/scaling_max_freq)" \
+      "$([ "$gov" = userspace ] && cat $p/scaling_setspeed)"
+  done
+}
+snap_all() { for n in $GC_NODES; do snap $n; done; }
+# The frequency a node runs at, as the kernel would choose it: set speed under userspace, else the max.
+effective_khz() { # NODE POLICY
+  local p=$GC_SYSFS/$1/devices/system/cpu/cpufreq/policy$2
+  if [ "$(cat $p/scaling_governor)" = userspace ]; then cat $p/scaling_setspeed; else cat $p/scaling_max_freq; fi
+}
+job_json() { /usr/bin/python3 "$HERE/gq.py" "$SOCK" "$1"; }
+jq_job() { job_json "$1" | jq -r "$2"; }
+no_leftovers() { # nothing of greenup's saved state is left for JOB
+  [ ! -e "$GC_GREENUP_RUN/$1" ] || { say "saved state left: $(ls $GC_GREENUP_RUN/$1)"; return 1; }
+}
+
+install -m 0755 "$HERE/jobs/read-freqs.sh" "$OUT/read-freqs.sh"
+BASE=$(mktemp); snap_all > "$BASE"
+restored() {
+  if ! snap_all | diff "$BASE" - >/dev/null; then say "not restored:"; snap_all | diff "$BASE" - | sed 's/^/      /'; return 1; fi
+}
+
+# 1. max-dist on mixed node types: frequencies seen inside the job equal the decision.
+t_maxdist() {
+  local j ok=0
+  # Put n4's RAPL counter 2 J below its range, so that it wraps during this job.
+  local z=$GC_SYSFS/n4/class/powercap/intel-rapl:0 pm; pm=$(cat "$GC_RUN/powermodel.pid")
+  kill -STOP "$pm"; echo $(( $(cat $z/max_energy_range_uj) - 2000000 )) > $z/energy_uj; kill -CONT "$pm"
+  j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver --energy-report \
+      -o "$OUT/t1-%j.out" "$OUT/read-freqs.sh" "$GC_SYSFS") || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" || return 1
+  [ "$(state "$j")" = COMPLETED ] || { say "job $j ended $(state "$j")"; cat "$OUT/t1-$j.out"; return 1; }
+  [ "$(jq_job "$j" .decision.verdict)" = planned ] || { say "verdict: $(job_json "$j")"; return 1; }
+  local lines; lines=$(grep -c '^freq ' "$OUT/t1-$j.out")
+  [ "$lines" = $((4 * GC_CPUS)) ] || { say "expected $((4 * GC_CPUS)) readings, got $lines"; cat "$OUT/t1-$j.out"; return 1; }
+  local distinct=0
+  for n in $GC_NODES; do
+    local ghz want
+    ghz=$(jq_job "$j" ".decision.plan.nodes[] | select(.name == \"$n\") | .freq_ghz")
+    want=$(awk -v g="$ghz" 'BEGIN { printf "%d", g * 1000000 + 0.5 }')
+    while read -r _ node pol gov khz; do
+      [ "$node" = "$n" ] || continue
+      if [ $(( khz > want ? khz - want : want - khz )) -gt 1000 ]; then
+        say "$n $pol runs at $khz kHz inside the job; decision says $ghz GHz"; ok=1
+      fi
+      case $n in n1|n2) [ "$gov" = userspace ] || { say "$n $pol: governor $gov, expected userspace"; ok=1; } ;;
+                 *)     [ "$gov" != userspace ] || { say "$n $pol: eco nodes have no userspace"; ok=1; } ;; esac
+    done < <(grep '^freq ' "$OUT/t1-$j.out")
+    distinct=$((distinct + 1))
+  done
+  grep -q "^greenup: job $j: policy max-dist, predicted .* on 4 of 4 node(s)" "$OUT/t1-$j.out" \
+    || { say "no --energy-report line:"; cat "$OUT/t1-$j.out"; ok=1; }
+  say "$(grep "^greenup: job $j" "$OUT/t1-$j.out")"
+  say "decision: $(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)=\(.freq_ghz)"] | join(" ")')"
+  restored && no_leftovers "$j" && return $ok
+}
+
+# 2. min-time under an energy cap with -N 1-4 runs on the planned node count.
+t_mintime_nodes() {
+  local plan_args="--json --site $GC_ETC/greenup.yaml --policy min-time --profile md --node-count 1-4 --time-limit 10:00"
+  local cap count="" c
+  for c in 80kJ 70kJ 60kJ 50kJ 40kJ 30kJ; do
+    count=$("$GC_SHARE/bin/greenup" plan $plan_args --energy-cap $c 2>/dev/null | jq -r .node_count)
+    cap=$c
+    [ -n "$count" ] && [ "$count" != null ] && [ "$count" -ge 1 ] && [ "$count" -lt 4 ] && break
+  done
+  [ -n "$count" ] && [ "$count" != null ] || { say "greenup plan gave no node count"; return 1; }
+  say "greenup plan: $count node(s) under $cap"
+  local j
+  j=$(submit $GC_USER -N 1-4 --exclusive -t 10:00 --energy-policy=min-time --energy-profile=md --energy-cap=$cap \
+      -o "$OUT/t2-%j.out" --wrap 'echo nnodes=$SLURM_JOB_NUM_NODES; echo used=$(srun printenv SLURMD_NODENAME | sort -u | wc -l)') || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" || return 1
+  local got used
+  got=$(sed -n 's/^nnodes=//p' "$OUT/t2-$j.out"); used=$(sed -n 's/^used=//p' "$OUT/t2-$j.out")
+  say "job $j: $got node(s) allocated, $used used"
+  [ "$got" = "$count" ] && [ "$used" = "$count" ] || { cat "$OUT/t2-$j.out"; return 1; }
+  [ "$(jq_job "$j" .decision.plan.node_count)" = "$count" ] || { say "stored decision: $(jq_job "$j" .decision.plan.node_count)"; return 1; }
+  restored
+}
+
+# 3. scancel in the middle of a job restores every node.
+t_scancel() {
+  local j
+  j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 120') || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do snap_all | diff -q "$BASE" - >/dev/null || break; sleep 0.2; done
+  snap_all | diff -q "$BASE" - >/dev/null && { say "nothing was applied, so nothing to restore"; return 1; }
+  scancel "$j"
+  wait_gone "$j" || return 1
+  [ "$(state "$j")" = CANCELLED ] || say "state $(state "$j")"
+  restored && no_leftovers "$j"
+}
+
+# 4. Bad options are rejected by sbatch with one clear line, and nothing is queued.
+t_bad_options() {
+  local ok=0 before after
+  before=$(squeue -h | wc -l)
+  while IFS='|' read -r opt expect; do
+    local err rc
+    err=$(as $GC_USER sbatch -N1 -t 1 $opt --wrap true 2>&1 >/dev/null); rc=$?
+    if [ $rc = 0 ]; then say "accepted: $opt"; ok=1; continue; fi
+    if ! grep -q -- "$expect" <<<"$err"; then say "$opt: expected '$expect' in: $err"; ok=1; continue; fi
+    say "$opt -> $(grep -m1 'greenup\|option --' <<<"$err")"
+  done <<'LIST'
+--energy-cap=20XJ|option --energy-cap: invalid energy '20XJ'
+--power-cap=-3kW|option --power-cap: invalid power '-3kW'
+--energy-policy=fastest|option --energy-policy: unknown policy 'fastest'
+--energy-profile=nope|option --energy-profile: profile 'nope' cannot be used
+--energy-cap=30MJ|option --energy-cap: 30
+--power-cap=5kW|option --power-cap: 5
+--energy-policy=../../etc/x|option --energy-policy: invalid name
+LIST
+  after=$(squeue -h | wc -l)
+  [ "$after" -le "$before" ] || { say "queue grew from $before to $after"; ok=1; }
+  return $ok
+}
+
+# 5. With greenupd stopped the job still runs, and the warning reaches its stderr and the slurmd log.
+t_daemon_down() {
+  "$HERE/greenupd.sh" stop
+  local j rc=0
+  j=$(submit $GC_USER -N2 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o "$OUT/t5-%j.out" --wrap 'echo job-ran') || rc=1
+  [ $rc = 0 ] && { wait_gone "$j" || rc=1; }
+  GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start || rc=1
+  [ $rc = 0 ] || return 1
+  [ "$(state "$j")" = COMPLETED ] || { say "job ended $(state "$j")"; rc=1; }
+  grep -q job-ran "$OUT/t5-$j.out" || { say "job output lacks its own line"; rc=1; }
+  local warnings; warnings=$(grep -c "greenup: job $j on .*no decision from greenupd" "$OUT/t5-$j.out")
+  [ "$warnings" = 1 ] || { say "expected one warning in the job's output, found $warnings:"; cat "$OUT/t5-$j.out"; rc=1; }
+  grep -q "greenup: job $j on n1: no decision from greenupd" "$GC_LOG/slurmd-n1.log" || { say "no warning in slurmd-n1.log"; rc=1; }
+  [ -z "$(sinfo -h -t drain,down -o %N)" ] || { say "drained: $(sinfo -h -t drain,down -o '%N %E')"; rc=1; }
+  say "$(grep -m1 'greenup:' "$OUT/t5-$j.out")"
+  restored || rc=1
+  return $rc
+}
+
+# 6. A second job cannot change a running job's frequencies.
+t_isolation() {
+  local a b c e rc=0 held
+  a=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 120') || return 1
+  JOBS_WITH_DAEMON+=("$a")
+  wait_running "$a" || return 1
+  for _ in $(seq 1 50); do [ "$(snap n1)" != "$(grep '^n1/' "$BASE")" ] && break; sleep 0.2; done
+  held=$(snap n1; snap n2)
+  # Another user's job asking for a different policy on the same node only waits.
+  b=$(submit $GC_USER2 -w n1 -n1 -t 5 --energy-policy=min-energy --energy-profile=solver -o /dev/null --wrap true) || rc=1
+  # Another user's exclusive job on other nodes changes only those nodes.
+  c=$(submit $GC_USER2 -N2 -w n[3-4] --exclusive -t 5 --energy-policy=min-energy --energy-profile=solver -o /dev/null --wrap 'sleep 1') || rc=1
+  JOBS_WITH_DAEMON+=("$c")
+  wait_gone "$c" || rc=1
+  # A job that shares a node gets no frequency of its own ("not applied: shared node").
+  e=$(submit $GC_USER2 -w n3 -n1 -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 1') || rc=1
+  JOBS_WITH_DAEMON+=("$e")
+  # A user cannot write the frequency files directly.
+  if as $GC_USER2 bash -c "echo 1000000 > $GC_SYSFS/n1/devices/system/cpu/cpufreq/policy0/scaling_setspeed" 2>/dev/null; then
+    say "bob wrote n1's scaling_setspeed"; rc=1
+  fi
+  wait_gone "$e" || rc=1
+  [ "$(state "$b")" = PENDING ] || { say "job $b is $(state "$b") while $a holds n1"; rc=1; }
+  [ "$held" = "$(snap n1; snap n2)" ] || { say "job $a's frequencies changed"; rc=1; }
+  local note; note=$(jq_job "$e" '.outcomes[0].note // ""')
+  case $note in "not applied: shared node"*) ;; *) say "shared-node job $e note: '$note'"; rc=1 ;; esac
+  scancel "$b" "$a"; wait_gone "$a"; wait_gone "$b"
+  restored || rc=1
+  return $rc
+}
+
+# 7. Every job's measured outcome is in greenupd's store, plausible under the test power model.
+t_outcomes() {
+  local rc=0 j
+  for j in "${JOBS_WITH_DAEMON[@]}"; do
+    local nodes want got
+    nodes=$(scontrol show job "$j" | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)
+    want=$(scontrol show hostnames "$nodes" | sort | tr '\n' ' ')
+    got=$(jq_job "$j" '[.outcomes[].node] | sort | join(" ")')
+    [ "$got " = "$want" ] || { say "job $j: outcomes for '$got', expected '$want'"; rc=1; continue; }
+    # Bounds from the power model (tests/cluster/powermodel.sh): at most static + dynamic watts.
+    local bad
+    bad=$(job_json "$j" | jq -r '.outcomes[] | select(.source != "rapl" or .energy_j == null or .energy_j < 0
+            or (.elapsed_s >= 0.5 and .energy_j <= 0) or .elapsed_s == null or .energy_j > 160 * (.elapsed_s + 1)) | "\(.node): \(.)"')
+    [ -z "$bad" ] || { say "job $j: implausible outcome $bad"; rc=1; }
+    say "job $j: $(job_json "$j" | jq -r '[.outcomes[] | "\(.node) \(.energy_j|floor)J/\(.elapsed_s|.*10|floor/10)s"] | join(", ")')"
+  done
+  return $rc
+}
+
+# 8. With per-core DVFS allowed, a job sharing a node sets only its own cores, and restores them.
+t_per_core() {
+  local rc=0 j
+  sed -i 's/^  per_core_shared: false/  per_core_shared: true/' $GC_ETC/greenup.yaml
+  j=$(submit $GC_USER -w n1 -n2 -t 5 --energy-policy=max-dist --energy-profile=solver -o "$OUT/t8-%j.out" \
+      --wrap "for p in $GC_SYSFS/n1/devices/system/cpu/cpufreq/policy*; do echo \"freq \$(basename \$p) \$(cat \$p/scaling_governor)\"; done; sleep 1") || rc=1
+  [ $rc = 0 ] && { JOBS_WITH_DAEMON+=("$j"); wait_gone "$j" || rc=1; }
+  sed -i 's/^  per_core_shared: true/  per_core_shared: false/' $GC_ETC/greenup.yaml
+  [ $rc = 0 ] || return 1
+  local set; set=$(grep -c '^freq .* userspace$' "$OUT/t8-$j.out")
+  [ "$set" = 2 ] || { say "expected 2 policies set (the job's 2 cores), found $set:"; cat "$OUT/t8-$j.out"; rc=1; }
+  restored || rc=1
+  return $rc
+}
+
+run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
+run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
+run_test "3 scancel mid-job restores every node" t_scancel
+run_test "4 bad options are rejected at sbatch and nothing is queued" t_bad_options
+run_test "5 greenupd stopped: the job runs and the warning appears" t_daemon_down
+run_test "6 a second job cannot change a running job's frequencies" t_isolation
+run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
+run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
+rm -f "$BASE"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

@@ -1,0 +1,40 @@
+# Shared settings for greenup's single-host test cluster. Sourced by the other scripts.
+# Everything the cluster creates lives under these paths so teardown can remove it.
+GC_NAME=greenup-test
+GC_STATE=${GC_STATE:-/var/spool/greenup-test}     # slurmctld state, slurmd spools
+GC_RUN=${GC_RUN:-/run/greenup-test}               # pid files
+GC_LOG=${GC_LOG:-/var/log/greenup-test}           # daemon logs
+GC_SYSFS=${GC_SYSFS:-/var/lib/greenup-test/sysfs} # one sysfs tree per node: $GC_SYSFS/n1 ...
+GC_ETC=${GC_ETC:-/etc/slurm}
+GC_SHARE=${GC_SHARE:-/etc/greenup-test}              # policies, test profiles, binaries for the cli_filter
+GC_GREENUP_RUN=${GC_GREENUP_RUN:-/run/greenup}    # the plugin's saved settings (run_dir)
+GC_WORK=${GC_WORK:-/var/lib/greenup-test/work}    # job scripts and outputs, readable by the test user
+GC_USER=${GC_USER:-alice}
+GC_USER2=${GC_USER2:-bob}
+GC_NODES="n1 n2 n3 n4"
+GC_CPUS=4
+GC_PLUGIN_SO=/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_greenup.so
+GC_REPO=${GC_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+
+# Stop the process in pid file $1 and wait for it to exit.
+gc_stop_pidfile() {
+  [ -f "$1" ] || return 0
+  local p; p=$(cat "$1" 2>/dev/null)
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill "$p" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
+  fi
+  rm -f "$1"
+}
+
+# Wait until every node is idle (or $1 seconds pass).
+gc_wait_idle() {
+  local n; n=$(echo $GC_NODES | wc -w)
+  for _ in $(seq 1 $(( ${1:-20} * 5 ))); do
+    [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "$n" ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+GC_BIN_DIR=${GC_BIN_DIR:-${CARGO_TARGET_DIR:-$GC_REPO/target}/release}

@@ -1,0 +1,115 @@
+#!/bin/bash
+# Start greenup's test cluster on this host: munge, slurmctld and four slurmd (n1..n4,
+# multiple-slurmd mode on 127.0.0.1:17101-17104), per-node sysfs trees, the test-only
+# power model, and (when built) greenupd with the spank_greenup plugin and cli_filter.
+# Installs Slurm and munge first if they are missing. Run as root.
+# Environment: PLUGIN=0 starts the cluster without greenup (for the overhead benchmark).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+PLUGIN=${PLUGIN:-1}
+
+"$HERE/install.sh"
+
+# munge: a key, its directories, and the daemon unless one is running already.
+[ -s /etc/munge/munge.key ] || dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key status=none
+chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
+install -d -o munge -g munge -m 0755 /run/munge
+install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
+mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
+chmod 0777 "$GC_WORK"; chmod +t "$GC_WORK"
+if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
+  runuser -u munge -- /usr/sbin/munged
+  touch "$GC_RUN/munge-started"
+fi
+munge -n | unmunge >/dev/null
+
+for u in $GC_USER $GC_USER2; do id "$u" >/dev/null 2>&1 || useradd -m -s /bin/bash "$u"; done
+
+"$HERE/sysfs.sh"
+
+# Keep any Slurm and greenup files we did not write, so teardown can put them back.
+for f in slurm.conf greenup.yaml cli_filter.lua; do
+  if [ -f $GC_ETC/$f ] && [ ! -f "$GC_RUN/$f.saved" ] && ! grep -qs "greenup-test" $GC_ETC/$f; then
+    cp -p $GC_ETC/$f "$GC_RUN/$f.saved"
+  fi
+done
+rm -f $GC_ETC/cli_filter.lua
+if [ "$PLUGIN" = 1 ]; then
+  # greenup's files: site config, policies, test profiles, plugin, CLI for the cli_filter.
+  mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
+  cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
+  cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
+  install -m 0755 "$GC_BIN_DIR/greenup" $GC_SHARE/bin/greenup
+  install -m 0755 "$GC_BIN_DIR/greenupd" $GC_SHARE/bin/greenupd
+  chmod -R a+rX $GC_SHARE
+  install -m 0644 "$HERE/greenup.yaml" $GC_ETC/greenup.yaml
+  [ -f "$GC_PLUGIN_SO" ] && ! [ -f "$GC_RUN/plugin.installed" ] && cp -p "$GC_PLUGIN_SO" "$GC_RUN/plugin.saved"
+  install -m 0755 "$GC_BIN_DIR/libspank_greenup.so" "$GC_PLUGIN_SO"
+  touch "$GC_RUN/plugin.installed"
+  sed -e "s|^local GREENUP = .*|local GREENUP = \"$GC_SHARE/bin/greenup\"  -- greenup-test|" \
+      -e "s|^local SITE = .*|local SITE = \"$GC_ETC/greenup.yaml\"|" \
+      "$GC_REPO/etc/cli_filter.lua" > $GC_ETC/cli_filter.lua
+fi
+CLI_FILTER=""
+if [ "$PLUGIN" = 1 ] && [ -f $GC_ETC/cli_filter.lua ]; then CLI_FILTER="CliFilterPlugins=cli_filter/lua"; fi
+cat > $GC_ETC/slurm.conf <<CONF
+ClusterName=$GC_NAME
+SlurmctldHost=localhost
+SlurmctldPort=17100
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$GC_STATE/ctld
+SlurmdSpoolDir=$GC_STATE/d-%n
+SlurmctldPidFile=$GC_RUN/slurmctld.pid
+SlurmdPidFile=$GC_RUN/slurmd-%n.pid
+SlurmctldLogFile=$GC_LOG/slurmctld.log
+SlurmdLogFile=$GC_LOG/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# No cgroups in containers.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+# Run the job prolog (and greenup's job_prolog) on every node at allocation time,
+# so every node runs at its decided frequency before the batch script starts.
+PrologFlags=Alloc
+${CLI_FILTER}
+# The host has fewer cores than the virtual nodes advertise; trust slurm.conf.
+SlurmdParameters=config_overrides
+ReturnToService=2
+MpiDefault=none
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=3
+MinJobAge=600
+${EXTRA_CONF:-}
+NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17101-17102 CPUs=$GC_CPUS RealMemory=2000 Feature=fast State=UNKNOWN
+NodeName=n[3-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17103-17104 CPUs=$GC_CPUS RealMemory=2000 Feature=eco State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+
+mkdir -p $GC_ETC/plugstack.conf.d
+[ -f $GC_ETC/plugstack.conf ] || echo "include $GC_ETC/plugstack.conf.d/*.conf" > $GC_ETC/plugstack.conf
+rm -f $GC_ETC/plugstack.conf.d/greenup.conf
+if [ "$PLUGIN" = 1 ] && [ -f "$GC_PLUGIN_SO" ]; then
+  echo "optional $GC_PLUGIN_SO config=$GC_ETC/greenup.yaml sysfs_root=$GC_SYSFS/%n" > $GC_ETC/plugstack.conf.d/greenup.conf
+fi
+
+if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start; fi
+
+slurmctld
+for n in $GC_NODES; do slurmd -N $n; done
+gc_wait_idle 30 || { sinfo; echo "setup: nodes did not become idle" >&2; exit 1; }
+
+nohup "$HERE/powermodel.sh" > "$GC_LOG/powermodel.log" 2>&1 &
+echo $! > "$GC_RUN/powermodel.pid"
+echo "setup: cluster $GC_NAME up: $(sinfo -h -o '%D nodes %t' | tr '\n' ' ')"

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Build one sysfs tree per test node, laid out like the kernel's cpufreq and powercap
+# trees. n1-n2 ("fast") offer the userspace governor, so greenup sets scaling_setspeed;
+# n3-n4 ("eco") offer only performance/powersave like intel_pstate, so greenup caps
+# scaling_max_freq. n4's RAPL counter starts just below its range so that it wraps
+# during the first job. Usage: sysfs.sh [ROOT]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+ROOT=${1:-$GC_SYSFS}
+
+w() { printf '%s\n' "$2" > "$1"; chmod 0644 "$1"; }
+
+node_tree() { # node freqs(desc, kHz) governors governor max_range start_uj
+  local node=$1 freqs=$2 govs=$3 gov=$4 range=$5 start=$6
+  local t=$ROOT/$node hi lo
+  hi=$(echo $freqs | tr ' ' '\n' | sort -n | tail -1)
+  lo=$(echo $freqs | tr ' ' '\n' | sort -n | head -1)
+  rm -rf "$t"
+  for cpu in $(seq 0 $((GC_CPUS - 1))); do
+    local p=$t/devices/system/cpu/cpufreq/policy$cpu
+    mkdir -p "$p" "$t/devices/system/cpu/cpu$cpu"
+    w $p/affected_cpus "$cpu"
+    w $p/related_cpus "$cpu"
+    w $p/scaling_available_frequencies "$freqs"
+    w $p/scaling_available_governors "$govs"
+    w $p/scaling_governor "$gov"
+    w $p/scaling_driver "$([ "$govs" = "performance powersave" ] && echo intel_pstate || echo acpi-cpufreq)"
+    w $p/cpuinfo_min_freq "$lo"
+    w $p/cpuinfo_max_freq "$hi"
+    w $p/scaling_min_freq "$lo"
+    w $p/scaling_max_freq "$hi"
+    w $p/scaling_cur_freq "$hi"
+    w $p/scaling_setspeed "<unsupported>"
+  done
+  local z=$t/class/powercap/intel-rapl:0
+  mkdir -p "$z" "$z/intel-rapl:0:0"
+  w $z/name package-0
+  w $z/enabled 1
+  w $z/energy_uj "$start"
+  w $z/max_energy_range_uj "$range"
+  w $z/constraint_0_name long_term
+  w $z/constraint_0_power_limit_uw 0
+  w $z/constraint_0_max_power_uw 250000000
+  w $z/intel-rapl:0:0/name core
+  w $z/intel-rapl:0:0/energy_uj 0
+  w $z/intel-rapl:0:0/max_energy_range_uj "$range"
+}
+
+FAST="3000000 2600000 2200000 1800000 1400000 1000000"
+ECO="2400000 2000000 1600000 1200000"
+node_tree n1 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 1000000
+node_tree n2 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 5000000
+node_tree n3 "$ECO" "performance powersave" powersave 262143328850 0
+node_tree n4 "$ECO" "performance powersave" powersave 1000000000 995000000
+echo "sysfs: trees for $GC_NODES under $ROOT"
