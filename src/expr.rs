@@ -44,13 +44,19 @@ impl Expr {
         let mut tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(&text)
             .map_err(|e| format!("cannot parse expression '{source}': {e}"))?;
         if tree.iter_write_variable_identifiers().next().is_some() {
-            return Err(format!("expression '{source}' assigns a variable; write a plain formula"));
+            return Err(format!(
+                "expression '{source}' assigns a variable; write a plain formula"
+            ));
         }
         for v in tree.iter_read_variable_identifiers() {
             if !vars.contains(&v) {
                 return Err(format!(
                     "expression '{source}' uses unknown variable '{v}'; allowed: {}",
-                    if vars.is_empty() { "none (a number)".to_string() } else { vars.join(", ") }
+                    if vars.is_empty() {
+                        "none (a number)".to_string()
+                    } else {
+                        vars.join(", ")
+                    }
                 ));
             }
         }
@@ -59,11 +65,18 @@ impl Expr {
                 Some((_, real)) => *name = (*real).to_string(),
                 None => {
                     let allowed: Vec<&str> = FUNCTIONS.iter().map(|(k, _)| *k).collect();
-                    return Err(format!("expression '{source}' calls unknown function '{name}'; allowed: {}", allowed.join(", ")));
+                    return Err(format!(
+                        "expression '{source}' calls unknown function '{name}'; allowed: {}",
+                        allowed.join(", ")
+                    ));
                 }
             }
         }
-        Ok(Expr { source: source.to_string(), tree, vars: vars.iter().map(|s| s.to_string()).collect() })
+        Ok(Expr {
+            source: source.to_string(),
+            tree,
+            vars: vars.iter().map(|s| s.to_string()).collect(),
+        })
     }
 
     /// A constant, as if `value` had been written.
@@ -80,15 +93,30 @@ impl Expr {
     pub fn eval(&self, values: &[f64]) -> Result<f64, String> {
         let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
         for (name, v) in self.vars.iter().zip(values) {
-            ctx.set_value(name.clone(), Value::Float(*v)).map_err(|e| e.to_string())?;
+            ctx.set_value(name.clone(), Value::Float(*v))
+                .map_err(|e| e.to_string())?;
         }
-        let out = self.tree.eval_with_context(&ctx).map_err(|e| format!("cannot evaluate '{}': {e}", self.source))?;
-        let x = out.as_number().map_err(|_| format!("expression '{}' does not give a number", self.source))?;
+        let out = self
+            .tree
+            .eval_with_context(&ctx)
+            .map_err(|e| format!("cannot evaluate '{}': {e}", self.source))?;
+        let x = out
+            .as_number()
+            .map_err(|_| format!("expression '{}' does not give a number", self.source))?;
         if x.is_finite() {
             Ok(x)
         } else {
-            let at: Vec<String> = self.vars.iter().zip(values).map(|(n, v)| format!("{n}={v}")).collect();
-            Err(format!("expression '{}' is {x} at {}", self.source, at.join(", ")))
+            let at: Vec<String> = self
+                .vars
+                .iter()
+                .zip(values)
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect();
+            Err(format!(
+                "expression '{}' is {x} at {}",
+                self.source,
+                at.join(", ")
+            ))
         }
     }
 }
@@ -97,7 +125,11 @@ impl Expr {
 /// the impossible branch has one obvious home.
 #[cold]
 fn unreachable_constant() -> Expr {
-    Expr { source: "0.0".into(), tree: evalexpr::build_operator_tree("0.0").expect("literal parses"), vars: vec![] }
+    Expr {
+        source: "0.0".into(),
+        tree: evalexpr::build_operator_tree("0.0").expect("literal parses"),
+        vars: vec![],
+    }
 }
 
 /// Rewrite integer literals as reals (`2` -> `2.0`) so that division never truncates.
@@ -107,8 +139,9 @@ fn reals(s: &str) -> String {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        let starts_number =
-            c.is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        let starts_number = c.is_ascii_digit()
+            && (i == 0
+                || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
         if starts_number {
             // Take the whole literal, exponent included, so that `1.14e-9` stays one number.
             let start = i;

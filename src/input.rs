@@ -10,7 +10,11 @@ pub use serde_saphyr::Spanned;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     /// A position inside a file the user or admin wrote (1-based line and column).
-    File { path: PathBuf, line: u64, column: u64 },
+    File {
+        path: PathBuf,
+        line: u64,
+        column: u64,
+    },
     /// A whole file, when no position is known (unreadable, empty).
     Path(PathBuf),
     /// A command-line or SPANK option, e.g. `--energy-cap`.
@@ -22,7 +26,9 @@ pub enum Origin {
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Origin::File { path, line, column } => write!(f, "{}:{}:{}", path.display(), line, column),
+            Origin::File { path, line, column } => {
+                write!(f, "{}:{}:{}", path.display(), line, column)
+            }
             Origin::Path(p) => write!(f, "{}", p.display()),
             Origin::Option(o) => write!(f, "option {o}"),
             Origin::Request(r) => write!(f, "request field {r}"),
@@ -46,18 +52,43 @@ pub struct InputError {
 
 impl InputError {
     /// An error about `key` = `value` at `origin`; `expected` says what would be valid.
-    pub fn new(origin: Origin, key: impl Into<String>, value: impl fmt::Display, expected: impl Into<String>) -> Self {
-        InputError { origin, key: Some(key.into()), value: Some(value.to_string()), expected: expected.into() }
+    pub fn new(
+        origin: Origin,
+        key: impl Into<String>,
+        value: impl fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        InputError {
+            origin,
+            key: Some(key.into()),
+            value: Some(value.to_string()),
+            expected: expected.into(),
+        }
     }
 
     /// An error about a whole file or option with no single key.
     pub fn bare(origin: Origin, expected: impl Into<String>) -> Self {
-        InputError { origin, key: None, value: None, expected: expected.into() }
+        InputError {
+            origin,
+            key: None,
+            value: None,
+            expected: expected.into(),
+        }
     }
 
     /// An error about a spanned YAML value in `path`.
-    pub fn at<T: fmt::Display>(path: &Path, span: &Spanned<T>, key: &str, expected: impl Into<String>) -> Self {
-        Self::new(file_origin(path, &span.referenced), key, &span.value, expected)
+    pub fn at<T: fmt::Display>(
+        path: &Path,
+        span: &Spanned<T>,
+        key: &str,
+        expected: impl Into<String>,
+    ) -> Self {
+        Self::new(
+            file_origin(path, &span.referenced),
+            key,
+            &span.value,
+            expected,
+        )
     }
 
     /// The message without the origin.
@@ -75,12 +106,19 @@ pub fn file_origin(path: &Path, loc: &serde_saphyr::Location) -> Origin {
     if loc.line() == 0 {
         Origin::Path(path.to_path_buf())
     } else {
-        Origin::File { path: path.to_path_buf(), line: loc.line(), column: loc.column() }
+        Origin::File {
+            path: path.to_path_buf(),
+            line: loc.line(),
+            column: loc.column(),
+        }
     }
 }
 
 /// Parse YAML text that came from `path` into `T`, rejecting duplicate keys.
-pub fn parse_yaml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, InputError> {
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<T, InputError> {
     serde_saphyr::from_str::<T>(text).map_err(|e| {
         let origin = match e.location() {
             Some(loc) => file_origin(path, &loc),
@@ -92,8 +130,12 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Re
 
 /// Read and parse a YAML file into `T`.
 pub fn load_yaml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InputError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::bare(Origin::Path(path.to_path_buf()), format!("cannot read file: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        InputError::bare(
+            Origin::Path(path.to_path_buf()),
+            format!("cannot read file: {e}"),
+        )
+    })?;
     parse_yaml(path, &text)
 }
 
@@ -105,7 +147,10 @@ fn first_line(s: &str) -> String {
     let without_position = rest
         .strip_prefix("line ")
         .and_then(|r| r.split_once(" column "))
-        .and_then(|(l, r)| r.split_once(": ").filter(|(c, _)| l.parse::<u64>().is_ok() && c.parse::<u64>().is_ok()))
+        .and_then(|(l, r)| {
+            r.split_once(": ")
+                .filter(|(c, _)| l.parse::<u64>().is_ok() && c.parse::<u64>().is_ok())
+        })
         .map(|(_, msg)| msg);
     without_position.unwrap_or(rest).to_string()
 }
@@ -113,8 +158,14 @@ fn first_line(s: &str) -> String {
 /// Write `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;

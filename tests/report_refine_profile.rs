@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use greenup::profile::{Param, Profile};
 use greenup::profile::refine::{NodeOutcome, Outcome, Outlier, refine_profile};
 use greenup::profile::versions::{Fit, InUse, Versions};
+use greenup::profile::{Param, Profile};
 use greenup::report::JobState;
 
 fn outcome(job_id: u64, state: JobState, scale: f64) -> Outcome {
@@ -51,7 +51,11 @@ fn refine_store_pin_and_roll_back() {
     assert_eq!(num(&r.file.version.value), 2.0);
     // Wall time 20 % over the prediction at maximum frequency: every type's times scale by 1.2.
     let t1 = &r.file.hetero.as_ref().unwrap().node_types["type1"];
-    assert!((num(&t1.t_cp_s.value) - 0.6).abs() < 1e-9, "{}", t1.t_cp_s.value);
+    assert!(
+        (num(&t1.t_cp_s.value) - 0.6).abs() < 1e-9,
+        "{}",
+        t1.t_cp_s.value
+    );
     assert!((num(&t1.t_cm_s.value) - 0.06).abs() < 1e-9);
 
     let dir = tempfile::tempdir().unwrap();
@@ -102,11 +106,11 @@ fn refine_store_pin_and_roll_back() {
 }
 
 mod after_close {
+    use super::num;
     use greenup::daemon::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
     use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
     use greenup::profile::refine::{outcome_from_record, refine_and_store};
     use greenup::profile::versions::{InUse, Versions};
-    use super::num;
 
     /// A closed hetero-table1 job on h001 (type1) and h073 (type3) at maximum frequency
     /// that took `factor` times its predicted 550 s; h073's energy comes from `h073_source`.
@@ -226,7 +230,11 @@ mod after_close {
         let v3 =
             greenup::profile::Profile::load(&versions.path("hetero-table1", 3).unwrap()).unwrap();
         let t = &v3.file.hetero.as_ref().unwrap().node_types["type1"];
-        assert!((num(&t.t_cp_s.value) - 0.6).abs() < 1e-9, "{}", t.t_cp_s.value);
+        assert!(
+            (num(&t.t_cp_s.value) - 0.6).abs() < 1e-9,
+            "{}",
+            t.t_cp_s.value
+        );
     }
 }
 

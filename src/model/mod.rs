@@ -120,7 +120,10 @@ impl SweepTable {
 
     /// The pick with every node at its maximum frequency: the baseline.
     pub fn max_pick(&self) -> Vec<usize> {
-        self.nodes.iter().map(|n| n.choices.len().saturating_sub(1)).collect()
+        self.nodes
+            .iter()
+            .map(|n| n.choices.len().saturating_sub(1))
+            .collect()
     }
 
     /// Total (time, energy) of a pick, without the per-node breakdown.
@@ -157,7 +160,12 @@ impl SweepTable {
                 }
             })
             .collect();
-        Prediction { time_s, energy_j, avg_power_w: if time_s > 0.0 { energy_j / time_s } else { 0.0 }, per_node }
+        Prediction {
+            time_s,
+            energy_j,
+            avg_power_w: if time_s > 0.0 { energy_j / time_s } else { 0.0 },
+            per_node,
+        }
     }
 
     /// The configuration a pick stands for.
@@ -167,7 +175,11 @@ impl SweepTable {
                 .nodes
                 .iter()
                 .zip(pick)
-                .map(|(n, &k)| NodeSetting { name: n.name.clone(), node_type: n.node_type.clone(), freq_ghz: n.choices[k].freq_ghz })
+                .map(|(n, &k)| NodeSetting {
+                    name: n.name.clone(),
+                    node_type: n.node_type.clone(),
+                    freq_ghz: n.choices[k].freq_ghz,
+                })
                 .collect(),
         }
     }
@@ -203,7 +215,11 @@ pub trait Predictor {
         let slots: Vec<NodeSlot> = config
             .nodes
             .iter()
-            .map(|n| NodeSlot { name: n.name.clone(), node_type: n.node_type.clone(), freqs_ghz: vec![n.freq_ghz] })
+            .map(|n| NodeSlot {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freqs_ghz: vec![n.freq_ghz],
+            })
             .collect();
         let table = self.table(&slots)?;
         Ok(table.evaluate(&vec![0; slots.len()]))
@@ -217,7 +233,14 @@ pub trait Predictor {
 
 /// Check that a model output is finite and non-negative, naming it otherwise.
 pub fn finite(what: &str, value: f64) -> Result<f64, ModelError> {
-    if value.is_finite() && value >= 0.0 { Ok(value) } else { Err(ModelError::NotFinite { what: what.to_string(), value }) }
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ModelError::NotFinite {
+            what: what.to_string(),
+            value,
+        })
+    }
 }
 
 /// Like [`finite`], but builds the name only when the value is bad (tables check many values).

@@ -21,12 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::daemon::protocol::{JobRecord, Verdict};
 use crate::expr::Expr;
+use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::IsoEnergy;
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
 use crate::profile::versions::{Fit, InUse, Versions};
-use crate::input::Spanned;
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
 use crate::report::record::{source_of, state_of};
 use crate::report::{JobState, Source};
@@ -714,11 +714,16 @@ pub fn refine_and_store(
     }))
 }
 
+/// A refined number as a profile value with no position.
+fn number(x: f64) -> Spanned<Param> {
+    unspanned(Param::Number(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::iso_energy::{AppVector, MachineVector};
     use crate::model::amdahl::CommLaw;
+    use crate::model::iso_energy::{AppVector, MachineVector};
     use crate::site::{NodeType, PowerModel};
 
     /// Paper 004 Table I types 1 and 3 as a site declares them (power at maximum frequency).
@@ -1045,9 +1050,4 @@ mod tests {
         assert!((s - 1.15).abs() < 1e-6);
         assert!(r.residual < 1e-6, "residual {}", r.residual);
     }
-}
-
-/// A refined number as a profile value with no position.
-fn number(x: f64) -> Spanned<Param> {
-    unspanned(Param::Number(x))
 }
