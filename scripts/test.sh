@@ -19,7 +19,7 @@ need_debs "${GREENUP_DEBS[@]}" || { echo "cannot install Debian packages"; exit 
 
 suite "cargo fmt --check" cargo fmt --all -- --check
 suite "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
-suite "cargo test (unit, integration, doc)" bash -c 'bash tests/munge/start.sh && cargo test --workspace'
+suite "cargo test (unit, integration, doc)" bash -c 'bash tests/munge/start.sh && cargo test --workspace --no-fail-fast'
 for s in tests/daemon/*.sh; do
   [ -e "$s" ] && suite "daemon: $(basename "$s" .sh)" bash "$s"
 done

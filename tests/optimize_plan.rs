@@ -117,7 +117,7 @@ fn site() -> Site {
         enforce: Enforce::Open,
         daemon: DaemonSettings {
             listen: "127.0.0.1:7470".into(),
-            socket: PathBuf::from("/run/greenup/greenupd.sock"),
+            socket: PathBuf::from("/run/greenupd/greenupd.sock"),
             store: PathBuf::from("/var/lib/greenup/greenup.db"),
             slurm_user: "slurm".into(),
             admins: Vec::new(),

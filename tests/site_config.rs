@@ -88,7 +88,7 @@ fn defaults_suit_a_debian_site() {
     assert_eq!(s.job_energy_limit_j, None);
     assert_eq!(s.profile_dir, Path::new("/etc/slurm/greenup/profiles"));
     assert_eq!(s.daemon.listen, "127.0.0.1:7470");
-    assert_eq!(s.daemon.socket, Path::new("/run/greenup/greenupd.sock"));
+    assert_eq!(s.daemon.socket, Path::new("/run/greenupd/greenupd.sock"));
     assert_eq!(s.daemon.store, Path::new("/var/lib/greenup/greenup.db"));
     assert_eq!(s.daemon.slurm_user, "slurm");
     assert_eq!(s.daemon.over_budget, OverBudget::Lowest);

@@ -24,7 +24,7 @@ pub const DEFAULT_PROFILE_DIR: &str = "/etc/slurm/greenup/profiles";
 /// Default greenupd TCP address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
 /// Default greenupd Unix socket for the local CLI.
-pub const DEFAULT_SOCKET: &str = "/run/greenup/greenupd.sock";
+pub const DEFAULT_SOCKET: &str = "/run/greenupd/greenupd.sock";
 /// Default SQLite database.
 pub const DEFAULT_STORE: &str = "/var/lib/greenup/greenup.db";
 /// Default per-node directory for saved settings.
