@@ -20,4 +20,4 @@ need_debs() {
 }
 
 # The Debian packages greenup builds and runs against.
-GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config)
+GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config jq sqlite3)
