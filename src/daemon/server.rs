@@ -124,6 +124,8 @@ struct Shared {
     munge: Option<Munge>,
     started: Instant,
     connections: AtomicU64,
+    /// Held while a profile is refined, so two closes never number a version alike.
+    refining: tokio::sync::Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -215,6 +217,7 @@ pub async fn serve_until(
         munge,
         started: Instant::now(),
         connections: AtomicU64::new(0),
+        refining: tokio::sync::Mutex::new(()),
     });
     let limit = Arc::new(Semaphore::new(opts.max_connections));
 
@@ -780,11 +783,68 @@ async fn close_job(
     lock(&shared.ledger).release(job_id);
     lock(&shared.recent).remove(job_id);
     match applied {
-        Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
+        Applied::Stored { new } => {
+            // A repeated close teaches nothing new; a reclaimed job has no outcome worth it.
+            if new && state == JobState::Closed {
+                tokio::spawn(refine_after_close(shared.clone(), job_id));
+            }
+            Ok(Reply::Stored { job_id, new })
+        }
         Applied::Opened { .. } => Err(ErrorReply::new(
             ErrorCode::Internal,
             "store answered a close with an open",
         )),
+    }
+}
+
+/// Closed jobs a refinement learns from: the newest of the application's.
+const REFINE_FROM: u32 = 50;
+
+/// After `job_id` closed (and the close was answered): refine its application's profile
+/// from its newest closed jobs and store the next version. Failures are only logged.
+async fn refine_after_close(shared: Arc<Shared>, job_id: u64) {
+    let _one_at_a_time = shared.refining.lock().await;
+    let app = match shared.store.read(move |s| s.job(job_id)).await {
+        Ok(Some(rec)) => match rec.decision.profile {
+            Some(app) => app,
+            None => return,
+        },
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(job_id, error = %e, "refinement skipped: cannot read the job");
+            return;
+        }
+    };
+    let name = app.clone();
+    let records = match shared
+        .store
+        .read(move |s| s.closed_jobs_of(&name, REFINE_FROM))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(job_id, profile = %app, error = %e, "refinement skipped: cannot read the jobs");
+            return;
+        }
+    };
+    let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let name = app.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        crate::profile::refine::refine_and_store(&ctx.site, &name, &records)
+    })
+    .await;
+    match done {
+        Ok(Ok(Some(v))) => tracing::info!(
+            job_id,
+            profile = %app,
+            version = v.version,
+            samples = v.fit.samples,
+            residual = v.fit.residual,
+            "profile refined"
+        ),
+        Ok(Ok(None)) => tracing::debug!(job_id, profile = %app, "no usable outcome to refine from"),
+        Ok(Err(e)) => tracing::warn!(job_id, profile = %app, error = %e, "refinement failed"),
+        Err(e) => tracing::warn!(job_id, profile = %app, error = %e, "refinement stopped"),
     }
 }
 

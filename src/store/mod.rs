@@ -151,6 +151,13 @@ pub trait Store: Send {
         state: Option<JobState>,
         limit: u32,
     ) -> Result<Vec<JobSummary>, StoreError>;
+    /// Closed jobs decided with profile `application`, newest first, at most `limit`,
+    /// each with its decision and outcomes (what refinement learns from).
+    fn closed_jobs_of(
+        &mut self,
+        application: &str,
+        limit: u32,
+    ) -> Result<Vec<JobRecord>, StoreError>;
     /// Reservations of open jobs (the ledger is rebuilt from these at start).
     fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError>;
     /// Row counts.
