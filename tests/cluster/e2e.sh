@@ -85,7 +85,7 @@ t_maxdist() {
     done < <(grep '^freq ' "$OUT/t1-$j.out")
     distinct=$((distinct + 1))
   done
-  grep -q "^greenup: job $j: policy max-dist, predicted .* on 4 of 4 node(s)" "$OUT/t1-$j.out" \
+  grep -q "^greenup: job $j (solver v1, policy max-dist) ran on 4 of 4 allocated nodes.*Details: greenup report $j" "$OUT/t1-$j.out" \
     || { say "no --energy-report line:"; cat "$OUT/t1-$j.out"; ok=1; }
   say "$(grep "^greenup: job $j" "$OUT/t1-$j.out")"
   say "decision: $(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)=\(.freq_ghz)"] | join(" ")')"
