@@ -14,7 +14,6 @@ use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
 use greenup::meter::Energy;
 use greenup::site::{Enforce, Site};
-use greenup::units;
 
 use crate::args::Args;
 use crate::options::Checked;
@@ -259,59 +258,14 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     }
 }
 
-/// The --energy-report line: the decision's prediction against the outcomes stored so far.
-pub fn report_line(rec: &JobRecord) -> String {
-    let d = &rec.decision;
-    let predicted = match &d.plan {
-        Some(p) => format!(
-            "predicted {} and {} on {} node(s)",
-            units::format_duration(p.predicted.time_s),
-            units::format_energy(p.predicted.energy_j),
-            p.node_count
-        ),
-        None => format!(
-            "no prediction ({})",
-            if d.reason.is_empty() {
-                "no plan"
-            } else {
-                &d.reason
-            }
-        ),
+/// The --energy-report paragraph: the job's report, as `greenup report` builds it, from
+/// the decision and the outcomes stored so far.
+pub fn report_line(rec: &JobRecord, site: &Site) -> String {
+    let ctx = greenup::report::record::Context {
+        site: Some(site),
+        ..Default::default()
     };
-    let measured: Vec<f64> = rec.outcomes.iter().filter_map(|o| o.energy_j).collect();
-    let elapsed = rec
-        .outcomes
-        .iter()
-        .filter_map(|o| o.elapsed_s)
-        .fold(0.0, f64::max);
-    let energy = if measured.is_empty() {
-        "energy unmeasured".to_string()
-    } else {
-        units::format_energy(measured.iter().sum())
-    };
-    let freqs: Vec<String> = rec
-        .outcomes
-        .iter()
-        .map(|o| {
-            format!(
-                "{}={}",
-                o.node,
-                o.freq_ghz
-                    .map_or("unchanged".to_string(), |f| format!("{f} GHz"))
-            )
-        })
-        .collect();
-    format!(
-        "greenup: job {}: policy {}, {predicted}; measured {} and {} on {} of {} node(s) [{}]; details: greenup report {}",
-        rec.job_id,
-        d.policy,
-        units::format_duration(elapsed),
-        energy,
-        measured.len(),
-        rec.request.nodes.len(),
-        freqs.join(" "),
-        rec.job_id
-    )
+    greenup::report::text::energy_paragraph(&greenup::report::record::from_record(rec, &ctx))
 }
 
 /// Fill in the `%j` (job id) and `%u` (user) of an output file pattern; other patterns stay.
@@ -504,7 +458,7 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
                         std::thread::sleep(Duration::from_millis(100));
                     }
                     match last {
-                        Some(Ok(rec)) => write_report(job, &report_line(&rec), log),
+                        Some(Ok(rec)) => write_report(job, &report_line(&rec, &site), log),
                         Some(Err(e)) => log(
                             Level::Warning,
                             &format!("greenup: job {}: no report: {e}", job.job_id),
@@ -621,39 +575,48 @@ mod report_tests {
 
     #[test]
     fn report_sums_measured_nodes_and_names_unmeasured_ones() {
+        let text = include_str!("../../tests/cluster/greenup.yaml")
+            .replace("/etc/greenup-test/policies", "/nonexistent")
+            .replace("/etc/greenup-test/profiles", "/nonexistent");
+        let t = tempfile::tempdir().unwrap();
+        let cfg = t.path().join("greenup.yaml");
+        std::fs::write(&cfg, text).unwrap();
+        let site = greenup::site::load(&cfg).unwrap();
+        let node = |n: &str, ty: &str| serde_json::json!({"name": n, "type": ty, "freq_ghz": 2.2});
         let rec: JobRecord = serde_json::from_value(serde_json::json!({
-            "job_id": 5, "uid": 1001, "user": "alice", "partition": "debug", "state": "closed",
+            "job_id": 5, "uid": 1001, "user": "alice", "partition": "debug", "state": "open",
             "end": null, "opened_at": 0, "closed_at": null,
             "request": {"job_id": 5, "uid": 1001, "nodes": ["n1", "n2", "n3"], "policy": "max-dist"},
             "decision": {"job_id": 5, "verdict": "planned", "reason": "", "policy": "max-dist",
                 "profile": "solver", "profile_version": "1", "power_cap_w": null, "reserved_w": 0.0,
                 "plan": {"policy": "max-dist", "feasible": true, "reason": "", "node_count": 3,
-                    "nodes": [], "predicted": {"time_s": 100.0, "energy_j": 30000.0, "avg_power_w": 300.0},
+                    "nodes": [node("n1", "fast"), node("n2", "fast"), node("n3", "eco")],
+                    "predicted": {"time_s": 100.0, "energy_j": 30000.0, "avg_power_w": 300.0},
                     "baseline": {"time_s": 90.0, "energy_j": 36000.0, "avg_power_w": 400.0},
                     "objective": 0.1, "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}},
                 "decided_at": 0},
             "outcomes": [
-                {"job_id": 5, "node": "n1", "freq_ghz": 2.2, "energy_j": 1000.0, "elapsed_s": 9.5, "restored": true},
-                {"job_id": 5, "node": "n2", "freq_ghz": 2.2, "energy_j": 500.0, "elapsed_s": 10.0, "restored": true},
+                {"job_id": 5, "node": "n1", "freq_ghz": 2.2, "energy_j": 1000.0, "elapsed_s": 9.5, "source": "rapl", "restored": true},
+                {"job_id": 5, "node": "n2", "freq_ghz": 2.2, "energy_j": 500.0, "elapsed_s": 10.0, "source": "rapl", "restored": true},
                 {"job_id": 5, "node": "n3", "restored": true}
             ]
         }))
         .unwrap();
-        let line = report_line(&rec);
-        // 1000 J + 500 J over two measured nodes of three; the longest node took 10 s.
-        let want_energy = units::format_energy(1500.0);
+        let line = report_line(&rec, &site);
         assert!(
-            line.contains(&format!("and {want_energy} on 2 of 3 node(s)")),
+            line.starts_with("greenup: job 5 (solver v1, policy max-dist) ran on 3 of 3 allocated nodes at 2.20 GHz."),
             "{line}"
         );
-        assert!(line.contains(&units::format_duration(10.0)), "{line}");
+        // One node has no meter: no job total is printed, and the node is named.
+        assert!(line.contains("Measured by rapl, n3 unmeasured"), "{line}");
         assert!(
-            line.contains("n3=unchanged") && line.contains("n1=2.2 GHz"),
+            line.contains("Slurm ConsumedEnergy: not available"),
             "{line}"
         );
         assert!(
-            line.starts_with("greenup: job 5: policy max-dist, predicted "),
-            "{line}"
+            !line.contains("1.50 kJ"),
+            "a partial sum is never the total: {line}"
         );
+        assert!(line.ends_with("Details: greenup report 5"), "{line}");
     }
 }

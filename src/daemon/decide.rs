@@ -15,6 +15,7 @@ use crate::model::Predictor;
 use crate::plan::{Plan, PlanRequest, plan_with};
 use crate::policy::{Policy, PolicySet};
 use crate::profile::Profile;
+use crate::profile::versions::{InUse, Versions};
 use crate::site::{OverBudget, Site};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -40,8 +41,9 @@ pub struct Proposal {
     pub inputs: serde_json::Value,
 }
 
-/// A loaded profile with its predictor for this site, and the file time it was read at.
+/// A loaded profile with its predictor for this site, and the file and time it was read at.
 struct Loaded {
+    path: PathBuf,
     modified: Option<SystemTime>,
     version: u64,
     predictor: Arc<dyn Predictor + Send + Sync>,
@@ -115,7 +117,8 @@ impl Decider {
         })
     }
 
-    /// The profile `name` with its predictor, reloaded when its file changed.
+    /// The profile `name` with its predictor: the refined version in use (pinned, else
+    /// newest) when one exists, else the admin's file; reloaded when that file changes.
     fn profile(&self, site: &Site, name: &str) -> Result<Arc<Loaded>, ErrorReply> {
         if !plain_name(name) {
             return Err(ErrorReply::new(
@@ -125,10 +128,18 @@ impl Decider {
                 ),
             ));
         }
-        let path = self.profile_dir.join(format!("{name}.yaml"));
+        let path = match Versions::for_store(&site.daemon.store).in_use(name) {
+            Ok(InUse::Refined { path, .. }) => path,
+            Ok(InUse::Admin) => self.profile_dir.join(format!("{name}.yaml")),
+            Err(e) => {
+                tracing::warn!(profile = name, error = %e, "using the admin's profile file");
+                self.profile_dir.join(format!("{name}.yaml"))
+            }
+        };
         let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let mut cache = self.profiles.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = cache.get(name)
+            && l.path == path
             && l.modified == modified
             && modified.is_some()
         {
@@ -139,6 +150,7 @@ impl Decider {
             .predictor(site)
             .map_err(|e| plan_failed(format!("{}: {e}", path.display())))?;
         let loaded = Arc::new(Loaded {
+            path,
             modified,
             version: profile.version(),
             predictor: Arc::from(predictor),

@@ -15,6 +15,8 @@ pub mod decide;
 #[cfg(feature = "daemon")]
 pub mod ledger;
 #[cfg(feature = "daemon")]
+pub mod metrics_http;
+#[cfg(feature = "daemon")]
 pub mod server;
 #[cfg(feature = "daemon")]
 pub mod store_thread;

@@ -22,6 +22,7 @@ use super::protocol::{
     OpenJob, Reply, ReplyLine, Request, Status, VERSION, Verdict,
 };
 use super::store_thread::StoreHandle;
+use crate::report::metrics::{Snapshot, render};
 use crate::site::Site;
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob, SqliteStore, StoreError};
@@ -124,6 +125,8 @@ struct Shared {
     munge: Option<Munge>,
     started: Instant,
     connections: AtomicU64,
+    /// Held while a profile is refined, so two closes never number a version alike.
+    refining: tokio::sync::Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -172,6 +175,7 @@ pub async fn serve_until(
     let listen = site.daemon.listen.clone();
     let socket = site.daemon.socket.clone();
     let store_path = site.daemon.store.clone();
+    let metrics_listen = site.daemon.metrics_listen.clone();
     let ctx = build_ctx(site)?;
 
     let mut store = SqliteStore::open(&store_path).map_err(|e| e.to_string())?;
@@ -215,7 +219,21 @@ pub async fn serve_until(
         munge,
         started: Instant::now(),
         connections: AtomicU64::new(0),
+        refining: tokio::sync::Mutex::new(()),
     });
+    let metrics = match &metrics_listen {
+        Some(addr) => {
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr} (daemon.metrics_listen): {e}"))?;
+            tracing::info!(metrics = %addr, "serving Prometheus metrics");
+            let s = shared.clone();
+            Some(tokio::spawn(super::metrics_http::serve(l, move || {
+                metrics_page(s.clone())
+            })))
+        }
+        None => None,
+    };
     let limit = Arc::new(Semaphore::new(opts.max_connections));
 
     let tcp_task = tokio::spawn(accept_tcp(shared.clone(), tcp, limit.clone()));
@@ -239,6 +257,9 @@ pub async fn serve_until(
     tcp_task.abort();
     unix_task.abort();
     reclaim_task.abort();
+    if let Some(m) = metrics {
+        m.abort();
+    }
     let all = u32::try_from(opts.max_connections).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(5), limit.acquire_many(all)).await;
     let _ = std::fs::remove_file(&socket);
@@ -566,25 +587,58 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 .map_err(store_error)?;
             Ok(Reply::Jobs { jobs })
         }
-        Request::Status => {
-            let counts = shared
-                .store
-                .read(|s| s.counts())
-                .await
-                .map_err(store_error)?;
-            Ok(Reply::Status(Status {
-                version: env!("CARGO_PKG_VERSION").to_string(),
-                protocol: VERSION,
-                uptime_s: shared.started.elapsed().as_secs(),
-                config: ctx.site.path.display().to_string(),
-                open_jobs: counts.open_jobs,
-                total_jobs: counts.total_jobs,
-                outcomes: counts.outcomes,
-                connections: shared.connections.load(Ordering::Relaxed),
-                ledger: lock(&shared.ledger).lines(),
-            }))
-        }
+        Request::Status => Ok(Reply::Status(status(shared, &ctx).await?)),
     }
+}
+
+/// greenupd's status: the store's counts and the ledger.
+async fn status(shared: &Arc<Shared>, ctx: &Ctx) -> Result<Status, ErrorReply> {
+    let counts = shared
+        .store
+        .read(|s| s.counts())
+        .await
+        .map_err(store_error)?;
+    Ok(Status {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol: VERSION,
+        uptime_s: shared.started.elapsed().as_secs(),
+        config: ctx.site.path.display().to_string(),
+        open_jobs: counts.open_jobs,
+        total_jobs: counts.total_jobs,
+        outcomes: counts.outcomes,
+        connections: shared.connections.load(Ordering::Relaxed),
+        ledger: lock(&shared.ledger).lines(),
+    })
+}
+
+/// The Prometheus page: the status reply's budget and jobs plus what the store counts.
+/// A store that cannot be read leaves its metrics out rather than failing the scrape.
+async fn metrics_page(shared: Arc<Shared>) -> String {
+    let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut snap = match status(&shared, &ctx).await {
+        Ok(st) => Snapshot::from_status(&st),
+        Err(e) => {
+            tracing::warn!(error = %e.message, "metrics: status unavailable");
+            Snapshot::default()
+        }
+    };
+    match shared.store.read(|s| s.metrics()).await {
+        Ok(m) => {
+            snap.decisions_by_policy = m.decisions_by_policy;
+            snap.fallbacks_by_reason = m.fallbacks_by_reason;
+            snap.prediction_error = m.prediction_error;
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: store unavailable"),
+    }
+    let db = &ctx.site.daemon.store;
+    let mut wal = db.clone().into_os_string();
+    wal.push("-wal");
+    snap.store_bytes = [db.as_os_str(), wal.as_os_str()]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    render(&snap)
 }
 
 fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
@@ -780,11 +834,68 @@ async fn close_job(
     lock(&shared.ledger).release(job_id);
     lock(&shared.recent).remove(job_id);
     match applied {
-        Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
+        Applied::Stored { new } => {
+            // A repeated close teaches nothing new; a reclaimed job has no outcome worth it.
+            if new && state == JobState::Closed {
+                tokio::spawn(refine_after_close(shared.clone(), job_id));
+            }
+            Ok(Reply::Stored { job_id, new })
+        }
         Applied::Opened { .. } => Err(ErrorReply::new(
             ErrorCode::Internal,
             "store answered a close with an open",
         )),
+    }
+}
+
+/// Closed jobs a refinement learns from: the newest of the application's.
+const REFINE_FROM: u32 = 50;
+
+/// After `job_id` closed (and the close was answered): refine its application's profile
+/// from its newest closed jobs and store the next version. Failures are only logged.
+async fn refine_after_close(shared: Arc<Shared>, job_id: u64) {
+    let _one_at_a_time = shared.refining.lock().await;
+    let app = match shared.store.read(move |s| s.job(job_id)).await {
+        Ok(Some(rec)) => match rec.decision.profile {
+            Some(app) => app,
+            None => return,
+        },
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(job_id, error = %e, "refinement skipped: cannot read the job");
+            return;
+        }
+    };
+    let name = app.clone();
+    let records = match shared
+        .store
+        .read(move |s| s.closed_jobs_of(&name, REFINE_FROM))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(job_id, profile = %app, error = %e, "refinement skipped: cannot read the jobs");
+            return;
+        }
+    };
+    let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let name = app.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        crate::profile::refine::refine_and_store(&ctx.site, &name, &records)
+    })
+    .await;
+    match done {
+        Ok(Ok(Some(v))) => tracing::info!(
+            job_id,
+            profile = %app,
+            version = v.version,
+            samples = v.fit.samples,
+            residual = v.fit.residual,
+            "profile refined"
+        ),
+        Ok(Ok(None)) => tracing::debug!(job_id, profile = %app, "no usable outcome to refine from"),
+        Ok(Err(e)) => tracing::warn!(job_id, profile = %app, error = %e, "refinement failed"),
+        Err(e) => tracing::warn!(job_id, profile = %app, error = %e, "refinement stopped"),
     }
 }
 

@@ -98,6 +98,18 @@ pub struct Counts {
     pub outcomes: u64,
 }
 
+/// What the store adds to greenupd's metrics.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoreMetrics {
+    /// Decisions ever stored, by policy.
+    pub decisions_by_policy: std::collections::BTreeMap<String, u64>,
+    /// Jobs greenup let run unchanged although it was asked to decide, by reason
+    /// (`no_profile`, `over_budget`, `refused`).
+    pub fallbacks_by_reason: std::collections::BTreeMap<String, u64>,
+    /// Energy prediction errors (%) of closed planned jobs whose every node was measured.
+    pub prediction_error: crate::report::metrics::ErrorHistogram,
+}
+
 /// One stored version of an application's profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileVersion {
@@ -151,6 +163,16 @@ pub trait Store: Send {
         state: Option<JobState>,
         limit: u32,
     ) -> Result<Vec<JobSummary>, StoreError>;
+    /// Closed jobs decided with profile `application`, newest first, at most `limit`,
+    /// each with its decision and outcomes (what refinement learns from).
+    fn closed_jobs_of(
+        &mut self,
+        application: &str,
+        limit: u32,
+    ) -> Result<Vec<JobRecord>, StoreError>;
+    /// Decisions by policy, fallbacks by reason and the energy prediction errors of
+    /// closed, fully measured jobs: what greenupd's metrics take from the store.
+    fn metrics(&mut self) -> Result<StoreMetrics, StoreError>;
     /// Reservations of open jobs (the ledger is rebuilt from these at start).
     fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError>;
     /// Row counts.

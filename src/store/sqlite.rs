@@ -4,7 +4,9 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Applied, Change, Counts, NewJob, ProfileVersion, Reservation, Store, StoreError};
+use super::{
+    Applied, Change, Counts, NewJob, ProfileVersion, Reservation, Store, StoreError, StoreMetrics,
+};
 use crate::daemon::protocol::{
     Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict,
 };
@@ -529,6 +531,96 @@ impl Store for SqliteStore {
             });
         }
         Ok(out)
+    }
+
+    fn closed_jobs_of(
+        &mut self,
+        application: &str,
+        limit: u32,
+    ) -> Result<Vec<JobRecord>, StoreError> {
+        let ids: Vec<i64> = {
+            let mut s = self
+                .conn
+                .prepare_cached(
+                    "SELECT j.job_id FROM jobs j JOIN decisions d USING (job_id)
+                     WHERE d.profile = ?1 AND j.state = ?2
+                     ORDER BY j.job_id DESC LIMIT ?3",
+                )
+                .map_err(read_err)?;
+            let rows = s
+                .query_map(
+                    params![application, JobState::Closed.as_str(), limit],
+                    |r| r.get(0),
+                )
+                .map_err(read_err)?;
+            rows.collect::<Result<_, _>>().map_err(read_err)?
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(rec) = self.job(id as u64)? {
+                out.push(rec);
+            }
+        }
+        Ok(out)
+    }
+
+    fn metrics(&mut self) -> Result<StoreMetrics, StoreError> {
+        let mut m = StoreMetrics::default();
+        let mut s = self
+            .conn
+            .prepare_cached("SELECT policy, count(*) FROM decisions GROUP BY policy")
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(read_err)?;
+        for row in rows {
+            let (policy, n) = row.map_err(read_err)?;
+            m.decisions_by_policy
+                .insert(policy, u64::try_from(n).unwrap_or(0));
+        }
+        // Monitor runs unchanged on purpose; anything else unchanged is a fallback.
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT CASE WHEN verdict = 'refused' THEN 'refused'
+                             WHEN profile IS NULL THEN 'no_profile'
+                             ELSE 'over_budget' END, count(*)
+                 FROM decisions
+                 WHERE verdict IN ('unchanged', 'refused') AND policy <> 'monitor'
+                 GROUP BY 1",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(read_err)?;
+        for row in rows {
+            let (reason, n) = row.map_err(read_err)?;
+            m.fallbacks_by_reason
+                .insert(reason, u64::try_from(n).unwrap_or(0));
+        }
+        // A job counts only when every node reported a measured energy (as in reports).
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT d.predicted_energy_j, sum(o.energy_j)
+                 FROM jobs j JOIN decisions d USING (job_id) JOIN outcomes o USING (job_id)
+                 WHERE j.state = 'closed' AND d.verdict IN ('planned', 'budget_limited')
+                   AND d.predicted_energy_j IS NOT NULL
+                 GROUP BY j.job_id
+                 HAVING count(*) = sum(o.energy_j IS NOT NULL AND o.source IN ('rapl', 'slurm'))",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, f64>(0)?, r.get::<_, f64>(1)?)))
+            .map_err(read_err)?;
+        for row in rows {
+            let (predicted, measured) = row.map_err(read_err)?;
+            if measured > 0.0 {
+                m.prediction_error
+                    .observe((predicted - measured) / measured * 100.0);
+            }
+        }
+        Ok(m)
     }
 
     fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError> {

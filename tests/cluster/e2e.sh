@@ -85,7 +85,7 @@ t_maxdist() {
     done < <(grep '^freq ' "$OUT/t1-$j.out")
     distinct=$((distinct + 1))
   done
-  grep -q "^greenup: job $j: policy max-dist, predicted .* on 4 of 4 node(s)" "$OUT/t1-$j.out" \
+  grep -q "^greenup: job $j (solver v1, policy max-dist) ran on 4 of 4 allocated nodes.*Details: greenup report $j" "$OUT/t1-$j.out" \
     || { say "no --energy-report line:"; cat "$OUT/t1-$j.out"; ok=1; }
   say "$(grep "^greenup: job $j" "$OUT/t1-$j.out")"
   say "decision: $(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)=\(.freq_ghz)"] | join(" ")')"
@@ -238,6 +238,32 @@ t_per_core() {
   return $rc
 }
 
+# 9. Five runs of one application, starting from a deliberately wrong profile: greenupd
+#    refines it after each run, and the energy error of run 5 is at most half that of run 1.
+t_refine() {
+  local i j rc=0 err errs=() vers=()
+  for i in 1 2 3 4 5; do
+    j=$(submit $GC_USER -N1 -w n3 --exclusive -t 5 --energy-policy=min-time --energy-profile=wrong \
+        -o /dev/null --wrap 'sleep 8') || return 1
+    JOBS_WITH_DAEMON+=("$j")
+    wait_gone "$j" || return 1
+    # The close is answered before the refinement runs: wait for this run's version to appear.
+    for _ in $(seq 1 50); do [ -e /var/lib/greenup-test/profiles/wrong/v$((i + 1)).yaml ] && break; sleep 0.1; done
+    local rep; rep=$("$GC_SHARE/bin/greenup" report "$j" --json --site $GC_ETC/greenup.yaml) \
+      || { say "greenup report $j failed"; return 1; }
+    err=$(jq -r '.derived.energy_error_pct // "null"' <<<"$rep")
+    [ "$err" != null ] || { say "run $i (job $j): no energy error: $rep"; return 1; }
+    errs+=("$err"); vers+=("$(jq -r .profile_version <<<"$rep")")
+    say "run $i: job $j, profile v${vers[-1]}, energy error $(printf '%+.1f' "$err")%"
+  done
+  [ "${vers[*]}" = "1 2 3 4 5" ] || { say "profile versions used: ${vers[*]}, expected 1 2 3 4 5"; rc=1; }
+  awk -v a="${errs[0]}" -v b="${errs[4]}" 'BEGIN { a = a < 0 ? -a : a; b = b < 0 ? -b : b; exit !(b <= a / 2) }' \
+    || { say "error after run 5 (${errs[4]}%) is not at most half the error after run 1 (${errs[0]}%)"; rc=1; }
+  cmp -s "$GC_SHARE/profiles/wrong.yaml" "$HERE/profiles/wrong.yaml" \
+    || { say "the admin's profile file was changed"; rc=1; }
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -245,6 +271,7 @@ run_test "4 bad options are rejected at sbatch and nothing is queued" t_bad_opti
 run_test "5 greenupd stopped: the job runs and the warning appears" t_daemon_down
 run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
+run_test "9 five runs from a wrong profile halve the energy error" t_refine
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

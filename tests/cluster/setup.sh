@@ -16,6 +16,9 @@ PLUGIN=${PLUGIN:-1}
 chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key
 install -d -o munge -g munge -m 0755 /run/munge
 install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
+# A new cluster may reuse job ids: saved per-job settings, stored jobs and refined
+# profiles of an earlier (perhaps interrupted) run would be taken for this run's.
+rm -rf "$GC_GREENUP_RUN" /var/lib/greenup-test/greenup.db* /var/lib/greenup-test/profiles
 mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
 chmod 0777 "$GC_WORK"; chmod +t "$GC_WORK"
 if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then

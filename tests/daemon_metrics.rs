@@ -1,0 +1,124 @@
+//! greenupd's Prometheus listener, scraped over a real TCP connection.
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use daemon_support::*;
+use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
+
+fn get(addr: &str, request: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The value of the sample line `name` (with its labels), if present.
+fn sample(page: &str, name: &str) -> Option<f64> {
+    page.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn lammps(job_id: u64) -> OpenJob {
+    OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some("min-energy".into()),
+        ..open_req(job_id, 0, 4)
+    }
+}
+
+/// Record every planned node with `total_j` shared evenly, measured by `source`.
+fn finish(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&str>) {
+    let plan = dec.plan.as_ref().expect("a plan");
+    let mut c = d.tcp_client();
+    for n in &plan.nodes {
+        c.record_outcome(NodeOutcome {
+            job_id: dec.job_id,
+            node: n.name.clone(),
+            freq_ghz: Some(n.freq_ghz),
+            energy_j: Some(total_j / plan.nodes.len() as f64),
+            elapsed_s: Some(plan.predicted.time_s),
+            source: source.map(str::to_string),
+            restored: true,
+            note: None,
+        })
+        .unwrap();
+    }
+    c.close_job(dec.job_id, Some("COMPLETED")).unwrap();
+}
+
+#[test]
+fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let listen = addr.clone();
+    let d = start(4, move |_, s, _| {
+        s.power_cap_w = Some(5000.0);
+        s.daemon.metrics_listen = Some(listen);
+    });
+
+    // Measured 4% below the prediction: error +4%.
+    let j1 = d.tcp_client().open_job(lammps(1)).unwrap();
+    assert_eq!(j1.verdict, Verdict::Planned);
+    let pred = j1.plan.as_ref().unwrap().predicted.energy_j;
+    finish(&d, &j1, pred / 1.04, Some("rapl"));
+    // No profile: runs unchanged, a fallback.
+    d.tcp_client().open_job(open_req(2, 0, 4)).unwrap();
+    d.tcp_client().close_job(2, None).unwrap();
+    // Still running.
+    let j3 = d.tcp_client().open_job(lammps(3)).unwrap();
+    // Monitor runs unchanged on purpose: a decision, not a fallback.
+    let monitor = OpenJob {
+        policy: Some("monitor".into()),
+        ..open_req(4, 0, 4)
+    };
+    d.tcp_client().open_job(monitor).unwrap();
+    d.tcp_client().close_job(4, None).unwrap();
+    // Unmeasured nodes never enter the error histogram.
+    let j5 = d.tcp_client().open_job(lammps(5)).unwrap();
+    finish(&d, &j5, pred, None);
+
+    let reply = get(&addr, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    let (head, page) = reply.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    assert!(
+        head.contains(&format!("Content-Length: {}", page.len())),
+        "{head}"
+    );
+
+    let v = |name: &str| sample(page, name).unwrap_or_else(|| panic!("{name} missing:\n{page}"));
+    assert_eq!(v("greenup_running_jobs"), 1.0);
+    assert_eq!(v("greenup_site_power_cap_watts"), 5000.0);
+    assert_eq!(v("greenup_site_power_reserved_watts"), j3.reserved_w);
+    assert_eq!(
+        v("greenup_site_power_available_watts"),
+        5000.0 - j3.reserved_w
+    );
+    assert_eq!(v("greenup_decisions_total{policy=\"min-energy\"}"), 4.0);
+    assert_eq!(v("greenup_decisions_total{policy=\"monitor\"}"), 1.0);
+    assert_eq!(v("greenup_fallbacks_total{reason=\"no_profile\"}"), 1.0);
+    assert_eq!(
+        sample(page, "greenup_fallbacks_total{reason=\"over_budget\"}"),
+        None
+    );
+    assert_eq!(v("greenup_prediction_error_percent_count"), 1.0);
+    assert_eq!(v("greenup_prediction_error_percent_bucket{le=\"2\"}"), 0.0);
+    assert_eq!(v("greenup_prediction_error_percent_bucket{le=\"5\"}"), 1.0);
+    assert!((v("greenup_prediction_error_percent_sum") - 4.0).abs() < 1e-9);
+    assert_eq!(v("greenup_store_jobs"), 5.0);
+    let on_disk = std::fs::metadata(&d.store).unwrap().len() as f64;
+    assert!(v("greenup_store_bytes") >= on_disk, "{page}");
+
+    let other = get(&addr, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+    let post = get(&addr, "POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+}

@@ -1,0 +1,129 @@
+//! greenupd closes the loop: after a job closes it refines the application's
+//! profile from the stored outcomes, and the next decision uses the new version.
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::time::{Duration, Instant};
+
+use daemon_support::*;
+use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob};
+use greenup::profile::versions::Versions;
+
+/// A hetero profile for the test site's `std` nodes whose power is half the truth.
+const WRONG: &str = "name: wrong
+version: 1
+description: power deliberately half of what the nodes draw
+hetero:
+  iterations: 100
+  node_types:
+    std: { t_cp_s: 1.0, t_cm_s: 0.1, p_dyn_w: 200, p_static_w: 100 }
+";
+
+fn wrong(job_id: u64) -> OpenJob {
+    OpenJob {
+        profile: Some("wrong".into()),
+        policy: Some("min-energy".into()),
+        ..open_req(job_id, 0, 2)
+    }
+}
+
+/// Report what the nodes "measured": the decided time, and `factor` times the energy
+/// the decision predicted, shared evenly (the nodes are identical and run alike).
+fn finish(d: &daemon_support::Daemon, dec: &Decision, factor: f64) {
+    let plan = dec.plan.as_ref().expect("a plan");
+    let per_node = factor * plan.predicted.energy_j / plan.nodes.len() as f64;
+    let mut c = d.tcp_client();
+    for n in &plan.nodes {
+        c.record_outcome(NodeOutcome {
+            job_id: dec.job_id,
+            node: n.name.clone(),
+            freq_ghz: Some(n.freq_ghz),
+            energy_j: Some(per_node),
+            elapsed_s: Some(plan.predicted.time_s),
+            source: Some("rapl".into()),
+            restored: true,
+            note: None,
+        })
+        .unwrap();
+    }
+    assert!(c.close_job(dec.job_id, Some("COMPLETED")).unwrap());
+}
+
+/// Poll until `f` holds; fails after 20 s (a hang, not a speed requirement).
+fn wait_for(mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "condition not reached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn closed_jobs_refine_the_profile_and_the_next_decision_uses_the_new_version() {
+    let d = start(2, |dir, s, _| {
+        let admin = dir.join("admin");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
+        s.profile_dir = admin;
+    });
+    let versions = Versions::for_store(&d.store);
+
+    let first = d.tcp_client().open_job(wrong(1)).unwrap();
+    assert_eq!(first.profile_version.as_deref(), Some("1"));
+    let pred1 = first.plan.as_ref().unwrap().predicted.energy_j;
+    // The nodes draw twice what the admin's profile says, at the time it predicted.
+    finish(&d, &first, 2.0);
+    wait_for(|| versions.list("wrong").unwrap() == vec![2]);
+
+    let second = d.tcp_client().open_job(wrong(2)).unwrap();
+    assert_eq!(second.profile_version.as_deref(), Some("2"));
+    let pred2 = second.plan.as_ref().unwrap().predicted.energy_j;
+    let measured = 2.0 * pred1;
+    assert!(
+        (pred2 - measured).abs() < (pred1 - measured).abs(),
+        "prediction {pred2} J did not move toward the measured {measured} J from {pred1} J"
+    );
+    // One frequency and one wall time cannot separate static from dynamic power, so both
+    // scale by measured / predicted = 2: the same plan now predicts exactly the measurement.
+    assert!(
+        (pred2 - measured).abs() <= 1e-9 * measured,
+        "{pred2} vs {measured}"
+    );
+
+    // A run that measures what v2 predicted leaves the fitted power where it is.
+    finish(&d, &second, 1.0);
+    wait_for(|| versions.list("wrong").unwrap() == vec![2, 3]);
+    let third = d.tcp_client().open_job(wrong(3)).unwrap();
+    assert_eq!(third.profile_version.as_deref(), Some("3"));
+    let pred3 = third.plan.as_ref().unwrap().predicted.energy_j;
+    assert!((pred3 - measured).abs() <= 1e-9 * measured, "{pred3}");
+
+    // The admin's file is never rewritten.
+    let admin = std::fs::read_to_string(d.dir.path().join("admin/wrong.yaml")).unwrap();
+    assert_eq!(admin, WRONG);
+}
+
+#[test]
+fn an_admin_pin_wins_over_the_newest_version() {
+    let d = start(2, |dir, s, _| {
+        let admin = dir.join("admin");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
+        s.profile_dir = admin;
+    });
+    let versions = Versions::for_store(&d.store);
+    let first = d.tcp_client().open_job(wrong(1)).unwrap();
+    finish(&d, &first, 2.0);
+    wait_for(|| versions.list("wrong").unwrap() == vec![2]);
+    versions.pin("wrong", 1, 1).unwrap();
+    let again = d.tcp_client().open_job(wrong(2)).unwrap();
+    assert_eq!(again.profile_version.as_deref(), Some("1"));
+    assert_eq!(
+        again.plan.as_ref().unwrap().predicted.energy_j,
+        first.plan.as_ref().unwrap().predicted.energy_j
+    );
+}
