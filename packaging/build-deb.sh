@@ -21,9 +21,19 @@ sed "s/@SLURM_SERIES@/$series/" packaging/deb/preinst.in > target/packaging/deb-
 cp packaging/deb/postinst target/packaging/deb-scripts/postinst
 chmod 0755 target/packaging/deb-scripts/*
 sed "s/@SLURM_SERIES@/$series/" packaging/rpm/pre.in > target/packaging/rpm-pre
+# The installed site config: the example, with the installed policy and profile
+# directories, and greenupd's socket in the unit's RuntimeDirectory.
+sed -e 's|^# greenup site config: an example.*|# greenup site config, as installed by the greenup package: edit it for your site.|' \
+    -e 's|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies, /etc/slurm/greenup/policies]|' \
+    -e 's|^profile_dir: .*|profile_dir: /etc/slurm/greenup/profiles|' \
+    -e 's|^\(  socket:\) /run/greenup/greenupd.sock|\1 /run/greenupd/greenupd.sock|' \
+    etc/greenup.yaml > target/packaging/greenup.yaml
+grep -q '^policy_dirs: \[/usr/share' target/packaging/greenup.yaml && grep -q 'socket: /run/greenupd/' target/packaging/greenup.yaml \
+  || { echo "build-deb: etc/greenup.yaml no longer has the lines the package rewrites" >&2; exit 2; }
 
 version=$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print([p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="greenup"][0])')
-deb=$(cargo deb --no-build --no-strip --deb-version "${version}+slurm${series}" 2>/dev/null | tail -n 1)
+deb=$(cargo deb --no-build --no-strip --deb-version "${version}+slurm${series}" | tail -n 1)
+[ -f "$deb" ] || { echo "build-deb: cargo deb made no package" >&2; exit 1; }
 echo "$deb"
 if [ "${RPM:-0}" = 1 ]; then
   command -v cargo-generate-rpm >/dev/null || cargo install --locked --quiet cargo-generate-rpm

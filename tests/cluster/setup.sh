@@ -4,10 +4,19 @@
 # power model, and (when built) greenupd with the spank_greenup plugin and cli_filter.
 # Installs Slurm and munge first if they are missing. Run as root.
 # Environment: PLUGIN=0 starts the cluster without greenup (for the overhead benchmark).
+# INSTALLED=1 uses the files the greenup package installed (/usr/bin/greenup,
+# /usr/sbin/greenupd, the plugin in Slurm's plugin directory, /usr/share/greenup)
+# instead of the build tree; only the test site config and profiles come from here.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 PLUGIN=${PLUGIN:-1}
+INSTALLED=${INSTALLED:-0}
+if [ "$INSTALLED" = 1 ]; then
+  for f in /usr/bin/greenup /usr/sbin/greenupd "$GC_PLUGIN_SO" /usr/share/greenup/cli_filter.lua; do
+    [ -e "$f" ] || { echo "setup: INSTALLED=1 but $f is missing: install the greenup package" >&2; exit 1; }
+  done
+fi
 
 "$HERE/install.sh"
 
@@ -20,6 +29,8 @@ install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
 # profiles of an earlier (perhaps interrupted) run would be taken for this run's.
 rm -rf "$GC_GREENUP_RUN" /var/lib/greenup-test/greenup.db* /var/lib/greenup-test/profiles
 mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
+# slurmd puts its step sockets in its spool directory but does not create it.
+for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n"; done
 chmod 0777 "$GC_WORK"; chmod +t "$GC_WORK"
 if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
   runuser -u munge -- /usr/sbin/munged
@@ -37,8 +48,25 @@ for f in slurm.conf greenup.yaml cli_filter.lua; do
     cp -p $GC_ETC/$f "$GC_RUN/$f.saved"
   fi
 done
+# The package's plugstack line, put back by teardown.
+if [ -f $GC_ETC/plugstack.conf.d/greenup.conf ] && [ ! -f "$GC_RUN/plugstack-greenup.conf.saved" ] \
+   && ! grep -qs "$GC_SYSFS" $GC_ETC/plugstack.conf.d/greenup.conf; then
+  cp -p $GC_ETC/plugstack.conf.d/greenup.conf "$GC_RUN/plugstack-greenup.conf.saved"
+fi
 rm -f $GC_ETC/cli_filter.lua
-if [ "$PLUGIN" = 1 ]; then
+GREENUPD_BIN=$GC_SHARE/bin/greenupd
+if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
+  # The package's binaries, plugin, policies and cli_filter; the test site config and profiles.
+  mkdir -p $GC_SHARE/profiles
+  cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
+  chmod -R a+rX $GC_SHARE
+  sed "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
+  chmod 0644 $GC_ETC/greenup.yaml
+  GREENUPD_BIN=/usr/sbin/greenupd
+  sed -e "s|^local GREENUP = .*|local GREENUP = \"/usr/bin/greenup\"  -- greenup-test|" \
+      -e "s|^local SITE = .*|local SITE = \"$GC_ETC/greenup.yaml\"|" \
+      /usr/share/greenup/cli_filter.lua > $GC_ETC/cli_filter.lua
+elif [ "$PLUGIN" = 1 ]; then
   # greenup's files: site config, policies, test profiles, plugin, CLI for the cli_filter.
   mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
   cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
@@ -107,7 +135,7 @@ if [ "$PLUGIN" = 1 ] && [ -f "$GC_PLUGIN_SO" ]; then
   echo "optional $GC_PLUGIN_SO config=$GC_ETC/greenup.yaml sysfs_root=$GC_SYSFS/%n" > $GC_ETC/plugstack.conf.d/greenup.conf
 fi
 
-if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start; fi
+if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start; fi
 
 slurmctld
 for n in $GC_NODES; do slurmd -N $n; done

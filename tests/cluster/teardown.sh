@@ -13,6 +13,7 @@ for p in $(pgrep -x slurmstepd 2>/dev/null); do
 done
 if [ -f "$GC_RUN/munge-started" ]; then gc_stop_pidfile /run/munge/munged.pid; rm -f "$GC_RUN/munge-started"; fi
 rm -f $GC_ETC/plugstack.conf.d/greenup.conf
+[ -f "$GC_RUN/plugstack-greenup.conf.saved" ] && mv -f "$GC_RUN/plugstack-greenup.conf.saved" $GC_ETC/plugstack.conf.d/greenup.conf
 for f in greenup.yaml cli_filter.lua; do grep -qs greenup-test $GC_ETC/$f && rm -f $GC_ETC/$f; done
 for f in slurm.conf greenup.yaml cli_filter.lua; do
   [ -f "$GC_RUN/$f.saved" ] && mv -f "$GC_RUN/$f.saved" $GC_ETC/$f
