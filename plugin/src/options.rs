@@ -25,7 +25,7 @@ pub const OPTIONS: [(&str, Option<&str>, &str); 5] = [
     (
         OPT_POLICY,
         Some("NAME"),
-        "greenup: energy policy for this job (see `greenup policies`)",
+        "greenup: energy policy for this job (see `greenup policy list`)",
     ),
     (
         OPT_ENERGY_CAP,
