@@ -78,7 +78,8 @@ srun --ntasks-per-node=1 bash -c '
 pred=$("$GREENUP" report "$SLURM_JOB_ID" --csv 2>/dev/null |
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "pred_time_s") c = i } NR == 2 && c { print $c; exit }')
 secs=$(awk -v p="${pred:-0}" -v m="$MAX" 'BEGIN { s = (p > 0 && p < m) ? p : m; printf "%d", s + 0.5 }')
-echo "workload: $SLURM_JOB_NUM_NODES node(s) busy for $secs s (greenup predicted ${pred:-?} s)"
+shown=$(awk -v p="$pred" 'BEGIN { if (p == "") print "?"; else printf "%.1f", p }')
+echo "workload: $SLURM_JOB_NUM_NODES node(s) busy for $secs s (greenup predicted $shown s)"
 srun --ntasks-per-node=1 sleep "$secs"
 JOB
 chmod 0755 "$GC_WORK/demo-job.sh"
