@@ -23,7 +23,10 @@ use std::collections::BTreeMap;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
-use super::{Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, rows_by_kind};
+use super::{
+    Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, node_count, node_freq,
+    power_error, rows_by_kind, site_type,
+};
 use crate::expr::Expr;
 use crate::site::NodeType;
 
@@ -101,23 +104,12 @@ impl Predictor for Amdahl {
     }
 
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
-        let n = nodes.len();
-        if n == 0 {
-            return Err(ModelError::Config("no nodes to predict for".into()));
-        }
+        let n = node_count(nodes)?;
         let tc0 = self.compute_s(n);
         let rows = rows_by_kind(nodes, |slot| {
-            let nt = self.site_types.get(&slot.node_type).ok_or_else(|| {
-                ModelError::UnknownNodeType {
-                    node: slot.name.clone(),
-                    node_type: slot.node_type.clone(),
-                }
-            })?;
+            let nt = site_type(&self.site_types, slot)?;
             let fmax = nt.fmax();
-            let site_err = |e: String| ModelError::Expression {
-                what: format!("power of node type '{}'", nt.name),
-                message: e,
-            };
+            let site_err = power_error(nt);
             let p_b = match self.blocked_w {
                 Some(w) => w,
                 None => nt.static_w(fmax).map_err(site_err)?,
@@ -125,12 +117,7 @@ impl Predictor for Amdahl {
             let p_b = finite_or(p_b, || format!("blocked power of node {}", slot.name))?;
             let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
             for &f in &slot.freqs_ghz {
-                if !(f > 0.0 && f.is_finite()) {
-                    return Err(ModelError::Config(format!(
-                        "node {}: frequency {f} GHz is not positive",
-                        slot.name
-                    )));
-                }
+                let f = node_freq(slot, f)?;
                 let s = match &self.slowdown {
                     Some(e) => e.eval(&[f, fmax]).map_err(|m| ModelError::Expression {
                         what: "amdahl slowdown".into(),

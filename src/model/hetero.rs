@@ -24,7 +24,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, rows_by_kind};
+use super::{
+    Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, node_count, node_freq,
+    power_error, rows_by_kind, site_type,
+};
 use crate::site::NodeType;
 
 /// What one node type measures per iteration at its maximum frequency.
@@ -54,12 +57,14 @@ pub struct Hetero {
 impl Hetero {
     /// One node's choices and static power.
     fn row(&self, slot: &NodeSlot) -> Result<(Vec<Choice>, f64), ModelError> {
-        let unknown = || ModelError::UnknownNodeType {
-            node: slot.name.clone(),
-            node_type: slot.node_type.clone(),
-        };
-        let times = self.types.get(&slot.node_type).ok_or_else(unknown)?;
-        let nt = self.site_types.get(&slot.node_type).ok_or_else(unknown)?;
+        let nt = site_type(&self.site_types, slot)?;
+        let times = self
+            .types
+            .get(&slot.node_type)
+            .ok_or_else(|| ModelError::UnknownNodeType {
+                node: slot.name.clone(),
+                node_type: slot.node_type.clone(),
+            })?;
         let fmax = nt.fmax();
         if fmax <= 0.0 {
             return Err(ModelError::Config(format!(
@@ -67,10 +72,7 @@ impl Hetero {
                 nt.name
             )));
         }
-        let expr_err = |e: String| ModelError::Expression {
-            what: format!("power of node type '{}'", nt.name),
-            message: e,
-        };
+        let expr_err = power_error(nt);
         // Static power is constant over frequencies (paper 004, sec. III-B): take it at F_max.
         let static_w = match times.p_static_w {
             Some(w) => w,
@@ -79,13 +81,7 @@ impl Hetero {
         let static_w = finite_or(static_w, || format!("static power of node {}", slot.name))?;
         let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
         for &f in &slot.freqs_ghz {
-            if !(f > 0.0 && f.is_finite()) {
-                return Err(ModelError::Config(format!(
-                    "node {}: frequency {f} GHz is not positive",
-                    slot.name
-                )));
-            }
-            let s = fmax / f;
+            let s = fmax / node_freq(slot, f)?;
             let compute_s = times.t_cp_s * s * self.iterations;
             let p_dyn = match times.p_dyn_w {
                 Some(pd) => pd * s.powi(-3),
@@ -112,9 +108,7 @@ impl Predictor for Hetero {
     }
 
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
-        if nodes.is_empty() {
-            return Err(ModelError::Config("no nodes to predict for".into()));
-        }
+        node_count(nodes)?;
         let rows = rows_by_kind(nodes, |s| self.row(s))?;
         // Eq. 2: communication is the smallest T_cm, the one without slack.
         let mut min_cm = f64::INFINITY;

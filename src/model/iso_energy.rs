@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Choice, Config, ModelError, NodeChoices, NodeSlot, Prediction, Predictor, SweepTable, finite,
-    finite_or,
+    finite_or, node_count,
 };
 use crate::expr::Expr;
 
@@ -211,10 +211,7 @@ impl Predictor for IsoEnergy {
     /// dynamic energy. With every node at one frequency no node waits, so the
     /// table's energy is exactly the paper's Ep.
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
-        let p = nodes.len();
-        if p == 0 {
-            return Err(ModelError::Config("no nodes to predict for".into()));
-        }
+        let p = node_count(nodes)?;
         let mut rows = Vec::with_capacity(p);
         // Every node at one frequency shares one point: evaluate each frequency once.
         let mut seen: HashMap<u64, Point> = HashMap::new();

@@ -14,7 +14,11 @@ pub mod hetero;
 pub mod iso_energy;
 pub mod roofline;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use crate::site::NodeType;
 
 /// One node of a configuration: its Slurm name, its type and its frequency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -299,4 +303,45 @@ pub fn rows_by_kind(
         });
     }
     Ok(out)
+}
+
+/// The node count of a table request, refused when there are no nodes.
+pub fn node_count(nodes: &[NodeSlot]) -> Result<usize, ModelError> {
+    match nodes.len() {
+        0 => Err(ModelError::Config("no nodes to predict for".into())),
+        n => Ok(n),
+    }
+}
+
+/// A node's frequency, refused unless it is positive and finite.
+pub fn node_freq(slot: &NodeSlot, f: f64) -> Result<f64, ModelError> {
+    if f > 0.0 && f.is_finite() {
+        Ok(f)
+    } else {
+        Err(ModelError::Config(format!(
+            "node {}: frequency {f} GHz is not positive",
+            slot.name
+        )))
+    }
+}
+
+/// The site's type of a node, or an error naming the node and its type.
+pub fn site_type<'a>(
+    types: &'a BTreeMap<String, NodeType>,
+    slot: &NodeSlot,
+) -> Result<&'a NodeType, ModelError> {
+    types
+        .get(&slot.node_type)
+        .ok_or_else(|| ModelError::UnknownNodeType {
+            node: slot.name.clone(),
+            node_type: slot.node_type.clone(),
+        })
+}
+
+/// Turns a node type's power-expression failure into an error naming the type.
+pub fn power_error(nt: &NodeType) -> impl Fn(String) -> ModelError + Copy + '_ {
+    move |message| ModelError::Expression {
+        what: format!("power of node type '{}'", nt.name),
+        message,
+    }
 }

@@ -23,7 +23,10 @@
 
 use std::collections::HashMap;
 
-use super::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable, finite, finite_or};
+use super::{
+    Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable, finite, finite_or,
+    node_count, node_freq,
+};
 use crate::expr::Expr;
 
 /// The roofline model of one application on one kind of node.
@@ -134,10 +137,7 @@ impl Predictor for Roofline {
     /// frequencies, static power = that lowest `pi_0`. With one frequency per
     /// node this is exactly eq. 10 summed over the nodes.
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
-        let p = nodes.len();
-        if p == 0 {
-            return Err(ModelError::Config("no nodes to predict for".into()));
-        }
+        let p = node_count(nodes)?;
         let pv = [p as f64];
         let w = ev(&self.flops, "flops", &pv)? / p as f64;
         let q = ev(&self.bytes, "bytes", &pv)? / p as f64;
@@ -155,13 +155,7 @@ impl Predictor for Roofline {
                     per_f.push((f, t, ops_j, pi0));
                     continue;
                 }
-                if !(f > 0.0 && f.is_finite()) {
-                    return Err(ModelError::Config(format!(
-                        "node {}: frequency {f} GHz is not positive",
-                        slot.name
-                    )));
-                }
-                let m = self.machine(f)?;
+                let m = self.machine(node_freq(slot, f)?)?;
                 let eps_cache = match &self.cache {
                     Some((_, e)) => ev(e, "eps_cache_j", &[f])?,
                     None => 0.0,
