@@ -15,7 +15,9 @@ use greenup::profile::refine::{check, outcome_from_record};
 use greenup::profile::versions::{InUse, Versions};
 use greenup::report::landscape::{self, EeCurves, Landscape};
 use greenup::report::record::{Context, from_record};
-use greenup::report::{AppHistory, Confidence, JobReport, JobRow, VersionInfo, svg, table, text};
+use greenup::report::{
+    AppHistory, Confidence, JobReport, JobRow, ReportError, VersionInfo, svg, table, text,
+};
 use greenup::site::Site;
 
 use crate::{Failure, Outcome, emit, site_path};
@@ -111,14 +113,14 @@ pub fn jobs(args: JobsArgs) -> Outcome {
         }
         rows.push(JobRow::from(&from_record(&rec, &Context::default())));
     }
-    let out = if args.json {
-        table::jobs_json(&rows).map_err(|e| Failure::Runtime(e.to_string()))?
-    } else if args.csv {
-        table::jobs_csv(&rows).map_err(|e| Failure::Runtime(e.to_string()))?
-    } else {
-        text::jobs_table(&rows)
-    };
-    emit(out.trim_end());
+    print_as(
+        args.json,
+        args.csv,
+        &rows[..],
+        table::jobs_json,
+        table::jobs_csv,
+        text::jobs_table,
+    )?;
     Ok(())
 }
 
@@ -210,14 +212,14 @@ pub fn report(args: ReportArgs) -> Outcome {
         .get_job(args.job_id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     let (r, predictor) = build(&site, &rec);
-    let out = if args.json {
-        table::job_json(&r).map_err(|e| Failure::Runtime(e.to_string()))?
-    } else if args.csv {
-        table::job_csv(&r).map_err(|e| Failure::Runtime(e.to_string()))?
-    } else {
-        text::job_report(&r)
-    };
-    emit(out.trim_end());
+    print_as(
+        args.json,
+        args.csv,
+        &r,
+        table::job_json,
+        table::job_csv,
+        text::job_report,
+    )?;
     if let Some(file) = &args.plot {
         let pred = predictor.ok_or_else(|| {
             Failure::Runtime(format!(
@@ -344,13 +346,34 @@ pub fn app(args: AppArgs) -> Outcome {
         });
     }
     let h = AppHistory::build(&args.name, &reports, &infos);
-    let out = if args.json {
-        table::app_json(&h).map_err(|e| Failure::Runtime(e.to_string()))?
-    } else if args.csv {
-        table::app_csv(&h).map_err(|e| Failure::Runtime(e.to_string()))?
+    print_as(
+        args.json,
+        args.csv,
+        &h,
+        table::app_json,
+        table::app_csv,
+        text::app_history,
+    )?;
+    Ok(())
+}
+
+/// Print `value` as JSON, CSV or text, whichever the user asked for.
+fn print_as<T: ?Sized>(
+    json: bool,
+    csv: bool,
+    value: &T,
+    as_json: fn(&T) -> Result<String, ReportError>,
+    as_csv: fn(&T) -> Result<String, ReportError>,
+    as_text: fn(&T) -> String,
+) -> Outcome {
+    let out = if json {
+        as_json(value)
+    } else if csv {
+        as_csv(value)
     } else {
-        text::app_history(&h)
-    };
+        Ok(as_text(value))
+    }
+    .map_err(|e| Failure::Runtime(e.to_string()))?;
     emit(out.trim_end());
     Ok(())
 }
