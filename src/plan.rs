@@ -17,7 +17,7 @@ use crate::profile::Profile;
 use crate::site::Site;
 
 /// Which optimizer searches the frequencies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
     /// The exact sweep over sorted makespan bounds (the default).
@@ -92,8 +92,11 @@ pub struct SearchInfo {
     pub algorithm: Algorithm,
     /// Configurations the optimizer evaluated.
     pub candidates: u64,
-    /// Microseconds the search took.
+    /// Microseconds the search took (the lookup's, when the plan was reused).
     pub elapsed_us: u64,
+    /// Whether the plan was reused from an earlier job of the same shape instead of searched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
 }
 
 /// A decision: what to run, what it is predicted to cost, and against what baseline.
@@ -215,6 +218,7 @@ pub fn plan_with(
             algorithm: req.algorithm,
             candidates: decision.candidates,
             elapsed_us,
+            reused: false,
         },
     })
 }

@@ -48,6 +48,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             algorithm: Algorithm::Exact,
             candidates: 10,
             elapsed_us: 5,
+            reused: false,
         },
     };
     let request = OpenJob {

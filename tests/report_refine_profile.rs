@@ -180,6 +180,7 @@ mod after_close {
                         algorithm: Algorithm::Exact,
                         candidates: 1,
                         elapsed_us: 1,
+                        reused: false,
                     },
                 }),
                 decided_at: 0,

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use super::plan_cache::{PlanCache, Shape};
 use super::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 use crate::model::Predictor;
 use crate::plan::{Plan, PlanRequest, plan_with};
@@ -41,12 +42,14 @@ pub struct Proposal {
     pub inputs: serde_json::Value,
 }
 
-/// A loaded profile with its predictor for this site, and the file and time it was read at.
+/// A loaded profile with its predictor for this site, the file and time it was read at,
+/// and the plans made from it so far.
 struct Loaded {
     path: PathBuf,
     modified: Option<SystemTime>,
     version: u64,
     predictor: Arc<dyn Predictor + Send + Sync>,
+    plans: PlanCache,
 }
 
 /// Makes decisions for one loaded site config: its policies, and its profiles
@@ -154,6 +157,7 @@ impl Decider {
             modified,
             version: profile.version(),
             predictor: Arc::from(predictor),
+            plans: PlanCache::default(),
         });
         cache.insert(name.to_string(), loaded.clone());
         Ok(loaded)
@@ -190,9 +194,17 @@ impl Decider {
         };
         let policy = self.policy(&pr.policy)?;
         let loaded = self.profile(site, name)?;
+        let version = Some(loaded.version.to_string());
+        let shape = Shape::of(site, pr);
+        if let Some(plan) = shape.as_ref().and_then(|s| loaded.plans.get(s, &req.nodes)) {
+            return Ok(Some((plan, version)));
+        }
         let plan = plan_with(site, loaded.predictor.as_ref(), policy, pr)
             .map_err(|e| plan_failed(e.to_string()))?;
-        Ok(Some((plan, Some(loaded.version.to_string()))))
+        if let Some(shape) = shape {
+            loaded.plans.put(shape, &req.nodes, &plan);
+        }
+        Ok(Some((plan, version)))
     }
 
     /// Decide for `req` with `free_w` watts of budget left (`None`: no cap).

@@ -17,6 +17,8 @@ pub mod ledger;
 #[cfg(feature = "daemon")]
 pub mod metrics_http;
 #[cfg(feature = "daemon")]
+pub mod plan_cache;
+#[cfg(feature = "daemon")]
 pub mod server;
 #[cfg(feature = "daemon")]
 pub mod store_thread;
