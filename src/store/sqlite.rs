@@ -1,4 +1,4 @@
-//! The SQLite store: WAL journal, synchronous commits, one savepoint per change.
+//! The SQLite store: WAL journal, synchronous commits, a failing change undone alone.
 
 use std::path::Path;
 
@@ -165,6 +165,19 @@ impl SqliteStore {
     /// Run one cached statement that takes no parameters.
     fn run(&self, sql: &str) -> rusqlite::Result<()> {
         self.conn.prepare_cached(sql)?.execute([]).map(|_| ())
+    }
+
+    /// Apply one change inside its own savepoint: if it fails, it leaves nothing behind.
+    fn apply_isolated(&self, change: &Change) -> Result<Applied, StoreError> {
+        self.run("SAVEPOINT change").map_err(write_err)?;
+        match self.apply_one(change) {
+            Ok(a) => self.run("RELEASE change").map(|_| a).map_err(write_err),
+            Err(e) => {
+                let _ = self.run("ROLLBACK TO change");
+                let _ = self.run("RELEASE change");
+                Err(e)
+            }
+        }
     }
 
     fn apply_one(&self, change: &Change) -> Result<Applied, StoreError> {
@@ -377,30 +390,34 @@ impl Store for SqliteStore {
         if changes.is_empty() {
             return Vec::new();
         }
-        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+        let all_failed = |e: rusqlite::Error| {
             let msg = e.to_string();
-            return changes
+            changes
                 .iter()
                 .map(|_| Err(StoreError::Write(msg.clone())))
-                .collect();
+                .collect()
+        };
+        if let Err(e) = self.run("BEGIN IMMEDIATE") {
+            return all_failed(e);
         }
-        let mut results = Vec::with_capacity(changes.len());
-        for change in changes {
-            // A savepoint per change: a failing change is undone alone and the others stay.
-            let r = match self.run("SAVEPOINT change") {
-                Err(e) => Err(write_err(e)),
-                Ok(()) => match self.apply_one(change) {
-                    Ok(a) => self.run("RELEASE change").map(|_| a).map_err(write_err),
-                    Err(e) => {
-                        let _ = self.run("ROLLBACK TO change");
-                        let _ = self.run("RELEASE change");
-                        Err(e)
-                    }
-                },
-            };
-            results.push(r);
-        }
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
+        // Nearly every group applies cleanly, so apply it plainly first; only when a
+        // change fails is the group undone and applied again with a savepoint per
+        // change, so that the failing one is undone alone and the others stay.
+        let plain: Result<Vec<Applied>, StoreError> =
+            changes.iter().map(|c| self.apply_one(c)).collect();
+        let results: Vec<Result<Applied, StoreError>> = match plain {
+            Ok(applied) => applied.into_iter().map(Ok).collect(),
+            Err(_) => {
+                if let Err(e) = self
+                    .run("ROLLBACK")
+                    .and_then(|()| self.run("BEGIN IMMEDIATE"))
+                {
+                    return all_failed(e);
+                }
+                changes.iter().map(|c| self.apply_isolated(c)).collect()
+            }
+        };
+        if let Err(e) = self.run("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             let msg = e.to_string();
             return results
