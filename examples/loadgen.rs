@@ -4,7 +4,14 @@
 //!
 //! Phases run one after the other so each request type is measured on its own:
 //! every job is opened, then every node of every job records its outcome, then
-//! every job is closed. With `--ack-log` each acknowledged write is appended as
+//! every job is closed.
+//!
+//! By default each client sends its next request as soon as the last is answered,
+//! which measures the most greenupd can serve; latency is then mostly queueing
+//! (64 clients at T requests/s wait 64/T s on average). With `--rate R` requests are
+//! due at R per second, spread over the clients, which measures the latency a
+//! cluster sending R requests/s sees; latency counts from when a request was due,
+//! so a client that falls behind is charged for it. With `--ack-log` each acknowledged write is appended as
 //! CSV (`kind,job,node`) so a crash test can check that none was lost.
 //!
 //! `cargo run --release --example loadgen -- --connect 127.0.0.1:7470 --clients 64 --jobs 20000 --nodes 64`
@@ -53,6 +60,9 @@ struct Args {
     /// Stop a client at its first failure instead of counting it and going on.
     #[arg(long)]
     stop_on_error: bool,
+    /// Requests per second in each phase (default: as fast as greenupd answers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    rate: Option<u32>,
     /// Per-request timeout in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
@@ -146,7 +156,15 @@ fn phase(
                             }
                         }
                         let Some(c) = client.as_mut() else { continue };
-                        let t = Instant::now();
+                        let t = match args.rate {
+                            Some(r) => {
+                                let due =
+                                    started + Duration::from_secs_f64(i as f64 / f64::from(r));
+                                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                                due
+                            }
+                            None => Instant::now(),
+                        };
                         match per_item(c, i) {
                             Ok(()) => lat
                                 .us
@@ -240,12 +258,16 @@ fn main() -> std::process::ExitCode {
     let nodes: Vec<String> = (0..args.nodes).map(node).collect();
     let uid = 1000 + (args.first_job % 7) as u32;
     println!(
-        "loadgen: {} clients, {} jobs x {} nodes against {} ({} requests)",
+        "loadgen: {} clients, {} jobs x {} nodes against {} ({} requests, {})",
         args.clients,
         args.jobs,
         args.nodes,
         args.connect,
-        args.jobs * (2 + u64::from(args.nodes))
+        args.jobs * (2 + u64::from(args.nodes)),
+        args.rate
+            .map_or("as fast as answered".to_string(), |r| format!(
+                "{r} requests/s per phase"
+            ))
     );
     // Connect every client first, so the phases measure requests, not start-up.
     let timeout = Duration::from_millis(args.timeout_ms);

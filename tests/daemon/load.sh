@@ -3,10 +3,11 @@
 # of NODES nodes each on loopback (TCP with a MUNGE credential per request by
 # default; TRANSPORT=unix uses the local socket). Prints throughput, latency per
 # request type and greenupd's peak RSS, then checks the store holds exactly
-# one job, one decision and NODES outcomes per job.
+# one job, one decision and NODES outcomes per job. RATE=R sends R requests/s per
+# phase instead of as many as greenupd answers (latency at that load).
 #   JOBS=20000 NODES=64 CLIENTS=64 PROFILE=lammps TRANSPORT=tcp bash tests/daemon/load.sh
 source "$(dirname "$0")/common.bash"
-JOBS=${JOBS:-2000} NODES=${NODES:-64} CLIENTS=${CLIENTS:-64} PROFILE=${PROFILE:-lammps} TRANSPORT=${TRANSPORT:-tcp}
+JOBS=${JOBS:-2000} NODES=${NODES:-64} CLIENTS=${CLIENTS:-64} PROFILE=${PROFILE:-lammps} TRANSPORT=${TRANSPORT:-tcp} RATE=${RATE:-}
 bash "$ROOT/tests/munge/start.sh" >/dev/null
 build_release
 DIR=$(mktemp -d /tmp/greenup-load.XXXXXX)
@@ -15,10 +16,10 @@ write_config "$DIR" "$NODES"
 start_greenupd "$DIR"
 CONNECT=$ADDR; [ "$TRANSPORT" = unix ] && CONNECT=unix:$DIR/greenupd.sock
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r); date: $(date -u +%FT%TZ)"
-echo "command: JOBS=$JOBS NODES=$NODES CLIENTS=$CLIENTS PROFILE=$PROFILE TRANSPORT=$TRANSPORT bash tests/daemon/load.sh"
+echo "command: JOBS=$JOBS NODES=$NODES CLIENTS=$CLIENTS PROFILE=$PROFILE TRANSPORT=$TRANSPORT${RATE:+ RATE=$RATE} bash tests/daemon/load.sh"
 set +e
 "$LOADGEN" --connect "$CONNECT" --clients "$CLIENTS" --jobs "$JOBS" --nodes "$NODES" \
-  ${PROFILE:+--profile "$PROFILE"} --partition debug
+  ${PROFILE:+--profile "$PROFILE"} ${RATE:+--rate "$RATE"} --partition debug
 RC=$?
 set -e
 echo "greenupd peak RSS (VmHWM): $(grep VmHWM /proc/$GPID/status | awk '{print $2, $3}')"
