@@ -9,7 +9,6 @@
 
 pub mod sqlite;
 
-use serde::{Deserialize, Serialize};
 
 use crate::daemon::protocol::{Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob};
 
@@ -110,34 +109,12 @@ pub struct StoreMetrics {
     pub prediction_error: crate::report::metrics::ErrorHistogram,
 }
 
-/// One stored version of an application's profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileVersion {
-    /// Application (profile) name.
-    pub application: String,
-    /// Version number, from 1 upwards per application.
-    pub version: u32,
-    /// The profile as YAML.
-    pub yaml: String,
-    /// Unix seconds it was stored.
-    pub created: i64,
-    /// Outcomes it was refined from.
-    pub samples: u64,
-    /// Fit residual (relative error), when refined.
-    pub residual: Option<f64>,
-    /// Whether admins pinned it (refinement then leaves the application alone).
-    pub pinned: bool,
-}
-
 /// Why the store failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
     /// The job is not in the store.
     #[error("job {0} is not known")]
     NoSuchJob(u64),
-    /// The profile version is not in the store.
-    #[error("profile {0} has no version {1}")]
-    NoSuchVersion(String, u32),
     /// The database refused the change (disk full, read-only, I/O error); nothing was stored.
     #[error("the store could not save the change, nothing was stored: {0}")]
     Write(String),
@@ -177,21 +154,4 @@ pub trait Store: Send {
     fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError>;
     /// Row counts.
     fn counts(&mut self) -> Result<Counts, StoreError>;
-    /// Store a new profile version; returns its number.
-    fn add_profile_version(
-        &mut self,
-        application: &str,
-        yaml: &str,
-        samples: u64,
-        residual: Option<f64>,
-    ) -> Result<u32, StoreError>;
-    /// All versions of an application's profile, oldest first.
-    fn profile_versions(&mut self, application: &str) -> Result<Vec<ProfileVersion>, StoreError>;
-    /// Pin or unpin one version.
-    fn set_pinned(
-        &mut self,
-        application: &str,
-        version: u32,
-        pinned: bool,
-    ) -> Result<(), StoreError>;
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    Applied, Change, Counts, NewJob, ProfileVersion, Reservation, Store, StoreError, StoreMetrics,
+    Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics,
 };
 use crate::daemon::protocol::{
     Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict,
@@ -56,16 +56,6 @@ CREATE TABLE IF NOT EXISTS reservations (
     partition  TEXT,
     watts      REAL NOT NULL,
     expires_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS profile_versions (
-    application TEXT NOT NULL,
-    version     INTEGER NOT NULL,
-    yaml        TEXT NOT NULL,
-    created     INTEGER NOT NULL,
-    samples     INTEGER NOT NULL DEFAULT 0,
-    residual    REAL,
-    pinned      INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (application, version)
 );
 PRAGMA user_version = 1;
 ";
@@ -675,75 +665,6 @@ impl Store for SqliteStore {
             outcomes: q("SELECT count(*) FROM outcomes")?,
         })
     }
-
-    fn add_profile_version(
-        &mut self,
-        application: &str,
-        yaml: &str,
-        samples: u64,
-        residual: Option<f64>,
-    ) -> Result<u32, StoreError> {
-        let tx = self.conn.transaction().map_err(write_err)?;
-        let next: i64 = tx
-            .query_row(
-                "SELECT coalesce(max(version), 0) + 1 FROM profile_versions WHERE application = ?1",
-                [application],
-                |r| r.get(0),
-            )
-            .map_err(read_err)?;
-        tx.execute(
-            "INSERT INTO profile_versions (application, version, yaml, created, samples, residual, pinned)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
-            params![application, next, yaml, now(), i64::try_from(samples).unwrap_or(i64::MAX), residual],
-        )
-        .map_err(write_err)?;
-        tx.commit().map_err(write_err)?;
-        u32::try_from(next)
-            .map_err(|_| StoreError::Corrupt(format!("profile version {next} is out of range")))
-    }
-
-    fn profile_versions(&mut self, application: &str) -> Result<Vec<ProfileVersion>, StoreError> {
-        let mut s = self
-            .conn
-            .prepare_cached(
-                "SELECT version, yaml, created, samples, residual, pinned FROM profile_versions
-                 WHERE application = ?1 ORDER BY version",
-            )
-            .map_err(read_err)?;
-        let rows = s
-            .query_map([application], |r| {
-                Ok(ProfileVersion {
-                    application: application.to_string(),
-                    version: r.get(0)?,
-                    yaml: r.get(1)?,
-                    created: r.get(2)?,
-                    samples: r.get::<_, i64>(3)?.max(0) as u64,
-                    residual: r.get(4)?,
-                    pinned: r.get(5)?,
-                })
-            })
-            .map_err(read_err)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(read_err)
-    }
-
-    fn set_pinned(
-        &mut self,
-        application: &str,
-        version: u32,
-        pinned: bool,
-    ) -> Result<(), StoreError> {
-        let n = self
-            .conn
-            .execute(
-                "UPDATE profile_versions SET pinned = ?3 WHERE application = ?1 AND version = ?2",
-                params![application, version, pinned],
-            )
-            .map_err(write_err)?;
-        if n == 0 {
-            return Err(StoreError::NoSuchVersion(application.to_string(), version));
-        }
-        Ok(())
-    }
 }
 
 /// Unix seconds now.
@@ -870,25 +791,5 @@ mod tests {
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].measured_energy_j, Some(2.0));
         assert!(s.list_jobs(Some(6), None, 10).unwrap().is_empty());
-    }
-
-    #[test]
-    fn profile_versions_count_up_per_application() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
-        assert_eq!(s.add_profile_version("lammps", "a: 1", 0, None).unwrap(), 1);
-        assert_eq!(
-            s.add_profile_version("lammps", "a: 2", 12, Some(0.05))
-                .unwrap(),
-            2
-        );
-        assert_eq!(s.add_profile_version("cg", "a: 1", 0, None).unwrap(), 1);
-        s.set_pinned("lammps", 1, true).unwrap();
-        assert!(s.set_pinned("lammps", 9, true).is_err());
-        let v = s.profile_versions("lammps").unwrap();
-        assert_eq!(
-            v.iter().map(|p| (p.version, p.pinned)).collect::<Vec<_>>(),
-            vec![(1, true), (2, false)]
-        );
     }
 }
