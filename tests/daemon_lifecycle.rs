@@ -13,7 +13,14 @@ use greenup::daemon::client::{Client, Endpoint};
 use greenup::daemon::protocol::{NodeOutcome, Status};
 
 fn config(dir: &Path, port: u16, cap: &str) -> String {
+    config_with_metrics(dir, port, cap, None)
+}
+
+fn config_with_metrics(dir: &Path, port: u16, cap: &str, metrics: Option<u16>) -> String {
     let root = repo();
+    let metrics = metrics.map_or(String::new(), |m| {
+        format!("  metrics_listen: 127.0.0.1:{m}\n")
+    });
     format!(
         "node_types:
   std:
@@ -33,7 +40,7 @@ daemon:
   socket: {dir}/greenupd.sock
   store: {dir}/greenup.db
   slurm_user: root
-",
+{metrics}",
         root = root.display(),
         dir = dir.display(),
     )
@@ -191,4 +198,56 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     assert_eq!(c.get_job(7).unwrap().outcomes[0].energy_j, Some(42.0));
     signal(&child, "-TERM");
     let _ = child.wait();
+}
+
+/// Whether `GET /metrics` on 127.0.0.1:`port` answers with greenupd's page.
+fn scrapes(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut page = String::new();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .is_ok()
+        && s.read_to_string(&mut page).is_ok()
+        && page.starts_with("HTTP/1.1 200")
+        && page.contains("greenup_")
+}
+
+#[test]
+fn sighup_moves_closes_and_keeps_the_metrics_listener() {
+    munged();
+    let dir = tempfile::tempdir().unwrap();
+    let (cfg, sock) = (
+        dir.path().join("greenup.yaml"),
+        dir.path().join("greenupd.sock"),
+    );
+    let (port, m1, m2) = (free_port(), free_port(), free_port());
+    let write = |m: Option<u16>| {
+        std::fs::write(&cfg, config_with_metrics(dir.path(), port, "10kW", m)).unwrap()
+    };
+    write(Some(m1));
+    let mut child = start(&cfg, &sock);
+    assert!(scrapes(m1));
+
+    write(Some(m2));
+    signal(&child, "-HUP");
+    wait_for(|| scrapes(m2));
+    wait_for(|| !scrapes(m1));
+
+    // An address already taken: the listener stays where it was.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    write(Some(taken.local_addr().unwrap().port()));
+    signal(&child, "-HUP");
+    wait_for(|| status(&sock).is_some());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(scrapes(m2), "a failed bind keeps the old listener");
+
+    write(None);
+    signal(&child, "-HUP");
+    wait_for(|| !scrapes(m2));
+    assert!(status(&sock).is_some(), "the daemon still serves");
+    signal(&child, "-TERM");
+    assert!(child.wait().unwrap().success());
 }

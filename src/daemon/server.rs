@@ -221,19 +221,8 @@ pub async fn serve_until(
         connections: AtomicU64::new(0),
         refining: tokio::sync::Mutex::new(()),
     });
-    let metrics = match &metrics_listen {
-        Some(addr) => {
-            let l = TcpListener::bind(addr)
-                .await
-                .map_err(|e| format!("cannot listen on {addr} (daemon.metrics_listen): {e}"))?;
-            tracing::info!(metrics = %addr, "serving Prometheus metrics");
-            let s = shared.clone();
-            Some(tokio::spawn(super::metrics_http::serve(l, move || {
-                metrics_page(s.clone())
-            })))
-        }
-        None => None,
-    };
+    let mut metrics = MetricsListener::default();
+    metrics.follow(&shared, metrics_listen.as_deref()).await?;
     let limit = Arc::new(Semaphore::new(opts.max_connections));
 
     let tcp_task = tokio::spawn(accept_tcp(shared.clone(), tcp, limit.clone()));
@@ -250,16 +239,20 @@ pub async fn serve_until(
             _ = &mut stop => break,
             _ = term.recv() => break,
             _ = int.recv() => break,
-            _ = hup.recv() => reload(&shared),
+            _ = hup.recv() => {
+                reload(&shared);
+                let want = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).site.daemon.metrics_listen.clone();
+                if let Err(e) = metrics.follow(&shared, want.as_deref()).await {
+                    tracing::error!("{e}; metrics stay where they were");
+                }
+            }
         }
     }
     tracing::info!("stopping: no new connections; finishing requests in flight");
     tcp_task.abort();
     unix_task.abort();
     reclaim_task.abort();
-    if let Some(m) = metrics {
-        m.abort();
-    }
+    metrics.stop();
     let all = u32::try_from(opts.max_connections).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(5), limit.acquire_many(all)).await;
     let _ = std::fs::remove_file(&socket);
@@ -268,6 +261,49 @@ pub async fn serve_until(
     let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
     tracing::info!("greenupd stopped");
     Ok(())
+}
+
+/// The Prometheus listener, moved when a reload changes `daemon.metrics_listen`.
+#[derive(Default)]
+struct MetricsListener {
+    addr: Option<String>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl MetricsListener {
+    /// Serve metrics on `addr` (`None`: nowhere). A new address is bound before the
+    /// old listener closes, so a failed bind leaves metrics where they were.
+    async fn follow(&mut self, shared: &Arc<Shared>, addr: Option<&str>) -> Result<(), String> {
+        if self.addr.as_deref() == addr {
+            return Ok(());
+        }
+        let task = match addr {
+            Some(a) => {
+                let l = TcpListener::bind(a)
+                    .await
+                    .map_err(|e| format!("cannot listen on {a} (daemon.metrics_listen): {e}"))?;
+                tracing::info!(metrics = %a, "serving Prometheus metrics");
+                let s = shared.clone();
+                Some(tokio::spawn(super::metrics_http::serve(l, move || {
+                    metrics_page(s.clone())
+                })))
+            }
+            None => {
+                tracing::info!("metrics listener closed");
+                None
+            }
+        };
+        self.stop();
+        self.addr = addr.map(str::to_string);
+        self.task = task;
+        Ok(())
+    }
+
+    fn stop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
 }
 
 fn reload(shared: &Arc<Shared>) {

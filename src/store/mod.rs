@@ -9,7 +9,6 @@
 
 pub mod sqlite;
 
-
 use crate::daemon::protocol::{Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob};
 
 pub use sqlite::SqliteStore;

@@ -4,9 +4,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{
-    Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics,
-};
+use super::{Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics};
 use crate::daemon::protocol::{
     Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict,
 };
