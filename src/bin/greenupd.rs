@@ -34,6 +34,9 @@ struct Args {
     /// Do not ask Slurm (squeue) whether open jobs still exist; reclaim by time limit only.
     #[arg(long)]
     no_slurm_check: bool,
+    /// Seconds a job must have been open before it is reclaimed for missing from Slurm.
+    #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    reclaim_min_age: u64,
     /// Threads answering requests.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
     opts.idle_timeout = Duration::from_millis(args.idle_timeout_ms);
     opts.reclaim_every = Duration::from_secs(args.reclaim_every);
     opts.slurm_check = !args.no_slurm_check;
+    opts.min_age_s = args.reclaim_min_age as i64;
 
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(args.threads))

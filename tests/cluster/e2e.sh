@@ -264,6 +264,26 @@ t_refine() {
   return $rc
 }
 
+# 10. greenupd asks Slurm (squeue) and releases the reservation of a job Slurm does not
+# run; a running job's reservation is kept through the same passes.
+t_reclaim() {
+  local rc=0 j fake=990001 st=""
+  j=$(submit $GC_USER -N1 -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 60') || return 1
+  wait_running "$j" || rc=1
+  /usr/bin/python3 "$HERE/gq.py" "$SOCK" open "$fake" n4 >/dev/null || { say "could not open job $fake"; return 1; }
+  [ "$(jq_job "$fake" .state)" = open ] || { say "job $fake was not opened"; rc=1; }
+  # greenupd here checks every 2 s and reclaims jobs open for 3 s or more.
+  for _ in $(seq 1 100); do
+    st=$(jq_job "$fake" .state); [ "$st" = reclaimed ] && break; sleep 0.2
+  done
+  [ "$st" = reclaimed ] || { say "job $fake, unknown to Slurm, is still '$st' after 20 s"; rc=1; }
+  [ "$(jq_job "$j" .state)" = open ] || { say "running job $j was reclaimed: $(jq_job "$j" .state)"; rc=1; }
+  say "job $fake: $(jq_job "$fake" '"\(.state) (\(.end))"'); running job $j: $(jq_job "$j" .state)"
+  scancel "$j"; wait_gone "$j" || rc=1
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -272,6 +292,7 @@ run_test "5 greenupd stopped: the job runs and the warning appears" t_daemon_dow
 run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
+run_test "10 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"
