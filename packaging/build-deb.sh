@@ -18,7 +18,7 @@ cargo build --release --workspace --quiet
 mkdir -p target/packaging/deb-scripts
 echo "$series" > target/packaging/slurm-series
 sed "s/@SLURM_SERIES@/$series/" packaging/deb/preinst.in > target/packaging/deb-scripts/preinst
-cp packaging/deb/postinst target/packaging/deb-scripts/postinst
+cp packaging/deb/postinst packaging/deb/postrm target/packaging/deb-scripts/
 chmod 0755 target/packaging/deb-scripts/*
 sed "s/@SLURM_SERIES@/$series/" packaging/rpm/pre.in > target/packaging/rpm-pre
 # The installed site config: the example, with the installed policy and profile

@@ -164,5 +164,19 @@ removed() {
   installed=0
   [ ! -e /etc/slurm/greenup.yaml ] && [ ! -e /etc/slurm/plugstack.conf.d/greenup.conf ] || { say "conffiles left after purge"; return 1; }
   [ ! -e $SERIES_PLUGIN_DIR/spank_greenup.so ] || { say "plugin left after purge"; return 1; }
+  [ ! -e /var/lib/greenup ] || { say "purge left /var/lib/greenup: $(ls -A /var/lib/greenup)"; return 1; }
+  [ ! -e /etc/slurm/greenup ] || { say "purge left /etc/slurm/greenup: $(find /etc/slurm/greenup)"; return 1; }
 }
-check "dpkg -r removes the plugin and binaries; purge removes the conffiles" removed
+check "dpkg -r removes the plugin and binaries; purge removes the conffiles, the state and the empty site directories" removed
+kept() {
+  # A site's own profile survives a purge, and so does the directory holding it.
+  install_deb || return 1
+  installed=1
+  echo "# the site's own" > /etc/slurm/greenup/profiles/mine.yaml
+  dpkg --purge greenup >/dev/null || { say "dpkg --purge failed"; return 1; }
+  installed=0
+  [ -f /etc/slurm/greenup/profiles/mine.yaml ] || { say "purge removed the site's own profile"; return 1; }
+  [ ! -e /etc/slurm/greenup/policies ] || { say "purge left the empty policies directory"; return 1; }
+  rm -rf /etc/slurm/greenup
+}
+check "purge keeps the site's own profiles and removes only empty directories" kept

@@ -2,7 +2,7 @@
 # Runs every greenup test on a Debian 12 machine with Rust: installs what is
 # missing, checks formatting and lints, runs the unit and integration tests,
 # the daemon's MUNGE, crash and load tests, the four-node Slurm cluster tests
-# and the .deb package test. The last line says how many suites passed.
+# and the .deb and .rpm package tests. The last line says how many suites passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -25,6 +25,7 @@ for s in tests/daemon/*.sh; do
 done
 [ -e tests/cluster/run-tests.sh ] && suite "Slurm cluster end to end" bash tests/cluster/run-tests.sh
 [ -e packaging/test-deb.sh ] && suite ".deb build, install and job" bash packaging/test-deb.sh
+[ -e packaging/test-rpm.sh ] && suite ".rpm build, contents, scratch install and series guard" bash packaging/test-rpm.sh
 
 echo
 [ ${#failures[@]} -gt 0 ] && printf 'failed suite: %s\n' "${failures[@]}"
