@@ -127,3 +127,39 @@ fn an_admin_pin_wins_over_the_newest_version() {
         first.plan.as_ref().unwrap().predicted.energy_j
     );
 }
+
+#[test]
+fn a_burst_of_closes_is_learned_from_in_full() {
+    const JOBS: u64 = 12;
+    let d = start(2, |dir, s, _| {
+        let admin = dir.join("admin");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
+        s.profile_dir = admin;
+    });
+    let versions = Versions::for_store(&d.store);
+    let decisions: Vec<Decision> = (1..=JOBS)
+        .map(|id| d.tcp_client().open_job(wrong(id)).unwrap())
+        .collect();
+    // Every job closes at once, from its own connection.
+    std::thread::scope(|s| {
+        for dec in &decisions {
+            let d = &d;
+            s.spawn(move || finish(d, dec, 2.0));
+        }
+    });
+    // Refinements of one application coalesce, but the last one learns from every job.
+    wait_for(|| {
+        let newest = versions.list("wrong").unwrap().last().copied();
+        newest
+            .and_then(|v| versions.fit("wrong", v))
+            .map(|f| f.samples)
+            == Some(JOBS as u32)
+    });
+    let listed = versions.list("wrong").unwrap();
+    assert!(
+        (1..=JOBS as usize).contains(&listed.len()),
+        "{} versions from {JOBS} closes",
+        listed.len()
+    );
+}

@@ -24,7 +24,7 @@ use super::protocol::{
 use super::store_thread::StoreHandle;
 use crate::report::metrics::{Snapshot, render};
 use crate::site::Site;
-use crate::store::sqlite::now;
+use crate::store::sqlite::{Checkpointer, now};
 use crate::store::{Applied, Change, NewJob, SqliteStore, StoreError};
 
 /// Reads a site config file (greenupd passes `greenup::site::load`).
@@ -87,6 +87,9 @@ type Pending = Arc<OnceCell<Decision>>;
 /// Decisions kept in memory so the other nodes of a job are answered without the store.
 const RECENT: usize = 1024;
 
+/// How often the write-ahead log is copied into the database, beside the writer.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
 /// The last [`RECENT`] decisions, oldest first out.
 #[derive(Default)]
 struct Recent {
@@ -127,6 +130,8 @@ struct Shared {
     connections: AtomicU64,
     /// Held while a profile is refined, so two closes never number a version alike.
     refining: tokio::sync::Mutex<()>,
+    /// Applications with a refinement waiting for `refining`.
+    refine_waiting: Mutex<std::collections::HashSet<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -184,6 +189,10 @@ pub async fn serve_until(
     ledger.rebuild(&reservations);
     tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
     let (store, store_thread) = StoreHandle::spawn(Box::new(store)).map_err(|e| e.to_string())?;
+    // A store that cannot be written (read-only) needs no checkpoints; it still serves reads.
+    let checkpointer = Checkpointer::start(&store_path, CHECKPOINT_EVERY)
+        .inspect_err(|e| tracing::warn!(error = %e, "no background checkpoints"))
+        .ok();
 
     let munge = match Munge::load() {
         Ok(m) => Some(m),
@@ -220,6 +229,7 @@ pub async fn serve_until(
         started: Instant::now(),
         connections: AtomicU64::new(0),
         refining: tokio::sync::Mutex::new(()),
+        refine_waiting: Mutex::new(Default::default()),
     });
     let mut metrics = MetricsListener::default();
     metrics.follow(&shared, metrics_listen.as_deref()).await?;
@@ -258,7 +268,11 @@ pub async fn serve_until(
     let _ = std::fs::remove_file(&socket);
     drop(shared);
     // The store thread ends once the last handle is gone, after its last commit.
-    let _ = tokio::task::spawn_blocking(move || store_thread.join()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = store_thread.join();
+        drop(checkpointer);
+    })
+    .await;
     tracing::info!("greenupd stopped");
     Ok(())
 }
@@ -868,12 +882,18 @@ async fn close_job(
         .await
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
-    lock(&shared.recent).remove(job_id);
+    let app = {
+        let mut recent = lock(&shared.recent);
+        let app = recent.by_job.get(&job_id).map(|d| d.profile.clone());
+        recent.remove(job_id);
+        app
+    };
     match applied {
         Applied::Stored { new } => {
             // A repeated close teaches nothing new; a reclaimed job has no outcome worth it.
-            if new && state == JobState::Closed {
-                tokio::spawn(refine_after_close(shared.clone(), job_id));
+            // A job decided without a profile has nothing to refine.
+            if new && state == JobState::Closed && app != Some(None) {
+                tokio::spawn(refine_after_close(shared.clone(), job_id, app.flatten()));
             }
             Ok(Reply::Stored { job_id, new })
         }
@@ -888,20 +908,31 @@ async fn close_job(
 const REFINE_FROM: u32 = 50;
 
 /// After `job_id` closed (and the close was answered): refine its application's profile
-/// from its newest closed jobs and store the next version. Failures are only logged.
-async fn refine_after_close(shared: Arc<Shared>, job_id: u64) {
-    let _one_at_a_time = shared.refining.lock().await;
-    let app = match shared.store.read(move |s| s.job(job_id)).await {
-        Ok(Some(rec)) => match rec.decision.profile {
-            Some(app) => app,
-            None => return,
+/// (`app`, or the one its stored decision names) from its newest closed jobs and store
+/// the next version. Failures are only logged.
+async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Option<String>) {
+    let app = match app {
+        Some(app) => app,
+        None => match shared.store.read(move |s| s.job(job_id)).await {
+            Ok(Some(rec)) => match rec.decision.profile {
+                Some(app) => app,
+                None => return,
+            },
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(job_id, error = %e, "refinement skipped: cannot read the job");
+                return;
+            }
         },
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!(job_id, error = %e, "refinement skipped: cannot read the job");
-            return;
-        }
     };
+    // At most one refinement waits per application: it reads the newest closed jobs
+    // once it runs, so it learns from this close too. A burst of closes then costs
+    // two refinements, not one each.
+    if !lock(&shared.refine_waiting).insert(app.clone()) {
+        return;
+    }
+    let _one_at_a_time = shared.refining.lock().await;
+    lock(&shared.refine_waiting).remove(&app);
     let name = app.clone();
     let records = match shared
         .store

@@ -58,6 +58,52 @@ CREATE TABLE IF NOT EXISTS reservations (
 PRAGMA user_version = 1;
 ";
 
+/// WAL pages after which the writer checkpoints by itself (about 40 MB).
+const BACKSTOP_PAGES: i64 = 10_000;
+
+/// Copies the write-ahead log into the database from a connection and a thread of its
+/// own, so a commit never waits for a checkpoint (one took tens of milliseconds under
+/// load when the writer ran them). Stops when dropped.
+pub struct Checkpointer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Checkpoint the database at `path` every `every`, without blocking its writer.
+    pub fn start(path: &Path, every: std::time::Duration) -> Result<Checkpointer, StoreError> {
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::Read(format!("{}: {e}", path.display())))?;
+        let (stop, idle) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("greenup-checkpoint".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = idle.recv_timeout(every)
+                {
+                    // PASSIVE copies what it can without waiting for readers or the writer.
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                    {
+                        tracing::debug!(error = %e, "checkpoint skipped");
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Read(format!("cannot start the checkpoint thread: {e}")))?;
+        Ok(Checkpointer {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// greenup's SQLite database.
 #[derive(Debug)]
 pub struct SqliteStore {
@@ -97,6 +143,9 @@ impl SqliteStore {
         // system); that case is handled below.
         let _ = conn.pragma_update(None, "synchronous", "FULL");
         let _ = conn.pragma_update(None, "foreign_keys", "ON");
+        // Checkpoints run on their own connection (see `Checkpointer`), so no commit
+        // waits for one; this is only the backstop should that thread fall behind.
+        let _ = conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_PAGES);
         if let Err(e) = conn.execute_batch(SCHEMA) {
             let has_schema = |c: &Connection| {
                 c.query_row(
@@ -789,5 +838,42 @@ mod tests {
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].measured_energy_j, Some(2.0));
         assert!(s.list_jobs(Some(6), None, 10).unwrap().is_empty());
+    }
+
+    /// Jobs in the database file alone (a copy without its WAL), as sqlite3 would see it.
+    fn jobs_in_main_file(db: &Path, scratch: &Path) -> i64 {
+        let copy = scratch.join("copy.db");
+        std::fs::copy(db, &copy).unwrap();
+        let n = Connection::open(&copy)
+            .and_then(|c| c.query_row("SELECT count(*) FROM jobs", [], |r| r.get(0)))
+            .unwrap_or(-1);
+        let _ = std::fs::remove_file(&copy);
+        n
+    }
+
+    #[test]
+    fn the_checkpointer_copies_committed_jobs_into_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("g.db");
+        let mut s = SqliteStore::open(&db).unwrap();
+        let changes: Vec<Change> = (1..=50).map(|i| open(i, 1000, 10.0)).collect();
+        assert!(s.apply(&changes).iter().all(Result::is_ok));
+        // Well under the backstop: without the checkpointer the jobs (and even the
+        // schema) are only in the WAL.
+        assert_ne!(jobs_in_main_file(&db, dir.path()), 50);
+
+        let c = Checkpointer::start(&db, std::time::Duration::from_millis(10)).unwrap();
+        let start = std::time::Instant::now();
+        while jobs_in_main_file(&db, dir.path()) != 50 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "no checkpoint"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        drop(c);
+        // The writer goes on after checkpoints, and what it commits is read back.
+        assert!(s.apply(&[open(51, 1000, 10.0)]).iter().all(Result::is_ok));
+        assert_eq!(s.counts().unwrap().total_jobs, 51);
     }
 }

@@ -3,7 +3,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-GREENUPD=$TARGET/release/greenupd
+# GREENUPD=PATH runs another build (a paired run: the same load against two builds).
+GREENUPD=${GREENUPD:-$TARGET/release/greenupd}
 LOADGEN=$TARGET/release/examples/loadgen
 
 build_release() {
