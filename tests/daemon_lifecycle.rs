@@ -46,6 +46,16 @@ daemon:
     )
 }
 
+/// A scratch directory with the paths of its config file and greenupd's socket.
+fn scratch() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (cfg, sock) = (
+        dir.path().join("greenup.yaml"),
+        dir.path().join("greenupd.sock"),
+    );
+    (dir, cfg, sock)
+}
+
 fn greenupd(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_greenupd"));
     c.args(args);
@@ -123,11 +133,7 @@ fn check_config_accepts_good_and_names_the_line_of_bad() {
 #[test]
 fn sighup_reloads_a_good_config_keeps_the_old_on_a_bad_one_and_sigterm_stops() {
     munged();
-    let dir = tempfile::tempdir().unwrap();
-    let (cfg, sock) = (
-        dir.path().join("greenup.yaml"),
-        dir.path().join("greenupd.sock"),
-    );
+    let (dir, cfg, sock) = scratch();
     let port = free_port();
     std::fs::write(&cfg, config(dir.path(), port, "10kW")).unwrap();
     let mut child = start(&cfg, &sock);
@@ -152,11 +158,7 @@ fn sighup_reloads_a_good_config_keeps_the_old_on_a_bad_one_and_sigterm_stops() {
 #[test]
 fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     munged();
-    let dir = tempfile::tempdir().unwrap();
-    let (cfg, sock) = (
-        dir.path().join("greenup.yaml"),
-        dir.path().join("greenupd.sock"),
-    );
+    let (dir, cfg, sock) = scratch();
     let port = free_port();
     std::fs::write(&cfg, config(dir.path(), port, "10kW")).unwrap();
     let mut child = start(&cfg, &sock);
@@ -218,11 +220,7 @@ fn scrapes(port: u16) -> bool {
 #[test]
 fn sighup_moves_closes_and_keeps_the_metrics_listener() {
     munged();
-    let dir = tempfile::tempdir().unwrap();
-    let (cfg, sock) = (
-        dir.path().join("greenup.yaml"),
-        dir.path().join("greenupd.sock"),
-    );
+    let (dir, cfg, sock) = scratch();
     let (port, m1, m2) = (free_port(), free_port(), free_port());
     let write = |m: Option<u16>| {
         std::fs::write(&cfg, config_with_metrics(dir.path(), port, "10kW", m)).unwrap()

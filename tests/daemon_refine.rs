@@ -28,6 +28,16 @@ fn wrong(job_id: u64) -> OpenJob {
     }
 }
 
+/// A daemon on two `std` nodes whose admin profile directory holds only [`WRONG`].
+fn with_wrong_profile() -> daemon_support::Daemon {
+    start(2, |dir, s, _| {
+        let admin = dir.join("admin");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
+        s.profile_dir = admin;
+    })
+}
+
 /// Report what the nodes "measured": the decided time, and `factor` times the energy
 /// the decision predicted, shared evenly (the nodes are identical and run alike).
 fn finish(d: &daemon_support::Daemon, dec: &Decision, factor: f64) {
@@ -64,12 +74,7 @@ fn wait_for(mut f: impl FnMut() -> bool) {
 
 #[test]
 fn closed_jobs_refine_the_profile_and_the_next_decision_uses_the_new_version() {
-    let d = start(2, |dir, s, _| {
-        let admin = dir.join("admin");
-        std::fs::create_dir_all(&admin).unwrap();
-        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
-        s.profile_dir = admin;
-    });
+    let d = with_wrong_profile();
     let versions = Versions::for_store(&d.store);
 
     let first = d.tcp_client().open_job(wrong(1)).unwrap();
@@ -109,12 +114,7 @@ fn closed_jobs_refine_the_profile_and_the_next_decision_uses_the_new_version() {
 
 #[test]
 fn an_admin_pin_wins_over_the_newest_version() {
-    let d = start(2, |dir, s, _| {
-        let admin = dir.join("admin");
-        std::fs::create_dir_all(&admin).unwrap();
-        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
-        s.profile_dir = admin;
-    });
+    let d = with_wrong_profile();
     let versions = Versions::for_store(&d.store);
     let first = d.tcp_client().open_job(wrong(1)).unwrap();
     finish(&d, &first, 2.0);
@@ -131,12 +131,7 @@ fn an_admin_pin_wins_over_the_newest_version() {
 #[test]
 fn a_burst_of_closes_is_learned_from_in_full() {
     const JOBS: u64 = 12;
-    let d = start(2, |dir, s, _| {
-        let admin = dir.join("admin");
-        std::fs::create_dir_all(&admin).unwrap();
-        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
-        s.profile_dir = admin;
-    });
+    let d = with_wrong_profile();
     let versions = Versions::for_store(&d.store);
     let decisions: Vec<Decision> = (1..=JOBS)
         .map(|id| d.tcp_client().open_job(wrong(id)).unwrap())
