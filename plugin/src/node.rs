@@ -263,6 +263,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
 pub fn report_line(rec: &JobRecord, site: &Site) -> String {
     let ctx = greenup::report::record::Context {
         site: Some(site),
+        // The job epilog runs before Slurm's accounting of the job is final, so sacct
+        // is not asked here; `greenup report JOBID` reads it once the job has ended.
+        slurm_energy: greenup::report::accounting::SlurmEnergy::NotFinal,
         ..Default::default()
     };
     greenup::report::text::energy_paragraph(&greenup::report::record::from_record(rec, &ctx))
@@ -610,7 +613,9 @@ mod report_tests {
         // One node has no meter: no job total is printed, and the node is named.
         assert!(line.contains("Measured by rapl, n3 unmeasured"), "{line}");
         assert!(
-            line.contains("Slurm ConsumedEnergy: not available"),
+            line.contains(
+                "Slurm ConsumedEnergy: not available (Slurm accounting is final only after the job ends)"
+            ),
             "{line}"
         );
         assert!(

@@ -8,11 +8,12 @@ use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 
+use super::accounting::SlurmEnergy;
 use super::{AppHistory, JobReport, JobRow, Source};
 
 /// Printed wherever a value was not measured.
 pub const UNMEASURED: &str = "unmeasured";
-/// Printed for Slurm's ConsumedEnergy when accounting has none.
+/// Printed for Slurm's ConsumedEnergy when accounting has no figure, before the reason.
 pub const NOT_AVAILABLE: &str = "not available";
 
 /// Elapsed time the way sacct prints it: `[D-]HH:MM:SS`.
@@ -288,7 +289,11 @@ pub fn job_report(r: &JobReport) -> String {
             .unwrap_or_default();
         let _ = writeln!(out, "EE          {ee:.3}{base}");
     }
-    let _ = writeln!(out, "Slurm       ConsumedEnergy {}", slurm_energy(r));
+    let _ = writeln!(
+        out,
+        "Slurm       ConsumedEnergy {}",
+        slurm_energy(&r.slurm_energy)
+    );
     if r.warnings.is_empty() {
         let _ = writeln!(out, "Warnings    none");
     } else {
@@ -333,11 +338,12 @@ fn caps(r: &JobReport) -> String {
     }
 }
 
-fn slurm_energy(r: &JobReport) -> String {
-    // Slurm reports 0 when no energy plugin counted anything; 0 J would be a lie.
-    match r.slurm_energy_j {
-        Some(e) if e > 0.0 => fmt_energy(e),
-        _ => NOT_AVAILABLE.to_string(),
+/// Slurm's ConsumedEnergy as a report prints it: a figure, or "not available (why)".
+pub fn slurm_energy(e: &SlurmEnergy) -> String {
+    match (e.joules(), e.reason()) {
+        (Some(j), _) => fmt_energy(j),
+        (None, Some(why)) => format!("{NOT_AVAILABLE} ({why})"),
+        (None, None) => NOT_AVAILABLE.to_string(),
     }
 }
 
@@ -491,7 +497,11 @@ pub fn energy_paragraph(r: &JobReport) -> String {
     } else {
         let _ = write!(s, " Measured by {by}, {} unmeasured", unmeasured.join(","));
     }
-    let _ = write!(s, "; Slurm ConsumedEnergy: {}.", slurm_energy(r));
+    let _ = write!(
+        s,
+        "; Slurm ConsumedEnergy: {}.",
+        slurm_energy(&r.slurm_energy)
+    );
     if let Some(ee) = r.ee {
         let _ = write!(s, " EE {ee:.3}.");
     }

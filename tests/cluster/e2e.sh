@@ -264,6 +264,35 @@ t_refine() {
   return $rc
 }
 
+# 10. Slurm accounting (slurmdbd) that measured 0 J: greenup says "not available" and why,
+#     never "0 J", in the job's --energy-report paragraph and in greenup report's three formats.
+t_accounting() {
+  local j rc=0 line txt
+  j=$(submit $GC_USER -N1 -w n2 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver --energy-report \
+      -o "$OUT/t10-%j.out" --wrap 'sleep 1') || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" || return 1
+  # The job epilog writes the paragraph before Slurm's accounting of the job is final.
+  grep -q "Slurm ConsumedEnergy: not available (Slurm accounting is final only after the job ends)" "$OUT/t10-$j.out" \
+    || { say "paragraph of job $j:"; cat "$OUT/t10-$j.out"; rc=1; }
+  # slurmdbd has the job, and no energy plugin counted it.
+  for _ in $(seq 1 50); do
+    line=$(sacct -n -P -X -j "$j" -o State,ConsumedEnergyRaw 2>&1)
+    [ "$line" = "COMPLETED|0" ] && break; sleep 0.2
+  done
+  [ "$line" = "COMPLETED|0" ] || { say "sacct for job $j: '$line', expected 'COMPLETED|0'"; return 1; }
+  local g=$GC_SHARE/bin/greenup site=$GC_ETC/greenup.yaml
+  txt=$(as $GC_USER "$g" report "$j" --site $site) || { say "greenup report $j failed: $txt"; return 1; }
+  grep -qx "Slurm       ConsumedEnergy not available (Slurm accounting measured 0 J: no energy plugin counted this job)" <<<"$txt" \
+    || { say "text report:"; echo "$txt"; rc=1; }
+  line=$(as $GC_USER "$g" report "$j" --json --site $site | jq -c '[.slurm_energy, .derived.slurm_energy_text]')
+  [ "$line" = '[{"status":"zero"},"not available (Slurm accounting measured 0 J: no energy plugin counted this job)"]' ] \
+    || { say "json report: $line"; rc=1; }
+  line=$(as $GC_USER "$g" report "$j" --csv --site $site | awk -F, 'NR == 1 { print $(NF-1) "," $NF } NR > 1 { print "," $NF }' | sort -u | tr '\n' ' ')
+  [ "$line" = ",zero slurm_energy_j,slurm_energy_status " ] || { say "csv report: '$line'"; rc=1; }
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -272,6 +301,7 @@ run_test "5 greenupd stopped: the job runs and the warning appears" t_daemon_dow
 run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
+run_test "10 Slurm accounting that measured 0 J is reported as not available, with why" t_accounting
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

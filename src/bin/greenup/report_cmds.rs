@@ -13,6 +13,7 @@ use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
 use greenup::profile::refine::{check, outcome_from_record};
 use greenup::profile::versions::{InUse, Versions};
+use greenup::report::accounting::{self, SlurmEnergy};
 use greenup::report::landscape::{self, EeCurves, Landscape};
 use greenup::report::record::{Context, from_record};
 use greenup::report::{
@@ -179,7 +180,12 @@ fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Co
     (admin.version() == version || version == 0).then_some((admin, Confidence::default()))
 }
 
-fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor + Send + Sync>>) {
+/// A job's report; `slurm` is Slurm accounting's figure when the caller asked sacct for it.
+fn build(
+    site: &Site,
+    rec: &JobRecord,
+    slurm: SlurmEnergy,
+) -> (JobReport, Option<Box<dyn Predictor + Send + Sync>>) {
     let d = &rec.decision;
     let version = d
         .profile_version
@@ -196,7 +202,7 @@ fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor +
         site: Some(site),
         model: loaded.as_ref().map(|(p, _)| p.chosen_model().to_string()),
         confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
-        slurm_energy_j: None,
+        slurm_energy: slurm,
         not_refined: outcome_from_record(rec)
             .filter(|o| o.state != greenup::report::JobState::Running)
             .and_then(|o| check(&o).err())
@@ -211,7 +217,8 @@ pub fn report(args: ReportArgs) -> Outcome {
     let rec = connect(&site)?
         .get_job(args.job_id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let (r, predictor) = build(&site, &rec);
+    let slurm = accounting::query(rec.job_id, accounting::SACCT_TIMEOUT);
+    let (r, predictor) = build(&site, &rec, slurm);
     print_as(
         args.json,
         args.csv,
@@ -322,7 +329,7 @@ pub fn app(args: AppArgs) -> Outcome {
             .get_job(j.job_id)
             .map_err(|e| Failure::Runtime(e.to_string()))?;
         if rec.decision.profile.as_deref() == Some(args.name.as_str()) {
-            reports.push(build(&site, &rec).0);
+            reports.push(build(&site, &rec, SlurmEnergy::NotAsked).0);
         }
     }
     let versions = Versions::for_store(&site.daemon.store);

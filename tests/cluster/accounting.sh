@@ -1,0 +1,64 @@
+#!/bin/bash
+# Slurm accounting for the test cluster: MariaDB and slurmdbd on localhost, so sacct
+# answers as on a production cluster (ConsumedEnergy is 0: there is no energy plugin).
+# Usage: accounting.sh start|stop. "start" needs slurm.conf written (sacctmgr reads it)
+# and runs before slurmctld, which then registers with slurmdbd on its own.
+# A MariaDB already running is used and left running; one started here is stopped.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+DB=greenup_test_acct
+DBUSER=greenup_test
+DBPASS=greenup-test-only
+CONF=$GC_ETC/slurmdbd.conf
+
+db_up() { mariadb -e 'select 1' >/dev/null 2>&1; }
+
+case "${1:-}" in
+  start)
+    set -e
+    if ! db_up; then
+      install -d -o mysql -g root /run/mysqld
+      nohup /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 > "$GC_LOG/mariadb.log" 2>&1 &
+      echo $! > "$GC_RUN/mariadb.pid"
+      for _ in $(seq 1 100); do db_up && break; sleep 0.1; done
+      db_up || { echo "accounting.sh: MariaDB did not start; see $GC_LOG/mariadb.log" >&2; exit 1; }
+    fi
+    # A fresh database each run: job ids restart with every cluster.
+    mariadb -e "DROP DATABASE IF EXISTS $DB; CREATE DATABASE $DB;
+      CREATE USER IF NOT EXISTS '$DBUSER'@'localhost' IDENTIFIED BY '$DBPASS';
+      GRANT ALL ON $DB.* TO '$DBUSER'@'localhost'; FLUSH PRIVILEGES;"
+    if [ -f "$CONF" ] && [ ! -f "$GC_RUN/slurmdbd.conf.saved" ] && ! grep -qs "greenup-test" "$CONF"; then
+      cp -p "$CONF" "$GC_RUN/slurmdbd.conf.saved"
+    fi
+    cat > "$CONF" <<CONF
+# greenup-test: written by tests/cluster/accounting.sh, removed by teardown.sh
+AuthType=auth/munge
+DbdHost=localhost
+DbdPort=17119
+SlurmUser=root
+DebugLevel=info
+LogFile=$GC_LOG/slurmdbd.log
+PidFile=$GC_RUN/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=$DBUSER
+StoragePass=$DBPASS
+StorageLoc=$DB
+CONF
+    chmod 600 "$CONF"   # slurmdbd refuses a conf others can read: it holds a password
+    gc_stop_pidfile "$GC_RUN/slurmdbd.pid"
+    slurmdbd
+    for _ in $(seq 1 100); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.1; done
+    sacctmgr -i add cluster "$GC_NAME" >/dev/null
+    sacctmgr -i add account greenup-test >/dev/null
+    sacctmgr -i add user "root,$GC_USER,$GC_USER2" account=greenup-test >/dev/null
+    ;;
+  stop)
+    gc_stop_pidfile "$GC_RUN/slurmdbd.pid"
+    [ -f "$GC_RUN/mariadb.pid" ] && gc_stop_pidfile "$GC_RUN/mariadb.pid"
+    grep -qs greenup-test "$CONF" && rm -f "$CONF"
+    [ -f "$GC_RUN/slurmdbd.conf.saved" ] && mv -f "$GC_RUN/slurmdbd.conf.saved" "$CONF"
+    true ;;
+  *) echo "usage: accounting.sh start|stop" >&2; exit 2 ;;
+esac
