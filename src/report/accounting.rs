@@ -252,9 +252,10 @@ mod tests {
 
     #[test]
     fn zero_empty_and_no_value_are_not_a_figure() {
+        // Slurm 22.05 without an energy plugin prints "COMPLETED|" for the allocation.
         for out in [
-            "COMPLETED|0\n",
             "COMPLETED|\n",
+            "COMPLETED|0\n",
             "TIMEOUT|18446744073709551614\n",
         ] {
             let e = parse(true, out, "");

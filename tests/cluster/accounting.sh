@@ -13,13 +13,25 @@ DBPASS=greenup-test-only
 CONF=$GC_ETC/slurmdbd.conf
 
 db_up() { mariadb -e 'select 1' >/dev/null 2>&1; }
+# Run "$@" without the descriptors this shell inherited beyond stdin, stdout and stderr.
+# slurmdbd and mariadbd keep whatever they inherit: the cluster lock's descriptor among
+# them would hold the lock for as long as they run, and a caller's pipe would never close.
+without_fds() {
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec "$@"
+  )
+}
 
 case "${1:-}" in
   start)
     set -e
     if ! db_up; then
       install -d -o mysql -g root /run/mysqld
-      nohup /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 > "$GC_LOG/mariadb.log" 2>&1 &
+      without_fds nohup /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 > "$GC_LOG/mariadb.log" 2>&1 &
       echo $! > "$GC_RUN/mariadb.pid"
       for _ in $(seq 1 100); do db_up && break; sleep 0.1; done
       db_up || { echo "accounting.sh: MariaDB did not start; see $GC_LOG/mariadb.log" >&2; exit 1; }
@@ -48,7 +60,7 @@ StorageLoc=$DB
 CONF
     chmod 600 "$CONF"   # slurmdbd refuses a conf others can read: it holds a password
     gc_stop_pidfile "$GC_RUN/slurmdbd.pid"
-    slurmdbd
+    without_fds slurmdbd
     for _ in $(seq 1 100); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.1; done
     sacctmgr -i add cluster "$GC_NAME" >/dev/null
     sacctmgr -i add account greenup-test >/dev/null
