@@ -82,6 +82,21 @@ fn users_see_their_own_jobs_root_sees_all() {
     let (rc, out, err) = cli(Some(TEST_USER), &["jobs", "--site", site, "--json"]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(ids(&out), vec![101], "a user sees only their own jobs");
+    let (rc, out, err) = cli(
+        Some(TEST_USER),
+        &["jobs", "--site", site, "--json", "--user", "root"],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        ids(&out).is_empty(),
+        "naming another user shows none of theirs"
+    );
+    let (rc, _, err) = cli(
+        Some(TEST_USER),
+        &["jobs", "--site", site, "--json", "--user", "0"],
+    );
+    assert_eq!(rc, 3);
+    assert!(err.contains("may list only their own jobs"), "{err}");
 
     for connect in [sock.as_str(), d.tcp.as_str()] {
         let (rc, _, err) = cli(Some(TEST_USER), &["job", "102", "--connect", connect]);

@@ -8,7 +8,7 @@ use super::{
     Applied, Change, Counts, NewJob, ProfileVersion, Reservation, Store, StoreError, StoreMetrics,
 };
 use crate::daemon::protocol::{
-    Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict,
+    Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob, Verdict,
 };
 
 const SCHEMA: &str = "
@@ -529,6 +529,46 @@ impl Store for SqliteStore {
                 outcomes: usize::try_from(n).unwrap_or(0),
                 opened_at: opened,
             });
+        }
+        Ok(out)
+    }
+
+    fn job_records(&mut self, f: &ListRecords) -> Result<Vec<JobRecord>, StoreError> {
+        let before = f.before_job_id.map(job_id_sql).transpose()?;
+        let ids: Vec<i64> = {
+            let mut s = self
+                .conn
+                .prepare_cached(
+                    "SELECT j.job_id FROM jobs j JOIN decisions d USING (job_id)
+                     WHERE (?1 IS NULL OR j.uid = ?1) AND (?2 IS NULL OR j.user = ?2)
+                       AND (?3 IS NULL OR j.state = ?3) AND (?4 IS NULL OR d.profile = ?4)
+                       AND (?5 IS NULL OR j.closed_at >= ?5) AND (?6 IS NULL OR j.closed_at < ?6)
+                       AND (?7 IS NULL OR j.job_id < ?7)
+                     ORDER BY j.job_id DESC LIMIT ?8",
+                )
+                .map_err(read_err)?;
+            let rows = s
+                .query_map(
+                    params![
+                        f.uid,
+                        f.user,
+                        f.state.map(JobState::as_str),
+                        f.profile,
+                        f.closed_since,
+                        f.closed_before,
+                        before,
+                        f.limit.unwrap_or(100)
+                    ],
+                    |r| r.get(0),
+                )
+                .map_err(read_err)?;
+            rows.collect::<Result<_, _>>().map_err(read_err)?
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(rec) = self.job(id as u64)? {
+                out.push(rec);
+            }
         }
         Ok(out)
     }

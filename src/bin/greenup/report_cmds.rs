@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{JobRecord, ListJobs};
+use greenup::daemon::protocol::{JobRecord, ListRecords};
 use greenup::input::write_atomic;
 use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
@@ -58,7 +58,7 @@ pub struct JobsArgs {
     /// Only jobs that ended before DATE (YYYY-MM-DD[THH:MM[:SS]], UTC).
     #[arg(long, value_name = "DATE", value_parser = date)]
     until: Option<i64>,
-    /// Look at most at this many jobs, newest first.
+    /// Show at most this many jobs: the newest that match.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     limit: u32,
     /// Print JSON.
@@ -80,40 +80,28 @@ fn date(s: &str) -> Result<i64, String> {
 /// Run `greenup jobs`: one row per job, oldest first, in eacct/sacct-style columns.
 pub fn jobs(args: JobsArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
-    let mut client = connect(&site)?;
-    let list = client
-        .list_jobs(ListJobs {
-            limit: Some(args.limit),
-            ..ListJobs::default()
-        })
+    // A number is a uid; anything else a user name.
+    let (uid, user) = match args.user.as_deref().map(|u| (u.parse::<u32>().ok(), u)) {
+        Some((Some(uid), _)) => (Some(uid), None),
+        Some((None, name)) => (None, Some(name.to_string())),
+        None => (None, None),
+    };
+    let filter = ListRecords {
+        uid,
+        user,
+        profile: args.app.clone(),
+        closed_since: args.since,
+        closed_before: args.until,
+        ..ListRecords::default()
+    };
+    let recs = connect(&site)?
+        .records(filter, args.limit as usize)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let mut rows = Vec::new();
-    for j in list.iter().rev() {
-        if args
-            .user
-            .as_deref()
-            .is_some_and(|u| j.user.as_deref() != Some(u) && j.uid.to_string() != u)
-        {
-            continue;
-        }
-        let rec = client
-            .get_job(j.job_id)
-            .map_err(|e| Failure::Runtime(e.to_string()))?;
-        if args
-            .app
-            .as_deref()
-            .is_some_and(|a| rec.decision.profile.as_deref() != Some(a))
-        {
-            continue;
-        }
-        let end = rec.closed_at;
-        if args.since.is_some_and(|s| end.is_none_or(|e| e < s))
-            || args.until.is_some_and(|u| end.is_none_or(|e| e >= u))
-        {
-            continue;
-        }
-        rows.push(JobRow::from(&from_record(&rec, &Context::default())));
-    }
+    let rows: Vec<JobRow> = recs
+        .iter()
+        .rev()
+        .map(|rec| JobRow::from(&from_record(rec, &Context::default())))
+        .collect();
     print_as(
         args.json,
         args.csv,
@@ -313,25 +301,22 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
     Ok(())
 }
 
+/// The most runs `greenup app NAME` summarises, newest first.
+const APP_MAX_RUNS: usize = 10_000;
+
 /// Run `greenup app NAME`.
 pub fn app(args: AppArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
-    let mut client = connect(&site)?;
-    let jobs = client
-        .list_jobs(ListJobs {
-            limit: Some(10_000),
-            ..ListJobs::default()
-        })
-        .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let mut reports = Vec::new();
-    for j in jobs {
-        let rec = client
-            .get_job(j.job_id)
-            .map_err(|e| Failure::Runtime(e.to_string()))?;
-        if rec.decision.profile.as_deref() == Some(args.name.as_str()) {
-            reports.push(build(&site, &rec, SlurmEnergy::NotAsked).0);
-        }
-    }
+    let filter = ListRecords {
+        profile: Some(args.name.clone()),
+        ..ListRecords::default()
+    };
+    let reports: Vec<JobReport> = connect(&site)?
+        .records(filter, APP_MAX_RUNS)
+        .map_err(|e| Failure::Runtime(e.to_string()))?
+        .iter()
+        .map(|rec| build(&site, rec, SlurmEnergy::NotAsked).0)
+        .collect();
     let versions = Versions::for_store(&site.daemon.store);
     let pinned = versions.pinned(&args.name)?;
     let admin_version = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))
