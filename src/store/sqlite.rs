@@ -578,30 +578,12 @@ impl Store for SqliteStore {
         application: &str,
         limit: u32,
     ) -> Result<Vec<JobRecord>, StoreError> {
-        let ids: Vec<i64> = {
-            let mut s = self
-                .conn
-                .prepare_cached(
-                    "SELECT j.job_id FROM jobs j JOIN decisions d USING (job_id)
-                     WHERE d.profile = ?1 AND j.state = ?2
-                     ORDER BY j.job_id DESC LIMIT ?3",
-                )
-                .map_err(read_err)?;
-            let rows = s
-                .query_map(
-                    params![application, JobState::Closed.as_str(), limit],
-                    |r| r.get(0),
-                )
-                .map_err(read_err)?;
-            rows.collect::<Result<_, _>>().map_err(read_err)?
-        };
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(rec) = self.job(id as u64)? {
-                out.push(rec);
-            }
-        }
-        Ok(out)
+        self.job_records(&ListRecords {
+            profile: Some(application.to_string()),
+            state: Some(JobState::Closed),
+            limit: Some(limit),
+            ..ListRecords::default()
+        })
     }
 
     fn metrics(&mut self) -> Result<StoreMetrics, StoreError> {

@@ -293,6 +293,20 @@ t_accounting() {
   return $rc
 }
 
+# 11. greenup jobs and greenup app (one list_records request each) show a user only their own jobs.
+t_listing() {
+  local rc=0 u users g=$GC_SHARE/bin/greenup site=$GC_ETC/greenup.yaml
+  for u in $GC_USER $GC_USER2; do
+    users=$(as $u "$g" jobs --json --limit 1000 --site $site | jq -r '[.[].user] | unique | join(" ")')
+    [ "$users" = "$u" ] || { say "greenup jobs as $u lists jobs of: '$users'"; rc=1; }
+    users=$(as $u "$g" app solver --json --site $site | jq -r '[.runs[].user] | unique | join(" ")')
+    [ "$users" = "$u" ] || { say "greenup app solver as $u lists runs of: '$users'"; rc=1; }
+  done
+  users=$("$g" jobs --json --limit 1000 --site $site | jq -r '[.[].user] | unique | join(" ")')
+  [ "$users" = "$GC_USER $GC_USER2" ] || { say "greenup jobs as root lists jobs of: '$users'"; rc=1; }
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -302,6 +316,7 @@ run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
 run_test "10 Slurm accounting that measured 0 J is reported as not available, with why" t_accounting
+run_test "11 greenup jobs and greenup app show a user only their own jobs" t_listing
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"
