@@ -246,27 +246,49 @@ pub fn job_report(r: &JobReport) -> String {
 
     let mut totals = new_table();
     totals.set_header(vec!["", "PREDICTED", "MEASURED", "ERROR", "BASELINE"]);
-    totals.add_row(vec![
-        "TIME".to_string(),
-        fmt_time(r.predicted.time_s),
-        opt(r.measured.time_s, fmt_time),
-        opt_dash(r.time_error_pct(), fmt_pct),
-        fmt_time(r.baseline.time_s),
-    ]);
-    totals.add_row(vec![
-        "ENERGY".to_string(),
-        fmt_energy(r.predicted.energy_j),
-        opt(r.measured.energy_j, fmt_energy),
-        opt_dash(r.energy_error_pct(), fmt_pct),
-        fmt_energy(r.baseline.energy_j),
-    ]);
-    totals.add_row(vec![
-        "AVG_POWER".to_string(),
-        fmt_power(r.predicted.avg_power_w),
-        opt(r.measured.avg_power_w, fmt_power),
-        opt_dash(r.power_error_pct(), fmt_pct),
-        fmt_power(r.baseline.avg_power_w),
-    ]);
+    type Row = (
+        &'static str,
+        f64,
+        Option<f64>,
+        Option<f64>,
+        f64,
+        fn(f64) -> String,
+    );
+    let rows: [Row; 3] = [
+        (
+            "TIME",
+            r.predicted.time_s,
+            r.measured.time_s,
+            r.time_error_pct(),
+            r.baseline.time_s,
+            fmt_time,
+        ),
+        (
+            "ENERGY",
+            r.predicted.energy_j,
+            r.measured.energy_j,
+            r.energy_error_pct(),
+            r.baseline.energy_j,
+            fmt_energy,
+        ),
+        (
+            "AVG_POWER",
+            r.predicted.avg_power_w,
+            r.measured.avg_power_w,
+            r.power_error_pct(),
+            r.baseline.avg_power_w,
+            fmt_power,
+        ),
+    ];
+    for (name, predicted, measured, error, baseline, fmt) in rows {
+        totals.add_row(vec![
+            name.to_string(),
+            fmt(predicted),
+            opt(measured, fmt),
+            opt_dash(error, fmt_pct),
+            fmt(baseline),
+        ]);
+    }
     align_right(&mut totals, 1);
     let _ = writeln!(out, "{totals}");
     out.push('\n');
