@@ -5,6 +5,7 @@
 //! plotters' SVG backend writes text as SVG `<text>` elements, so no font
 //! library is linked; the viewer's font draws the labels.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::ReportError;
@@ -56,11 +57,7 @@ fn padded(lo: f64, hi: f64) -> (f64, f64) {
 }
 
 /// A chart on f64 axes, as [`chart`] hands it to the code that draws the series.
-type Chart<'a, 'b> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
->;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The frame every greenup plot shares.
 struct Frame<'a> {
