@@ -11,6 +11,7 @@ DB=greenup_test_acct
 DBUSER=greenup_test
 DBPASS=greenup-test-only
 CONF=$GC_ETC/slurmdbd.conf
+MARIADB_PID=/run/mysqld/mariadb-greenup-test.pid
 
 db_up() { mariadb -e 'select 1' >/dev/null 2>&1; }
 # Run "$@" without the descriptors this shell inherited beyond stdin, stdout and stderr.
@@ -31,8 +32,10 @@ case "${1:-}" in
     set -e
     if ! db_up; then
       install -d -o mysql -g root /run/mysqld
-      without_fds nohup /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 > "$GC_LOG/mariadb.log" 2>&1 &
-      echo $! > "$GC_RUN/mariadb.pid"
+      # mariadbd writes its own pid file (as user mysql): $! would be a subshell's pid.
+      without_fds nohup /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 \
+        --pid-file="$MARIADB_PID" > "$GC_LOG/mariadb.log" 2>&1 &
+      touch "$GC_RUN/mariadb-started"
       for _ in $(seq 1 100); do db_up && break; sleep 0.1; done
       db_up || { echo "accounting.sh: MariaDB did not start; see $GC_LOG/mariadb.log" >&2; exit 1; }
     fi
@@ -68,7 +71,10 @@ CONF
     ;;
   stop)
     gc_stop_pidfile "$GC_RUN/slurmdbd.pid"
-    [ -f "$GC_RUN/mariadb.pid" ] && gc_stop_pidfile "$GC_RUN/mariadb.pid"
+    if [ -f "$GC_RUN/mariadb-started" ]; then
+      gc_stop_pidfile "$MARIADB_PID"
+      rm -f "$GC_RUN/mariadb-started"
+    fi
     grep -qs greenup-test "$CONF" && rm -f "$CONF"
     [ -f "$GC_RUN/slurmdbd.conf.saved" ] && mv -f "$GC_RUN/slurmdbd.conf.saved" "$CONF"
     true ;;
