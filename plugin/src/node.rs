@@ -263,9 +263,8 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
 pub fn report_line(rec: &JobRecord, site: &Site) -> String {
     let ctx = greenup::report::record::Context {
         site: Some(site),
-        // The job epilog runs before Slurm's accounting of the job is final, so sacct
-        // is not asked here; `greenup report JOBID` reads it once the job has ended.
-        slurm_energy: greenup::report::accounting::SlurmEnergy::NotFinal,
+        // `greenup report JOBID` reads Slurm's figure once the job has ended.
+        slurm_energy: greenup::report::accounting::SlurmEnergy::in_job_epilog(),
         ..Default::default()
     };
     greenup::report::text::energy_paragraph(&greenup::report::record::from_record(rec, &ctx))

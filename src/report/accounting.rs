@@ -50,6 +50,12 @@ pub enum SlurmEnergy {
 }
 
 impl SlurmEnergy {
+    /// What the in-job `--energy-report` paragraph may say: the job epilog that writes
+    /// it runs before Slurm's accounting of the job is final, so sacct is not asked.
+    pub fn in_job_epilog() -> Self {
+        SlurmEnergy::NotFinal
+    }
+
     /// The measured joules; `None` for every "not available" case (a 0 is never a figure).
     pub fn joules(&self) -> Option<f64> {
         match self {
