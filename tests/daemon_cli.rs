@@ -1,4 +1,4 @@
-//! `greenup jobs`, `greenup job` and `greenup status` against a running greenupd,
+//! `greenup jobs`, `greenup job`, `greenup report` and `greenup status` against a running greenupd,
 //! as root and as an ordinary user (run with runuser: SO_PEERCRED on the socket,
 //! a MUNGE credential over TCP).
 #![cfg(feature = "daemon")]
@@ -82,6 +82,69 @@ fn users_see_their_own_jobs_root_sees_all() {
     let (rc, out, err) = cli(Some(TEST_USER), &["jobs", "--site", site, "--json"]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(ids(&out), vec![101], "a user sees only their own jobs");
+    let (rc, out, err) = cli(
+        Some(TEST_USER),
+        &["jobs", "--site", site, "--json", "--user", "root"],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        ids(&out).is_empty(),
+        "naming another user shows none of theirs"
+    );
+    let (rc, _, err) = cli(
+        Some(TEST_USER),
+        &["jobs", "--site", site, "--json", "--user", "0"],
+    );
+    assert_eq!(rc, 3);
+    assert!(err.contains("may list only their own jobs"), "{err}");
+
+    // `greenup report` shows Slurm accounting's figure as sacct gives it (a stand-in
+    // sacct first on PATH), or says why there is none.
+    let fake = d.dir.path().join("fake-bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let report_with_sacct = |body: &str, json: bool| {
+        let sacct = fake.join("sacct");
+        std::fs::write(&sacct, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!(
+            "{}:{}",
+            fake.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut args = vec!["report", "101", "--site", site];
+        if json {
+            args.push("--json");
+        }
+        let out = Command::new(greenup_bin())
+            .args(&args)
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let measured =
+        r#"[ "$*" = "-n -P -X -j 101 -o State,ConsumedEnergyRaw" ] && echo 'COMPLETED|7000'"#;
+    let page = report_with_sacct(measured, false);
+    assert!(
+        page.contains("\nSlurm       ConsumedEnergy 7.00 kJ\n"),
+        "{page}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&report_with_sacct(measured, true)).unwrap();
+    assert_eq!(
+        v["slurm_energy"],
+        serde_json::json!({"status": "measured", "joules": 7000.0})
+    );
+    let page = report_with_sacct(
+        "echo 'Slurm accounting storage is disabled' >&2; exit 1",
+        false,
+    );
+    assert!(
+        page.contains(
+            "Slurm       ConsumedEnergy not available (no Slurm accounting: Slurm accounting storage is disabled)"
+        ),
+        "{page}"
+    );
 
     for connect in [sock.as_str(), d.tcp.as_str()] {
         let (rc, _, err) = cli(Some(TEST_USER), &["job", "102", "--connect", connect]);

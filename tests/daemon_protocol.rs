@@ -11,7 +11,8 @@ use std::time::Duration;
 use daemon_support::*;
 use greenup::daemon::client::ClientError;
 use greenup::daemon::protocol::{
-    ErrorCode, ListJobs, NodeOutcome, ReplyLine, Request, request_body, request_line,
+    ErrorCode, ListJobs, ListRecords, NodeOutcome, OpenJob, Reply, ReplyLine, Request,
+    request_body, request_line,
 };
 
 fn code(r: &ReplyLine) -> ErrorCode {
@@ -241,6 +242,122 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
     assert_eq!(root.list_jobs(ListJobs::default()).unwrap().len(), 2);
     assert_eq!(count(&d.store, "SELECT count(*) FROM jobs"), 2);
     assert_eq!(count(&d.store, "SELECT count(*) FROM outcomes"), 0);
+}
+
+/// The job ids in a list_records reply, and whether it says more match.
+fn record_ids(r: ReplyLine) -> (Vec<u64>, bool) {
+    match r.reply {
+        Some(Reply::Records { jobs, truncated }) => {
+            (jobs.iter().map(|j| j.job_id).collect(), truncated)
+        }
+        _ => panic!("expected records, got {r:?}"),
+    }
+}
+
+#[test]
+fn list_records_returns_whole_jobs_and_only_the_callers_own() {
+    let uid = test_user_uid();
+    let d = start(4, |_, _, _| {});
+    let mut root = d.tcp_client();
+    let lammps = |id, owner| OpenJob {
+        profile: Some("lammps".into()),
+        user: Some(if owner == 0 { "root" } else { TEST_USER }.into()),
+        ..open_req(id, owner, 2)
+    };
+    root.open_job(lammps(31, uid)).unwrap();
+    root.open_job(lammps(32, 0)).unwrap();
+    root.open_job(open_req(33, uid, 2)).unwrap();
+    root.open_job(lammps(34, uid)).unwrap();
+    root.record_outcome(NodeOutcome {
+        job_id: 31,
+        node: "n1".into(),
+        freq_ghz: Some(2.0),
+        energy_j: Some(1234.5),
+        elapsed_s: Some(10.0),
+        source: Some("rapl".into()),
+        restored: true,
+        note: None,
+    })
+    .unwrap();
+    root.close_job(31, Some("completed")).unwrap();
+
+    let as_user = |req: ListRecords| -> ReplyLine {
+        d.tcp_client()
+            .call_raw(&line_as(Some(TEST_USER), &Request::ListRecords(req)))
+            .unwrap()
+    };
+    // Only the user's own jobs, newest first, each whole: decision and outcomes.
+    let r = as_user(ListRecords::default());
+    let Some(Reply::Records { jobs, truncated }) = r.reply.clone() else {
+        panic!("{r:?}")
+    };
+    assert_eq!(
+        jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        vec![34, 33, 31]
+    );
+    assert!(!truncated);
+    let j31 = &jobs[2];
+    assert_eq!(j31.decision.profile.as_deref(), Some("lammps"));
+    assert_eq!(j31.outcomes.len(), 1);
+    assert_eq!(j31.outcomes[0].energy_j, Some(1234.5));
+    assert_eq!(j31.end.as_deref(), Some("completed"));
+    assert_eq!(j31.request.nodes, vec!["n1".to_string(), "n2".to_string()]);
+
+    // Another uid is refused; another user's name or profile matches none of theirs.
+    let r = as_user(ListRecords {
+        uid: Some(0),
+        ..Default::default()
+    });
+    assert_eq!(code(&r), ErrorCode::Forbidden);
+    let other = as_user(ListRecords {
+        user: Some("root".into()),
+        ..Default::default()
+    });
+    assert_eq!(record_ids(other), (vec![], false));
+    let mine = as_user(ListRecords {
+        profile: Some("lammps".into()),
+        ..Default::default()
+    });
+    assert_eq!(record_ids(mine), (vec![34, 31], false));
+    // Closed jobs by end time: 31 is the only closed one.
+    let closed = as_user(ListRecords {
+        closed_since: Some(0),
+        ..Default::default()
+    });
+    assert_eq!(record_ids(closed), (vec![31], false));
+
+    // Bounded: a limit cuts the page and says more match; the next page goes on from there.
+    let page = as_user(ListRecords {
+        limit: Some(2),
+        ..Default::default()
+    });
+    assert_eq!(record_ids(page), (vec![34, 33], true));
+    let next = as_user(ListRecords {
+        limit: Some(2),
+        before_job_id: Some(33),
+        ..Default::default()
+    });
+    assert_eq!(record_ids(next), (vec![31], false));
+
+    // Root sees everyone's; the client pages through them (here one job a page).
+    let all = root.records(ListRecords::default(), 10).unwrap();
+    assert_eq!(
+        all.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        vec![34, 33, 32, 31]
+    );
+    let paged = root
+        .records(
+            ListRecords {
+                limit: Some(1),
+                ..Default::default()
+            },
+            3,
+        )
+        .unwrap();
+    assert_eq!(
+        paged.iter().map(|j| j.job_id).collect::<Vec<_>>(),
+        vec![34, 33, 32]
+    );
 }
 
 #[test]

@@ -15,6 +15,9 @@ fn errors_and_savings_match_hand_arithmetic() {
     // Saving: predicted (6.4 - 5.2) / 6.4 = 18.75 %, measured (6.4 - 5.3) / 6.4 = 17.1875 %.
     assert!((r.predicted_saving_pct().unwrap() - 18.75).abs() < 1e-9);
     assert!((r.measured_saving_pct().unwrap() - 17.1875).abs() < 1e-9);
+    // Slurm's own non-zero figure is printed beside greenup's.
+    assert!(text::job_report(&r).contains("Slurm       ConsumedEnergy 5.28 MJ"));
+    assert!(text::energy_paragraph(&r).contains("Slurm ConsumedEnergy: 5.28 MJ."));
     // Measured power: 5.3 MJ / 3720 s.
     assert!((r.measured.avg_power_w.unwrap() - 5.3e6 / 3720.0).abs() < 1e-6);
 }
@@ -29,12 +32,18 @@ fn unmeasured_node_leaves_totals_unknown() {
     let page = text::job_report(&r);
     assert!(page.contains("unmeasured"));
     // A zero from Slurm accounting is "not available", never "0 J".
-    assert!(page.contains("ConsumedEnergy not available"));
+    assert!(page.contains(
+        "ConsumedEnergy not available (Slurm accounting measured 0 J: no energy plugin counted this job)"
+    ));
     assert!(!page.contains(" 0.0 J"));
     let para = text::energy_paragraph(&r);
-    assert!(para.contains("Slurm ConsumedEnergy: not available"));
+    assert!(para.contains("Slurm ConsumedEnergy: not available (Slurm accounting measured 0 J"));
     let json = table::job_json(&r).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["slurm_energy"]["status"], "zero");
+    assert!(v["slurm_energy"]["joules"].is_null());
+    let csv = table::job_csv(&r).unwrap();
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",,zero")), "{csv}");
     assert!(v["measured"]["energy_j"].is_null());
     assert!(v["nodes"][2]["measured_energy_j"].is_null());
     assert_eq!(v["nodes"][2]["source"], "unmeasured");

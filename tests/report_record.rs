@@ -7,6 +7,7 @@ use greenup::daemon::protocol::{Decision, JobRecord, JobState, NodeOutcome, Open
 use greenup::model::Predictor;
 use greenup::model::hetero::{Hetero, TypeTimes};
 use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+use greenup::report::accounting::SlurmEnergy;
 use greenup::report::record::{Context, from_record};
 use greenup::report::{self, Applied, Source, Warning};
 use greenup::site::{NodeType, PowerModel};
@@ -138,7 +139,7 @@ fn statuses_sources_and_warnings() {
             .iter()
             .any(|w| matches!(w, Warning::Unmeasured(s) if s.starts_with("n3")))
     );
-    assert_eq!(r.slurm_energy_j, None);
+    assert_eq!(r.slurm_energy, SlurmEnergy::NotAsked);
     let page = report::text::job_report(&r);
     assert!(page.contains("ConsumedEnergy not available"));
 }

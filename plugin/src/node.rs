@@ -263,6 +263,8 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
 pub fn report_line(rec: &JobRecord, site: &Site) -> String {
     let ctx = greenup::report::record::Context {
         site: Some(site),
+        // `greenup report JOBID` reads Slurm's figure once the job has ended.
+        slurm_energy: greenup::report::accounting::SlurmEnergy::in_job_epilog(),
         ..Default::default()
     };
     greenup::report::text::energy_paragraph(&greenup::report::record::from_record(rec, &ctx))
@@ -610,7 +612,9 @@ mod report_tests {
         // One node has no meter: no job total is printed, and the node is named.
         assert!(line.contains("Measured by rapl, n3 unmeasured"), "{line}");
         assert!(
-            line.contains("Slurm ConsumedEnergy: not available"),
+            line.contains(
+                "Slurm ConsumedEnergy: not available (Slurm accounting is final only after the job ends)"
+            ),
             "{line}"
         );
         assert!(

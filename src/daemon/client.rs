@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use super::munge::{Munge, MungeError};
 use super::protocol::{
-    Decision, ErrorReply, JobRecord, JobSummary, ListJobs, MAX_LINE_BYTES, NodeOutcome,
-    NodeSettings, OpenJob, Reply, ReplyLine, Request, Status, request_body, request_line,
+    Decision, ErrorReply, JobRecord, JobSummary, ListJobs, ListRecords, MAX_LINE_BYTES,
+    MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status,
+    request_body, request_line,
 };
 
 /// Where greenupd listens.
@@ -269,6 +270,42 @@ impl Client {
             Reply::Jobs { jobs } => Ok(jobs),
             other => Err(unexpected("jobs", &other)),
         }
+    }
+
+    /// One page of whole jobs the caller may see, newest first, and whether more match.
+    pub fn list_records(
+        &mut self,
+        filter: ListRecords,
+    ) -> Result<(Vec<JobRecord>, bool), ClientError> {
+        match self.call(&Request::ListRecords(filter))? {
+            Reply::Records { jobs, truncated } => Ok((jobs, truncated)),
+            other => Err(unexpected("records", &other)),
+        }
+    }
+
+    /// Up to `max` whole jobs matching `filter`, newest first, asking page by page
+    /// (pages of `filter.limit`, default and at most [`MAX_RECORDS`]; one round trip
+    /// unless more than a page matches).
+    pub fn records(
+        &mut self,
+        mut filter: ListRecords,
+        max: usize,
+    ) -> Result<Vec<JobRecord>, ClientError> {
+        let page_size = filter.limit.unwrap_or(MAX_RECORDS).clamp(1, MAX_RECORDS) as usize;
+        let mut out: Vec<JobRecord> = Vec::new();
+        while out.len() < max {
+            let want = (max - out.len()).min(page_size) as u32;
+            filter.limit = Some(want);
+            let (page, truncated) = self.list_records(filter.clone())?;
+            let last = page.last().map(|j| j.job_id);
+            out.extend(page);
+            match last {
+                Some(id) if truncated => filter.before_job_id = Some(id),
+                _ => break,
+            }
+        }
+        out.truncate(max);
+        Ok(out)
     }
 
     /// The daemon's status and ledger.

@@ -61,6 +61,9 @@ pub enum Request {
     },
     /// Jobs, newest first; ordinary users see only their own.
     ListJobs(ListJobs),
+    /// Whole jobs (request, decision, outcomes), newest first, in one reply; ordinary
+    /// users see only their own. What `greenup jobs` and `greenup app` print.
+    ListRecords(ListRecords),
     /// The ledger, the daemon's version and counts.
     Status,
 }
@@ -75,6 +78,7 @@ impl Request {
             Request::CloseJob { .. } => "close_job",
             Request::GetJob { .. } => "get_job",
             Request::ListJobs(_) => "list_jobs",
+            Request::ListRecords(_) => "list_records",
             Request::Status => "status",
         }
     }
@@ -162,6 +166,39 @@ pub struct ListJobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<JobState>,
     /// At most this many jobs (default 100, at most 10,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// The most jobs one [`Request::ListRecords`] reply holds.
+pub const MAX_RECORDS: u32 = 1_000;
+
+/// Filters for [`Request::ListRecords`]; every filter given must match.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListRecords {
+    /// Only this uid's jobs (admins and root only may name another uid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// Only jobs of this user name (ordinary users still see only their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Only jobs in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<JobState>,
+    /// Only jobs decided with this application profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Only jobs closed at or after this time (seconds since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_since: Option<i64>,
+    /// Only jobs closed before this time (seconds since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_before: Option<i64>,
+    /// Only jobs with a smaller id: the next page after a `truncated` reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_job_id: Option<u64>,
+    /// At most this many jobs (default 100, at most [`MAX_RECORDS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
 }
@@ -386,6 +423,13 @@ pub enum Reply {
     Jobs {
         /// The jobs, newest first.
         jobs: Vec<JobSummary>,
+    },
+    /// Whole jobs (list_records).
+    Records {
+        /// The jobs, newest first.
+        jobs: Vec<JobRecord>,
+        /// More jobs match: ask again with `before_job_id` set to the last job's id.
+        truncated: bool,
     },
     /// Status (status).
     Status(Status),

@@ -18,8 +18,8 @@ use super::decide::{Decider, validate_open};
 use super::ledger::Ledger;
 use super::munge::Munge;
 use super::protocol::{
-    Decision, ErrorCode, ErrorReply, JobState, ListJobs, MAX_LINE_BYTES, NodeOutcome, NodeSettings,
-    OpenJob, Reply, ReplyLine, Request, Status, VERSION, Verdict,
+    Decision, ErrorCode, ErrorReply, JobState, ListJobs, ListRecords, MAX_LINE_BYTES, MAX_RECORDS,
+    NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status, VERSION, Verdict,
 };
 use super::store_thread::StoreHandle;
 use crate::report::metrics::{Snapshot, render};
@@ -614,21 +614,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             Ok(Reply::Job(Box::new(job)))
         }
         Request::ListJobs(ListJobs { uid, state, limit }) => {
-            let all = ctx.roles.may_read_all(caller.uid);
-            let uid = match uid {
-                Some(u) if u != caller.uid && !all => {
-                    return Err(ErrorReply::new(
-                        ErrorCode::Forbidden,
-                        format!(
-                            "uid {} may list only their own jobs, not uid {u}'s",
-                            caller.uid
-                        ),
-                    ));
-                }
-                Some(u) => Some(u),
-                None if all => None,
-                None => Some(caller.uid),
-            };
+            let uid = readable_uid(&ctx, caller, uid)?;
             let limit = limit.unwrap_or(100).min(10_000);
             let jobs = shared
                 .store
@@ -637,7 +623,56 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 .map_err(store_error)?;
             Ok(Reply::Jobs { jobs })
         }
+        Request::ListRecords(filter) => {
+            let limit = filter.limit.unwrap_or(100).clamp(1, MAX_RECORDS);
+            let filter = ListRecords {
+                uid: readable_uid(&ctx, caller, filter.uid)?,
+                // One more than asked, to tell whether more match.
+                limit: Some(limit + 1),
+                ..filter
+            };
+            let mut jobs = shared
+                .store
+                .read(move |s| s.job_records(&filter))
+                .await
+                .map_err(store_error)?;
+            let mut truncated = jobs.len() > limit as usize;
+            jobs.truncate(limit as usize);
+            // Keep the reply well inside one line; the client asks for the rest.
+            let mut bytes = 0;
+            let fits = jobs
+                .iter()
+                .take_while(|j| {
+                    bytes += serde_json::to_vec(j).map_or(MAX_LINE_BYTES, |v| v.len() + 1);
+                    bytes <= MAX_LINE_BYTES / 2
+                })
+                .count()
+                .max(1);
+            if fits < jobs.len() {
+                truncated = true;
+                jobs.truncate(fits);
+            }
+            Ok(Reply::Records { jobs, truncated })
+        }
         Request::Status => Ok(Reply::Status(status(shared, &ctx).await?)),
+    }
+}
+
+/// The uid a listing is restricted to: ordinary users only their own, admins and root
+/// any one (`Some`) or all (`None`).
+fn readable_uid(ctx: &Ctx, caller: Caller, uid: Option<u32>) -> Result<Option<u32>, ErrorReply> {
+    let all = ctx.roles.may_read_all(caller.uid);
+    match uid {
+        Some(u) if u != caller.uid && !all => Err(ErrorReply::new(
+            ErrorCode::Forbidden,
+            format!(
+                "uid {} may list only their own jobs, not uid {u}'s",
+                caller.uid
+            ),
+        )),
+        Some(u) => Ok(Some(u)),
+        None if all => Ok(None),
+        None => Ok(Some(caller.uid)),
     }
 }
 

@@ -7,6 +7,7 @@
 //! [`landscape`]). Measured values are `Option`s: a node without a meter is
 //! "unmeasured", and no renderer ever prints a number in its place.
 
+pub mod accounting;
 pub mod landscape;
 pub mod metrics;
 pub mod record;
@@ -221,8 +222,9 @@ pub struct JobReport {
     pub ee: Option<f64>,
     /// EE of the baseline, when the model defines it.
     pub ee_baseline: Option<f64>,
-    /// Slurm's ConsumedEnergy in joules; `None` when accounting has none (shown as "not available").
-    pub slurm_energy_j: Option<f64>,
+    /// Slurm accounting's ConsumedEnergy, or why it is not available (never a 0 shown as a figure).
+    #[serde(default)]
+    pub slurm_energy: accounting::SlurmEnergy,
     /// Warnings, in the order they arose.
     pub warnings: Vec<Warning>,
 }

@@ -7,6 +7,7 @@ use crate::model::{Config, NodeSetting, Predictor};
 use crate::plan::Estimate;
 use crate::site::Site;
 
+use super::accounting::SlurmEnergy;
 use super::{Applied, Caps, Confidence, JobReport, JobState, NodeReport, Source, Warning};
 
 /// What the store alone does not know about a job's report.
@@ -20,8 +21,8 @@ pub struct Context<'a> {
     pub model: Option<String>,
     /// That version's sample count and residual.
     pub confidence: Confidence,
-    /// Slurm's ConsumedEnergy in joules, when sacct has it.
-    pub slurm_energy_j: Option<f64>,
+    /// Slurm accounting's ConsumedEnergy, as [`super::accounting`] read it.
+    pub slurm_energy: SlurmEnergy,
     /// Why the outcome was not used to refine the profile, if it was not.
     pub not_refined: Option<String>,
 }
@@ -275,7 +276,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         measured,
         ee,
         ee_baseline,
-        slurm_energy_j: ctx.slurm_energy_j,
+        slurm_energy: ctx.slurm_energy.clone(),
         warnings,
     }
 }

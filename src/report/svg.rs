@@ -5,6 +5,7 @@
 //! plotters' SVG backend writes text as SVG `<text>` elements, so no font
 //! library is linked; the viewer's font draws the labels.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::ReportError;
@@ -55,6 +56,70 @@ fn padded(lo: f64, hi: f64) -> (f64, f64) {
     ((lo - 0.08 * span).max(0.0), hi + 0.08 * span)
 }
 
+/// A chart on f64 axes, as [`chart`] hands it to the code that draws the series.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The frame every greenup plot shares.
+struct Frame<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    /// Room left of the plot for the y labels, in pixels.
+    y_label_area: u32,
+    x: (f64, f64),
+    y: (f64, f64),
+    /// Label only whole numbers on the x axis (node counts).
+    x_integers: bool,
+}
+
+/// An SVG document: white page, caption, light mesh with the axis names, whatever
+/// `draw` adds, then the legend box at the upper right.
+fn chart(
+    f: &Frame,
+    draw: impl FnOnce(&mut Chart) -> Result<(), ReportError>,
+) -> Result<String, ReportError> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(f.title, ("sans-serif", 22))
+            .margin(18)
+            .x_label_area_size(50)
+            .y_label_area_size(f.y_label_area)
+            .build_cartesian_2d(f.x.0..f.x.1, f.y.0..f.y.1)
+            .map_err(plot_err)?;
+        let integers = |v: &f64| {
+            if (v - v.round()).abs() < 1e-6 {
+                format!("{}", v.round())
+            } else {
+                String::new()
+            }
+        };
+        let mut mesh = chart.configure_mesh();
+        mesh.light_line_style(RGBColor(244, 244, 244))
+            .x_desc(f.x_desc)
+            .y_desc(f.y_desc)
+            .axis_desc_style(("sans-serif", 16))
+            .label_style(("sans-serif", 13));
+        if f.x_integers {
+            mesh.x_label_formatter(&integers);
+        }
+        mesh.draw().map_err(plot_err)?;
+        draw(&mut chart)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(120, 120, 120))
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(buf)
+}
+
 /// The landscape plot as an SVG document.
 pub fn landscape(l: &Landscape) -> Result<String, ReportError> {
     let mut ts: Vec<f64> = l.candidates.iter().map(|c| c.time_s).collect();
@@ -93,27 +158,18 @@ pub fn landscape(l: &Landscape) -> Result<String, ReportError> {
     let (x0, x1) = padded(tmin / tdiv, tmax / tdiv);
     let (y0, y1) = padded(emin / ediv, emax / ediv);
 
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&l.title, ("sans-serif", 22))
-            .margin(18)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(RGBColor(244, 244, 244))
-            .x_desc(format!("predicted time ({tname})"))
-            .y_desc(format!("predicted energy ({ename})"))
-            .axis_desc_style(("sans-serif", 16))
-            .label_style(("sans-serif", 13))
-            .draw()
-            .map_err(plot_err)?;
-
+    let x_desc = format!("predicted time ({tname})");
+    let y_desc = format!("predicted energy ({ename})");
+    let frame = Frame {
+        title: &l.title,
+        x_desc: &x_desc,
+        y_desc: &y_desc,
+        y_label_area: 80,
+        x: (x0, x1),
+        y: (y0, y1),
+        x_integers: false,
+    };
+    chart(&frame, |chart| {
         let pt = |t: f64, e: f64| (t / tdiv, e / ediv);
         let styles: [(Kind, &str, RGBAColor); 3] = [
             (
@@ -235,17 +291,8 @@ pub fn landscape(l: &Landscape) -> Result<String, ReportError> {
                 .draw_series(std::iter::once(Circle::new(p, 12, BLACK.stroke_width(2))))
                 .map_err(plot_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(120, 120, 120))
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(plot_err)?;
-        root.present().map_err(plot_err)?;
-    }
-    Ok(buf)
+        Ok(())
+    })
 }
 
 /// The EE-against-node-count plot as an SVG document, one curve per frequency.
@@ -266,33 +313,16 @@ pub fn ee_vs_nodes(c: &EeCurves) -> Result<String, ReportError> {
     freqs.sort_by(|a, b| b.total_cmp(a));
     freqs.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
 
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&c.title, ("sans-serif", 22))
-            .margin(18)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(RGBColor(244, 244, 244))
-            .x_desc("nodes (p)")
-            .y_desc("EE = E1 / Ep")
-            .axis_desc_style(("sans-serif", 16))
-            .label_style(("sans-serif", 13))
-            .x_label_formatter(&|v| {
-                if (v - v.round()).abs() < 1e-6 {
-                    format!("{}", v.round())
-                } else {
-                    String::new()
-                }
-            })
-            .draw()
-            .map_err(plot_err)?;
+    let frame = Frame {
+        title: &c.title,
+        x_desc: "nodes (p)",
+        y_desc: "EE = E1 / Ep",
+        y_label_area: 70,
+        x: (x0, x1),
+        y: (y0, y1),
+        x_integers: true,
+    };
+    chart(&frame, |chart| {
         for (i, f) in freqs.iter().enumerate() {
             let color = CURVES[i % CURVES.len()].to_rgba();
             let mut line: Vec<(f64, f64)> = pts
@@ -327,15 +357,6 @@ pub fn ee_vs_nodes(c: &EeCurves) -> Result<String, ReportError> {
                 .label("chosen")
                 .legend(move |(x, y)| Circle::new((x + 10, y), 6, red.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(120, 120, 120))
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(plot_err)?;
-        root.present().map_err(plot_err)?;
-    }
-    Ok(buf)
+        Ok(())
+    })
 }

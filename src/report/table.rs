@@ -14,6 +14,7 @@ pub fn job_json(r: &JobReport) -> Result<String, ReportError> {
         power_error_pct: Option<f64>,
         predicted_saving_pct: Option<f64>,
         measured_saving_pct: Option<f64>,
+        slurm_energy_text: String,
     }
     #[derive(Serialize)]
     struct Out<'a> {
@@ -29,6 +30,7 @@ pub fn job_json(r: &JobReport) -> Result<String, ReportError> {
             power_error_pct: r.power_error_pct(),
             predicted_saving_pct: r.predicted_saving_pct(),
             measured_saving_pct: r.measured_saving_pct(),
+            slurm_energy_text: super::text::slurm_energy(&r.slurm_energy),
         },
     };
     Ok(serde_json::to_string_pretty(&out)?)
@@ -62,12 +64,12 @@ struct JobCsvRow<'a> {
     saving_pct: Option<f64>,
     ee: Option<f64>,
     slurm_energy_j: Option<f64>,
+    slurm_energy_status: &'static str,
 }
 
 /// `greenup report JOBID --csv`: one row per node; job totals repeat on each row.
 pub fn job_csv(r: &JobReport) -> Result<String, ReportError> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let slurm = r.slurm_energy_j.filter(|e| *e > 0.0);
     for n in &r.nodes {
         w.serialize(JobCsvRow {
             job_id: r.job_id,
@@ -94,7 +96,8 @@ pub fn job_csv(r: &JobReport) -> Result<String, ReportError> {
             energy_error_pct: r.energy_error_pct(),
             saving_pct: r.measured_saving_pct(),
             ee: r.ee,
-            slurm_energy_j: slurm,
+            slurm_energy_j: r.slurm_energy.joules(),
+            slurm_energy_status: r.slurm_energy.status(),
         })?;
     }
     finish(w)

@@ -8,11 +8,12 @@ use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 
+use super::accounting::SlurmEnergy;
 use super::{AppHistory, JobReport, JobRow, Source};
 
 /// Printed wherever a value was not measured.
 pub const UNMEASURED: &str = "unmeasured";
-/// Printed for Slurm's ConsumedEnergy when accounting has none.
+/// Printed for Slurm's ConsumedEnergy when accounting has no figure, before the reason.
 pub const NOT_AVAILABLE: &str = "not available";
 
 /// Elapsed time the way sacct prints it: `[D-]HH:MM:SS`.
@@ -245,27 +246,49 @@ pub fn job_report(r: &JobReport) -> String {
 
     let mut totals = new_table();
     totals.set_header(vec!["", "PREDICTED", "MEASURED", "ERROR", "BASELINE"]);
-    totals.add_row(vec![
-        "TIME".to_string(),
-        fmt_time(r.predicted.time_s),
-        opt(r.measured.time_s, fmt_time),
-        opt_dash(r.time_error_pct(), fmt_pct),
-        fmt_time(r.baseline.time_s),
-    ]);
-    totals.add_row(vec![
-        "ENERGY".to_string(),
-        fmt_energy(r.predicted.energy_j),
-        opt(r.measured.energy_j, fmt_energy),
-        opt_dash(r.energy_error_pct(), fmt_pct),
-        fmt_energy(r.baseline.energy_j),
-    ]);
-    totals.add_row(vec![
-        "AVG_POWER".to_string(),
-        fmt_power(r.predicted.avg_power_w),
-        opt(r.measured.avg_power_w, fmt_power),
-        opt_dash(r.power_error_pct(), fmt_pct),
-        fmt_power(r.baseline.avg_power_w),
-    ]);
+    type Row = (
+        &'static str,
+        f64,
+        Option<f64>,
+        Option<f64>,
+        f64,
+        fn(f64) -> String,
+    );
+    let rows: [Row; 3] = [
+        (
+            "TIME",
+            r.predicted.time_s,
+            r.measured.time_s,
+            r.time_error_pct(),
+            r.baseline.time_s,
+            fmt_time,
+        ),
+        (
+            "ENERGY",
+            r.predicted.energy_j,
+            r.measured.energy_j,
+            r.energy_error_pct(),
+            r.baseline.energy_j,
+            fmt_energy,
+        ),
+        (
+            "AVG_POWER",
+            r.predicted.avg_power_w,
+            r.measured.avg_power_w,
+            r.power_error_pct(),
+            r.baseline.avg_power_w,
+            fmt_power,
+        ),
+    ];
+    for (name, predicted, measured, error, baseline, fmt) in rows {
+        totals.add_row(vec![
+            name.to_string(),
+            fmt(predicted),
+            opt(measured, fmt),
+            opt_dash(error, fmt_pct),
+            fmt(baseline),
+        ]);
+    }
     align_right(&mut totals, 1);
     let _ = writeln!(out, "{totals}");
     out.push('\n');
@@ -288,7 +311,11 @@ pub fn job_report(r: &JobReport) -> String {
             .unwrap_or_default();
         let _ = writeln!(out, "EE          {ee:.3}{base}");
     }
-    let _ = writeln!(out, "Slurm       ConsumedEnergy {}", slurm_energy(r));
+    let _ = writeln!(
+        out,
+        "Slurm       ConsumedEnergy {}",
+        slurm_energy(&r.slurm_energy)
+    );
     if r.warnings.is_empty() {
         let _ = writeln!(out, "Warnings    none");
     } else {
@@ -333,11 +360,12 @@ fn caps(r: &JobReport) -> String {
     }
 }
 
-fn slurm_energy(r: &JobReport) -> String {
-    // Slurm reports 0 when no energy plugin counted anything; 0 J would be a lie.
-    match r.slurm_energy_j {
-        Some(e) if e > 0.0 => fmt_energy(e),
-        _ => NOT_AVAILABLE.to_string(),
+/// Slurm's ConsumedEnergy as a report prints it: a figure, or "not available (why)".
+pub fn slurm_energy(e: &SlurmEnergy) -> String {
+    match (e.joules(), e.reason()) {
+        (Some(j), _) => fmt_energy(j),
+        (None, Some(why)) => format!("{NOT_AVAILABLE} ({why})"),
+        (None, None) => NOT_AVAILABLE.to_string(),
     }
 }
 
@@ -491,7 +519,11 @@ pub fn energy_paragraph(r: &JobReport) -> String {
     } else {
         let _ = write!(s, " Measured by {by}, {} unmeasured", unmeasured.join(","));
     }
-    let _ = write!(s, "; Slurm ConsumedEnergy: {}.", slurm_energy(r));
+    let _ = write!(
+        s,
+        "; Slurm ConsumedEnergy: {}.",
+        slurm_energy(&r.slurm_energy)
+    );
     if let Some(ee) = r.ee {
         let _ = write!(s, " EE {ee:.3}.");
     }

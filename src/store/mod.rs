@@ -9,7 +9,9 @@
 
 pub mod sqlite;
 
-use crate::daemon::protocol::{Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob};
+use crate::daemon::protocol::{
+    Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob,
+};
 
 pub use sqlite::SqliteStore;
 
@@ -139,6 +141,9 @@ pub trait Store: Send {
         state: Option<JobState>,
         limit: u32,
     ) -> Result<Vec<JobSummary>, StoreError>;
+    /// Whole jobs matching every filter in `filter`, newest first, at most its `limit`
+    /// (the caller has already restricted `uid` to what the asker may read).
+    fn job_records(&mut self, filter: &ListRecords) -> Result<Vec<JobRecord>, StoreError>;
     /// Closed jobs decided with profile `application`, newest first, at most `limit`,
     /// each with its decision and outcomes (what refinement learns from).
     fn closed_jobs_of(

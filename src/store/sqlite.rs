@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics};
 use crate::daemon::protocol::{
-    Decision, JobRecord, JobState, JobSummary, NodeOutcome, OpenJob, Verdict,
+    Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob, Verdict,
 };
 
 const SCHEMA: &str = "
@@ -587,23 +587,32 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
-    fn closed_jobs_of(
-        &mut self,
-        application: &str,
-        limit: u32,
-    ) -> Result<Vec<JobRecord>, StoreError> {
+    fn job_records(&mut self, f: &ListRecords) -> Result<Vec<JobRecord>, StoreError> {
+        let before = f.before_job_id.map(job_id_sql).transpose()?;
         let ids: Vec<i64> = {
             let mut s = self
                 .conn
                 .prepare_cached(
                     "SELECT j.job_id FROM jobs j JOIN decisions d USING (job_id)
-                     WHERE d.profile = ?1 AND j.state = ?2
-                     ORDER BY j.job_id DESC LIMIT ?3",
+                     WHERE (?1 IS NULL OR j.uid = ?1) AND (?2 IS NULL OR j.user = ?2)
+                       AND (?3 IS NULL OR j.state = ?3) AND (?4 IS NULL OR d.profile = ?4)
+                       AND (?5 IS NULL OR j.closed_at >= ?5) AND (?6 IS NULL OR j.closed_at < ?6)
+                       AND (?7 IS NULL OR j.job_id < ?7)
+                     ORDER BY j.job_id DESC LIMIT ?8",
                 )
                 .map_err(read_err)?;
             let rows = s
                 .query_map(
-                    params![application, JobState::Closed.as_str(), limit],
+                    params![
+                        f.uid,
+                        f.user,
+                        f.state.map(JobState::as_str),
+                        f.profile,
+                        f.closed_since,
+                        f.closed_before,
+                        before,
+                        f.limit.unwrap_or(100)
+                    ],
                     |r| r.get(0),
                 )
                 .map_err(read_err)?;
@@ -616,6 +625,19 @@ impl Store for SqliteStore {
             }
         }
         Ok(out)
+    }
+
+    fn closed_jobs_of(
+        &mut self,
+        application: &str,
+        limit: u32,
+    ) -> Result<Vec<JobRecord>, StoreError> {
+        self.job_records(&ListRecords {
+            profile: Some(application.to_string()),
+            state: Some(JobState::Closed),
+            limit: Some(limit),
+            ..ListRecords::default()
+        })
     }
 
     fn metrics(&mut self) -> Result<StoreMetrics, StoreError> {

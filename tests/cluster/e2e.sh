@@ -264,7 +264,50 @@ t_refine() {
   return $rc
 }
 
-# 10. greenupd asks Slurm (squeue) and releases the reservation of a job Slurm does not
+# 10. Slurm accounting (slurmdbd) that measured 0 J: greenup says "not available" and why,
+#     never "0 J", in the job's --energy-report paragraph and in greenup report's three formats.
+t_accounting() {
+  local j rc=0 line txt
+  j=$(submit $GC_USER -N1 -w n2 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver --energy-report \
+      -o "$OUT/t10-%j.out" --wrap 'sleep 1') || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" || return 1
+  # The job epilog writes the paragraph before Slurm's accounting of the job is final.
+  grep -q "Slurm ConsumedEnergy: not available (Slurm accounting is final only after the job ends)" "$OUT/t10-$j.out" \
+    || { say "paragraph of job $j:"; cat "$OUT/t10-$j.out"; rc=1; }
+  # slurmdbd has the job, and no energy plugin counted it (22.05 prints an empty ConsumedEnergyRaw).
+  for _ in $(seq 1 50); do
+    line=$(sacct -n -P -X -j "$j" -o State,ConsumedEnergyRaw 2>&1)
+    case $line in "COMPLETED|" | "COMPLETED|0") break ;; esac; sleep 0.2
+  done
+  case $line in "COMPLETED|" | "COMPLETED|0") ;; *) say "sacct for job $j: '$line', expected no energy"; return 1 ;; esac
+  local g=$GC_SHARE/bin/greenup site=$GC_ETC/greenup.yaml
+  txt=$(as $GC_USER "$g" report "$j" --site $site) || { say "greenup report $j failed: $txt"; return 1; }
+  grep -qx "Slurm       ConsumedEnergy not available (Slurm accounting measured 0 J: no energy plugin counted this job)" <<<"$txt" \
+    || { say "text report:"; echo "$txt"; rc=1; }
+  line=$(as $GC_USER "$g" report "$j" --json --site $site | jq -c '[.slurm_energy, .derived.slurm_energy_text]')
+  [ "$line" = '[{"status":"zero"},"not available (Slurm accounting measured 0 J: no energy plugin counted this job)"]' ] \
+    || { say "json report: $line"; rc=1; }
+  line=$(as $GC_USER "$g" report "$j" --csv --site $site | awk -F, 'NR == 1 { print $(NF-1) "," $NF } NR > 1 { print "," $NF }' | sort -u | tr '\n' ' ')
+  [ "$line" = ",zero slurm_energy_j,slurm_energy_status " ] || { say "csv report: '$line'"; rc=1; }
+  return $rc
+}
+
+# 11. greenup jobs and greenup app (one list_records request each) show a user only their own jobs.
+t_listing() {
+  local rc=0 u users g=$GC_SHARE/bin/greenup site=$GC_ETC/greenup.yaml
+  for u in $GC_USER $GC_USER2; do
+    users=$(as $u "$g" jobs --json --limit 1000 --site $site | jq -r '[.[].user] | unique | join(" ")')
+    [ "$users" = "$u" ] || { say "greenup jobs as $u lists jobs of: '$users'"; rc=1; }
+    users=$(as $u "$g" app solver --json --site $site | jq -r '[.runs[].user] | unique | join(" ")')
+    [ "$users" = "$u" ] || { say "greenup app solver as $u lists runs of: '$users'"; rc=1; }
+  done
+  users=$("$g" jobs --json --limit 1000 --site $site | jq -r '[.[].user] | unique | join(" ")')
+  [ "$users" = "$GC_USER $GC_USER2" ] || { say "greenup jobs as root lists jobs of: '$users'"; rc=1; }
+  return $rc
+}
+
+# 13. greenupd asks Slurm (squeue) and releases the reservation of a job Slurm does not
 # run; a running job's reservation is kept through the same passes.
 t_reclaim() {
   local rc=0 j fake=990001 st=""
@@ -292,7 +335,9 @@ run_test "5 greenupd stopped: the job runs and the warning appears" t_daemon_dow
 run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
-run_test "10 a reservation whose job Slurm does not run is reclaimed" t_reclaim
+run_test "10 Slurm accounting that measured 0 J is reported as not available, with why" t_accounting
+run_test "11 greenup jobs and greenup app show a user only their own jobs" t_listing
+run_test "13 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

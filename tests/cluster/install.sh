@@ -1,10 +1,10 @@
 #!/bin/bash
-# Install Debian's Slurm (controller, compute node, client, SPANK headers), its Lua
-# cli_filter and munge, only if they are missing. Safe to run repeatedly.
+# Install Debian's Slurm (controller, compute node, client, SPANK headers, slurmdbd),
+# munge and MariaDB (slurmdbd's database), only if they are missing. Safe to run repeatedly.
 set -euo pipefail
-PKGS="slurmctld slurmd slurm-client munge libslurm-dev"
+PKGS="slurmctld slurmd slurm-client munge libslurm-dev slurmdbd mariadb-server"
 if dpkg -s $PKGS >/dev/null 2>&1; then
-  echo "install: slurm and munge already installed"
+  echo "install: slurm, munge and mariadb already installed"
   exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -4,6 +4,7 @@
 # power model, and (when built) greenupd with the spank_greenup plugin and cli_filter.
 # Installs Slurm and munge first if they are missing. Run as root.
 # Environment: PLUGIN=0 starts the cluster without greenup (for the overhead benchmark).
+# ACCOUNTING=0 starts it without Slurm accounting (no MariaDB, no slurmdbd).
 # INSTALLED=1 uses the files the greenup package installed (/usr/bin/greenup,
 # /usr/sbin/greenupd, the plugin in Slurm's plugin directory, /usr/share/greenup)
 # instead of the build tree; only the test site config and profiles come from here.
@@ -12,6 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 PLUGIN=${PLUGIN:-1}
 INSTALLED=${INSTALLED:-0}
+ACCOUNTING=${ACCOUNTING:-1}
 if [ "$INSTALLED" = 1 ]; then
   for f in /usr/bin/greenup /usr/sbin/greenupd "$GC_PLUGIN_SO" /usr/share/greenup/cli_filter.lua; do
     [ -e "$f" ] || { echo "setup: INSTALLED=1 but $f is missing: install the greenup package" >&2; exit 1; }
@@ -83,6 +85,12 @@ elif [ "$PLUGIN" = 1 ]; then
       "$GC_REPO/etc/cli_filter.lua" > $GC_ETC/cli_filter.lua
 fi
 CLI_FILTER=""
+ACCT_CONF="AccountingStorageType=accounting_storage/none"
+if [ "$ACCOUNTING" = 1 ]; then
+  ACCT_CONF="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=17119"
+fi
 if [ "$PLUGIN" = 1 ] && [ -f $GC_ETC/cli_filter.lua ]; then CLI_FILTER="CliFilterPlugins=cli_filter/lua"; fi
 cat > $GC_ETC/slurm.conf <<CONF
 ClusterName=$GC_NAME
@@ -116,7 +124,7 @@ ReturnToService=2
 MpiDefault=none
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=2
-AccountingStorageType=accounting_storage/none
+${ACCT_CONF}
 JobCompType=jobcomp/none
 SlurmdTimeout=60
 InactiveLimit=0
@@ -137,6 +145,7 @@ fi
 
 if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start; fi
 
+if [ "$ACCOUNTING" = 1 ]; then "$HERE/accounting.sh" start; fi
 slurmctld
 for n in $GC_NODES; do slurmd -N $n; done
 gc_wait_idle 30 || { sinfo; echo "setup: nodes did not become idle" >&2; exit 1; }

@@ -7,6 +7,7 @@ gc_stop_pidfile "$GC_RUN/powermodel.pid"
 [ -x "$HERE/greenupd.sh" ] && "$HERE/greenupd.sh" stop
 for f in "$GC_RUN"/slurmd-*.pid; do [ -e "$f" ] && gc_stop_pidfile "$f"; done
 gc_stop_pidfile "$GC_RUN/slurmctld.pid"
+[ -x "$HERE/accounting.sh" ] && "$HERE/accounting.sh" stop
 # Job steps outlive a killed slurmd; end only the ones that belong to this cluster's jobs.
 for p in $(pgrep -x slurmstepd 2>/dev/null); do
   grep -qs "$GC_STATE" /proc/$p/cmdline /proc/$p/environ && kill "$p" 2>/dev/null

@@ -4,6 +4,7 @@
 
 use greenup::model::{Choice, NodeChoices, SweepTable};
 use greenup::plan::Estimate;
+use greenup::report::accounting::SlurmEnergy;
 use greenup::report::{
     Applied, Caps, Confidence, JobReport, JobState, NodeReport, Source, Warning,
 };
@@ -78,7 +79,7 @@ pub fn measured_job() -> JobReport {
         measured,
         ee: None,
         ee_baseline: None,
-        slurm_energy_j: Some(5.28e6),
+        slurm_energy: SlurmEnergy::Measured { joules: 5.28e6 },
         warnings: vec![],
     }
 }
@@ -139,7 +140,7 @@ pub fn partial_job() -> JobReport {
         measured,
         ee: Some(0.912),
         ee_baseline: Some(0.874),
-        slurm_energy_j: Some(0.0),
+        slurm_energy: SlurmEnergy::Zero,
         warnings: vec![
             Warning::NotApplied("n3: shared node".into()),
             Warning::Unmeasured("n3 has no energy counter; job energy is unknown".into()),

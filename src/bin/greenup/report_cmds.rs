@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use clap::Args;
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{JobRecord, ListJobs};
+use greenup::daemon::protocol::{JobRecord, ListRecords};
 use greenup::input::write_atomic;
 use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
 use greenup::profile::refine::{check, outcome_from_record};
 use greenup::profile::versions::{InUse, Versions};
+use greenup::report::accounting::{self, SlurmEnergy};
 use greenup::report::landscape::{self, EeCurves, Landscape};
 use greenup::report::record::{Context, from_record};
 use greenup::report::{
@@ -57,7 +58,7 @@ pub struct JobsArgs {
     /// Only jobs that ended before DATE (YYYY-MM-DD[THH:MM[:SS]], UTC).
     #[arg(long, value_name = "DATE", value_parser = date)]
     until: Option<i64>,
-    /// Look at most at this many jobs, newest first.
+    /// Show at most this many jobs: the newest that match.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     limit: u32,
     /// Print JSON.
@@ -79,40 +80,28 @@ fn date(s: &str) -> Result<i64, String> {
 /// Run `greenup jobs`: one row per job, oldest first, in eacct/sacct-style columns.
 pub fn jobs(args: JobsArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
-    let mut client = connect(&site)?;
-    let list = client
-        .list_jobs(ListJobs {
-            limit: Some(args.limit),
-            ..ListJobs::default()
-        })
+    // A number is a uid; anything else a user name.
+    let (uid, user) = match args.user.as_deref().map(|u| (u.parse::<u32>().ok(), u)) {
+        Some((Some(uid), _)) => (Some(uid), None),
+        Some((None, name)) => (None, Some(name.to_string())),
+        None => (None, None),
+    };
+    let filter = ListRecords {
+        uid,
+        user,
+        profile: args.app.clone(),
+        closed_since: args.since,
+        closed_before: args.until,
+        ..ListRecords::default()
+    };
+    let recs = connect(&site)?
+        .records(filter, args.limit as usize)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let mut rows = Vec::new();
-    for j in list.iter().rev() {
-        if args
-            .user
-            .as_deref()
-            .is_some_and(|u| j.user.as_deref() != Some(u) && j.uid.to_string() != u)
-        {
-            continue;
-        }
-        let rec = client
-            .get_job(j.job_id)
-            .map_err(|e| Failure::Runtime(e.to_string()))?;
-        if args
-            .app
-            .as_deref()
-            .is_some_and(|a| rec.decision.profile.as_deref() != Some(a))
-        {
-            continue;
-        }
-        let end = rec.closed_at;
-        if args.since.is_some_and(|s| end.is_none_or(|e| e < s))
-            || args.until.is_some_and(|u| end.is_none_or(|e| e >= u))
-        {
-            continue;
-        }
-        rows.push(JobRow::from(&from_record(&rec, &Context::default())));
-    }
+    let rows: Vec<JobRow> = recs
+        .iter()
+        .rev()
+        .map(|rec| JobRow::from(&from_record(rec, &Context::default())))
+        .collect();
     print_as(
         args.json,
         args.csv,
@@ -179,7 +168,12 @@ fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Co
     (admin.version() == version || version == 0).then_some((admin, Confidence::default()))
 }
 
-fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor + Send + Sync>>) {
+/// A job's report; `slurm` is Slurm accounting's figure when the caller asked sacct for it.
+fn build(
+    site: &Site,
+    rec: &JobRecord,
+    slurm: SlurmEnergy,
+) -> (JobReport, Option<Box<dyn Predictor + Send + Sync>>) {
     let d = &rec.decision;
     let version = d
         .profile_version
@@ -196,7 +190,7 @@ fn build(site: &Site, rec: &JobRecord) -> (JobReport, Option<Box<dyn Predictor +
         site: Some(site),
         model: loaded.as_ref().map(|(p, _)| p.chosen_model().to_string()),
         confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
-        slurm_energy_j: None,
+        slurm_energy: slurm,
         not_refined: outcome_from_record(rec)
             .filter(|o| o.state != greenup::report::JobState::Running)
             .and_then(|o| check(&o).err())
@@ -211,7 +205,8 @@ pub fn report(args: ReportArgs) -> Outcome {
     let rec = connect(&site)?
         .get_job(args.job_id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let (r, predictor) = build(&site, &rec);
+    let slurm = accounting::query(rec.job_id, accounting::SACCT_TIMEOUT);
+    let (r, predictor) = build(&site, &rec, slurm);
     print_as(
         args.json,
         args.csv,
@@ -306,25 +301,22 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
     Ok(())
 }
 
+/// The most runs `greenup app NAME` summarises, newest first.
+const APP_MAX_RUNS: usize = 10_000;
+
 /// Run `greenup app NAME`.
 pub fn app(args: AppArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
-    let mut client = connect(&site)?;
-    let jobs = client
-        .list_jobs(ListJobs {
-            limit: Some(10_000),
-            ..ListJobs::default()
-        })
-        .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let mut reports = Vec::new();
-    for j in jobs {
-        let rec = client
-            .get_job(j.job_id)
-            .map_err(|e| Failure::Runtime(e.to_string()))?;
-        if rec.decision.profile.as_deref() == Some(args.name.as_str()) {
-            reports.push(build(&site, &rec).0);
-        }
-    }
+    let filter = ListRecords {
+        profile: Some(args.name.clone()),
+        ..ListRecords::default()
+    };
+    let reports: Vec<JobReport> = connect(&site)?
+        .records(filter, APP_MAX_RUNS)
+        .map_err(|e| Failure::Runtime(e.to_string()))?
+        .iter()
+        .map(|rec| build(&site, rec, SlurmEnergy::NotAsked).0)
+        .collect();
     let versions = Versions::for_store(&site.daemon.store);
     let pinned = versions.pinned(&args.name)?;
     let admin_version = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))

@@ -1,0 +1,368 @@
+//! Slurm accounting's own energy figure for a job (ConsumedEnergy), read with
+//! `sacct` and translated into what a report may honestly say about it.
+//!
+//! Slurm prints 0 J when no energy plugin (`AcctGatherEnergyType`) counted the
+//! job, and its figure is final only once the job has ended. Both cases, and a
+//! cluster without accounting at all, become [`SlurmEnergy`] values that say
+//! why there is no number, so no report ever shows "0 J" for "not measured".
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How long `greenup report` waits for sacct before saying accounting did not answer.
+pub const SACCT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Slurm's NO_VAL64 and above: sacct's way of saying "no value recorded".
+const NO_VAL64: u64 = 0xffff_ffff_ffff_fffe;
+
+/// Slurm accounting's ConsumedEnergy for one job, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SlurmEnergy {
+    /// Slurm's energy plugin measured this many joules for the finished job.
+    Measured {
+        /// ConsumedEnergy in joules.
+        joules: f64,
+    },
+    /// Accounting has the finished job but reports 0 J: no energy plugin counted it.
+    Zero,
+    /// The job has not ended in Slurm's accounting yet, so its figure is not final.
+    NotFinal,
+    /// Slurm accounting has no record of the job.
+    NoRecord,
+    /// The cluster keeps no accounting (storage disabled, or sacct not installed).
+    NoAccounting {
+        /// What sacct (or the system) said.
+        detail: String,
+    },
+    /// Accounting exists but could not be asked (slurmdbd down, sacct timed out).
+    Unreachable {
+        /// What went wrong.
+        detail: String,
+    },
+    /// Nobody asked Slurm accounting for this report.
+    #[default]
+    NotAsked,
+}
+
+impl SlurmEnergy {
+    /// What the in-job `--energy-report` paragraph may say: the job epilog that writes
+    /// it runs before Slurm's accounting of the job is final, so sacct is not asked.
+    pub fn in_job_epilog() -> Self {
+        SlurmEnergy::NotFinal
+    }
+
+    /// The measured joules; `None` for every "not available" case (a 0 is never a figure).
+    pub fn joules(&self) -> Option<f64> {
+        match self {
+            SlurmEnergy::Measured { joules } if *joules > 0.0 && joules.is_finite() => {
+                Some(*joules)
+            }
+            _ => None,
+        }
+    }
+
+    /// Why there is no figure, in a site admin's words; `None` when there is one.
+    pub fn reason(&self) -> Option<String> {
+        Some(match self {
+            SlurmEnergy::Measured { .. } if self.joules().is_some() => return None,
+            SlurmEnergy::Measured { .. } | SlurmEnergy::Zero => {
+                "Slurm accounting measured 0 J: no energy plugin counted this job".to_string()
+            }
+            SlurmEnergy::NotFinal => "Slurm accounting is final only after the job ends".into(),
+            SlurmEnergy::NoRecord => "Slurm accounting has no record of this job".into(),
+            SlurmEnergy::NoAccounting { detail } => format!("no Slurm accounting: {detail}"),
+            SlurmEnergy::Unreachable { detail } => {
+                format!("Slurm accounting did not answer: {detail}")
+            }
+            SlurmEnergy::NotAsked => "Slurm accounting was not asked".into(),
+        })
+    }
+
+    /// The status word used in CSV (`measured`, `zero`, `not_final`, ...).
+    pub fn status(&self) -> &'static str {
+        match self {
+            SlurmEnergy::Measured { .. } if self.joules().is_some() => "measured",
+            SlurmEnergy::Measured { .. } | SlurmEnergy::Zero => "zero",
+            SlurmEnergy::NotFinal => "not_final",
+            SlurmEnergy::NoRecord => "no_record",
+            SlurmEnergy::NoAccounting { .. } => "no_accounting",
+            SlurmEnergy::Unreachable { .. } => "unreachable",
+            SlurmEnergy::NotAsked => "not_asked",
+        }
+    }
+}
+
+/// States after which Slurm no longer adds to a job's accounting.
+fn is_final(state: &str) -> bool {
+    // sacct appends who cancelled: "CANCELLED by 1001".
+    let word = state.split_whitespace().next().unwrap_or("");
+    matches!(
+        word,
+        "COMPLETED"
+            | "CANCELLED"
+            | "FAILED"
+            | "TIMEOUT"
+            | "PREEMPTED"
+            | "NODE_FAIL"
+            | "OUT_OF_MEMORY"
+            | "BOOT_FAIL"
+            | "DEADLINE"
+    )
+}
+
+/// The last line sacct wrote to stderr, for a one-line detail.
+fn last_line(stderr: &str) -> String {
+    let line = stderr
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("no message");
+    line.chars().take(200).collect()
+}
+
+/// Translate what `sacct -n -P -X -j JOBID -o State,ConsumedEnergyRaw` printed.
+///
+/// `success` is sacct's exit status. A heterogeneous job prints one line per
+/// component; their energies add up, and the job is final only when all are.
+pub fn parse(success: bool, stdout: &str, stderr: &str) -> SlurmEnergy {
+    if !success {
+        let detail = last_line(stderr);
+        // What sacct says when slurm.conf has AccountingStorageType=accounting_storage/none.
+        return if stderr.contains("accounting storage is disabled") {
+            SlurmEnergy::NoAccounting { detail }
+        } else {
+            SlurmEnergy::Unreachable { detail }
+        };
+    }
+    let mut total: u64 = 0;
+    let mut seen = false;
+    for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let Some((state, energy)) = line.split_once('|') else {
+            return SlurmEnergy::Unreachable {
+                detail: format!("unexpected sacct line {line:?}"),
+            };
+        };
+        seen = true;
+        if !is_final(state) {
+            return SlurmEnergy::NotFinal;
+        }
+        let energy = energy.trim_end_matches('|').trim();
+        let joules = if energy.is_empty() {
+            0
+        } else {
+            match energy.parse::<u64>() {
+                Ok(j) if j >= NO_VAL64 => 0,
+                Ok(j) => j,
+                Err(_) => {
+                    return SlurmEnergy::Unreachable {
+                        detail: format!("unexpected ConsumedEnergyRaw {energy:?}"),
+                    };
+                }
+            }
+        };
+        total = total.saturating_add(joules);
+    }
+    match (seen, total) {
+        (false, _) => SlurmEnergy::NoRecord,
+        (true, 0) => SlurmEnergy::Zero,
+        (true, j) => SlurmEnergy::Measured { joules: j as f64 },
+    }
+}
+
+/// Ask Slurm accounting (the `sacct` on PATH) for a job's ConsumedEnergy, waiting at most `timeout`.
+pub fn query(job_id: u64, timeout: Duration) -> SlurmEnergy {
+    query_with(Path::new("sacct"), job_id, timeout)
+}
+
+/// [`query`] with a given sacct program (tests use a stand-in).
+pub fn query_with(sacct: &Path, job_id: u64, timeout: Duration) -> SlurmEnergy {
+    let spawned = Command::new(sacct)
+        .args(["-n", "-P", "-X", "-j"])
+        .arg(job_id.to_string())
+        .args(["-o", "State,ConsumedEnergyRaw"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return SlurmEnergy::NoAccounting {
+                detail: format!("{} is not installed", sacct.display()),
+            };
+        }
+        Err(e) => {
+            return SlurmEnergy::Unreachable {
+                detail: format!("cannot run {}: {e}", sacct.display()),
+            };
+        }
+    };
+    // sacct without a slurm.conf retries for a minute, and an unreachable slurmdbd can
+    // hang; poll so a report never waits longer than `timeout`. Its output for one job
+    // is a few bytes, far below a pipe's buffer, so reading after exit cannot block it.
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if started.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return SlurmEnergy::Unreachable {
+                    detail: format!("sacct gave no answer within {} s", timeout.as_secs_f64()),
+                };
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return SlurmEnergy::Unreachable {
+                    detail: format!("waiting for sacct: {e}"),
+                };
+            }
+        }
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut err);
+    }
+    parse(status.success(), &out, &err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_job_with_an_energy_plugin_has_its_joules() {
+        let e = parse(true, "COMPLETED|123456\n", "");
+        assert_eq!(e, SlurmEnergy::Measured { joules: 123_456.0 });
+        assert_eq!(e.joules(), Some(123_456.0));
+        assert_eq!(e.reason(), None);
+        assert_eq!(e.status(), "measured");
+    }
+
+    #[test]
+    fn heterogeneous_components_add_up() {
+        let e = parse(true, "COMPLETED|1000\nCANCELLED by 1001|250\n", "");
+        assert_eq!(e.joules(), Some(1250.0));
+    }
+
+    #[test]
+    fn zero_empty_and_no_value_are_not_a_figure() {
+        // Slurm 22.05 without an energy plugin prints "COMPLETED|" for the allocation.
+        for out in [
+            "COMPLETED|\n",
+            "COMPLETED|0\n",
+            "TIMEOUT|18446744073709551614\n",
+        ] {
+            let e = parse(true, out, "");
+            assert_eq!(e, SlurmEnergy::Zero, "{out:?}");
+            assert_eq!(e.joules(), None);
+            assert!(e.reason().unwrap().contains("measured 0 J"), "{out:?}");
+        }
+        // A stored Measured { 0 } (hand-written JSON) is not a figure either.
+        assert_eq!(SlurmEnergy::Measured { joules: 0.0 }.joules(), None);
+        assert_eq!(SlurmEnergy::Measured { joules: 0.0 }.status(), "zero");
+    }
+
+    #[test]
+    fn a_running_job_is_not_final_even_with_energy_so_far() {
+        for out in ["RUNNING|500\n", "PENDING|0\n", "COMPLETED|9\nRUNNING|1\n"] {
+            assert_eq!(parse(true, out, ""), SlurmEnergy::NotFinal, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_job_has_no_record() {
+        assert_eq!(parse(true, "", ""), SlurmEnergy::NoRecord);
+        assert_eq!(parse(true, "\n", ""), SlurmEnergy::NoRecord);
+    }
+
+    #[test]
+    fn disabled_storage_is_no_accounting_and_a_dead_slurmdbd_is_unreachable() {
+        // What Slurm 22.05's sacct prints with accounting_storage/none (exit 1).
+        let e = parse(false, "", "Slurm accounting storage is disabled\n");
+        assert_eq!(
+            e,
+            SlurmEnergy::NoAccounting {
+                detail: "Slurm accounting storage is disabled".into()
+            }
+        );
+        // ... and with accounting_storage/slurmdbd but no slurmdbd listening (exit 1).
+        let err = "sacct: error: slurm_persist_conn_open_without_init: failed to open persistent connection to host:localhost:6819: Connection refused\n\
+                   sacct: error: Sending PersistInit msg: Connection refused\n\
+                   sacct: error: Problem talking to the database: Connection refused\n";
+        let e = parse(false, "", err);
+        assert_eq!(e.status(), "unreachable");
+        assert_eq!(
+            e.reason().unwrap(),
+            "Slurm accounting did not answer: sacct: error: Problem talking to the database: Connection refused"
+        );
+    }
+
+    #[test]
+    fn garbage_is_reported_not_guessed() {
+        assert_eq!(parse(true, "COMPLETED|12kJ\n", "").status(), "unreachable");
+        assert_eq!(parse(true, "COMPLETED\n", "").status(), "unreachable");
+    }
+
+    #[test]
+    fn serialised_with_a_status_tag() {
+        let v = serde_json::to_value(SlurmEnergy::Zero).unwrap();
+        assert_eq!(v, serde_json::json!({"status": "zero"}));
+        let v = serde_json::to_value(SlurmEnergy::Measured { joules: 5.0 }).unwrap();
+        assert_eq!(v, serde_json::json!({"status": "measured", "joules": 5.0}));
+    }
+
+    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("sacct");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn query_passes_the_job_and_fields_and_reads_the_answer() {
+        let t = tempfile::tempdir().unwrap();
+        // The stand-in answers only to exactly the arguments greenup must pass.
+        let p = script(
+            t.path(),
+            r#"[ "$*" = "-n -P -X -j 42 -o State,ConsumedEnergyRaw" ] && echo 'COMPLETED|7000' && exit 0
+echo "bad args: $*" >&2; exit 2"#,
+        );
+        assert_eq!(
+            query_with(&p, 42, Duration::from_secs(30)),
+            SlurmEnergy::Measured { joules: 7000.0 }
+        );
+        assert_eq!(
+            query_with(&p, 43, Duration::from_secs(30)),
+            SlurmEnergy::Unreachable {
+                detail: "bad args: -n -P -X -j 43 -o State,ConsumedEnergyRaw".into()
+            }
+        );
+    }
+
+    #[test]
+    fn query_gives_up_on_a_hung_sacct_and_names_a_missing_one() {
+        let t = tempfile::tempdir().unwrap();
+        let p = script(t.path(), "exec sleep 30");
+        let e = query_with(&p, 1, Duration::from_millis(200));
+        assert_eq!(e.status(), "unreachable");
+        assert!(e.reason().unwrap().contains("no answer within 0.2 s"));
+        let missing = t.path().join("no-such-sacct");
+        assert_eq!(
+            query_with(&missing, 1, SACCT_TIMEOUT).status(),
+            "no_accounting"
+        );
+    }
+}
