@@ -68,6 +68,7 @@ impl Greenup {
             power_cap: get(options::OPT_POWER_CAP),
             profile: get(options::OPT_PROFILE),
             report: spank.is_option_set(options::OPT_REPORT),
+            min_nodes: get(options::OPT_MIN_NODES),
         }
     }
 

@@ -148,6 +148,7 @@ t_bad_options() {
 --energy-cap=30MJ|option --energy-cap: 30
 --power-cap=5kW|option --power-cap: 5
 --energy-policy=../../etc/x|option --energy-policy: invalid name
+--energy-min-nodes=0|option --energy-min-nodes: invalid node count '0': expected a whole number from 1
 LIST
   after=$(squeue -h | wc -l)
   [ "$after" -le "$before" ] || { say "queue grew from $before to $after"; ok=1; }
@@ -264,6 +265,141 @@ t_refine() {
   return $rc
 }
 
+# 10. greenupd down when a job ends: each node spools its outcome (root-only files), and
+#     the next job on those nodes delivers it, with the first node's close.
+t_spool() {
+  local j k rc=0 n
+  j=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver \
+      -o /dev/null --wrap 'sleep 4') || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do
+    [ -e "$GC_GREENUP_RUN/$j/n1.decision.json" ] && [ -e "$GC_GREENUP_RUN/$j/n2.decision.json" ] && break; sleep 0.1
+  done
+  [ "$(jq_job "$j" .state)" = open ] || { say "job $j not open in greenupd"; return 1; }
+  "$HERE/greenupd.sh" stop
+  wait_gone "$j" || rc=1
+  for n in n1 n2; do
+    local f=$GC_SPOOL/$n/$j.$n.json
+    [ -f "$f" ] || { say "no spool entry $f: $(ls -la $GC_SPOOL/$n 2>&1)"; rc=1; continue; }
+    [ "$(stat -c '%a %U' "$f")" = "600 root" ] || { say "$f is $(stat -c '%a %U' "$f")"; rc=1; }
+    [ "$(stat -c '%a %U' "$GC_SPOOL/$n")" = "700 root" ] || { say "$GC_SPOOL/$n is $(stat -c '%a %U' "$GC_SPOOL/$n")"; rc=1; }
+    say "$n spooled: $(jq -c '{close: .close, end: .end, outcomes: [.outcomes[] | .node]}' "$f")"
+  done
+  # Only the first node closes, with how the job ended.
+  [ "$(jq -r '"\(.close) \(.end)"' "$GC_SPOOL/n1/$j.n1.json" 2>/dev/null)" = "true completed" ] || { say "n1 entry does not close the job as completed"; rc=1; }
+  [ "$(jq -r .close "$GC_SPOOL/n2/$j.n2.json" 2>/dev/null)" = false ] || { say "n2 entry closes the job"; rc=1; }
+  grep -q "greenup: job $j on n1: outcome and close kept in $GC_SPOOL/n1/$j.n1.json" "$GC_LOG/slurmd-n1.log" \
+    || { say "no spool line in slurmd-n1.log"; rc=1; }
+  local copy; copy=$(mktemp); cp -p "$GC_SPOOL/n1/$j.n1.json" "$copy" 2>/dev/null
+  GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start || return 1
+  [ "$(jq_job "$j" '"\(.state) \(.outcomes | length)"')" = "open 0" ] || { say "before delivery: $(jq_job "$j" '"\(.state) \(.outcomes | length)"')"; rc=1; }
+  k=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
+  JOBS_WITH_DAEMON+=("$k")
+  wait_gone "$k" || rc=1
+  local got; got=$(jq_job "$j" '"\(.state) \(.end) \([.outcomes[] | select(.source == "rapl" and .energy_j > 0) | .node] | join(","))"')
+  say "job $j after job $k: $got"
+  [ "$got" = "closed completed n1,n2" ] || rc=1
+  for n in n1 n2; do
+    [ -z "$(ls -A "$GC_SPOOL/$n")" ] || { say "$GC_SPOOL/$n not empty: $(ls -A "$GC_SPOOL/$n")"; rc=1; }
+  done
+  grep -q "greenup: job $k on n1: delivered spooled outcomes of job(s) $j" "$GC_LOG/slurmd-n1.log" || { say "no delivery line for job $k on n1"; rc=1; }
+  # Delivered twice (as when a removal is lost): greenupd keeps what it has, and the entry goes.
+  cp -p "$copy" "$GC_SPOOL/n1/$j.n1.json"; rm -f "$copy"
+  k=$(submit $GC_USER -N1 -w n1 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
+  JOBS_WITH_DAEMON+=("$k")
+  wait_gone "$k" || rc=1
+  [ -z "$(ls -A "$GC_SPOOL/n1")" ] || { say "after a repeat: $GC_SPOOL/n1 holds $(ls -A "$GC_SPOOL/n1")"; rc=1; }
+  [ "$(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')" = "closed completed 2" ] || { say "after a repeat: $(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')"; rc=1; }
+  restored || rc=1
+  return $rc
+}
+
+# 11. A job that exits 1 is stored as failed and a scancel'ed one as cancelled; neither
+#     refines its profile, while a completed run of the same profile does.
+t_end_states() {
+  local a b c rc=0 vdir=/var/lib/greenup-test/profiles/endstate
+  a=$(submit $GC_USER -N1 -w n3 --exclusive -t 5 --energy-policy=min-time --energy-profile=endstate -o /dev/null \
+      --wrap 'sleep 8; exit 1') || return 1
+  b=$(submit $GC_USER -N1 -w n4 --exclusive -t 5 --energy-policy=min-time --energy-profile=endstate -o /dev/null \
+      --wrap 'sleep 120') || return 1
+  JOBS_WITH_DAEMON+=("$a" "$b")
+  wait_running "$b" || return 1
+  sleep 9   # as long as the completed run below: only the way it ended sets it apart
+  scancel "$b"
+  wait_gone "$a" || rc=1; wait_gone "$b" || rc=1
+  local ea eb; ea=$(jq_job "$a" '"\(.state) \(.end)"'); eb=$(jq_job "$b" '"\(.state) \(.end)"')
+  say "job $a (exit 1): $ea; job $b (scancel): $eb; Slurm: $(state "$a") $(state "$b")"
+  [ "$ea" = "closed failed" ] || rc=1
+  [ "$eb" = "closed cancelled" ] || rc=1
+  sleep 1   # refinement runs after the close is answered
+  [ ! -e $vdir/v2.yaml ] || { say "a failed or cancelled run refined the profile: $(ls $vdir)"; rc=1; }
+  "$GC_SHARE/bin/greenup" report "$a" --site $GC_ETC/greenup.yaml | grep -q "outlier, not used to refine the profile: job ended FAILED" \
+    || { say "report of $a: $("$GC_SHARE/bin/greenup" report "$a" --site $GC_ETC/greenup.yaml)"; rc=1; }
+  "$GC_SHARE/bin/greenup" report "$b" --site $GC_ETC/greenup.yaml | grep -q "outlier, not used to refine the profile: job ended CANCELLED" \
+    || { say "report of $b: $("$GC_SHARE/bin/greenup" report "$b" --site $GC_ETC/greenup.yaml)"; rc=1; }
+  # The control: the same run, completed, does refine the profile.
+  c=$(submit $GC_USER -N1 -w n3 --exclusive -t 5 --energy-policy=min-time --energy-profile=endstate -o /dev/null \
+      --wrap 'sleep 8') || return 1
+  JOBS_WITH_DAEMON+=("$c")
+  wait_gone "$c" || rc=1
+  for _ in $(seq 1 50); do [ -e $vdir/v2.yaml ] && break; sleep 0.1; done
+  say "job $c: $(jq_job "$c" '"\(.state) \(.end)"'); versions: $(ls $vdir 2>/dev/null | tr '\n' ' ')"
+  [ "$(jq_job "$c" '"\(.state) \(.end)"')" = "closed completed" ] || rc=1
+  [ -e $vdir/v2.yaml ] || { say "the completed run did not refine the profile"; rc=1; }
+  restored || rc=1
+  return $rc
+}
+
+# 12. A job holding more nodes than its decision uses is shrunk at start: Slurm, the batch
+#     environment and srun all see the decided nodes, and the released nodes are restored
+#     while the job still runs (and the job stays open in greenupd until it ends).
+t_shrink() {
+  local plan_args="--json --site $GC_ETC/greenup.yaml --policy min-time --profile md --node-count 1-4 --time-limit 10:00"
+  local cap count="" c j rc=0
+  for c in 80kJ 70kJ 60kJ 50kJ 40kJ 30kJ; do
+    count=$("$GC_SHARE/bin/greenup" plan $plan_args --energy-cap $c 2>/dev/null | jq -r .node_count)
+    cap=$c
+    [ -n "$count" ] && [ "$count" != null ] && [ "$count" -ge 1 ] && [ "$count" -lt 4 ] && break
+  done
+  # -N4 exactly: the cli_filter leaves it, so the job starts on four nodes; the user lets
+  # greenup give back all but one.
+  j=$(submit $GC_USER -N4 --exclusive -t 10:00 --energy-policy=min-time --energy-profile=md --energy-cap=$cap --energy-min-nodes=1 \
+      -o "$OUT/t12-%j.out" --wrap 'echo "env $SLURM_JOB_NUM_NODES $SLURM_NNODES $SLURM_JOB_NODELIST $SLURM_NODELIST"
+        echo "ctld $(scontrol show job $SLURM_JOB_ID | grep -o " NumNodes=[0-9]*" | cut -d= -f2) $(scontrol show job $SLURM_JOB_ID | grep -o " NodeList=[^ ]*" | head -1 | cut -d= -f2)"
+        echo "srun $(srun printenv SLURMD_NODENAME | sort | tr "\n" " ")"
+        sleep 6') || return 1
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do [ -n "$(jq_job "$j" '.decision.plan.node_count // empty' 2>/dev/null)" ] && break; sleep 0.1; done
+  local decided keep released
+  decided=$(jq_job "$j" .decision.plan.node_count)
+  keep=$(jq_job "$j" '[.decision.plan.nodes[].name] | sort | join(" ")')
+  say "greenup plan: $count node(s) under $cap; decision for job $j: $decided ($keep)"
+  [ "$decided" -lt 4 ] 2>/dev/null || { say "the decision uses all 4 nodes: nothing to shrink"; scancel "$j"; wait_gone "$j"; return 1; }
+  released=$(for n in $GC_NODES; do grep -qw $n <<<"$keep" || echo $n; done | tr '\n' ' ')
+  # The released nodes' epilogs restore them while the job runs on.
+  local n ok
+  for n in $released; do
+    ok=1
+    for _ in $(seq 1 50); do [ "$(snap $n)" = "$(grep "^$n/" "$BASE")" ] && { ok=0; break; }; sleep 0.1; done
+    [ $ok = 0 ] || { say "released node $n not restored while job $j runs"; rc=1; }
+  done
+  [ "$(state "$j")" = RUNNING ] && [ "$(jq_job "$j" .state)" = open ] || { say "job $j: Slurm $(state "$j"), greenupd $(jq_job "$j" .state) while running"; rc=1; }
+  wait_gone "$j" || return 1
+  local list; list=$(scontrol show hostnames "$(jq_job "$j" '[.decision.plan.nodes[].name] | join(",")')" | sort | tr '\n' ' ')
+  local compact; compact=$(scontrol show hostlist "$(tr ' ' ',' <<<"${list% }")")
+  sed 's/^/      /' "$OUT/t12-$j.out"
+  grep -Fqx "env $decided $decided $compact $compact" "$OUT/t12-$j.out" || { say "batch environment does not match the decision ($decided, $compact)"; rc=1; }
+  grep -Fqx "ctld $decided $compact" "$OUT/t12-$j.out" || { say "Slurm does not hold the decided nodes"; rc=1; }
+  grep -Fqx "srun $list" "$OUT/t12-$j.out" || { say "srun did not run on exactly the decided nodes"; rc=1; }
+  [ "$(jq_job "$j" '"\(.state) \(.end)"')" = "closed completed" ] || { say "job $j: $(jq_job "$j" '"\(.state) \(.end)"')"; rc=1; }
+  # Every node measured its share, the released ones up to their release.
+  [ "$(jq_job "$j" '[.outcomes[] | select(.source == "rapl") | .node] | sort | join(" ")')" = "n1 n2 n3 n4" ] \
+    || { say "outcomes: $(job_json "$j" | jq -c .outcomes)"; rc=1; }
+  restored && no_leftovers "$j" || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -272,6 +408,9 @@ run_test "5 greenupd stopped: the job runs and the warning appears" t_daemon_dow
 run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
+run_test "10 greenupd down at job end: outcomes are spooled and delivered by the next job" t_spool
+run_test "11 failed and cancelled jobs are stored as such and do not refine the profile" t_end_states
+run_test "12 a job holding more nodes than decided is shrunk at start" t_shrink
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"
