@@ -400,6 +400,49 @@ t_shrink() {
   return $rc
 }
 
+# The kernel's boot defaults for NODE's cpufreq policies again, as taken before any test.
+reboot_sysfs() {
+  local np gov min max p
+  while read -r np gov min max _; do
+    case $np in "$1"/*) ;; *) continue ;; esac
+    p=$GC_SYSFS/$1/devices/system/cpu/cpufreq/${np#*/}
+    echo "$gov" > $p/scaling_governor; echo "$min" > $p/scaling_min_freq
+    echo "$max" > $p/scaling_max_freq; echo '<unsupported>' > $p/scaling_setspeed
+  done < "$BASE"
+}
+
+# 13. A node reboots mid-job (simulated: slurmd stops, /run loses greenup's records, the
+#     kernel starts at its defaults, slurmd comes back): nothing saved before the reboot
+#     is put back, the node stays at its boot defaults, and no node is drained.
+t_reboot() {
+  local j p pre now rc=0
+  # Before the job n2 runs the performance governor, not its boot default: that is what
+  # its prolog saves, and what a stale restore would bring back.
+  for p in "$GC_SYSFS"/n2/devices/system/cpu/cpufreq/policy*; do echo performance > $p/scaling_governor; done
+  pre=$(snap n2)
+  j=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 8') || return 1
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do [ -e "$GC_GREENUP_RUN/$j/n2.json" ] && [ "$(snap n2)" != "$pre" ] && break; sleep 0.1; done
+  [ -e "$GC_GREENUP_RUN/$j/n2.json" ] && [ "$(snap n2)" != "$pre" ] || { say "job $j changed nothing on n2"; return 1; }
+  gc_stop_pidfile "$GC_RUN/slurmd-n2.pid"
+  rm -f "$GC_GREENUP_RUN/$j"/n2.*
+  reboot_sysfs n2
+  slurmd -N n2
+  wait_gone "$j" || rc=1
+  now=$(snap n2)
+  if [ "$now" != "$(grep '^n2/' "$BASE")" ]; then
+    say "n2 after the job is not at its boot defaults:"; sed 's/^/      /' <<<"$now"
+    [ "$now" = "$pre" ] && say "(it is at the settings saved before the reboot)"
+    rc=1
+  fi
+  [ "$(jq_job "$j" '[.outcomes[].node] | join(" ")')" = n1 ] || { say "outcomes of job $j: $(jq_job "$j" '[.outcomes[].node] | join(" ")'); n2 has no measurement across a reboot"; rc=1; }
+  [ -z "$(ls -A "$GC_SPOOL/n2" 2>/dev/null)" ] || { say "n2 spooled $(ls -A "$GC_SPOOL/n2")"; rc=1; }
+  [ -z "$(sinfo -h -t drain,down -o %N)" ] || { say "drained: $(sinfo -h -t drain,down -o '%N %E')"; rc=1; }
+  say "job $j ended $(state "$j"); n2 at boot defaults, n1 restored"
+  restored && no_leftovers "$j" || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -411,6 +454,7 @@ run_test "9 five runs from a wrong profile halve the energy error" t_refine
 run_test "10 greenupd down at job end: outcomes are spooled and delivered by the next job" t_spool
 run_test "11 failed and cancelled jobs are stored as such and do not refine the profile" t_end_states
 run_test "12 a job holding more nodes than decided is shrunk at start" t_shrink
+run_test "13 a node rebooted mid-job stays at its boot defaults" t_reboot
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"
