@@ -7,7 +7,7 @@
 //! script's real status (`ExitCode=0:15` when scancel killed it) and `Reason=TimeLimit`.
 //! So the job's first node also reads `scontrol -o show job`, and only it closes the job.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a job ended, in the words greenupd stores (`greenup report` and refinement read them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,33 +122,11 @@ pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> End {
     }
 }
 
-/// Ask slurmctld about `job_id` with `scontrol -o show job`, waiting at most `limit`
-/// (the child is killed after that). `None` when it cannot be asked.
+/// Ask slurmctld about `job_id` with `scontrol -o show job`, waiting at most `limit`.
+/// `None` when it cannot be asked.
 pub fn ask_slurmctld(job_id: u32, limit: Duration) -> Option<CtldView> {
-    let mut child = std::process::Command::new("scontrol")
-        .args(["-o", "show", "job", &job_id.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(Some(_)) | Err(_) => return None,
-            Ok(None) if started.elapsed() >= limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-        }
-    }
-    let mut text = String::new();
-    use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut text).ok()?;
-    Some(parse_scontrol(&text))
+    let id = job_id.to_string();
+    crate::command::run("scontrol", &["-o", "show", "job", &id], limit).map(|t| parse_scontrol(&t))
 }
 
 #[cfg(test)]

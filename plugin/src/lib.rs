@@ -7,6 +7,7 @@
 //! wrong the job runs unchanged with one warning, unless the site says `enforce: strict`.
 
 pub mod args;
+pub mod command;
 pub mod end;
 pub mod node;
 pub mod options;

@@ -127,10 +127,16 @@ fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
     let _ = greenup::input::write_atomic(&file, format!("{line}\n").as_bytes());
 }
 
+/// How long the plugin waits for greenupd in each call: the site's `daemon.timeout_ms`,
+/// kept between 50 ms and a minute.
+fn site_timeout(site: &Site) -> Duration {
+    Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000))
+}
+
 /// The daemon client, connected with the site's timeout.
 pub fn connect(site: &Site) -> Result<Client, String> {
-    let timeout = Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000));
-    Client::connect(&Endpoint::parse(&site.daemon.listen), timeout).map_err(|e| e.to_string())
+    Client::connect(&Endpoint::parse(&site.daemon.listen), site_timeout(site))
+        .map_err(|e| e.to_string())
 }
 
 /// Whether the job holds every CPU of this node (then every CPU is set in the prolog).
@@ -402,9 +408,7 @@ fn deliver_spool(
         );
     }
     // Restore the site's timeout for anything the caller sends after this.
-    let _ = client.set_timeout(Duration::from_millis(
-        site.daemon.timeout_ms.clamp(50, 60_000),
-    ));
+    let _ = client.set_timeout(site_timeout(site));
 }
 
 /// The outcome as greenupd stores it.
