@@ -157,7 +157,14 @@ fn first_line(s: &str) -> String {
 
 /// Write `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_mode(path, bytes, 0o666)
+}
+
+/// [`write_atomic`], with the new file created with permission bits `mode` (before the umask),
+/// so a private file (0600) is never readable by others, not even for a moment.
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -168,7 +175,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)

@@ -125,6 +125,7 @@ fn site() -> Site {
             grace_s: 300,
             metrics_listen: None,
             over_budget: OverBudget::Lowest,
+            spool_dir: "/var/spool/greenup".into(),
         },
         dvfs: DvfsSettings {
             sysfs_root: PathBuf::from("/sys"),

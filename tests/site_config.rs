@@ -96,6 +96,7 @@ fn defaults_suit_a_debian_site() {
     assert_eq!(s.dvfs.sysfs_root, Path::new("/sys"));
     assert_eq!(s.dvfs.run_dir, Path::new("/run/greenup"));
     assert!(!s.dvfs.per_core_shared);
+    assert_eq!(s.daemon.spool_dir, Path::new("/var/spool/greenup"));
     assert_eq!(
         s.node_types["a"].power,
         PowerModel::AtMax {
@@ -547,5 +548,27 @@ fn unreadable_file_names_the_path() {
         e.to_string()
             .starts_with("/nonexistent/greenup.yaml: cannot read site config"),
         "{e}"
+    );
+}
+
+#[test]
+fn spool_dir_takes_the_node_name_and_nothing_else() {
+    let s = parse(&format!("{MINIMAL}daemon:\n  spool_dir: /var/spool/g/%n\n")).unwrap();
+    assert_eq!(s.daemon.spool_dir, Path::new("/var/spool/g/%n"));
+    bad(
+        &format!("{MINIMAL}daemon:\n  spool_dir: /var/spool/g/%h\n"),
+        8,
+        14,
+        &[
+            "daemon.spool_dir",
+            "'/var/spool/g/%h'",
+            "%n stands for the node's name",
+        ],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  spool_dir: \"\"\n"),
+        8,
+        14,
+        &["daemon.spool_dir", "a path"],
     );
 }

@@ -7,9 +7,12 @@
 //! wrong the job runs unchanged with one warning, unless the site says `enforce: strict`.
 
 pub mod args;
+pub mod command;
+pub mod end;
 pub mod node;
 pub mod options;
 pub mod slurm_env;
+pub mod spool;
 pub mod step;
 
 #[cfg(not(test))]

@@ -16,8 +16,10 @@ use greenup::meter::Energy;
 use greenup::site::{Enforce, Site};
 
 use crate::args::Args;
+use crate::end::{self, End};
 use crate::options::Checked;
 use crate::slurm_env;
+use crate::spool;
 
 /// How loud a message is: warnings reach the slurmd log and the job's stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,8 @@ pub struct JobEnv {
     pub cpus_per_node: Option<String>,
     /// The options given at submission (from `SPANK_GREENUP_*`).
     pub options: Checked,
+    /// The batch script's `exit:signal` as the epilog's environment gives it.
+    pub exit: Option<(u32, u32)>,
 }
 
 impl JobEnv {
@@ -75,6 +79,7 @@ impl JobEnv {
             nodes,
             cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
             options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
+            exit: end::exit_from_env(&get),
         })
     }
 
@@ -122,10 +127,16 @@ fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
     let _ = greenup::input::write_atomic(&file, format!("{line}\n").as_bytes());
 }
 
+/// How long the plugin waits for greenupd in each call: the site's `daemon.timeout_ms`,
+/// kept between 50 ms and a minute.
+fn site_timeout(site: &Site) -> Duration {
+    Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000))
+}
+
 /// The daemon client, connected with the site's timeout.
 pub fn connect(site: &Site) -> Result<Client, String> {
-    let timeout = Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000));
-    Client::connect(&Endpoint::parse(&site.daemon.listen), timeout).map_err(|e| e.to_string())
+    Client::connect(&Endpoint::parse(&site.daemon.listen), site_timeout(site))
+        .map_err(|e| e.to_string())
 }
 
 /// Whether the job holds every CPU of this node (then every CPU is set in the prolog).
@@ -175,7 +186,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         user: job.user.clone(),
         partition: job.partition.clone(),
         nodes: job.nodes.clone(),
-        min_nodes: None,
+        // Without --energy-min-nodes the plan uses every allocated node: a job that asked
+        // for N nodes may count on them.
+        min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
         time_limit_s: None,
         policy: Some(policy),
         profile: job.options.profile.clone(),
@@ -184,7 +197,12 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         algorithm: None,
     };
     let asked = std::time::Instant::now();
-    let decision = connect(&site).and_then(|mut c| c.open_job(request).map_err(|e| e.to_string()));
+    let mut client = None;
+    let decision = connect(&site).and_then(|mut c| {
+        let d = c.open_job(request).map_err(|e| e.to_string());
+        client = Some(c);
+        d
+    });
     let daemon_ms = asked.elapsed().as_secs_f64() * 1e3;
     let khz = match &decision {
         Ok(d) => {
@@ -236,6 +254,10 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         Ok(rec) => {
             if khz.is_some() && rec.applied.is_none() && scope == Scope::Node {
                 warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
+            }
+            // greenupd answered: send a little of this node's backlog along, within the bound.
+            if let (Some(c), Ok(_)) = (client.as_mut(), &decision) {
+                deliver_spool(&site, job, c, PROLOG_SPOOL, log);
             }
             log(
                 Level::Info,
@@ -345,6 +367,171 @@ pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decisio
     serde_json::from_slice(&bytes).ok()
 }
 
+/// How many spooled entries a prolog sends along, and within how long: a job waits for this.
+pub const PROLOG_SPOOL: (usize, Duration) = (4, Duration::from_millis(100));
+/// How many spooled entries an epilog sends along, and within how long (it delays only
+/// the node's release).
+pub const EPILOG_SPOOL: (usize, Duration) = (16, Duration::from_millis(500));
+/// How long the closing node waits for slurmctld to say how the job ended.
+const SCONTROL_LIMIT: Duration = Duration::from_millis(1500);
+/// How long the closing node waits for the other nodes' outcomes before it closes.
+const OUTCOMES_WAIT: Duration = Duration::from_secs(1);
+
+/// Send pending spool entries of this node on `client`, within `bound` (entries, time).
+fn deliver_spool(
+    site: &Site,
+    job: &JobEnv,
+    client: &mut Client,
+    bound: (usize, Duration),
+    log: Log,
+) {
+    let dir = spool::dir_for(&site.daemon.spool_dir, &job.node);
+    let d = spool::deliver(&dir, client, bound.0, bound.1);
+    if !d.sent.is_empty() {
+        let ids: Vec<String> = d.sent.iter().map(u64::to_string).collect();
+        log(
+            Level::Info,
+            &format!(
+                "greenup: job {} on {}: delivered spooled outcomes of job(s) {}{}",
+                job.job_id,
+                job.node,
+                ids.join(","),
+                if d.more_left { "; more left" } else { "" }
+            ),
+        );
+    }
+    for (name, why) in &d.rejected {
+        log(
+            Level::Warning,
+            &format!(
+                "greenup: {}: spooled entry {name} refused, kept as {name}.rejected: {why}",
+                dir.display()
+            ),
+        );
+    }
+    // Restore the site's timeout for anything the caller sends after this.
+    let _ = client.set_timeout(site_timeout(site));
+}
+
+/// The outcome as greenupd stores it.
+fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
+    let (energy_j, source, mut note) = match &o.energy {
+        Energy::Measured { joules } => (Some(*joules), Some("rapl".to_string()), o.note.clone()),
+        Energy::Unmeasured { reason } => (None, None, format!("{}; unmeasured: {reason}", o.note)),
+    };
+    if let Some(err) = &o.restore_error {
+        note.push_str(&format!("; restore incomplete: {err}"));
+    }
+    WireOutcome {
+        job_id: u64::from(job.job_id),
+        node: o.node.clone(),
+        freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),
+        energy_j,
+        elapsed_s: Some(o.elapsed_s),
+        source,
+        restored: o.restore_error.is_none(),
+        note: Some(note),
+    }
+}
+
+/// Send this node's outcomes and, on the job's first node, the close with how the job
+/// ended. What greenupd cannot take now goes to the node's spool.
+fn report_end(site: &Site, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome], log: Log) {
+    // Only the first node closes: it runs the batch script, so slurmctld knows the
+    // script's end by the time this epilog runs. A node a shrink released runs its epilog
+    // while the job goes on; slurmctld then says RUNNING and nothing is closed.
+    let closer = job.nodes.first() == Some(&job.node);
+    let ended = if closer {
+        end::classify(
+            job.exit,
+            end::ask_slurmctld(job.job_id, SCONTROL_LIMIT).as_ref(),
+        )
+    } else {
+        End::Unknown
+    };
+    let close = closer && ended != End::StillRunning;
+    let entry = spool::Entry {
+        job_id: u64::from(job.job_id),
+        node: job.node.clone(),
+        outcomes: outcomes.iter().map(|o| wire_outcome(job, o)).collect(),
+        close,
+        end: ended.word().map(str::to_string).filter(|_| close),
+        spooled_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    };
+    let sent = connect(site).and_then(|mut c| {
+        for o in &entry.outcomes {
+            c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
+        }
+        if close {
+            let rec = wait_for_outcomes(&mut c, job);
+            if job.options.report {
+                match rec {
+                    Ok(rec) => write_report(job, &report_line(&rec, site), log),
+                    Err(e) => log(
+                        Level::Warning,
+                        &format!("greenup: job {}: no report: {e}", job.job_id),
+                    ),
+                }
+            }
+            c.close_job(entry.job_id, entry.end.as_deref())
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(c)
+    });
+    match sent {
+        Ok(mut c) => deliver_spool(site, job, &mut c, EPILOG_SPOOL, log),
+        Err(e) => {
+            let dir = spool::dir_for(&site.daemon.spool_dir, &job.node);
+            let what = if close {
+                "outcome and close"
+            } else {
+                "outcome"
+            };
+            match spool::save(&dir, &entry) {
+                Ok(path) => log(
+                    Level::Warning,
+                    &format!(
+                        "greenup: job {} on {}: {what} kept in {} until greenupd answers: {e}",
+                        job.job_id,
+                        job.node,
+                        path.display()
+                    ),
+                ),
+                Err(s) => log(
+                    Level::Warning,
+                    &format!(
+                        "greenup: job {} on {}: {what} not stored ({e}) and not spooled: {s}",
+                        job.job_id, job.node
+                    ),
+                ),
+            }
+        }
+    }
+}
+
+/// The job as greenupd has it, once every node's outcome is in or [`OUTCOMES_WAIT`] passed:
+/// the other nodes' epilogs run at the same time, and a close makes greenupd learn from
+/// the outcomes it has.
+fn wait_for_outcomes(c: &mut Client, job: &JobEnv) -> Result<JobRecord, String> {
+    let started = std::time::Instant::now();
+    loop {
+        let rec = c
+            .get_job(u64::from(job.job_id))
+            .map_err(|e| e.to_string())?;
+        let all_in = job
+            .nodes
+            .iter()
+            .all(|n| rec.outcomes.iter().any(|o| &o.node == n));
+        if all_in || started.elapsed() >= OUTCOMES_WAIT {
+            return Ok(rec);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The epilog: restore every saved setting, measure, and report to greenupd.
 pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
@@ -405,84 +592,7 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     }
     let decided = saved_decision(&paths.run_dir, job.job_id, &job.node).is_some();
     if decided {
-        match connect(&site) {
-            Ok(mut c) => {
-                for o in outcomes {
-                    let (energy_j, source, mut note) = match &o.energy {
-                        Energy::Measured { joules } => {
-                            (Some(*joules), Some("rapl".to_string()), o.note.clone())
-                        }
-                        Energy::Unmeasured { reason } => {
-                            (None, None, format!("{}; unmeasured: {reason}", o.note))
-                        }
-                    };
-                    if let Some(err) = &o.restore_error {
-                        note.push_str(&format!("; restore incomplete: {err}"));
-                    }
-                    let wire = WireOutcome {
-                        job_id: u64::from(job.job_id),
-                        node: o.node.clone(),
-                        freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),
-                        energy_j,
-                        elapsed_s: Some(o.elapsed_s),
-                        source,
-                        restored: o.restore_error.is_none(),
-                        note: Some(note),
-                    };
-                    if let Err(e) = c.record_outcome(wire) {
-                        log(
-                            Level::Warning,
-                            &format!(
-                                "greenup: job {} on {}: outcome not stored: {e}",
-                                job.job_id, job.node
-                            ),
-                        );
-                    }
-                }
-                if job.options.report && job.nodes.first() == Some(&job.node) {
-                    // The other nodes' epilogs run at the same time: give their outcomes
-                    // up to a second to arrive, then report what is there.
-                    let mut last = None;
-                    for _ in 0..10 {
-                        match c.get_job(u64::from(job.job_id)) {
-                            Ok(rec) => {
-                                let complete = rec.outcomes.len() >= rec.request.nodes.len();
-                                last = Some(Ok(rec));
-                                if complete {
-                                    break;
-                                }
-                            }
-                            Err(e) => {
-                                last = Some(Err(e));
-                                break;
-                            }
-                        }
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    match last {
-                        Some(Ok(rec)) => write_report(job, &report_line(&rec, &site), log),
-                        Some(Err(e)) => log(
-                            Level::Warning,
-                            &format!("greenup: job {}: no report: {e}", job.job_id),
-                        ),
-                        None => {}
-                    }
-                }
-                if let Err(e) = c.close_job(u64::from(job.job_id), Some("ended")) {
-                    log(
-                        Level::Warning,
-                        &format!("greenup: job {}: close not stored: {e}", job.job_id),
-                    );
-                }
-            }
-            Err(e) => log(
-                Level::Warning,
-                &format!(
-                    "greenup: job {} on {}: outcome not sent: {e}",
-                    job.job_id, job.node
-                ),
-            ),
-        }
+        report_end(&site, job, &outcomes, log);
     }
     for f in [
         warning_path(&paths.run_dir, job.job_id, &job.node),
@@ -562,6 +672,7 @@ mod tests {
             nodes: vec!["n1".into(), "n2".into()],
             cpus_per_node: Some("4,2".into()),
             options: Checked::default(),
+            exit: None,
         };
         assert!(!holds_whole_node(&job, t.path()));
         job.cpus_per_node = Some("4(x2)".into());

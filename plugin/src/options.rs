@@ -19,9 +19,14 @@ pub const OPT_POWER_CAP: &str = "power-cap";
 pub const OPT_PROFILE: &str = "energy-profile";
 /// `--energy-report`.
 pub const OPT_REPORT: &str = "energy-report";
+/// `--energy-min-nodes=N`.
+pub const OPT_MIN_NODES: &str = "energy-min-nodes";
+
+/// The largest node count `--energy-min-nodes` accepts.
+pub const MAX_NODES: usize = 1_000_000;
 
 /// Every option: name, value placeholder (None: a flag), and usage line.
-pub const OPTIONS: [(&str, Option<&str>, &str); 5] = [
+pub const OPTIONS: [(&str, Option<&str>, &str); 6] = [
     (
         OPT_POLICY,
         Some("NAME"),
@@ -47,6 +52,11 @@ pub const OPTIONS: [(&str, Option<&str>, &str); 5] = [
         None,
         "greenup: print predicted against measured time and energy at the end",
     ),
+    (
+        OPT_MIN_NODES,
+        Some("N"),
+        "greenup: the decision may give back allocated nodes, keeping at least N",
+    ),
 ];
 
 /// Job-control variables carrying checked options to the prolog, epilog and steps,
@@ -60,6 +70,8 @@ pub const ENV_POWER_CAP_W: &str = "GREENUP_POWER_CAP_W";
 pub const ENV_PROFILE: &str = "GREENUP_PROFILE";
 /// `1` when --energy-report was given.
 pub const ENV_REPORT: &str = "GREENUP_REPORT";
+/// The fewest nodes the decision may keep.
+pub const ENV_MIN_NODES: &str = "GREENUP_MIN_NODES";
 
 /// The options as the user wrote them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,6 +86,8 @@ pub struct Raw {
     pub profile: Option<String>,
     /// --energy-report.
     pub report: bool,
+    /// --energy-min-nodes.
+    pub min_nodes: Option<String>,
 }
 
 impl Raw {
@@ -96,6 +110,8 @@ pub struct Checked {
     pub profile: Option<String>,
     /// Whether to print a report at the end.
     pub report: bool,
+    /// The fewest nodes the decision may keep (a shrink at start gives back the rest).
+    pub min_nodes: Option<usize>,
 }
 
 impl Checked {
@@ -117,6 +133,9 @@ impl Checked {
         if self.report {
             out.push((ENV_REPORT, "1".into()));
         }
+        if let Some(n) = self.min_nodes {
+            out.push((ENV_MIN_NODES, n.to_string()));
+        }
         out
     }
 
@@ -134,6 +153,9 @@ impl Checked {
             power_cap_w: num(ENV_POWER_CAP_W),
             profile: get(ENV_PROFILE).filter(|s| !s.is_empty()),
             report: get(ENV_REPORT).as_deref() == Some("1"),
+            min_nodes: get(ENV_MIN_NODES)
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|n| (1..=MAX_NODES).contains(n)),
         }
     }
 }
@@ -170,12 +192,31 @@ pub fn check_units(raw: &Raw) -> Result<Checked, InputError> {
             ));
         }
     }
+    let min_nodes = raw
+        .min_nodes
+        .as_deref()
+        .map(|v| {
+            v.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_NODES).contains(n))
+                .ok_or_else(|| {
+                    opt_err(
+                        OPT_MIN_NODES,
+                        format!(
+                            "invalid node count '{v}': expected a whole number from 1 to {MAX_NODES}"
+                        ),
+                    )
+                })
+        })
+        .transpose()?;
     Ok(Checked {
         policy: raw.policy.clone(),
         energy_cap_j,
         power_cap_w,
         profile: raw.profile.clone(),
         report: raw.report,
+        min_nodes,
     })
 }
 
@@ -286,9 +327,11 @@ mod tests {
                 r.power_cap = Some("1.5kW".into());
                 r.profile = Some("solver".into());
                 r.report = true;
+                r.min_nodes = Some("2".into());
             }),
         )
         .unwrap();
+        assert_eq!(c.min_nodes, Some(2));
         // 5 kWh = 5 * 3.6e6 J; 1.5 kW = 1500 W.
         assert_eq!(c.energy_cap_j, Some(18.0e6));
         assert_eq!(c.power_cap_w, Some(1500.0));
@@ -330,6 +373,14 @@ mod tests {
                 raw(|r| r.power_cap = Some("2.5kW".into())),
                 "option --power-cap: 2.5",
             ),
+            (
+                raw(|r| r.min_nodes = Some("0".into())),
+                "option --energy-min-nodes: invalid node count '0': expected a whole number from 1 to 1000000",
+            ),
+            (
+                raw(|r| r.min_nodes = Some("two".into())),
+                "option --energy-min-nodes: invalid node count 'two'",
+            ),
         ];
         for (r, want) in cases {
             let e = check_with_config(&cfg, &r).unwrap_err().to_string();
@@ -347,6 +398,7 @@ mod tests {
             ENV_ENERGY_CAP_J => Some("lots".into()),
             ENV_POWER_CAP_W => Some("-5".into()),
             ENV_POLICY => Some(String::new()),
+            ENV_MIN_NODES => Some("0".into()),
             _ => None,
         });
         assert_eq!(c, Checked::default());

@@ -68,6 +68,7 @@ impl Greenup {
             power_cap: get(options::OPT_POWER_CAP),
             profile: get(options::OPT_PROFILE),
             report: spank.is_option_set(options::OPT_REPORT),
+            min_nodes: get(options::OPT_MIN_NODES),
         }
     }
 
@@ -183,19 +184,22 @@ impl Greenup {
     }
 }
 
+/// How long the batch step waits for slurmctld to take back the nodes it does not use.
+const SHRINK_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Give back the nodes the decision does not use, and fix the batch environment to match.
 fn shrink(spank: &mut SpankHandle, info: &StepInfo, keep: &str) {
-    let status = std::process::Command::new("scontrol")
-        .args([
+    let updated = crate::command::run(
+        "scontrol",
+        &[
             "update",
             &format!("JobId={}", info.job_id),
             &format!("NodeList={keep}"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    match status {
-        Ok(s) if s.success() => {
+        ],
+        SHRINK_LIMIT,
+    );
+    match updated {
+        Some(_) => {
             let count = greenup::hostlist::expand(keep)
                 .map(|v| v.len())
                 .unwrap_or(0)

@@ -168,6 +168,23 @@ impl Client {
         })
     }
 
+    /// Wait at most `timeout` in each following read and write (e.g. a shrinking budget).
+    pub fn set_timeout(&mut self, timeout: Duration) -> std::io::Result<()> {
+        let t = Some(timeout.max(Duration::from_millis(1)));
+        match self.conn.get_ref() {
+            Conn::Tcp(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)?;
+            }
+            Conn::Unix(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)?;
+            }
+        }
+        self.timeout = timeout;
+        Ok(())
+    }
+
     /// Send one request and wait for its reply.
     pub fn call(&mut self, req: &Request) -> Result<Reply, ClientError> {
         let body = request_body(req).map_err(|e| ClientError::Protocol(e.to_string()))?;

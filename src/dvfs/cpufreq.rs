@@ -36,6 +36,21 @@ pub enum CpufreqError {
         /// What the driver offers.
         offered: String,
     },
+    /// The frequency lies outside the bounds the node already has; greenup never widens
+    /// them (they may be an admin's cap), and the kernel would clamp a set speed to them.
+    #[error(
+        "policy{policy}: {khz} kHz is outside this node's scaling_min_freq..scaling_max_freq {min_khz}..{max_khz}, which greenup does not widen"
+    )]
+    OutsideBounds {
+        /// The policy number.
+        policy: u32,
+        /// The requested frequency in kHz.
+        khz: u64,
+        /// The policy's current scaling_min_freq.
+        min_khz: u64,
+        /// The policy's current scaling_max_freq.
+        max_khz: u64,
+    },
 }
 
 /// One cpufreq policy: a group of CPUs that always run at the same frequency.
@@ -153,6 +168,15 @@ impl Cpufreq {
         };
         for p in policies {
             let target = p.match_frequency(khz)?;
+            let now = p.settings()?;
+            if !(now.min_khz..=now.max_khz).contains(&target) {
+                return Err(CpufreqError::OutsideBounds {
+                    policy: p.id,
+                    khz: target,
+                    min_khz: now.min_khz,
+                    max_khz: now.max_khz,
+                });
+            }
             let method = if p.governors()?.iter().any(|g| g == "userspace") {
                 sysfs::write(&p.dir.join("scaling_governor"), "userspace")?;
                 sysfs::write(&p.dir.join("scaling_setspeed"), &target.to_string())?;
@@ -382,6 +406,32 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(file(t.path(), 2, "scaling_governor"), "ondemand");
+    }
+
+    #[test]
+    fn a_frequency_above_the_nodes_current_max_is_refused_not_clamped() {
+        for governors in ["userspace ondemand", "performance powersave"] {
+            let t = tempfile::tempdir().unwrap();
+            tree(t.path(), 2, governors, &FREQS);
+            // An admin capped policy1 at 1.8 GHz; 2.4 GHz would raise that cap (max_freq)
+            // or be clamped to it by the kernel (setspeed).
+            std::fs::write(
+                t.path()
+                    .join("devices/system/cpu/cpufreq/policy1/scaling_max_freq"),
+                "1800000\n",
+            )
+            .unwrap();
+            let cf = Cpufreq::new(t.path());
+            let pols = cf.policies_for(None).unwrap();
+            let e = cf.apply(&pols, 2_400_000).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "policy1: 2400000 kHz is outside this node's scaling_min_freq..scaling_max_freq 1200000..1800000, which greenup does not widen"
+            );
+            assert_eq!(file(t.path(), 1, "scaling_max_freq"), "1800000");
+            // Within the cap is fine.
+            assert!(cf.apply(&pols, 1_800_000).is_ok());
+        }
     }
 
     #[test]

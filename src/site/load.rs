@@ -27,6 +27,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
 pub const DEFAULT_SOCKET: &str = "/run/greenupd/greenupd.sock";
 /// Default SQLite database.
 pub const DEFAULT_STORE: &str = "/var/lib/greenup/greenup.db";
+/// Default node-local spool of outcomes greenupd has not received yet.
+pub const DEFAULT_SPOOL_DIR: &str = "/var/spool/greenup";
 /// Default per-node directory for saved settings.
 pub const DEFAULT_RUN_DIR: &str = "/run/greenup";
 /// Default policy: change nothing, record only.
@@ -108,6 +110,8 @@ struct RawDaemon {
     metrics_listen: Option<Spanned<Value>>,
     #[serde(default)]
     over_budget: Option<Spanned<Value>>,
+    #[serde(default)]
+    spool_dir: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -747,7 +751,24 @@ impl Checker<'_> {
             grace_s: self.uint(&d.grace_s, "daemon.grace_s", 0, 7 * 86_400, 300, "seconds")?,
             metrics_listen,
             over_budget,
+            spool_dir: self.spool_dir(&d.spool_dir)?,
         })
+    }
+
+    /// A path in which `%n` (the node's name) is the only `%` pattern.
+    fn spool_dir(&self, v: &Option<Spanned<Value>>) -> Result<PathBuf, InputError> {
+        const KEY: &str = "daemon.spool_dir";
+        const VALID: &str = "a path; %n stands for the node's name, e.g. /var/spool/greenup/%n";
+        let p = self.path_or(v, KEY, DEFAULT_SPOOL_DIR)?;
+        let text = p.to_string_lossy();
+        let bad_pattern = text.split('%').skip(1).any(|rest| !rest.starts_with('n'));
+        match v {
+            Some(v) if bad_pattern => {
+                let written = self.text(v, KEY, VALID)?;
+                Err(self.err(v, KEY, written, VALID))
+            }
+            _ => Ok(p),
+        }
     }
 
     fn dvfs(&self, d: RawDvfs) -> Result<DvfsSettings, InputError> {

@@ -128,6 +128,8 @@ pub struct DaemonSettings {
     pub metrics_listen: Option<String>,
     /// What happens when the budget cannot fit a job.
     pub over_budget: OverBudget,
+    /// Where each node keeps outcomes greenupd could not take yet (`%n` is the node's name).
+    pub spool_dir: PathBuf,
 }
 
 /// How frequencies are applied on the nodes.

@@ -350,7 +350,10 @@ impl SqliteStore {
         let n = self
             .conn
             .prepare_cached(
-                "UPDATE jobs SET state = ?2, end_reason = ?3, closed_at = ?4 WHERE job_id = ?1 AND state = 'open'",
+                // A job reclaimed because its close never came is closed when the close
+                // does come (from a node's spool): how it really ended is worth more.
+                "UPDATE jobs SET state = ?2, end_reason = ?3, closed_at = ?4
+                 WHERE job_id = ?1 AND (state = 'open' OR (state = 'reclaimed' AND ?2 = 'closed'))",
             )
             .and_then(|mut s| s.execute(params![id, state.as_str(), end, at]))
             .map_err(write_err)?;
@@ -897,5 +900,44 @@ mod tests {
         // The writer goes on after checkpoints, and what it commits is read back.
         assert!(s.apply(&[open(51, 1000, 10.0)]).iter().all(Result::is_ok));
         assert_eq!(s.counts().unwrap().total_jobs, 51);
+    }
+
+    #[test]
+    fn a_late_close_closes_a_reclaimed_job_but_a_reclaim_never_reopens_a_closed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        let end = |job_id, state| Change::Close {
+            job_id,
+            state,
+            end: Some(format!("{state:?}")),
+            at: 1002,
+        };
+        s.apply(&[open(1, 1000, 10.0), open(2, 1000, 10.0)]);
+        let r = s.apply(&[
+            end(1, JobState::Reclaimed),
+            end(1, JobState::Closed),
+            end(2, JobState::Closed),
+            end(2, JobState::Reclaimed),
+            end(1, JobState::Reclaimed),
+        ]);
+        let stored = |new| Ok(Applied::Stored { new });
+        assert_eq!(
+            r,
+            vec![
+                stored(true),
+                stored(true),
+                stored(true),
+                stored(false),
+                stored(false)
+            ]
+        );
+        for id in [1, 2] {
+            let job = s.job(id).unwrap().unwrap();
+            assert_eq!(
+                (job.state, job.end.as_deref()),
+                (JobState::Closed, Some("Closed"))
+            );
+        }
+        assert!(s.reservations().unwrap().is_empty());
     }
 }

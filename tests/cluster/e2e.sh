@@ -148,6 +148,7 @@ t_bad_options() {
 --energy-cap=30MJ|option --energy-cap: 30
 --power-cap=5kW|option --power-cap: 5
 --energy-policy=../../etc/x|option --energy-policy: invalid name
+--energy-min-nodes=0|option --energy-min-nodes: invalid node count '0': expected a whole number from 1
 LIST
   after=$(squeue -h | wc -l)
   [ "$after" -le "$before" ] || { say "queue grew from $before to $after"; ok=1; }
@@ -307,7 +308,7 @@ t_listing() {
   return $rc
 }
 
-# 13. greenupd asks Slurm (squeue) and releases the reservation of a job Slurm does not
+# 16. greenupd asks Slurm (squeue) and releases the reservation of a job Slurm does not
 # run; a running job's reservation is kept through the same passes.
 t_reclaim() {
   local rc=0 j fake=990001 st=""
@@ -327,6 +328,184 @@ t_reclaim() {
   return $rc
 }
 
+# 12. greenupd down when a job ends: each node spools its outcome (root-only files), and
+#     the next job on those nodes delivers it, with the first node's close.
+t_spool() {
+  local j k rc=0 n
+  j=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver \
+      -o /dev/null --wrap 'sleep 4') || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do
+    [ -e "$GC_GREENUP_RUN/$j/n1.decision.json" ] && [ -e "$GC_GREENUP_RUN/$j/n2.decision.json" ] && break; sleep 0.1
+  done
+  [ "$(jq_job "$j" .state)" = open ] || { say "job $j not open in greenupd"; return 1; }
+  "$HERE/greenupd.sh" stop
+  wait_gone "$j" || rc=1
+  for n in n1 n2; do
+    local f=$GC_SPOOL/$n/$j.$n.json
+    [ -f "$f" ] || { say "no spool entry $f: $(ls -la $GC_SPOOL/$n 2>&1)"; rc=1; continue; }
+    [ "$(stat -c '%a %U' "$f")" = "600 root" ] || { say "$f is $(stat -c '%a %U' "$f")"; rc=1; }
+    [ "$(stat -c '%a %U' "$GC_SPOOL/$n")" = "700 root" ] || { say "$GC_SPOOL/$n is $(stat -c '%a %U' "$GC_SPOOL/$n")"; rc=1; }
+    say "$n spooled: $(jq -c '{close: .close, end: .end, outcomes: [.outcomes[] | .node]}' "$f")"
+  done
+  # Only the first node closes, with how the job ended.
+  [ "$(jq -r '"\(.close) \(.end)"' "$GC_SPOOL/n1/$j.n1.json" 2>/dev/null)" = "true completed" ] || { say "n1 entry does not close the job as completed"; rc=1; }
+  [ "$(jq -r .close "$GC_SPOOL/n2/$j.n2.json" 2>/dev/null)" = false ] || { say "n2 entry closes the job"; rc=1; }
+  grep -q "greenup: job $j on n1: outcome and close kept in $GC_SPOOL/n1/$j.n1.json" "$GC_LOG/slurmd-n1.log" \
+    || { say "no spool line in slurmd-n1.log"; rc=1; }
+  local copy; copy=$(mktemp); cp -p "$GC_SPOOL/n1/$j.n1.json" "$copy" 2>/dev/null
+  GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start || return 1
+  [ "$(jq_job "$j" '"\(.state) \(.outcomes | length)"')" = "open 0" ] || { say "before delivery: $(jq_job "$j" '"\(.state) \(.outcomes | length)"')"; rc=1; }
+  k=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
+  JOBS_WITH_DAEMON+=("$k")
+  wait_gone "$k" || rc=1
+  local got; got=$(jq_job "$j" '"\(.state) \(.end) \([.outcomes[] | select(.source == "rapl" and .energy_j > 0) | .node] | join(","))"')
+  say "job $j after job $k: $got"
+  [ "$got" = "closed completed n1,n2" ] || rc=1
+  for n in n1 n2; do
+    [ -z "$(ls -A "$GC_SPOOL/$n")" ] || { say "$GC_SPOOL/$n not empty: $(ls -A "$GC_SPOOL/$n")"; rc=1; }
+  done
+  grep -q "greenup: job $k on n1: delivered spooled outcomes of job(s) $j" "$GC_LOG/slurmd-n1.log" || { say "no delivery line for job $k on n1"; rc=1; }
+  # Delivered twice (as when a removal is lost): greenupd keeps what it has, and the entry goes.
+  cp -p "$copy" "$GC_SPOOL/n1/$j.n1.json"; rm -f "$copy"
+  k=$(submit $GC_USER -N1 -w n1 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
+  JOBS_WITH_DAEMON+=("$k")
+  wait_gone "$k" || rc=1
+  [ -z "$(ls -A "$GC_SPOOL/n1")" ] || { say "after a repeat: $GC_SPOOL/n1 holds $(ls -A "$GC_SPOOL/n1")"; rc=1; }
+  [ "$(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')" = "closed completed 2" ] || { say "after a repeat: $(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')"; rc=1; }
+  restored || rc=1
+  return $rc
+}
+
+# 13. A job that exits 1 is stored as failed and a scancel'ed one as cancelled; neither
+#     refines its profile, while a completed run of the same profile does.
+t_end_states() {
+  local a b c rc=0 vdir=/var/lib/greenup-test/profiles/endstate
+  a=$(submit $GC_USER -N1 -w n3 --exclusive -t 5 --energy-policy=min-time --energy-profile=endstate -o /dev/null \
+      --wrap 'sleep 8; exit 1') || return 1
+  b=$(submit $GC_USER -N1 -w n4 --exclusive -t 5 --energy-policy=min-time --energy-profile=endstate -o /dev/null \
+      --wrap 'sleep 120') || return 1
+  JOBS_WITH_DAEMON+=("$a" "$b")
+  wait_running "$b" || return 1
+  sleep 9   # as long as the completed run below: only the way it ended sets it apart
+  scancel "$b"
+  wait_gone "$a" || rc=1; wait_gone "$b" || rc=1
+  local ea eb; ea=$(jq_job "$a" '"\(.state) \(.end)"'); eb=$(jq_job "$b" '"\(.state) \(.end)"')
+  say "job $a (exit 1): $ea; job $b (scancel): $eb; Slurm: $(state "$a") $(state "$b")"
+  [ "$ea" = "closed failed" ] || rc=1
+  [ "$eb" = "closed cancelled" ] || rc=1
+  sleep 1   # refinement runs after the close is answered
+  [ ! -e $vdir/v2.yaml ] || { say "a failed or cancelled run refined the profile: $(ls $vdir)"; rc=1; }
+  "$GC_SHARE/bin/greenup" report "$a" --site $GC_ETC/greenup.yaml | grep -q "outlier, not used to refine the profile: job ended FAILED" \
+    || { say "report of $a: $("$GC_SHARE/bin/greenup" report "$a" --site $GC_ETC/greenup.yaml)"; rc=1; }
+  "$GC_SHARE/bin/greenup" report "$b" --site $GC_ETC/greenup.yaml | grep -q "outlier, not used to refine the profile: job ended CANCELLED" \
+    || { say "report of $b: $("$GC_SHARE/bin/greenup" report "$b" --site $GC_ETC/greenup.yaml)"; rc=1; }
+  # The control: the same run, completed, does refine the profile.
+  c=$(submit $GC_USER -N1 -w n3 --exclusive -t 5 --energy-policy=min-time --energy-profile=endstate -o /dev/null \
+      --wrap 'sleep 8') || return 1
+  JOBS_WITH_DAEMON+=("$c")
+  wait_gone "$c" || rc=1
+  for _ in $(seq 1 50); do [ -e $vdir/v2.yaml ] && break; sleep 0.1; done
+  say "job $c: $(jq_job "$c" '"\(.state) \(.end)"'); versions: $(ls $vdir 2>/dev/null | tr '\n' ' ')"
+  [ "$(jq_job "$c" '"\(.state) \(.end)"')" = "closed completed" ] || rc=1
+  [ -e $vdir/v2.yaml ] || { say "the completed run did not refine the profile"; rc=1; }
+  restored || rc=1
+  return $rc
+}
+
+# 14. A job holding more nodes than its decision uses is shrunk at start: Slurm, the batch
+#     environment and srun all see the decided nodes, and the released nodes are restored
+#     while the job still runs (and the job stays open in greenupd until it ends).
+t_shrink() {
+  local plan_args="--json --site $GC_ETC/greenup.yaml --policy min-time --profile md --node-count 1-4 --time-limit 10:00"
+  local cap count="" c j rc=0
+  for c in 80kJ 70kJ 60kJ 50kJ 40kJ 30kJ; do
+    count=$("$GC_SHARE/bin/greenup" plan $plan_args --energy-cap $c 2>/dev/null | jq -r .node_count)
+    cap=$c
+    [ -n "$count" ] && [ "$count" != null ] && [ "$count" -ge 1 ] && [ "$count" -lt 4 ] && break
+  done
+  # -N4 exactly: the cli_filter leaves it, so the job starts on four nodes; the user lets
+  # greenup give back all but one.
+  j=$(submit $GC_USER -N4 --exclusive -t 10:00 --energy-policy=min-time --energy-profile=md --energy-cap=$cap --energy-min-nodes=1 \
+      -o "$OUT/t14-%j.out" --wrap 'echo "env $SLURM_JOB_NUM_NODES $SLURM_NNODES $SLURM_JOB_NODELIST $SLURM_NODELIST"
+        echo "ctld $(scontrol show job $SLURM_JOB_ID | grep -o " NumNodes=[0-9]*" | cut -d= -f2) $(scontrol show job $SLURM_JOB_ID | grep -o " NodeList=[^ ]*" | head -1 | cut -d= -f2)"
+        echo "srun $(srun printenv SLURMD_NODENAME | sort | tr "\n" " ")"
+        sleep 6') || return 1
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do [ -n "$(jq_job "$j" '.decision.plan.node_count // empty' 2>/dev/null)" ] && break; sleep 0.1; done
+  local decided keep released
+  decided=$(jq_job "$j" .decision.plan.node_count)
+  keep=$(jq_job "$j" '[.decision.plan.nodes[].name] | sort | join(" ")')
+  say "greenup plan: $count node(s) under $cap; decision for job $j: $decided ($keep)"
+  [ "$decided" -lt 4 ] 2>/dev/null || { say "the decision uses all 4 nodes: nothing to shrink"; scancel "$j"; wait_gone "$j"; return 1; }
+  released=$(for n in $GC_NODES; do grep -qw $n <<<"$keep" || echo $n; done | tr '\n' ' ')
+  # The released nodes' epilogs restore them while the job runs on.
+  local n ok
+  for n in $released; do
+    ok=1
+    for _ in $(seq 1 50); do [ "$(snap $n)" = "$(grep "^$n/" "$BASE")" ] && { ok=0; break; }; sleep 0.1; done
+    [ $ok = 0 ] || { say "released node $n not restored while job $j runs"; rc=1; }
+  done
+  [ "$(state "$j")" = RUNNING ] && [ "$(jq_job "$j" .state)" = open ] || { say "job $j: Slurm $(state "$j"), greenupd $(jq_job "$j" .state) while running"; rc=1; }
+  wait_gone "$j" || return 1
+  local list; list=$(scontrol show hostnames "$(jq_job "$j" '[.decision.plan.nodes[].name] | join(",")')" | sort | tr '\n' ' ')
+  local compact; compact=$(scontrol show hostlist "$(tr ' ' ',' <<<"${list% }")")
+  sed 's/^/      /' "$OUT/t14-$j.out"
+  grep -Fqx "env $decided $decided $compact $compact" "$OUT/t14-$j.out" || { say "batch environment does not match the decision ($decided, $compact)"; rc=1; }
+  grep -Fqx "ctld $decided $compact" "$OUT/t14-$j.out" || { say "Slurm does not hold the decided nodes"; rc=1; }
+  grep -Fqx "srun $list" "$OUT/t14-$j.out" || { say "srun did not run on exactly the decided nodes"; rc=1; }
+  [ "$(jq_job "$j" '"\(.state) \(.end)"')" = "closed completed" ] || { say "job $j: $(jq_job "$j" '"\(.state) \(.end)"')"; rc=1; }
+  # Every node measured its share, the released ones up to their release.
+  [ "$(jq_job "$j" '[.outcomes[] | select(.source == "rapl") | .node] | sort | join(" ")')" = "n1 n2 n3 n4" ] \
+    || { say "outcomes: $(job_json "$j" | jq -c .outcomes)"; rc=1; }
+  restored && no_leftovers "$j" || rc=1
+  return $rc
+}
+
+# The kernel's boot defaults for NODE's cpufreq policies again, as taken before any test.
+reboot_sysfs() {
+  local np gov min max p
+  while read -r np gov min max _; do
+    case $np in "$1"/*) ;; *) continue ;; esac
+    p=$GC_SYSFS/$1/devices/system/cpu/cpufreq/${np#*/}
+    echo "$gov" > $p/scaling_governor; echo "$min" > $p/scaling_min_freq
+    echo "$max" > $p/scaling_max_freq; echo '<unsupported>' > $p/scaling_setspeed
+  done < "$BASE"
+}
+
+# 15. A node reboots mid-job (simulated: slurmd stops, /run loses greenup's records, the
+#     kernel starts at its defaults, slurmd comes back): nothing saved before the reboot
+#     is put back, the node stays at its boot defaults, and no node is drained.
+t_reboot() {
+  local j p pre now rc=0
+  # Before the job n2 runs the performance governor, not its boot default: that is what
+  # its prolog saves, and what a stale restore would bring back.
+  for p in "$GC_SYSFS"/n2/devices/system/cpu/cpufreq/policy*; do echo performance > $p/scaling_governor; done
+  pre=$(snap n2)
+  j=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 8') || return 1
+  wait_running "$j" || return 1
+  for _ in $(seq 1 50); do [ -e "$GC_GREENUP_RUN/$j/n2.json" ] && [ "$(snap n2)" != "$pre" ] && break; sleep 0.1; done
+  [ -e "$GC_GREENUP_RUN/$j/n2.json" ] && [ "$(snap n2)" != "$pre" ] || { say "job $j changed nothing on n2"; return 1; }
+  gc_stop_pidfile "$GC_RUN/slurmd-n2.pid"
+  rm -f "$GC_GREENUP_RUN/$j"/n2.*
+  reboot_sysfs n2
+  slurmd -N n2
+  wait_gone "$j" || rc=1
+  now=$(snap n2)
+  if [ "$now" != "$(grep '^n2/' "$BASE")" ]; then
+    say "n2 after the job is not at its boot defaults:"; sed 's/^/      /' <<<"$now"
+    [ "$now" = "$pre" ] && say "(it is at the settings saved before the reboot)"
+    rc=1
+  fi
+  [ "$(jq_job "$j" '[.outcomes[].node] | join(" ")')" = n1 ] || { say "outcomes of job $j: $(jq_job "$j" '[.outcomes[].node] | join(" ")'); n2 has no measurement across a reboot"; rc=1; }
+  [ -z "$(ls -A "$GC_SPOOL/n2" 2>/dev/null)" ] || { say "n2 spooled $(ls -A "$GC_SPOOL/n2")"; rc=1; }
+  [ -z "$(sinfo -h -t drain,down -o %N)" ] || { say "drained: $(sinfo -h -t drain,down -o '%N %E')"; rc=1; }
+  say "job $j ended $(state "$j"); n2 at boot defaults, n1 restored"
+  restored && no_leftovers "$j" || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -337,7 +516,11 @@ run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
 run_test "10 Slurm accounting that measured 0 J is reported as not available, with why" t_accounting
 run_test "11 greenup jobs and greenup app show a user only their own jobs" t_listing
-run_test "13 a reservation whose job Slurm does not run is reclaimed" t_reclaim
+run_test "12 greenupd down at job end: outcomes are spooled and delivered by the next job" t_spool
+run_test "13 failed and cancelled jobs are stored as such and do not refine the profile" t_end_states
+run_test "14 a job holding more nodes than decided is shrunk at start" t_shrink
+run_test "15 a node rebooted mid-job stays at its boot defaults" t_reboot
+run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

@@ -8,6 +8,7 @@ GC_SYSFS=${GC_SYSFS:-/var/lib/greenup-test/sysfs} # one sysfs tree per node: $GC
 GC_ETC=${GC_ETC:-/etc/slurm}
 GC_SHARE=${GC_SHARE:-/etc/greenup-test}              # policies, test profiles, binaries for the cli_filter
 GC_GREENUP_RUN=${GC_GREENUP_RUN:-/run/greenup}    # the plugin's saved settings (run_dir)
+GC_SPOOL=${GC_SPOOL:-/var/spool/greenup-test/spool} # outcomes greenupd did not take yet: $GC_SPOOL/n1 ... (daemon.spool_dir)
 GC_WORK=${GC_WORK:-/var/lib/greenup-test/work}    # job scripts and outputs, readable by the test user
 GC_USER=${GC_USER:-alice}
 GC_USER2=${GC_USER2:-bob}

@@ -30,6 +30,8 @@ install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
 # A new cluster may reuse job ids: saved per-job settings, stored jobs and refined
 # profiles of an earlier (perhaps interrupted) run would be taken for this run's.
 rm -rf "$GC_GREENUP_RUN" /var/lib/greenup-test/greenup.db* /var/lib/greenup-test/profiles
+# Spooled outcomes of an earlier run name jobs this run's greenupd never saw.
+rm -rf "$GC_SPOOL"
 mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
 # slurmd puts its step sockets in its spool directory but does not create it.
 for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n"; done

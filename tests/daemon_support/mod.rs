@@ -150,6 +150,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             grace_s: 60,
             metrics_listen: None,
             over_budget: OverBudget::Lowest,
+            spool_dir: "/var/spool/greenup".into(),
         },
         dvfs: DvfsSettings {
             sysfs_root: "/sys".into(),

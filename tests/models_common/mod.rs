@@ -67,6 +67,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             grace_s: 60,
             metrics_listen: None,
             over_budget: OverBudget::Lowest,
+            spool_dir: "/var/spool/greenup".into(),
         },
         dvfs: DvfsSettings {
             sysfs_root: PathBuf::from("/sys"),

@@ -1,0 +1,196 @@
+//! How a job ended, as far as a job epilog can know it.
+//!
+//! slurmd gives the epilog the batch script's wait status (`SLURM_JOB_EXIT_CODE`,
+//! `SLURM_JOB_EXIT_CODE2` = `exit:signal`), but that is taken when slurmctld tells the
+//! nodes to end the job: a job cancelled with scancel or ended by its time limit shows
+//! `0:0` there. slurmctld knows more by the time the batch node's epilog runs: the
+//! script's real status (`ExitCode=0:15` when scancel killed it) and `Reason=TimeLimit`.
+//! So the job's first node also reads `scontrol -o show job`, and only it closes the job.
+
+use std::time::Duration;
+
+/// How a job ended, in the words greenupd stores (`greenup report` and refinement read them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The batch script (or the allocation's command) exited 0.
+    Completed,
+    /// It exited non-zero or died of a signal of its own.
+    Failed,
+    /// Ended by a signal from outside (scancel, an admin) before it finished.
+    Cancelled,
+    /// Ended by its time limit.
+    Timeout,
+    /// The job still runs: this node was released by a shrink, so it must not close the job.
+    StillRunning,
+    /// Nothing says how it ended (slurmctld could not be asked and the script exited 0).
+    Unknown,
+}
+
+impl End {
+    /// The `end` word sent with the close; `None` for a job that must not be closed.
+    pub fn word(self) -> Option<&'static str> {
+        match self {
+            End::Completed => Some("completed"),
+            End::Failed => Some("failed"),
+            End::Cancelled => Some("cancelled"),
+            End::Timeout => Some("timeout"),
+            End::StillRunning => None,
+            // The word state_of has always read as a plain end: refinement still drops
+            // runs far shorter than predicted.
+            End::Unknown => Some("ended"),
+        }
+    }
+}
+
+/// `exit:signal` from `SLURM_JOB_EXIT_CODE2`, or decoded from the raw wait status in
+/// `SLURM_JOB_EXIT_CODE`.
+pub fn exit_from_env(get: impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
+    if let Some(pair) = get("SLURM_JOB_EXIT_CODE2").and_then(|v| parse_pair(&v)) {
+        return Some(pair);
+    }
+    let raw: u32 = get("SLURM_JOB_EXIT_CODE")?.trim().parse().ok()?;
+    // A wait status: the exit code in bits 8-15, a terminating signal in bits 0-6.
+    Some(((raw >> 8) & 0xff, raw & 0x7f))
+}
+
+fn parse_pair(v: &str) -> Option<(u32, u32)> {
+    let (a, b) = v.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// What `scontrol -o show job` says about a job, the few fields this needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CtldView {
+    /// `JobState=` (COMPLETING while epilogs run; RUNNING for a node released by a shrink).
+    pub state: Option<String>,
+    /// The first word of `Reason=`.
+    pub reason: Option<String>,
+    /// `ExitCode=exit:signal` of the batch script.
+    pub exit: Option<(u32, u32)>,
+}
+
+/// Read the fields from `scontrol -o show job` output.
+pub fn parse_scontrol(text: &str) -> CtldView {
+    let mut v = CtldView::default();
+    for word in text.split_whitespace() {
+        if let Some(s) = word.strip_prefix("JobState=") {
+            v.state.get_or_insert_with(|| s.to_string());
+        } else if let Some(r) = word.strip_prefix("Reason=") {
+            v.reason.get_or_insert_with(|| r.to_string());
+        } else if let Some(e) = word.strip_prefix("ExitCode=")
+            && v.exit.is_none()
+        {
+            v.exit = parse_pair(e);
+        }
+    }
+    v
+}
+
+/// How the job ended, from the epilog's environment and (when it could be asked) slurmctld.
+pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> End {
+    if let Some(c) = ctld {
+        match c.state.as_deref() {
+            Some("RUNNING") | Some("SUSPENDED") | Some("CONFIGURING") => return End::StillRunning,
+            Some("TIMEOUT") => return End::Timeout,
+            Some("CANCELLED") => return End::Cancelled,
+            Some("FAILED") | Some("NODE_FAIL") | Some("OUT_OF_MEMORY") | Some("BOOT_FAIL") => {
+                return End::Failed;
+            }
+            _ => {}
+        }
+        if c.reason.as_deref() == Some("TimeLimit") {
+            return End::Timeout;
+        }
+        if matches!(
+            c.reason.as_deref(),
+            Some("NodeFail") | Some("NonZeroExitCode") | Some("RaisedSignal") | Some("OutOfMemory")
+        ) {
+            return End::Failed;
+        }
+    }
+    if let Some((code, signal)) = env_exit
+        && (code != 0 || signal != 0)
+    {
+        return End::Failed;
+    }
+    match ctld.and_then(|c| c.exit) {
+        Some((0, 0)) => End::Completed,
+        Some((0, _)) => End::Cancelled,
+        Some(_) => End::Failed,
+        None if env_exit.is_some() && ctld.is_some() => End::Completed,
+        None => End::Unknown,
+    }
+}
+
+/// Ask slurmctld about `job_id` with `scontrol -o show job`, waiting at most `limit`.
+/// `None` when it cannot be asked.
+pub fn ask_slurmctld(job_id: u32, limit: Duration) -> Option<CtldView> {
+    let id = job_id.to_string();
+    crate::command::run("scontrol", &["-o", "show", "job", &id], limit).map(|t| parse_scontrol(&t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Lines as Slurm 22.05's `scontrol -o show job` prints them during the job epilog
+    // (trimmed to the fields read here), one per way of ending.
+    const COMPLETED: &str = "JobId=33 JobName=wrap JobState=COMPLETING Reason=None Dependency=(null) Requeue=1 ExitCode=0:0";
+    const EXIT3: &str =
+        "JobId=34 JobState=COMPLETING Reason=NonZeroExitCode Dependency=(null) ExitCode=3:0";
+    const SCANCEL: &str =
+        "JobId=35 JobState=COMPLETING Reason=None Dependency=(null) ExitCode=0:15";
+    const TIMELIMIT: &str =
+        "JobId=36 JobState=COMPLETING Reason=TimeLimit Dependency=(null) ExitCode=0:15";
+    const SHRUNK: &str = "JobId=37 JobState=RUNNING Reason=None Dependency=(null) ExitCode=0:0";
+
+    fn env(pairs: &[(&str, &str)]) -> Option<(u32, u32)> {
+        exit_from_env(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn environment_gives_the_scripts_wait_status() {
+        assert_eq!(env(&[("SLURM_JOB_EXIT_CODE2", "3:0")]), Some((3, 0)));
+        // 768 = exit 3 << 8; 9 = killed by SIGKILL.
+        assert_eq!(env(&[("SLURM_JOB_EXIT_CODE", "768")]), Some((3, 0)));
+        assert_eq!(env(&[("SLURM_JOB_EXIT_CODE", "9")]), Some((0, 9)));
+        assert_eq!(env(&[("SLURM_JOB_EXIT_CODE", "x")]), None);
+        assert_eq!(env(&[]), None);
+    }
+
+    #[test]
+    fn each_way_of_ending_is_told_apart() {
+        let ok = Some((0, 0));
+        let c = |t: &str| classify(ok, Some(&parse_scontrol(t)));
+        assert_eq!(c(COMPLETED), End::Completed);
+        assert_eq!(
+            classify(Some((3, 0)), Some(&parse_scontrol(EXIT3))),
+            End::Failed
+        );
+        assert_eq!(c(SCANCEL), End::Cancelled);
+        assert_eq!(c(TIMELIMIT), End::Timeout);
+        assert_eq!(c(SHRUNK), End::StillRunning);
+        assert_eq!(End::StillRunning.word(), None);
+    }
+
+    #[test]
+    fn without_slurmctld_only_a_failure_is_known() {
+        assert_eq!(classify(Some((1, 0)), None), End::Failed);
+        assert_eq!(classify(Some((0, 0)), None), End::Unknown);
+        assert_eq!(classify(None, None), End::Unknown);
+        assert_eq!(End::Unknown.word(), Some("ended"));
+    }
+
+    #[test]
+    fn odd_scontrol_output_does_not_invent_an_end() {
+        assert_eq!(parse_scontrol(""), CtldView::default());
+        let v = parse_scontrol("JobState=COMPLETING ExitCode=zz");
+        assert_eq!(v.exit, None);
+        assert_eq!(classify(None, Some(&v)), End::Unknown);
+    }
+}
