@@ -37,8 +37,9 @@ pub fn state_of(rec: &JobRecord) -> JobState {
         protocol::JobState::Reclaimed => JobState::Failed,
         protocol::JobState::Closed => {
             match rec.end.as_deref().map(str::to_ascii_lowercase).as_deref() {
-                // The SPANK epilog closes with "ended": it cannot see how the job ended.
-                // Refinement still leaves out runs far shorter than predicted.
+                // The job's first node closes with how Slurm says it ended; "ended" means
+                // slurmctld could not be asked. Refinement still leaves out runs far
+                // shorter than predicted.
                 None | Some("completed") | Some("ok") | Some("ended") => JobState::Completed,
                 Some(s) if s.starts_with("cancel") => JobState::Cancelled,
                 Some(s) if s.starts_with("timeout") => JobState::Timeout,
