@@ -968,22 +968,16 @@ async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Option<String
     }
     let _one_at_a_time = shared.refining.lock().await;
     lock(&shared.refine_waiting).remove(&app);
-    let name = app.clone();
-    let records = match shared
-        .store
-        .read(move |s| s.closed_jobs_of(&name, REFINE_FROM))
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(job_id, profile = %app, error = %e, "refinement skipped: cannot read the jobs");
-            return;
-        }
-    };
     let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
     let name = app.clone();
+    // Reading 50 whole jobs takes milliseconds: a connection of its own keeps that off
+    // the store thread, whose commits other requests wait for.
     let done = tokio::task::spawn_blocking(move || {
+        let records = SqliteStore::open_reader(&ctx.site.daemon.store)
+            .and_then(|mut s| crate::store::Store::closed_jobs_of(&mut s, &name, REFINE_FROM))
+            .map_err(|e| format!("cannot read the jobs: {e}"))?;
         crate::profile::refine::refine_and_store(&ctx.site, &name, &records)
+            .map_err(|e| e.to_string())
     })
     .await;
     match done {

@@ -182,6 +182,16 @@ impl SqliteStore {
         Ok(SqliteStore { conn })
     }
 
+    /// A read-only connection to the database greenupd writes at `path`; WAL lets it
+    /// read while the writer commits.
+    pub fn open_reader(path: &Path) -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| StoreError::Read(format!("{}: {e}", path.display())))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(read_err)?;
+        Ok(SqliteStore { conn })
+    }
+
     fn open_immutable(path: &Path) -> Result<Connection, StoreError> {
         let mut uri = String::from("file:");
         for c in path.to_string_lossy().chars() {
@@ -591,33 +601,32 @@ impl Store for SqliteStore {
     }
 
     fn job_records(&mut self, f: &ListRecords) -> Result<Vec<JobRecord>, StoreError> {
+        use rusqlite::types::Value;
         let before = f.before_job_id.map(job_id_sql).transpose()?;
+        // Only the filters given go into the query, so SQLite can use the indexes on
+        // (uid, job_id) and (state, job_id) instead of scanning every job.
+        let mut sql =
+            String::from("SELECT j.job_id FROM jobs j JOIN decisions d USING (job_id) WHERE 1");
+        let mut args: Vec<Value> = Vec::new();
+        let mut filter = |clause: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                args.push(v);
+                sql.push_str(&format!(" AND {clause} ?{}", args.len()));
+            }
+        };
+        filter("j.uid =", f.uid.map(|u| Value::Integer(i64::from(u))));
+        filter("j.user =", f.user.clone().map(Value::Text));
+        filter("j.state =", f.state.map(|s| Value::Text(s.as_str().into())));
+        filter("d.profile =", f.profile.clone().map(Value::Text));
+        filter("j.closed_at >=", f.closed_since.map(Value::Integer));
+        filter("j.closed_at <", f.closed_before.map(Value::Integer));
+        filter("j.job_id <", before.map(Value::Integer));
+        args.push(Value::Integer(i64::from(f.limit.unwrap_or(100))));
+        sql.push_str(&format!(" ORDER BY j.job_id DESC LIMIT ?{}", args.len()));
         let ids: Vec<i64> = {
-            let mut s = self
-                .conn
-                .prepare_cached(
-                    "SELECT j.job_id FROM jobs j JOIN decisions d USING (job_id)
-                     WHERE (?1 IS NULL OR j.uid = ?1) AND (?2 IS NULL OR j.user = ?2)
-                       AND (?3 IS NULL OR j.state = ?3) AND (?4 IS NULL OR d.profile = ?4)
-                       AND (?5 IS NULL OR j.closed_at >= ?5) AND (?6 IS NULL OR j.closed_at < ?6)
-                       AND (?7 IS NULL OR j.job_id < ?7)
-                     ORDER BY j.job_id DESC LIMIT ?8",
-                )
-                .map_err(read_err)?;
+            let mut s = self.conn.prepare_cached(&sql).map_err(read_err)?;
             let rows = s
-                .query_map(
-                    params![
-                        f.uid,
-                        f.user,
-                        f.state.map(JobState::as_str),
-                        f.profile,
-                        f.closed_since,
-                        f.closed_before,
-                        before,
-                        f.limit.unwrap_or(100)
-                    ],
-                    |r| r.get(0),
-                )
+                .query_map(rusqlite::params_from_iter(args), |r| r.get(0))
                 .map_err(read_err)?;
             rows.collect::<Result<_, _>>().map_err(read_err)?
         };
