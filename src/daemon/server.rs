@@ -132,6 +132,8 @@ struct Shared {
     refining: tokio::sync::Mutex<()>,
     /// Applications with a refinement waiting for `refining`.
     refine_waiting: Mutex<std::collections::HashSet<String>>,
+    /// When each application's last refinement ended.
+    refined_at: Mutex<HashMap<String, Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -230,6 +232,7 @@ pub async fn serve_until(
         connections: AtomicU64::new(0),
         refining: tokio::sync::Mutex::new(()),
         refine_waiting: Mutex::new(Default::default()),
+        refined_at: Mutex::new(HashMap::new()),
     });
     let mut metrics = MetricsListener::default();
     metrics.follow(&shared, metrics_listen.as_deref()).await?;
@@ -942,18 +945,20 @@ async fn close_job(
 /// Closed jobs a refinement learns from: the newest of the application's.
 const REFINE_FROM: u32 = 50;
 
+/// Least time between the end of one refinement of an application and the next.
+const REFINE_GAP: Duration = Duration::from_secs(1);
+
 /// After `job_id` closed (and the close was answered): refine its application's profile
 /// (`app`, or the one its stored decision names) from its newest closed jobs and store
 /// the next version. Failures are only logged.
 async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Option<String>) {
     let app = match app {
         Some(app) => app,
-        None => match shared.store.read(move |s| s.job(job_id)).await {
-            Ok(Some(rec)) => match rec.decision.profile {
-                Some(app) => app,
-                None => return,
-            },
-            Ok(None) => return,
+        // Not among the recent decisions: ask the store for the profile alone, since
+        // every close comes here and a whole job is costly to read.
+        None => match shared.store.read(move |s| s.profile_of(job_id)).await {
+            Ok(Some(Some(app))) => app,
+            Ok(_) => return,
             Err(e) => {
                 tracing::warn!(job_id, error = %e, "refinement skipped: cannot read the job");
                 return;
@@ -961,10 +966,16 @@ async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Option<String
         },
     };
     // At most one refinement waits per application: it reads the newest closed jobs
-    // once it runs, so it learns from this close too. A burst of closes then costs
-    // two refinements, not one each.
+    // once it runs, so it learns from this close too. A burst of closes then costs a
+    // few refinements, not one each.
     if !lock(&shared.refine_waiting).insert(app.clone()) {
         return;
+    }
+    // And at most one a second: reading and refitting compete with the requests for
+    // the CPU, and a burst of closes teaches little more every millisecond.
+    let last = lock(&shared.refined_at).get(&app).copied();
+    if let Some(last) = last {
+        tokio::time::sleep_until((last + REFINE_GAP).into()).await;
     }
     let _one_at_a_time = shared.refining.lock().await;
     lock(&shared.refine_waiting).remove(&app);
@@ -980,6 +991,7 @@ async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Option<String
             .map_err(|e| e.to_string())
     })
     .await;
+    lock(&shared.refined_at).insert(app.clone(), Instant::now());
     match done {
         Ok(Ok(Some(v))) => tracing::info!(
             job_id,

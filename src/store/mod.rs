@@ -134,6 +134,9 @@ pub trait Store: Send {
     fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>>;
     /// One job with decision and outcomes.
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError>;
+    /// The profile a job was decided with: `None` for an unknown job, `Some(None)` for
+    /// one decided without a profile.
+    fn profile_of(&mut self, job_id: u64) -> Result<Option<Option<String>>, StoreError>;
     /// Jobs newest first, optionally only one uid's and one state's, at most `limit`.
     fn list_jobs(
         &mut self,

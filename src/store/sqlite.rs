@@ -481,6 +481,14 @@ impl Store for SqliteStore {
         results
     }
 
+    fn profile_of(&mut self, job_id: u64) -> Result<Option<Option<String>>, StoreError> {
+        let id = job_id_sql(job_id)?;
+        self.conn
+            .prepare_cached("SELECT profile FROM decisions WHERE job_id = ?1")
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+            .map_err(read_err)
+    }
+
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
         let id = job_id_sql(job_id)?;
         type Row = (
@@ -948,5 +956,19 @@ mod tests {
             );
         }
         assert!(s.reservations().unwrap().is_empty());
+    }
+
+    #[test]
+    fn profile_of_tells_unknown_jobs_from_jobs_without_a_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        let mut with = open(2, 1000, 10.0);
+        if let Change::Open(job) = &mut with {
+            job.decision.profile = Some("lammps".into());
+        }
+        s.apply(&[open(1, 1000, 10.0), with]);
+        assert_eq!(s.profile_of(1).unwrap(), Some(None));
+        assert_eq!(s.profile_of(2).unwrap(), Some(Some("lammps".to_string())));
+        assert_eq!(s.profile_of(3).unwrap(), None);
     }
 }
