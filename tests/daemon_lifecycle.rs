@@ -6,7 +6,7 @@ mod daemon_support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use daemon_support::*;
 use greenup::daemon::client::{Client, Endpoint};
@@ -77,18 +77,6 @@ fn status(sock: &Path) -> Option<Status> {
         .ok()?
         .status()
         .ok()
-}
-
-/// Poll until `f` holds; fails after 20 s (a hang, not a speed requirement).
-fn wait_for(mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "condition not reached"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn signal(child: &Child, sig: &str) {

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
+use greenup::daemon::protocol::{OpenJob, Verdict};
 
 fn get(addr: &str, request: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -34,26 +34,6 @@ fn lammps(job_id: u64) -> OpenJob {
     }
 }
 
-/// Record every planned node with `total_j` shared evenly, measured by `source`.
-fn finish(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&str>) {
-    let plan = dec.plan.as_ref().expect("a plan");
-    let mut c = d.tcp_client();
-    for n in &plan.nodes {
-        c.record_outcome(NodeOutcome {
-            job_id: dec.job_id,
-            node: n.name.clone(),
-            freq_ghz: Some(n.freq_ghz),
-            energy_j: Some(total_j / plan.nodes.len() as f64),
-            elapsed_s: Some(plan.predicted.time_s),
-            source: source.map(str::to_string),
-            restored: true,
-            note: None,
-        })
-        .unwrap();
-    }
-    c.close_job(dec.job_id, Some("COMPLETED")).unwrap();
-}
-
 #[test]
 fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     let port = free_port();
@@ -68,7 +48,7 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     let j1 = d.tcp_client().open_job(lammps(1)).unwrap();
     assert_eq!(j1.verdict, Verdict::Planned);
     let pred = j1.plan.as_ref().unwrap().predicted.energy_j;
-    finish(&d, &j1, pred / 1.04, Some("rapl"));
+    finish_planned(&d, &j1, pred / 1.04, Some("rapl"));
     // No profile: runs unchanged, a fallback.
     d.tcp_client().open_job(open_req(2, 0, 4)).unwrap();
     d.tcp_client().close_job(2, None).unwrap();
@@ -83,7 +63,7 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     d.tcp_client().close_job(4, None).unwrap();
     // Unmeasured nodes never enter the error histogram.
     let j5 = d.tcp_client().open_job(lammps(5)).unwrap();
-    finish(&d, &j5, pred, None);
+    finish_planned(&d, &j5, pred, None);
 
     let reply = get(&addr, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     let (head, page) = reply.split_once("\r\n\r\n").unwrap();

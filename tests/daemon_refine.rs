@@ -4,10 +4,8 @@
 
 mod daemon_support;
 
-use std::time::{Duration, Instant};
-
 use daemon_support::*;
-use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob};
+use greenup::daemon::protocol::{Decision, OpenJob};
 use greenup::profile::versions::Versions;
 
 /// A hetero profile for the test site's `std` nodes whose power is half the truth.
@@ -41,35 +39,8 @@ fn with_wrong_profile() -> daemon_support::Daemon {
 /// Report what the nodes "measured": the decided time, and `factor` times the energy
 /// the decision predicted, shared evenly (the nodes are identical and run alike).
 fn finish(d: &daemon_support::Daemon, dec: &Decision, factor: f64) {
-    let plan = dec.plan.as_ref().expect("a plan");
-    let per_node = factor * plan.predicted.energy_j / plan.nodes.len() as f64;
-    let mut c = d.tcp_client();
-    for n in &plan.nodes {
-        c.record_outcome(NodeOutcome {
-            job_id: dec.job_id,
-            node: n.name.clone(),
-            freq_ghz: Some(n.freq_ghz),
-            energy_j: Some(per_node),
-            elapsed_s: Some(plan.predicted.time_s),
-            source: Some("rapl".into()),
-            restored: true,
-            note: None,
-        })
-        .unwrap();
-    }
-    assert!(c.close_job(dec.job_id, Some("COMPLETED")).unwrap());
-}
-
-/// Poll until `f` holds; fails after 20 s (a hang, not a speed requirement).
-fn wait_for(mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "condition not reached"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let predicted = dec.plan.as_ref().expect("a plan").predicted.energy_j;
+    assert!(finish_planned(d, dec, factor * predicted, Some("rapl")));
 }
 
 #[test]

@@ -7,10 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Once};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::OpenJob;
+use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob};
 use greenup::daemon::server::{Options, SiteLoader, serve_until};
 use greenup::site::{
     DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
@@ -261,4 +261,37 @@ pub fn count(store: &Path, sql: &str) -> i64 {
         rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .unwrap();
     c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Record every planned node of `dec` with `total_j` shared evenly, measured by `source`,
+/// at the predicted time, then close the job; returns whether the close was new.
+pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&str>) -> bool {
+    let plan = dec.plan.as_ref().expect("a plan");
+    let mut c = d.tcp_client();
+    for n in &plan.nodes {
+        c.record_outcome(NodeOutcome {
+            job_id: dec.job_id,
+            node: n.name.clone(),
+            freq_ghz: Some(n.freq_ghz),
+            energy_j: Some(total_j / plan.nodes.len() as f64),
+            elapsed_s: Some(plan.predicted.time_s),
+            source: source.map(str::to_string),
+            restored: true,
+            note: None,
+        })
+        .unwrap();
+    }
+    c.close_job(dec.job_id, Some("COMPLETED")).unwrap()
+}
+
+/// Poll until `f` holds; fails after 20 s (a hang, not a speed requirement).
+pub fn wait_for(mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "condition not reached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
