@@ -17,16 +17,20 @@ local function plain(v)
   return v ~= nil and string.match(v, "^[%w%._:%-]+$") ~= nil
 end
 
--- A SPANK option's value. Slurm 22.05 does not index SPANK options in the options
--- table, but lists them as "spank:NAME" in its JSON rendering of the options.
-local function spank_opt(options, name)
-  local v = options["spank:" .. name]
-  if v == nil and slurm.json_cli_options then
-    local json = slurm.json_cli_options(options) or ""
-    v = string.match(json, '"spank:' .. string.gsub(name, "%-", "%%-") .. '"%s*:%s*"([^"]*)"')
+-- A reader of the job's SPANK options. Slurm 22.05 does not index SPANK options in the
+-- options table, but lists them as "spank:NAME" in its JSON rendering of the options,
+-- which is rendered once per job and only if a value is asked for.
+local function spank_options(options)
+  local json
+  return function(name)
+    local v = options["spank:" .. name]
+    if v == nil and slurm.json_cli_options then
+      json = json or slurm.json_cli_options(options) or ""
+      v = string.match(json, '"spank:' .. string.gsub(name, "%-", "%%-") .. '"%s*:%s*"([^"]*)"')
+    end
+    if v == nil or v == "" then return nil end
+    return v
   end
-  if v == nil or v == "" then return nil end
-  return v
 end
 
 function slurm_cli_setup_defaults(options, early_pass)
@@ -34,18 +38,21 @@ function slurm_cli_setup_defaults(options, early_pass)
 end
 
 function slurm_cli_pre_submit(options, pack_offset)
-  local policy = spank_opt(options, "energy-policy")
-  local profile = spank_opt(options, "energy-profile")
+  -- Most jobs ask for no node range: they leave before any option is looked up.
   local nodes = options["nodes"]
-  if not (policy and profile and nodes) then return slurm.SUCCESS end
+  if not nodes then return slurm.SUCCESS end
   local lo, hi = string.match(nodes, "^(%d+)%-(%d+)$")
   if not lo or tonumber(lo) >= tonumber(hi) then return slurm.SUCCESS end
+  local spank_opt = spank_options(options)
+  local policy = spank_opt("energy-policy")
+  local profile = spank_opt("energy-profile")
+  if not (policy and profile) then return slurm.SUCCESS end
   if not (plain(policy) and plain(profile)) then return slurm.SUCCESS end
 
   local cmd = GREENUP .. " plan --json --site " .. SITE .. " --policy " .. policy ..
     " --profile " .. profile .. " --node-count " .. lo .. "-" .. hi
   for _, o in ipairs({ {"energy-cap", "--energy-cap"}, {"power-cap", "--power-cap"} }) do
-    local v = spank_opt(options, o[1])
+    local v = spank_opt(o[1])
     if v then
       if not plain(v) then return slurm.SUCCESS end
       cmd = cmd .. " " .. o[2] .. " " .. v

@@ -1,4 +1,5 @@
-//! The plugin's plugstack.conf arguments: `config=FILE` and, for test clusters,
+//! The plugin's plugstack.conf arguments: `config=FILE`, `site_cache=DIR` (where the
+//! nodes keep their copy of the site config's node settings) and, for test clusters,
 //! `sysfs_root=DIR` where `%n` stands for the node's name.
 
 use std::path::PathBuf;
@@ -13,6 +14,8 @@ pub struct Args {
     pub config: PathBuf,
     /// A sysfs root overriding the site config's, with `%n` for the node name (test clusters).
     pub sysfs_root: Option<String>,
+    /// Where a node keeps its root-only copy of the site config's node settings.
+    pub site_cache: PathBuf,
 }
 
 impl Args {
@@ -21,14 +24,16 @@ impl Args {
         let mut args = Args {
             config: PathBuf::from(DEFAULT_CONFIG),
             sysfs_root: None,
+            site_cache: PathBuf::from(greenup::site::node::DEFAULT_CACHE_DIR),
         };
         for w in words {
             match w.split_once('=') {
                 Some(("config", v)) if !v.is_empty() => args.config = PathBuf::from(v),
                 Some(("sysfs_root", v)) if !v.is_empty() => args.sysfs_root = Some(v.to_string()),
+                Some(("site_cache", v)) if !v.is_empty() => args.site_cache = PathBuf::from(v),
                 _ => {
                     return Err(format!(
-                        "plugstack.conf: invalid argument '{w}': expected config=FILE or sysfs_root=DIR"
+                        "plugstack.conf: invalid argument '{w}': expected config=FILE, site_cache=DIR or sysfs_root=DIR"
                     ));
                 }
             }
@@ -52,8 +57,15 @@ mod tests {
     fn defaults_overrides_and_node_substitution() {
         let a = Args::parse([]).unwrap();
         assert_eq!(a.config, PathBuf::from(DEFAULT_CONFIG));
-        let a = Args::parse(["config=/tmp/g.yaml", "sysfs_root=/srv/sys/%n"]).unwrap();
+        assert_eq!(a.site_cache, PathBuf::from("/run/greenup/site"));
+        let a = Args::parse([
+            "config=/tmp/g.yaml",
+            "sysfs_root=/srv/sys/%n",
+            "site_cache=/tmp/c",
+        ])
+        .unwrap();
         assert_eq!(a.config, PathBuf::from("/tmp/g.yaml"));
+        assert_eq!(a.site_cache, PathBuf::from("/tmp/c"));
         assert_eq!(a.sysfs_root_for("n3"), Some(PathBuf::from("/srv/sys/n3")));
     }
 
@@ -61,7 +73,7 @@ mod tests {
     fn unknown_or_empty_arguments_name_themselves() {
         assert_eq!(
             Args::parse(["sysfs=/x"]).unwrap_err(),
-            "plugstack.conf: invalid argument 'sysfs=/x': expected config=FILE or sysfs_root=DIR"
+            "plugstack.conf: invalid argument 'sysfs=/x': expected config=FILE, site_cache=DIR or sysfs_root=DIR"
         );
         assert!(Args::parse(["config="]).is_err());
     }

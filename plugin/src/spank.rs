@@ -22,6 +22,9 @@ struct Greenup {
     /// A warning claimed at step start, printed by the step's first task into the job's
     /// own stderr (the task is forked from this process, so it carries this copy).
     pending_warning: Option<String>,
+    /// The site's node settings as this step process read them at step start, kept for
+    /// step end.
+    site: Option<greenup::site::node::NodeSettings>,
 }
 
 fn log(level: Level, msg: &str) {
@@ -107,6 +110,14 @@ impl Greenup {
         Ok(())
     }
 
+    /// The site's node settings, read once per process.
+    fn site(&mut self, args: &Args) -> Option<&greenup::site::node::NodeSettings> {
+        if self.site.is_none() {
+            self.site = node::settings(args).ok();
+        }
+        self.site.as_ref()
+    }
+
     fn step_info(spank: &SpankHandle) -> Option<StepInfo> {
         Some(StepInfo {
             job_id: spank.job_id().ok()?,
@@ -125,7 +136,7 @@ impl Greenup {
         let Some(info) = Self::step_info(spank) else {
             return Ok(());
         };
-        let Ok(site) = greenup::site::load(&args.config) else {
+        let Some(site) = self.site(&args).cloned() else {
             return Ok(());
         };
         if !site.dvfs.run_dir.join(info.job_id.to_string()).exists() {
@@ -166,10 +177,10 @@ impl Greenup {
         let Some(info) = Self::step_info(spank) else {
             return Ok(());
         };
-        if let Ok(site) = greenup::site::load(&args.config)
+        if let Some(site) = self.site(&args)
             && site.dvfs.per_core_shared
         {
-            let paths = node::node_paths(&args, &site, &info.node);
+            let paths = node::node_paths(&args, site, &info.node);
             if let Some(err) = step::restore_step_cores(&paths, &info) {
                 log(
                     Level::Warning,

@@ -6,6 +6,7 @@
 //! types are what the rest of greenup reads.
 
 mod load;
+pub mod node;
 
 pub use load::{
     DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR,
@@ -108,7 +109,7 @@ pub enum OverBudget {
 }
 
 /// Where greenupd listens and keeps its state, and who may do what.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DaemonSettings {
     /// TCP address for the nodes, e.g. `127.0.0.1:7470`.
     pub listen: String,
@@ -133,7 +134,7 @@ pub struct DaemonSettings {
 }
 
 /// How frequencies are applied on the nodes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DvfsSettings {
     /// Root of the sysfs tree (`/sys`); tests point each node at its own tree.
     pub sysfs_root: PathBuf,

@@ -214,7 +214,7 @@ t_outcomes() {
     want=$(scontrol show hostnames "$nodes" | sort | tr '\n' ' ')
     got=$(jq_job "$j" '[.outcomes[].node] | sort | join(" ")')
     [ "$got " = "$want" ] || { say "job $j: outcomes for '$got', expected '$want'"; rc=1; continue; }
-    # Bounds from the power model (tests/cluster/powermodel.sh): at most static + dynamic watts.
+    # Bounds from the power model (tests/cluster/powermodel.py): at most static + dynamic watts.
     local bad
     bad=$(job_json "$j" | jq -r '.outcomes[] | select(.source != "rapl" or .energy_j == null or .energy_j < 0
             or (.elapsed_s >= 0.5 and .energy_j <= 0) or .elapsed_s == null or .energy_j > 160 * (.elapsed_s + 1)) | "\(.node): \(.)"')

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Install Debian's Slurm (controller, compute node, client, SPANK headers, slurmdbd),
-# munge and MariaDB (slurmdbd's database), only if they are missing. Safe to run repeatedly.
+# munge, MariaDB (slurmdbd's database) and Python (the test power model and helpers),
+# only if they are missing. Safe to run repeatedly.
 set -euo pipefail
-PKGS="slurmctld slurmd slurm-client munge libslurm-dev slurmdbd mariadb-server"
+PKGS="slurmctld slurmd slurm-client munge libslurm-dev slurmdbd mariadb-server python3"
 if dpkg -s $PKGS >/dev/null 2>&1; then
   echo "install: slurm, munge and mariadb already installed"
   exit 0

@@ -152,6 +152,8 @@ slurmctld
 for n in $GC_NODES; do slurmd -N $n; done
 gc_wait_idle 30 || { sinfo; echo "setup: nodes did not become idle" >&2; exit 1; }
 
-nohup "$HERE/powermodel.sh" > "$GC_LOG/powermodel.log" 2>&1 &
+# Static and dynamic watts of each node type, as in greenup.yaml (fast: n1-n2, eco: n3-n4).
+nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_STATE" n1:40:120 n2:40:120 n3:20:60 n4:20:60 \
+  > "$GC_LOG/powermodel.log" 2>&1 &
 echo $! > "$GC_RUN/powermodel.pid"
 echo "setup: cluster $GC_NAME up: $(sinfo -h -o '%D nodes %t' | tr '\n' ' ')"
