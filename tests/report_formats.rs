@@ -23,6 +23,31 @@ fn errors_and_savings_match_hand_arithmetic() {
 }
 
 #[test]
+fn a_run_far_shorter_than_predicted_has_no_saving() {
+    // Predicted 3600 s. Refinement sets aside runs under half of that; a saving against
+    // a whole run's baseline would only say how short the run was.
+    let mut r = measured_job();
+    r.measured.time_s = Some(1799.0);
+    r.measured.energy_j = Some(2.0e6);
+    assert!(r.ran_too_short_to_compare());
+    assert_eq!(r.measured_saving_pct(), None);
+    assert_eq!(JobRow::from(&r).saving_pct, None);
+    let para = text::energy_paragraph(&r);
+    assert!(
+        para.contains("measured not comparable (the job ran 00:29:59 of the predicted 01:00:00)"),
+        "{para}"
+    );
+    assert!(
+        !para.contains("68.8%"),
+        "(6.4 - 2.0) / 6.4 is not shown: {para}"
+    );
+    // At half the predicted time it counts again: (6.4 - 2.0) / 6.4 = 68.75 %.
+    r.measured.time_s = Some(1800.0);
+    assert!(!r.ran_too_short_to_compare());
+    assert!((r.measured_saving_pct().unwrap() - 68.75).abs() < 1e-9);
+}
+
+#[test]
 fn unmeasured_node_leaves_totals_unknown() {
     let r = partial_job();
     assert_eq!(r.measured.energy_j, None);

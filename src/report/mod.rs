@@ -295,8 +295,20 @@ impl JobReport {
         saving_pct(self.baseline.energy_j, Some(self.predicted.energy_j))
     }
 
-    /// Measured energy against the predicted baseline, in percent.
+    /// Whether the job ran far shorter than predicted (under the share below which
+    /// refinement sets a run aside): it did not do the work the baseline stands for.
+    pub fn ran_too_short_to_compare(&self) -> bool {
+        self.measured
+            .time_s
+            .is_some_and(|t| t < crate::profile::refine::SHORT_FRACTION * self.predicted.time_s)
+    }
+
+    /// Measured energy against the predicted baseline, in percent; none for a run far
+    /// shorter than predicted.
     pub fn measured_saving_pct(&self) -> Option<f64> {
+        if self.ran_too_short_to_compare() {
+            return None;
+        }
         saving_pct(self.baseline.energy_j, self.measured.energy_j)
     }
 

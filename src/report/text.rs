@@ -328,6 +328,15 @@ pub fn job_report(r: &JobReport) -> String {
 }
 
 fn measured_saving(r: &JobReport) -> String {
+    // The baseline is a whole run of the application: a saving against it would only
+    // measure how short the run was.
+    if let (true, Some(t)) = (r.ran_too_short_to_compare(), r.measured.time_s) {
+        return format!(
+            "not comparable (the job ran {} of the predicted {})",
+            fmt_time(t),
+            fmt_time(r.predicted.time_s)
+        );
+    }
     match r.measured_saving_pct() {
         Some(p) => format!("{p:.1}%"),
         None => format!("{UNMEASURED} (energy not measured on every node)"),

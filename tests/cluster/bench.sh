@@ -127,7 +127,7 @@ phases = ["start to submit", "submit to allocation", "allocation to step (prolog
           "step to job end", "job end to srun exit"]
 print("| `srun -N4 true`, median ms | " + " | ".join(phases) + " |")
 print("|---|" + "---|" * len(phases))
-for mode, name in (("off", "no plugin"), ("empty", "empty plugin"), ("on", "greenup")):
+for mode, name in (("off", "no plugin"), ("empty", "empty plugin and filter"), ("on", "greenup")):
     rows = []
     for line in open(f"{out}/times-{mode}"):
         a, b = map(float, line.split())
