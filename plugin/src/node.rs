@@ -13,7 +13,7 @@ use greenup::daemon::protocol::{
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
 use greenup::meter::Energy;
-use greenup::site::node::NodeSettings;
+use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, Site};
 
 use crate::args::Args;
@@ -91,12 +91,28 @@ impl JobEnv {
 }
 
 /// The site config's node settings, through this node's copy when it is current.
-pub fn settings(args: &Args) -> Result<NodeSettings, greenup::input::InputError> {
+pub fn settings(args: &Args) -> Result<NodeConfig, greenup::input::InputError> {
     greenup::site::node::load_cached(&args.config, &args.site_cache)
 }
 
+/// The node settings for a job's prolog or epilog; when the site config is unusable,
+/// one warning saying so and what follows for the job (`then`).
+fn settings_for(args: &Args, job: &JobEnv, then: &str, log: Log) -> Option<NodeConfig> {
+    settings(args)
+        .map_err(|e| {
+            log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {}: site config unusable, {then}: {e}",
+                    job.job_id
+                ),
+            )
+        })
+        .ok()
+}
+
 /// Where this node keeps greenup's files for a job.
-pub fn node_paths(args: &Args, site: &NodeSettings, node: &str) -> NodePaths {
+pub fn node_paths(args: &Args, site: &NodeConfig, node: &str) -> NodePaths {
     NodePaths {
         sysfs_root: args
             .sysfs_root_for(node)
@@ -135,12 +151,12 @@ fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
 
 /// How long the plugin waits for greenupd in each call: the site's `daemon.timeout_ms`,
 /// kept between 50 ms and a minute.
-fn site_timeout(site: &NodeSettings) -> Duration {
+fn site_timeout(site: &NodeConfig) -> Duration {
     Duration::from_millis(site.daemon.timeout_ms.clamp(50, 60_000))
 }
 
 /// The daemon client, connected with the site's timeout.
-pub fn connect(site: &NodeSettings) -> Result<Client, String> {
+pub fn connect(site: &NodeConfig) -> Result<Client, String> {
     Client::connect(&Endpoint::parse(&site.daemon.listen), site_timeout(site))
         .map_err(|e| e.to_string())
 }
@@ -164,18 +180,8 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
 /// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
 pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
-    let site = match settings(args) {
-        Ok(s) => s,
-        Err(e) => {
-            log(
-                Level::Warning,
-                &format!(
-                    "greenup: job {}: site config unusable, job runs unchanged: {e}",
-                    job.job_id
-                ),
-            );
-            return;
-        }
+    let Some(site) = settings_for(args, job, "job runs unchanged", log) else {
+        return;
     };
     let paths = node_paths(args, &site, &job.node);
     let policy = job
@@ -385,7 +391,7 @@ const OUTCOMES_WAIT: Duration = Duration::from_secs(1);
 
 /// Send pending spool entries of this node on `client`, within `bound` (entries, time).
 fn deliver_spool(
-    site: &NodeSettings,
+    site: &NodeConfig,
     job: &JobEnv,
     client: &mut Client,
     bound: (usize, Duration),
@@ -442,7 +448,7 @@ fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
 
 /// Send this node's outcomes and, on the job's first node, the close with how the job
 /// ended. What greenupd cannot take now goes to the node's spool.
-fn report_end(site: &NodeSettings, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome], log: Log) {
+fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome], log: Log) {
     // Only the first node closes: it runs the batch script, so slurmctld knows the
     // script's end by the time this epilog runs. A node a shrink released runs its epilog
     // while the job goes on; slurmctld then says RUNNING and nothing is closed.
@@ -543,18 +549,8 @@ fn wait_for_outcomes(c: &mut Client, job: &JobEnv) -> Result<JobRecord, String> 
 /// The epilog: restore every saved setting, measure, and report to greenupd.
 pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
-    let site = match settings(args) {
-        Ok(s) => s,
-        Err(e) => {
-            log(
-                Level::Warning,
-                &format!(
-                    "greenup: job {}: site config unusable, cannot restore: {e}",
-                    job.job_id
-                ),
-            );
-            return;
-        }
+    let Some(site) = settings_for(args, job, "cannot restore", log) else {
+        return;
     };
     let paths = node_paths(args, &site, &job.node);
     let mut outcomes = Vec::new();

@@ -24,7 +24,7 @@ struct Greenup {
     pending_warning: Option<String>,
     /// The site's node settings as this step process read them at step start, kept for
     /// step end.
-    site: Option<greenup::site::node::NodeSettings>,
+    site: Option<greenup::site::node::NodeConfig>,
 }
 
 fn log(level: Level, msg: &str) {
@@ -111,7 +111,7 @@ impl Greenup {
     }
 
     /// The site's node settings, read once per process.
-    fn site(&mut self, args: &Args) -> Option<&greenup::site::node::NodeSettings> {
+    fn site(&mut self, args: &Args) -> Option<&greenup::site::node::NodeConfig> {
         if self.site.is_none() {
             self.site = node::settings(args).ok();
         }

@@ -8,7 +8,7 @@ use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
 use greenup::dvfs::{state, sysfs};
 use greenup::hostlist;
 use greenup::site::Enforce;
-use greenup::site::node::NodeSettings;
+use greenup::site::node::NodeConfig;
 
 use crate::node;
 
@@ -43,7 +43,7 @@ pub fn take_warning(run_dir: &Path, step: &StepInfo) -> Option<String> {
 }
 
 /// Under `enforce: strict`, fail the step when the prolog could not apply the decision.
-pub fn enforce(site: &NodeSettings, step: &StepInfo) -> Result<(), String> {
+pub fn enforce(site: &NodeConfig, step: &StepInfo) -> Result<(), String> {
     let failed = node::warning_path(&site.dvfs.run_dir, step.job_id, &step.node).exists();
     if failed && site.enforce == Enforce::Strict {
         return Err(format!(
@@ -55,7 +55,7 @@ pub fn enforce(site: &NodeSettings, step: &StepInfo) -> Result<(), String> {
 }
 
 /// The nodes the decision keeps when it uses fewer than the job holds, in Slurm form.
-pub fn shrink_target(site: &NodeSettings, step: &StepInfo, allocated: usize) -> Option<String> {
+pub fn shrink_target(site: &NodeConfig, step: &StepInfo, allocated: usize) -> Option<String> {
     let d = node::saved_decision(&site.dvfs.run_dir, step.job_id, &step.node)?;
     let plan = d.plan.as_ref()?;
     let used: Vec<String> = plan.nodes.iter().map(|n| n.name.clone()).collect();
@@ -73,7 +73,7 @@ pub fn step_key(step: &StepInfo) -> String {
 /// On a shared node where the site allows per-core DVFS, set the decided frequency on
 /// this step's cores only (`cores` as Slurm lists them, e.g. `0-1`). Returns the note.
 pub fn apply_step_cores(
-    site: &NodeSettings,
+    site: &NodeConfig,
     paths: &NodePaths,
     step: &StepInfo,
     cores: &str,

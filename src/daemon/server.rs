@@ -18,8 +18,9 @@ use super::decide::{Decider, validate_open};
 use super::ledger::Ledger;
 use super::munge::Munge;
 use super::protocol::{
-    Decision, ErrorCode, ErrorReply, JobState, ListJobs, ListRecords, MAX_LINE_BYTES, MAX_RECORDS,
-    NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status, VERSION, Verdict,
+    Decision, ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES,
+    MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status, VERSION,
+    Verdict,
 };
 use super::store_thread::StoreHandle;
 use crate::report::metrics::{Snapshot, render};
@@ -602,17 +603,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             close_job(shared, job_id, JobState::Closed, end).await
         }
         Request::GetJob { job_id } => {
-            let job = shared
-                .store
-                .read(move |s| s.job(job_id))
-                .await
-                .map_err(store_error)?;
-            let job = job.ok_or_else(|| {
-                ErrorReply::new(
-                    ErrorCode::NotFound,
-                    format!("job {job_id} is not known to greenupd"),
-                )
-            })?;
+            let job = stored_job(shared, job_id, "is not known to greenupd").await?;
             ctx.roles.require_read(caller, job.uid, job_id)?;
             Ok(Reply::Job(Box::new(job)))
         }
@@ -754,18 +745,22 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
 
 /// The decision of a job and its owner, from memory if open, else from the store.
 async fn decision_of(shared: &Arc<Shared>, job_id: u64) -> Result<(u32, Decision), ErrorReply> {
+    let job = stored_job(shared, job_id, "is not open: open it first").await?;
+    Ok((job.uid, job.decision))
+}
+
+/// A job as the store has it, or "job ID `missing`" as a not-found reply.
+async fn stored_job(
+    shared: &Arc<Shared>,
+    job_id: u64,
+    missing: &str,
+) -> Result<JobRecord, ErrorReply> {
     let job = shared
         .store
         .read(move |s| s.job(job_id))
         .await
         .map_err(store_error)?;
-    let job = job.ok_or_else(|| {
-        ErrorReply::new(
-            ErrorCode::NotFound,
-            format!("job {job_id} is not open: open it first"),
-        )
-    })?;
-    Ok((job.uid, job.decision))
+    job.ok_or_else(|| ErrorReply::new(ErrorCode::NotFound, format!("job {job_id} {missing}")))
 }
 
 async fn open_job(

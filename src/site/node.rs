@@ -19,7 +19,7 @@ pub const DEFAULT_CACHE_DIR: &str = "/run/greenup/site";
 /// What a compute node needs from the site config: the default policy, enforcement,
 /// how to reach greenupd and where to spool, and the DVFS settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeSettings {
+pub struct NodeConfig {
     /// The site config file these settings came from.
     pub path: PathBuf,
     /// The policy used when a job names none.
@@ -32,10 +32,10 @@ pub struct NodeSettings {
     pub dvfs: DvfsSettings,
 }
 
-impl NodeSettings {
+impl NodeConfig {
     /// The node's part of a loaded site config.
-    pub fn from_site(site: &Site) -> NodeSettings {
-        NodeSettings {
+    pub fn from_site(site: &Site) -> NodeConfig {
+        NodeConfig {
             path: site.path.clone(),
             default_policy: site.default_policy.clone(),
             enforce: site.enforce,
@@ -49,7 +49,7 @@ impl NodeSettings {
 #[derive(Serialize, Deserialize)]
 struct Copy {
     identity: String,
-    settings: NodeSettings,
+    settings: NodeConfig,
 }
 
 /// What changes whenever the file's contents, owner, mode or place change: device,
@@ -85,7 +85,7 @@ fn trusted(meta: &std::fs::Metadata) -> bool {
     meta.uid() == me && meta.mode() & 0o022 == 0
 }
 
-fn read_copy(file: &Path, cache_dir: &Path, identity: &str) -> Option<NodeSettings> {
+fn read_copy(file: &Path, cache_dir: &Path, identity: &str) -> Option<NodeConfig> {
     if !trusted(&std::fs::metadata(cache_dir).ok()?) || !trusted(&std::fs::metadata(file).ok()?) {
         return None;
     }
@@ -96,17 +96,17 @@ fn read_copy(file: &Path, cache_dir: &Path, identity: &str) -> Option<NodeSettin
 /// The node's settings from the site config at `config`, through the copy in `cache_dir`
 /// when it is current; otherwise the YAML file is read and checked in full and the copy
 /// refreshed. A copy that cannot be written only costs the next process a full read.
-pub fn load_cached(config: &Path, cache_dir: &Path) -> Result<NodeSettings, InputError> {
+pub fn load_cached(config: &Path, cache_dir: &Path) -> Result<NodeConfig, InputError> {
     let Ok(meta) = std::fs::metadata(config) else {
         // Let the full load name the problem.
-        return super::load(config).map(|s| NodeSettings::from_site(&s));
+        return super::load(config).map(|s| NodeConfig::from_site(&s));
     };
     let id = identity(&meta);
     let file = copy_path(cache_dir, config);
     if let Some(settings) = read_copy(&file, cache_dir, &id) {
         return Ok(settings);
     }
-    let settings = NodeSettings::from_site(&super::load(config)?);
+    let settings = NodeConfig::from_site(&super::load(config)?);
     let copy = Copy {
         identity: id,
         settings,
@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn the_copy_holds_what_the_full_load_gives() {
         let (_d, config, cache) = setup();
-        let want = NodeSettings::from_site(&crate::site::load(&config).unwrap());
+        let want = NodeConfig::from_site(&crate::site::load(&config).unwrap());
         assert_eq!(want.enforce, Enforce::Strict);
         assert_eq!(want.daemon.listen, "127.0.0.1:7999");
         assert_eq!(load_cached(&config, &cache).unwrap(), want);
