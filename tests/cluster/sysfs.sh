@@ -3,7 +3,10 @@
 # trees. n1-n2 ("fast") offer the userspace governor, so greenup sets scaling_setspeed;
 # n3-n4 ("eco") offer only performance/powersave like intel_pstate, so greenup caps
 # scaling_max_freq. n4's RAPL counter starts just below its range so that it wraps
-# during the first job. Usage: sysfs.sh [ROOT]
+# during the first job. Its range (10 kJ, two minutes at n4's 80 W) is small enough to
+# wrap in the tests and large enough that no test or demo job wraps it twice: greenup
+# reads the counters at a job's start and end only (docs/failure-and-security.md).
+# Usage: sysfs.sh [ROOT]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 ROOT=${1:-$GC_SYSFS}
@@ -51,5 +54,5 @@ ECO="2400000 2000000 1600000 1200000"
 node_tree n1 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 1000000
 node_tree n2 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 5000000
 node_tree n3 "$ECO" "performance powersave" powersave 262143328850 0
-node_tree n4 "$ECO" "performance powersave" powersave 1000000000 995000000
+node_tree n4 "$ECO" "performance powersave" powersave 10000000000 9995000000
 echo "sysfs: trees for $GC_NODES under $ROOT"
