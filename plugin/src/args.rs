@@ -76,5 +76,9 @@ mod tests {
             "plugstack.conf: invalid argument 'sysfs=/x': expected config=FILE, site_cache=DIR or sysfs_root=DIR"
         );
         assert!(Args::parse(["config="]).is_err());
+        assert_eq!(
+            Args::parse(["site_cache="]).unwrap_err(),
+            "plugstack.conf: invalid argument 'site_cache=': expected config=FILE, site_cache=DIR or sysfs_root=DIR"
+        );
     }
 }

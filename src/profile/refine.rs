@@ -36,6 +36,12 @@ use crate::site::Site;
 /// (an early crash, a wrong input deck), not a lesson about the model.
 pub const SHORT_FRACTION: f64 = 0.5;
 
+/// Whether a run of `time_s` seconds was far shorter than the `predicted_s` it was
+/// planned for: the one rule refinement and reports both use.
+pub fn ran_far_shorter(time_s: f64, predicted_s: f64) -> bool {
+    predicted_s.is_finite() && time_s < SHORT_FRACTION * predicted_s
+}
+
 /// What one node measured in one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeOutcome {
@@ -132,7 +138,7 @@ pub fn check(o: &Outcome) -> Result<(), Outlier> {
             o.time_s
         )));
     }
-    if o.predicted_time_s.is_finite() && o.time_s < SHORT_FRACTION * o.predicted_time_s {
+    if ran_far_shorter(o.time_s, o.predicted_time_s) {
         return Err(Outlier::TooShort {
             time_s: o.time_s,
             predicted_s: o.predicted_time_s,

@@ -300,7 +300,7 @@ impl JobReport {
     pub fn ran_too_short_to_compare(&self) -> bool {
         self.measured
             .time_s
-            .is_some_and(|t| t < crate::profile::refine::SHORT_FRACTION * self.predicted.time_s)
+            .is_some_and(|t| crate::profile::refine::ran_far_shorter(t, self.predicted.time_s))
     }
 
     /// Measured energy against the predicted baseline, in percent; none for a run far

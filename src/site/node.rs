@@ -136,10 +136,6 @@ mod tests {
         (dir, config, cache)
     }
 
-    fn stored(cache: &Path, config: &Path) -> PathBuf {
-        copy_path(cache, config)
-    }
-
     #[test]
     fn the_copy_holds_what_the_full_load_gives() {
         let (_d, config, cache) = setup();
@@ -147,7 +143,7 @@ mod tests {
         assert_eq!(want.enforce, Enforce::Strict);
         assert_eq!(want.daemon.listen, "127.0.0.1:7999");
         assert_eq!(load_cached(&config, &cache).unwrap(), want);
-        let file = stored(&cache, &config);
+        let file = copy_path(&cache, &config);
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "the copy is root-only");
         assert_eq!(
@@ -162,7 +158,7 @@ mod tests {
     fn a_current_copy_is_used_without_reading_the_yaml() {
         let (_d, config, cache) = setup();
         load_cached(&config, &cache).unwrap();
-        let file = stored(&cache, &config);
+        let file = copy_path(&cache, &config);
         // Change the copy only: if the YAML were read, this value would not come back.
         let text = std::fs::read_to_string(&file).unwrap();
         std::fs::write(&file, text.replace("127.0.0.1:7999", "127.0.0.1:1234")).unwrap();
@@ -182,7 +178,7 @@ mod tests {
             load_cached(&config, &cache).unwrap().daemon.timeout_ms,
             4500
         );
-        let text = std::fs::read_to_string(stored(&cache, &config)).unwrap();
+        let text = std::fs::read_to_string(copy_path(&cache, &config)).unwrap();
         assert!(text.contains("4500"), "copy refreshed: {text}");
     }
 
@@ -190,7 +186,7 @@ mod tests {
     fn a_broken_or_foreign_copy_is_not_trusted() {
         let (_d, config, cache) = setup();
         load_cached(&config, &cache).unwrap();
-        let file = stored(&cache, &config);
+        let file = copy_path(&cache, &config);
         std::fs::write(&file, b"{ not json").unwrap();
         assert_eq!(
             load_cached(&config, &cache).unwrap().daemon.listen,
@@ -232,6 +228,6 @@ mod tests {
             e.contains("absent.yaml") && e.contains("cannot read"),
             "{e}"
         );
-        assert!(!stored(&cache, &config).exists());
+        assert!(!copy_path(&cache, &config).exists());
     }
 }
