@@ -6,6 +6,13 @@
 //! `0:0` there. slurmctld knows more by the time the batch node's epilog runs: the
 //! script's real status (`ExitCode=0:15` when scancel killed it) and `Reason=TimeLimit`.
 //! So the job's first node also reads `scontrol -o show job`, and only it closes the job.
+//!
+//! The two readings disagree in a way that tells who ended the job. slurmctld copies the
+//! job's exit code into the epilog's environment when it tells the nodes to end it. A script
+//! that ends on its own has reported its status by then, so both readings agree. When
+//! slurmctld ended the job first (scancel, preemption), the environment still says `0:0`
+//! and the script's status arrives later: `0:15` if the shell died of the signal, or
+//! `143:0` if its child died first and the shell exited with 128+15 itself.
 
 use std::time::Duration;
 
@@ -116,6 +123,8 @@ pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> End {
     match ctld.and_then(|c| c.exit) {
         Some((0, 0)) => End::Completed,
         Some((0, _)) => End::Cancelled,
+        // The status came after slurmctld had ended the job: it was ended from outside.
+        Some(_) if env_exit == Some((0, 0)) => End::Cancelled,
         Some(_) => End::Failed,
         None if env_exit.is_some() && ctld.is_some() => End::Completed,
         None => End::Unknown,
@@ -140,6 +149,8 @@ mod tests {
         "JobId=34 JobState=COMPLETING Reason=NonZeroExitCode Dependency=(null) ExitCode=3:0";
     const SCANCEL: &str =
         "JobId=35 JobState=COMPLETING Reason=None Dependency=(null) ExitCode=0:15";
+    const SCANCEL_SHELL_EXIT: &str =
+        "JobId=38 JobState=COMPLETING Reason=None Dependency=(null) ExitCode=143:0";
     const TIMELIMIT: &str =
         "JobId=36 JobState=COMPLETING Reason=TimeLimit Dependency=(null) ExitCode=0:15";
     const SHRUNK: &str = "JobId=37 JobState=RUNNING Reason=None Dependency=(null) ExitCode=0:0";
@@ -173,6 +184,18 @@ mod tests {
             End::Failed
         );
         assert_eq!(c(SCANCEL), End::Cancelled);
+        // scancel killed the shell's child first and the shell exited 143 by itself.
+        assert_eq!(c(SCANCEL_SHELL_EXIT), End::Cancelled);
+        // The same status, but known when slurmctld ended the job: the script's own failure.
+        assert_eq!(
+            classify(Some((143, 0)), Some(&parse_scontrol(SCANCEL_SHELL_EXIT))),
+            End::Failed
+        );
+        // Without the environment's reading, a non-zero code is a failure.
+        assert_eq!(
+            classify(None, Some(&parse_scontrol(SCANCEL_SHELL_EXIT))),
+            End::Failed
+        );
         assert_eq!(c(TIMELIMIT), End::Timeout);
         assert_eq!(c(SHRUNK), End::StillRunning);
         assert_eq!(End::StillRunning.word(), None);
