@@ -1,4 +1,4 @@
-//! `greenup site check`, `profile check`, `policy list` and `model ee` end to end.
+//! `greenup site check`, `profile check`, `policy list`, `model ee` and `meter` end to end.
 
 use std::path::PathBuf;
 
@@ -242,4 +242,109 @@ fn help_and_version_exit_0() {
 fn unknown_command_is_bad_input() {
     let line = one_stderr_line(&greenup().arg("frobnicate").assert().code(2));
     assert!(line.contains("frobnicate"), "{line}");
+}
+
+/// A node tree with one RAPL package counter of `range_uj`, at `energy_uj`.
+fn rapl_tree(root: &std::path::Path, energy_uj: u64, range_uj: u64) {
+    let z = root.join("class/powercap/intel-rapl:0");
+    std::fs::create_dir_all(&z).unwrap();
+    std::fs::write(z.join("name"), "package-0\n").unwrap();
+    std::fs::write(z.join("max_energy_range_uj"), format!("{range_uj}\n")).unwrap();
+    set_counter(root, energy_uj);
+}
+
+fn set_counter(root: &std::path::Path, energy_uj: u64) {
+    let z = root.join("class/powercap/intel-rapl:0");
+    std::fs::write(z.join("energy_uj.tmp"), format!("{energy_uj}\n")).unwrap();
+    std::fs::rename(z.join("energy_uj.tmp"), z.join("energy_uj")).unwrap();
+}
+
+#[test]
+fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
+    use greenup::dvfs::job::{NodePaths, Scope, begin, end, tally_path};
+    use greenup::meter::Energy;
+    use std::time::{Duration, Instant};
+    let t = tempfile::tempdir().unwrap();
+    let paths = NodePaths {
+        sysfs_root: t.path().join("sys"),
+        run_dir: t.path().join("run"),
+    };
+    // A 1 J counter: it wraps at 1_000_000 uJ.
+    rapl_tree(&paths.sysfs_root, 0, 1_000_000);
+    begin(&paths, 77, "n1", "n1", None, &Scope::SharedNode).unwrap();
+    let mut meter = std::process::Command::new(env!("CARGO_BIN_EXE_greenup"))
+        .args([
+            "meter",
+            "77",
+            "--node",
+            "n1",
+            "--every-at-most",
+            "1",
+            "--run-dir",
+        ])
+        .arg(&paths.run_dir)
+        .arg("--sysfs-root")
+        .arg(&paths.sysfs_root)
+        .spawn()
+        .unwrap();
+    // Advance the counter by 0.6 J at a time, three times, each time waiting until the
+    // meter has counted it: 1.8 J in all, where the last value alone (0.8 J) shows less.
+    let tally = tally_path(&paths.run_dir, 77, "n1");
+    // The counter value of the meter's last reading.
+    let last_read = || {
+        let text = std::fs::read_to_string(&tally).ok()?;
+        serde_json::from_str::<Value>(&text).ok()?["last"]["zones"][0]["energy_uj"].as_u64()
+    };
+    for value in [600_000u64, 200_000, 800_000] {
+        set_counter(&paths.sysfs_root, value);
+        let waited = Instant::now();
+        while last_read() != Some(value) {
+            assert!(
+                waited.elapsed() < Duration::from_secs(20),
+                "the meter did not read {value}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let out = end(&paths, 77, "n1").unwrap().unwrap();
+    assert_eq!(out.energy, Energy::Measured { joules: 1.8 });
+    // The job has ended here: the meter stops by itself, with success.
+    let waited = Instant::now();
+    let status = loop {
+        if let Some(s) = meter.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(20),
+            "meter still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert!(!paths.run_dir.join("77").exists());
+}
+
+#[test]
+fn meter_bad_input_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let run = t.path().display().to_string();
+    let a = greenup()
+        .args(["meter", "5", "--node", "n9", "--run-dir", &run])
+        .assert()
+        .code(2);
+    assert_eq!(
+        one_stderr_line(&a),
+        format!(
+            "greenup: {run}: no saved record of job 5 for node 'n9': greenup meter counts a job its prolog has started (see --run-dir and --node)"
+        )
+    );
+    let a = greenup()
+        .args(["meter", "5", "--node", "n9", "--every-at-most", "0"])
+        .assert()
+        .code(2);
+    let line = one_stderr_line(&a);
+    assert!(
+        line.contains("--every-at-most") && line.contains("'0'") && line.contains("1..=3600"),
+        "{line}"
+    );
 }

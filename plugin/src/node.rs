@@ -267,6 +267,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             if khz.is_some() && rec.applied.is_none() && scope == Scope::Node {
                 warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
             }
+            if !rec.energy_start.zones.is_empty() {
+                start_meter(args, &paths, job, log);
+            }
             // greenupd answered: send a little of this node's backlog along, within the bound.
             if let (Some(c), Ok(_)) = (client.as_mut(), &decision) {
                 deliver_spool(&site, job, c, PROLOG_SPOOL, log);
@@ -289,6 +292,37 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             job,
             &format!("cannot save settings, nothing changed: {e}"),
         ),
+    }
+}
+
+/// Start `greenup meter` for the job on this node: it reads the energy counters during
+/// the job, so a counter that wraps more than once is still counted in full. Without it
+/// the job is measured from its start and end readings alone.
+fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
+    let Some(bin) = &args.meter else {
+        return;
+    };
+    let id = job.job_id.to_string();
+    let argv: [&std::ffi::OsStr; 8] = [
+        "meter".as_ref(),
+        id.as_ref(),
+        "--node".as_ref(),
+        job.node.as_ref(),
+        "--run-dir".as_ref(),
+        paths.run_dir.as_os_str(),
+        "--sysfs-root".as_ref(),
+        paths.sysfs_root.as_os_str(),
+    ];
+    if let Err(e) = crate::command::start_detached(bin, &argv) {
+        log(
+            Level::Warning,
+            &format!(
+                "greenup: job {} on {}: energy read at start and end only, so a counter that wraps more than once is under-counted: cannot start {}: {e}",
+                job.job_id,
+                job.node,
+                bin.display()
+            ),
+        );
     }
 }
 

@@ -3,12 +3,13 @@
 //! This code applies; it never chooses a frequency.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::cpufreq::{Applied, Cpufreq};
 use super::{powercap, state};
-use crate::meter::{self, Energy};
+use crate::meter::{self, Energy, Tally};
 
 /// Which CPUs of the node the job may change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,12 +137,110 @@ pub fn begin(
     Ok(rec)
 }
 
+/// The file holding the running energy count of `key` for `job_id`, kept by [`sample`].
+pub fn tally_path(run_dir: &Path, job_id: u32, key: &str) -> PathBuf {
+    run_dir
+        .join(job_id.to_string())
+        .join(format!("{key}.meter.json"))
+}
+
+/// The job directory's lock, held while a reading is counted or the job is ended, so the
+/// sampler never counts into a record the epilog is taking away.
+struct DirLock {
+    _held: std::fs::File,
+}
+
+/// Lock the job's directory under `run_dir`; Ok(None) when it does not exist.
+fn lock_job_dir(run_dir: &Path, job_id: u32) -> std::io::Result<Option<DirLock>> {
+    use std::os::fd::AsRawFd;
+    let dir = match std::fs::File::open(run_dir.join(job_id.to_string())) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    loop {
+        // SAFETY: flock on a descriptor this function owns; the lock ends when it closes.
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(Some(DirLock { _held: dir }));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn load_tally(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<Option<Tally>> {
+    state::load_json(&tally_path(run_dir, job_id, key))
+}
+
+/// Count one more reading into the job's energy on this node. Ok(None) once the job has
+/// ended here (its saved record is gone); otherwise how long to wait before the next
+/// reading, at most `longest`.
+pub fn sample(
+    paths: &NodePaths,
+    job_id: u32,
+    key: &str,
+    longest: Duration,
+) -> Result<Option<Duration>, JobError> {
+    let file = tally_path(&paths.run_dir, job_id, key);
+    let err = |source| JobError::State {
+        path: file.clone(),
+        source,
+    };
+    let Some(_lock) = lock_job_dir(&paths.run_dir, job_id).map_err(err)? else {
+        return Ok(None);
+    };
+    let Some(rec) = state::load(&paths.run_dir, job_id, key).map_err(err)? else {
+        return Ok(None);
+    };
+    let mut tally = load_tally(&paths.run_dir, job_id, key)
+        .map_err(err)?
+        .unwrap_or_else(|| Tally::start(rec.energy_start));
+    let reading = meter::rapl::read(&paths.sysfs_root);
+    // A reading that fails now may work next time; only the job end's reading is final.
+    if reading.problem.is_none() {
+        tally.add(reading);
+        let json = serde_json::to_vec(&tally).map_err(|e| err(std::io::Error::other(e)))?;
+        crate::input::write_atomic(&file, &json).map_err(err)?;
+    }
+    Ok(Some(tally.next_wait(longest)))
+}
+
+/// Keep counting the job's energy on this node until the job ends here, reading at most
+/// `longest` apart and often enough that no counter wraps twice between two readings.
+/// It looks for the job's end every second, so it is gone soon after the epilog.
+pub fn count_until_end(
+    paths: &NodePaths,
+    job_id: u32,
+    key: &str,
+    longest: Duration,
+) -> Result<(), JobError> {
+    let look = meter::tally::SHORTEST_WAIT.min(longest);
+    let mut due = Instant::now() + look;
+    loop {
+        std::thread::sleep(look.min(due.saturating_duration_since(Instant::now())));
+        if !state::path(&paths.run_dir, job_id, key).exists() {
+            return Ok(());
+        }
+        if Instant::now() >= due {
+            match sample(paths, job_id, key, longest)? {
+                Some(next) => due = Instant::now() + next,
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
 /// Restore what `begin` saved for `key`, measure the energy, and forget the record once
 /// everything is restored. Ok(None) when nothing was saved (the job did not use greenup).
 pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutcome>, JobError> {
     let state_err = |source| JobError::State {
         path: state::path(&paths.run_dir, job_id, key),
         source,
+    };
+    let Some(_lock) = lock_job_dir(&paths.run_dir, job_id).map_err(state_err)? else {
+        return Ok(None);
     };
     let Some(rec) = state::load(&paths.run_dir, job_id, key).map_err(state_err)? else {
         return Ok(None);
@@ -160,14 +259,35 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
     } else {
         Some(problems.join("; "))
     };
+    // The sampler's count so far, if one ran, else the start reading.
+    let energy = match load_tally(&paths.run_dir, job_id, key) {
+        Ok(tally) => {
+            let mut tally = tally.unwrap_or_else(|| Tally::start(rec.energy_start.clone()));
+            tally.add(energy_end.clone());
+            tally.energy()
+        }
+        Err(e) => Energy::Unmeasured {
+            reason: format!("the running energy count is unreadable: {e}"),
+        },
+    };
     if restore_error.is_none() {
+        let tally = tally_path(&paths.run_dir, job_id, key);
+        match std::fs::remove_file(&tally) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(JobError::State {
+                    path: tally,
+                    source: e,
+                });
+            }
+            _ => {}
+        }
         state::remove(&paths.run_dir, job_id, key).map_err(state_err)?;
     }
     Ok(Some(NodeOutcome {
         job_id,
         node: rec.node.clone(),
         elapsed_s: (energy_end.unix_s - rec.energy_start.unix_s).max(0.0),
-        energy: meter::rapl::energy_between(&rec.energy_start, &energy_end),
+        energy,
         applied_khz: rec.applied.as_ref().map(|a: &Applied| a.khz),
         note: rec.note,
         restore_error,
@@ -242,6 +362,52 @@ mod tests {
         assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
         assert!(!p.run_dir.join("42").exists());
         assert_eq!(end(&p, 42, "n1").unwrap(), None);
+    }
+
+    fn set_counter(p: &NodePaths, uj: u64) {
+        fs::write(
+            p.sysfs_root.join("class/powercap/intel-rapl:0/energy_uj"),
+            format!("{uj}\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn readings_during_the_job_count_every_wrap_and_stop_at_its_end() {
+        let (_t, p) = setup();
+        let longest = Duration::from_secs(30);
+        begin(&p, 43, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        // The counter wraps at 1000 uJ three times: 900 -> 400 is 500 uJ, 400 -> 100 is
+        // 700 uJ, 100 -> 250 is 150 uJ: 1350 uJ, where start and end alone show 350 uJ.
+        set_counter(&p, 400);
+        assert!(sample(&p, 43, "n1", longest).unwrap().is_some());
+        set_counter(&p, 100);
+        assert!(sample(&p, 43, "n1", longest).unwrap().is_some());
+        assert!(tally_path(&p.run_dir, 43, "n1").exists());
+        set_counter(&p, 250);
+        let out = end(&p, 43, "n1").unwrap().unwrap();
+        assert_eq!(out.energy, Energy::Measured { joules: 1350.0e-6 });
+        // The job has ended here: the sampler stops, and nothing of the job is left.
+        assert_eq!(sample(&p, 43, "n1", longest).unwrap(), None);
+        count_until_end(&p, 43, "n1", Duration::from_millis(5)).unwrap();
+        assert!(!p.run_dir.join("43").exists());
+    }
+
+    #[test]
+    fn an_unreadable_running_count_is_unmeasured_and_the_node_still_restored() {
+        let (_t, p) = setup();
+        begin(&p, 44, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        fs::write(tally_path(&p.run_dir, 44, "n1"), "{").unwrap();
+        assert!(sample(&p, 44, "n1", Duration::from_secs(1)).is_err());
+        let out = end(&p, 44, "n1").unwrap().unwrap();
+        assert!(
+            matches!(&out.energy, Energy::Unmeasured { reason } if reason.starts_with("the running energy count is unreadable")),
+            "{:?}",
+            out.energy
+        );
+        assert_eq!(out.restore_error, None);
+        assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
+        assert!(!p.run_dir.join("44").exists());
     }
 
     #[test]

@@ -52,7 +52,12 @@ pub fn save(run_dir: &Path, key: &str, rec: &NodeRecord) -> std::io::Result<()> 
 
 /// Load `key`'s record for `job_id`; Ok(None) when there is none.
 pub fn load(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<Option<NodeRecord>> {
-    match std::fs::read(path(run_dir, job_id, key)) {
+    load_json(&path(run_dir, job_id, key))
+}
+
+/// Read one of a job's JSON files; Ok(None) when it does not exist.
+pub fn load_json<T: serde::de::DeserializeOwned>(file: &Path) -> std::io::Result<Option<T>> {
+    match std::fs::read(file) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(std::io::Error::other),

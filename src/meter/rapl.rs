@@ -1,5 +1,5 @@
-//! RAPL energy counters (`class/powercap/intel-rapl:N/energy_uj`), read at job start
-//! and end. The counters wrap at `max_energy_range_uj`; a node without counters is
+//! RAPL energy counters (`class/powercap/intel-rapl:N/energy_uj`), read at job start,
+//! during the job and at its end. The counters wrap at `max_energy_range_uj`; a node without counters is
 //! "unmeasured", never given an invented number.
 
 use std::path::{Path, PathBuf};
@@ -129,38 +129,12 @@ pub fn delta_uj(start: u64, end: u64, range: u64) -> u64 {
     }
 }
 
-/// The energy used between two readings of the same node.
+/// The energy used between two readings of the same node, assuming each zone wrapped at
+/// most once between them ([`super::tally::Tally`] counts a longer series).
 pub fn energy_between(start: &Reading, end: &Reading) -> Energy {
-    if let Some(p) = start.problem.as_ref().or(end.problem.as_ref()) {
-        return Energy::Unmeasured {
-            reason: format!("RAPL counter unreadable: {p}"),
-        };
-    }
-    if start.zones.is_empty() || end.zones.is_empty() {
-        return Energy::Unmeasured {
-            reason: "no RAPL energy counter on this node".into(),
-        };
-    }
-    let same = start.zones.len() == end.zones.len()
-        && start
-            .zones
-            .iter()
-            .zip(&end.zones)
-            .all(|(a, b)| a.id == b.id && a.max_energy_range_uj == b.max_energy_range_uj);
-    if !same {
-        return Energy::Unmeasured {
-            reason: "RAPL zones changed during the job".into(),
-        };
-    }
-    let uj: u64 = start
-        .zones
-        .iter()
-        .zip(&end.zones)
-        .map(|(a, b)| delta_uj(a.energy_uj, b.energy_uj, a.max_energy_range_uj))
-        .sum();
-    Energy::Measured {
-        joules: uj as f64 / 1.0e6,
-    }
+    let mut tally = super::tally::Tally::start(start.clone());
+    tally.add(end.clone());
+    tally.energy()
 }
 
 #[cfg(test)]

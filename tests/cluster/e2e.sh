@@ -506,6 +506,41 @@ t_reboot() {
   return $rc
 }
 
+# 17. A RAPL counter that wraps many times in one job is counted in full: for one job on
+#     n3 and n4 (same node type, both at the decided maximum), n4's counter range is cut
+#     to 200 J, a wrap every 2.5 s at its 80 W. The job's greenup meter reads it between
+#     wraps, so n4 must measure what n3 does; read at start and end alone it would show
+#     n3's energy modulo 200 J. The meter stops once the job has ended.
+t_wraps() {
+  local z=$GC_SYSFS/n4/class/powercap/intel-rapl:0 pm range j rc=0 e3 e4
+  pm=$(cat "$GC_RUN/powermodel.pid"); range=$(cat $z/max_energy_range_uj)
+  kill -STOP "$pm"; echo 200000000 > $z/max_energy_range_uj; echo 0 > $z/energy_uj; kill -CONT "$pm"
+  j=$(submit $GC_USER -N2 -w n3,n4 --exclusive -t 5 --energy-policy=min-time --energy-profile=md -o /dev/null \
+      --wrap 'srun sleep 20')
+  if [ -n "$j" ]; then
+    JOBS_WITH_DAEMON+=("$j")
+    wait_running "$j" || rc=1
+    sleep 3
+    say "meters while job $j runs: $(pgrep -fc "greenup meter $j ") ($(pgrep -fa "greenup meter $j " | head -1 | cut -d' ' -f2-))"
+    [ "$(pgrep -fc "greenup meter $j ")" = 2 ] || rc=1
+    wait_gone "$j" 90 || rc=1
+  else
+    rc=1
+  fi
+  kill -STOP "$pm"; echo "$range" > $z/max_energy_range_uj; echo 0 > $z/energy_uj; kill -CONT "$pm"
+  [ -n "$j" ] || return 1
+  e3=$(jq_job "$j" '.outcomes[] | select(.node == "n3") | .energy_j')
+  e4=$(jq_job "$j" '.outcomes[] | select(.node == "n4") | .energy_j')
+  say "job $j: n3 $e3 J, n4 $e4 J over a 200 J range"
+  # At least three wraps, or the test shows nothing; then within 10% of each other.
+  awk -v a="$e3" -v b="$e4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 600 && d < 0.1 * a) }' \
+    || { say "n4 did not count its wraps"; rc=1; }
+  for _ in $(seq 1 50); do [ -z "$(pgrep -f "greenup meter $j ")" ] && break; sleep 0.1; done
+  [ -z "$(pgrep -f "greenup meter $j ")" ] || { say "a meter of job $j still runs"; rc=1; }
+  restored && no_leftovers "$j" || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -521,6 +556,7 @@ run_test "13 failed and cancelled jobs are stored as such and do not refine the 
 run_test "14 a job holding more nodes than decided is shrunk at start" t_shrink
 run_test "15 a node rebooted mid-job stays at its boot defaults" t_reboot
 run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
+run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

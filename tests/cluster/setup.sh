@@ -142,7 +142,7 @@ mkdir -p $GC_ETC/plugstack.conf.d
 [ -f $GC_ETC/plugstack.conf ] || echo "include $GC_ETC/plugstack.conf.d/*.conf" > $GC_ETC/plugstack.conf
 rm -f $GC_ETC/plugstack.conf.d/greenup.conf
 if [ "$PLUGIN" = 1 ] && [ -f "$GC_PLUGIN_SO" ]; then
-  echo "optional $GC_PLUGIN_SO config=$GC_ETC/greenup.yaml sysfs_root=$GC_SYSFS/%n" > $GC_ETC/plugstack.conf.d/greenup.conf
+  echo "optional $GC_PLUGIN_SO config=$GC_ETC/greenup.yaml sysfs_root=$GC_SYSFS/%n meter=$GC_SHARE/bin/greenup" > $GC_ETC/plugstack.conf.d/greenup.conf
 fi
 
 if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start; fi

@@ -7,6 +7,7 @@
 //! what is valid); 3 anything else went wrong.
 
 mod daemon_cmds;
+mod meter;
 mod model;
 mod plan;
 mod policy;
@@ -56,6 +57,8 @@ enum Command {
     Report(report_cmds::ReportArgs),
     /// An application's history: runs, prediction error per profile version, savings.
     App(report_cmds::AppArgs),
+    /// Count a running job's energy on this node until it ends (started by the job prolog).
+    Meter(meter::MeterArgs),
 }
 
 /// Why a command did not succeed; each maps to one exit status.
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Command::Status(a) => daemon_cmds::status(&a),
         Command::Report(args) => report_cmds::report(args),
         Command::App(args) => report_cmds::app(args),
+        Command::Meter(args) => meter::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
