@@ -4,7 +4,6 @@
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,43 +36,114 @@ pub fn run(program: &str, args: &[&str], limit: Duration) -> Option<String> {
     Some(text)
 }
 
-/// Start `program args` and leave it running, in a session of its own (slurmd kills a
-/// prolog's process group when the prolog times out), with no environment, no standard
-/// streams and none of the caller's open files (a slurmd pipe held open would stall it).
-/// Returns the child's pid.
-pub fn start_detached(program: &Path, args: &[&OsStr]) -> std::io::Result<u32> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: between fork and exec this calls only setsid, close_range and fcntl, which
-    // are async-signal-safe, and allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Close-on-exec rather than closed: std reports a failed exec through its own
-            // close-on-exec pipe, which must stay open until then.
-            let all = libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                u32::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            if all != 0 {
-                for fd in 3..1024 {
-                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                }
-            }
-            Ok(())
-        });
+/// Start `program args` after `delay`, but only if `only_if` still exists then, and
+/// leave it running: in a session of its own (slurmd kills a prolog's process group when
+/// the prolog times out), with no environment, no standard streams and none of the
+/// caller's open files (a slurmd pipe held open would stall it). The caller waits only
+/// for a fork, never for the delay or the exec; a job shorter than the delay never
+/// starts the program at all. Fails if `program` is not executable.
+pub fn start_later(
+    program: &Path,
+    args: &[&OsStr],
+    delay: Duration,
+    only_if: &Path,
+) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |s: &OsStr| CString::new(s.as_bytes()).map_err(std::io::Error::other);
+    // Everything the children need is made before fork: after it, only async-signal-safe
+    // calls, and no allocation.
+    let prog = c(program.as_os_str())?;
+    let argv_owned: Vec<CString> = std::iter::once(Ok(prog.clone()))
+        .chain(args.iter().map(|a| c(a)))
+        .collect::<std::io::Result<_>>()?;
+    let argv: Vec<*const libc::c_char> = argv_owned
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let cond = c(only_if.as_os_str())?;
+    let pause = libc::timespec {
+        tv_sec: delay.as_secs() as libc::time_t,
+        tv_nsec: delay.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: access on a valid C string.
+    if unsafe { libc::access(prog.as_ptr(), libc::X_OK) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    // Dropping the handle neither waits nor kills: the prolog ends first and init reaps it.
-    cmd.spawn().map(|child| child.id())
+    // SAFETY: the children call only async-signal-safe functions (setsid, fork, open,
+    // dup2, close, syscall, fcntl, chdir, sigprocmask, signal, nanosleep, access, execve,
+    // _exit) on memory prepared above, and never return into Rust code.
+    unsafe {
+        match libc::fork() {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => {
+                libc::setsid();
+                if libc::fork() == 0 {
+                    detach_streams();
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                    if libc::access(cond.as_ptr(), libc::F_OK) == 0 {
+                        libc::execve(prog.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                    }
+                }
+                libc::_exit(0)
+            }
+            pid => {
+                // The first child exits at once; reap it so that no zombie is left.
+                let mut status = 0;
+                while libc::waitpid(pid, &mut status, 0) < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// In a forked child: standard streams on /dev/null, every other file closed at exec, the
+/// root as working directory, and the signal mask and handlers the program expects.
+///
+/// # Safety
+/// Only between fork and exec; calls async-signal-safe functions only.
+unsafe fn detach_streams() {
+    // SAFETY: the caller is a freshly forked child; each call is async-signal-safe.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+            if null > 2 {
+                libc::close(null);
+            }
+        }
+        let all = libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if all != 0 {
+            for fd in 3..1024 {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        libc::chdir(c"/".as_ptr());
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        for sig in [
+            libc::SIGTERM,
+            libc::SIGINT,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+            libc::SIGCHLD,
+        ] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -106,10 +176,23 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(4));
     }
 
+    /// Wait up to 5 s for `file`; its contents if it came.
+    fn wait_for(file: &Path) -> Option<String> {
+        for _ in 0..500 {
+            if let Ok(t) = std::fs::read_to_string(file) {
+                return Some(t);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     #[test]
-    fn a_detached_child_has_its_own_session_and_none_of_our_files() {
+    fn a_later_start_has_its_own_session_and_none_of_our_files() {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("out");
+        let cond = t.path().join("job-record");
+        std::fs::write(&cond, "").unwrap();
         // An open file of ours, not close-on-exec, as slurmd's pipes may be. A high number,
         // so the shell's own pipes do not take the same one.
         let ours = std::fs::File::open("/dev/null").unwrap();
@@ -120,27 +203,63 @@ mod tests {
             fd
         );
         let script = format!(
-            "echo \"$(cut -d' ' -f6 /proc/$$/stat) $$ $(test -e /proc/$$/fd/{fd} && echo open || echo closed) ${{HOME:-unset}}\" > {}.tmp && mv {}.tmp {}",
-            out.display(),
-            out.display(),
-            out.display()
+            "echo \"$(cut -d' ' -f6 /proc/$$/stat) $$ $(test -e /proc/$$/fd/{fd} && echo open || echo closed) ${{HOME:-unset}} $(pwd)\" > {o}.tmp && mv {o}.tmp {o}",
+            o = out.display(),
         );
-        let pid = start_detached(
+        start_later(
             Path::new("/bin/sh"),
             &[OsStr::new("-c"), OsStr::new(&script)],
+            Duration::from_millis(10),
+            &cond,
         )
         .unwrap();
-        for _ in 0..500 {
-            if out.exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let text = std::fs::read_to_string(&out).unwrap();
-        // It leads its own session, our descriptor did not follow it, and no variable did.
-        assert_eq!(text.trim(), format!("{pid} {pid} closed unset"));
         // SAFETY: closing the descriptor dup2 made above.
         unsafe { libc::close(fd) };
-        assert!(start_detached(Path::new("/nonexistent/greenup"), &[]).is_err());
+        let text = wait_for(&out).expect("the program did not run");
+        let words: Vec<&str> = text.split_whitespace().collect();
+        // It is in a session of its own (its parent's, which left it), our descriptor did
+        // not follow it, no variable did, and it runs in /.
+        // SAFETY: getsid(0) only reads this process's session id.
+        let ours = unsafe { libc::getsid(0) };
+        assert_ne!(words[0], ours.to_string(), "{text}");
+        assert_ne!(words[1], std::process::id().to_string());
+        assert_eq!(&words[2..], ["closed", "unset", "/"], "{text}");
+    }
+
+    #[test]
+    fn a_later_start_runs_nothing_once_its_condition_is_gone() {
+        let t = tempfile::tempdir().unwrap();
+        let (out, cond) = (t.path().join("out"), t.path().join("job-record"));
+        std::fs::write(&cond, "").unwrap();
+        let touch = |o: &Path| format!("echo ran > {}", o.display());
+        start_later(
+            Path::new("/bin/sh"),
+            &[OsStr::new("-c"), OsStr::new(&touch(&out))],
+            Duration::from_millis(300),
+            &cond,
+        )
+        .unwrap();
+        // The job ends before the delay: its record goes, and the program never runs.
+        std::fs::remove_file(&cond).unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        assert!(!out.exists());
+        // The control: the same start with the condition kept does run.
+        let kept = t.path().join("kept");
+        std::fs::write(&cond, "").unwrap();
+        start_later(
+            Path::new("/bin/sh"),
+            &[OsStr::new("-c"), OsStr::new(&touch(&kept))],
+            Duration::from_millis(10),
+            &cond,
+        )
+        .unwrap();
+        assert_eq!(wait_for(&kept).as_deref(), Some("ran\n"));
+        let e = start_later(
+            Path::new("/nonexistent/greenup"),
+            &[],
+            Duration::ZERO,
+            &cond,
+        );
+        assert_eq!(e.unwrap_err().kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -295,9 +295,10 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     }
 }
 
-/// Start `greenup meter` for the job on this node: it reads the energy counters during
-/// the job, so a counter that wraps more than once is still counted in full. Without it
-/// the job is measured from its start and end readings alone.
+/// Start `greenup meter` for the job on this node, a second from now if the job still
+/// runs here then: it reads the energy counters during the job, so a counter that wraps
+/// more than once is still counted in full. Without it the job is measured from its
+/// start and end readings alone.
 fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
     let Some(bin) = &args.meter else {
         return;
@@ -313,7 +314,10 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
         "--sysfs-root".as_ref(),
         paths.sysfs_root.as_os_str(),
     ];
-    if let Err(e) = crate::command::start_detached(bin, &argv) {
+    // A job over within a second cannot wrap a counter twice: it never starts the meter.
+    let record = greenup::dvfs::state::path(&paths.run_dir, job.job_id, &job.node);
+    let delay = greenup::meter::tally::SHORTEST_WAIT;
+    if let Err(e) = crate::command::start_later(bin, &argv, delay, &record) {
         log(
             Level::Warning,
             &format!(

@@ -209,7 +209,8 @@ pub fn sample(
 
 /// Keep counting the job's energy on this node until the job ends here, reading at most
 /// `longest` apart and often enough that no counter wraps twice between two readings.
-/// It looks for the job's end every second, so it is gone soon after the epilog.
+/// The first reading is taken at once (the prolog starts it a second into the job); it
+/// looks for the job's end every second, so it is gone soon after the epilog.
 pub fn count_until_end(
     paths: &NodePaths,
     job_id: u32,
@@ -217,7 +218,7 @@ pub fn count_until_end(
     longest: Duration,
 ) -> Result<(), JobError> {
     let look = meter::tally::SHORTEST_WAIT.min(longest);
-    let mut due = Instant::now() + look;
+    let mut due = Instant::now();
     loop {
         std::thread::sleep(look.min(due.saturating_duration_since(Instant::now())));
         if !state::path(&paths.run_dir, job_id, key).exists() {
