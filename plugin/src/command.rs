@@ -231,14 +231,18 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let (out, cond) = (t.path().join("out"), t.path().join("job-record"));
         std::fs::write(&cond, "").unwrap();
-        let touch = |o: &Path| format!("echo ran > {}", o.display());
-        start_later(
-            Path::new("/bin/sh"),
-            &[OsStr::new("-c"), OsStr::new(&touch(&out))],
-            Duration::from_millis(300),
-            &cond,
-        )
-        .unwrap();
+        // `sh -c 'echo ran > OUT'`, started after `delay` if `cond` is still there.
+        let touch_later = |o: &Path, delay: u64| {
+            let script = format!("echo ran > {}", o.display());
+            start_later(
+                Path::new("/bin/sh"),
+                &[OsStr::new("-c"), OsStr::new(&script)],
+                Duration::from_millis(delay),
+                &cond,
+            )
+            .unwrap()
+        };
+        touch_later(&out, 300);
         // The job ends before the delay: its record goes, and the program never runs.
         std::fs::remove_file(&cond).unwrap();
         std::thread::sleep(Duration::from_millis(800));
@@ -246,13 +250,7 @@ mod tests {
         // The control: the same start with the condition kept does run.
         let kept = t.path().join("kept");
         std::fs::write(&cond, "").unwrap();
-        start_later(
-            Path::new("/bin/sh"),
-            &[OsStr::new("-c"), OsStr::new(&touch(&kept))],
-            Duration::from_millis(10),
-            &cond,
-        )
-        .unwrap();
+        touch_later(&kept, 10);
         assert_eq!(wait_for(&kept).as_deref(), Some("ran\n"));
         let e = start_later(
             Path::new("/nonexistent/greenup"),
