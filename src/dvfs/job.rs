@@ -150,22 +150,44 @@ struct DirLock {
     _held: std::fs::File,
 }
 
-/// Lock the job's directory under `run_dir`; Ok(None) when it does not exist.
-fn lock_job_dir(run_dir: &Path, job_id: u32) -> std::io::Result<Option<DirLock>> {
+/// How long a job's end waits for a meter's reading to finish. A reading takes
+/// microseconds; a meter stuck for longer must not hold the epilog (an epilog past
+/// Slurm's timeout drains the node), so the end then goes ahead unlocked.
+const END_LOCK_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Lock the job's directory under `run_dir`, waiting at most `patience` (None: as long as
+/// it takes); Ok(None) when the directory does not exist.
+fn lock_job_dir(
+    run_dir: &Path,
+    job_id: u32,
+    patience: Option<Duration>,
+) -> std::io::Result<Option<DirLock>> {
     use std::os::fd::AsRawFd;
     let dir = match std::fs::File::open(run_dir.join(job_id.to_string())) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
+    let give_up = patience.map(|p| Instant::now() + p);
+    let mode = if give_up.is_some() {
+        libc::LOCK_EX | libc::LOCK_NB
+    } else {
+        libc::LOCK_EX
+    };
     loop {
         // SAFETY: flock on a descriptor this function owns; the lock ends when it closes.
-        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX) } == 0 {
+        if unsafe { libc::flock(dir.as_raw_fd(), mode) } == 0 {
             return Ok(Some(DirLock { _held: dir }));
         }
         let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        match (e.kind(), give_up) {
+            (std::io::ErrorKind::Interrupted, _) => {}
+            (std::io::ErrorKind::WouldBlock, Some(t)) if Instant::now() < t => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // Waited long enough: go ahead without the lock.
+            (std::io::ErrorKind::WouldBlock, Some(_)) => return Ok(Some(DirLock { _held: dir })),
+            _ => return Err(e),
         }
     }
 }
@@ -188,7 +210,7 @@ pub fn sample(
         path: file.clone(),
         source,
     };
-    let Some(_lock) = lock_job_dir(&paths.run_dir, job_id).map_err(err)? else {
+    let Some(_lock) = lock_job_dir(&paths.run_dir, job_id, None).map_err(err)? else {
         return Ok(None);
     };
     let Some(rec) = state::load(&paths.run_dir, job_id, key).map_err(err)? else {
@@ -240,7 +262,9 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
         path: state::path(&paths.run_dir, job_id, key),
         source,
     };
-    let Some(_lock) = lock_job_dir(&paths.run_dir, job_id).map_err(state_err)? else {
+    let Some(_lock) =
+        lock_job_dir(&paths.run_dir, job_id, Some(END_LOCK_PATIENCE)).map_err(state_err)?
+    else {
         return Ok(None);
     };
     let Some(rec) = state::load(&paths.run_dir, job_id, key).map_err(state_err)? else {
@@ -392,6 +416,20 @@ mod tests {
         assert_eq!(sample(&p, 43, "n1", longest).unwrap(), None);
         count_until_end(&p, 43, "n1", Duration::from_millis(5)).unwrap();
         assert!(!p.run_dir.join("43").exists());
+    }
+
+    #[test]
+    fn a_meter_stuck_holding_the_lock_does_not_hold_the_job_end() {
+        use std::os::fd::AsRawFd;
+        let (_t, p) = setup();
+        begin(&p, 45, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        let held = std::fs::File::open(p.run_dir.join("45")).unwrap();
+        // SAFETY: flock on a descriptor this test owns, as a stuck meter would hold it.
+        assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let out = end(&p, 45, "n1").unwrap().unwrap();
+        assert_eq!(out.restore_error, None);
+        assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
+        drop(held);
     }
 
     #[test]
