@@ -1,6 +1,7 @@
 //! RAPL energy counters (`class/powercap/intel-rapl:N/energy_uj`), read at job start,
-//! during the job and at its end. The counters wrap at `max_energy_range_uj`; a node without counters is
-//! "unmeasured", never given an invented number.
+//! during the job and at its end ([`super::tally::Tally`] counts them). The counters wrap
+//! at `max_energy_range_uj`; a node without counters is "unmeasured", never given an
+//! invented number.
 
 use std::path::{Path, PathBuf};
 
@@ -129,18 +130,18 @@ pub fn delta_uj(start: u64, end: u64, range: u64) -> u64 {
     }
 }
 
-/// The energy used between two readings of the same node, assuming each zone wrapped at
-/// most once between them ([`super::tally::Tally`] counts a longer series).
-pub fn energy_between(start: &Reading, end: &Reading) -> Energy {
-    let mut tally = super::tally::Tally::start(start.clone());
-    tally.add(end.clone());
-    tally.energy()
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::meter::Tally;
     use std::fs;
+
+    /// The energy between two readings, as a job's start and end count it.
+    fn energy_between(start: &Reading, end: &Reading) -> Energy {
+        let mut tally = Tally::start(start.clone());
+        tally.add(end.clone());
+        tally.energy()
+    }
 
     /// Write a RAPL zone `intel-rapl:N` named `name` with the given counter and range.
     pub(crate) fn zone(root: &Path, n: u32, name: &str, energy: u64, range: u64) {

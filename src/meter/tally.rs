@@ -16,14 +16,13 @@ pub const SHORTEST_WAIT: Duration = Duration::from_secs(1);
 /// wait could miss a wrap: readings come at most a quarter of a wrap period apart.
 const WRAP_MARGIN: f64 = 4.0;
 
-/// The running count: where it started, the last reading counted and the sum so far.
+/// The running count: the last reading counted and the sum so far. Every reading counted
+/// has the zones of the first, so the last one also names the zones and their ranges.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tally {
-    /// The reading the count starts from (the job's start on this node).
-    pub first: Reading,
-    /// The latest reading counted.
+    /// The latest reading counted (at the start, the job's first reading on this node).
     pub last: Reading,
-    /// Microjoules counted so far, one entry per zone of `first`.
+    /// Microjoules counted so far, one entry per zone.
     pub counted_uj: Vec<u64>,
     /// The highest power seen between two readings, per zone, in watts.
     pub peak_w: Vec<f64>,
@@ -43,8 +42,7 @@ impl Tally {
                 .problem
                 .as_ref()
                 .map(|p| format!("RAPL counter unreadable: {p}")),
-            last: first.clone(),
-            first,
+            last: first,
             counted_uj: vec![0; zones],
             peak_w: vec![0.0; zones],
             readings: 0,
@@ -92,7 +90,7 @@ impl Tally {
         if let Some(p) = &self.problem {
             return Energy::Unmeasured { reason: p.clone() };
         }
-        if self.first.zones.is_empty() {
+        if self.last.zones.is_empty() {
             return Energy::Unmeasured {
                 reason: "no RAPL energy counter on this node".into(),
             };
@@ -110,7 +108,7 @@ impl Tally {
             return SHORTEST_WAIT.min(longest);
         }
         let wrap_s = self
-            .first
+            .last
             .zones
             .iter()
             .zip(&self.peak_w)
