@@ -297,15 +297,10 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
     };
     if restore_error.is_none() {
         let tally = tally_path(&paths.run_dir, job_id, key);
-        match std::fs::remove_file(&tally) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(JobError::State {
-                    path: tally,
-                    source: e,
-                });
-            }
-            _ => {}
-        }
+        state::remove_if_present(&tally).map_err(|source| JobError::State {
+            path: tally,
+            source,
+        })?;
         state::remove(&paths.run_dir, job_id, key).map_err(state_err)?;
     }
     Ok(Some(NodeOutcome {

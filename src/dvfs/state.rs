@@ -69,14 +69,18 @@ pub fn load_json<T: serde::de::DeserializeOwned>(file: &Path) -> std::io::Result
 /// Remove `key`'s record, and the job directory once it is empty.
 pub fn remove(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<()> {
     let file = path(run_dir, job_id, key);
-    match std::fs::remove_file(&file) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
+    remove_if_present(&file)?;
     if let Some(dir) = file.parent() {
         // Fails harmlessly while other nodes or steps of the job still hold records.
         let _ = std::fs::remove_dir(dir);
     }
     Ok(())
+}
+
+/// Remove one of a job's files; a file already gone is not an error.
+pub fn remove_if_present(file: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
