@@ -557,6 +557,11 @@ run_test "14 a job holding more nodes than decided is shrunk at start" t_shrink
 run_test "15 a node rebooted mid-job stays at its boot defaults" t_reboot
 run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
+# The hostile-user probes: each file defines its tests and runs them with run_test,
+# numbered A1, A2, ... by area. They use the helpers above.
+for adv in "$HERE"/adversarial/*.sh; do
+  [ -e "$adv" ] && . "$adv"
+done
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"
