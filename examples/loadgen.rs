@@ -311,7 +311,7 @@ fn main() -> std::process::ExitCode {
             freq_ghz: Some(2.0),
             energy_j: Some(1000.0 + (i % 97) as f64),
             elapsed_s: Some(60.0),
-            source: Some("rapl".into()),
+            source: Some(greenup::record::Source::Rapl),
             restored: true,
             note: None,
         };
@@ -325,7 +325,7 @@ fn main() -> std::process::ExitCode {
 
     let (lat, wall) = phase(&args, &ep, &mut clients, args.jobs, |c, i| {
         let job_id = args.first_job + i;
-        c.close_job(job_id, Some("completed"))
+        c.close_job(job_id, Some(greenup::record::JobEnd::Completed))
             .map_err(|e| e.to_string())?;
         if let Some(a) = &acks {
             a.write("close", job_id, "");

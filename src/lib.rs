@@ -13,6 +13,7 @@ pub mod optimize;
 pub mod plan;
 pub mod policy;
 pub mod profile;
+pub mod record;
 pub mod site;
 pub mod units;
 

@@ -97,7 +97,11 @@ fn lowest_runs_every_node_at_its_lowest_frequency() {
 #[test]
 fn closing_a_job_returns_its_watts_to_the_next_decision() {
     let d = crowded(OverBudget::Refuse);
-    assert!(d.tcp_client().close_job(1, Some("completed")).unwrap());
+    assert!(
+        d.tcp_client()
+            .close_job(1, Some(greenup::record::JobEnd::Completed))
+            .unwrap()
+    );
     let st = d.tcp_client().status().unwrap();
     assert_eq!(
         (

@@ -48,7 +48,7 @@ fn users_see_their_own_jobs_root_sees_all() {
         freq_ghz: Some(2.2),
         energy_j: Some(1234.0),
         elapsed_s: Some(5.0),
-        source: Some("rapl".into()),
+        source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
     };

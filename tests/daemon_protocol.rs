@@ -274,12 +274,13 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
         freq_ghz: Some(2.0),
         energy_j: Some(1234.5),
         elapsed_s: Some(10.0),
-        source: Some("rapl".into()),
+        source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
     })
     .unwrap();
-    root.close_job(31, Some("completed")).unwrap();
+    root.close_job(31, Some(greenup::record::JobEnd::Completed))
+        .unwrap();
 
     let as_user = |req: ListRecords| -> ReplyLine {
         d.tcp_client()
@@ -300,7 +301,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
     assert_eq!(j31.decision.profile.as_deref(), Some("lammps"));
     assert_eq!(j31.outcomes.len(), 1);
     assert_eq!(j31.outcomes[0].energy_j, Some(1234.5));
-    assert_eq!(j31.end.as_deref(), Some("completed"));
+    assert_eq!(j31.end, Some(greenup::record::JobEnd::Completed));
     assert_eq!(j31.request.nodes, vec!["n1".to_string(), "n2".to_string()]);
 
     // Another uid is refused; another user's name or profile matches none of theirs.
@@ -432,9 +433,13 @@ fn unix_socket_knows_the_caller_without_a_credential() {
     assert_eq!(st.protocol, 1);
     // Root over the socket may write.
     c.open_job(open_req(31, 0, 1)).unwrap();
-    assert!(c.close_job(31, Some("completed")).unwrap());
     assert!(
-        !c.close_job(31, Some("completed")).unwrap(),
+        c.close_job(31, Some(greenup::record::JobEnd::Completed))
+            .unwrap()
+    );
+    assert!(
+        !c.close_job(31, Some(greenup::record::JobEnd::Completed))
+            .unwrap(),
         "a second close is harmless"
     );
 }

@@ -61,7 +61,7 @@ fn outcome(job_id: u64, node: &str) -> NodeOutcome {
         freq_ghz: Some(2.0),
         energy_j: Some(100.0),
         elapsed_s: Some(1.0),
-        source: Some("rapl".into()),
+        source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
     }
@@ -81,6 +81,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             verdict: greenup::daemon::protocol::Verdict::Unchanged,
             reason: String::new(),
             policy: "min-energy".into(),
+            monitor: false,
             profile: None,
             profile_version: None,
             power_cap_w: None,

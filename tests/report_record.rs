@@ -19,7 +19,7 @@ fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>)
         freq_ghz: Some(f),
         energy_j: e,
         elapsed_s: Some(100.0),
-        source: Some(source.into()),
+        source: Some(greenup::record::Source::parse(source)),
         restored: true,
         note: note.map(str::to_string),
     }
@@ -72,7 +72,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         user: Some("alice".into()),
         partition: Some("batch".into()),
         state: JobState::Closed,
-        end: Some("completed".into()),
+        end: Some(greenup::record::JobEnd::Completed),
         opened_at: 1_000,
         closed_at: Some(1_100),
         request,
@@ -81,6 +81,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             verdict,
             reason: "site budget left 300 W".into(),
             policy: "min-energy".into(),
+            monitor: false,
             profile: Some("lammps".into()),
             profile_version: Some("2".into()),
             power_cap_w: Some(300.0),
@@ -110,7 +111,7 @@ fn statuses_sources_and_warnings() {
         ],
     );
     let r = from_record(&rec, &Context::default());
-    assert_eq!(r.state, report::JobState::Completed);
+    assert_eq!(r.state, report::RunState::Completed);
     assert_eq!(r.allocated_nodes, 4);
     assert_eq!(r.nodes.len(), 3);
     assert_eq!(r.nodes[0].applied, Applied::Applied);

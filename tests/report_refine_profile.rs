@@ -6,9 +6,9 @@ use std::path::Path;
 use greenup::profile::refine::{NodeOutcome, Outcome, Outlier, refine_profile};
 use greenup::profile::versions::{Fit, InUse, Versions};
 use greenup::profile::{Param, Profile};
-use greenup::report::JobState;
+use greenup::record::RunState;
 
-fn outcome(job_id: u64, state: JobState, scale: f64) -> Outcome {
+fn outcome(job_id: u64, state: RunState, scale: f64) -> Outcome {
     // Table I type1 and type3 at maximum frequency; the application runs 20 % slower
     // than its profile says (0.5 s and 0.3333 s per iteration, 1000 iterations).
     let node = |name: &str, ty: &str, f: f64, e: f64| NodeOutcome {
@@ -37,16 +37,16 @@ fn refine_store_pin_and_roll_back() {
     let before = std::fs::read_to_string(admin).unwrap();
     let profile = Profile::load(admin).unwrap();
     let outcomes = [
-        outcome(1, JobState::Completed, 1.0),
-        outcome(2, JobState::Cancelled, 1.0),
-        outcome(3, JobState::Completed, 1.02),
+        outcome(1, RunState::Completed, 1.0),
+        outcome(2, RunState::Cancelled, 1.0),
+        outcome(3, RunState::Completed, 1.02),
     ];
     let r = refine_profile(&profile, &site, &outcomes).unwrap();
     assert_eq!(r.model, "hetero");
     assert_eq!(r.samples, 2);
     assert_eq!(
         r.left_out,
-        vec![(2, Outlier::NotCompleted(JobState::Cancelled))]
+        vec![(2, Outlier::NotCompleted(RunState::Cancelled))]
     );
     assert_eq!(num(&r.file.version.value), 2.0);
     // Wall time 20 % over the prediction at maximum frequency: every type's times scale by 1.2.
@@ -131,7 +131,7 @@ mod after_close {
             freq_ghz: Some(f),
             energy_j: Some(e),
             elapsed_s: Some(550.0 * factor),
-            source: Some(src.into()),
+            source: Some(greenup::record::Source::parse(src)),
             restored: true,
             note: None,
         };
@@ -141,7 +141,7 @@ mod after_close {
             user: Some("alice".into()),
             partition: None,
             state: JobState::Closed,
-            end: Some("completed".into()),
+            end: Some(greenup::record::JobEnd::Completed),
             opened_at: 0,
             closed_at: Some(600),
             request: OpenJob {
@@ -163,6 +163,7 @@ mod after_close {
                 verdict: Verdict::Planned,
                 reason: String::new(),
                 policy: "max-dist".into(),
+                monitor: false,
                 profile: Some("hetero-table1".into()),
                 profile_version: Some("1".into()),
                 power_cap_w: None,

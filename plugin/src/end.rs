@@ -16,38 +16,7 @@
 
 use std::time::Duration;
 
-/// How a job ended, in the words greenupd stores (`greenup report` and refinement read them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// The batch script (or the allocation's command) exited 0.
-    Completed,
-    /// It exited non-zero or died of a signal of its own.
-    Failed,
-    /// Ended by a signal from outside (scancel, an admin) before it finished.
-    Cancelled,
-    /// Ended by its time limit.
-    Timeout,
-    /// The job still runs: this node was released by a shrink, so it must not close the job.
-    StillRunning,
-    /// Nothing says how it ended (slurmctld could not be asked and the script exited 0).
-    Unknown,
-}
-
-impl End {
-    /// The `end` word sent with the close; `None` for a job that must not be closed.
-    pub fn word(self) -> Option<&'static str> {
-        match self {
-            End::Completed => Some("completed"),
-            End::Failed => Some("failed"),
-            End::Cancelled => Some("cancelled"),
-            End::Timeout => Some("timeout"),
-            End::StillRunning => None,
-            // The word state_of has always read as a plain end: refinement still drops
-            // runs far shorter than predicted.
-            End::Unknown => Some("ended"),
-        }
-    }
-}
+use greenup::record::JobEnd;
 
 /// `exit:signal` from `SLURM_JOB_EXIT_CODE2`, or decoded from the raw wait status in
 /// `SLURM_JOB_EXIT_CODE`.
@@ -93,42 +62,43 @@ pub fn parse_scontrol(text: &str) -> CtldView {
     v
 }
 
-/// How the job ended, from the epilog's environment and (when it could be asked) slurmctld.
-pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> End {
+/// How the job ended, from the epilog's environment and (when it could be asked)
+/// slurmctld; `None` while the job still runs (this node was released by a shrink, so
+/// it must not close the job). A `Completed` here is the node's claim: greenupd settles
+/// it against Slurm's final record before anything learns from the run.
+pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> Option<JobEnd> {
     if let Some(c) = ctld {
-        match c.state.as_deref() {
-            Some("RUNNING") | Some("SUSPENDED") | Some("CONFIGURING") => return End::StillRunning,
-            Some("TIMEOUT") => return End::Timeout,
-            Some("CANCELLED") => return End::Cancelled,
-            Some("FAILED") | Some("NODE_FAIL") | Some("OUT_OF_MEMORY") | Some("BOOT_FAIL") => {
-                return End::Failed;
-            }
-            _ => {}
+        let state = c.state.as_deref().unwrap_or("");
+        if matches!(state, "RUNNING" | "SUSPENDED" | "CONFIGURING") {
+            return None;
+        }
+        if let Some(end) = JobEnd::from_slurm_state(state) {
+            return Some(end);
         }
         if c.reason.as_deref() == Some("TimeLimit") {
-            return End::Timeout;
+            return Some(JobEnd::Timeout);
         }
         if matches!(
             c.reason.as_deref(),
             Some("NodeFail") | Some("NonZeroExitCode") | Some("RaisedSignal") | Some("OutOfMemory")
         ) {
-            return End::Failed;
+            return Some(JobEnd::Failed);
         }
     }
     if let Some((code, signal)) = env_exit
         && (code != 0 || signal != 0)
     {
-        return End::Failed;
+        return Some(JobEnd::Failed);
     }
-    match ctld.and_then(|c| c.exit) {
-        Some((0, 0)) => End::Completed,
-        Some((0, _)) => End::Cancelled,
+    Some(match ctld.and_then(|c| c.exit) {
+        Some((0, 0)) => JobEnd::Completed,
+        Some((0, _)) => JobEnd::Cancelled,
         // The status came after slurmctld had ended the job: it was ended from outside.
-        Some(_) if env_exit == Some((0, 0)) => End::Cancelled,
-        Some(_) => End::Failed,
-        None if env_exit.is_some() && ctld.is_some() => End::Completed,
-        None => End::Unknown,
-    }
+        Some(_) if env_exit == Some((0, 0)) => JobEnd::Cancelled,
+        Some(_) => JobEnd::Failed,
+        None if env_exit.is_some() && ctld.is_some() => JobEnd::Completed,
+        None => JobEnd::Unknown,
+    })
 }
 
 /// Ask slurmctld about `job_id` with `scontrol -o show job`, waiting at most `limit`.
@@ -178,35 +148,33 @@ mod tests {
     fn each_way_of_ending_is_told_apart() {
         let ok = Some((0, 0));
         let c = |t: &str| classify(ok, Some(&parse_scontrol(t)));
-        assert_eq!(c(COMPLETED), End::Completed);
+        assert_eq!(c(COMPLETED), Some(JobEnd::Completed));
         assert_eq!(
             classify(Some((3, 0)), Some(&parse_scontrol(EXIT3))),
-            End::Failed
+            Some(JobEnd::Failed)
         );
-        assert_eq!(c(SCANCEL), End::Cancelled);
+        assert_eq!(c(SCANCEL), Some(JobEnd::Cancelled));
         // scancel killed the shell's child first and the shell exited 143 by itself.
-        assert_eq!(c(SCANCEL_SHELL_EXIT), End::Cancelled);
+        assert_eq!(c(SCANCEL_SHELL_EXIT), Some(JobEnd::Cancelled));
         // The same status, but known when slurmctld ended the job: the script's own failure.
         assert_eq!(
             classify(Some((143, 0)), Some(&parse_scontrol(SCANCEL_SHELL_EXIT))),
-            End::Failed
+            Some(JobEnd::Failed)
         );
         // Without the environment's reading, a non-zero code is a failure.
         assert_eq!(
             classify(None, Some(&parse_scontrol(SCANCEL_SHELL_EXIT))),
-            End::Failed
+            Some(JobEnd::Failed)
         );
-        assert_eq!(c(TIMELIMIT), End::Timeout);
-        assert_eq!(c(SHRUNK), End::StillRunning);
-        assert_eq!(End::StillRunning.word(), None);
+        assert_eq!(c(TIMELIMIT), Some(JobEnd::Timeout));
+        assert_eq!(c(SHRUNK), None);
     }
 
     #[test]
     fn without_slurmctld_only_a_failure_is_known() {
-        assert_eq!(classify(Some((1, 0)), None), End::Failed);
-        assert_eq!(classify(Some((0, 0)), None), End::Unknown);
-        assert_eq!(classify(None, None), End::Unknown);
-        assert_eq!(End::Unknown.word(), Some("ended"));
+        assert_eq!(classify(Some((1, 0)), None), Some(JobEnd::Failed));
+        assert_eq!(classify(Some((0, 0)), None), Some(JobEnd::Unknown));
+        assert_eq!(classify(None, None), Some(JobEnd::Unknown));
     }
 
     #[test]
@@ -214,6 +182,6 @@ mod tests {
         assert_eq!(parse_scontrol(""), CtldView::default());
         let v = parse_scontrol("JobState=COMPLETING ExitCode=zz");
         assert_eq!(v.exit, None);
-        assert_eq!(classify(None, Some(&v)), End::Unknown);
+        assert_eq!(classify(None, Some(&v)), Some(JobEnd::Unknown));
     }
 }

@@ -17,10 +17,11 @@ use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, Site};
 
 use crate::args::Args;
-use crate::end::{self, End};
+use crate::end;
 use crate::options::Checked;
 use crate::slurm_env;
 use crate::spool;
+use greenup::record::{JobEnd, Source};
 
 /// How loud a message is: warnings reach the slurmd log and the job's stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -466,7 +467,7 @@ fn deliver_spool(
 /// The outcome as greenupd stores it.
 fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
     let (energy_j, source, mut note) = match &o.energy {
-        Energy::Measured { joules } => (Some(*joules), Some("rapl".to_string()), o.note.clone()),
+        Energy::Measured { joules } => (Some(*joules), Some(Source::Rapl), o.note.clone()),
         Energy::Unmeasured { reason } => (None, None, format!("{}; unmeasured: {reason}", o.note)),
     };
     if let Some(err) = &o.restore_error {
@@ -497,15 +498,15 @@ fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome
             end::ask_slurmctld(job.job_id, SCONTROL_LIMIT).as_ref(),
         )
     } else {
-        End::Unknown
+        Some(JobEnd::Unknown)
     };
-    let close = closer && ended != End::StillRunning;
+    let close = closer && ended.is_some();
     let entry = spool::Entry {
         job_id: u64::from(job.job_id),
         node: job.node.clone(),
         outcomes: outcomes.iter().map(|o| wire_outcome(job, o)).collect(),
         close,
-        end: ended.word().map(str::to_string).filter(|_| close),
+        end: ended.filter(|_| close),
         spooled_at: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
@@ -528,7 +529,7 @@ fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome
                     ),
                 }
             }
-            c.close_job(entry.job_id, entry.end.as_deref())
+            c.close_job(entry.job_id, entry.end)
                 .map_err(|e| e.to_string())?;
         }
         Ok(c)

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use greenup::daemon::client::{Client, ClientError};
-use greenup::daemon::protocol::{ErrorCode, NodeOutcome};
+use greenup::daemon::protocol::{ErrorCode, JobEnd, NodeOutcome};
 use serde::{Deserialize, Serialize};
 
 /// The largest spool file read back; anything larger is not greenup's.
@@ -33,7 +33,7 @@ pub struct Entry {
     pub close: bool,
     /// How the job ended, sent with the close.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<String>,
+    pub end: Option<JobEnd>,
     /// When the entry was written (Unix seconds).
     pub spooled_at: i64,
 }
@@ -113,7 +113,7 @@ pub trait Sink {
     /// Store one node's outcome.
     fn record_outcome(&mut self, o: NodeOutcome) -> Result<bool, ClientError>;
     /// Close a job.
-    fn close_job(&mut self, job_id: u64, end: Option<&str>) -> Result<bool, ClientError>;
+    fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError>;
     /// Limit each following call to `t`.
     fn set_timeout(&mut self, t: Duration);
 }
@@ -122,7 +122,7 @@ impl Sink for Client {
     fn record_outcome(&mut self, o: NodeOutcome) -> Result<bool, ClientError> {
         Client::record_outcome(self, o)
     }
-    fn close_job(&mut self, job_id: u64, end: Option<&str>) -> Result<bool, ClientError> {
+    fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
         Client::close_job(self, job_id, end)
     }
     fn set_timeout(&mut self, t: Duration) {
@@ -154,7 +154,7 @@ pub fn send(sink: &mut dyn Sink, entry: &Entry) -> Result<(), ClientError> {
         sink.record_outcome(o.clone())?;
     }
     if entry.close {
-        sink.close_job(entry.job_id, entry.end.as_deref())?;
+        sink.close_job(entry.job_id, entry.end)?;
     }
     Ok(())
 }
@@ -263,9 +263,11 @@ mod tests {
             self.calls.push(format!("outcome {} {}", o.job_id, o.node));
             self.answer()
         }
-        fn close_job(&mut self, job_id: u64, end: Option<&str>) -> Result<bool, ClientError> {
-            self.calls
-                .push(format!("close {job_id} {}", end.unwrap_or("-")));
+        fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
+            self.calls.push(format!(
+                "close {job_id} {}",
+                end.map_or("-", JobEnd::as_str)
+            ));
             self.answer()
         }
         fn set_timeout(&mut self, t: Duration) {
@@ -283,12 +285,12 @@ mod tests {
                 freq_ghz: Some(2.2),
                 energy_j: Some(1234.5),
                 elapsed_s: Some(10.0),
-                source: Some("rapl".into()),
+                source: Some(greenup::record::Source::Rapl),
                 restored: true,
                 note: Some("applied".into()),
             }],
             close,
-            end: close.then(|| "completed".to_string()),
+            end: close.then_some(JobEnd::Completed),
             spooled_at: 1,
         }
     }

@@ -37,6 +37,9 @@ struct Args {
     /// Seconds a job must have been open before it is reclaimed for missing from Slurm.
     #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     reclaim_min_age: u64,
+    /// Where Slurm's commands (squeue, scontrol, sacct) are, when not on greenupd's PATH.
+    #[arg(long, value_name = "DIR")]
+    slurm_bin_dir: Option<PathBuf>,
     /// Threads answering requests.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
     opts.reclaim_every = Duration::from_secs(args.reclaim_every);
     opts.slurm_check = !args.no_slurm_check;
     opts.min_age_s = args.reclaim_min_age as i64;
+    opts.slurm_bin_dir = args.slurm_bin_dir;
 
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(args.threads))

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::munge::{Munge, MungeError};
 use super::protocol::{
-    Decision, ErrorReply, JobRecord, JobSummary, ListJobs, ListRecords, MAX_LINE_BYTES,
+    Decision, ErrorReply, JobEnd, JobRecord, JobSummary, ListJobs, ListRecords, MAX_LINE_BYTES,
     MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status,
     request_body, request_line,
 };
@@ -263,11 +263,8 @@ impl Client {
     }
 
     /// Close a job; `Ok(false)` when it was closed before.
-    pub fn close_job(&mut self, job_id: u64, end: Option<&str>) -> Result<bool, ClientError> {
-        match self.call(&Request::CloseJob {
-            job_id,
-            end: end.map(str::to_string),
-        })? {
+    pub fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
+        match self.call(&Request::CloseJob { job_id, end })? {
             Reply::Stored { new, .. } => Ok(new),
             other => Err(unexpected("stored", &other)),
         }

@@ -28,6 +28,8 @@ pub struct Proposal {
     pub reason: String,
     /// The policy applied.
     pub policy: String,
+    /// Whether that policy only records (its `monitor` flag).
+    pub monitor: bool,
     /// The profile used.
     pub profile: Option<String>,
     /// Its version.
@@ -226,6 +228,7 @@ impl Decider {
             verdict: Verdict::Unchanged,
             reason: String::new(),
             policy: pr.policy.clone(),
+            monitor: self.policies.get(&pr.policy).is_some_and(|p| p.monitor),
             profile: req.profile.clone(),
             profile_version: None,
             power_cap_w: cap,
@@ -233,9 +236,11 @@ impl Decider {
             reserve_w: max_power_w(site, &req.nodes),
             inputs,
         };
-        if pr.policy == "monitor" {
+        // The flag is the rule, not the name: a site's own monitoring policy must not
+        // pin every node at its maximum frequency either.
+        if base.monitor {
             return Ok(Proposal {
-                reason: "policy monitor records only".into(),
+                reason: format!("policy {} records only", pr.policy),
                 ..base
             });
         }

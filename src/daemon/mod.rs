@@ -21,4 +21,6 @@ pub mod plan_cache;
 #[cfg(feature = "daemon")]
 pub mod server;
 #[cfg(feature = "daemon")]
+pub mod settle;
+#[cfg(feature = "daemon")]
 pub mod store_thread;

@@ -11,7 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Algorithm, Plan};
+use crate::plan::Algorithm;
+pub use crate::record::{Decision, JobEnd, JobRecord, JobState, NodeOutcome, Verdict};
 
 /// The protocol version this build speaks.
 pub const VERSION: u32 = 1;
@@ -50,9 +51,9 @@ pub enum Request {
     CloseJob {
         /// Slurm job id.
         job_id: u64,
-        /// How the job ended, e.g. `completed`, `failed`, `cancelled`.
+        /// How the job ended, as its first node saw it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        end: Option<String>,
+        end: Option<JobEnd>,
     },
     /// One job with its decision and outcomes.
     GetJob {
@@ -123,38 +124,6 @@ pub struct OpenJob {
     pub algorithm: Option<Algorithm>,
 }
 
-/// One node's measured outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeOutcome {
-    /// Slurm job id.
-    pub job_id: u64,
-    /// The node reporting.
-    pub node: String,
-    /// Frequency the node actually ran at, in GHz.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub freq_ghz: Option<f64>,
-    /// Measured energy in joules.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_j: Option<f64>,
-    /// Measured wall time in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_s: Option<f64>,
-    /// Where the energy came from: `rapl`, `slurm`, `nvml` or `model`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// Whether the node restored its settings cleanly.
-    #[serde(default = "yes")]
-    pub restored: bool,
-    /// Anything the node wants recorded (a warning, a fault).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-
 /// Filters for [`Request::ListJobs`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -203,94 +172,6 @@ pub struct ListRecords {
     pub limit: Option<u32>,
 }
 
-/// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JobState {
-    /// Decided and holding a power reservation.
-    Open,
-    /// Closed by Slurm's epilog; reservation released.
-    Closed,
-    /// Gone from Slurm without a close, or past its time limit plus grace; reservation reclaimed.
-    Reclaimed,
-}
-
-impl JobState {
-    /// The lowercase name used on the wire and in the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Open => "open",
-            JobState::Closed => "closed",
-            JobState::Reclaimed => "reclaimed",
-        }
-    }
-
-    /// Parse the lowercase name.
-    pub fn parse(s: &str) -> Option<JobState> {
-        match s {
-            "open" => Some(JobState::Open),
-            "closed" => Some(JobState::Closed),
-            "reclaimed" => Some(JobState::Reclaimed),
-            _ => None,
-        }
-    }
-}
-
-/// What greenupd decided for a job, and why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Apply the plan.
-    Planned,
-    /// The budget could not fit the policy's choice; the plan is the lowest-power configuration.
-    BudgetLimited,
-    /// Run the job as submitted (no profile, `monitor` policy, or `over_budget: unchanged`).
-    Unchanged,
-    /// The budget is exhausted and the site refuses (`over_budget: refuse`).
-    Refused,
-}
-
-/// A job's stored decision: the same for every node that asks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    /// Slurm job id.
-    pub job_id: u64,
-    /// What to do.
-    pub verdict: Verdict,
-    /// Why, in one line (empty when there is nothing to say).
-    pub reason: String,
-    /// The policy applied.
-    pub policy: String,
-    /// The profile used, if any.
-    pub profile: Option<String>,
-    /// The profile's version, if any.
-    pub profile_version: Option<String>,
-    /// The power cap the plan was made under (the user's cap or the budget left, whichever is lower).
-    pub power_cap_w: Option<f64>,
-    /// Watts reserved in the ledger for this job.
-    pub reserved_w: f64,
-    /// The plan, when there is one.
-    pub plan: Option<Plan>,
-    /// Unix seconds when the decision was made.
-    pub decided_at: i64,
-}
-
-impl Decision {
-    /// The frequency (GHz) this node should run at, or `None` to leave it alone.
-    pub fn freq_for(&self, node: &str) -> Option<f64> {
-        match self.verdict {
-            Verdict::Planned | Verdict::BudgetLimited => self
-                .plan
-                .as_ref()?
-                .nodes
-                .iter()
-                .find(|n| n.name == node)
-                .map(|n| n.freq_ghz),
-            Verdict::Unchanged | Verdict::Refused => None,
-        }
-    }
-}
-
 /// One node's part of a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeSettings {
@@ -304,33 +185,6 @@ pub struct NodeSettings {
     pub freq_ghz: Option<f64>,
     /// The job's verdict.
     pub verdict: Verdict,
-}
-
-/// A job as stored: request, decision, outcomes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobRecord {
-    /// Slurm job id.
-    pub job_id: u64,
-    /// The owner's uid.
-    pub uid: u32,
-    /// The owner's name, when known.
-    pub user: Option<String>,
-    /// Partition.
-    pub partition: Option<String>,
-    /// Open, closed or reclaimed.
-    pub state: JobState,
-    /// How the job ended, when closed.
-    pub end: Option<String>,
-    /// Unix seconds the job was opened.
-    pub opened_at: i64,
-    /// Unix seconds it was closed or reclaimed.
-    pub closed_at: Option<i64>,
-    /// The request that opened it.
-    pub request: OpenJob,
-    /// The decision.
-    pub decision: Decision,
-    /// Outcomes recorded so far, by node name.
-    pub outcomes: Vec<NodeOutcome>,
 }
 
 /// One row of a job listing.
@@ -600,7 +454,7 @@ mod tests {
     fn request_line_round_trips_and_embeds_body_verbatim() {
         let req = Request::CloseJob {
             job_id: 42,
-            end: Some("completed".into()),
+            end: Some(JobEnd::Completed),
         };
         let body = request_body(&req).unwrap();
         let line = request_line(&body, Some("MUNGE:abc\"x")).unwrap();

@@ -2,6 +2,7 @@
 //! ledger, the store thread, reclaiming vanished jobs, SIGHUP and SIGTERM.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -18,9 +19,9 @@ use super::decide::{Decider, validate_open};
 use super::ledger::Ledger;
 use super::munge::Munge;
 use super::protocol::{
-    Decision, ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES,
-    MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status, VERSION,
-    Verdict,
+    Decision, ErrorCode, ErrorReply, JobEnd, JobRecord, JobState, ListJobs, ListRecords,
+    MAX_LINE_BYTES, MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request,
+    Status, VERSION, Verdict,
 };
 use super::store_thread::StoreHandle;
 use crate::report::metrics::{Snapshot, render};
@@ -46,6 +47,8 @@ pub struct Options {
     pub slurm_check: bool,
     /// Jobs younger than this are never reclaimed for missing from Slurm.
     pub min_age_s: i64,
+    /// Where greenupd finds Slurm's commands (squeue, scontrol, sacct); `None`: its PATH.
+    pub slurm_bin_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -58,6 +61,7 @@ impl Options {
             reclaim_every: Duration::from_secs(60),
             slurm_check: true,
             min_age_s: 120,
+            slurm_bin_dir: None,
         }
     }
 }
@@ -844,6 +848,7 @@ async fn decide_and_store(
         verdict: p.verdict,
         reason: p.reason,
         policy: p.policy,
+        monitor: p.monitor,
         profile: p.profile,
         profile_version: p.profile_version,
         power_cap_w: p.power_cap_w,
@@ -902,14 +907,19 @@ async fn close_job(
     shared: &Arc<Shared>,
     job_id: u64,
     state: JobState,
-    end: Option<String>,
+    end: Option<JobEnd>,
 ) -> Outcome {
+    // A node's "completed" is a claim until Slurm's final record says so (see
+    // `settle`); until then nothing may learn from the run.
+    let settling =
+        state == JobState::Closed && shared.opts.slurm_check && super::settle::needs_settling(end);
+    let stored_end = if settling { Some(JobEnd::Unknown) } else { end };
     let applied = shared
         .store
         .write(Change::Close {
             job_id,
             state,
-            end,
+            end: stored_end,
             at: now(),
         })
         .await
@@ -925,7 +935,15 @@ async fn close_job(
         Applied::Stored { new } => {
             // A repeated close teaches nothing new; a reclaimed job has no outcome worth it.
             // A job decided without a profile has nothing to refine.
-            if new && state == JobState::Closed && app != Some(None) {
+            if new && settling {
+                let learn = app != Some(None);
+                tokio::spawn(settle_then_refine(
+                    shared.clone(),
+                    job_id,
+                    learn,
+                    app.flatten(),
+                ));
+            } else if new && state == JobState::Closed && app != Some(None) {
                 tokio::spawn(refine_after_close(shared.clone(), job_id, app.flatten()));
             }
             Ok(Reply::Stored { job_id, new })
@@ -934,6 +952,80 @@ async fn close_job(
             ErrorCode::Internal,
             "store answered a close with an open",
         )),
+    }
+}
+
+/// Ask Slurm how `job_id` really ended, store that, and refine its application only if
+/// Slurm says COMPLETED (and `learn`: the job was decided with a profile).
+async fn settle_then_refine(shared: Arc<Shared>, job_id: u64, learn: bool, app: Option<String>) {
+    use super::settle;
+    let bin = shared.opts.slurm_bin_dir.clone();
+    let end = tokio::task::spawn_blocking(move || {
+        settle::settle(
+            || slurm_state_of(bin.as_deref(), job_id),
+            std::thread::sleep,
+            settle::waits(),
+            settle::SETTLE_WITHIN,
+        )
+    })
+    .await
+    .unwrap_or(JobEnd::Unknown);
+    if let Err(e) = shared.store.write(Change::SettleEnd { job_id, end }).await {
+        tracing::error!(job_id, error = %e, "could not store how the job ended");
+        return;
+    }
+    if end != JobEnd::Completed {
+        tracing::info!(
+            job_id,
+            end = end.as_str(),
+            "Slurm does not confirm the completion; not learned from"
+        );
+        return;
+    }
+    if learn {
+        refine_after_close(shared, job_id, app).await;
+    }
+}
+
+/// The job's state word as slurmctld has it, else as Slurm's accounting has it.
+fn slurm_state_of(bin: Option<&Path>, job_id: u64) -> Option<String> {
+    let id = job_id.to_string();
+    let ctld = slurm_output(bin, "scontrol", &["-o", "show", "job", &id]);
+    if let Some(s) = ctld.as_deref().and_then(super::settle::state_in_scontrol) {
+        return Some(s.to_string());
+    }
+    let acct = slurm_output(bin, "sacct", &["-X", "-n", "-P", "-o", "State", "-j", &id])?;
+    super::settle::state_in_sacct(&acct).map(str::to_string)
+}
+
+/// How long one Slurm command may take before greenupd gives up on it.
+const SLURM_LIMIT: Duration = Duration::from_secs(10);
+
+/// A Slurm command's standard output, or `None` when it failed or ran past [`SLURM_LIMIT`].
+fn slurm_output(bin: Option<&Path>, prog: &str, args: &[&str]) -> Option<String> {
+    let path = bin.map_or_else(|| PathBuf::from(prog), |d| d.join(prog));
+    let mut child = std::process::Command::new(path)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + SLURM_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                let mut out = String::new();
+                child.stdout.take()?.read_to_string(&mut out).ok()?;
+                return st.success().then_some(out);
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
     }
 }
 
@@ -1067,14 +1159,7 @@ async fn reclaim_once(shared: &Arc<Shared>) {
     gone.sort_unstable();
     gone.dedup();
     for job_id in gone {
-        match close_job(
-            shared,
-            job_id,
-            JobState::Reclaimed,
-            Some("vanished or past its time limit".into()),
-        )
-        .await
-        {
+        match close_job(shared, job_id, JobState::Reclaimed, None).await {
             Ok(_) => tracing::info!(job_id, "reservation reclaimed"),
             Err(e) => tracing::warn!(job_id, error = %e, "could not reclaim"),
         }

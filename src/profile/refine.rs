@@ -19,7 +19,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::protocol::{JobRecord, Verdict};
+use crate::daemon::protocol::JobRecord;
 use crate::expr::Expr;
 use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
@@ -28,19 +28,8 @@ use crate::model::iso_energy::IsoEnergy;
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
 use crate::profile::versions::{Fit, InUse, Versions};
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
-use crate::report::record::{source_of, state_of};
-use crate::report::{JobState, Source};
+use crate::record::{RunState, SHORT_FRACTION, ran_far_shorter};
 use crate::site::Site;
-
-/// A run shorter than this fraction of its predicted time is an outlier
-/// (an early crash, a wrong input deck), not a lesson about the model.
-pub const SHORT_FRACTION: f64 = 0.5;
-
-/// Whether a run of `time_s` seconds was far shorter than the `predicted_s` it was
-/// planned for: the one rule refinement and reports both use.
-pub fn ran_far_shorter(time_s: f64, predicted_s: f64) -> bool {
-    predicted_s.is_finite() && time_s < SHORT_FRACTION * predicted_s
-}
 
 /// What one node measured in one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,7 +52,7 @@ pub struct Outcome {
     /// Slurm job id.
     pub job_id: u64,
     /// How the job ended.
-    pub state: JobState,
+    pub state: RunState,
     /// Measured wall time in seconds.
     pub time_s: f64,
     /// The wall time the decision predicted, in seconds.
@@ -97,7 +86,7 @@ impl Outcome {
 #[serde(rename_all = "snake_case")]
 pub enum Outlier {
     /// The job did not complete (failed, cancelled, timed out, still running).
-    NotCompleted(JobState),
+    NotCompleted(RunState),
     /// The run was far shorter than predicted.
     TooShort { time_s: f64, predicted_s: f64 },
     /// Some nodes have no energy measurement.
@@ -126,7 +115,7 @@ impl fmt::Display for Outlier {
 
 /// Whether an outcome may refine the profile, and if not, why.
 pub fn check(o: &Outcome) -> Result<(), Outlier> {
-    if o.state != JobState::Completed {
+    if o.state != RunState::Completed {
         return Err(Outlier::NotCompleted(o.state));
     }
     if o.nodes.is_empty() {
@@ -635,36 +624,25 @@ pub fn refine_profile(
 /// A stored job as refinement sees it; `None` when greenup made no plan for it
 /// (the job ran unchanged, so there is nothing to compare with).
 pub fn outcome_from_record(rec: &JobRecord) -> Option<Outcome> {
-    let plan = rec.decision.plan.as_ref()?;
-    if !matches!(
-        rec.decision.verdict,
-        Verdict::Planned | Verdict::BudgetLimited
-    ) {
-        return None;
-    }
-    let time_s = rec
-        .outcomes
-        .iter()
-        .filter_map(|o| o.elapsed_s)
-        .fold(0.0, f64::max);
+    let plan = rec.decision.applied_plan()?;
+    let time_s = rec.elapsed_s().unwrap_or(0.0);
     let nodes = plan
         .nodes
         .iter()
         .map(|n| {
             let out = rec.outcomes.iter().find(|o| o.node == n.name);
-            let measured = out.filter(|o| source_of(o.source.as_deref()) != Source::Unmeasured);
             NodeOutcome {
                 name: n.name.clone(),
                 node_type: n.node_type.clone(),
                 freq_ghz: out.and_then(|o| o.freq_ghz).unwrap_or(n.freq_ghz),
-                energy_j: measured.and_then(|o| o.energy_j),
+                energy_j: out.and_then(|o| o.measured_energy_j()),
                 compute_s: None,
             }
         })
         .collect();
     Some(Outcome {
         job_id: rec.job_id,
-        state: state_of(rec),
+        state: rec.run_state(),
         time_s,
         predicted_time_s: plan.predicted.time_s,
         nodes,
@@ -809,7 +787,7 @@ mod tests {
             .collect();
         Outcome {
             job_id,
-            state: JobState::Completed,
+            state: RunState::Completed,
             time_s: t * noise.next(),
             predicted_time_s: t,
             nodes,
@@ -890,7 +868,7 @@ mod tests {
     }
 
     fn outcome(
-        state: JobState,
+        state: RunState,
         time_s: f64,
         predicted_time_s: f64,
         energy: Option<f64>,
@@ -913,26 +891,26 @@ mod tests {
     #[test]
     fn outliers_say_why() {
         assert_eq!(
-            check(&outcome(JobState::Completed, 100.0, 110.0, Some(5e3))),
+            check(&outcome(RunState::Completed, 100.0, 110.0, Some(5e3))),
             Ok(())
         );
-        let failed = check(&outcome(JobState::Failed, 100.0, 110.0, Some(5e3))).unwrap_err();
+        let failed = check(&outcome(RunState::Failed, 100.0, 110.0, Some(5e3))).unwrap_err();
         assert_eq!(failed.to_string(), "job ended FAILED");
         assert!(matches!(
-            check(&outcome(JobState::Cancelled, 100.0, 110.0, Some(5e3))),
+            check(&outcome(RunState::Cancelled, 100.0, 110.0, Some(5e3))),
             Err(Outlier::NotCompleted(_))
         ));
-        let short = check(&outcome(JobState::Completed, 40.0, 100.0, Some(5e3))).unwrap_err();
+        let short = check(&outcome(RunState::Completed, 40.0, 100.0, Some(5e3))).unwrap_err();
         assert_eq!(
             short.to_string(),
             "ran 40 s, under 50% of the predicted 100 s"
         );
-        let unmeasured = check(&outcome(JobState::Completed, 100.0, 100.0, None)).unwrap_err();
+        let unmeasured = check(&outcome(RunState::Completed, 100.0, 100.0, None)).unwrap_err();
         assert_eq!(unmeasured.to_string(), "unmeasured nodes (n1)");
-        let bad = check(&outcome(JobState::Completed, 100.0, 100.0, Some(f64::NAN)));
+        let bad = check(&outcome(RunState::Completed, 100.0, 100.0, Some(f64::NAN)));
         assert!(matches!(bad, Err(Outlier::BadValue(_))));
         // Only outliers: nothing to refine from.
-        let only = [outcome(JobState::Failed, 1.0, 1.0, Some(1.0))];
+        let only = [outcome(RunState::Failed, 1.0, 1.0, Some(1.0))];
         assert_eq!(
             hetero(&wrong_hetero(), &only).unwrap_err(),
             RefineError::NoSamples
@@ -966,7 +944,7 @@ mod tests {
         };
         let run = |p: usize, t: f64| Outcome {
             job_id: 1,
-            state: JobState::Completed,
+            state: RunState::Completed,
             time_s: t,
             predicted_time_s: t,
             nodes: (0..p)
@@ -1001,7 +979,7 @@ mod tests {
             let t = s * truth_tc(n as f64) + tb(n as f64);
             Outcome {
                 job_id: n as u64,
-                state: JobState::Completed,
+                state: RunState::Completed,
                 time_s: t,
                 predicted_time_s: t,
                 nodes: (0..n)

@@ -21,85 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Estimate;
 
-/// How a job ended, as Slurm reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    /// Still running: nothing is measured yet.
-    Running,
-    /// Ended with exit code 0.
-    Completed,
-    /// Ended with a non-zero exit code or a node failure.
-    Failed,
-    /// Cancelled with scancel.
-    Cancelled,
-    /// Killed at its time limit.
-    Timeout,
-}
-
-impl JobState {
-    /// The word sacct users know (`COMPLETED`, `FAILED`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Running => "RUNNING",
-            JobState::Completed => "COMPLETED",
-            JobState::Failed => "FAILED",
-            JobState::Cancelled => "CANCELLED",
-            JobState::Timeout => "TIMEOUT",
-        }
-    }
-}
-
-/// Whether a node ran at the frequency greenup decided.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Applied {
-    /// The decided frequency was set on the node.
-    Applied,
-    /// The node is shared with other jobs and the site does not allow per-core DVFS.
-    SharedNode,
-    /// greenupd could not be reached or refused; the node ran unchanged (enforce: open).
-    Fallback,
-    /// The policy only records (`monitor`); nothing was changed.
-    Monitor,
-    /// Setting the frequency failed; the reason as the node reported it.
-    Failed(String),
-}
-
-impl std::fmt::Display for Applied {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Applied::Applied => f.write_str("applied"),
-            Applied::SharedNode => f.write_str("not applied: shared node"),
-            Applied::Fallback => f.write_str("not applied: fallback, ran unchanged"),
-            Applied::Monitor => f.write_str("not applied: monitor policy"),
-            Applied::Failed(why) => write!(f, "not applied: {why}"),
-        }
-    }
-}
-
-/// Where a node's measured energy comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// The node's RAPL counters (powercap energy_uj), read at start and end.
-    Rapl,
-    /// Slurm's accounting (ConsumedEnergy from the acct_gather_energy plugin).
-    Slurm,
-    /// No meter: the node's energy is unknown.
-    Unmeasured,
-}
-
-impl Source {
-    /// The name printed in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Rapl => "rapl",
-            Source::Slurm => "slurm",
-            Source::Unmeasured => "unmeasured",
-        }
-    }
-}
+pub use crate::record::{Applied, RunState, Source};
 
 /// One node of a job: what was decided, applied, predicted and measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,7 +115,7 @@ pub struct JobReport {
     /// Slurm partition.
     pub partition: Option<String>,
     /// How the job ended.
-    pub state: JobState,
+    pub state: RunState,
     /// Job end time, seconds since the Unix epoch (UTC); `None` while running.
     pub end_unix: Option<i64>,
     /// Application profile name.
@@ -300,7 +222,7 @@ impl JobReport {
     pub fn ran_too_short_to_compare(&self) -> bool {
         self.measured
             .time_s
-            .is_some_and(|t| crate::profile::refine::ran_far_shorter(t, self.predicted.time_s))
+            .is_some_and(|t| crate::record::ran_far_shorter(t, self.predicted.time_s))
     }
 
     /// Measured energy against the predicted baseline, in percent; none for a run far
@@ -349,7 +271,7 @@ pub struct JobRow {
     /// Policy applied.
     pub policy: String,
     /// How the job ended.
-    pub state: JobState,
+    pub state: RunState,
     /// Nodes the decision uses.
     pub nodes: usize,
     /// Mean decided frequency in GHz.

@@ -8,7 +8,7 @@ use crate::plan::Estimate;
 use crate::site::Site;
 
 use super::accounting::SlurmEnergy;
-use super::{Applied, Caps, Confidence, JobReport, JobState, NodeReport, Source, Warning};
+use super::{Applied, Caps, Confidence, JobReport, NodeReport, RunState, Source, Warning};
 
 /// What the store alone does not know about a job's report.
 #[derive(Default)]
@@ -30,35 +30,6 @@ pub struct Context<'a> {
 /// A frequency counts as applied when it is within this fraction of the decision.
 const FREQ_TOLERANCE: f64 = 0.01;
 
-/// How a stored job ended, in sacct's terms.
-pub fn state_of(rec: &JobRecord) -> JobState {
-    match rec.state {
-        protocol::JobState::Open => JobState::Running,
-        protocol::JobState::Reclaimed => JobState::Failed,
-        protocol::JobState::Closed => {
-            match rec.end.as_deref().map(str::to_ascii_lowercase).as_deref() {
-                // The job's first node closes with how Slurm says it ended; "ended" means
-                // slurmctld could not be asked. Refinement still leaves out runs far
-                // shorter than predicted.
-                None | Some("completed") | Some("ok") | Some("ended") => JobState::Completed,
-                Some(s) if s.starts_with("cancel") => JobState::Cancelled,
-                Some(s) if s.starts_with("timeout") => JobState::Timeout,
-                Some(_) => JobState::Failed,
-            }
-        }
-    }
-}
-
-/// The meter a node named, as a report source; anything but RAPL or Slurm is unmeasured.
-pub fn source_of(s: Option<&str>) -> Source {
-    match s {
-        Some("rapl") => Source::Rapl,
-        Some("slurm") => Source::Slurm,
-        // A model estimate or an unknown meter is not a measurement.
-        _ => Source::Unmeasured,
-    }
-}
-
 const NAN_ESTIMATE: Estimate = Estimate {
     time_s: f64::NAN,
     energy_j: f64::NAN,
@@ -68,12 +39,9 @@ const NAN_ESTIMATE: Estimate = Estimate {
 /// The report of a stored job.
 pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
     let d = &rec.decision;
-    let state = state_of(rec);
-    let plan = d
-        .plan
-        .as_ref()
-        .filter(|_| matches!(d.verdict, Verdict::Planned | Verdict::BudgetLimited));
-    let monitor = d.policy == "monitor";
+    let state = rec.run_state();
+    let plan = d.applied_plan();
+    let monitor = d.monitor;
     let mut warnings = Vec::new();
     match d.verdict {
         Verdict::BudgetLimited => warnings.push(Warning::BudgetLimited(d.reason.clone())),
@@ -144,10 +112,8 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
     let mut nodes = Vec::new();
     for (i, (name, ty, f)) in decided.iter().enumerate() {
         let out = rec.outcomes.iter().find(|o| &o.node == name);
-        let source = source_of(out.and_then(|o| o.source.as_deref()));
-        let measured = out
-            .and_then(|o| o.energy_j)
-            .filter(|_| source != Source::Unmeasured);
+        let source = out.and_then(|o| o.source).unwrap_or(Source::Unmeasured);
+        let measured = out.and_then(|o| o.measured_energy_j());
         let applied = if plan.is_none() {
             if monitor {
                 Applied::Monitor
@@ -156,7 +122,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
             }
         } else {
             match out {
-                None if state == JobState::Running => Applied::Applied,
+                None if state == RunState::Running => Applied::Applied,
                 None => Applied::Failed("no outcome from the node".into()),
                 Some(o) if o.note.as_deref().is_some_and(|n| n.contains("shared")) => {
                     Applied::SharedNode
@@ -201,7 +167,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         .filter(|n| n.measured_energy_j.is_none())
         .map(|n| n.name.as_str())
         .collect();
-    if !unmeasured.is_empty() && state != JobState::Running {
+    if !unmeasured.is_empty() && state != RunState::Running {
         warnings.push(Warning::Unmeasured(format!(
             "{} has no energy measurement; job energy is unknown",
             unmeasured.join(",")
@@ -211,12 +177,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         warnings.push(Warning::NotRefined(why.clone()));
     }
 
-    let time_s = rec
-        .outcomes
-        .iter()
-        .filter_map(|o| o.elapsed_s)
-        .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))));
-    let measured = JobReport::totals_from_nodes(&nodes, time_s);
+    let measured = JobReport::totals_from_nodes(&nodes, rec.elapsed_s());
 
     let (ee, ee_baseline) = match (ctx.predictor, &prediction) {
         (Some(pr), Some(p)) => {

@@ -12,6 +12,7 @@ pub mod sqlite;
 use crate::daemon::protocol::{
     Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob,
 };
+use crate::record::JobEnd;
 
 pub use sqlite::SqliteStore;
 
@@ -47,9 +48,16 @@ pub enum Change {
         /// `closed` or `reclaimed`.
         state: JobState,
         /// How it ended.
-        end: Option<String>,
+        end: Option<JobEnd>,
         /// Unix seconds.
         at: i64,
+    },
+    /// Replace a closed job's end with the one Slurm's final record settled.
+    SettleEnd {
+        /// Slurm job id.
+        job_id: u64,
+        /// How it ended.
+        end: JobEnd,
     },
 }
 

@@ -8,6 +8,7 @@ use super::{Applied, Change, Counts, NewJob, Reservation, Store, StoreError, Sto
 use crate::daemon::protocol::{
     Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob, Verdict,
 };
+use crate::record::{JobEnd, Source};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS jobs (
@@ -55,8 +56,21 @@ CREATE TABLE IF NOT EXISTS reservations (
     watts      REAL NOT NULL,
     expires_at INTEGER NOT NULL
 );
-PRAGMA user_version = 1;
 ";
+
+/// Version 2: a decision says whether its policy only records (`monitor`). Before it,
+/// greenupd treated only the policy named `monitor` as monitoring, so that is what
+/// those rows meant.
+const MIGRATE_TO_2: &str = "
+BEGIN IMMEDIATE;
+UPDATE decisions SET decision = json_set(decision, '$.monitor', json('true'))
+ WHERE policy = 'monitor' AND json_extract(decision, '$.monitor') IS NULL;
+PRAGMA user_version = 2;
+COMMIT;
+";
+
+/// The schema version this build writes.
+const SCHEMA_VERSION: i64 = 2;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -178,6 +192,19 @@ impl SqliteStore {
                 }
             }
             tracing::warn!(path = %path.display(), error = %e, "store opened but cannot be written");
+        } else {
+            let version: i64 = conn
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(read_err)?;
+            if version < SCHEMA_VERSION
+                && let Err(e) = conn.execute_batch(MIGRATE_TO_2)
+            {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(StoreError::Write(format!(
+                    "{}: cannot bring the store to version {SCHEMA_VERSION}: {e}",
+                    path.display()
+                )));
+            }
         }
         Ok(SqliteStore { conn })
     }
@@ -236,7 +263,8 @@ impl SqliteStore {
                 state,
                 end,
                 at,
-            } => self.close(*job_id, *state, end.as_deref(), *at),
+            } => self.close(*job_id, *state, *end, *at),
+            Change::SettleEnd { job_id, end } => self.settle_end(*job_id, *end),
         }
     }
 
@@ -285,7 +313,7 @@ impl SqliteStore {
         .and_then(|mut s| {
             s.execute(params![
                 id,
-                verdict_str(d.verdict),
+                Verdict::as_str(d.verdict),
                 d.policy,
                 d.profile,
                 d.profile_version,
@@ -343,7 +371,7 @@ impl SqliteStore {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .and_then(|mut s| {
-                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source, o.restored, o.note, at])
+                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at])
             })
             .map_err(write_err)?;
         Ok(Applied::Stored { new: n == 1 })
@@ -353,7 +381,7 @@ impl SqliteStore {
         &self,
         job_id: u64,
         state: JobState,
-        end: Option<&str>,
+        end: Option<JobEnd>,
         at: i64,
     ) -> Result<Applied, StoreError> {
         let id = job_id_sql(job_id)?;
@@ -365,7 +393,7 @@ impl SqliteStore {
                 "UPDATE jobs SET state = ?2, end_reason = ?3, closed_at = ?4
                  WHERE job_id = ?1 AND (state = 'open' OR (state = 'reclaimed' AND ?2 = 'closed'))",
             )
-            .and_then(|mut s| s.execute(params![id, state.as_str(), end, at]))
+            .and_then(|mut s| s.execute(params![id, state.as_str(), end.map(JobEnd::as_str), at]))
             .map_err(write_err)?;
         if n == 0 {
             let known = self
@@ -386,6 +414,21 @@ impl SqliteStore {
         Ok(Applied::Stored { new: true })
     }
 
+    fn settle_end(&self, job_id: u64, end: JobEnd) -> Result<Applied, StoreError> {
+        let id = job_id_sql(job_id)?;
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE jobs SET end_reason = ?2 WHERE job_id = ?1 AND state = 'closed'",
+            )
+            .and_then(|mut s| s.execute(params![id, end.as_str()]))
+            .map_err(write_err)?;
+        if n == 0 {
+            return Err(StoreError::NoSuchJob(job_id));
+        }
+        Ok(Applied::Stored { new: true })
+    }
+
     fn outcomes_of(&self, id: i64) -> Result<Vec<NodeOutcome>, StoreError> {
         let mut s = self
             .conn
@@ -402,22 +445,13 @@ impl SqliteStore {
                     freq_ghz: r.get(1)?,
                     energy_j: r.get(2)?,
                     elapsed_s: r.get(3)?,
-                    source: r.get(4)?,
+                    source: r.get::<_, Option<String>>(4)?.map(Source::from),
                     restored: r.get(5)?,
                     note: r.get(6)?,
                 })
             })
             .map_err(read_err)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(read_err)
-    }
-}
-
-fn verdict_str(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Planned => "planned",
-        Verdict::BudgetLimited => "budget_limited",
-        Verdict::Unchanged => "unchanged",
-        Verdict::Refused => "refused",
     }
 }
 
@@ -526,7 +560,7 @@ impl Store for SqliteStore {
             user,
             partition,
             state: parse_state(&state)?,
-            end,
+            end: end.as_deref().map(JobEnd::from_stored),
             opened_at,
             closed_at,
             request,
@@ -682,7 +716,7 @@ impl Store for SqliteStore {
                              WHEN profile IS NULL THEN 'no_profile'
                              ELSE 'over_budget' END, count(*)
                  FROM decisions
-                 WHERE verdict IN ('unchanged', 'refused') AND policy <> 'monitor'
+                 WHERE verdict IN ('unchanged', 'refused') AND json_extract(decision, '$.monitor') IS NOT 1
                  GROUP BY 1",
             )
             .map_err(read_err)?;
@@ -775,6 +809,7 @@ mod tests {
             verdict: Verdict::Unchanged,
             reason: "no profile".into(),
             policy: "min-energy".into(),
+            monitor: false,
             profile: None,
             profile_version: None,
             power_cap_w: None,
@@ -814,7 +849,7 @@ mod tests {
                 freq_ghz: Some(2.0),
                 energy_j: Some(e),
                 elapsed_s: Some(10.0),
-                source: Some("rapl".into()),
+                source: Some(Source::Rapl),
                 restored: true,
                 note: None,
             },
@@ -847,7 +882,7 @@ mod tests {
         let close = Change::Close {
             job_id: 7,
             state: JobState::Closed,
-            end: Some("completed".into()),
+            end: Some(JobEnd::Completed),
             at: 1002,
         };
         assert_eq!(
@@ -926,7 +961,10 @@ mod tests {
         let end = |job_id, state| Change::Close {
             job_id,
             state,
-            end: Some(format!("{state:?}")),
+            end: Some(match state {
+                JobState::Closed => JobEnd::Completed,
+                _ => JobEnd::Unknown,
+            }),
             at: 1002,
         };
         s.apply(&[open(1, 1000, 10.0), open(2, 1000, 10.0)]);
@@ -951,8 +989,8 @@ mod tests {
         for id in [1, 2] {
             let job = s.job(id).unwrap().unwrap();
             assert_eq!(
-                (job.state, job.end.as_deref()),
-                (JobState::Closed, Some("Closed"))
+                (job.state, job.end),
+                (JobState::Closed, Some(JobEnd::Completed))
             );
         }
         assert!(s.reservations().unwrap().is_empty());

@@ -46,6 +46,12 @@ effective_khz() { # NODE POLICY
 }
 job_json() { /usr/bin/python3 "$HERE/gq.py" "$SOCK" "$1"; }
 jq_job() { job_json "$1" | jq -r "$2"; }
+# jq_job once greenupd has settled how the job ended against Slurm's final record (a
+# node's "completed" is stored as "unknown" until then, for a second or so).
+jq_settled() {
+  for _ in $(seq 1 50); do [ "$(jq_job "$1" .end)" != unknown ] && break; sleep 0.2; done
+  jq_job "$1" "$2"
+}
 no_leftovers() { # nothing of greenup's saved state is left for JOB
   [ ! -e "$GC_GREENUP_RUN/$1" ] || { say "saved state left: $(ls $GC_GREENUP_RUN/$1)"; return 1; }
 }
@@ -360,7 +366,7 @@ t_spool() {
   k=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
   JOBS_WITH_DAEMON+=("$k")
   wait_gone "$k" || rc=1
-  local got; got=$(jq_job "$j" '"\(.state) \(.end) \([.outcomes[] | select(.source == "rapl" and .energy_j > 0) | .node] | join(","))"')
+  local got; got=$(jq_settled "$j" '"\(.state) \(.end) \([.outcomes[] | select(.source == "rapl" and .energy_j > 0) | .node] | join(","))"')
   say "job $j after job $k: $got"
   [ "$got" = "closed completed n1,n2" ] || rc=1
   for n in n1 n2; do
@@ -373,7 +379,7 @@ t_spool() {
   JOBS_WITH_DAEMON+=("$k")
   wait_gone "$k" || rc=1
   [ -z "$(ls -A "$GC_SPOOL/n1")" ] || { say "after a repeat: $GC_SPOOL/n1 holds $(ls -A "$GC_SPOOL/n1")"; rc=1; }
-  [ "$(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')" = "closed completed 2" ] || { say "after a repeat: $(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')"; rc=1; }
+  [ "$(jq_settled "$j" '"\(.state) \(.end) \(.outcomes | length)"')" = "closed completed 2" ] || { say "after a repeat: $(jq_job "$j" '"\(.state) \(.end) \(.outcomes | length)"')"; rc=1; }
   restored || rc=1
   return $rc
 }
@@ -455,7 +461,7 @@ t_shrink() {
   grep -Fqx "env $decided $decided $compact $compact" "$OUT/t14-$j.out" || { say "batch environment does not match the decision ($decided, $compact)"; rc=1; }
   grep -Fqx "ctld $decided $compact" "$OUT/t14-$j.out" || { say "Slurm does not hold the decided nodes"; rc=1; }
   grep -Fqx "srun $list" "$OUT/t14-$j.out" || { say "srun did not run on exactly the decided nodes"; rc=1; }
-  [ "$(jq_job "$j" '"\(.state) \(.end)"')" = "closed completed" ] || { say "job $j: $(jq_job "$j" '"\(.state) \(.end)"')"; rc=1; }
+  [ "$(jq_settled "$j" '"\(.state) \(.end)"')" = "closed completed" ] || { say "job $j: $(jq_job "$j" '"\(.state) \(.end)"')"; rc=1; }
   # Every node measured its share, the released ones up to their release.
   [ "$(jq_job "$j" '[.outcomes[] | select(.source == "rapl") | .node] | sort | join(" ")')" = "n1 n2 n3 n4" ] \
     || { say "outcomes: $(job_json "$j" | jq -c .outcomes)"; rc=1; }

@@ -275,13 +275,14 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
             freq_ghz: Some(n.freq_ghz),
             energy_j: Some(total_j / plan.nodes.len() as f64),
             elapsed_s: Some(plan.predicted.time_s),
-            source: source.map(str::to_string),
+            source: source.map(greenup::record::Source::parse),
             restored: true,
             note: None,
         })
         .unwrap();
     }
-    c.close_job(dec.job_id, Some("COMPLETED")).unwrap()
+    c.close_job(dec.job_id, Some(greenup::record::JobEnd::Completed))
+        .unwrap()
 }
 
 /// Poll until `f` holds; fails after 20 s (a hang, not a speed requirement).

@@ -6,7 +6,7 @@ use greenup::model::{Choice, NodeChoices, SweepTable};
 use greenup::plan::Estimate;
 use greenup::report::accounting::SlurmEnergy;
 use greenup::report::{
-    Applied, Caps, Confidence, JobReport, JobState, NodeReport, Source, Warning,
+    Applied, Caps, Confidence, JobReport, NodeReport, RunState, Source, Warning,
 };
 
 /// 2026-11-21T14:02:11Z.
@@ -49,7 +49,7 @@ pub fn measured_job() -> JobReport {
         job_id: 4242,
         user: "alice".into(),
         partition: Some("batch".into()),
-        state: JobState::Completed,
+        state: RunState::Completed,
         end_unix: Some(END),
         app: "lammps".into(),
         profile_version: 3,
@@ -110,7 +110,7 @@ pub fn partial_job() -> JobReport {
         job_id: 4243,
         user: "bob".into(),
         partition: Some("debug".into()),
-        state: JobState::Completed,
+        state: RunState::Completed,
         end_unix: Some(END + 3600),
         app: "npb-ep".into(),
         profile_version: 1,

@@ -105,7 +105,7 @@ fn job_text(j: &JobRecord) -> String {
             j.state.as_str(),
             j.end
                 .as_ref()
-                .map(|e| format!(" ({e})"))
+                .map(|e| format!(" ({})", e.as_str()))
                 .unwrap_or_default()
         ),
     );
@@ -176,7 +176,7 @@ fn job_text(j: &JobRecord) -> String {
             opt(o.and_then(|o| o.freq_ghz).map(|f| format!("{f:.3}"))),
             opt(o.and_then(|o| o.energy_j).map(|e| format!("{e:.0}"))),
             opt(o.and_then(|o| o.elapsed_s).map(|e| format!("{e:.1}"))),
-            opt(o.and_then(|o| o.source.clone())),
+            opt(o.and_then(|o| o.source.map(|s| s.as_str()))),
             opt(o.map(|o| if o.restored { "yes" } else { "NO" })),
         ]);
     }

@@ -192,7 +192,7 @@ fn build(
         confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
         slurm_energy: slurm,
         not_refined: outcome_from_record(rec)
-            .filter(|o| o.state != greenup::report::JobState::Running)
+            .filter(|o| o.state != greenup::record::RunState::Running)
             .and_then(|o| check(&o).err())
             .map(|why| why.to_string()),
     };
