@@ -11,15 +11,17 @@ use super::jobs::{close_job, open_job};
 use super::listen::Peer;
 use super::{Ctx, Shared, lock, store_error};
 use crate::daemon::auth::{Caller, authenticate};
-use crate::daemon::decide::validate_open;
+use crate::daemon::decide::{bad_field, validate_open};
 use crate::daemon::protocol::{
     Decision, ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES,
-    MAX_RECORDS, NodeOutcome, NodeSettings, Reply, ReplyLine, Request, Status, VERSION, Verdict,
+    MAX_RECORDS, NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
+    Verdict,
 };
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change};
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Incoming<'a> {
     v: Option<serde_json::Value>,
     cred: Option<String>,
@@ -34,7 +36,14 @@ pub(super) async fn handle_line(shared: &Arc<Shared>, line: &[u8], peer: Peer) -
         Err(e) => ("-", Err(e)),
     };
     if let Err(e) = &result {
-        tracing::info!(op, error = %e, "request refused");
+        // greenupd's own failures (a full disk, a fault) need an admin; a caller's
+        // mistake or a refusal by rule is routine.
+        match e.code {
+            ErrorCode::StoreFailed | ErrorCode::Internal | ErrorCode::AuthUnavailable => {
+                tracing::error!(op, error = %e, "request failed")
+            }
+            _ => tracing::info!(op, error = %e, "request refused"),
+        }
     } else {
         tracing::debug!(
             op,
@@ -112,7 +121,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
     match req {
         Request::OpenJob(o) => {
             ctx.roles.require_write(caller, "open jobs")?;
-            validate_open(&o)?;
+            validate_open(&o, &ctx.site.daemon.limits)?;
             let d = open_job(shared, ctx.clone(), o).await?;
             if d.verdict == Verdict::Refused {
                 return Err(ErrorReply::new(
@@ -164,17 +173,63 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         Request::GetJob { job_id } => {
             let job = stored_job(shared, job_id, "is not known to greenupd").await?;
             ctx.roles.require_read(caller, job.uid, job_id)?;
+            let bytes = serde_json::to_vec(&job).map_or(0, |v| v.len());
+            if bytes > PAGE_BYTES {
+                return Err(ErrorReply::new(
+                    ErrorCode::TooLong,
+                    format!(
+                        "job {job_id}'s record is {bytes} bytes, more than one reply holds: ask for it with get_job_part"
+                    ),
+                ));
+            }
             Ok(Reply::Job(Box::new(job)))
         }
-        Request::ListJobs(ListJobs { uid, state, limit }) => {
-            let uid = readable_uid(&ctx, caller, uid)?;
-            let limit = limit.unwrap_or(100).min(10_000);
-            let jobs = shared
+        Request::GetJobPart { job_id, offset } => {
+            let job = stored_job(shared, job_id, "is not known to greenupd").await?;
+            ctx.roles.require_read(caller, job.uid, job_id)?;
+            let text = serde_json::to_string(&job).map_err(|e| {
+                ErrorReply::new(ErrorCode::Internal, format!("record not serialized: {e}"))
+            })?;
+            let total = text.len() as u64;
+            if offset > total || !text.is_char_boundary(offset as usize) {
+                return Err(bad_field(
+                    "offset",
+                    offset,
+                    &format!("a part boundary within the record's {total} bytes"),
+                ));
+            }
+            let start = offset as usize;
+            let mut end = (start + PART_BYTES).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            Ok(Reply::JobPart {
+                job_id,
+                offset,
+                total,
+                text: text[start..end].to_string(),
+            })
+        }
+        Request::ListJobs(filter) => {
+            let limit = filter.limit.unwrap_or(100).clamp(1, 10_000);
+            let filter = ListJobs {
+                uid: readable_uid(&ctx, caller, filter.uid)?,
+                // One more than asked, to tell whether more match.
+                limit: Some(limit + 1),
+                ..filter
+            };
+            let mut jobs = shared
                 .store
-                .read(move |s| s.list_jobs(uid, state, limit))
+                .read(move |s| s.job_summaries(&filter))
                 .await
                 .map_err(store_error)?;
-            Ok(Reply::Jobs { jobs })
+            let more = jobs.len() > limit as usize;
+            jobs.truncate(limit as usize);
+            let page = fit_page(&mut jobs);
+            Ok(Reply::Jobs {
+                jobs,
+                truncated: more || page.truncated,
+            })
         }
         Request::ListRecords(filter) => {
             let limit = filter.limit.unwrap_or(100).clamp(1, MAX_RECORDS);
@@ -189,25 +244,49 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 .read(move |s| s.job_records(&filter))
                 .await
                 .map_err(store_error)?;
-            let mut truncated = jobs.len() > limit as usize;
+            let more = jobs.len() > limit as usize;
             jobs.truncate(limit as usize);
-            // Keep the reply well inside one line; the client asks for the rest.
-            let mut bytes = 0;
-            let fits = jobs
-                .iter()
-                .take_while(|j| {
-                    bytes += serde_json::to_vec(j).map_or(MAX_LINE_BYTES, |v| v.len() + 1);
-                    bytes <= MAX_LINE_BYTES / 2
-                })
-                .count()
-                .max(1);
-            if fits < jobs.len() {
-                truncated = true;
-                jobs.truncate(fits);
-            }
-            Ok(Reply::Records { jobs, truncated })
+            let page = fit_page(&mut jobs);
+            let oversized = page.oversized.map(|j| j.job_id);
+            Ok(Reply::Records {
+                jobs,
+                truncated: more || page.truncated,
+                oversized,
+            })
         }
-        Request::Status => Ok(Reply::Status(status(shared, &ctx).await?)),
+        Request::Status {} => Ok(Reply::Status(status(shared, &ctx).await?)),
+    }
+}
+
+/// Bytes of listed items one reply may hold: half a line, the rest is the envelope's.
+const PAGE_BYTES: usize = MAX_LINE_BYTES / 2;
+
+/// What [`fit_page`] cut.
+struct Page<T> {
+    /// Items were left out: the client asks for the next page.
+    truncated: bool,
+    /// The first item alone is larger than a page (it was left out too).
+    oversized: Option<T>,
+}
+
+/// Keep the leading items whose JSON fits in [`PAGE_BYTES`], so no listing reply outgrows
+/// a line however large one job is. A first item too large for any page is handed back
+/// as `oversized`, for the caller to send by other means.
+fn fit_page<T: serde::Serialize>(items: &mut Vec<T>) -> Page<T> {
+    let mut bytes = 0;
+    let fits = items
+        .iter()
+        .take_while(|j| {
+            bytes += serde_json::to_vec(j).map_or(usize::MAX / 2, |v| v.len() + 1);
+            bytes <= PAGE_BYTES
+        })
+        .count();
+    let truncated = fits < items.len();
+    let oversized = (fits == 0 && !items.is_empty()).then(|| items.remove(0));
+    items.truncate(fits);
+    Page {
+        truncated,
+        oversized,
     }
 }
 
@@ -250,7 +329,6 @@ pub(super) async fn status(shared: &Arc<Shared>, ctx: &Ctx) -> Result<Status, Er
 }
 
 fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
-    use crate::daemon::decide::bad_field;
     if o.node.is_empty() || o.node.len() > 255 {
         return Err(bad_field(
             "node",

@@ -76,7 +76,16 @@ pub(super) async fn accept_unix(
 }
 
 async fn write_reply<W: AsyncWrite + Unpin>(w: &mut W, reply: &ReplyLine) -> bool {
-    let line = reply.to_line();
+    let mut line = reply.to_line();
+    // No client reads a longer line; say so instead of sending what it must drop.
+    if line.len() > MAX_LINE_BYTES + 1 {
+        let msg = format!(
+            "the reply is {} bytes, more than the {MAX_LINE_BYTES} a line may hold",
+            line.len() - 1
+        );
+        tracing::error!("{msg}");
+        line = ReplyLine::err(ErrorReply::new(ErrorCode::TooLong, msg)).to_line();
+    }
     matches!(
         tokio::time::timeout(Duration::from_secs(5), w.write_all(&line)).await,
         Ok(Ok(()))
