@@ -228,6 +228,12 @@ impl From<String> for Source {
     }
 }
 
+impl From<&str> for Source {
+    fn from(s: &str) -> Source {
+        Source::parse(s)
+    }
+}
+
 impl From<Source> for &'static str {
     fn from(s: Source) -> &'static str {
         s.as_str()
@@ -239,6 +245,7 @@ impl From<Source> for &'static str {
 #[serde(deny_unknown_fields)]
 pub struct NodeOutcome {
     /// Slurm job id.
+    #[serde(deserialize_with = "crate::daemon::protocol::job_id")]
     pub job_id: u64,
     /// The node reporting.
     pub node: String,

@@ -95,7 +95,7 @@ fn an_oversized_line_is_refused_and_others_are_served() {
 fn missing_expired_replayed_forged_and_moved_credentials_are_refused() {
     let d = start(4, |_, _, _| {});
     let mut c = d.tcp_client();
-    let status = request_body(&Request::Status).unwrap();
+    let status = request_body(&Request::Status {}).unwrap();
 
     let r = c.call_raw(&request_line(&status, None).unwrap()).unwrap();
     assert_eq!(code(&r), ErrorCode::CredMissing);
@@ -108,7 +108,7 @@ fn missing_expired_replayed_forged_and_moved_credentials_are_refused() {
     assert_eq!(code(&r), ErrorCode::CredExpired);
     assert!(r.error.unwrap().message.contains("Expired"));
 
-    let line = line_as(None, &Request::Status);
+    let line = line_as(None, &Request::Status {});
     assert!(c.call_raw(&line).unwrap().ok);
     let r = c.call_raw(&line).unwrap();
     assert_eq!(code(&r), ErrorCode::CredReplayed);
@@ -228,7 +228,7 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
         ErrorCode::Forbidden
     );
     let r = as_user(&Request::ListJobs(ListJobs::default()));
-    let Some(greenup::daemon::protocol::Reply::Jobs { jobs }) = r.reply else {
+    let Some(greenup::daemon::protocol::Reply::Jobs { jobs, .. }) = r.reply else {
         panic!("{r:?}")
     };
     assert_eq!(jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![11]);
@@ -247,9 +247,9 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
 /// The job ids in a list_records reply, and whether it says more match.
 fn record_ids(r: ReplyLine) -> (Vec<u64>, bool) {
     match r.reply {
-        Some(Reply::Records { jobs, truncated }) => {
-            (jobs.iter().map(|j| j.job_id).collect(), truncated)
-        }
+        Some(Reply::Records {
+            jobs, truncated, ..
+        }) => (jobs.iter().map(|j| j.job_id).collect(), truncated),
         _ => panic!("expected records, got {r:?}"),
     }
 }
@@ -289,7 +289,10 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
     };
     // Only the user's own jobs, newest first, each whole: decision and outcomes.
     let r = as_user(ListRecords::default());
-    let Some(Reply::Records { jobs, truncated }) = r.reply.clone() else {
+    let Some(Reply::Records {
+        jobs, truncated, ..
+    }) = r.reply.clone()
+    else {
         panic!("{r:?}")
     };
     assert_eq!(

@@ -126,6 +126,7 @@ fn site() -> Site {
             metrics_listen: None,
             over_budget: OverBudget::Lowest,
             spool_dir: "/var/spool/greenup".into(),
+            limits: Default::default(),
         },
         dvfs: DvfsSettings {
             sysfs_root: PathBuf::from("/sys"),

@@ -418,20 +418,23 @@ mod tests {
         assert_eq!(d.sent, vec![1, 2]);
         assert!(d.more_left);
         assert_eq!(files(&dir).len(), 3);
-        // Each call takes 30 ms and the budget is 50 ms: the third entry is never started.
+        // Each call takes at least 30 ms and the budget is 50 ms: a third entry is never
+        // started (two calls already spent 60 ms), however slow the machine; on a loaded
+        // one the first call alone may use the whole budget.
         let mut fake = Fake {
             delay: Duration::from_millis(30),
             ..Fake::default()
         };
         let d = deliver(&dir, &mut fake, 16, Duration::from_millis(50));
-        assert_eq!(d.sent, vec![3, 4]);
+        assert!(d.sent == vec![3] || d.sent == vec![3, 4], "{:?}", d.sent);
         assert!(d.more_left);
         assert!(
             fake.timeouts
                 .iter()
                 .all(|t| *t <= Duration::from_millis(50))
         );
-        assert_eq!(files(&dir), vec!["5.n1.json"]);
+        assert_eq!(files(&dir).len(), 5 - 2 - d.sent.len());
+        assert_eq!(files(&dir).last().map(String::as_str), Some("5.n1.json"));
     }
 
     #[test]

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use super::munge::{Munge, MungeError};
 use super::protocol::{
-    Decision, ErrorReply, JobEnd, JobRecord, JobSummary, ListJobs, ListRecords, MAX_LINE_BYTES,
-    MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request, Status,
-    request_body, request_line,
+    Decision, ErrorCode, ErrorReply, JobEnd, JobRecord, JobSummary, ListJobs, ListRecords,
+    MAX_LINE_BYTES, MAX_RECORDS, NodeOutcome, NodeSettings, OpenJob, Reply, ReplyLine, Request,
+    Status, request_body, request_line,
 };
 
 /// Where greenupd listens.
@@ -270,29 +270,98 @@ impl Client {
         }
     }
 
-    /// One job with its decision and outcomes.
+    /// One job with its decision and outcomes; a record too large for one reply (a job
+    /// of thousands of nodes) is fetched in parts.
     pub fn get_job(&mut self, job_id: u64) -> Result<JobRecord, ClientError> {
-        match self.call(&Request::GetJob { job_id })? {
-            Reply::Job(j) => Ok(*j),
-            other => Err(unexpected("job", &other)),
+        match self.call(&Request::GetJob { job_id }) {
+            Ok(Reply::Job(j)) => Ok(*j),
+            Ok(other) => Err(unexpected("job", &other)),
+            Err(ClientError::Server(e)) if e.code == ErrorCode::TooLong => {
+                self.job_in_parts(job_id)
+            }
+            Err(e) => Err(e),
         }
     }
 
-    /// Jobs the caller may see.
-    pub fn list_jobs(&mut self, filter: ListJobs) -> Result<Vec<JobSummary>, ClientError> {
-        match self.call(&Request::ListJobs(filter))? {
-            Reply::Jobs { jobs } => Ok(jobs),
-            other => Err(unexpected("jobs", &other)),
+    /// One job's record, part by part. A record that grows meanwhile (an outcome
+    /// arrived) is read again from the start, a few times at most.
+    pub fn job_in_parts(&mut self, job_id: u64) -> Result<JobRecord, ClientError> {
+        for _ in 0..4 {
+            let mut text = String::new();
+            let mut want_total = None;
+            let consistent = loop {
+                let offset = text.len() as u64;
+                let (got, total, part) = match self.call(&Request::GetJobPart { job_id, offset })? {
+                    Reply::JobPart {
+                        offset,
+                        total,
+                        text,
+                        ..
+                    } => (offset, total, text),
+                    other => return Err(unexpected("job_part", &other)),
+                };
+                if got != offset || *want_total.get_or_insert(total) != total {
+                    break false;
+                }
+                if part.is_empty() && text.len() as u64 != total {
+                    return Err(ClientError::Protocol(format!(
+                        "job {job_id}: an empty part at byte {offset} of {total}"
+                    )));
+                }
+                text.push_str(&part);
+                if text.len() as u64 >= total {
+                    break text.len() as u64 == total;
+                }
+            };
+            if consistent {
+                return serde_json::from_str(&text)
+                    .map_err(|e| ClientError::Protocol(format!("job {job_id}'s record: {e}")));
+            }
         }
+        Err(ClientError::Protocol(format!(
+            "job {job_id}'s record kept changing while it was read in parts"
+        )))
+    }
+
+    /// Jobs the caller may see, newest first: up to `filter.limit` (default 100), asking
+    /// page by page when one reply cannot hold them all.
+    pub fn list_jobs(&mut self, mut filter: ListJobs) -> Result<Vec<JobSummary>, ClientError> {
+        let max = filter.limit.unwrap_or(100) as usize;
+        let mut out: Vec<JobSummary> = Vec::new();
+        while out.len() < max {
+            filter.limit = Some((max - out.len()) as u32);
+            let (page, truncated) = match self.call(&Request::ListJobs(filter.clone()))? {
+                Reply::Jobs { jobs, truncated } => (jobs, truncated),
+                other => return Err(unexpected("jobs", &other)),
+            };
+            let last = page.last().map(|j| j.job_id);
+            out.extend(page);
+            match last {
+                Some(id) if truncated => filter.before_job_id = Some(id),
+                _ => break,
+            }
+        }
+        out.truncate(max);
+        Ok(out)
     }
 
     /// One page of whole jobs the caller may see, newest first, and whether more match.
+    /// A job too large for any page comes alone, fetched in parts.
     pub fn list_records(
         &mut self,
         filter: ListRecords,
     ) -> Result<(Vec<JobRecord>, bool), ClientError> {
         match self.call(&Request::ListRecords(filter))? {
-            Reply::Records { jobs, truncated } => Ok((jobs, truncated)),
+            Reply::Records {
+                mut jobs,
+                truncated,
+                oversized,
+            } => {
+                if let Some(id) = oversized {
+                    jobs.push(self.job_in_parts(id)?);
+                }
+                Ok((jobs, truncated))
+            }
             other => Err(unexpected("records", &other)),
         }
     }
@@ -324,7 +393,7 @@ impl Client {
 
     /// The daemon's status and ledger.
     pub fn status(&mut self) -> Result<Status, ClientError> {
-        match self.call(&Request::Status)? {
+        match self.call(&Request::Status {})? {
             Reply::Status(s) => Ok(s),
             other => Err(unexpected("status", &other)),
         }

@@ -17,7 +17,7 @@ use crate::plan::{Plan, PlanRequest, plan_with};
 use crate::policy::{Policy, PolicySet};
 use crate::profile::Profile;
 use crate::profile::versions::{InUse, Versions};
-use crate::site::{OverBudget, Site};
+use crate::site::{DaemonLimits, OverBudget, Site};
 
 /// What the decider proposes; the server reserves and stores it.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,11 +306,9 @@ pub fn bad_field(field: &str, value: impl std::fmt::Display, expected: &str) -> 
     )
 }
 
-/// Check the numbers and names in an open request before deciding.
-pub fn validate_open(req: &OpenJob) -> Result<(), ErrorReply> {
-    if req.job_id == 0 {
-        return Err(bad_field("job_id", 0, "a Slurm job id (1 or more)"));
-    }
+/// Check the numbers and names in an open request before deciding: at least one node,
+/// at most the site's `daemon.max_job_nodes`, each named once.
+pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorReply> {
     if req.nodes.is_empty() {
         return Err(bad_field(
             "nodes",
@@ -318,8 +316,26 @@ pub fn validate_open(req: &OpenJob) -> Result<(), ErrorReply> {
             "the job's node names, at least one",
         ));
     }
+    if req.nodes.len() > limits.max_job_nodes {
+        return Err(bad_field(
+            "nodes",
+            format!("{} nodes", req.nodes.len()),
+            &format!(
+                "at most {} nodes (the site's daemon.max_job_nodes)",
+                limits.max_job_nodes
+            ),
+        ));
+    }
     if let Some(n) = req.nodes.iter().find(|n| n.is_empty() || n.len() > 255) {
         return Err(bad_field("nodes", n, "node names of 1 to 255 characters"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(req.nodes.len());
+    if let Some(n) = req.nodes.iter().find(|n| !seen.insert(n.as_str())) {
+        return Err(bad_field(
+            "nodes",
+            n,
+            "each of the job's nodes once (this one is named twice)",
+        ));
     }
     for (field, v) in [
         ("time_limit_s", req.time_limit_s),

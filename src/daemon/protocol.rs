@@ -20,8 +20,36 @@ pub const VERSION: u32 = 1;
 /// The longest line (request or reply) either side accepts, newline excluded.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// The largest job id greenupd takes: the store keeps ids as signed 64-bit integers.
+pub const MAX_JOB_ID: u64 = i64::MAX as u64;
+
+/// Bytes of a record's JSON text in one [`Reply::JobPart`]: escaped inside a reply
+/// string it at most doubles, so a part always fits in a line.
+pub const PART_BYTES: usize = MAX_LINE_BYTES / 4;
+
+/// The one rule for a job id on the wire: 1 to [`MAX_JOB_ID`], checked as the request
+/// is read, so an id the store cannot hold is a `bad_request`, never a store failure.
+pub(crate) fn job_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let id = u64::deserialize(d)?;
+    if (1..=MAX_JOB_ID).contains(&id) {
+        Ok(id)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "job id {id} is out of range: expected a Slurm job id, 1 to {MAX_JOB_ID}"
+        )))
+    }
+}
+
+/// [`job_id`] for an optional field.
+fn opt_job_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    struct Id(#[serde(deserialize_with = "job_id")] u64);
+    Ok(Option::<Id>::deserialize(d)?.map(|Id(id)| id))
+}
+
 /// One request line as a client writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RequestLine {
     /// Protocol version; always [`VERSION`].
     pub v: u32,
@@ -41,6 +69,7 @@ pub enum Request {
     /// One node's settings for a job that is already open.
     NodeSettings {
         /// Slurm job id.
+        #[serde(deserialize_with = "job_id")]
         job_id: u64,
         /// The node asking.
         node: String,
@@ -50,6 +79,7 @@ pub enum Request {
     /// Close a job and release its power reservation. Root or SlurmUser only.
     CloseJob {
         /// Slurm job id.
+        #[serde(deserialize_with = "job_id")]
         job_id: u64,
         /// How the job ended, as its first node saw it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,7 +88,17 @@ pub enum Request {
     /// One job with its decision and outcomes.
     GetJob {
         /// Slurm job id.
+        #[serde(deserialize_with = "job_id")]
         job_id: u64,
+    },
+    /// Part of one job's record as JSON text, for a record too large for one reply
+    /// (a job of thousands of nodes); the parts joined are what get_job would send.
+    GetJobPart {
+        /// Slurm job id.
+        #[serde(deserialize_with = "job_id")]
+        job_id: u64,
+        /// Byte offset into the record's JSON text.
+        offset: u64,
     },
     /// Jobs, newest first; ordinary users see only their own.
     ListJobs(ListJobs),
@@ -66,7 +106,7 @@ pub enum Request {
     /// users see only their own. What `greenup jobs` and `greenup app` print.
     ListRecords(ListRecords),
     /// The ledger, the daemon's version and counts.
-    Status,
+    Status {},
 }
 
 impl Request {
@@ -78,9 +118,10 @@ impl Request {
             Request::RecordOutcome(_) => "record_outcome",
             Request::CloseJob { .. } => "close_job",
             Request::GetJob { .. } => "get_job",
+            Request::GetJobPart { .. } => "get_job_part",
             Request::ListJobs(_) => "list_jobs",
             Request::ListRecords(_) => "list_records",
-            Request::Status => "status",
+            Request::Status {} => "status",
         }
     }
 }
@@ -90,6 +131,7 @@ impl Request {
 #[serde(deny_unknown_fields)]
 pub struct OpenJob {
     /// Slurm job id.
+    #[serde(deserialize_with = "job_id")]
     pub job_id: u64,
     /// The job owner's uid.
     pub uid: u32,
@@ -134,6 +176,13 @@ pub struct ListJobs {
     /// Only jobs in this state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<JobState>,
+    /// Only jobs with a smaller id: the next page after a `truncated` reply.
+    #[serde(
+        default,
+        deserialize_with = "opt_job_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub before_job_id: Option<u64>,
     /// At most this many jobs (default 100, at most 10,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
@@ -165,7 +214,11 @@ pub struct ListRecords {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_before: Option<i64>,
     /// Only jobs with a smaller id: the next page after a `truncated` reply.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_job_id",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub before_job_id: Option<u64>,
     /// At most this many jobs (default 100, at most [`MAX_RECORDS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -277,6 +330,9 @@ pub enum Reply {
     Jobs {
         /// The jobs, newest first.
         jobs: Vec<JobSummary>,
+        /// More jobs match: ask again with `before_job_id` set to the last job's id.
+        #[serde(default)]
+        truncated: bool,
     },
     /// Whole jobs (list_records).
     Records {
@@ -284,6 +340,21 @@ pub enum Reply {
         jobs: Vec<JobRecord>,
         /// More jobs match: ask again with `before_job_id` set to the last job's id.
         truncated: bool,
+        /// The next job matching is too large for any reply: fetch it with
+        /// get_job_part, then ask again with `before_job_id` set to its id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        oversized: Option<u64>,
+    },
+    /// Part of a job's record (get_job_part).
+    JobPart {
+        /// Slurm job id.
+        job_id: u64,
+        /// Byte offset of `text` in the record's JSON text.
+        offset: u64,
+        /// Length of the whole JSON text in bytes.
+        total: u64,
+        /// At most [`PART_BYTES`] bytes of it, cut on a character boundary.
+        text: String,
     },
     /// Status (status).
     Status(Status),
@@ -470,10 +541,55 @@ mod tests {
     #[test]
     fn unknown_op_and_unknown_field_are_rejected() {
         assert!(serde_json::from_str::<Request>(r#"{"op":"explode"}"#).is_err());
+        // Every op refuses a field it does not know, `status` included.
+        for bad in [
+            r#"{"op":"status","x":1}"#,
+            r#"{"op":"open_job","job_id":1,"uid":0,"nodes":["n1"],"x":1}"#,
+            r#"{"op":"node_settings","job_id":1,"node":"n1","x":1}"#,
+            r#"{"op":"record_outcome","job_id":1,"node":"n1","x":1}"#,
+            r#"{"op":"close_job","job_id":1,"x":1}"#,
+            r#"{"op":"get_job_part","job_id":1,"offset":0,"x":1}"#,
+            r#"{"op":"list_jobs","x":1}"#,
+            r#"{"op":"list_records","x":1}"#,
+        ] {
+            let e = serde_json::from_str::<Request>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("unknown field"), "{bad}: {e}");
+        }
+        assert!(
+            serde_json::from_str::<RequestLine>(r#"{"v":1,"req":{"op":"status"},"x":1}"#).is_err()
+        );
         assert!(serde_json::from_str::<Request>(r#"{"op":"get_job","job_id":1,"x":2}"#).is_err());
         assert_eq!(
             serde_json::from_str::<Request>(r#"{"op":"status"}"#).unwrap(),
-            Request::Status
+            Request::Status {}
+        );
+    }
+
+    #[test]
+    fn job_ids_the_store_cannot_hold_are_refused_as_the_request_is_read() {
+        // 2^63 is one past the largest signed 64-bit integer.
+        for id in ["0", "9223372036854775808", "18446744073709551615"] {
+            for req in [
+                format!(r#"{{"op":"get_job","job_id":{id}}}"#),
+                format!(r#"{{"op":"close_job","job_id":{id}}}"#),
+                format!(r#"{{"op":"open_job","job_id":{id},"uid":0,"nodes":["n1"]}}"#),
+                format!(r#"{{"op":"record_outcome","job_id":{id},"node":"n1"}}"#),
+                format!(r#"{{"op":"list_records","before_job_id":{id}}}"#),
+            ] {
+                let e = serde_json::from_str::<Request>(&req)
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("out of range"), "{req}: {e}");
+            }
+        }
+        let top = r#"{"op":"get_job","job_id":9223372036854775807}"#;
+        assert_eq!(
+            serde_json::from_str::<Request>(top).unwrap(),
+            Request::GetJob {
+                job_id: 9_223_372_036_854_775_807
+            }
         );
     }
 

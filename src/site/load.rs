@@ -8,7 +8,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
+    DaemonLimits, DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition,
+    PowerModel, Site,
 };
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
@@ -112,6 +113,14 @@ struct RawDaemon {
     over_budget: Option<Spanned<Value>>,
     #[serde(default)]
     spool_dir: Option<Spanned<Value>>,
+    #[serde(default)]
+    max_job_nodes: Option<Spanned<Value>>,
+    #[serde(default)]
+    user_connections: Option<Spanned<Value>>,
+    #[serde(default)]
+    users_connections: Option<Spanned<Value>>,
+    #[serde(default)]
+    unauthenticated: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -752,7 +761,62 @@ impl Checker<'_> {
             metrics_listen,
             over_budget,
             spool_dir: self.spool_dir(&d.spool_dir)?,
+            limits: self.daemon_limits(&d)?,
         })
+    }
+
+    /// `daemon.max_job_nodes` and the connection limits; a user's own limit may not
+    /// exceed what all users together may hold.
+    fn daemon_limits(&self, d: &RawDaemon) -> Result<DaemonLimits, InputError> {
+        let def = DaemonLimits::default();
+        let n = |v: &Option<Spanned<Value>>, key: &str, hi: u64, default: usize, unit: &str| {
+            self.uint(v, key, 1, hi, default as u64, unit)
+                .map(|x| x as usize)
+        };
+        let limits = DaemonLimits {
+            max_job_nodes: n(
+                &d.max_job_nodes,
+                "daemon.max_job_nodes",
+                1_000_000,
+                def.max_job_nodes,
+                "nodes",
+            )?,
+            user_connections: n(
+                &d.user_connections,
+                "daemon.user_connections",
+                65_536,
+                def.user_connections,
+                "connections",
+            )?,
+            users_connections: n(
+                &d.users_connections,
+                "daemon.users_connections",
+                65_536,
+                def.users_connections,
+                "connections",
+            )?,
+            unauthenticated: n(
+                &d.unauthenticated,
+                "daemon.unauthenticated",
+                65_536,
+                def.unauthenticated,
+                "connections",
+            )?,
+        };
+        if limits.user_connections > limits.users_connections
+            && let Some(v) = d.user_connections.as_ref()
+        {
+            return Err(self.err(
+                v,
+                "daemon.user_connections",
+                limits.user_connections,
+                format!(
+                    "at most daemon.users_connections ({})",
+                    limits.users_connections
+                ),
+            ));
+        }
+        Ok(limits)
     }
 
     /// A path in which `%n` (the node's name) is the only `%` pattern.

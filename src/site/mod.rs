@@ -131,6 +131,34 @@ pub struct DaemonSettings {
     pub over_budget: OverBudget,
     /// Where each node keeps outcomes greenupd could not take yet (`%n` is the node's name).
     pub spool_dir: PathBuf,
+    /// How much any one request or caller may take of greenupd.
+    pub limits: DaemonLimits,
+}
+
+/// Bounds on what one job's request and one caller's connections may take of greenupd,
+/// so no user can crowd out the nodes. docs/failure-and-security.md says what each
+/// protects against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonLimits {
+    /// The most nodes one open_job may name.
+    pub max_job_nodes: usize,
+    /// The most connections one ordinary user (not root, not SlurmUser) holds on each listener.
+    pub user_connections: usize,
+    /// The most connections all ordinary users together hold on each listener.
+    pub users_connections: usize,
+    /// The most TCP connections not yet authenticated; the oldest idle one is shed for a new one.
+    pub unauthenticated: usize,
+}
+
+impl Default for DaemonLimits {
+    fn default() -> Self {
+        DaemonLimits {
+            max_job_nodes: 16_384,
+            user_connections: 16,
+            users_connections: 128,
+            unauthenticated: 128,
+        }
+    }
 }
 
 /// How frequencies are applied on the nodes.

@@ -10,7 +10,7 @@
 pub mod sqlite;
 
 use crate::daemon::protocol::{
-    Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob,
+    Decision, JobRecord, JobState, JobSummary, ListJobs, ListRecords, NodeOutcome, OpenJob,
 };
 use crate::record::JobEnd;
 
@@ -151,7 +151,17 @@ pub trait Store: Send {
         uid: Option<u32>,
         state: Option<JobState>,
         limit: u32,
-    ) -> Result<Vec<JobSummary>, StoreError>;
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        self.job_summaries(&ListJobs {
+            uid,
+            state,
+            before_job_id: None,
+            limit: Some(limit),
+        })
+    }
+    /// Jobs matching every filter in `filter`, newest first, at most its `limit` (default
+    /// 100); the caller has already restricted `uid` to what the asker may read.
+    fn job_summaries(&mut self, filter: &ListJobs) -> Result<Vec<JobSummary>, StoreError>;
     /// Whole jobs matching every filter in `filter`, newest first, at most its `limit`
     /// (the caller has already restricted `uid` to what the asker may read).
     fn job_records(&mut self, filter: &ListRecords) -> Result<Vec<JobRecord>, StoreError>;

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics};
 use crate::daemon::protocol::{
-    Decision, JobRecord, JobState, JobSummary, ListRecords, NodeOutcome, OpenJob, Verdict,
+    Decision, JobRecord, JobState, JobSummary, ListJobs, ListRecords, NodeOutcome, OpenJob, Verdict,
 };
 use crate::record::{JobEnd, Source};
 
@@ -569,12 +569,9 @@ impl Store for SqliteStore {
         }))
     }
 
-    fn list_jobs(
-        &mut self,
-        uid: Option<u32>,
-        state: Option<JobState>,
-        limit: u32,
-    ) -> Result<Vec<JobSummary>, StoreError> {
+    fn job_summaries(&mut self, f: &ListJobs) -> Result<Vec<JobSummary>, StoreError> {
+        let before = f.before_job_id.map(job_id_sql).transpose()?;
+        let (uid, state, limit) = (f.uid, f.state, f.limit.unwrap_or(100));
         let mut s = self
             .conn
             .prepare_cached(
@@ -584,27 +581,31 @@ impl Store for SqliteStore {
                         (SELECT count(*) FROM outcomes o WHERE o.job_id = j.job_id)
                  FROM jobs j JOIN decisions d USING (job_id)
                  WHERE (?1 IS NULL OR j.uid = ?1) AND (?2 IS NULL OR j.state = ?2)
+                   AND (?4 IS NULL OR j.job_id < ?4)
                  ORDER BY j.job_id DESC LIMIT ?3",
             )
             .map_err(read_err)?;
         let rows = s
-            .query_map(params![uid, state.map(JobState::as_str), limit], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, u32>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, i64>(7)?,
-                    r.get::<_, f64>(8)?,
-                    r.get::<_, Option<f64>>(9)?,
-                    r.get::<_, i64>(10)?,
-                    r.get::<_, Option<f64>>(11)?,
-                    r.get::<_, i64>(12)?,
-                ))
-            })
+            .query_map(
+                params![uid, state.map(JobState::as_str), limit, before],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, u32>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                        r.get::<_, String>(6)?,
+                        r.get::<_, i64>(7)?,
+                        r.get::<_, f64>(8)?,
+                        r.get::<_, Option<f64>>(9)?,
+                        r.get::<_, i64>(10)?,
+                        r.get::<_, Option<f64>>(11)?,
+                        r.get::<_, i64>(12)?,
+                    ))
+                },
+            )
             .map_err(read_err)?;
         let mut out = Vec::new();
         for row in rows {

@@ -151,6 +151,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             metrics_listen: None,
             over_budget: OverBudget::Lowest,
             spool_dir: "/var/spool/greenup".into(),
+            limits: Default::default(),
         },
         dvfs: DvfsSettings {
             sysfs_root: "/sys".into(),

@@ -68,6 +68,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             metrics_listen: None,
             over_budget: OverBudget::Lowest,
             spool_dir: "/var/spool/greenup".into(),
+            limits: Default::default(),
         },
         dvfs: DvfsSettings {
             sysfs_root: PathBuf::from("/sys"),

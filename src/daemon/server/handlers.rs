@@ -1,0 +1,371 @@
+//! Request lines in, reply lines out: parsing, authentication, and one handler per op.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::jobs::{close_job, open_job};
+use super::listen::Peer;
+use super::{Ctx, Shared, lock, store_error};
+use crate::daemon::auth::{Caller, authenticate};
+use crate::daemon::decide::{bad_field, validate_open};
+use crate::daemon::protocol::{
+    Decision, ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES,
+    MAX_RECORDS, NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
+    Verdict,
+};
+use crate::store::sqlite::now;
+use crate::store::{Applied, Change};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Incoming<'a> {
+    v: Option<serde_json::Value>,
+    cred: Option<String>,
+    #[serde(borrow)]
+    req: Option<&'a RawValue>,
+}
+
+pub(super) async fn handle_line(shared: &Arc<Shared>, line: &[u8], peer: Peer) -> ReplyLine {
+    let started = Instant::now();
+    let (op, result) = match parse_and_run(shared, line, peer).await {
+        Ok((op, r)) => (op, r),
+        Err(e) => ("-", Err(e)),
+    };
+    if let Err(e) = &result {
+        // greenupd's own failures (a full disk, a fault) need an admin; a caller's
+        // mistake or a refusal by rule is routine.
+        match e.code {
+            ErrorCode::StoreFailed | ErrorCode::Internal | ErrorCode::AuthUnavailable => {
+                tracing::error!(op, error = %e, "request failed")
+            }
+            _ => tracing::info!(op, error = %e, "request refused"),
+        }
+    } else {
+        tracing::debug!(
+            op,
+            us = started.elapsed().as_micros() as u64,
+            "request served"
+        );
+    }
+    match result {
+        Ok(r) => ReplyLine::ok(r),
+        Err(e) => ReplyLine::err(e),
+    }
+}
+
+pub(super) type Outcome = Result<Reply, ErrorReply>;
+
+async fn parse_and_run(
+    shared: &Arc<Shared>,
+    line: &[u8],
+    peer: Peer,
+) -> Result<(&'static str, Outcome), ErrorReply> {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    let inc: Incoming<'_> = serde_json::from_slice(text).map_err(|e| {
+        ErrorReply::new(
+            ErrorCode::BadJson,
+            format!("line is not a JSON request object: {e}"),
+        )
+    })?;
+    match &inc.v {
+        Some(v) if v.as_u64() == Some(u64::from(VERSION)) => {}
+        Some(v) => {
+            return Err(ErrorReply::new(
+                ErrorCode::BadVersion,
+                format!(
+                    "protocol version {v} is not supported: this greenupd speaks \"v\": {VERSION}"
+                ),
+            ));
+        }
+        None => {
+            return Err(ErrorReply::new(
+                ErrorCode::BadVersion,
+                format!("missing \"v\": expected \"v\": {VERSION}"),
+            ));
+        }
+    }
+    let Some(raw) = inc.req else {
+        return Err(ErrorReply::new(
+            ErrorCode::BadRequest,
+            "missing \"req\": expected a request object with an \"op\"",
+        ));
+    };
+    let caller = match peer {
+        Peer::Unix(c) => c,
+        Peer::Tcp => {
+            let shared2 = shared.clone();
+            let cred = inc.cred.clone();
+            let body = raw.get().as_bytes().to_vec();
+            tokio::task::spawn_blocking(move || {
+                authenticate(shared2.munge.as_ref(), cred.as_deref(), &body)
+            })
+            .await
+            .map_err(|e| {
+                ErrorReply::new(ErrorCode::Internal, format!("credential check failed: {e}"))
+            })??
+        }
+    };
+    let req: Request = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")))?;
+    let op = req.op();
+    Ok((op, run(shared, caller, req).await))
+}
+
+async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
+    let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+    match req {
+        Request::OpenJob(o) => {
+            ctx.roles.require_write(caller, "open jobs")?;
+            validate_open(&o, &ctx.site.daemon.limits)?;
+            let d = open_job(shared, ctx.clone(), o).await?;
+            if d.verdict == Verdict::Refused {
+                return Err(ErrorReply::new(
+                    ErrorCode::OverBudget,
+                    format!("job {}: {}", d.job_id, d.reason),
+                ));
+            }
+            Ok(Reply::Decision(d))
+        }
+        Request::NodeSettings { job_id, node } => {
+            let (owner, d) = decision_of(shared, job_id).await?;
+            ctx.roles.require_read(caller, owner, job_id)?;
+            let used = d
+                .plan
+                .as_ref()
+                .is_none_or(|p| p.nodes.iter().any(|n| n.name == node));
+            Ok(Reply::NodeSettings(NodeSettings {
+                job_id,
+                freq_ghz: d.freq_for(&node),
+                node,
+                used,
+                verdict: d.verdict,
+            }))
+        }
+        Request::RecordOutcome(o) => {
+            ctx.roles.require_write(caller, "record outcomes")?;
+            validate_outcome(&o)?;
+            let job_id = o.job_id;
+            match shared
+                .store
+                .write(Change::Outcome {
+                    outcome: o,
+                    at: now(),
+                })
+                .await
+                .map_err(store_error)?
+            {
+                Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
+                Applied::Opened { .. } => Err(ErrorReply::new(
+                    ErrorCode::Internal,
+                    "store answered an outcome with an open",
+                )),
+            }
+        }
+        Request::CloseJob { job_id, end } => {
+            ctx.roles.require_write(caller, "close jobs")?;
+            close_job(shared, job_id, JobState::Closed, end).await
+        }
+        Request::GetJob { job_id } => {
+            let job = stored_job(shared, job_id, "is not known to greenupd").await?;
+            ctx.roles.require_read(caller, job.uid, job_id)?;
+            let bytes = serde_json::to_vec(&job).map_or(0, |v| v.len());
+            if bytes > PAGE_BYTES {
+                return Err(ErrorReply::new(
+                    ErrorCode::TooLong,
+                    format!(
+                        "job {job_id}'s record is {bytes} bytes, more than one reply holds: ask for it with get_job_part"
+                    ),
+                ));
+            }
+            Ok(Reply::Job(Box::new(job)))
+        }
+        Request::GetJobPart { job_id, offset } => {
+            let job = stored_job(shared, job_id, "is not known to greenupd").await?;
+            ctx.roles.require_read(caller, job.uid, job_id)?;
+            let text = serde_json::to_string(&job).map_err(|e| {
+                ErrorReply::new(ErrorCode::Internal, format!("record not serialized: {e}"))
+            })?;
+            let total = text.len() as u64;
+            if offset > total || !text.is_char_boundary(offset as usize) {
+                return Err(bad_field(
+                    "offset",
+                    offset,
+                    &format!("a part boundary within the record's {total} bytes"),
+                ));
+            }
+            let start = offset as usize;
+            let mut end = (start + PART_BYTES).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            Ok(Reply::JobPart {
+                job_id,
+                offset,
+                total,
+                text: text[start..end].to_string(),
+            })
+        }
+        Request::ListJobs(filter) => {
+            let limit = filter.limit.unwrap_or(100).clamp(1, 10_000);
+            let filter = ListJobs {
+                uid: readable_uid(&ctx, caller, filter.uid)?,
+                // One more than asked, to tell whether more match.
+                limit: Some(limit + 1),
+                ..filter
+            };
+            let mut jobs = shared
+                .store
+                .read(move |s| s.job_summaries(&filter))
+                .await
+                .map_err(store_error)?;
+            let more = jobs.len() > limit as usize;
+            jobs.truncate(limit as usize);
+            let page = fit_page(&mut jobs);
+            Ok(Reply::Jobs {
+                jobs,
+                truncated: more || page.truncated,
+            })
+        }
+        Request::ListRecords(filter) => {
+            let limit = filter.limit.unwrap_or(100).clamp(1, MAX_RECORDS);
+            let filter = ListRecords {
+                uid: readable_uid(&ctx, caller, filter.uid)?,
+                // One more than asked, to tell whether more match.
+                limit: Some(limit + 1),
+                ..filter
+            };
+            let mut jobs = shared
+                .store
+                .read(move |s| s.job_records(&filter))
+                .await
+                .map_err(store_error)?;
+            let more = jobs.len() > limit as usize;
+            jobs.truncate(limit as usize);
+            let page = fit_page(&mut jobs);
+            let oversized = page.oversized.map(|j| j.job_id);
+            Ok(Reply::Records {
+                jobs,
+                truncated: more || page.truncated,
+                oversized,
+            })
+        }
+        Request::Status {} => Ok(Reply::Status(status(shared, &ctx).await?)),
+    }
+}
+
+/// Bytes of listed items one reply may hold: half a line, the rest is the envelope's.
+const PAGE_BYTES: usize = MAX_LINE_BYTES / 2;
+
+/// What [`fit_page`] cut.
+struct Page<T> {
+    /// Items were left out: the client asks for the next page.
+    truncated: bool,
+    /// The first item alone is larger than a page (it was left out too).
+    oversized: Option<T>,
+}
+
+/// Keep the leading items whose JSON fits in [`PAGE_BYTES`], so no listing reply outgrows
+/// a line however large one job is. A first item too large for any page is handed back
+/// as `oversized`, for the caller to send by other means.
+fn fit_page<T: serde::Serialize>(items: &mut Vec<T>) -> Page<T> {
+    let mut bytes = 0;
+    let fits = items
+        .iter()
+        .take_while(|j| {
+            bytes += serde_json::to_vec(j).map_or(usize::MAX / 2, |v| v.len() + 1);
+            bytes <= PAGE_BYTES
+        })
+        .count();
+    let truncated = fits < items.len();
+    let oversized = (fits == 0 && !items.is_empty()).then(|| items.remove(0));
+    items.truncate(fits);
+    Page {
+        truncated,
+        oversized,
+    }
+}
+
+/// The uid a listing is restricted to: ordinary users only their own, admins and root
+/// any one (`Some`) or all (`None`).
+fn readable_uid(ctx: &Ctx, caller: Caller, uid: Option<u32>) -> Result<Option<u32>, ErrorReply> {
+    let all = ctx.roles.may_read_all(caller.uid);
+    match uid {
+        Some(u) if u != caller.uid && !all => Err(ErrorReply::new(
+            ErrorCode::Forbidden,
+            format!(
+                "uid {} may list only their own jobs, not uid {u}'s",
+                caller.uid
+            ),
+        )),
+        Some(u) => Ok(Some(u)),
+        None if all => Ok(None),
+        None => Ok(Some(caller.uid)),
+    }
+}
+
+/// greenupd's status: the store's counts and the ledger.
+pub(super) async fn status(shared: &Arc<Shared>, ctx: &Ctx) -> Result<Status, ErrorReply> {
+    let counts = shared
+        .store
+        .read(|s| s.counts())
+        .await
+        .map_err(store_error)?;
+    Ok(Status {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol: VERSION,
+        uptime_s: shared.started.elapsed().as_secs(),
+        config: ctx.site.path.display().to_string(),
+        open_jobs: counts.open_jobs,
+        total_jobs: counts.total_jobs,
+        outcomes: counts.outcomes,
+        connections: shared.connections.load(Ordering::Relaxed),
+        ledger: lock(&shared.ledger).lines(),
+    })
+}
+
+fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
+    if o.node.is_empty() || o.node.len() > 255 {
+        return Err(bad_field(
+            "node",
+            &o.node,
+            "a node name of 1 to 255 characters",
+        ));
+    }
+    for (field, v) in [
+        ("freq_ghz", o.freq_ghz),
+        ("energy_j", o.energy_j),
+        ("elapsed_s", o.elapsed_s),
+    ] {
+        if let Some(x) = v
+            && !(x.is_finite() && x >= 0.0)
+        {
+            return Err(bad_field(field, x, "a finite number, 0 or more"));
+        }
+    }
+    Ok(())
+}
+
+/// The decision of a job and its owner, from memory if open, else from the store.
+async fn decision_of(shared: &Arc<Shared>, job_id: u64) -> Result<(u32, Decision), ErrorReply> {
+    let job = stored_job(shared, job_id, "is not open: open it first").await?;
+    Ok((job.uid, job.decision))
+}
+
+/// A job as the store has it, or "job ID `missing`" as a not-found reply.
+async fn stored_job(
+    shared: &Arc<Shared>,
+    job_id: u64,
+    missing: &str,
+) -> Result<JobRecord, ErrorReply> {
+    let job = shared
+        .store
+        .read(move |s| s.job(job_id))
+        .await
+        .map_err(store_error)?;
+    job.ok_or_else(|| ErrorReply::new(ErrorCode::NotFound, format!("job {job_id} {missing}")))
+}

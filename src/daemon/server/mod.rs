@@ -1,0 +1,266 @@
+//! greenupd's server: starting and stopping, the shared state, and SIGHUP reloads.
+//!
+//! One module per job: [`listen`] accepts connections and limits them, [`handlers`]
+//! parses and answers requests, [`jobs`] opens and closes jobs with the ledger,
+//! [`refine`] schedules profile refinement, [`reclaim`] takes back the reservations
+//! of vanished jobs, [`metrics`] serves the Prometheus page.
+
+mod handlers;
+mod jobs;
+mod listen;
+mod metrics;
+mod reclaim;
+mod refine;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::Semaphore;
+
+use super::auth::Roles;
+use super::decide::Decider;
+use super::ledger::Ledger;
+use super::munge::Munge;
+use super::protocol::{ErrorCode, ErrorReply};
+use super::store_thread::StoreHandle;
+use crate::site::Site;
+use crate::store::sqlite::Checkpointer;
+use crate::store::{SqliteStore, StoreError};
+use jobs::{Pending, Recent};
+use metrics::MetricsListener;
+
+/// Reads a site config file (greenupd passes `greenup::site::load`).
+pub type SiteLoader = Arc<dyn Fn(&Path) -> Result<Site, String> + Send + Sync>;
+
+/// How greenupd runs, beyond the site config.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The site config file.
+    pub config: PathBuf,
+    /// The most connections served at once; more get a `busy` reply.
+    pub max_connections: usize,
+    /// How long a client may take to send a whole line.
+    pub idle_timeout: Duration,
+    /// How often open jobs are checked for vanishing or expiry.
+    pub reclaim_every: Duration,
+    /// Ask Slurm (`squeue`) whether open jobs still exist.
+    pub slurm_check: bool,
+    /// Jobs younger than this are never reclaimed for missing from Slurm.
+    pub min_age_s: i64,
+    /// Where greenupd finds Slurm's commands (squeue, scontrol, sacct); `None`: its PATH.
+    pub slurm_bin_dir: Option<PathBuf>,
+}
+
+impl Options {
+    /// Defaults for `config`.
+    pub fn new(config: PathBuf) -> Options {
+        Options {
+            config,
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(10),
+            reclaim_every: Duration::from_secs(60),
+            slurm_check: true,
+            min_age_s: 120,
+            slurm_bin_dir: None,
+        }
+    }
+}
+
+/// A loaded site config with everything derived from it.
+pub(super) struct Ctx {
+    pub(super) site: Site,
+    pub(super) roles: Roles,
+    pub(super) decider: Decider,
+}
+
+fn build_ctx(site: Site) -> Result<Ctx, String> {
+    let (roles, warnings) = Roles::from_site(&site);
+    for w in warnings {
+        tracing::warn!("{}: {w}", site.path.display());
+    }
+    let decider = Decider::new(&site)?;
+    Ok(Ctx {
+        site,
+        roles,
+        decider,
+    })
+}
+
+/// How often the write-ahead log is copied into the database, beside the writer.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+struct Shared {
+    opts: Options,
+    loader: SiteLoader,
+    ctx: RwLock<Arc<Ctx>>,
+    ledger: Mutex<Ledger>,
+    deciding: Mutex<HashMap<u64, Pending>>,
+    recent: Mutex<Recent>,
+    store: StoreHandle,
+    munge: Option<Munge>,
+    started: Instant,
+    connections: AtomicU64,
+    /// Held while a profile is refined, so two closes never number a version alike.
+    refining: tokio::sync::Mutex<()>,
+    /// Applications with a refinement waiting for `refining`.
+    refine_waiting: Mutex<std::collections::HashSet<String>>,
+    /// When each application's last refinement ended.
+    refined_at: Mutex<HashMap<String, Instant>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn store_error(e: StoreError) -> ErrorReply {
+    match e {
+        StoreError::NoSuchJob(id) => ErrorReply::new(
+            ErrorCode::NotFound,
+            format!("job {id} is not known to greenupd"),
+        ),
+        other => ErrorReply::new(ErrorCode::StoreFailed, other.to_string()),
+    }
+}
+
+/// Check a site config the way greenupd would load it; returns the warnings.
+pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, String> {
+    let site = loader(path)?;
+    let (_, warnings) = Roles::from_site(&site);
+    Decider::new(&site)?;
+    Ok(warnings)
+}
+
+/// Run greenupd until SIGTERM or SIGINT.
+pub async fn serve(opts: Options, loader: SiteLoader) -> Result<(), String> {
+    serve_until(opts, loader, std::future::pending()).await
+}
+
+/// Run greenupd until SIGTERM, SIGINT, or `stop` completes.
+pub async fn serve_until(
+    opts: Options,
+    loader: SiteLoader,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let site = loader(&opts.config)?;
+    let listen = site.daemon.listen.clone();
+    let socket = site.daemon.socket.clone();
+    let store_path = site.daemon.store.clone();
+    let metrics_listen = site.daemon.metrics_listen.clone();
+    let ctx = build_ctx(site)?;
+
+    let mut store = SqliteStore::open(&store_path).map_err(|e| e.to_string())?;
+    let reservations = crate::store::Store::reservations(&mut store).map_err(|e| e.to_string())?;
+    let mut ledger = Ledger::new(&ctx.site);
+    ledger.rebuild(&reservations);
+    tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
+    let (store, store_thread) = StoreHandle::spawn(Box::new(store)).map_err(|e| e.to_string())?;
+    // A store that cannot be written (read-only) needs no checkpoints; it still serves reads.
+    let checkpointer = Checkpointer::start(&store_path, CHECKPOINT_EVERY)
+        .inspect_err(|e| tracing::warn!(error = %e, "no background checkpoints"))
+        .ok();
+
+    let munge = match Munge::load() {
+        Ok(m) => Some(m),
+        Err(e) => {
+            tracing::error!("{e}; TCP requests will be refused");
+            None
+        }
+    };
+
+    let tcp = TcpListener::bind(&listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    if socket.exists() {
+        let _ = std::fs::remove_file(&socket);
+    }
+    let unix = UnixListener::bind(&socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    // Any local user may connect; SO_PEERCRED says who they are.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
+    }
+    tracing::info!(tcp = %listen, unix = %socket.display(), "greenupd listening");
+
+    let shared = Arc::new(Shared {
+        opts: opts.clone(),
+        loader,
+        ctx: RwLock::new(Arc::new(ctx)),
+        ledger: Mutex::new(ledger),
+        deciding: Mutex::new(HashMap::new()),
+        recent: Mutex::new(Recent::default()),
+        store,
+        munge,
+        started: Instant::now(),
+        connections: AtomicU64::new(0),
+        refining: tokio::sync::Mutex::new(()),
+        refine_waiting: Mutex::new(Default::default()),
+        refined_at: Mutex::new(HashMap::new()),
+    });
+    let mut metrics = MetricsListener::default();
+    metrics.follow(&shared, metrics_listen.as_deref()).await?;
+    let limit = Arc::new(Semaphore::new(opts.max_connections));
+
+    let tcp_task = tokio::spawn(listen::accept_tcp(shared.clone(), tcp, limit.clone()));
+    let unix_task = tokio::spawn(listen::accept_unix(shared.clone(), unix, limit.clone()));
+    let reclaim_task = tokio::spawn(reclaim::reclaim_loop(shared.clone()));
+
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => {
+                reload(&shared);
+                let want = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).site.daemon.metrics_listen.clone();
+                if let Err(e) = metrics.follow(&shared, want.as_deref()).await {
+                    tracing::error!("{e}; metrics stay where they were");
+                }
+            }
+        }
+    }
+    tracing::info!("stopping: no new connections; finishing requests in flight");
+    tcp_task.abort();
+    unix_task.abort();
+    reclaim_task.abort();
+    metrics.stop();
+    let all = u32::try_from(opts.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(5), limit.acquire_many(all)).await;
+    let _ = std::fs::remove_file(&socket);
+    drop(shared);
+    // The store thread ends once the last handle is gone, after its last commit.
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = store_thread.join();
+        drop(checkpointer);
+    })
+    .await;
+    tracing::info!("greenupd stopped");
+    Ok(())
+}
+
+fn reload(shared: &Arc<Shared>) {
+    let path = shared.opts.config.clone();
+    match (shared.loader)(&path).and_then(build_ctx) {
+        Ok(ctx) => {
+            let old = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+            if old.site.daemon.listen != ctx.site.daemon.listen
+                || old.site.daemon.socket != ctx.site.daemon.socket
+            {
+                tracing::warn!("listen addresses and the store path change only on restart");
+            }
+            lock(&shared.ledger).set_caps(&ctx.site);
+            *shared.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
+            tracing::info!(config = %path.display(), "config reloaded");
+        }
+        Err(e) => tracing::error!("config not reloaded, keeping the old one: {e}"),
+    }
+}
