@@ -14,6 +14,7 @@ pub mod plan;
 pub mod policy;
 pub mod profile;
 pub mod site;
+pub mod slurm;
 pub mod units;
 
 pub mod dvfs;

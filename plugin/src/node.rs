@@ -15,6 +15,7 @@ use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
 use greenup::meter::Energy;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, Site};
+use greenup::slurm::time_limit;
 
 use crate::args::Args;
 use crate::end::{self, End};
@@ -55,11 +56,24 @@ pub struct JobEnv {
     pub options: Checked,
     /// The batch script's `exit:signal` as the epilog's environment gives it.
     pub exit: Option<(u32, u32)>,
+    /// The job's time limit in seconds, where Slurm puts it in the prolog's environment
+    /// (23.02 and later); otherwise greenupd asks slurmctld.
+    pub time_limit_s: Option<f64>,
 }
 
 impl JobEnv {
-    /// Read the job from variables looked up by `get`.
+    /// Read the job from variables looked up by `get`, as the Slurm this plugin was
+    /// built for sets them.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, String> {
+        JobEnv::from_slurm_vars(get, crate::SLURM_PLUGIN_VERSION)
+    }
+
+    /// Read the job from variables looked up by `get`, as Slurm release `slurm_version`
+    /// (`SLURM_VERSION_NUMBER`) sets them.
+    pub fn from_slurm_vars(
+        get: impl Fn(&str) -> Option<String>,
+        slurm_version: u32,
+    ) -> Result<JobEnv, String> {
         let num = |k: &str| {
             get(k)
                 .and_then(|v| v.parse::<u32>().ok())
@@ -81,6 +95,8 @@ impl JobEnv {
             cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
             options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
             exit: end::exit_from_env(&get),
+            time_limit_s: time_limit::from_prolog_env(&get, slurm_version)
+                .and_then(|l| l.seconds()),
         })
     }
 
@@ -177,6 +193,27 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
     total > 0 && held as usize >= total
 }
 
+/// What the prolog asks greenupd for `job` under `policy`.
+pub fn open_request(job: &JobEnv, policy: String) -> OpenJob {
+    OpenJob {
+        job_id: u64::from(job.job_id),
+        uid: job.uid,
+        user: job.user.clone(),
+        partition: job.partition.clone(),
+        nodes: job.nodes.clone(),
+        // Without --energy-min-nodes the plan uses every allocated node: a job that asked
+        // for N nodes may count on them.
+        min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
+        // None where Slurm does not tell the prolog: greenupd then asks slurmctld, once.
+        time_limit_s: job.time_limit_s,
+        policy: Some(policy),
+        profile: job.options.profile.clone(),
+        energy_cap_j: job.options.energy_cap_j,
+        power_cap_w: job.options.power_cap_w,
+        algorithm: None,
+    }
+}
+
 /// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
 pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
@@ -192,22 +229,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     if policy.is_empty() || policy == "none" {
         return;
     }
-    let request = OpenJob {
-        job_id: u64::from(job.job_id),
-        uid: job.uid,
-        user: job.user.clone(),
-        partition: job.partition.clone(),
-        nodes: job.nodes.clone(),
-        // Without --energy-min-nodes the plan uses every allocated node: a job that asked
-        // for N nodes may count on them.
-        min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
-        time_limit_s: None,
-        policy: Some(policy),
-        profile: job.options.profile.clone(),
-        energy_cap_j: job.options.energy_cap_j,
-        power_cap_w: job.options.power_cap_w,
-        algorithm: None,
-    };
+    let request = open_request(job, policy);
     let asked = std::time::Instant::now();
     let mut client = None;
     let decision = connect(&site).and_then(|mut c| {
@@ -696,6 +718,28 @@ mod tests {
     }
 
     #[test]
+    fn the_request_carries_the_time_limit_where_slurm_gives_it_to_the_prolog() {
+        // Slurm 23.02 and later: the job credential's start and end time, 11 minutes apart.
+        let vars: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "17"),
+            ("SLURM_JOB_UID", "1001"),
+            ("SLURMD_NODENAME", "n1"),
+            ("SLURM_JOB_START_TIME", "1795000000"),
+            ("SLURM_JOB_END_TIME", "1795000660"),
+        ]
+        .into_iter()
+        .collect();
+        let get = |k: &str| vars.get(k).map(|v| v.to_string());
+        let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
+        let req = open_request(&job, "min-energy".into());
+        assert_eq!(req.time_limit_s, Some(660.0));
+        // Slurm 22.05 sets neither variable: one there came from elsewhere (the user's
+        // own job environment) and is ignored; greenupd asks slurmctld instead.
+        let job = JobEnv::from_slurm_vars(get, 0x16_05_08).unwrap();
+        assert_eq!(open_request(&job, "min-energy".into()).time_limit_s, None);
+    }
+
+    #[test]
     fn whole_node_means_every_cpu_in_the_tree() {
         let t = tempfile::tempdir().unwrap();
         for i in 0..4 {
@@ -715,6 +759,7 @@ mod tests {
             cpus_per_node: Some("4,2".into()),
             options: Checked::default(),
             exit: None,
+            time_limit_s: None,
         };
         assert!(!holds_whole_node(&job, t.path()));
         job.cpus_per_node = Some("4(x2)".into());

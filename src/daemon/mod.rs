@@ -22,3 +22,5 @@ pub mod plan_cache;
 pub mod server;
 #[cfg(feature = "daemon")]
 pub mod store_thread;
+#[cfg(feature = "daemon")]
+pub mod time_limit;

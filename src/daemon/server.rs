@@ -795,9 +795,12 @@ async fn decide_and_store(
     ctx: Arc<Ctx>,
     req: OpenJob,
 ) -> Result<Decision, ErrorReply> {
+    let req = super::time_limit::complete(req, shared.opts.slurm_check).await;
     let at = now();
     let job_id = req.job_id;
-    let limit_s = req.time_limit_s.unwrap_or(30.0 * 86_400.0);
+    let limit_s = req
+        .time_limit_s
+        .unwrap_or(super::time_limit::UNLIMITED_HOLD_S);
     let expires_at = at
         .saturating_add(limit_s as i64)
         .saturating_add(ctx.site.daemon.grace_s as i64);
@@ -1002,18 +1005,17 @@ async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Option<String
     }
 }
 
+/// How long reclaim waits for squeue; past it, reclaim goes by time limits alone.
+const SQUEUE_BOUND: Duration = Duration::from_secs(20);
+
 /// Job ids Slurm still knows, or `None` if Slurm could not be asked.
 fn slurm_jobs() -> Option<std::collections::HashSet<u64>> {
-    let out = std::process::Command::new("squeue")
-        .args(["-h", "-o", "%A %T", "-t", "all"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
+    let mut squeue = std::process::Command::new("squeue");
+    squeue.args(["-h", "-o", "%A %T", "-t", "all"]);
+    let out = crate::slurm::command::stdout_of(&mut squeue, SQUEUE_BOUND)
+        .inspect_err(|e| tracing::warn!(error = %e, "reclaim cannot ask Slurm"))
         .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(live_jobs(&String::from_utf8_lossy(&out.stdout)))
+    Some(live_jobs(&out))
 }
 
 /// Job ids in `squeue -o "%A %T"` output that still hold or will hold nodes. A job
