@@ -9,6 +9,7 @@
 pub mod hostlist;
 pub mod input;
 pub mod model;
+pub mod names;
 pub mod optimize;
 pub mod plan;
 pub mod policy;

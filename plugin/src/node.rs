@@ -3,7 +3,7 @@
 //! measure and report. Every failure is logged and the job runs unchanged; nothing
 //! here fails the prolog, so greenup never drains a node.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use greenup::daemon::client::{Client, Endpoint};
@@ -12,6 +12,7 @@ use greenup::daemon::protocol::{
 };
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::dvfs::run_dir::JobDir;
 use greenup::meter::Energy;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, Site};
@@ -137,32 +138,12 @@ pub fn node_paths(args: &Args, site: &NodeConfig, node: &str) -> NodePaths {
     }
 }
 
-/// The file holding a warning for the job's owner, printed once by the job's first step here.
-pub fn warning_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{node}.warning"))
-}
-
-/// The file holding the job's decision as this node received it.
-pub fn decision_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{node}.decision.json"))
-}
-
 fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
     let line = format!("greenup: job {} on {}: {message}", job.job_id, job.node);
     log(Level::Warning, &line);
-    let file = warning_path(run_dir, job.job_id, &job.node);
-    if let Some(dir) = file.parent() {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir);
-    }
-    let _ = greenup::input::write_atomic(&file, format!("{line}\n").as_bytes());
+    let dir = JobDir::new(run_dir, job.job_id);
+    let _ = dir.create();
+    let _ = greenup::input::write_atomic(&dir.warning(&job.node), format!("{line}\n").as_bytes());
 }
 
 /// How long the plugin waits for greenupd in each call: the site's `daemon.timeout_ms`,
@@ -241,15 +222,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let khz = match &decision {
         Ok(d) => {
             if let Ok(json) = serde_json::to_vec(d) {
-                let file = decision_path(&paths.run_dir, job.job_id, &job.node);
-                if let Some(dir) = file.parent() {
-                    use std::os::unix::fs::DirBuilderExt;
-                    let _ = std::fs::DirBuilder::new()
-                        .recursive(true)
-                        .mode(0o700)
-                        .create(dir);
-                }
-                let _ = greenup::input::write_atomic(&file, &json);
+                let dir = JobDir::new(&paths.run_dir, job.job_id);
+                let _ = dir.create();
+                let _ = greenup::input::write_atomic(&dir.decision(&job.node), &json);
             }
             if d.verdict == Verdict::Refused {
                 warn(
@@ -337,7 +312,7 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
         paths.sysfs_root.as_os_str(),
     ];
     // A job over within a second cannot wrap a counter twice: it never starts the meter.
-    let record = greenup::dvfs::state::path(&paths.run_dir, job.job_id, &job.node);
+    let record = JobDir::new(&paths.run_dir, job.job_id).record(&job.node);
     let delay = greenup::meter::tally::SHORTEST_WAIT;
     if let Err(e) = crate::command::start_later(bin, &argv, delay, &record) {
         log(
@@ -435,7 +410,7 @@ fn write_report(job: &JobEnv, line: &str, log: Log) {
 
 /// The part of a decision a node needs after the prolog, read back from its file.
 pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decision> {
-    let bytes = std::fs::read(decision_path(run_dir, job_id, node)).ok()?;
+    let bytes = std::fs::read(JobDir::new(run_dir, job_id).decision(node)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -615,19 +590,9 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let paths = node_paths(args, &site, &job.node);
     let mut outcomes = Vec::new();
     // The node's own record, then any step records a crashed step left behind.
+    let dir = JobDir::new(&paths.run_dir, job.job_id);
     let mut keys = vec![job.node.clone()];
-    if let Ok(entries) = std::fs::read_dir(paths.run_dir.join(job.job_id.to_string())) {
-        let prefix = format!("{}.step", job.node);
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(key) = name
-                .strip_suffix(".json")
-                .filter(|k| k.starts_with(&prefix))
-            {
-                keys.push(key.to_string());
-            }
-        }
-    }
+    keys.extend(dir.step_keys(&job.node));
     for key in &keys {
         match dvfs_job::end(&paths, job.job_id, key) {
             Ok(Some(o)) => {
@@ -659,18 +624,13 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
         report_end(&site, job, &outcomes, log);
     }
     for f in [
-        warning_path(&paths.run_dir, job.job_id, &job.node),
-        decision_path(&paths.run_dir, job.job_id, &job.node),
+        dir.warning(&job.node),
+        dir.decision(&job.node),
+        dir.warned(&job.node),
     ] {
         let _ = std::fs::remove_file(f);
     }
-    let _ = std::fs::remove_file(
-        paths
-            .run_dir
-            .join(job.job_id.to_string())
-            .join(format!("{}.warned", job.node)),
-    );
-    let _ = std::fs::remove_dir(paths.run_dir.join(job.job_id.to_string()));
+    dir.remove_if_empty();
     if decided {
         log(
             Level::Info,

@@ -137,7 +137,7 @@ impl Greenup {
         let Some(site) = self.site(&args).cloned() else {
             return Ok(());
         };
-        if !site.dvfs.run_dir.join(info.job_id.to_string()).exists() {
+        if !greenup::dvfs::run_dir::JobDir::new(&site.dvfs.run_dir, info.job_id).exists() {
             return Ok(());
         }
         let warning = step::take_warning(&site.dvfs.run_dir, &info);
