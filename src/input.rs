@@ -91,6 +91,18 @@ impl InputError {
         )
     }
 
+    /// This error without anything quoted from the file: its position and key only.
+    pub fn withheld(self) -> InputError {
+        InputError {
+            origin: self.origin,
+            key: self.key,
+            value: None,
+            expected: "not valid (details withheld: not every user may read this file; \
+                       check it with greenup as a user who can)"
+                .into(),
+        }
+    }
+
     /// The message without the origin.
     pub fn message(&self) -> String {
         match (&self.key, &self.value) {
@@ -128,15 +140,75 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Read and parse a YAML file into `T`.
+/// Read and parse a YAML file into `T` (see [`check_file`] for what errors may show).
 pub fn load_yaml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InputError> {
+    check_file(path, "file", |text| parse_yaml(path, text))
+}
+
+/// Read the file at `path` (`what` names it in a read error) and check its text with
+/// `check`. greenupd and the plugin's prolog run as root or SlurmUser, and their errors
+/// reach users (a job's stderr): when the file is not readable by every user, an error
+/// keeps its position and key but never the file's content.
+pub fn check_file<T>(
+    path: &Path,
+    what: &str,
+    check: impl FnOnce(&str) -> Result<T, InputError>,
+) -> Result<T, InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         InputError::bare(
             Origin::Path(path.to_path_buf()),
-            format!("cannot read file: {e}"),
+            format!("cannot read {what}: {e}"),
         )
     })?;
-    parse_yaml(path, &text)
+    check(&text).map_err(|e| {
+        if readable_by_all(path) {
+            e
+        } else {
+            e.withheld()
+        }
+    })
+}
+
+/// Whether every user may read `path`: the file is world-readable and every directory
+/// above it world-searchable.
+pub fn readable_by_all(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode());
+    if !mode(&real).is_ok_and(|m| m & 0o004 != 0) {
+        return false;
+    }
+    real.ancestors()
+        .skip(1)
+        .all(|d| mode(d).is_ok_and(|m| m & 0o001 != 0))
+}
+
+/// `file` with every link resolved, when it lies inside `dir` (links resolved too); an
+/// error naming both when it does not exist or resolves elsewhere. Files that admins put
+/// in a directory of theirs are read as root: a link out of it (to /etc/shadow, say)
+/// is refused rather than followed.
+pub fn inside(dir: &Path, file: &Path) -> Result<PathBuf, InputError> {
+    let origin = || Origin::Path(file.to_path_buf());
+    let real_dir = std::fs::canonicalize(dir).map_err(|e| {
+        InputError::bare(
+            Origin::Path(dir.to_path_buf()),
+            format!("cannot read directory: {e}"),
+        )
+    })?;
+    let real = std::fs::canonicalize(file)
+        .map_err(|e| InputError::bare(origin(), format!("cannot read file: {e}")))?;
+    if !real.starts_with(&real_dir) || real == real_dir {
+        return Err(InputError::bare(
+            origin(),
+            format!(
+                "resolves outside {}: refused (expected a file in that directory, or a link to one there)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(real)
 }
 
 /// serde-saphyr's messages can carry a caret snippet and repeat the position

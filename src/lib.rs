@@ -9,12 +9,14 @@
 pub mod hostlist;
 pub mod input;
 pub mod model;
+pub mod names;
 pub mod optimize;
 pub mod plan;
 pub mod policy;
 pub mod profile;
 pub mod record;
 pub mod site;
+pub mod slurm;
 pub mod units;
 
 pub mod dvfs;

@@ -104,8 +104,11 @@ pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> Option
 /// Ask slurmctld about `job_id` with `scontrol -o show job`, waiting at most `limit`.
 /// `None` when it cannot be asked.
 pub fn ask_slurmctld(job_id: u32, limit: Duration) -> Option<CtldView> {
-    let id = job_id.to_string();
-    crate::command::run("scontrol", &["-o", "show", "job", &id], limit).map(|t| parse_scontrol(&t))
+    let mut cmd = std::process::Command::new("scontrol");
+    cmd.args(["-o", "show", "job", &job_id.to_string()]);
+    greenup::slurm::command::stdout_of(&mut cmd, limit)
+        .ok()
+        .map(|t| parse_scontrol(&t))
 }
 
 #[cfg(test)]

@@ -17,3 +17,5 @@ pub mod step;
 
 #[cfg(not(test))]
 mod spank;
+
+include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));

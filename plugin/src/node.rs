@@ -3,7 +3,7 @@
 //! measure and report. Every failure is logged and the job runs unchanged; nothing
 //! here fails the prolog, so greenup never drains a node.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use greenup::daemon::client::{Client, Endpoint};
@@ -12,9 +12,11 @@ use greenup::daemon::protocol::{
 };
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::dvfs::run_dir::JobDir;
 use greenup::meter::Energy;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, Site};
+use greenup::slurm::time_limit;
 
 use crate::args::Args;
 use crate::end;
@@ -56,11 +58,24 @@ pub struct JobEnv {
     pub options: Checked,
     /// The batch script's `exit:signal` as the epilog's environment gives it.
     pub exit: Option<(u32, u32)>,
+    /// The job's time limit in seconds, where Slurm puts it in the prolog's environment
+    /// (23.02 and later); otherwise greenupd asks slurmctld.
+    pub time_limit_s: Option<f64>,
 }
 
 impl JobEnv {
-    /// Read the job from variables looked up by `get`.
+    /// Read the job from variables looked up by `get`, as the Slurm this plugin was
+    /// built for sets them.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, String> {
+        JobEnv::from_slurm_vars(get, crate::SLURM_PLUGIN_VERSION)
+    }
+
+    /// Read the job from variables looked up by `get`, as Slurm release `slurm_version`
+    /// (`SLURM_VERSION_NUMBER`) sets them.
+    pub fn from_slurm_vars(
+        get: impl Fn(&str) -> Option<String>,
+        slurm_version: u32,
+    ) -> Result<JobEnv, String> {
         let num = |k: &str| {
             get(k)
                 .and_then(|v| v.parse::<u32>().ok())
@@ -82,6 +97,8 @@ impl JobEnv {
             cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
             options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
             exit: end::exit_from_env(&get),
+            time_limit_s: time_limit::from_prolog_env(&get, slurm_version)
+                .and_then(|l| l.seconds()),
         })
     }
 
@@ -122,32 +139,12 @@ pub fn node_paths(args: &Args, site: &NodeConfig, node: &str) -> NodePaths {
     }
 }
 
-/// The file holding a warning for the job's owner, printed once by the job's first step here.
-pub fn warning_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{node}.warning"))
-}
-
-/// The file holding the job's decision as this node received it.
-pub fn decision_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{node}.decision.json"))
-}
-
 fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
     let line = format!("greenup: job {} on {}: {message}", job.job_id, job.node);
     log(Level::Warning, &line);
-    let file = warning_path(run_dir, job.job_id, &job.node);
-    if let Some(dir) = file.parent() {
-        use std::os::unix::fs::DirBuilderExt;
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir);
-    }
-    let _ = greenup::input::write_atomic(&file, format!("{line}\n").as_bytes());
+    let dir = JobDir::new(run_dir, job.job_id);
+    let _ = dir.create();
+    let _ = greenup::input::write_atomic(&dir.warning(&job.node), format!("{line}\n").as_bytes());
 }
 
 /// How long the plugin waits for greenupd in each call: the site's `daemon.timeout_ms`,
@@ -178,6 +175,27 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
     total > 0 && held as usize >= total
 }
 
+/// What the prolog asks greenupd for `job` under `policy`.
+pub fn open_request(job: &JobEnv, policy: String) -> OpenJob {
+    OpenJob {
+        job_id: u64::from(job.job_id),
+        uid: job.uid,
+        user: job.user.clone(),
+        partition: job.partition.clone(),
+        nodes: job.nodes.clone(),
+        // Without --energy-min-nodes the plan uses every allocated node: a job that asked
+        // for N nodes may count on them.
+        min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
+        // None where Slurm does not tell the prolog: greenupd then asks slurmctld, once.
+        time_limit_s: job.time_limit_s,
+        policy: Some(policy),
+        profile: job.options.profile.clone(),
+        energy_cap_j: job.options.energy_cap_j,
+        power_cap_w: job.options.power_cap_w,
+        algorithm: None,
+    }
+}
+
 /// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
 pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
@@ -193,22 +211,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     if policy.is_empty() || policy == "none" {
         return;
     }
-    let request = OpenJob {
-        job_id: u64::from(job.job_id),
-        uid: job.uid,
-        user: job.user.clone(),
-        partition: job.partition.clone(),
-        nodes: job.nodes.clone(),
-        // Without --energy-min-nodes the plan uses every allocated node: a job that asked
-        // for N nodes may count on them.
-        min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
-        time_limit_s: None,
-        policy: Some(policy),
-        profile: job.options.profile.clone(),
-        energy_cap_j: job.options.energy_cap_j,
-        power_cap_w: job.options.power_cap_w,
-        algorithm: None,
-    };
+    let request = open_request(job, policy);
     let asked = std::time::Instant::now();
     let mut client = None;
     let decision = connect(&site).and_then(|mut c| {
@@ -220,15 +223,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let khz = match &decision {
         Ok(d) => {
             if let Ok(json) = serde_json::to_vec(d) {
-                let file = decision_path(&paths.run_dir, job.job_id, &job.node);
-                if let Some(dir) = file.parent() {
-                    use std::os::unix::fs::DirBuilderExt;
-                    let _ = std::fs::DirBuilder::new()
-                        .recursive(true)
-                        .mode(0o700)
-                        .create(dir);
-                }
-                let _ = greenup::input::write_atomic(&file, &json);
+                let dir = JobDir::new(&paths.run_dir, job.job_id);
+                let _ = dir.create();
+                let _ = greenup::input::write_atomic(&dir.decision(&job.node), &json);
             }
             if d.verdict == Verdict::Refused {
                 warn(
@@ -316,7 +313,7 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
         paths.sysfs_root.as_os_str(),
     ];
     // A job over within a second cannot wrap a counter twice: it never starts the meter.
-    let record = greenup::dvfs::state::path(&paths.run_dir, job.job_id, &job.node);
+    let record = JobDir::new(&paths.run_dir, job.job_id).record(&job.node);
     let delay = greenup::meter::tally::SHORTEST_WAIT;
     if let Err(e) = crate::command::start_later(bin, &argv, delay, &record) {
         log(
@@ -414,7 +411,7 @@ fn write_report(job: &JobEnv, line: &str, log: Log) {
 
 /// The part of a decision a node needs after the prolog, read back from its file.
 pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decision> {
-    let bytes = std::fs::read(decision_path(run_dir, job_id, node)).ok()?;
+    let bytes = std::fs::read(JobDir::new(run_dir, job_id).decision(node)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -594,19 +591,9 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let paths = node_paths(args, &site, &job.node);
     let mut outcomes = Vec::new();
     // The node's own record, then any step records a crashed step left behind.
+    let dir = JobDir::new(&paths.run_dir, job.job_id);
     let mut keys = vec![job.node.clone()];
-    if let Ok(entries) = std::fs::read_dir(paths.run_dir.join(job.job_id.to_string())) {
-        let prefix = format!("{}.step", job.node);
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(key) = name
-                .strip_suffix(".json")
-                .filter(|k| k.starts_with(&prefix))
-            {
-                keys.push(key.to_string());
-            }
-        }
-    }
+    keys.extend(dir.step_keys(&job.node));
     for key in &keys {
         match dvfs_job::end(&paths, job.job_id, key) {
             Ok(Some(o)) => {
@@ -638,18 +625,13 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
         report_end(&site, job, &outcomes, log);
     }
     for f in [
-        warning_path(&paths.run_dir, job.job_id, &job.node),
-        decision_path(&paths.run_dir, job.job_id, &job.node),
+        dir.warning(&job.node),
+        dir.decision(&job.node),
+        dir.warned(&job.node),
     ] {
         let _ = std::fs::remove_file(f);
     }
-    let _ = std::fs::remove_file(
-        paths
-            .run_dir
-            .join(job.job_id.to_string())
-            .join(format!("{}.warned", job.node)),
-    );
-    let _ = std::fs::remove_dir(paths.run_dir.join(job.job_id.to_string()));
+    dir.remove_if_empty();
     if decided {
         log(
             Level::Info,
@@ -697,6 +679,28 @@ mod tests {
     }
 
     #[test]
+    fn the_request_carries_the_time_limit_where_slurm_gives_it_to_the_prolog() {
+        // Slurm 23.02 and later: the job credential's start and end time, 11 minutes apart.
+        let vars: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "17"),
+            ("SLURM_JOB_UID", "1001"),
+            ("SLURMD_NODENAME", "n1"),
+            ("SLURM_JOB_START_TIME", "1795000000"),
+            ("SLURM_JOB_END_TIME", "1795000660"),
+        ]
+        .into_iter()
+        .collect();
+        let get = |k: &str| vars.get(k).map(|v| v.to_string());
+        let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
+        let req = open_request(&job, "min-energy".into());
+        assert_eq!(req.time_limit_s, Some(660.0));
+        // Slurm 22.05 sets neither variable: one there came from elsewhere (the user's
+        // own job environment) and is ignored; greenupd asks slurmctld instead.
+        let job = JobEnv::from_slurm_vars(get, 0x16_05_08).unwrap();
+        assert_eq!(open_request(&job, "min-energy".into()).time_limit_s, None);
+    }
+
+    #[test]
     fn whole_node_means_every_cpu_in_the_tree() {
         let t = tempfile::tempdir().unwrap();
         for i in 0..4 {
@@ -716,6 +720,7 @@ mod tests {
             cpus_per_node: Some("4,2".into()),
             options: Checked::default(),
             exit: None,
+            time_limit_s: None,
         };
         assert!(!holds_whole_node(&job, t.path()));
         job.cpus_per_node = Some("4(x2)".into());

@@ -1,7 +1,7 @@
 //! The job options users give to sbatch, salloc and srun, how they are checked before
 //! anything is submitted, and how they travel to the nodes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use greenup::input::{InputError, Origin};
 use greenup::policy::PolicySet;
@@ -180,15 +180,14 @@ pub fn check_units(raw: &Raw) -> Result<Checked, InputError> {
         .map_err(|e| opt_err(OPT_POWER_CAP, e))?;
     for (opt, v) in [(OPT_POLICY, &raw.policy), (OPT_PROFILE, &raw.profile)] {
         if let Some(v) = v
-            && (v.is_empty()
-                || !v
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                || v.starts_with('.'))
+            && !greenup::names::is_name(v)
         {
             return Err(opt_err(
                 opt,
-                format!("invalid name '{v}': expected letters, digits, '-', '_' or '.'"),
+                format!(
+                    "invalid name '{v}': expected a name of {}",
+                    greenup::names::NAME_RULE
+                ),
             ));
         }
     }
@@ -220,11 +219,6 @@ pub fn check_units(raw: &Raw) -> Result<Checked, InputError> {
     })
 }
 
-/// The profile file for `name` in the site's profile directory.
-pub fn profile_path(site: &Site, name: &str) -> PathBuf {
-    site.profile_dir.join(format!("{name}.yaml"))
-}
-
 /// Check every option against the site: units, a known and allowed policy, a readable
 /// and valid profile, and caps within the site's limits.
 pub fn check(site: &Site, policies: &PolicySet, raw: &Raw) -> Result<Checked, InputError> {
@@ -250,9 +244,19 @@ pub fn check(site: &Site, policies: &PolicySet, raw: &Raw) -> Result<Checked, In
         }
     }
     if let Some(name) = &c.profile {
-        let path = profile_path(site, name);
-        Profile::load(&path)
-            .map_err(|e| opt_err(OPT_PROFILE, format!("profile '{name}' cannot be used: {e}")))?;
+        let origin = Origin::Option(format!("--{OPT_PROFILE}"));
+        let cannot = |e: InputError| {
+            let why = match e.origin {
+                Origin::Option(_) => e.message(),
+                _ => e.to_string(),
+            };
+            opt_err(
+                OPT_PROFILE,
+                format!("profile '{name}' cannot be used: {why}"),
+            )
+        };
+        let located = greenup::profile::locate::for_job(site, name, origin).map_err(cannot)?;
+        Profile::load(&located.path).map_err(cannot)?;
     }
     if let (Some(cap), Some(limit)) = (c.energy_cap_j, site.job_energy_limit_j)
         && cap > limit
@@ -291,6 +295,7 @@ pub fn check_with_config(config: &Path, raw: &Raw) -> Result<Checked, InputError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     /// The test cluster's site config, pointed at this repo's policies and test profiles.
     fn site() -> (tempfile::TempDir, PathBuf) {

@@ -11,9 +11,7 @@ use crate::node::{self, JobEnv, Level};
 use crate::options::{self, OPTIONS, Raw};
 use crate::step::{self, BATCH_STEP, StepInfo};
 
-include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
-
-SPANK_PLUGIN!(b"greenup", SLURM_PLUGIN_VERSION, Greenup);
+SPANK_PLUGIN!(b"greenup", crate::SLURM_PLUGIN_VERSION, Greenup);
 
 /// The plugin's state within one Slurm process.
 #[derive(Default)]
@@ -139,7 +137,7 @@ impl Greenup {
         let Some(site) = self.site(&args).cloned() else {
             return Ok(());
         };
-        if !site.dvfs.run_dir.join(info.job_id.to_string()).exists() {
+        if !greenup::dvfs::run_dir::JobDir::new(&site.dvfs.run_dir, info.job_id).exists() {
             return Ok(());
         }
         let warning = step::take_warning(&site.dvfs.run_dir, &info);
@@ -200,17 +198,14 @@ const SHRINK_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Give back the nodes the decision does not use, and fix the batch environment to match.
 fn shrink(spank: &mut SpankHandle, info: &StepInfo, keep: &str) {
-    let updated = crate::command::run(
-        "scontrol",
-        &[
-            "update",
-            &format!("JobId={}", info.job_id),
-            &format!("NodeList={keep}"),
-        ],
-        SHRINK_LIMIT,
-    );
-    match updated {
-        Some(_) => {
+    let mut cmd = std::process::Command::new("scontrol");
+    cmd.args([
+        "update".to_string(),
+        format!("JobId={}", info.job_id),
+        format!("NodeList={keep}"),
+    ]);
+    match greenup::slurm::command::stdout_of(&mut cmd, SHRINK_LIMIT) {
+        Ok(_) => {
             let count = greenup::hostlist::expand(keep)
                 .map(|v| v.len())
                 .unwrap_or(0)
@@ -228,10 +223,10 @@ fn shrink(spank: &mut SpankHandle, info: &StepInfo, keep: &str) {
                 &format!("greenup: job {}: shrunk to {keep} as decided", info.job_id),
             );
         }
-        _ => log(
+        Err(e) => log(
             Level::Warning,
             &format!(
-                "greenup: job {}: could not shrink to {keep}; all nodes stay",
+                "greenup: job {}: could not shrink to {keep}; all nodes stay: {e}",
                 info.job_id
             ),
         ),

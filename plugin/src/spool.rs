@@ -54,10 +54,7 @@ fn is_entry_name(name: &str) -> bool {
         .is_some_and(|(job, node)| {
             !job.is_empty()
                 && job.bytes().all(|b| b.is_ascii_digit())
-                && !node.is_empty()
-                && node
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                && greenup::names::is_node(node)
         })
 }
 

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::dvfs::run_dir::{self, JobDir};
 use greenup::dvfs::{state, sysfs};
 use greenup::hostlist;
 use greenup::site::Enforce;
@@ -28,11 +29,9 @@ pub struct StepInfo {
 
 /// The warning the prolog left for this job on this node, the first time a step asks.
 pub fn take_warning(run_dir: &Path, step: &StepInfo) -> Option<String> {
-    let text =
-        std::fs::read_to_string(node::warning_path(run_dir, step.job_id, &step.node)).ok()?;
-    let marker = run_dir
-        .join(step.job_id.to_string())
-        .join(format!("{}.warned", step.node));
+    let dir = JobDir::new(run_dir, step.job_id);
+    let text = std::fs::read_to_string(dir.warning(&step.node)).ok()?;
+    let marker = dir.warned(&step.node);
     // create_new: only one step of the job prints it, even when steps start together.
     std::fs::OpenOptions::new()
         .write(true)
@@ -44,7 +43,9 @@ pub fn take_warning(run_dir: &Path, step: &StepInfo) -> Option<String> {
 
 /// Under `enforce: strict`, fail the step when the prolog could not apply the decision.
 pub fn enforce(site: &NodeConfig, step: &StepInfo) -> Result<(), String> {
-    let failed = node::warning_path(&site.dvfs.run_dir, step.job_id, &step.node).exists();
+    let failed = JobDir::new(&site.dvfs.run_dir, step.job_id)
+        .warning(&step.node)
+        .exists();
     if failed && site.enforce == Enforce::Strict {
         return Err(format!(
             "greenup: job {}: greenup could not apply its decision and the site requires it",
@@ -67,7 +68,7 @@ pub fn shrink_target(site: &NodeConfig, step: &StepInfo, allocated: usize) -> Op
 
 /// The record key of one step's own cores on a shared node.
 pub fn step_key(step: &StepInfo) -> String {
-    format!("{}.step{}", step.node, step.step_id)
+    run_dir::step_key(&step.node, step.step_id)
 }
 
 /// On a shared node where the site allows per-core DVFS, set the decided frequency on

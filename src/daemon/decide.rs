@@ -16,7 +16,7 @@ use crate::model::Predictor;
 use crate::plan::{Plan, PlanRequest, plan_with};
 use crate::policy::{Policy, PolicySet};
 use crate::profile::Profile;
-use crate::profile::versions::{InUse, Versions};
+use crate::profile::locate;
 use crate::site::{DaemonLimits, OverBudget, Site};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -58,7 +58,6 @@ struct Loaded {
 /// (read on first use and again whenever the file changes).
 pub struct Decider {
     policies: PolicySet,
-    profile_dir: PathBuf,
     profiles: Mutex<HashMap<String, Arc<Loaded>>>,
 }
 
@@ -72,16 +71,6 @@ impl std::fmt::Debug for Decider {
 
 fn plan_failed(msg: impl Into<String>) -> ErrorReply {
     ErrorReply::new(ErrorCode::PlanFailed, msg)
-}
-
-/// Whether `name` is a plain profile name (no path separators, no leading dot).
-fn plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The smaller of two optional caps.
@@ -108,7 +97,6 @@ impl Decider {
         let policies = PolicySet::load(&site.policy_dirs).map_err(|e| e.to_string())?;
         Ok(Decider {
             policies,
-            profile_dir: site.profile_dir.clone(),
             profiles: Mutex::new(HashMap::new()),
         })
     }
@@ -125,22 +113,17 @@ impl Decider {
     /// The profile `name` with its predictor: the refined version in use (pinned, else
     /// newest) when one exists, else the admin's file; reloaded when that file changes.
     fn profile(&self, site: &Site, name: &str) -> Result<Arc<Loaded>, ErrorReply> {
-        if !plain_name(name) {
-            return Err(ErrorReply::new(
-                ErrorCode::BadRequest,
-                format!(
-                    "request field profile: invalid value '{name}': expected a profile name of letters, digits, '-', '_' and '.'"
-                ),
-            ));
+        let origin = crate::input::Origin::Request("profile".into());
+        if !crate::names::is_name(name) {
+            let e = locate::bad_name(name, origin);
+            return Err(ErrorReply::new(ErrorCode::BadRequest, e.to_string()));
         }
-        let path = match Versions::for_store(&site.daemon.store).in_use(name) {
-            Ok(InUse::Refined { path, .. }) => path,
-            Ok(InUse::Admin) => self.profile_dir.join(format!("{name}.yaml")),
-            Err(e) => {
-                tracing::warn!(profile = name, error = %e, "using the admin's profile file");
-                self.profile_dir.join(format!("{name}.yaml"))
-            }
-        };
+        let located =
+            locate::for_job(site, name, origin).map_err(|e| plan_failed(e.to_string()))?;
+        if let Some(e) = &located.versions_unread {
+            tracing::warn!(profile = name, error = %e, "using the admin's profile file");
+        }
+        let path = located.path;
         let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let mut cache = self.profiles.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = cache.get(name)

@@ -24,3 +24,5 @@ pub mod server;
 pub mod settle;
 #[cfg(feature = "daemon")]
 pub mod store_thread;
+#[cfg(feature = "daemon")]
+pub mod time_limit;

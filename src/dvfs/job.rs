@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cpufreq::{Applied, Cpufreq};
+use super::run_dir::JobDir;
 use super::{powercap, state};
 use crate::meter::{self, Energy, Tally};
 
@@ -139,9 +140,7 @@ pub fn begin(
 
 /// The file holding the running energy count of `key` for `job_id`, kept by [`sample`].
 pub fn tally_path(run_dir: &Path, job_id: u32, key: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{key}.meter.json"))
+    JobDir::new(run_dir, job_id).tally(key)
 }
 
 /// The job directory's lock, held while a reading is counted or the job is ended, so the
@@ -163,7 +162,7 @@ fn lock_job_dir(
     patience: Option<Duration>,
 ) -> std::io::Result<Option<DirLock>> {
     use std::os::fd::AsRawFd;
-    let dir = match std::fs::File::open(run_dir.join(job_id.to_string())) {
+    let dir = match std::fs::File::open(JobDir::new(run_dir, job_id).path()) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -312,21 +311,6 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
         note: rec.note,
         restore_error,
     }))
-}
-
-/// Job ids that still have a saved record for `key` under `run_dir` (e.g. after a
-/// slurmd crash skipped an epilog).
-pub fn pending_jobs(run_dir: &Path, key: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir(run_dir) else {
-        return Vec::new();
-    };
-    let mut jobs: Vec<u32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|j| state::path(run_dir, *j, key).exists())
-        .collect();
-    jobs.sort_unstable();
-    jobs
 }
 
 #[cfg(test)]
@@ -490,7 +474,10 @@ mod tests {
         );
         assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
         assert_eq!(read(&p, 2, "scaling_governor"), "userspace");
-        assert_eq!(pending_jobs(&p.run_dir, "n1"), vec![10]);
+        assert_eq!(
+            crate::dvfs::run_dir::jobs_with_record(&p.run_dir, "n1"),
+            vec![10]
+        );
         end(&p, 9, "n1.step0").unwrap();
         assert_eq!(read(&p, 2, "scaling_governor"), "ondemand");
     }

@@ -4,6 +4,7 @@
 pub mod cpufreq;
 pub mod job;
 pub mod powercap;
+pub mod run_dir;
 pub mod state;
 pub mod sysfs;
 

@@ -1,6 +1,6 @@
-//! What a node saved at job start, kept under `run_dir/JOBID/KEY.json` so that the
-//! job's end (or a later retry) can restore exactly those settings. `run_dir` is on
-//! tmpfs (/run), so after a reboot nothing stale remains and the boot defaults hold.
+//! What a node saved at job start, kept in the job's directory ([`super::run_dir`]) so
+//! that the job's end (or a later retry) can restore exactly those settings. `run_dir` is
+//! on tmpfs (/run), so after a reboot nothing stale remains and the boot defaults hold.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cpufreq::{Applied, PolicySettings};
 use super::powercap::LimitSettings;
+use super::run_dir::JobDir;
 use crate::meter::Reading;
 
 /// Everything one node (or one step's cores) must restore and report.
@@ -33,21 +34,15 @@ pub struct NodeRecord {
 
 /// The file holding `key`'s record for `job_id` (key is the node name, or node.stepN).
 pub fn path(run_dir: &Path, job_id: u32, key: &str) -> PathBuf {
-    run_dir.join(job_id.to_string()).join(format!("{key}.json"))
+    JobDir::new(run_dir, job_id).record(key)
 }
 
 /// Save a record atomically; the job directory is created root-only.
 pub fn save(run_dir: &Path, key: &str, rec: &NodeRecord) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let file = path(run_dir, rec.job_id, key);
-    if let Some(dir) = file.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
+    let dir = JobDir::new(run_dir, rec.job_id);
+    dir.create()?;
     let json = serde_json::to_vec_pretty(rec).map_err(std::io::Error::other)?;
-    crate::input::write_atomic(&file, &json)
+    crate::input::write_atomic(&dir.record(key), &json)
 }
 
 /// Load `key`'s record for `job_id`; Ok(None) when there is none.
@@ -68,12 +63,9 @@ pub fn load_json<T: serde::de::DeserializeOwned>(file: &Path) -> std::io::Result
 
 /// Remove `key`'s record, and the job directory once it is empty.
 pub fn remove(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<()> {
-    let file = path(run_dir, job_id, key);
-    remove_if_present(&file)?;
-    if let Some(dir) = file.parent() {
-        // Fails harmlessly while other nodes or steps of the job still hold records.
-        let _ = std::fs::remove_dir(dir);
-    }
+    let dir = JobDir::new(run_dir, job_id);
+    remove_if_present(&dir.record(key))?;
+    dir.remove_if_empty();
     Ok(())
 }
 

@@ -66,13 +66,15 @@ impl PolicySet {
             let mut files: Vec<PathBuf> = read
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
-                    p.is_file()
+                    !p.is_dir()
                         && matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml"))
                 })
                 .collect();
             files.sort();
             let mut here: BTreeMap<String, PathBuf> = BTreeMap::new();
             for file in files {
+                // A link out of the directory is refused, not followed (nor skipped).
+                crate::input::inside(dir, &file)?;
                 let policy = Policy::load(&file)?;
                 if let Some(first) = here.get(&policy.name) {
                     return Err(InputError::new(
@@ -150,16 +152,15 @@ impl Policy {
     pub fn load(path: &Path) -> Result<Policy, InputError> {
         let raw: RawPolicy = load_yaml(path)?;
         let name = &raw.name.value;
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+        if !crate::names::is_name(name) {
             return Err(InputError::at(
                 path,
                 &raw.name,
                 "name",
-                "letters, digits, '-' and '_' only, e.g. min-energy",
+                format!(
+                    "a policy name of {}, e.g. min-energy",
+                    crate::names::NAME_RULE
+                ),
             ));
         }
         let objective = Objective::parse(&raw.objective.value).ok_or_else(|| {

@@ -7,6 +7,7 @@
 //! section and the site's node types into a [`Predictor`]. The format is
 //! documented in docs/profiles.md.
 
+pub mod locate;
 pub mod refine;
 pub mod versions;
 
@@ -437,8 +438,6 @@ fn allowed(vars: &[&str]) -> String {
     }
 }
 
-const NAME_RULE: &str = "a non-empty name of letters, digits, '-', '_' or '.'";
-
 /// Position of the first line of the file, for errors about the file as a whole.
 fn top(path: &Path) -> Origin {
     Origin::File {
@@ -451,46 +450,13 @@ fn top(path: &Path) -> Origin {
 impl Profile {
     /// Read and check a profile file.
     pub fn load(path: &Path) -> Result<Profile, InputError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            InputError::bare(
-                Origin::Path(path.to_path_buf()),
-                format!("cannot read profile: {e}"),
-            )
-        })?;
-        Profile::from_str(path, &text)
+        crate::input::check_file(path, "profile", |text| Profile::from_str(path, text))
     }
 
-    /// Load the profile called `name` from `dir` (`dir/NAME.yaml`). The name comes from a
-    /// user, so it may hold only letters, digits, '-', '_' and '.', and never start with '.';
-    /// `origin` names the option or request field it came from.
+    /// Load the admin's profile called `name` from `dir` (`dir/NAME.yaml`, see
+    /// [`locate::admin_file`]); `origin` names the option or request field it came from.
     pub fn find(dir: &Path, name: &str, origin: Origin) -> Result<Profile, InputError> {
-        let ok = !name.is_empty()
-            && !name.starts_with('.')
-            && name
-                .chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
-        if !ok {
-            return Err(InputError::new(
-                origin,
-                "profile",
-                name,
-                NAME_RULE.replace("'.'", "'.' (not first)"),
-            ));
-        }
-        let path = dir.join(format!("{name}.yaml"));
-        if !path.is_file() {
-            return Err(InputError::new(
-                origin,
-                "profile",
-                name,
-                format!(
-                    "the name of a profile in {} (no {} there)",
-                    dir.display(),
-                    path.display()
-                ),
-            ));
-        }
-        Profile::load(&path)
+        Profile::load(&locate::admin_file(dir, name, origin)?)
     }
 
     /// Check a profile given as text; `path` names it in errors.
@@ -502,13 +468,10 @@ impl Profile {
     /// Check a profile schema value (e.g. one built by refinement).
     pub fn from_file(path: &Path, file: ProfileFile) -> Result<Profile, InputError> {
         let c = Checker { path };
-        let name = c.text(&file.name, "name", NAME_RULE)?.to_string();
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
-        {
-            return Err(InputError::at(path, &file.name, "name", NAME_RULE));
+        let rule = format!("a profile name of {}", crate::names::NAME_RULE);
+        let name = c.text(&file.name, "name", &rule)?.to_string();
+        if !crate::names::is_name(&name) {
+            return Err(InputError::at(path, &file.name, "name", rule));
         }
         let version = c.number(&file.version, "version", "a whole number >= 1", |x| {
             x >= 1.0 && x.fract() == 0.0 && x < 9.0e15

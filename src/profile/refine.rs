@@ -26,7 +26,7 @@ use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::IsoEnergy;
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
-use crate::profile::versions::{Fit, InUse, Versions};
+use crate::profile::versions::{Fit, Versions};
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
 use crate::record::{RunState, SHORT_FRACTION, ran_far_shorter};
 use crate::site::Site;
@@ -669,14 +669,11 @@ pub fn refine_and_store(
     records: &[JobRecord],
 ) -> Result<Option<StoredVersion>, RefineError> {
     let versions = Versions::for_store(&site.daemon.store);
-    let admin_path = site.profile_dir.join(format!("{app}.yaml"));
     let to_model =
         |e: crate::input::InputError| RefineError::Model(ModelError::Config(e.to_string()));
-    let path = match versions.in_use(app).map_err(to_model)? {
-        InUse::Admin => admin_path,
-        InUse::Refined { path, .. } => path,
-    };
-    let profile = Profile::load(&path).map_err(to_model)?;
+    let origin = crate::input::Origin::Request("profile".into());
+    let located = super::locate::for_job(site, app, origin).map_err(to_model)?;
+    let profile = Profile::load(&located.path).map_err(to_model)?;
     let outcomes: Vec<Outcome> = records
         .iter()
         .filter(|r| r.decision.profile.as_deref() == Some(app))

@@ -44,15 +44,6 @@ fn io_err(path: &Path, e: std::io::Error) -> InputError {
     )
 }
 
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
 impl Versions {
     /// Versions under `root` (e.g. `/var/lib/greenup/profiles`).
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -69,14 +60,14 @@ impl Versions {
     }
 
     fn dir(&self, name: &str) -> Result<PathBuf, InputError> {
-        if valid_name(name) {
+        if crate::names::is_name(name) {
             Ok(self.root.join(name))
         } else {
             Err(InputError::new(
                 Origin::Option("NAME".into()),
                 "profile name",
                 name,
-                "letters, digits, '-', '_' and '.' only",
+                format!("a profile name of {}", crate::names::NAME_RULE),
             ))
         }
     }

@@ -6,12 +6,13 @@
 //! cluster without accounting at all, become [`SlurmEnergy`] values that say
 //! why there is no number, so no report ever shows "0 J" for "not measured".
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::slurm::command::{self, CommandError, last_line};
 
 /// How long `greenup report` waits for sacct before saying accounting did not answer.
 pub const SACCT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -115,16 +116,6 @@ fn is_final(state: &str) -> bool {
     )
 }
 
-/// The last line sacct wrote to stderr, for a one-line detail.
-fn last_line(stderr: &str) -> String {
-    let line = stderr
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or("no message");
-    line.chars().take(200).collect()
-}
-
 /// Translate what `sacct -n -P -X -j JOBID -o State,ConsumedEnergyRaw` printed.
 ///
 /// `success` is sacct's exit status. A heterogeneous job prints one line per
@@ -181,60 +172,21 @@ pub fn query(job_id: u64, timeout: Duration) -> SlurmEnergy {
 
 /// [`query`] with a given sacct program (tests use a stand-in).
 pub fn query_with(sacct: &Path, job_id: u64, timeout: Duration) -> SlurmEnergy {
-    let spawned = Command::new(sacct)
-        .args(["-n", "-P", "-X", "-j"])
-        .arg(job_id.to_string())
-        .args(["-o", "State,ConsumedEnergyRaw"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return SlurmEnergy::NoAccounting {
-                detail: format!("{} is not installed", sacct.display()),
-            };
-        }
-        Err(e) => {
-            return SlurmEnergy::Unreachable {
-                detail: format!("cannot run {}: {e}", sacct.display()),
-            };
-        }
-    };
     // sacct without a slurm.conf retries for a minute, and an unreachable slurmdbd can
-    // hang; poll so a report never waits longer than `timeout`. Its output for one job
-    // is a few bytes, far below a pipe's buffer, so reading after exit cannot block it.
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return SlurmEnergy::Unreachable {
-                    detail: format!("sacct gave no answer within {} s", timeout.as_secs_f64()),
-                };
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return SlurmEnergy::Unreachable {
-                    detail: format!("waiting for sacct: {e}"),
-                };
-            }
-        }
-    };
-    let mut out = String::new();
-    let mut err = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut out);
+    // hang: a report never waits longer than `timeout`.
+    let mut cmd = Command::new(sacct);
+    cmd.args(["-n", "-P", "-X", "-j"])
+        .arg(job_id.to_string())
+        .args(["-o", "State,ConsumedEnergyRaw"]);
+    match command::run(&mut cmd, timeout) {
+        Ok(f) => parse(f.status.success(), &f.stdout, &f.stderr),
+        Err(CommandError::NotFound { .. }) => SlurmEnergy::NoAccounting {
+            detail: format!("{} is not installed", sacct.display()),
+        },
+        Err(e) => SlurmEnergy::Unreachable {
+            detail: e.to_string(),
+        },
     }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut err);
-    }
-    parse(status.success(), &out, &err)
 }
 
 #[cfg(test)]
@@ -358,7 +310,10 @@ echo "bad args: $*" >&2; exit 2"#,
         let p = script(t.path(), "exec sleep 30");
         let e = query_with(&p, 1, Duration::from_millis(200));
         assert_eq!(e.status(), "unreachable");
-        assert!(e.reason().unwrap().contains("no answer within 0.2 s"));
+        assert!(
+            e.reason().unwrap().contains("no answer within 0.2 s"),
+            "{e:?}"
+        );
         let missing = t.path().join("no-such-sacct");
         assert_eq!(
             query_with(&missing, 1, SACCT_TIMEOUT).status(),

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
+use crate::names;
 use crate::{hostlist, units};
 
 /// Where Debian's Slurm packages keep configuration, and so where greenup looks first.
@@ -137,13 +138,7 @@ struct RawDvfs {
 /// Read and check the site config at `path`.
 pub fn load(path: impl AsRef<Path>) -> Result<Site, InputError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        InputError::bare(
-            Origin::Path(path.to_path_buf()),
-            format!("cannot read site config: {e}"),
-        )
-    })?;
-    parse(path, &text)
+    crate::input::check_file(path, "site config", |text| parse(path, text))
 }
 
 /// Check site config `text` that came from `path`; relative paths inside it are taken
@@ -310,6 +305,17 @@ impl Checker<'_> {
         let list = self.text(v, key, valid)?;
         let names = hostlist::expand(&list)
             .map_err(|e| self.err(v, key, &list, format!("{valid}; {e}")))?;
+        if let Some(bad) = names.iter().find(|n| !names::is_node(n)) {
+            return Err(self.err(
+                v,
+                key,
+                &list,
+                format!(
+                    "{valid}, each node name of {}; not {bad:?}",
+                    names::NODE_RULE
+                ),
+            ));
+        }
         Ok((list, names))
     }
 
@@ -364,12 +370,12 @@ impl Checker<'_> {
 
         let mut partitions = BTreeMap::new();
         for (name, p) in in_file_order(raw.partitions) {
-            if !valid_name(&name) {
+            if !names::is_name(&name) {
                 return Err(self.err(
                     &p,
                     "partitions",
                     &name,
-                    "a partition name of letters, digits, '-', '_' or '.'",
+                    format!("a partition name of {}", names::NAME_RULE),
                 ));
             }
             let key = format!("partitions.{name}.nodes");
@@ -403,21 +409,23 @@ impl Checker<'_> {
             .map(|v| self.energy(v, "job_energy_limit"))
             .transpose()?;
 
-        const POLICY: &str =
-            "policy names of letters, digits, '-', '_' or '.' (e.g. [min-energy, max-dist])";
+        let policy = format!(
+            "a list of policy names of {} (e.g. [min-energy, max-dist])",
+            names::NAME_RULE
+        );
         let allowed_policies = match &raw.allowed_policies {
-            Some(v) => self.texts(v, "allowed_policies", valid_name, POLICY)?,
+            Some(v) => self.texts(v, "allowed_policies", names::is_name, &policy)?,
             None => vec![],
         };
         let default_policy = match &raw.default_policy {
             Some(v) => {
                 let name = self.text(v, "default_policy", "a policy name, e.g. min-energy")?;
-                if !valid_name(&name) {
+                if !names::is_name(&name) {
                     return Err(self.err(
                         v,
                         "default_policy",
                         &name,
-                        "a policy name of letters, digits, '-', '_' or '.'",
+                        format!("a policy name of {}", names::NAME_RULE),
                     ));
                 }
                 if !allowed_policies.is_empty() && !allowed_policies.contains(&name) {
@@ -472,12 +480,12 @@ impl Checker<'_> {
     }
 
     fn node_type(&self, name: &str, t: Spanned<RawNodeType>) -> Result<NodeType, InputError> {
-        if !valid_name(name) {
+        if !names::is_name(name) {
             return Err(self.err(
                 &t,
                 "node_types",
                 name,
-                "a node type name of letters, digits, '-', '_' or '.'",
+                format!("a node type name of {}", names::NAME_RULE),
             ));
         }
         let t = t.value;
@@ -717,7 +725,7 @@ impl Checker<'_> {
         let slurm_user = match &d.slurm_user {
             Some(v) => {
                 let u = self.text(v, "daemon.slurm_user", "a user name, e.g. slurm")?;
-                if !valid_user(&u) {
+                if !names::is_user(&u) {
                     return Err(self.err(v, "daemon.slurm_user", &u, "a user name, e.g. slurm"));
                 }
                 u
@@ -728,7 +736,7 @@ impl Checker<'_> {
             Some(v) => self.texts(
                 v,
                 "daemon.admins",
-                valid_user,
+                names::is_user,
                 "a list of user names, e.g. [root, alice]",
             )?,
             None => vec![],
@@ -870,18 +878,4 @@ fn one_line(s: &str) -> String {
 /// Frequencies to the kHz, so that a range's `min + i * step` prints as written.
 fn round_ghz(f: f64) -> f64 {
     (f * 1e6).round() / 1e6
-}
-
-fn valid_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-fn valid_user(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 32
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '$'))
 }

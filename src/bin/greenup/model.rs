@@ -96,7 +96,7 @@ pub fn run(cmd: ModelCommand) -> Outcome {
 }
 
 fn ee(args: EeArgs) -> Outcome {
-    let path = profile_path(&args.profile, Path::new(greenup::site::DEFAULT_PROFILE_DIR));
+    let path = profile_path(&args.profile, Path::new(greenup::site::DEFAULT_PROFILE_DIR))?;
     let profile = Profile::load(&path)?;
     let Some(model) = profile.iso_energy() else {
         return Err(Failure::option(

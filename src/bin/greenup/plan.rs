@@ -101,13 +101,15 @@ fn time_arg(s: &str) -> Result<TimeLimit, String> {
     parse_time(s).map(TimeLimit)
 }
 
-/// A profile argument: a path if it names an existing file or looks like one, else a name in `dir`.
-pub fn profile_path(arg: &str, dir: &Path) -> PathBuf {
+/// A profile argument: a path if it names an existing file or looks like one, else the
+/// admin's profile of that name in `dir`.
+pub fn profile_path(arg: &str, dir: &Path) -> Result<PathBuf, greenup::input::InputError> {
     let p = Path::new(arg);
     if p.exists() || arg.contains('/') || arg.ends_with(".yaml") || arg.ends_with(".yml") {
-        p.to_path_buf()
+        Ok(p.to_path_buf())
     } else {
-        dir.join(format!("{arg}.yaml"))
+        let origin = greenup::input::Origin::Option("--profile".into());
+        greenup::profile::locate::admin_file(dir, arg, origin)
     }
 }
 
@@ -207,7 +209,7 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
             ),
         ));
     }
-    let profile = Profile::load(&profile_path(&args.profile, &site.profile_dir))?;
+    let profile = Profile::load(&profile_path(&args.profile, &site.profile_dir)?)?;
     let predictor = profile
         .predictor(site)
         .map_err(|e| Failure::Input(format!("profile {}: {e}", args.profile)))?;

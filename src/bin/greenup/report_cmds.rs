@@ -11,6 +11,7 @@ use greenup::daemon::protocol::{JobRecord, ListRecords};
 use greenup::input::write_atomic;
 use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
+use greenup::profile::locate::admin_file;
 use greenup::profile::refine::{check, outcome_from_record};
 use greenup::profile::versions::{InUse, Versions};
 use greenup::report::accounting::{self, SlurmEnergy};
@@ -148,6 +149,11 @@ fn connect(site: &Site) -> Result<Client, Failure> {
         .map_err(|e| Failure::Runtime(e.to_string()))
 }
 
+/// Where a profile named on the command line came from, for errors.
+fn profile_option() -> greenup::input::Origin {
+    greenup::input::Origin::Option("NAME".into())
+}
+
 /// The profile version a job's decision used, with its fit record.
 fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Confidence)> {
     let versions = Versions::for_store(&site.daemon.store);
@@ -164,7 +170,7 @@ fn profile_version(site: &Site, name: &str, version: u64) -> Option<(Profile, Co
             .unwrap_or_default();
         return Some((p, c));
     }
-    let admin = Profile::load(&site.profile_dir.join(format!("{name}.yaml"))).ok()?;
+    let admin = Profile::load(&admin_file(&site.profile_dir, name, profile_option()).ok()?).ok()?;
     (admin.version() == version || version == 0).then_some((admin, Confidence::default()))
 }
 
@@ -319,7 +325,8 @@ pub fn app(args: AppArgs) -> Outcome {
         .collect();
     let versions = Versions::for_store(&site.daemon.store);
     let pinned = versions.pinned(&args.name)?;
-    let admin_version = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))
+    let admin_version = admin_file(&site.profile_dir, &args.name, profile_option())
+        .and_then(|p| Profile::load(&p))
         .map(|p| p.version())
         .unwrap_or(1);
     let mut infos = vec![VersionInfo {
@@ -380,7 +387,11 @@ pub fn pin(args: PinArgs) -> Outcome {
         let v: u64 = args.version.parse().map_err(|_| {
             Failure::option("VERSION", &args.version, "a version number or 'latest'")
         })?;
-        let admin = Profile::load(&site.profile_dir.join(format!("{}.yaml", args.name)))?;
+        let admin = Profile::load(&admin_file(
+            &site.profile_dir,
+            &args.name,
+            profile_option(),
+        )?)?;
         versions.pin(&args.name, v, admin.version())?;
     }
     let now = match versions.in_use(&args.name)? {

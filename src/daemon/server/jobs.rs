@@ -80,9 +80,17 @@ async fn decide_and_store(
     ctx: Arc<Ctx>,
     req: OpenJob,
 ) -> Result<Decision, ErrorReply> {
+    let req = crate::daemon::time_limit::complete(
+        req,
+        shared.opts.slurm_check,
+        shared.opts.slurm_bin_dir.clone(),
+    )
+    .await;
     let at = now();
     let job_id = req.job_id;
-    let limit_s = req.time_limit_s.unwrap_or(30.0 * 86_400.0);
+    let limit_s = req
+        .time_limit_s
+        .unwrap_or(crate::daemon::time_limit::UNLIMITED_HOLD_S);
     let expires_at = at
         .saturating_add(limit_s as i64)
         .saturating_add(ctx.site.daemon.grace_s as i64);

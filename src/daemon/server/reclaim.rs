@@ -1,7 +1,9 @@
 //! Taking back the reservations of jobs that vanished from Slurm or outlived their
 //! time limit plus grace.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Shared;
 use super::jobs::close_job;
@@ -9,18 +11,17 @@ use super::lock;
 use crate::daemon::protocol::JobState;
 use crate::store::sqlite::now;
 
+/// How long reclaim waits for squeue; past it, reclaim goes by time limits alone.
+const SQUEUE_BOUND: Duration = Duration::from_secs(20);
+
 /// Job ids Slurm still knows, or `None` if Slurm could not be asked.
-fn slurm_jobs() -> Option<std::collections::HashSet<u64>> {
-    let out = std::process::Command::new("squeue")
-        .args(["-h", "-o", "%A %T", "-t", "all"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
+fn slurm_jobs(bin_dir: Option<&Path>) -> Option<std::collections::HashSet<u64>> {
+    let mut squeue = crate::slurm::command::slurm(bin_dir, "squeue");
+    squeue.args(["-h", "-o", "%A %T", "-t", "all"]);
+    let out = crate::slurm::command::stdout_of(&mut squeue, SQUEUE_BOUND)
+        .inspect_err(|e| tracing::warn!(error = %e, "reclaim cannot ask Slurm"))
         .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(live_jobs(&String::from_utf8_lossy(&out.stdout)))
+    Some(live_jobs(&out))
 }
 
 /// Job ids in `squeue -o "%A %T"` output that still hold or will hold nodes. A job
@@ -28,24 +29,15 @@ fn slurm_jobs() -> Option<std::collections::HashSet<u64>> {
 /// released its nodes, so its reservation is reclaimed without waiting for it to
 /// drop out of the list.
 fn live_jobs(squeue: &str) -> std::collections::HashSet<u64> {
-    const ENDED: [&str; 9] = [
-        "COMPLETED",
-        "CANCELLED",
-        "FAILED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "PREEMPTED",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "OUT_OF_MEMORY",
-    ];
     squeue
         .lines()
         .filter_map(|l| {
             let mut words = l.split_whitespace();
             let id = words.next()?.parse().ok()?;
             let state = words.next().unwrap_or("");
-            (!ENDED.contains(&state)).then_some(id)
+            crate::record::JobEnd::from_slurm_state(state)
+                .is_none()
+                .then_some(id)
         })
         .collect()
 }
@@ -66,7 +58,12 @@ async fn reclaim_once(shared: &Arc<Shared>) {
         (l.expired(t), l.opened_before(t - shared.opts.min_age_s))
     };
     if shared.opts.slurm_check && !candidates.is_empty() {
-        match tokio::task::spawn_blocking(slurm_jobs).await.ok().flatten() {
+        let bin = shared.opts.slurm_bin_dir.clone();
+        match tokio::task::spawn_blocking(move || slurm_jobs(bin.as_deref()))
+            .await
+            .ok()
+            .flatten()
+        {
             Some(alive) => gone.extend(candidates.into_iter().filter(|id| !alive.contains(id))),
             None => tracing::debug!("squeue unavailable; reclaiming by time limit only"),
         }

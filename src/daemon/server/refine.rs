@@ -1,8 +1,7 @@
 //! Refining a profile after its jobs close: at most one waiting per application,
 //! at most one a second, one at a time.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -66,30 +65,11 @@ const SLURM_LIMIT: Duration = Duration::from_secs(10);
 
 /// A Slurm command's standard output, or `None` when it failed or ran past [`SLURM_LIMIT`].
 fn slurm_output(bin: Option<&Path>, prog: &str, args: &[&str]) -> Option<String> {
-    let path = bin.map_or_else(|| PathBuf::from(prog), |d| d.join(prog));
-    let mut child = std::process::Command::new(path)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = Instant::now() + SLURM_LIMIT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(st)) => {
-                let mut out = String::new();
-                child.stdout.take()?.read_to_string(&mut out).ok()?;
-                return st.success().then_some(out);
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
+    let mut cmd = crate::slurm::command::slurm(bin, prog);
+    cmd.args(args);
+    crate::slurm::command::stdout_of(&mut cmd, SLURM_LIMIT)
+        .inspect_err(|e| tracing::debug!(error = %e, "Slurm could not say how a job ended"))
+        .ok()
 }
 
 /// Closed jobs a refinement learns from: the newest of the application's.

@@ -1,0 +1,5 @@
+//! Asking Slurm: its commands, each run under a time bound, and the facts greenup reads
+//! from them.
+
+pub mod command;
+pub mod time_limit;

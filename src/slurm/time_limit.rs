@@ -1,0 +1,170 @@
+//! A job's time limit as slurmctld enforces it, so that no decision plans past it.
+//!
+//! slurmctld gives a job without a limit of its own its partition's `DefaultTime`, else
+//! its `MaxTime`, when the job starts; that effective limit is what kills the job, and
+//! what greenup reads. Two sources are authoritative, and neither can be set by the
+//! job's owner:
+//! - Slurm 23.02 and later put `SLURM_JOB_START_TIME` and `SLURM_JOB_END_TIME` (from the
+//!   job credential slurmctld signs) in the job prolog's environment, after the job's
+//!   own SPANK variables, so a user's variable of the same name is overwritten. Slurm
+//!   22.05 sets neither, so there a variable of that name could come from the user and
+//!   is never read.
+//! - `squeue -h -j JOBID -o %l`, asked once per job by greenupd when it decides.
+
+use std::process::Command;
+use std::time::Duration;
+
+use super::command::{self, CommandError};
+
+/// How long greenupd waits for squeue to say a job's time limit: the job's nodes wait
+/// for the decision, and their prologs give up after the site's `daemon.timeout_ms`.
+pub const ASK_BOUND: Duration = Duration::from_millis(1000);
+
+/// slurmctld's end time for a job without a limit: a year after its start. A limit this
+/// long or longer is no limit.
+pub const YEAR_S: f64 = 365.0 * 86_400.0;
+
+/// The first Slurm release (23.02, as `SLURM_VERSION_NUMBER`) whose job prolog gets the
+/// job's start and end time from the job credential.
+pub const CREDENTIAL_TIMES_SINCE: u32 = 0x17_02_00;
+
+/// A job's effective time limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeLimit {
+    /// Slurm ends the job this many seconds after it starts.
+    Seconds(f64),
+    /// No limit (`UNLIMITED`).
+    Unlimited,
+}
+
+impl TimeLimit {
+    /// Seconds, or `None` for no limit.
+    pub fn seconds(self) -> Option<f64> {
+        match self {
+            TimeLimit::Seconds(s) => Some(s),
+            TimeLimit::Unlimited => None,
+        }
+    }
+
+    fn of_seconds(s: f64) -> TimeLimit {
+        if s > 0.0 && s < YEAR_S {
+            TimeLimit::Seconds(s)
+        } else {
+            TimeLimit::Unlimited
+        }
+    }
+}
+
+/// The squeue command that prints one job's time limit and nothing else.
+pub fn squeue(bin_dir: Option<&std::path::Path>, job_id: u64) -> Command {
+    let mut c = super::command::slurm(bin_dir, "squeue");
+    c.args(["-h", "-j", &job_id.to_string(), "-o", "%l"]);
+    c
+}
+
+/// Read what `squeue -h -j JOBID -o %l` printed: `11:00`, `1-00:00:00`, `UNLIMITED`, or
+/// `INVALID` (squeue's word for a limit over a year).
+pub fn parse_squeue(text: &str) -> Result<TimeLimit, String> {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let (Some(word), None) = (lines.next(), lines.next()) else {
+        return Err(format!(
+            "squeue printed {:?}: expected one time limit",
+            text.trim()
+        ));
+    };
+    if word == "INVALID" {
+        return Ok(TimeLimit::Unlimited);
+    }
+    match crate::units::parse_time(word)? {
+        Some(s) => Ok(TimeLimit::of_seconds(s)),
+        None => Ok(TimeLimit::Unlimited),
+    }
+}
+
+/// Ask slurmctld (through `cmd`, normally [`squeue`]) for a job's time limit, waiting at
+/// most `bound`.
+pub fn ask(cmd: &mut Command, bound: Duration) -> Result<TimeLimit, String> {
+    let out = command::stdout_of(cmd, bound).map_err(|e: CommandError| e.to_string())?;
+    parse_squeue(&out)
+}
+
+/// The time limit in a job prolog's environment (looked up by `get`), from a Slurm of
+/// release `slurm_version` (`SLURM_VERSION_NUMBER`); `None` when this Slurm does not
+/// put it there.
+pub fn from_prolog_env(
+    get: impl Fn(&str) -> Option<String>,
+    slurm_version: u32,
+) -> Option<TimeLimit> {
+    if slurm_version < CREDENTIAL_TIMES_SINCE {
+        return None;
+    }
+    let num = |k: &str| {
+        get(k)
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .filter(|&t| t > 0)
+    };
+    let (start, end) = (num("SLURM_JOB_START_TIME")?, num("SLURM_JOB_END_TIME")?);
+    (end > start).then(|| TimeLimit::of_seconds((end - start) as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn squeue_words_are_read_as_slurm_writes_them() {
+        // squeue's %l: minutes:seconds, hours:minutes:seconds, days-hours:minutes:seconds.
+        assert_eq!(parse_squeue("11:00\n"), Ok(TimeLimit::Seconds(660.0)));
+        assert_eq!(parse_squeue("2:00:00\n"), Ok(TimeLimit::Seconds(7200.0)));
+        assert_eq!(
+            parse_squeue("1-00:00:00\n"),
+            Ok(TimeLimit::Seconds(86_400.0))
+        );
+        assert_eq!(parse_squeue("UNLIMITED\n"), Ok(TimeLimit::Unlimited));
+        assert_eq!(parse_squeue("INVALID\n"), Ok(TimeLimit::Unlimited));
+        assert!(parse_squeue("NOT_SET\n").is_err());
+        assert!(
+            parse_squeue("")
+                .unwrap_err()
+                .contains("expected one time limit")
+        );
+        assert!(parse_squeue("11:00\n12:00\n").is_err());
+    }
+
+    #[test]
+    fn the_credential_times_are_read_only_where_slurm_sets_them() {
+        let env = |start: &'static str, end: &'static str| {
+            move |k: &str| match k {
+                "SLURM_JOB_START_TIME" => Some(start.to_string()),
+                "SLURM_JOB_END_TIME" => Some(end.to_string()),
+                _ => None,
+            }
+        };
+        let s2311 = 0x17_0b_00;
+        assert_eq!(
+            from_prolog_env(env("1000", "1660"), s2311),
+            Some(TimeLimit::Seconds(660.0))
+        );
+        // An unlimited job ends a year after it starts, as slurmctld sets it.
+        assert_eq!(
+            from_prolog_env(env("1000", "31537000"), s2311),
+            Some(TimeLimit::Unlimited)
+        );
+        // 22.05 sets neither: a variable of that name there may be the user's own.
+        assert_eq!(from_prolog_env(env("1000", "1660"), 0x16_05_08), None);
+        assert_eq!(from_prolog_env(env("x", "1660"), s2311), None);
+        assert_eq!(from_prolog_env(env("1660", "1000"), s2311), None);
+        assert_eq!(from_prolog_env(|_| None, s2311), None);
+    }
+
+    #[test]
+    fn a_job_limit_is_asked_of_squeue_with_exactly_these_arguments() {
+        let c = squeue(None, 42);
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(c.get_program(), "squeue");
+        assert_eq!(args, ["-h", "-j", "42", "-o", "%l"]);
+    }
+}

@@ -1,0 +1,178 @@
+//! A job's time limit at its start: greenupd asks slurmctld (squeue, once per job) when
+//! the node sent none, never plans past it, and holds the job's reservation until the
+//! limit plus `daemon.grace_s`. A stand-in squeue on greenupd's PATH answers for Slurm.
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use daemon_support::*;
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::{Decision, OpenJob};
+
+/// The test cluster's node types and partition, with the md profile, in `dir`.
+fn config(dir: &Path, port: u16) -> String {
+    let profiles = dir.join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::copy(
+        repo().join("tests/cluster/profiles/md.yaml"),
+        profiles.join("md.yaml"),
+    )
+    .unwrap();
+    format!(
+        "node_types:
+  fast:
+    frequencies: [1.0, 1.4, 1.8, 2.2, 2.6, 3.0]
+    power: {{dynamic_w: 120, static_w: 40, gamma: 3}}
+nodes:
+  fast: \"n[1-2]\"
+partitions:
+  debug:
+    nodes: \"n[1-2]\"
+default_policy: min-energy
+policy_dirs: [{root}/policies]
+profile_dir: {profiles}
+daemon:
+  listen: 127.0.0.1:{port}
+  socket: {dir}/greenupd.sock
+  store: {dir}/greenup.db
+  slurm_user: root
+  grace_s: 60
+",
+        root = repo().display(),
+        profiles = profiles.display(),
+        dir = dir.display(),
+    )
+}
+
+/// A squeue that knows jobs 101 (`-t 11`), 102 (no limit) and hangs on 103, as a client
+/// of an unresponsive slurmctld does; it lists no job for reclaim.
+const SQUEUE: &str = r#"#!/bin/sh
+echo "$*" >> "$(dirname "$0")/asked"
+case "$*" in
+"-h -j 101 -o %l") echo 11:00 ;;
+"-h -j 102 -o %l") echo UNLIMITED ;;
+"-h -j 103 -o %l") exec sleep 300 ;;
+"-h -j "*) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1 ;;
+esac
+"#;
+
+struct Greenupd {
+    child: Child,
+    sock: std::path::PathBuf,
+    store: std::path::PathBuf,
+    bin: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Greenupd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Greenupd {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::write(bin.join("squeue"), SQUEUE).unwrap();
+    std::fs::set_permissions(bin.join("squeue"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path().join("greenup.yaml");
+    std::fs::write(&cfg, config(dir.path(), free_port())).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // Slurm is asked (no --no-slurm-check): the stand-in squeue is first on PATH.
+    let child = Command::new(env!("CARGO_BIN_EXE_greenupd"))
+        .args(["--config", cfg.to_str().unwrap()])
+        .env("PATH", path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = dir.path().join("greenupd.sock");
+    wait_for(|| std::os::unix::net::UnixStream::connect(&sock).is_ok());
+    Greenupd {
+        child,
+        store: dir.path().join("greenup.db"),
+        sock,
+        bin,
+        _dir: dir,
+    }
+}
+
+/// What a 22.05 node's prolog sends for a min-energy md job on n1: no time limit.
+fn open(d: &Greenupd, job_id: u64) -> Decision {
+    let mut c = Client::connect(&Endpoint::Unix(d.sock.clone()), Duration::from_secs(10)).unwrap();
+    c.open_job(OpenJob {
+        job_id,
+        uid: 0,
+        user: None,
+        partition: Some("debug".into()),
+        nodes: vec!["n1".into()],
+        min_nodes: None,
+        time_limit_s: None,
+        policy: Some("min-energy".into()),
+        profile: Some("md".into()),
+        energy_cap_j: None,
+        power_cap_w: None,
+        algorithm: None,
+    })
+    .unwrap()
+}
+
+/// Seconds between the job's opening and its reservation's expiry.
+fn held_s(d: &Greenupd, job_id: u64) -> i64 {
+    count(
+        &d.store,
+        &format!(
+            "SELECT r.expires_at - j.opened_at FROM reservations r JOIN jobs j USING (job_id) WHERE job_id = {job_id}"
+        ),
+    )
+}
+
+// By hand from md.yaml on a `fast` node (n = 1, so no communication): T(f) = 600 s * 3.0/f
+// and P(f) = 40 W + 120 W * (f/3.0)^3. E(f) = T * P is 67.1 kJ at 1.4 GHz, 65.9 kJ at
+// 1.8 GHz and 71.5 kJ at 2.2 GHz: min-energy without a limit picks 1.8 GHz, 1,000 s.
+// Within 660 s (`-t 11`), f >= 600 * 3.0 / 660 = 2.73 GHz: only 3.0 GHz fits, at 600 s.
+
+#[test]
+fn a_limit_asked_of_slurm_is_never_planned_past_and_bounds_the_reservation() {
+    let d = start();
+    let dec = open(&d, 101);
+    let plan = dec.plan.as_ref().expect("a plan");
+    assert_eq!(plan.nodes.len(), 1);
+    assert_eq!(plan.nodes[0].freq_ghz, 3.0, "{plan:?}");
+    assert!((plan.predicted.time_s - 600.0).abs() < 1e-6, "{plan:?}");
+    assert!(plan.predicted.time_s <= 660.0);
+    // Held until the limit plus grace_s, not for days.
+    assert_eq!(held_s(&d, 101), 660 + 60);
+    // Every node of the job asks; slurmctld is asked once.
+    for _ in 0..3 {
+        assert_eq!(open(&d, 101).plan, dec.plan);
+    }
+    let asked = std::fs::read_to_string(d.bin.join("asked")).unwrap_or_default();
+    let about_101 = asked.lines().filter(|l| l.contains("-j 101")).count();
+    assert_eq!(about_101, 1, "{asked}");
+}
+
+#[test]
+fn an_unlimited_job_is_planned_freely_and_a_hung_slurmctld_does_not_stop_the_decision() {
+    let d = start();
+    let dec = open(&d, 102);
+    let plan = dec.plan.as_ref().expect("a plan");
+    assert_eq!(plan.nodes[0].freq_ghz, 1.8, "{plan:?}");
+    assert!((plan.predicted.time_s - 1000.0).abs() < 1e-6, "{plan:?}");
+    // Held for a year (slurmctld's own end time for it) unless reclaim sees it gone.
+    assert_eq!(held_s(&d, 102), 365 * 86_400 + 60);
+    // squeue hangs: it is stopped at its bound and the job is decided without a limit.
+    let dec = open(&d, 103);
+    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+}
