@@ -178,6 +178,15 @@ impl Decision {
         self.plan.as_ref().filter(|_| self.verdict.applies_plan())
     }
 
+    /// The profile version's number (`3` for `"3"` or `"v3"`); 0, the admin's file,
+    /// when the decision names none.
+    pub fn profile_version_number(&self) -> u32 {
+        self.profile_version
+            .as_deref()
+            .and_then(|v| v.trim_start_matches('v').parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Whether the job ran unchanged although it asked to be managed: a fallback, not a
     /// monitoring policy's choice.
     pub fn is_fallback(&self) -> bool {

@@ -214,11 +214,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         state,
         end_unix: rec.closed_at,
         app: d.profile.clone().unwrap_or_else(|| "-".into()),
-        profile_version: d
-            .profile_version
-            .as_deref()
-            .and_then(|v| v.trim_start_matches('v').parse().ok())
-            .unwrap_or(0),
+        profile_version: d.profile_version_number(),
         model: ctx
             .model
             .clone()
