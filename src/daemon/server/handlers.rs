@@ -125,7 +125,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             let d = open_job(shared, ctx.clone(), o).await?;
             if d.verdict == Verdict::Refused {
                 return Err(ErrorReply::new(
-                    ErrorCode::OverBudget,
+                    d.refusal.unwrap_or(ErrorCode::OverBudget),
                     format!("job {}: {}", d.job_id, d.reason),
                 ));
             }
