@@ -132,18 +132,7 @@ fn greenup_report_says_why_a_job_ran_unmanaged() {
         ..two_nodes(21)
     };
     refused(&d, req);
-    let site = d.dir.path().join("cli-site.yaml");
-    std::fs::write(
-        &site,
-        format!(
-            "node_types:\n  std:\n    frequencies: [1.2, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
-             nodes:\n  std: \"n[1-4]\"\n\
-             daemon:\n  socket: {}\n  store: {}\n",
-            d.socket.display(),
-            d.store.display()
-        ),
-    )
-    .unwrap();
+    let site = cli_site(&d);
     let out = Command::new(env!("CARGO_BIN_EXE_greenup"))
         .args(["report", "21", "--site", site.to_str().unwrap()])
         // No sacct here: the report says accounting is unavailable and goes on.

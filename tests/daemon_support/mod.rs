@@ -319,3 +319,21 @@ pub fn wait_for(mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A site config for the `greenup` CLI that finds `d` (its socket and store), as a
+/// user's shell would: nodes n1-n4 of 200 W dynamic + 100 W static.
+pub fn cli_site(d: &Daemon) -> PathBuf {
+    let site = d.dir.path().join("cli-site.yaml");
+    std::fs::write(
+        &site,
+        format!(
+            "node_types:\n  std:\n    frequencies: [1.2, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
+             nodes:\n  std: \"n[1-4]\"\n\
+             daemon:\n  socket: {}\n  store: {}\n",
+            d.socket.display(),
+            d.store.display()
+        ),
+    )
+    .unwrap();
+    site
+}
