@@ -9,7 +9,6 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
 use greenup::daemon::protocol::{
     ErrorCode, ListJobs, ListRecords, NodeOutcome, OpenJob, Reply, ReplyLine, Request,
     request_body, request_line,
