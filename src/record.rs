@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::protocol::OpenJob;
+use crate::daemon::protocol::{ErrorCode, OpenJob};
 use crate::plan::Plan;
 
 /// Where a job is in greenupd's life cycle.
@@ -113,7 +113,10 @@ pub enum Verdict {
     BudgetLimited,
     /// Run the job as submitted (no profile, a monitoring policy, or `over_budget: unchanged`).
     Unchanged,
-    /// The budget is exhausted and the site refuses (`over_budget: refuse`).
+    /// greenup does not manage the job: the budget is used up and the site refuses
+    /// (`over_budget: refuse`), or no plan can be made for what the job asked (a
+    /// policy the site does not allow, a bad profile, an invalid cap). The reason says
+    /// which; under `enforce: open` the job runs unmanaged and holds its nodes' full power.
     Refused,
 }
 
@@ -126,6 +129,12 @@ impl Verdict {
             Verdict::Unchanged => "unchanged",
             Verdict::Refused => "refused",
         }
+    }
+
+    /// Whether a job decided so, reserving `reserved_w`, holds it in the ledger; see
+    /// [`Decision::holds_reservation`].
+    pub fn holds_reservation(self, reserved_w: f64) -> bool {
+        self != Verdict::Refused || reserved_w > 0.0
     }
 
     /// Whether the nodes apply a plan under this verdict.
@@ -161,9 +170,22 @@ pub struct Decision {
     pub plan: Option<Plan>,
     /// Unix seconds when the decision was made.
     pub decided_at: i64,
+    /// For a refused job, the error every node is answered with (`over_budget`,
+    /// `plan_failed`, `bad_request`); absent in decisions stored before it existed,
+    /// which were all `over_budget`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<ErrorCode>,
 }
 
 impl Decision {
+    /// Whether the job holds its `reserved_w` in the ledger until it is closed: every
+    /// job greenup manages, and a refused one that still runs (unmanaged, at full
+    /// power) under `enforce: open`. A refused job that holds nothing fails under
+    /// `enforce: strict` and is closed as it is stored.
+    pub fn holds_reservation(&self) -> bool {
+        self.verdict.holds_reservation(self.reserved_w)
+    }
+
     /// The frequency (GHz) this node should run at, or `None` to leave it alone.
     pub fn freq_for(&self, node: &str) -> Option<f64> {
         self.applied_plan()?

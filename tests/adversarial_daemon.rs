@@ -6,6 +6,13 @@
 
 mod daemon_support;
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
 use daemon_support::*;
 use greenup::daemon::client::ClientError;
 use greenup::daemon::protocol::{ErrorCode, ListRecords, NodeOutcome, ReplyLine, request_line};
@@ -157,4 +164,117 @@ fn a_five_thousand_node_job_never_breaks_listing_or_its_report() {
     let rows = c.list_jobs(Default::default()).unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1].outcomes, NODES);
+}
+
+/// Connections of each kind an ordinary user opens: more than every default limit on
+/// users (16 per uid and 128 for all users on each listener, 128 unauthenticated) and
+/// more than the 64 the test gives root and SlurmUser.
+const FLOOD: usize = 150;
+
+/// A process running as `uid` that opens `n` connections to the Unix socket `path`
+/// and holds them, idle, until it is killed. The connections are made after the
+/// process became `uid`, so greenupd's SO_PEERCRED sees the ordinary user.
+fn hold_unix_as(uid: u32, gid: u32, path: &Path, n: usize) -> std::process::Child {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: an all-zero sockaddr_un is valid; the path is copied in below.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    assert!(bytes.len() < addr.sun_path.len(), "socket path too long");
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    let mut cmd = Command::new("sleep");
+    cmd.arg("300").uid(uid).gid(gid);
+    // SAFETY: only socket(2) and connect(2), which are async-signal-safe, run between
+    // fork and exec; the descriptors stay open across exec on purpose.
+    unsafe {
+        cmd.pre_exec(move || {
+            for _ in 0..n {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let a = &addr as *const libc::sockaddr_un as *const libc::sockaddr;
+                if libc::connect(fd, a, len) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("start the flooding process")
+}
+
+/// Kills the flooding process however the test ends.
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_ordinary_user_flooding_both_listeners_never_keeps_a_node_from_opening_a_job() {
+    let uid = test_user_uid();
+    let d = start(4, |_, _, o| o.max_connections = 64);
+    // The ordinary user must reach the socket inside the temporary directory.
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // Unix socket: FLOOD idle connections as the ordinary user.
+    let _unix = Reap(hold_unix_as(uid, uid, &d.socket, FLOOD));
+    // TCP: FLOOD connections that never send a line (any host can do this)...
+    let idle: Vec<TcpStream> = (0..FLOOD)
+        .map(|_| TcpStream::connect(&d.tcp).unwrap())
+        .collect();
+    // ...and 20 that authenticate as the ordinary user, then stay idle.
+    let mut users = Vec::new();
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(&d.tcp).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let body = r#"{"op":"status"}"#;
+        let cred = cred_as(Some(TEST_USER), body, None);
+        s.write_all(&request_line(body, Some(&cred)).unwrap())
+            .unwrap();
+        let mut s = BufReader::new(s);
+        let mut reply = String::new();
+        s.read_line(&mut reply).unwrap();
+        assert!(reply.contains(r#""ok":true"#), "{reply}");
+        users.push(s);
+    }
+    // The user's first 16 TCP connections (daemon.user_connections) are kept; the
+    // other 4 are told the user holds its most, and closed.
+    let mut refused = 0;
+    for s in &mut users {
+        s.get_ref()
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut next = String::new();
+        let _ = s.read_line(&mut next);
+        refused += usize::from(next.contains(r#""code":"busy""#));
+    }
+    assert_eq!(refused, 20 - 16);
+
+    // Wait until greenupd holds the flood: at least 150 connections at once, more
+    // than the 64 root and SlurmUser may hold.
+    wait_for(|| {
+        let st = d.unix_client().status();
+        st.is_ok_and(|s| s.connections >= 150)
+    });
+
+    // The nodes still get through, on both listeners.
+    let dec = d.tcp_client().open_job(open_req(31, uid, 2)).unwrap();
+    assert_eq!(dec.job_id, 31);
+    let dec = d.unix_client().open_job(open_req(32, uid, 2)).unwrap();
+    assert_eq!(dec.job_id, 32);
+    assert_eq!(count(&d.store, "SELECT count(*) FROM jobs"), 2);
+    // What the flood holds is bounded by the limits: 16 on the Unix socket, at most
+    // 128 unauthenticated and 16 authenticated on TCP, and this status connection.
+    let st = d.unix_client().status().unwrap();
+    assert!(st.connections <= 16 + 128 + 16 + 1, "{}", st.connections);
+    drop((idle, users));
 }

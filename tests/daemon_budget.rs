@@ -8,7 +8,7 @@ mod daemon_support;
 
 use daemon_support::*;
 use greenup::daemon::client::ClientError;
-use greenup::daemon::protocol::{ErrorCode, OpenJob, Verdict};
+use greenup::daemon::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 use greenup::site::OverBudget;
 
 /// Site cap 10 kW; 32 nodes of 200 W dynamic + 100 W static at 2.4 GHz.
@@ -52,11 +52,22 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
             other => panic!("expected over_budget, got {other:?}"),
         }
     }
+    // Under `enforce: open` the refused job still runs, unmanaged, at full power: it
+    // holds its 4 nodes x (200 + 100) W = 1200 W, so the caps keep holding.
     let st = d.tcp_client().status().unwrap();
     assert_eq!(
         (st.ledger[0].jobs, st.ledger[0].reserved_w),
-        (1, 9600.0),
-        "a refusal reserves nothing"
+        (2, 9600.0 + 1200.0)
+    );
+    let rec = d.tcp_client().get_job(2).unwrap();
+    assert_eq!(
+        (rec.state, rec.decision.verdict, rec.decision.reserved_w),
+        (JobState::Open, Verdict::Refused, 1200.0)
+    );
+    assert!(
+        rec.decision.reason.contains("runs unmanaged at full power"),
+        "{}",
+        rec.decision.reason
     );
     assert_eq!(
         count(
@@ -64,6 +75,148 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
             "SELECT count(*) FROM decisions WHERE verdict = 'refused'"
         ),
         1
+    );
+    assert!(
+        d.tcp_client()
+            .close_job(2, Some(greenup::record::JobEnd::Completed))
+            .unwrap()
+    );
+    let st = d.tcp_client().status().unwrap();
+    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w), (1, 9600.0));
+}
+
+/// Partition "debug" capped at 600 W, held in full by two unchanged one-node jobs
+/// (n1, n2: 300 W each), so 0 W is free for a lammps job on n3.
+fn used_up(rule: OverBudget) -> Daemon {
+    let d = start(4, |_, s, _| {
+        s.partitions.get_mut("debug").unwrap().power_cap_w = Some(600.0);
+        s.daemon.over_budget = rule;
+    });
+    for (id, node) in [(1, "n1"), (2, "n2")] {
+        d.tcp_client().open_job(on(id, node, None)).unwrap();
+    }
+    let st = d.tcp_client().status().unwrap();
+    let debug = st.ledger.iter().find(|l| l.scope == "debug").unwrap();
+    assert_eq!((debug.reserved_w, debug.free_w), (600.0, Some(0.0)));
+    d
+}
+
+/// Job `id` on the one node `node`, with the lammps profile when `profile` says so.
+fn on(id: u64, node: &str, profile: Option<&str>) -> OpenJob {
+    OpenJob {
+        nodes: vec![node.into()],
+        profile: profile.map(str::to_string),
+        policy: Some("min-energy".into()),
+        ..open_req(id, 0, 1)
+    }
+}
+
+/// One node of this site at its lowest frequency: 200 x (1.2 / 2.4)^3 + 100 = 125 W.
+const LOWEST_NODE_W: f64 = 125.0;
+
+#[test]
+fn lowest_caps_a_job_when_no_budget_is_left_and_below_zero() {
+    let d = used_up(OverBudget::Lowest);
+    let dec = d
+        .tcp_client()
+        .open_job(on(3, "n3", Some("lammps")))
+        .unwrap();
+    assert_eq!(dec.verdict, Verdict::BudgetLimited, "{}", dec.reason);
+    assert_eq!(dec.freq_for("n3"), Some(1.2), "the lowest frequency");
+    assert_eq!(dec.power_cap_w, Some(0.0));
+    assert!(
+        dec.reason.contains("no power budget is left (0 W free)"),
+        "{}",
+        dec.reason
+    );
+    assert!(dec.reserved_w >= LOWEST_NODE_W, "{}", dec.reserved_w);
+    // The ledger is now overdrawn; the next job is still capped, and told by how much.
+    let over = 600.0 - (600.0 + dec.reserved_w);
+    let next = d
+        .tcp_client()
+        .open_job(on(4, "n4", Some("lammps")))
+        .unwrap();
+    assert_eq!(next.verdict, Verdict::BudgetLimited, "{}", next.reason);
+    assert_eq!(next.freq_for("n4"), Some(1.2));
+    assert!(
+        next.reason
+            .contains(&format!("no power budget is left ({over:.0} W free)")),
+        "{}",
+        next.reason
+    );
+    assert_eq!(
+        count(&d.store, "SELECT count(*) FROM jobs WHERE state = 'open'"),
+        4
+    );
+}
+
+#[test]
+fn unchanged_and_refuse_apply_when_no_budget_is_left() {
+    let d = used_up(OverBudget::Unchanged);
+    let dec = d
+        .tcp_client()
+        .open_job(on(3, "n3", Some("lammps")))
+        .unwrap();
+    assert_eq!(dec.verdict, Verdict::Unchanged, "{}", dec.reason);
+    assert_eq!(dec.freq_for("n3"), None);
+    assert_eq!(
+        dec.reserved_w,
+        dec.plan.as_ref().unwrap().baseline.avg_power_w
+    );
+
+    let d = used_up(OverBudget::Refuse);
+    match d.tcp_client().open_job(on(3, "n3", Some("lammps"))) {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code, ErrorCode::OverBudget);
+            assert!(
+                e.message.contains("no power budget is left"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected over_budget, got {other:?}"),
+    }
+    // On record, holding n3's full power: 200 + 100 W.
+    let rec = d.tcp_client().get_job(3).unwrap();
+    assert_eq!(
+        (rec.state, rec.decision.verdict, rec.decision.reserved_w),
+        (JobState::Open, Verdict::Refused, 300.0)
+    );
+}
+
+#[test]
+fn a_reload_that_lowers_a_cap_below_what_is_reserved_still_caps_the_next_job() {
+    let (d, site) = start_reloadable(4, |_, s, _| {
+        s.partitions.get_mut("debug").unwrap().power_cap_w = Some(900.0);
+    });
+    for (id, node) in [(1, "n1"), (2, "n2")] {
+        d.tcp_client().open_job(on(id, node, None)).unwrap();
+    }
+    site.lock()
+        .unwrap()
+        .partitions
+        .get_mut("debug")
+        .unwrap()
+        .power_cap_w = Some(300.0);
+    // SAFETY: kill(2) on this process; greenupd's SIGHUP handler is installed.
+    assert_eq!(unsafe { libc::kill(libc::getpid(), libc::SIGHUP) }, 0);
+    wait_for(|| {
+        let st = d.tcp_client().status().unwrap();
+        st.ledger
+            .iter()
+            .any(|l| l.scope == "debug" && l.cap_w == Some(300.0))
+    });
+    // 300 W cap - 600 W held = -300 W.
+    let dec = d
+        .tcp_client()
+        .open_job(on(3, "n3", Some("lammps")))
+        .unwrap();
+    assert_eq!(dec.verdict, Verdict::BudgetLimited, "{}", dec.reason);
+    assert_eq!(dec.freq_for("n3"), Some(1.2));
+    assert!(
+        dec.reason.contains("no power budget is left (-300 W free)"),
+        "{}",
+        dec.reason
     );
 }
 

@@ -56,18 +56,7 @@ fn users_see_their_own_jobs_root_sees_all() {
     let sock = format!("unix:{}", d.socket.display());
 
     // `greenup jobs` finds greenupd through a site config, as a user's shell would.
-    let site = d.dir.path().join("cli-site.yaml");
-    std::fs::write(
-        &site,
-        format!(
-            "node_types:\n  std:\n    frequencies: [1.2, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
-             nodes:\n  std: \"n[1-4]\"\n\
-             daemon:\n  socket: {}\n  store: {}\n",
-            d.socket.display(),
-            d.store.display()
-        ),
-    )
-    .unwrap();
+    let site = cli_site(&d);
     let site = site.to_str().unwrap();
     let ids = |out: &str| {
         let rows: Vec<serde_json::Value> = serde_json::from_str(out).unwrap();

@@ -9,7 +9,6 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
 use greenup::daemon::protocol::{
     ErrorCode, ListJobs, ListRecords, NodeOutcome, OpenJob, Reply, ReplyLine, Request,
     request_body, request_line,
@@ -391,24 +390,37 @@ fn admins_read_every_job() {
 
 #[test]
 fn silent_and_slow_clients_time_out_and_cannot_hold_every_connection() {
-    let d = start(4, |_, _, o| {
+    let d = start(4, |_, s, o| {
         o.idle_timeout = Duration::from_secs(3);
         o.max_connections = 3;
+        s.daemon.limits.unauthenticated = 3;
     });
-    // Two silent clients and one dribbling half a line hold all three slots...
-    let silent: Vec<_> = (0..2)
-        .map(|_| TcpStream::connect(&d.tcp).unwrap())
-        .collect();
+    // Two silent clients and one dribbling half a line hold every unauthenticated slot...
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(TcpStream::connect(&d.tcp).unwrap());
+        // A moment apart, so they are held in this order.
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut slow = TcpStream::connect(&d.tcp).unwrap();
     slow.write_all(b"{\"v\":1,").unwrap();
-    // Let the daemon accept all three (it has 3 s before it may drop them).
+    // Let the daemon accept them all (it has 3 s before it may drop them).
     std::thread::sleep(Duration::from_millis(500));
-    // ...so a fourth is told the daemon is busy, not left hanging.
-    let mut fourth = d.tcp_client();
-    match fourth.status() {
-        Err(ClientError::Server(e)) => assert_eq!(e.code, ErrorCode::Busy),
-        other => panic!("expected busy, got {other:?}"),
-    }
+    // ...so a node's connection sheds the oldest idle one and is served, not told
+    // the daemon is busy.
+    let st = d.tcp_client().status().expect("served");
+    assert_eq!(st.protocol, 1);
+    // The oldest is closed at once (or at the idle timeout, were it not shed first).
+    let mut first = silent.remove(0);
+    first
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(
+        first.read_to_end(&mut buf).unwrap(),
+        0,
+        "the oldest idle client is closed without a reply"
+    );
     // The slow one gets a timeout reply and is disconnected; the silent ones are dropped.
     slow.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();

@@ -7,6 +7,7 @@ mod daemon_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use daemon_support::*;
 use greenup::daemon::client::ClientError;
@@ -88,6 +89,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             reserved_w: 600.0,
             plan: None,
             decided_at: 1,
+            refusal: None,
         };
         let job = NewJob {
             request: open_req(1, 0, 2),
@@ -166,5 +168,69 @@ fn a_full_disk_refuses_writes_clearly_and_recovers_when_space_returns() {
     assert_eq!(
         count(&db, "SELECT count(*) FROM jobs") as usize,
         acked.len() + 2
+    );
+}
+
+/// What greenupd logs in this test binary, as its fmt subscriber writes it.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let sink = buf.clone();
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || Sink(sink.clone()))
+            .init();
+        buf
+    })
+    .clone()
+}
+
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_store_failure_is_logged_as_an_error_and_a_callers_mistake_is_not() {
+    let logs = captured_logs();
+    munged();
+    let dir = tempfile::tempdir().unwrap();
+    let mount = Mount::tmpfs(&dir.path().join("db"), "16m");
+    let db = dir.path().join("db/greenup.db");
+    drop(SqliteStore::open(&db).unwrap());
+    mount.remount("ro");
+    let d = start_in(dir, 4, |_, s, _| s.daemon.store = db.clone());
+    let mut c = d.tcp_client();
+    store_failed(c.open_job(open_req(77, 0, 2)));
+    // An ordinary mistake: a request for an op that does not exist.
+    let r = c
+        .call_raw(&greenup::daemon::protocol::request_line(r#"{"op":"explode"}"#, None).unwrap())
+        .unwrap();
+    assert_eq!(r.error.unwrap().code, ErrorCode::CredMissing);
+    let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("ERROR") && l.contains("store_failed")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains(" INFO ") && l.contains("cred_missing")),
+        "{text}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.contains("ERROR") && l.contains("cred_missing")),
+        "{text}"
     );
 }

@@ -185,6 +185,7 @@ mod after_close {
                     },
                 }),
                 decided_at: 0,
+                refusal: None,
             },
             outcomes: vec![
                 out("h001", 2.5, 14_000.0, "rapl"),

@@ -572,3 +572,42 @@ fn spool_dir_takes_the_node_name_and_nothing_else() {
         &["daemon.spool_dir", "a path"],
     );
 }
+
+#[test]
+fn daemon_limits_are_checked_and_a_user_may_not_exceed_all_users() {
+    let s = parse(&format!(
+        "{MINIMAL}daemon:\n  max_job_nodes: 20000\n  user_connections: 4\n  users_connections: 8\n  unauthenticated: 32\n"
+    ))
+    .unwrap();
+    let l = s.daemon.limits;
+    assert_eq!(
+        (
+            l.max_job_nodes,
+            l.user_connections,
+            l.users_connections,
+            l.unauthenticated
+        ),
+        (20_000, 4, 8, 32)
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  max_job_nodes: 0\n"),
+        8,
+        18,
+        &["daemon.max_job_nodes", "1-1000000"],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  unauthenticated: -3\n"),
+        8,
+        20,
+        &["daemon.unauthenticated", "1-65536"],
+    );
+    bad(
+        &format!("{MINIMAL}daemon:\n  user_connections: 200\n"),
+        8,
+        21,
+        &[
+            "daemon.user_connections",
+            "at most daemon.users_connections (128)",
+        ],
+    );
+}

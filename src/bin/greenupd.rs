@@ -22,7 +22,8 @@ struct Args {
     /// Check the config (and the policies and users it names), print any problem, and exit.
     #[arg(long)]
     check_config: bool,
-    /// Most connections served at once; more get a `busy` reply.
+    /// Most connections from root and SlurmUser (the nodes) served at once; more get a
+    /// `busy` reply. Users' connections have their own limits in the site config.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_connections: u32,
     /// Milliseconds a client may take to send a whole request line.

@@ -327,22 +327,14 @@ impl Client {
     /// page by page when one reply cannot hold them all.
     pub fn list_jobs(&mut self, mut filter: ListJobs) -> Result<Vec<JobSummary>, ClientError> {
         let max = filter.limit.unwrap_or(100) as usize;
-        let mut out: Vec<JobSummary> = Vec::new();
-        while out.len() < max {
-            filter.limit = Some((max - out.len()) as u32);
-            let (page, truncated) = match self.call(&Request::ListJobs(filter.clone()))? {
-                Reply::Jobs { jobs, truncated } => (jobs, truncated),
-                other => return Err(unexpected("jobs", &other)),
-            };
-            let last = page.last().map(|j| j.job_id);
-            out.extend(page);
-            match last {
-                Some(id) if truncated => filter.before_job_id = Some(id),
-                _ => break,
+        pages(max, max, filter.before_job_id, |limit, before| {
+            filter.limit = Some(limit);
+            filter.before_job_id = before;
+            match self.call(&Request::ListJobs(filter.clone()))? {
+                Reply::Jobs { jobs, truncated } => Ok((jobs, truncated)),
+                other => Err(unexpected("jobs", &other)),
             }
-        }
-        out.truncate(max);
-        Ok(out)
+        })
     }
 
     /// One page of whole jobs the caller may see, newest first, and whether more match.
@@ -375,20 +367,11 @@ impl Client {
         max: usize,
     ) -> Result<Vec<JobRecord>, ClientError> {
         let page_size = filter.limit.unwrap_or(MAX_RECORDS).clamp(1, MAX_RECORDS) as usize;
-        let mut out: Vec<JobRecord> = Vec::new();
-        while out.len() < max {
-            let want = (max - out.len()).min(page_size) as u32;
-            filter.limit = Some(want);
-            let (page, truncated) = self.list_records(filter.clone())?;
-            let last = page.last().map(|j| j.job_id);
-            out.extend(page);
-            match last {
-                Some(id) if truncated => filter.before_job_id = Some(id),
-                _ => break,
-            }
-        }
-        out.truncate(max);
-        Ok(out)
+        pages(max, page_size, filter.before_job_id, |limit, before| {
+            filter.limit = Some(limit);
+            filter.before_job_id = before;
+            self.list_records(filter.clone())
+        })
     }
 
     /// The daemon's status and ledger.
@@ -398,6 +381,47 @@ impl Client {
             other => Err(unexpected("status", &other)),
         }
     }
+}
+
+/// A listed job: its id is where the next page starts.
+trait Listed {
+    fn job_id(&self) -> u64;
+}
+
+impl Listed for JobSummary {
+    fn job_id(&self) -> u64 {
+        self.job_id
+    }
+}
+
+impl Listed for JobRecord {
+    fn job_id(&self) -> u64 {
+        self.job_id
+    }
+}
+
+/// Up to `max` jobs, newest first, below job `before` if given, from pages of at most
+/// `page_size` that `fetch` (given a page's limit and the id it starts below) gets with
+/// whether more match.
+fn pages<T: Listed>(
+    max: usize,
+    page_size: usize,
+    mut before: Option<u64>,
+    mut fetch: impl FnMut(u32, Option<u64>) -> Result<(Vec<T>, bool), ClientError>,
+) -> Result<Vec<T>, ClientError> {
+    let mut out: Vec<T> = Vec::new();
+    while out.len() < max {
+        let want = (max - out.len()).min(page_size) as u32;
+        let (page, truncated) = fetch(want, before)?;
+        let last = page.last().map(Listed::job_id);
+        out.extend(page);
+        match last {
+            Some(id) if truncated => before = Some(id),
+            _ => break,
+        }
+    }
+    out.truncate(max);
+    Ok(out)
 }
 
 fn unexpected(wanted: &str, got: &Reply) -> ClientError {

@@ -1,9 +1,11 @@
 //! Turning an open-job request into a decision under the power budget left.
 //!
 //! The decision itself comes from [`crate::plan::plan`]; this module only picks the
-//! cap to plan under (the user's cap or the budget left, whichever is lower) and
+//! cap to plan under (the user's cap or the budget left, whichever is lower),
 //! applies the site's `over_budget` rule when the budget, not the user, is what
-//! makes the plan infeasible.
+//! makes the plan infeasible (a budget used up, or overdrawn after a reload lowered
+//! a cap, included), and turns a request no plan can be made for into a refusal
+//! that is recorded like any decision.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,7 +19,7 @@ use crate::plan::{Plan, PlanRequest, plan_with};
 use crate::policy::{Policy, PolicySet};
 use crate::profile::Profile;
 use crate::profile::locate;
-use crate::site::{DaemonLimits, OverBudget, Site};
+use crate::site::{DaemonLimits, Enforce, OverBudget, Site};
 
 /// What the decider proposes; the server reserves and stores it.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +44,33 @@ pub struct Proposal {
     pub reserve_w: f64,
     /// The plan request, for the store.
     pub inputs: serde_json::Value,
+    /// For a refusal, the error each node is answered with.
+    pub refusal: Option<ErrorCode>,
+}
+
+/// The cap the planner is given when no budget is left: every configuration exceeds
+/// it, so the planner ranks them by power alone and its choice is the lowest-power
+/// one. A budget of 0 W or less is never passed on: the planner refuses such a cap.
+const NO_BUDGET_PROBE_W: f64 = 1.0;
+
+/// Watts a job greenup does not manage holds in the ledger: under `enforce: open` it
+/// runs as submitted, so its nodes' full power, and later jobs are planned under what
+/// is truly left; under `enforce: strict` it fails, so nothing.
+pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
+    match site.enforce {
+        Enforce::Open => max_power_w(site, &req.nodes),
+        Enforce::Strict => 0.0,
+    }
+}
+
+/// What becomes of a refused job, for its reason.
+fn unmanaged_fate(site: &Site) -> &'static str {
+    match site.enforce {
+        Enforce::Open => {
+            "the job runs unmanaged at full power (enforce: open), holding its nodes' full power in the ledger"
+        }
+        Enforce::Strict => "the job fails (enforce: strict)",
+    }
 }
 
 /// A loaded profile with its predictor for this site, the file and time it was read at,
@@ -192,6 +221,28 @@ impl Decider {
         Ok(Some((plan, version)))
     }
 
+    /// Decide for `req` with `free_w` watts of budget left (`None`: no cap; 0 or less:
+    /// none left). A request no plan can be made for becomes a refusal whose reason
+    /// says why and what becomes of the job.
+    pub fn decide_or_refuse(&self, site: &Site, req: &OpenJob, free_w: Option<f64>) -> Proposal {
+        self.decide(site, req, free_w).unwrap_or_else(|e| {
+            let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
+            Proposal {
+                verdict: Verdict::Refused,
+                reason: format!("{e}; {}", unmanaged_fate(site)),
+                policy: pr.policy.clone(),
+                monitor: false,
+                profile: req.profile.clone(),
+                profile_version: None,
+                power_cap_w: pr.power_cap_w.map(|c| c.max(0.0)),
+                plan: None,
+                reserve_w: unmanaged_w(site, req),
+                inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
+                refusal: Some(e.code),
+            }
+        })
+    }
+
     /// Decide for `req` with `free_w` watts of budget left (`None`: no cap).
     pub fn decide(
         &self,
@@ -199,13 +250,23 @@ impl Decider {
         req: &OpenJob,
         free_w: Option<f64>,
     ) -> Result<Proposal, ErrorReply> {
+        validate_options(req)?;
         let cap = min_cap(req.power_cap_w, free_w);
         let budget_binds = match (free_w, req.power_cap_w) {
             (Some(f), Some(u)) => f < u,
             (Some(_), None) => true,
             (None, _) => false,
         };
-        let pr = Self::plan_request(site, req, cap);
+        let no_budget = free_w.is_some_and(|f| f <= 0.0);
+        let pr = Self::plan_request(
+            site,
+            req,
+            if no_budget {
+                Some(NO_BUDGET_PROBE_W)
+            } else {
+                cap
+            },
+        );
         let inputs = serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null);
         let base = Proposal {
             verdict: Verdict::Unchanged,
@@ -214,10 +275,11 @@ impl Decider {
             monitor: self.policies.get(&pr.policy).is_some_and(|p| p.monitor),
             profile: req.profile.clone(),
             profile_version: None,
-            power_cap_w: cap,
+            power_cap_w: cap.map(|c| c.max(0.0)),
             plan: None,
             reserve_w: max_power_w(site, &req.nodes),
             inputs,
+            refusal: None,
         };
         // The flag is the rule, not the name: a site's own monitoring policy must not
         // pin every node at its maximum frequency either.
@@ -237,7 +299,7 @@ impl Decider {
             profile_version: version,
             ..base
         };
-        if plan.feasible || !budget_binds {
+        if (plan.feasible && !no_budget) || !budget_binds {
             let reserve_w = plan.predicted.avg_power_w;
             let reason = plan.reason.clone();
             return Ok(Proposal {
@@ -249,21 +311,22 @@ impl Decider {
             });
         }
         let left = free_w.unwrap_or(0.0);
+        let budget = if no_budget {
+            format!("no power budget is left ({left:.0} W free)")
+        } else {
+            format!("only {left:.0} W of the power budget is left")
+        };
         match site.daemon.over_budget {
             OverBudget::Lowest => Ok(Proposal {
                 verdict: Verdict::BudgetLimited,
-                reason: format!(
-                    "only {left:.0} W of the power budget is left; running at the lowest power"
-                ),
+                reason: format!("{budget}; running at the lowest power"),
                 reserve_w: plan.predicted.avg_power_w,
                 plan: Some(plan),
                 ..base
             }),
             OverBudget::Unchanged => Ok(Proposal {
                 verdict: Verdict::Unchanged,
-                reason: format!(
-                    "only {left:.0} W of the power budget is left; the site runs such jobs unchanged"
-                ),
+                reason: format!("{budget}; the site runs such jobs unchanged"),
                 reserve_w: plan.baseline.avg_power_w,
                 plan: Some(plan),
                 ..base
@@ -271,10 +334,12 @@ impl Decider {
             OverBudget::Refuse => Ok(Proposal {
                 verdict: Verdict::Refused,
                 reason: format!(
-                    "only {left:.0} W of the power budget is left and the site refuses jobs that do not fit"
+                    "{budget} and the site refuses jobs that do not fit; {}",
+                    unmanaged_fate(site)
                 ),
-                reserve_w: 0.0,
+                reserve_w: unmanaged_w(site, req),
                 plan: Some(plan),
+                refusal: Some(ErrorCode::OverBudget),
                 ..base
             }),
         }
@@ -320,6 +385,13 @@ pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorRe
             "each of the job's nodes once (this one is named twice)",
         ));
     }
+    Ok(())
+}
+
+/// Check what the job's submitter chose (caps, node minimum). A submission that skipped
+/// sbatch's checks reaches greenupd with these unchecked, so a failure here is a
+/// refusal on record, not a request error.
+fn validate_options(req: &OpenJob) -> Result<(), ErrorReply> {
     for (field, v) in [
         ("time_limit_s", req.time_limit_s),
         ("energy_cap_j", req.energy_cap_j),

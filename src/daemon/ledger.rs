@@ -68,7 +68,9 @@ impl Ledger {
 
     /// Watts a new job in `partition` may still use (`None`: no cap applies).
     ///
-    /// The smaller of the site's free watts and the partition's; never below zero.
+    /// The smaller of the site's free watts and the partition's. Below zero when the
+    /// jobs hold more than a cap (a reload lowered it, or jobs ran over at their
+    /// lowest power): the decider then knows by how much.
     pub fn free_w(&self, partition: Option<&str>) -> Option<f64> {
         let site = self.site_cap_w.map(|cap| cap - self.reserved(None).0);
         let part = partition.and_then(|p| {
@@ -79,8 +81,8 @@ impl Ledger {
                 .map(|cap| cap - self.reserved(Some(p)).0)
         });
         match (site, part) {
-            (Some(a), Some(b)) => Some(a.min(b).max(0.0)),
-            (Some(a), None) | (None, Some(a)) => Some(a.max(0.0)),
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), None) | (None, Some(a)) => Some(a),
             (None, None) => None,
         }
     }
@@ -187,7 +189,8 @@ mod tests {
         assert_eq!(l.free_w(Some("a")), Some(100.0));
         assert_eq!(l.free_w(Some("b")), Some(100.0));
         l.reserve(3, Some("b"), 150.0, 50, 0);
-        assert_eq!(l.free_w(Some("a")), Some(0.0), "never negative");
+        // Site 1000 - (200 + 700 + 150) = -50 W: overdrawn, and said so.
+        assert_eq!(l.free_w(Some("a")), Some(-50.0));
         assert_eq!(l.expired(60), vec![3]);
         assert_eq!(l.release(2), Some(700.0));
         assert_eq!(l.free_w(Some("b")), Some(650.0));

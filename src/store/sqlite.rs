@@ -278,10 +278,10 @@ impl SqliteStore {
             });
         }
         let d = &job.decision;
-        let state = if d.verdict == Verdict::Refused {
-            JobState::Closed
-        } else {
+        let state = if d.holds_reservation() {
             JobState::Open
+        } else {
+            JobState::Closed
         };
         let request = serde_json::to_string(&job.request).map_err(json_err)?;
         let decision = serde_json::to_string(d).map_err(json_err)?;
@@ -817,6 +817,7 @@ mod tests {
             reserved_w: watts,
             plan: None,
             decided_at: 1000,
+            refusal: None,
         }
     }
 

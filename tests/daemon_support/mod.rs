@@ -207,13 +207,36 @@ pub fn start_in(
     let mut opts = Options::new(s.path.clone());
     opts.slurm_check = false;
     tweak(dir.path(), &mut s, &mut opts);
+    let shared = Arc::new(s.clone());
+    let loader: SiteLoader = Arc::new(move |_p: &Path| Ok((*shared).clone()));
+    spawn(dir, &s, opts, loader)
+}
+
+/// Start greenupd like [`start`], reading its site from the returned cell at start and
+/// at every reload (SIGHUP), so a test can change the config under it.
+pub fn start_reloadable(
+    nodes: usize,
+    tweak: impl FnOnce(&Path, &mut Site, &mut Options),
+) -> (Daemon, Arc<std::sync::Mutex<Site>>) {
+    munged();
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = site(dir.path(), nodes);
+    let mut opts = Options::new(s.path.clone());
+    opts.slurm_check = false;
+    tweak(dir.path(), &mut s, &mut opts);
+    let cell = Arc::new(std::sync::Mutex::new(s.clone()));
+    let read = cell.clone();
+    let loader: SiteLoader = Arc::new(move |_p: &Path| Ok(read.lock().unwrap().clone()));
+    (spawn(dir, &s, opts, loader), cell)
+}
+
+/// Run greenupd for `s` on a thread of its own and wait for its socket.
+fn spawn(dir: tempfile::TempDir, s: &Site, opts: Options, loader: SiteLoader) -> Daemon {
     let (tcp, socket, store) = (
         s.daemon.listen.clone(),
         s.daemon.socket.clone(),
         s.daemon.store.clone(),
     );
-    let shared = Arc::new(s);
-    let loader: SiteLoader = Arc::new(move |_p: &Path| Ok((*shared).clone()));
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -296,4 +319,22 @@ pub fn wait_for(mut f: impl FnMut() -> bool) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A site config for the `greenup` CLI that finds `d` (its socket and store), as a
+/// user's shell would: nodes n1-n4 of 200 W dynamic + 100 W static.
+pub fn cli_site(d: &Daemon) -> PathBuf {
+    let site = d.dir.path().join("cli-site.yaml");
+    std::fs::write(
+        &site,
+        format!(
+            "node_types:\n  std:\n    frequencies: [1.2, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
+             nodes:\n  std: \"n[1-4]\"\n\
+             daemon:\n  socket: {}\n  store: {}\n",
+            d.socket.display(),
+            d.store.display()
+        ),
+    )
+    .unwrap();
+    site
 }

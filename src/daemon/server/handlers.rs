@@ -29,11 +29,17 @@ struct Incoming<'a> {
     req: Option<&'a RawValue>,
 }
 
-pub(super) async fn handle_line(shared: &Arc<Shared>, line: &[u8], peer: Peer) -> ReplyLine {
+/// Answer one request line; also returns who sent it, when that is known (the Unix
+/// socket's peer, or a valid credential).
+pub(super) async fn handle_line(
+    shared: &Arc<Shared>,
+    line: &[u8],
+    peer: Peer,
+) -> (ReplyLine, Option<Caller>) {
     let started = Instant::now();
-    let (op, result) = match parse_and_run(shared, line, peer).await {
-        Ok((op, r)) => (op, r),
-        Err(e) => ("-", Err(e)),
+    let (op, caller, result) = match parse_and_run(shared, line, peer).await {
+        Ok((op, caller, r)) => (op, Some(caller), r),
+        Err(e) => ("-", None, Err(e)),
     };
     if let Err(e) = &result {
         // greenupd's own failures (a full disk, a fault) need an admin; a caller's
@@ -51,10 +57,11 @@ pub(super) async fn handle_line(shared: &Arc<Shared>, line: &[u8], peer: Peer) -
             "request served"
         );
     }
-    match result {
+    let reply = match result {
         Ok(r) => ReplyLine::ok(r),
         Err(e) => ReplyLine::err(e),
-    }
+    };
+    (reply, caller)
 }
 
 pub(super) type Outcome = Result<Reply, ErrorReply>;
@@ -63,7 +70,7 @@ async fn parse_and_run(
     shared: &Arc<Shared>,
     line: &[u8],
     peer: Peer,
-) -> Result<(&'static str, Outcome), ErrorReply> {
+) -> Result<(&'static str, Caller, Outcome), ErrorReply> {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
     let inc: Incoming<'_> = serde_json::from_slice(text).map_err(|e| {
@@ -113,7 +120,7 @@ async fn parse_and_run(
     let req: Request = serde_json::from_str(raw.get())
         .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")))?;
     let op = req.op();
-    Ok((op, run(shared, caller, req).await))
+    Ok((op, caller, run(shared, caller, req).await))
 }
 
 async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
@@ -125,7 +132,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             let d = open_job(shared, ctx.clone(), o).await?;
             if d.verdict == Verdict::Refused {
                 return Err(ErrorReply::new(
-                    ErrorCode::OverBudget,
+                    d.refusal.unwrap_or(ErrorCode::OverBudget),
                     format!("job {}: {}", d.job_id, d.reason),
                 ));
             }

@@ -9,9 +9,7 @@ use tokio::sync::OnceCell;
 use super::handlers::Outcome;
 use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
-use crate::daemon::protocol::{
-    Decision, ErrorCode, ErrorReply, JobEnd, JobState, OpenJob, Reply, Verdict,
-};
+use crate::daemon::protocol::{Decision, ErrorCode, ErrorReply, JobEnd, JobState, OpenJob, Reply};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
 
@@ -105,18 +103,20 @@ async fn decide_and_store(
         let p = if tries > 3 {
             let mut ledger = lock(&shared.ledger);
             let free = ledger.free_w(part.as_deref());
-            let p = ctx.decider.decide(&ctx.site, &req, free)?;
-            if p.verdict != Verdict::Refused {
+            let p = ctx.decider.decide_or_refuse(&ctx.site, &req, free);
+            if p.verdict.holds_reservation(p.reserve_w) {
                 ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
             }
             break p;
         } else {
             let (ctx2, req2) = (ctx.clone(), req.clone());
-            tokio::task::spawn_blocking(move || ctx2.decider.decide(&ctx2.site, &req2, free))
-                .await
-                .map_err(|e| {
-                    ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}"))
-                })??
+            tokio::task::spawn_blocking(move || {
+                ctx2.decider.decide_or_refuse(&ctx2.site, &req2, free)
+            })
+            .await
+            .map_err(|e| {
+                ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}"))
+            })?
         };
         let mut ledger = lock(&shared.ledger);
         let now_free = ledger.free_w(part.as_deref());
@@ -127,7 +127,7 @@ async fn decide_and_store(
         if shrank_past_it {
             continue;
         }
-        if p.verdict != Verdict::Refused {
+        if p.verdict.holds_reservation(p.reserve_w) {
             ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
         }
         break p;
@@ -144,6 +144,7 @@ async fn decide_and_store(
         reserved_w: p.reserve_w,
         plan: p.plan,
         decided_at: at,
+        refusal: p.refusal,
     };
     let inputs = p.inputs;
     let partition = req.partition.clone();
@@ -167,7 +168,7 @@ async fn decide_and_store(
             // Stored before (a restart, or a job closed already): the stored decision wins.
             let mut ledger = lock(&shared.ledger);
             ledger.release(job_id);
-            if state == JobState::Open && decision.verdict != Verdict::Refused {
+            if state == JobState::Open && decision.holds_reservation() {
                 ledger.reserve(
                     job_id,
                     partition.as_deref(),

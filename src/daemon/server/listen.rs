@@ -1,5 +1,5 @@
-//! The TCP and Unix listeners and the connection limit: one task per connection,
-//! reading request lines and writing reply lines.
+//! The TCP and Unix listeners and their connection limits: one task per connection,
+//! holding a slot (see [`super::slots`]), reading request lines and writing replies.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::Semaphore;
 
 use super::Shared;
 use super::handlers::handle_line;
+use super::slots::{Listener, Refusal, Slot};
 use crate::daemon::auth::Caller;
 use crate::daemon::protocol::{ErrorCode, ErrorReply, MAX_LINE_BYTES, ReplyLine};
 
@@ -23,7 +23,7 @@ pub(super) enum Peer {
     Unix(Caller),
 }
 
-pub(super) async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, limit: Arc<Semaphore>) {
+pub(super) async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener) {
     loop {
         let (stream, addr) = match listener.accept().await {
             Ok(x) => x,
@@ -35,19 +35,18 @@ pub(super) async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener, limit
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
-        let limit = limit.clone();
         tokio::spawn(async move {
             tracing::debug!(%addr, "connection");
-            serve_conn(shared, stream, Peer::Tcp, limit).await;
+            // Anyone who reaches the port gets only a pending slot until a request
+            // carries a valid credential.
+            let limits = shared.limits();
+            let slot = shared.slots.pending(Listener::Tcp, &limits);
+            serve_conn(shared, stream, Peer::Tcp, Listener::Tcp, slot).await;
         });
     }
 }
 
-pub(super) async fn accept_unix(
-    shared: Arc<Shared>,
-    listener: UnixListener,
-    limit: Arc<Semaphore>,
-) {
+pub(super) async fn accept_unix(shared: Arc<Shared>, listener: UnixListener) {
     loop {
         let stream = match listener.accept().await {
             Ok((s, _)) => s,
@@ -58,19 +57,27 @@ pub(super) async fn accept_unix(
             }
         };
         let shared = shared.clone();
-        let limit = limit.clone();
         tokio::spawn(async move {
-            let peer = match stream.peer_cred() {
-                Ok(c) => Peer::Unix(Caller {
-                    uid: c.uid(),
-                    gid: c.gid(),
-                }),
+            let limits = shared.limits();
+            let (peer, slot) = match stream.peer_cred() {
+                Ok(c) => {
+                    let caller = Caller {
+                        uid: c.uid(),
+                        gid: c.gid(),
+                    };
+                    let node = shared.is_node(caller.uid);
+                    let max = shared.opts.max_connections;
+                    let slot = shared
+                        .slots
+                        .known(Listener::Unix, caller.uid, node, max, &limits);
+                    (Peer::Unix(caller), slot)
+                }
                 Err(e) => {
                     tracing::warn!("SO_PEERCRED failed: {e}");
-                    Peer::Tcp
+                    (Peer::Tcp, shared.slots.pending(Listener::Unix, &limits))
                 }
             };
-            serve_conn(shared, stream, peer, limit).await;
+            serve_conn(shared, stream, peer, Listener::Unix, slot).await;
         });
     }
 }
@@ -96,16 +103,17 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
     shared: Arc<Shared>,
     stream: S,
     peer: Peer,
-    limit: Arc<Semaphore>,
+    listener: Listener,
+    slot: Result<Slot, Refusal>,
 ) {
     let (r, mut w) = tokio::io::split(stream);
-    let Ok(_permit) = limit.try_acquire_owned() else {
-        let busy = ErrorReply::new(
-            ErrorCode::Busy,
-            "greenupd is serving its maximum number of connections; retry",
-        );
-        write_reply(&mut w, &ReplyLine::err(busy)).await;
-        return;
+    let mut slot = match slot {
+        Ok(s) => s,
+        Err(why) => {
+            shared.slots.note(&why);
+            write_reply(&mut w, &busy(&why)).await;
+            return;
+        }
     };
     shared.connections.fetch_add(1, Ordering::Relaxed);
     let mut reader = BufReader::new(r);
@@ -114,7 +122,14 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
         line.clear();
         let mut limited = (&mut reader).take(MAX_LINE_BYTES as u64 + 1);
         let read = limited.read_until(b'\n', &mut line);
-        match tokio::time::timeout(shared.opts.idle_timeout, read).await {
+        slot.set_idle(true);
+        let got = tokio::select! {
+            got = tokio::time::timeout(shared.opts.idle_timeout, read) => got,
+            // Shed for a newer unauthenticated connection: close without a word.
+            () = slot.shed() => break,
+        };
+        slot.set_idle(false);
+        match got {
             Err(_) => {
                 if !line.is_empty() {
                     let msg = format!(
@@ -145,11 +160,29 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
             // Otherwise the client hung up mid-line: nothing to answer.
             break;
         }
-        let reply = handle_line(&shared, &line, peer).await;
+        let (reply, caller) = handle_line(&shared, &line, peer).await;
         if !write_reply(&mut w, &reply).await {
             break;
+        }
+        // The first request that authenticates moves the connection into its caller's
+        // slots; a caller over its limit is told so and disconnected.
+        if let (true, Some(c)) = (slot.is_pending(), caller) {
+            let limits = shared.limits();
+            let node = shared.is_node(c.uid);
+            let max = shared.opts.max_connections;
+            if let Err(why) = slot.authenticated(c.uid, node, max, &limits) {
+                shared.slots.note(&why);
+                write_reply(&mut w, &busy(&why)).await;
+                break;
+            }
         }
     }
     let _ = w.shutdown().await;
     shared.connections.fetch_sub(1, Ordering::Relaxed);
+    tracing::trace!(listener = ?listener, "connection closed");
+}
+
+/// The `busy` reply for a refused connection.
+fn busy(why: &Refusal) -> ReplyLine {
+    ReplyLine::err(ErrorReply::new(ErrorCode::Busy, why.message.clone()))
 }

@@ -11,6 +11,7 @@ mod listen;
 mod metrics;
 mod reclaim;
 mod refine;
+mod slots;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +20,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::Semaphore;
 
 use super::auth::Roles;
 use super::decide::Decider;
@@ -41,7 +41,9 @@ pub type SiteLoader = Arc<dyn Fn(&Path) -> Result<Site, String> + Send + Sync>;
 pub struct Options {
     /// The site config file.
     pub config: PathBuf,
-    /// The most connections served at once; more get a `busy` reply.
+    /// The most connections from root and SlurmUser (the nodes) served at once; more
+    /// get a `busy` reply. Ordinary users' and unauthenticated connections have limits
+    /// of their own in the site config (`daemon.user_connections` and others).
     pub max_connections: usize,
     /// How long a client may take to send a whole line.
     pub idle_timeout: Duration,
@@ -104,12 +106,35 @@ struct Shared {
     munge: Option<Munge>,
     started: Instant,
     connections: AtomicU64,
+    /// Every connection's slot, by kind of caller.
+    slots: Arc<slots::Slots>,
     /// Held while a profile is refined, so two closes never number a version alike.
     refining: tokio::sync::Mutex<()>,
     /// Applications with a refinement waiting for `refining`.
     refine_waiting: Mutex<std::collections::HashSet<String>>,
     /// When each application's last refinement ended.
     refined_at: Mutex<HashMap<String, Instant>>,
+}
+
+impl Shared {
+    /// The loaded config's connection and request limits.
+    fn limits(&self) -> crate::site::DaemonLimits {
+        self.ctx
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .site
+            .daemon
+            .limits
+    }
+
+    /// Whether `uid` is root or SlurmUser: a node's, with slots apart from users'.
+    fn is_node(&self, uid: u32) -> bool {
+        self.ctx
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .roles
+            .may_write(uid)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -197,16 +222,16 @@ pub async fn serve_until(
         munge,
         started: Instant::now(),
         connections: AtomicU64::new(0),
+        slots: Arc::new(slots::Slots::default()),
         refining: tokio::sync::Mutex::new(()),
         refine_waiting: Mutex::new(Default::default()),
         refined_at: Mutex::new(HashMap::new()),
     });
     let mut metrics = MetricsListener::default();
     metrics.follow(&shared, metrics_listen.as_deref()).await?;
-    let limit = Arc::new(Semaphore::new(opts.max_connections));
 
-    let tcp_task = tokio::spawn(listen::accept_tcp(shared.clone(), tcp, limit.clone()));
-    let unix_task = tokio::spawn(listen::accept_unix(shared.clone(), unix, limit.clone()));
+    let tcp_task = tokio::spawn(listen::accept_tcp(shared.clone(), tcp));
+    let unix_task = tokio::spawn(listen::accept_unix(shared.clone(), unix));
     let reclaim_task = tokio::spawn(reclaim::reclaim_loop(shared.clone()));
 
     use tokio::signal::unix::{SignalKind, signal};
@@ -233,8 +258,12 @@ pub async fn serve_until(
     unix_task.abort();
     reclaim_task.abort();
     metrics.stop();
-    let all = u32::try_from(opts.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(Duration::from_secs(5), limit.acquire_many(all)).await;
+    let drained = async {
+        while shared.slots.held() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), drained).await;
     let _ = std::fs::remove_file(&socket);
     drop(shared);
     // The store thread ends once the last handle is gone, after its last commit.

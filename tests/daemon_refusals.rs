@@ -1,0 +1,151 @@
+//! Jobs greenup refuses to manage are still on record: a policy the site does not
+//! allow, a profile that cannot be used, an invalid cap from a submission that skipped
+//! sbatch's checks. Each is stored with its verdict, its reason and the power it holds,
+//! every node gets the same answer, and `greenup report` says why the job ran
+//! unmanaged. Real munged, real SQLite, the shipped policies and profiles.
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::process::Command;
+
+use daemon_support::*;
+use greenup::daemon::client::ClientError;
+use greenup::daemon::protocol::{ErrorCode, JobState, OpenJob, Verdict};
+use greenup::site::Enforce;
+
+/// Job `id` on nodes n1 and n2 of the test site (200 + 100 W each at full power).
+fn two_nodes(id: u64) -> OpenJob {
+    OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some("min-energy".into()),
+        ..open_req(id, 0, 2)
+    }
+}
+
+fn refused(d: &Daemon, req: OpenJob) -> (ErrorCode, String) {
+    match d.tcp_client().open_job(req) {
+        Err(ClientError::Server(e)) => (e.code, e.message),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn debug_line(d: &Daemon) -> (usize, f64) {
+    let st = d.tcp_client().status().unwrap();
+    let l = st.ledger.iter().find(|l| l.scope == "debug").unwrap();
+    (l.jobs, l.reserved_w)
+}
+
+#[test]
+fn a_policy_the_site_does_not_allow_is_recorded_and_holds_full_power() {
+    let d = start(4, |_, s, _| s.allowed_policies = vec!["min-energy".into()]);
+    let req = OpenJob {
+        policy: Some("min-time".into()),
+        ..two_nodes(5)
+    };
+    // Both nodes of the job ask; both get the same refusal.
+    for _ in 0..2 {
+        let (code, msg) = refused(&d, req.clone());
+        assert_eq!(code, ErrorCode::PlanFailed, "{msg}");
+        assert!(msg.contains("allowed policies: min-energy"), "{msg}");
+    }
+    let rec = d.tcp_client().get_job(5).unwrap();
+    assert_eq!(rec.decision.verdict, Verdict::Refused);
+    assert_eq!(rec.state, JobState::Open, "it runs, so it is open");
+    // It runs unmanaged at full power: 2 x (200 + 100) W.
+    assert_eq!(rec.decision.reserved_w, 600.0);
+    assert_eq!(debug_line(&d), (1, 600.0));
+    assert!(
+        rec.decision.reason.contains("runs unmanaged at full power"),
+        "{}",
+        rec.decision.reason
+    );
+    // Its epilog closes it like any job, giving the watts back.
+    assert!(
+        d.tcp_client()
+            .close_job(5, Some(greenup::record::JobEnd::Completed))
+            .unwrap()
+    );
+    assert_eq!(debug_line(&d), (0, 0.0));
+}
+
+#[test]
+fn under_strict_a_refused_job_is_recorded_closed_and_holds_nothing() {
+    let d = start(4, |_, s, _| s.enforce = Enforce::Strict);
+    let req = OpenJob {
+        profile: Some("no-such-application".into()),
+        ..two_nodes(6)
+    };
+    let (code, msg) = refused(&d, req);
+    assert_eq!(code, ErrorCode::PlanFailed, "{msg}");
+    let rec = d.tcp_client().get_job(6).unwrap();
+    assert_eq!(
+        (rec.state, rec.decision.verdict, rec.decision.reserved_w),
+        (JobState::Closed, Verdict::Refused, 0.0)
+    );
+    assert!(
+        rec.decision
+            .reason
+            .contains("the job fails (enforce: strict)"),
+        "{}",
+        rec.decision.reason
+    );
+    assert_eq!(debug_line(&d), (0, 0.0));
+}
+
+#[test]
+fn caps_no_sbatch_check_saw_are_refused_on_record() {
+    let d = start(4, |_, _, _| {});
+    for (id, req) in [
+        (
+            7,
+            OpenJob {
+                power_cap_w: Some(-5.0),
+                ..two_nodes(7)
+            },
+        ),
+        (
+            8,
+            OpenJob {
+                energy_cap_j: Some(0.0),
+                ..two_nodes(8)
+            },
+        ),
+        (
+            9,
+            OpenJob {
+                min_nodes: Some(3),
+                ..two_nodes(9)
+            },
+        ),
+    ] {
+        let (code, msg) = refused(&d, req);
+        assert_eq!(code, ErrorCode::BadRequest, "{msg}");
+        let rec = d.tcp_client().get_job(id).unwrap();
+        assert_eq!(rec.decision.verdict, Verdict::Refused, "job {id}");
+        assert_eq!(rec.decision.reserved_w, 600.0, "job {id}");
+    }
+    assert_eq!(debug_line(&d), (3, 1800.0));
+}
+
+#[test]
+fn greenup_report_says_why_a_job_ran_unmanaged() {
+    let d = start(4, |_, s, _| s.allowed_policies = vec!["min-energy".into()]);
+    let req = OpenJob {
+        policy: Some("min-time".into()),
+        ..two_nodes(21)
+    };
+    refused(&d, req);
+    let site = cli_site(&d);
+    let out = Command::new(env!("CARGO_BIN_EXE_greenup"))
+        .args(["report", "21", "--site", site.to_str().unwrap()])
+        // No sacct here: the report says accounting is unavailable and goes on.
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(page.contains("refused"), "{page}");
+    assert!(page.contains("allowed policies: min-energy"), "{page}");
+    assert!(page.contains("runs unmanaged at full power"), "{page}");
+}
