@@ -7,7 +7,6 @@
 mod daemon_support;
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
 use greenup::daemon::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 use greenup::site::OverBudget;
 
@@ -40,17 +39,18 @@ fn lammps(job_id: u64, nodes: usize) -> OpenJob {
 fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
     let d = crowded(OverBudget::Refuse);
     for _ in 0..2 {
-        match d.tcp_client().open_job(lammps(2, 4)) {
-            Err(ClientError::Server(e)) => {
-                assert_eq!(e.code, ErrorCode::OverBudget);
-                assert!(
-                    e.message.contains("only 400 W of the power budget is left"),
-                    "{}",
-                    e.message
-                );
-            }
-            other => panic!("expected over_budget, got {other:?}"),
-        }
+        let dec = d.tcp_client().open_job(lammps(2, 4)).unwrap();
+        assert_eq!(
+            (dec.verdict, dec.refusal),
+            (Verdict::Refused, Some(ErrorCode::OverBudget))
+        );
+        assert!(
+            dec.reason
+                .contains("only 400 W of the power budget is left"),
+            "{}",
+            dec.reason
+        );
+        assert_eq!(dec.freq_for("n1"), None);
     }
     // Under `enforce: open` the refused job still runs, unmanaged, at full power: it
     // holds its 4 nodes x (200 + 100) W = 1200 W, so the caps keep holding.
@@ -165,17 +165,19 @@ fn unchanged_and_refuse_apply_when_no_budget_is_left() {
     );
 
     let d = used_up(OverBudget::Refuse);
-    match d.tcp_client().open_job(on(3, "n3", Some("lammps"))) {
-        Err(ClientError::Server(e)) => {
-            assert_eq!(e.code, ErrorCode::OverBudget);
-            assert!(
-                e.message.contains("no power budget is left"),
-                "{}",
-                e.message
-            );
-        }
-        other => panic!("expected over_budget, got {other:?}"),
-    }
+    let dec = d
+        .tcp_client()
+        .open_job(on(3, "n3", Some("lammps")))
+        .unwrap();
+    assert_eq!(
+        (dec.verdict, dec.refusal),
+        (Verdict::Refused, Some(ErrorCode::OverBudget))
+    );
+    assert!(
+        dec.reason.contains("no power budget is left"),
+        "{}",
+        dec.reason
+    );
     // On record, holding n3's full power: 200 + 100 W.
     let rec = d.tcp_client().get_job(3).unwrap();
     assert_eq!(
@@ -289,8 +291,9 @@ fn a_partition_cap_binds_before_the_site_cap() {
     let debug = st.ledger.iter().find(|l| l.scope == "debug").unwrap();
     assert_eq!((debug.reserved_w, debug.free_w), (600.0, Some(100.0)));
     // One node at 1.2 GHz draws at least 125 W > 100 W.
-    match d.tcp_client().open_job(lammps(3, 1)) {
-        Err(ClientError::Server(e)) => assert_eq!(e.code, ErrorCode::OverBudget),
-        other => panic!("expected over_budget, got {other:?}"),
-    }
+    let dec = d.tcp_client().open_job(lammps(3, 1)).unwrap();
+    assert_eq!(
+        (dec.verdict, dec.refusal),
+        (Verdict::Refused, Some(ErrorCode::OverBudget))
+    );
 }

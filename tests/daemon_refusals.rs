@@ -10,7 +10,6 @@ mod daemon_support;
 use std::process::Command;
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
 use greenup::daemon::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 use greenup::site::Enforce;
 
@@ -23,11 +22,14 @@ fn two_nodes(id: u64) -> OpenJob {
     }
 }
 
+/// The refusal every node of the job is answered with: the decision, refused, with why.
 fn refused(d: &Daemon, req: OpenJob) -> (ErrorCode, String) {
-    match d.tcp_client().open_job(req) {
-        Err(ClientError::Server(e)) => (e.code, e.message),
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let dec = d
+        .tcp_client()
+        .open_job(req)
+        .expect("a refused job is still answered");
+    assert_eq!(dec.verdict, Verdict::Refused, "{}", dec.reason);
+    (dec.refusal.expect("a refusal names its cause"), dec.reason)
 }
 
 fn debug_line(d: &Daemon) -> (usize, f64) {

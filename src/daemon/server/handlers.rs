@@ -15,7 +15,6 @@ use crate::daemon::decide::{bad_field, validate_open};
 use crate::daemon::protocol::{
     Decision, ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES,
     MAX_RECORDS, NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
-    Verdict,
 };
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change};
@@ -129,14 +128,10 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         Request::OpenJob(o) => {
             ctx.roles.require_write(caller, "open jobs")?;
             validate_open(&o, &ctx.site.daemon.limits)?;
-            let d = open_job(shared, ctx.clone(), o).await?;
-            if d.verdict == Verdict::Refused {
-                return Err(ErrorReply::new(
-                    d.refusal.unwrap_or(ErrorCode::OverBudget),
-                    format!("job {}: {}", d.job_id, d.reason),
-                ));
-            }
-            Ok(Reply::Decision(d))
+            // A refused job is on record: every node gets that decision (verdict
+            // `refused`, its `refusal` and reason), so each node runs the job unchanged,
+            // measures it and its first node closes it, giving the watts it holds back.
+            Ok(Reply::Decision(open_job(shared, ctx.clone(), o).await?))
         }
         Request::NodeSettings { job_id, node } => {
             let (owner, d) = decision_of(shared, job_id).await?;
