@@ -12,17 +12,6 @@ use greenup::daemon::protocol::OpenJob;
 use greenup::profile::versions::Versions;
 use greenup::record::JobEnd;
 
-/// The same hetero profile as the refinement tests: power half of the truth, so any run
-/// it learns from makes a new version.
-const WRONG: &str = "name: wrong
-version: 1
-description: power deliberately half of what the nodes draw
-hetero:
-  iterations: 100
-  node_types:
-    std: { t_cp_s: 1.0, t_cm_s: 0.1, p_dyn_w: 200, p_static_w: 100 }
-";
-
 fn job(job_id: u64, policy: &str) -> OpenJob {
     OpenJob {
         profile: Some("wrong".into()),
@@ -31,17 +20,10 @@ fn job(job_id: u64, policy: &str) -> OpenJob {
     }
 }
 
-fn admin_profiles(dir: &Path) -> std::path::PathBuf {
-    let admin = dir.join("admin");
-    std::fs::create_dir_all(&admin).unwrap();
-    std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
-    admin
-}
-
 #[test]
 fn a_policy_flagged_monitor_under_another_name_changes_no_frequency() {
     let d = start(2, |dir, s, _| {
-        s.profile_dir = admin_profiles(dir);
+        s.profile_dir = wrong_profile_dir(dir);
         let site_policies = dir.join("policies");
         std::fs::create_dir_all(&site_policies).unwrap();
         std::fs::write(
@@ -94,7 +76,7 @@ fn slurm_saying(dir: &Path, state: &str) -> std::path::PathBuf {
 
 fn run_ended_as(state: &str) -> (Option<JobEnd>, Vec<u64>) {
     let d = start(2, |dir, s, o| {
-        s.profile_dir = admin_profiles(dir);
+        s.profile_dir = wrong_profile_dir(dir);
         o.slurm_check = true;
         o.slurm_bin_dir = Some(slurm_saying(dir, state));
     });

@@ -8,16 +8,6 @@ use daemon_support::*;
 use greenup::daemon::protocol::{Decision, OpenJob};
 use greenup::profile::versions::Versions;
 
-/// A hetero profile for the test site's `std` nodes whose power is half the truth.
-const WRONG: &str = "name: wrong
-version: 1
-description: power deliberately half of what the nodes draw
-hetero:
-  iterations: 100
-  node_types:
-    std: { t_cp_s: 1.0, t_cm_s: 0.1, p_dyn_w: 200, p_static_w: 100 }
-";
-
 fn wrong(job_id: u64) -> OpenJob {
     OpenJob {
         profile: Some("wrong".into()),
@@ -26,14 +16,9 @@ fn wrong(job_id: u64) -> OpenJob {
     }
 }
 
-/// A daemon on two `std` nodes whose admin profile directory holds only [`WRONG`].
+/// A daemon on two `std` nodes whose admin profile directory holds only [`WRONG_PROFILE`].
 fn with_wrong_profile() -> daemon_support::Daemon {
-    start(2, |dir, s, _| {
-        let admin = dir.join("admin");
-        std::fs::create_dir_all(&admin).unwrap();
-        std::fs::write(admin.join("wrong.yaml"), WRONG).unwrap();
-        s.profile_dir = admin;
-    })
+    start(2, |dir, s, _| s.profile_dir = wrong_profile_dir(dir))
 }
 
 /// Report what the nodes "measured": the decided time, and `factor` times the energy
@@ -80,7 +65,7 @@ fn closed_jobs_refine_the_profile_and_the_next_decision_uses_the_new_version() {
 
     // The admin's file is never rewritten.
     let admin = std::fs::read_to_string(d.dir.path().join("admin/wrong.yaml")).unwrap();
-    assert_eq!(admin, WRONG);
+    assert_eq!(admin, WRONG_PROFILE);
 }
 
 #[test]

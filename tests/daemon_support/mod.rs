@@ -16,6 +16,25 @@ use greenup::site::{
     DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
 };
 
+/// A hetero profile for the test site's `std` nodes whose power is half the truth: any
+/// measured run of it teaches something, so a refinement always makes a new version.
+pub const WRONG_PROFILE: &str = "name: wrong
+version: 1
+description: power deliberately half of what the nodes draw
+hetero:
+  iterations: 100
+  node_types:
+    std: { t_cp_s: 1.0, t_cm_s: 0.1, p_dyn_w: 200, p_static_w: 100 }
+";
+
+/// An admin profile directory under `dir` holding only [`WRONG_PROFILE`], as `wrong.yaml`.
+pub fn wrong_profile_dir(dir: &Path) -> PathBuf {
+    let admin = dir.join("admin");
+    std::fs::create_dir_all(&admin).unwrap();
+    std::fs::write(admin.join("wrong.yaml"), WRONG_PROFILE).unwrap();
+    admin
+}
+
 /// The ordinary user the tests act as.
 pub const TEST_USER: &str = "greenup-test";
 
