@@ -57,7 +57,7 @@ adv_swapped_profile() { # NAME CHANGE WANT
   j=$(submit $GC_USER --hold -N1 -w n1 --exclusive -t 5 --energy-policy=min-energy --energy-profile=$name \
       -o "$OUT/adv-$name-%j.out" --wrap 'echo job-ran')
   [ -n "$j" ] || { rm -f "$GC_SHARE/profiles/$name.yaml"; return 1; }
-  JOBS_WITH_DAEMON+=("$j")
+  # Not in JOBS_WITH_DAEMON: greenupd made no decision, so no outcome is stored.
   eval "$change"
   scontrol release "$j"
   wait_gone "$j" || rc=1
