@@ -795,7 +795,7 @@ async fn decide_and_store(
     ctx: Arc<Ctx>,
     req: OpenJob,
 ) -> Result<Decision, ErrorReply> {
-    let req = super::time_limit::complete(req, shared.opts.slurm_check).await;
+    let req = super::time_limit::complete(req, shared.opts.slurm_check, &ctx.site).await;
     let at = now();
     let job_id = req.job_id;
     let limit_s = req
