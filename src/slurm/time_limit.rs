@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::command::{self, CommandError};
 
-/// How long greenupd waits for squeue to say a job's time limit: the job's nodes wait
+/// The longest greenupd waits for squeue to say a job's time limit: the job's nodes wait
 /// for the decision, and their prologs give up after the site's `daemon.timeout_ms`.
 pub const ASK_BOUND: Duration = Duration::from_millis(1000);
 

@@ -82,6 +82,7 @@ async fn decide_and_store(
         req,
         shared.opts.slurm_check,
         shared.opts.slurm_bin_dir.clone(),
+        &ctx.site,
     )
     .await;
     let at = now();

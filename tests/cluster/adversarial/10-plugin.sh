@@ -57,6 +57,7 @@ adv_swapped_profile() { # NAME CHANGE WANT
   j=$(submit $GC_USER --hold -N1 -w n1 --exclusive -t 5 --energy-policy=min-energy --energy-profile=$name \
       -o "$OUT/adv-$name-%j.out" --wrap 'echo job-ran')
   [ -n "$j" ] || { rm -f "$GC_SHARE/profiles/$name.yaml"; return 1; }
+  # On record, refused: its node still measures it and closes it (test 7 checks the outcome).
   JOBS_WITH_DAEMON+=("$j")
   eval "$change"
   scontrol release "$j"
@@ -67,6 +68,8 @@ adv_swapped_profile() { # NAME CHANGE WANT
   grep -q job-ran "$out" || { say "the job did not run"; rc=1; }
   grep -q "greenup: job $j on n1: .*$want" "$out" || { say "no warning naming '$want':"; cat "$out"; rc=1; }
   if grep -q PROBESECRET "$out" "$GC_WORK"/*.out 2>/dev/null; then say "the secret reached a job's output:"; grep PROBESECRET "$out"; rc=1; fi
+  [ "$(jq_job "$j" .decision.verdict)" = refused ] || { say "job $j not on record as refused: $(jq_job "$j" .decision.verdict)"; rc=1; }
+  if job_json "$j" | grep -q PROBESECRET; then say "the secret reached greenupd's record of job $j"; rc=1; fi
   say "$(grep -m1 'greenup:' "$out")"
   restored || rc=1
   return $rc
