@@ -107,3 +107,36 @@ fn a_completion_slurm_confirms_is_learned_from() {
     assert_eq!(end, Some(JobEnd::Completed));
     assert_eq!(versions, vec![2]);
 }
+
+#[test]
+fn node_names_that_could_leave_a_directory_are_refused_on_open_and_outcome() {
+    use greenup::daemon::client::ClientError;
+    use greenup::daemon::protocol::{ErrorCode, NodeOutcome};
+    let d = start(2, |_, _, _| {});
+    let bad = OpenJob {
+        nodes: vec!["n1".into(), "../../etc".into()],
+        ..open_req(9, 0, 2)
+    };
+    match d.tcp_client().open_job(bad) {
+        Err(ClientError::Server(e)) => {
+            assert_eq!(e.code, ErrorCode::BadRequest);
+            assert!(e.message.contains("'../../etc'"), "{}", e.message);
+        }
+        other => panic!("expected bad_request, got {other:?}"),
+    }
+    d.tcp_client().open_job(open_req(10, 0, 2)).unwrap();
+    let outcome = NodeOutcome {
+        job_id: 10,
+        node: "n1/../../x".into(),
+        freq_ghz: None,
+        energy_j: None,
+        elapsed_s: None,
+        source: None,
+        restored: true,
+        note: None,
+    };
+    match d.tcp_client().record_outcome(outcome) {
+        Err(ClientError::Server(e)) => assert_eq!(e.code, ErrorCode::BadRequest, "{}", e.message),
+        other => panic!("expected bad_request, got {other:?}"),
+    }
+}

@@ -374,8 +374,8 @@ pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorRe
             ),
         ));
     }
-    if let Some(n) = req.nodes.iter().find(|n| n.is_empty() || n.len() > 255) {
-        return Err(bad_field("nodes", n, "node names of 1 to 255 characters"));
+    if let Some(n) = req.nodes.iter().find(|n| !crate::names::is_node(n)) {
+        return Err(bad_field("nodes", n, crate::names::NODE_RULE));
     }
     let mut seen = std::collections::HashSet::with_capacity(req.nodes.len());
     if let Some(n) = req.nodes.iter().find(|n| !seen.insert(n.as_str())) {

@@ -331,12 +331,8 @@ pub(super) async fn status(shared: &Arc<Shared>, ctx: &Ctx) -> Result<Status, Er
 }
 
 fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
-    if o.node.is_empty() || o.node.len() > 255 {
-        return Err(bad_field(
-            "node",
-            &o.node,
-            "a node name of 1 to 255 characters",
-        ));
+    if !crate::names::is_node(&o.node) {
+        return Err(bad_field("node", &o.node, crate::names::NODE_RULE));
     }
     for (field, v) in [
         ("freq_ghz", o.freq_ghz),
