@@ -266,3 +266,70 @@ fn broken_site_names_file_line_column() {
         "{line}"
     );
 }
+
+/// The test cluster's site config with its profiles, store and policies under `dir`.
+fn site_in(dir: &std::path::Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo("tests/cluster/greenup.yaml")).unwrap();
+    let text = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("profile_dir:") {
+                format!("profile_dir: {}", dir.join("admin").display())
+            } else if l.starts_with("policy_dirs:") {
+                format!("policy_dirs: [{}]", repo("policies"))
+            } else if l.trim_start().starts_with("store:") {
+                format!("  store: {}", dir.join("greenup.db").display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let site = dir.join("greenup.yaml");
+    std::fs::write(&site, text).unwrap();
+    site
+}
+
+#[test]
+fn a_profile_name_plans_from_the_version_a_job_would_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = site_in(dir.path());
+    let amdahl = |t: u32| {
+        format!(
+            "name: app\nversion: 1\ndescription: one node, compute only\namdahl:\n  t_c1_s: {t}\n  parallel_fraction: 0.9\n  comm:\n    law: log\n    coeff_s: 5\n  slowdown: \"fmax / f\"\n"
+        )
+    };
+    std::fs::create_dir_all(dir.path().join("admin")).unwrap();
+    std::fs::write(dir.path().join("admin/app.yaml"), amdahl(100)).unwrap();
+    let time = || {
+        let a = greenup()
+            .args([
+                "plan",
+                "--site",
+                &site.display().to_string(),
+                "--profile",
+                "app",
+                "--policy",
+                "min-time",
+                "--nodes",
+                "n1",
+                "--json",
+            ])
+            .assert()
+            .success();
+        let v: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+        v["predicted"]["time_s"].as_f64().unwrap()
+    };
+    // One node at its maximum frequency: T = t_c1 * fmax / f = t_c1, with no communication
+    // (log 1 = 0).
+    assert!((time() - 100.0).abs() < 1e-6, "{}", time());
+    // greenupd refined it: the version in use is what a job would be decided with.
+    let refined = dir.path().join("profiles/app");
+    std::fs::create_dir_all(&refined).unwrap();
+    std::fs::write(
+        refined.join("v2.yaml"),
+        amdahl(200).replace("version: 1", "version: 2"),
+    )
+    .unwrap();
+    assert!((time() - 200.0).abs() < 1e-6, "{}", time());
+}

@@ -101,12 +101,16 @@ fn time_arg(s: &str) -> Result<TimeLimit, String> {
     parse_time(s).map(TimeLimit)
 }
 
+/// Whether a profile argument names a file rather than a profile of the site.
+fn looks_like_path(arg: &str) -> bool {
+    Path::new(arg).exists() || arg.contains('/') || arg.ends_with(".yaml") || arg.ends_with(".yml")
+}
+
 /// A profile argument: a path if it names an existing file or looks like one, else the
 /// admin's profile of that name in `dir`.
 pub fn profile_path(arg: &str, dir: &Path) -> Result<PathBuf, greenup::input::InputError> {
-    let p = Path::new(arg);
-    if p.exists() || arg.contains('/') || arg.ends_with(".yaml") || arg.ends_with(".yml") {
-        Ok(p.to_path_buf())
+    if looks_like_path(arg) {
+        Ok(PathBuf::from(arg))
     } else {
         let origin = greenup::input::Origin::Option("--profile".into());
         greenup::profile::locate::admin_file(dir, arg, origin)
@@ -209,7 +213,15 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
             ),
         ));
     }
-    let profile = Profile::load(&profile_path(&args.profile, &site.profile_dir)?)?;
+    // A name is the profile a job of that name would use (the refined version in use,
+    // else the admin's file), so a cli_filter's choice matches the decision at start.
+    let path = if looks_like_path(&args.profile) {
+        PathBuf::from(&args.profile)
+    } else {
+        let origin = greenup::input::Origin::Option("--profile".into());
+        greenup::profile::locate::for_job(site, &args.profile, origin)?.path
+    };
+    let profile = Profile::load(&path)?;
     let predictor = profile
         .predictor(site)
         .map_err(|e| Failure::Input(format!("profile {}: {e}", args.profile)))?;
