@@ -225,17 +225,15 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 limit: Some(limit + 1),
                 ..filter
             };
-            let mut jobs = shared
+            let jobs = shared
                 .store
                 .read(move |s| s.job_summaries(&filter))
                 .await
                 .map_err(store_error)?;
-            let more = jobs.len() > limit as usize;
-            jobs.truncate(limit as usize);
-            let page = fit_page(&mut jobs);
+            let page = fit_page(jobs, limit);
             Ok(Reply::Jobs {
-                jobs,
-                truncated: more || page.truncated,
+                jobs: page.items,
+                truncated: page.truncated,
             })
         }
         Request::ListRecords(filter) => {
@@ -246,19 +244,16 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 limit: Some(limit + 1),
                 ..filter
             };
-            let mut jobs = shared
+            let jobs = shared
                 .store
                 .read(move |s| s.job_records(&filter))
                 .await
                 .map_err(store_error)?;
-            let more = jobs.len() > limit as usize;
-            jobs.truncate(limit as usize);
-            let page = fit_page(&mut jobs);
-            let oversized = page.oversized.map(|j| j.job_id);
+            let page = fit_page(jobs, limit);
             Ok(Reply::Records {
-                jobs,
-                truncated: more || page.truncated,
-                oversized,
+                jobs: page.items,
+                truncated: page.truncated,
+                oversized: page.oversized.map(|j| j.job_id),
             })
         }
         Request::Status {} => Ok(Reply::Status(status(shared, &ctx).await?)),
@@ -268,18 +263,23 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
 /// Bytes of listed items one reply may hold: half a line, the rest is the envelope's.
 const PAGE_BYTES: usize = MAX_LINE_BYTES / 2;
 
-/// What [`fit_page`] cut.
+/// One page of a listing, as [`fit_page`] cut it.
 struct Page<T> {
+    /// What the reply carries.
+    items: Vec<T>,
     /// Items were left out: the client asks for the next page.
     truncated: bool,
     /// The first item alone is larger than a page (it was left out too).
     oversized: Option<T>,
 }
 
-/// Keep the leading items whose JSON fits in [`PAGE_BYTES`], so no listing reply outgrows
-/// a line however large one job is. A first item too large for any page is handed back
-/// as `oversized`, for the caller to send by other means.
-fn fit_page<T: serde::Serialize>(items: &mut Vec<T>) -> Page<T> {
+/// The leading items, at most `limit`, whose JSON fits in [`PAGE_BYTES`], so no listing
+/// reply outgrows a line however large one job is. `items` holds up to one more than
+/// `limit`, to tell whether more match. A first item too large for any page is handed
+/// back as `oversized`, for the caller to send by other means.
+fn fit_page<T: serde::Serialize>(mut items: Vec<T>, limit: u32) -> Page<T> {
+    let more = items.len() > limit as usize;
+    items.truncate(limit as usize);
     let mut bytes = 0;
     let fits = items
         .iter()
@@ -288,10 +288,11 @@ fn fit_page<T: serde::Serialize>(items: &mut Vec<T>) -> Page<T> {
             bytes <= PAGE_BYTES
         })
         .count();
-    let truncated = fits < items.len();
+    let truncated = more || fits < items.len();
     let oversized = (fits == 0 && !items.is_empty()).then(|| items.remove(0));
     items.truncate(fits);
     Page {
+        items,
         truncated,
         oversized,
     }
