@@ -9,7 +9,7 @@ use tokio::sync::OnceCell;
 use super::handlers::Outcome;
 use super::refine::refine_after_close;
 use super::{Ctx, Shared, lock, store_error};
-use crate::daemon::protocol::{Decision, ErrorCode, ErrorReply, JobState, OpenJob, Reply};
+use crate::daemon::protocol::{Decision, ErrorCode, ErrorReply, JobState, OpenJob, Reply, Verdict};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
 
@@ -203,7 +203,11 @@ pub(super) async fn close_job(
     lock(&shared.ledger).release(job_id);
     let app = {
         let mut recent = lock(&shared.recent);
-        let app = recent.by_job.get(&job_id).map(|d| d.profile.clone());
+        // A refused job ran without a plan: there is nothing to learn from it.
+        let app = recent.by_job.get(&job_id).map(|d| match d.verdict {
+            Verdict::Refused => None,
+            _ => d.profile.clone(),
+        });
         recent.remove(job_id);
         app
     };
