@@ -29,48 +29,17 @@ struct Incoming<'a> {
     req: Option<&'a RawValue>,
 }
 
-/// Answer one request line; also returns who sent it, when that is known (the Unix
-/// socket's peer, or a valid credential).
-pub(super) async fn handle_line(
+/// A request line whose caller is known (the Unix socket's peer, or a valid
+/// credential), parsed or not.
+pub(super) type Checked = (Caller, Result<Request, ErrorReply>);
+
+/// Read one request line and find out who sent it; the request is not run yet, so
+/// the connection can be moved to its caller's slot first.
+pub(super) async fn check_line(
     shared: &Arc<Shared>,
     line: &[u8],
     peer: Peer,
-) -> (ReplyLine, Option<Caller>) {
-    let started = Instant::now();
-    let (op, caller, result) = match parse_and_run(shared, line, peer).await {
-        Ok((op, caller, r)) => (op, Some(caller), r),
-        Err(e) => ("-", None, Err(e)),
-    };
-    if let Err(e) = &result {
-        // greenupd's own failures (a full disk, a fault) need an admin; a caller's
-        // mistake or a refusal by rule is routine.
-        match e.code {
-            ErrorCode::StoreFailed | ErrorCode::Internal | ErrorCode::AuthUnavailable => {
-                tracing::error!(op, error = %e, "request failed")
-            }
-            _ => tracing::info!(op, error = %e, "request refused"),
-        }
-    } else {
-        tracing::debug!(
-            op,
-            us = started.elapsed().as_micros() as u64,
-            "request served"
-        );
-    }
-    let reply = match result {
-        Ok(r) => ReplyLine::ok(r),
-        Err(e) => ReplyLine::err(e),
-    };
-    (reply, caller)
-}
-
-pub(super) type Outcome = Result<Reply, ErrorReply>;
-
-async fn parse_and_run(
-    shared: &Arc<Shared>,
-    line: &[u8],
-    peer: Peer,
-) -> Result<(&'static str, Caller, Outcome), ErrorReply> {
+) -> Result<Checked, ErrorReply> {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
     let inc: Incoming<'_> = serde_json::from_slice(text).map_err(|e| {
@@ -117,11 +86,44 @@ async fn parse_and_run(
             })??
         }
     };
-    let req: Request = serde_json::from_str(raw.get())
-        .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")))?;
-    let op = req.op();
-    Ok((op, caller, run(shared, caller, req).await))
+    let req = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")));
+    Ok((caller, req))
 }
+
+/// Run a checked request line (or report why it could not be) and log the outcome.
+pub(super) async fn answer(
+    shared: &Arc<Shared>,
+    checked: Result<Checked, ErrorReply>,
+) -> ReplyLine {
+    let started = Instant::now();
+    let (op, result) = match checked {
+        Ok((caller, Ok(req))) => (req.op(), run(shared, caller, req).await),
+        Ok((_, Err(e))) | Err(e) => ("-", Err(e)),
+    };
+    if let Err(e) = &result {
+        // greenupd's own failures (a full disk, a fault) need an admin; a caller's
+        // mistake or a refusal by rule is routine.
+        match e.code {
+            ErrorCode::StoreFailed | ErrorCode::Internal | ErrorCode::AuthUnavailable => {
+                tracing::error!(op, error = %e, "request failed")
+            }
+            _ => tracing::info!(op, error = %e, "request refused"),
+        }
+    } else {
+        tracing::debug!(
+            op,
+            us = started.elapsed().as_micros() as u64,
+            "request served"
+        );
+    }
+    match result {
+        Ok(r) => ReplyLine::ok(r),
+        Err(e) => ReplyLine::err(e),
+    }
+}
+
+pub(super) type Outcome = Result<Reply, ErrorReply>;
 
 async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
     let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
