@@ -151,3 +151,21 @@ fn greenup_report_says_why_a_job_ran_unmanaged() {
     assert!(page.contains("allowed policies: min-energy"), "{page}");
     assert!(page.contains("runs unmanaged at full power"), "{page}");
 }
+
+#[test]
+fn caps_above_the_site_limits_are_planned_under_the_site_limits_and_recorded() {
+    let d = start(4, |_, s, _| s.power_cap_w = Some(1_000.0));
+    // A 1 GW cap, which sbatch would have refused: the site's 1 kW still binds.
+    let dec = d
+        .tcp_client()
+        .open_job(OpenJob {
+            power_cap_w: Some(1e9),
+            ..two_nodes(30)
+        })
+        .unwrap();
+    assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
+    assert_eq!(dec.power_cap_w, Some(1_000.0));
+    assert!(dec.reserved_w <= 1_000.0, "{}", dec.reserved_w);
+    let rec = d.tcp_client().get_job(30).unwrap();
+    assert_eq!(rec.decision, dec);
+}

@@ -28,48 +28,17 @@ struct Incoming<'a> {
     req: Option<&'a RawValue>,
 }
 
-/// Answer one request line; also returns who sent it, when that is known (the Unix
-/// socket's peer, or a valid credential).
-pub(super) async fn handle_line(
+/// A request line whose caller is known (the Unix socket's peer, or a valid
+/// credential), parsed or not.
+pub(super) type Checked = (Caller, Result<Request, ErrorReply>);
+
+/// Read one request line and find out who sent it; the request is not run yet, so
+/// the connection can be moved to its caller's slot first.
+pub(super) async fn check_line(
     shared: &Arc<Shared>,
     line: &[u8],
     peer: Peer,
-) -> (ReplyLine, Option<Caller>) {
-    let started = Instant::now();
-    let (op, caller, result) = match parse_and_run(shared, line, peer).await {
-        Ok((op, caller, r)) => (op, Some(caller), r),
-        Err(e) => ("-", None, Err(e)),
-    };
-    if let Err(e) = &result {
-        // greenupd's own failures (a full disk, a fault) need an admin; a caller's
-        // mistake or a refusal by rule is routine.
-        match e.code {
-            ErrorCode::StoreFailed | ErrorCode::Internal | ErrorCode::AuthUnavailable => {
-                tracing::error!(op, error = %e, "request failed")
-            }
-            _ => tracing::info!(op, error = %e, "request refused"),
-        }
-    } else {
-        tracing::debug!(
-            op,
-            us = started.elapsed().as_micros() as u64,
-            "request served"
-        );
-    }
-    let reply = match result {
-        Ok(r) => ReplyLine::ok(r),
-        Err(e) => ReplyLine::err(e),
-    };
-    (reply, caller)
-}
-
-pub(super) type Outcome = Result<Reply, ErrorReply>;
-
-async fn parse_and_run(
-    shared: &Arc<Shared>,
-    line: &[u8],
-    peer: Peer,
-) -> Result<(&'static str, Caller, Outcome), ErrorReply> {
+) -> Result<Checked, ErrorReply> {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
     let inc: Incoming<'_> = serde_json::from_slice(text).map_err(|e| {
@@ -116,11 +85,44 @@ async fn parse_and_run(
             })??
         }
     };
-    let req: Request = serde_json::from_str(raw.get())
-        .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")))?;
-    let op = req.op();
-    Ok((op, caller, run(shared, caller, req).await))
+    let req = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorReply::new(ErrorCode::BadRequest, format!("invalid \"req\": {e}")));
+    Ok((caller, req))
 }
+
+/// Run a checked request line (or report why it could not be) and log the outcome.
+pub(super) async fn answer(
+    shared: &Arc<Shared>,
+    checked: Result<Checked, ErrorReply>,
+) -> ReplyLine {
+    let started = Instant::now();
+    let (op, result) = match checked {
+        Ok((caller, Ok(req))) => (req.op(), run(shared, caller, req).await),
+        Ok((_, Err(e))) | Err(e) => ("-", Err(e)),
+    };
+    if let Err(e) = &result {
+        // greenupd's own failures (a full disk, a fault) need an admin; a caller's
+        // mistake or a refusal by rule is routine.
+        match e.code {
+            ErrorCode::StoreFailed | ErrorCode::Internal | ErrorCode::AuthUnavailable => {
+                tracing::error!(op, error = %e, "request failed")
+            }
+            _ => tracing::info!(op, error = %e, "request refused"),
+        }
+    } else {
+        tracing::debug!(
+            op,
+            us = started.elapsed().as_micros() as u64,
+            "request served"
+        );
+    }
+    match result {
+        Ok(r) => ReplyLine::ok(r),
+        Err(e) => ReplyLine::err(e),
+    }
+}
+
+pub(super) type Outcome = Result<Reply, ErrorReply>;
 
 async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
     let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -220,17 +222,15 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 limit: Some(limit + 1),
                 ..filter
             };
-            let mut jobs = shared
+            let jobs = shared
                 .store
                 .read(move |s| s.job_summaries(&filter))
                 .await
                 .map_err(store_error)?;
-            let more = jobs.len() > limit as usize;
-            jobs.truncate(limit as usize);
-            let page = fit_page(&mut jobs);
+            let page = fit_page(jobs, limit);
             Ok(Reply::Jobs {
-                jobs,
-                truncated: more || page.truncated,
+                jobs: page.items,
+                truncated: page.truncated,
             })
         }
         Request::ListRecords(filter) => {
@@ -241,19 +241,16 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 limit: Some(limit + 1),
                 ..filter
             };
-            let mut jobs = shared
+            let jobs = shared
                 .store
                 .read(move |s| s.job_records(&filter))
                 .await
                 .map_err(store_error)?;
-            let more = jobs.len() > limit as usize;
-            jobs.truncate(limit as usize);
-            let page = fit_page(&mut jobs);
-            let oversized = page.oversized.map(|j| j.job_id);
+            let page = fit_page(jobs, limit);
             Ok(Reply::Records {
-                jobs,
-                truncated: more || page.truncated,
-                oversized,
+                jobs: page.items,
+                truncated: page.truncated,
+                oversized: page.oversized.map(|j| j.job_id),
             })
         }
         Request::Status {} => Ok(Reply::Status(status(shared, &ctx).await?)),
@@ -263,18 +260,23 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
 /// Bytes of listed items one reply may hold: half a line, the rest is the envelope's.
 const PAGE_BYTES: usize = MAX_LINE_BYTES / 2;
 
-/// What [`fit_page`] cut.
+/// One page of a listing, as [`fit_page`] cut it.
 struct Page<T> {
+    /// What the reply carries.
+    items: Vec<T>,
     /// Items were left out: the client asks for the next page.
     truncated: bool,
     /// The first item alone is larger than a page (it was left out too).
     oversized: Option<T>,
 }
 
-/// Keep the leading items whose JSON fits in [`PAGE_BYTES`], so no listing reply outgrows
-/// a line however large one job is. A first item too large for any page is handed back
-/// as `oversized`, for the caller to send by other means.
-fn fit_page<T: serde::Serialize>(items: &mut Vec<T>) -> Page<T> {
+/// The leading items, at most `limit`, whose JSON fits in [`PAGE_BYTES`], so no listing
+/// reply outgrows a line however large one job is. `items` holds up to one more than
+/// `limit`, to tell whether more match. A first item too large for any page is handed
+/// back as `oversized`, for the caller to send by other means.
+fn fit_page<T: serde::Serialize>(mut items: Vec<T>, limit: u32) -> Page<T> {
+    let more = items.len() > limit as usize;
+    items.truncate(limit as usize);
     let mut bytes = 0;
     let fits = items
         .iter()
@@ -283,10 +285,11 @@ fn fit_page<T: serde::Serialize>(items: &mut Vec<T>) -> Page<T> {
             bytes <= PAGE_BYTES
         })
         .count();
-    let truncated = fits < items.len();
+    let truncated = more || fits < items.len();
     let oversized = (fits == 0 && !items.is_empty()).then(|| items.remove(0));
     items.truncate(fits);
     Page {
+        items,
         truncated,
         oversized,
     }

@@ -9,7 +9,9 @@ use tokio::sync::OnceCell;
 use super::handlers::Outcome;
 use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
-use crate::daemon::protocol::{Decision, ErrorCode, ErrorReply, JobEnd, JobState, OpenJob, Reply};
+use crate::daemon::protocol::{
+    Decision, ErrorCode, ErrorReply, JobEnd, JobState, OpenJob, Reply, Verdict,
+};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
 
@@ -219,7 +221,11 @@ pub(super) async fn close_job(
     lock(&shared.ledger).release(job_id);
     let app = {
         let mut recent = lock(&shared.recent);
-        let app = recent.by_job.get(&job_id).map(|d| d.profile.clone());
+        // A refused job ran without a plan: there is nothing to learn from it.
+        let app = recent.by_job.get(&job_id).map(|d| match d.verdict {
+            Verdict::Refused => None,
+            _ => d.profile.clone(),
+        });
         recent.remove(job_id);
         app
     };

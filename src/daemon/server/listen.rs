@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::{TcpListener, UnixListener};
 
 use super::Shared;
-use super::handlers::handle_line;
+use super::handlers::{answer, check_line};
 use super::slots::{Listener, Refusal, Slot};
 use crate::daemon::auth::Caller;
 use crate::daemon::protocol::{ErrorCode, ErrorReply, MAX_LINE_BYTES, ReplyLine};
@@ -160,13 +160,11 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
             // Otherwise the client hung up mid-line: nothing to answer.
             break;
         }
-        let (reply, caller) = handle_line(&shared, &line, peer).await;
-        if !write_reply(&mut w, &reply).await {
-            break;
-        }
+        let checked = check_line(&shared, &line, peer).await;
         // The first request that authenticates moves the connection into its caller's
-        // slots; a caller over its limit is told so and disconnected.
-        if let (true, Some(c)) = (slot.is_pending(), caller) {
+        // slots before it runs (a node's open_job may wait long for its decision); a
+        // caller over its limit is told so and disconnected.
+        if let (true, Ok((c, _))) = (slot.is_pending(), &checked) {
             let limits = shared.limits();
             let node = shared.is_node(c.uid);
             let max = shared.opts.max_connections;
@@ -175,6 +173,10 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
                 write_reply(&mut w, &busy(&why)).await;
                 break;
             }
+        }
+        let reply = answer(&shared, checked).await;
+        if !write_reply(&mut w, &reply).await {
+            break;
         }
     }
     let _ = w.shutdown().await;

@@ -125,7 +125,7 @@ impl Slots {
                 Some(p) => {
                     p.shed.notify_one();
                     drop(c);
-                    self.note(&Refusal {
+                    let _ = self.note(&Refusal {
                         kind: "shed",
                         message: format!(
                             "the oldest idle unauthenticated connection was closed for a new one (daemon.unauthenticated: {})",
@@ -238,13 +238,14 @@ impl Slots {
         c.nodes + c.users.values().sum::<usize>() + c.pending.len()
     }
 
-    /// Log a refusal, at most once a second per kind, with how many were not logged.
-    pub(super) fn note(&self, r: &Refusal) {
+    /// Log a refusal, at most once a second per kind, with how many were not logged;
+    /// returns whether this one was.
+    pub(super) fn note(&self, r: &Refusal) -> bool {
         let mut log = lock(&self.log);
         let (last, quiet) = log.entry(r.kind).or_insert((None, 0));
         if last.is_some_and(|t| t.elapsed() < LOG_EVERY) {
             *quiet += 1;
-            return;
+            return false;
         }
         let more = std::mem::take(quiet);
         *last = Some(Instant::now());
@@ -255,6 +256,7 @@ impl Slots {
             "connection refused: {}",
             r.message
         );
+        true
     }
 }
 
@@ -362,6 +364,21 @@ mod tests {
         assert_eq!(s.held(), 5);
         drop((a, tcp, b, root));
         assert_eq!(s.held(), 0);
+    }
+
+    #[test]
+    fn a_flood_of_refusals_logs_one_line_a_second_per_limit() {
+        let s = Slots::default();
+        let r = |kind| Refusal {
+            kind,
+            message: String::new(),
+        };
+        let logged = (0..1_000).filter(|_| s.note(&r("user"))).count();
+        // A thousand refusals within a second (they take microseconds): one line,
+        // and another limit still gets its own.
+        assert_eq!(logged, 1);
+        assert!(s.note(&r("unauthenticated")));
+        assert_eq!(lock(&s.log)["user"].1, 999);
     }
 
     #[test]
