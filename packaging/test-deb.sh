@@ -20,11 +20,11 @@ check() { # NAME COMMAND...: one PASS or FAIL line
   local name=$1; shift
   if "$@"; then PASSED=$((PASSED + 1)); echo "PASS $name"; else FAILED=$((FAILED + 1)); echo "FAIL $name"; fi
 }
-cluster_up=0 installed=0 CONTROL=""
+cluster_up=0 installed=0 CONTROL="" KEEP=""
 finish() {
   [ "$cluster_up" = 1 ] && tests/cluster/teardown.sh >/dev/null 2>&1
   [ "$installed" = 1 ] && dpkg --purge greenup >/dev/null 2>&1
-  rm -rf "$CONTROL"
+  rm -rf "$CONTROL" "$KEEP"
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" = 0 ] && [ "$PASSED" -gt 0 ]
 }
@@ -32,6 +32,10 @@ trap finish EXIT
 SERIES_PLUGIN_DIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 
 DEB=${GREENUP_DEB:-}
+if [ -n "${OTHER_DEB:-}" ]; then
+  # cargo deb replaces the packages it made before: keep a copy of the other one.
+  KEEP=$(mktemp -d); cp "$OTHER_DEB" "$KEEP/" && OTHER_DEB=$KEEP/$(basename "$OTHER_DEB")
+fi
 if [ -z "$DEB" ]; then
   need_debs "${GREENUP_DEBS[@]}" jq dpkg-dev || { FAILED=$((FAILED + 1)); exit 1; }
   step "building the .deb"

@@ -17,17 +17,22 @@ fail() { echo "FAIL $*"; echo "0 passed, 1 failed"; exit 1; }
 cd "$REPO"
 "$HERE/root.sh" >/dev/null || fail "could not make the Debian 13 root"
 
+TARGET=${CARGO_TARGET_DIR:-$REPO/target}
+STAGE=$TARGET/slurm24/debs
+rm -rf "$STAGE"; mkdir -p "$STAGE"
+# The newest package of another series, kept before cargo deb replaces it with this one.
+SERIES=$(gc24_slurm_version | cut -d. -f1,2)
+OTHER=$(ls -t "$TARGET"/debian/greenup_*+slurm*.deb 2>/dev/null | grep -v "+slurm$SERIES[-_]" | head -n 1)
+[ -z "$OTHER" ] || cp "$OTHER" "$STAGE/"
+
 step "building the .deb for Slurm $(gc24_slurm_version)"
 DEB=$(GREENUP_SLURM_VERSION_H=$GC24_ROOT/usr/include/slurm/slurm_version.h bash packaging/build-deb.sh | tail -n 1)
 [ -f "$DEB" ] || fail "packaging/build-deb.sh printed no package ('$DEB')"
 SERIES=$(dpkg-deb -f "$DEB" Version | sed -n 's/.*+slurm//p')
-OTHER=$(ls -t "$(dirname "$DEB")"/greenup_*+slurm*.deb 2>/dev/null | grep -v "+slurm$SERIES[-_]" | head -n 1)
-STAGE=${CARGO_TARGET_DIR:-$REPO/target}/slurm24/debs
-rm -rf "$STAGE"; mkdir -p "$STAGE"
 cp "$DEB" "$STAGE/"
 env=(GREENUP_DEB=/greenup-bin/debs/$(basename "$DEB"))
 if [ -n "$OTHER" ]; then
-  cp "$OTHER" "$STAGE/"; env+=(OTHER_DEB=/greenup-bin/debs/$(basename "$OTHER"))
+  env+=(OTHER_DEB=/greenup-bin/debs/$(basename "$OTHER"))
 else
   echo "    no package for another Slurm series built here yet (packaging/test-deb.sh builds one)"
 fi
