@@ -2,15 +2,20 @@
 # Build greenup's .deb (and, with RPM=1, its .rpm): release binaries, the SPANK
 # plugin built against the installed Slurm headers, and maintainer scripts that
 # carry the Slurm series the plugin was built for. Prints the package path.
+# GREENUP_SLURM_VERSION_H names another Slurm's slurm_version.h (default: the
+# installed /usr/include/slurm/slurm_version.h): the plugin and the package are then
+# built for that Slurm's series, e.g. Debian 13's 24.11 from its libslurm-dev.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 need_debs "${GREENUP_DEBS[@]}" dpkg-dev
 
-header=/usr/include/slurm/slurm_version.h
-[ -r "$header" ] || { echo "build-deb: $header not found: install libslurm-dev" >&2; exit 2; }
+header=${GREENUP_SLURM_VERSION_H:-/usr/include/slurm/slurm_version.h}
+[ -r "$header" ] || { echo "build-deb: $header not found: install libslurm-dev or set GREENUP_SLURM_VERSION_H" >&2; exit 2; }
 number=$(awk '/#define SLURM_VERSION_NUMBER/ {print $3}' "$header")
+[ -n "$number" ] || { echo "build-deb: $header has no SLURM_VERSION_NUMBER line" >&2; exit 2; }
 series=$(printf '%d.%02d' $(( (number >> 16) & 0xff )) $(( (number >> 8) & 0xff )))
+export GREENUP_SLURM_VERSION_H=$header   # plugin/build.rs reads the same header
 
 command -v cargo-deb >/dev/null || cargo install --locked --quiet cargo-deb
 cargo build --release --workspace --quiet

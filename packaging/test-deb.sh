@@ -4,6 +4,9 @@
 # cluster from the installed files only (tests/cluster/setup.sh with INSTALLED=1),
 # run one energy-policy job end to end as an ordinary user, then remove and purge
 # the package. Run as root. The last line is "N passed, M failed".
+# GREENUP_DEB=FILE tests that package instead of building one (tests/slurm24/test-deb.sh
+# builds the Slurm 24.11 package on the host and tests it in the Debian 13 root this way).
+# OTHER_DEB=FILE, a package built for another Slurm series, must be refused here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -17,24 +20,35 @@ check() { # NAME COMMAND...: one PASS or FAIL line
   local name=$1; shift
   if "$@"; then PASSED=$((PASSED + 1)); echo "PASS $name"; else FAILED=$((FAILED + 1)); echo "FAIL $name"; fi
 }
-cluster_up=0 installed=0
+cluster_up=0 installed=0 CONTROL="" KEEP=""
 finish() {
   [ "$cluster_up" = 1 ] && tests/cluster/teardown.sh >/dev/null 2>&1
   [ "$installed" = 1 ] && dpkg --purge greenup >/dev/null 2>&1
+  rm -rf "$CONTROL" "$KEEP"
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" = 0 ] && [ "$PASSED" -gt 0 ]
 }
 trap finish EXIT
-need_debs "${GREENUP_DEBS[@]}" jq dpkg-dev || { FAILED=$((FAILED + 1)); exit 1; }
 SERIES_PLUGIN_DIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 
-step "building the .deb"
-DEB=$(bash packaging/build-deb.sh | tail -n 1)
+DEB=${GREENUP_DEB:-}
+if [ -n "${OTHER_DEB:-}" ]; then
+  # cargo deb replaces the packages it made before: keep a copy of the other one.
+  KEEP=$(mktemp -d); cp "$OTHER_DEB" "$KEEP/" && OTHER_DEB=$KEEP/$(basename "$OTHER_DEB")
+fi
+if [ -z "$DEB" ]; then
+  need_debs "${GREENUP_DEBS[@]}" jq dpkg-dev || { FAILED=$((FAILED + 1)); exit 1; }
+  step "building the .deb"
+  DEB=$(bash packaging/build-deb.sh | tail -n 1)
+fi
 if [ ! -f "$DEB" ]; then
   FAILED=$((FAILED + 1)); echo "FAIL build: packaging/build-deb.sh printed no package ('$DEB')"; exit 1
 fi
-say "$DEB ($(du -h "$DEB" | cut -f1))"
-SERIES=$(cat target/packaging/slurm-series)
+# The series the package was built for, from its version (VERSION+slurmSERIES).
+SERIES=$(dpkg-deb -f "$DEB" Version | sed -n 's/.*+slurm//p')
+say "$DEB ($(du -h "$DEB" | cut -f1)), built for Slurm $SERIES beside Slurm $(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)"
+CONTROL=$(mktemp -d)   # the package's own maintainer scripts
+dpkg-deb -e "$DEB" "$CONTROL"
 
 step "installing it"
 # One Slurm test cluster per machine: wait for another run (tests/cluster/run-tests.sh) to end.
@@ -44,6 +58,21 @@ if pgrep -x slurmctld >/dev/null; then
 fi
 tests/cluster/teardown.sh >/dev/null 2>&1   # leftovers of an interrupted cluster run
 dpkg --purge greenup >/dev/null 2>&1 || true
+other_refused() {
+  local out other_series
+  other_series=$(dpkg-deb -f "$OTHER_DEB" Version | sed -n 's/.*+slurm//p')
+  [ "$other_series" != "$SERIES" ] || { say "$OTHER_DEB is built for Slurm $SERIES too"; return 1; }
+  if out=$(dpkg -i "$OTHER_DEB" 2>&1); then say "the package for Slurm $other_series installed beside Slurm $SERIES"; return 1; fi
+  grep -qF "greenup: this package's SPANK plugin was built for Slurm $other_series, but Slurm $SERIES" <<<"$out" \
+    && grep -qF "Install the greenup package built for Slurm $SERIES." <<<"$out" || { say "dpkg -i said: $out"; return 1; }
+  dpkg-query -W -f='${Status}' greenup 2>/dev/null | grep -q 'install ok installed' && { say "dpkg lists it as installed"; return 1; }
+  [ ! -e $SERIES_PLUGIN_DIR/spank_greenup.so ] || { say "its plugin is in $SERIES_PLUGIN_DIR"; return 1; }
+  say "$(grep -m1 "built for Slurm" <<<"$out")"
+}
+if [ -n "${OTHER_DEB:-}" ]; then
+  check "dpkg -i refuses the package built for another Slurm series and installs nothing" other_refused
+  dpkg --purge greenup >/dev/null 2>&1 || true
+fi
 install_deb() {
   dpkg -i "$DEB" >/tmp/greenup-dpkg.log 2>&1 && return 0
   # Missing dependencies: let apt bring them in and finish the configuration.
@@ -91,9 +120,9 @@ refuses() {
   local tmp out rc installed_version
   installed_version=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)
   tmp=$(mktemp -d)
-  sed 's/^BUILT_FOR=.*/BUILT_FOR="99.99"/' target/packaging/deb-scripts/preinst > "$tmp/preinst"
+  sed 's/^BUILT_FOR=.*/BUILT_FOR="99.99"/' "$CONTROL/preinst" > "$tmp/preinst"
   out=$(sh "$tmp/preinst" install 2>&1); rc=$?
-  sh target/packaging/deb-scripts/preinst install >/dev/null 2>&1 || { say "the real preinst refuses Slurm $installed_version"; rm -rf "$tmp"; return 1; }
+  sh "$CONTROL/preinst" install >/dev/null 2>&1 || { say "the real preinst refuses Slurm $installed_version"; rm -rf "$tmp"; return 1; }
   rm -rf "$tmp"
   [ $rc != 0 ] || { say "a package for Slurm 99.99 installed beside $installed_version"; return 1; }
   grep -qF "greenup: this package's SPANK plugin was built for Slurm 99.99, but Slurm $installed_version is installed." <<<"$out" \

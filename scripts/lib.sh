@@ -19,5 +19,6 @@ need_debs() {
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The Debian packages greenup builds and runs against (slurmdbd and MariaDB: the test cluster's accounting).
-GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config jq sqlite3 slurmdbd mariadb-server)
+# The Debian packages greenup builds and runs against (slurmdbd and MariaDB: the test
+# cluster's accounting; debootstrap: the Debian 13 root of the Slurm 24.11 tests).
+GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config jq sqlite3 slurmdbd mariadb-server debootstrap)

@@ -2,7 +2,8 @@
 # Runs every greenup test on a Debian 12 machine with Rust: installs what is
 # missing, checks formatting and lints, runs the unit and integration tests,
 # the daemon's MUNGE, crash and load tests, the four-node Slurm cluster tests
-# and the .deb and .rpm package tests. The last line says how many suites passed.
+# and the .deb and .rpm package tests, on Debian 12's Slurm 22.05 and (in a Debian 13
+# root made with debootstrap) on Debian 13's Slurm 24.11. The last line says how many suites passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -26,6 +27,10 @@ done
 [ -e tests/cluster/run-tests.sh ] && suite "Slurm cluster end to end" bash tests/cluster/run-tests.sh
 [ -e packaging/test-deb.sh ] && suite ".deb build, install and job" bash packaging/test-deb.sh
 [ -e packaging/test-rpm.sh ] && suite ".rpm build, contents, scratch install and series guard" bash packaging/test-rpm.sh
+# The second Slurm series: Debian 13's 24.11 in a Debian 13 root (tests/slurm24/), after
+# the 22.05 package test so that its package is there to be refused in the root.
+[ -e tests/slurm24/run-tests.sh ] && suite "Slurm 24.11 cluster end to end (Debian 13 root)" bash tests/slurm24/run-tests.sh
+[ -e tests/slurm24/test-deb.sh ] && suite ".deb for Slurm 24.11: build, install and job in the Debian 13 root" bash tests/slurm24/test-deb.sh
 
 echo
 [ ${#failures[@]} -gt 0 ] && printf 'failed suite: %s\n' "${failures[@]}"

@@ -186,7 +186,10 @@ t_isolation() {
   a=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 120') || return 1
   JOBS_WITH_DAEMON+=("$a")
   wait_running "$a" || return 1
-  for _ in $(seq 1 50); do [ "$(snap n1)" != "$(grep '^n1/' "$BASE")" ] && break; sleep 0.2; done
+  # Both nodes' prologs run at once (in 24.11 each in a process of its own): wait for both.
+  for _ in $(seq 1 50); do
+    [ "$(snap n1)" != "$(grep '^n1/' "$BASE")" ] && [ "$(snap n2)" != "$(grep '^n2/' "$BASE")" ] && break; sleep 0.2
+  done
   held=$(snap n1; snap n2)
   # Another user's job asking for a different policy on the same node only waits.
   b=$(submit $GC_USER2 -w n1 -n1 -t 5 --energy-policy=min-energy --energy-profile=solver -o /dev/null --wrap true) || rc=1
@@ -203,7 +206,7 @@ t_isolation() {
   fi
   wait_gone "$e" || rc=1
   [ "$(state "$b")" = PENDING ] || { say "job $b is $(state "$b") while $a holds n1"; rc=1; }
-  [ "$held" = "$(snap n1; snap n2)" ] || { say "job $a's frequencies changed"; rc=1; }
+  [ "$held" = "$(snap n1; snap n2)" ] || { say "job $a's frequencies changed:"; diff <(echo "$held") <(snap n1; snap n2) | sed 's/^/      /'; rc=1; }
   local note; note=$(jq_job "$e" '.outcomes[0].note // ""')
   case $note in "not applied: shared node"*) ;; *) say "shared-node job $e note: '$note'"; rc=1 ;; esac
   scancel "$b" "$a"; wait_gone "$a"; wait_gone "$b"

@@ -32,6 +32,9 @@ install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
 rm -rf "$GC_GREENUP_RUN" /var/lib/greenup-test/greenup.db* /var/lib/greenup-test/profiles
 # Spooled outcomes of an earlier run name jobs this run's greenupd never saw.
 rm -rf "$GC_SPOOL"
+# accounting.sh makes a new accounting database each run, so slurmdbd gives the cluster
+# a new ClusterID; Slurm 23.11 and later refuse to start on state saved under another.
+rm -f "$GC_STATE/ctld/clustername"
 mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
 # slurmd puts its step sockets in its spool directory but does not create it.
 for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n"; done
