@@ -14,8 +14,8 @@ REPO=$(cd "$HERE/../.." && pwd)
 
 # Its own host name, which its /etc/hosts resolves (Slurm and munge look themselves up).
 grep -qs "[[:space:]]$GC24_HOSTNAME\$" "$GC24_ROOT/etc/hosts" || echo "127.0.1.1	$GC24_HOSTNAME" >> "$GC24_ROOT/etc/hosts"
-# The host's /sys (with its cgroup mounts) is shared read-only; everything that holds
-# state is the root's own or a fresh tmpfs.
+# The host's /sys is shared, read-only at its top; the cgroup mounts under it stay as the
+# host has them. Everything else that holds state is the root's own or a fresh tmpfs.
 export GC24_HOSTNAME
 # One run in the root at a time (its MariaDB data and Slurm state live in the root).
 exec 9>"$GC24_DIR/.lock"
