@@ -9,6 +9,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
 use daemon_support::*;
+use greenup::daemon::protocol::Verdict;
 use greenup::policy::PolicySet;
 use greenup::profile::Profile;
 
@@ -94,8 +95,20 @@ fn greenupd_never_sends_a_root_only_file_to_a_job() {
         let mut req = open_req(job, 0, 1);
         req.profile = Some(profile.into());
         req.policy = Some("min-energy".into());
-        let e = d.unix_client().open_job(req).unwrap_err().to_string();
+        // A refused job is on record and its nodes get the refused decision; what they
+        // read (the reason) and what the store keeps must quote nothing of the file.
+        let e = match d.unix_client().open_job(req) {
+            Ok(dec) => {
+                assert_eq!(dec.verdict, Verdict::Refused, "{profile}: {dec:?}");
+                dec.reason
+            }
+            Err(e) => e.to_string(),
+        };
         assert!(!e.contains("SECRET"), "{profile}: {e}");
+        if let Ok(rec) = d.unix_client().get_job(job) {
+            let stored = serde_json::to_string(&rec).unwrap();
+            assert!(!stored.contains("SECRET"), "{profile}: {stored}");
+        }
         match profile {
             "shadow" => assert!(e.contains("resolves outside"), "{e}"),
             "broken" => assert!(e.contains("details withheld"), "{e}"),
