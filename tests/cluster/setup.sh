@@ -1,7 +1,8 @@
 #!/bin/bash
 # Start greenup's test cluster on this host: munge, slurmctld and four slurmd (n1..n4,
 # multiple-slurmd mode on 127.0.0.1:17101-17104), per-node sysfs trees, the test-only
-# power model, and (when built) greenupd with the spank_greenup plugin and cli_filter.
+# stand-in hardware (CPU speed and power follow the applied frequency), and (when built)
+# greenupd with the spank_greenup plugin and cli_filter.
 # Installs Slurm and munge first if they are missing. Run as root.
 # Environment: PLUGIN=0 starts the cluster without greenup (for the overhead benchmark).
 # ACCOUNTING=0 starts it without Slurm accounting (no MariaDB, no slurmdbd).
@@ -147,13 +148,16 @@ fi
 
 if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start; fi
 
+# The stand-in hardware (powermodel.py), started before slurmd so that each node's slurmd
+# and everything it starts run in that node's cgroup from the first job on. Static and
+# dynamic watts of each node type as in greenup.yaml (fast: n1-n2, eco: n3-n4); an eco
+# node's core at its 2.4 GHz does 0.8 of what a fast node's core does at 3.0 GHz.
+nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_RUN" n1:40:120 n2:40:120 n3:20:60:0.8 n4:20:60:0.8 \
+  > "$GC_LOG/powermodel.log" 2>&1 &
+echo $! > "$GC_RUN/powermodel.pid"
 if [ "$ACCOUNTING" = 1 ]; then "$HERE/accounting.sh" start; fi
 slurmctld
 for n in $GC_NODES; do slurmd -N $n; done
 gc_wait_idle 30 || { sinfo; echo "setup: nodes did not become idle" >&2; exit 1; }
 
-# Static and dynamic watts of each node type, as in greenup.yaml (fast: n1-n2, eco: n3-n4).
-nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_STATE" n1:40:120 n2:40:120 n3:20:60 n4:20:60 \
-  > "$GC_LOG/powermodel.log" 2>&1 &
-echo $! > "$GC_RUN/powermodel.pid"
 echo "setup: cluster $GC_NAME up: $(sinfo -h -o '%D nodes %t' | tr '\n' ' ')"
