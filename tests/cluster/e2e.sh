@@ -16,7 +16,10 @@ say() { echo "    $*"; }
 run_test() { # NAME FUNCTION
   [ -z "${GC_ONLY:-}" ] || [[ " $GC_ONLY " == *" ${1%% *} "* ]] || return 0
   echo "--- $1"
-  if "$2"; then PASSED=$((PASSED + 1)); echo "PASS $1"; else FAILED=$((FAILED + 1)); echo "FAIL $1"; fi
+  local t0=$SECONDS
+  "$2"; local rc=$?
+  say "took $((SECONDS - t0)) s"
+  if [ $rc = 0 ]; then PASSED=$((PASSED + 1)); echo "PASS $1"; else FAILED=$((FAILED + 1)); echo "FAIL $1"; fi
 }
 as() { local u=$1; shift; runuser -u "$u" -- bash -c 'cd "$1" && shift && exec "$@"' as "$OUT" "$@"; }
 submit() { local u=$1; shift; as "$u" sbatch --parsable "$@"; }
@@ -54,6 +57,7 @@ no_leftovers() { # nothing of greenup's saved state is left for JOB
 }
 
 for f in read-freqs busy work; do install -m 0755 "$HERE/jobs/$f.sh" "$OUT/$f.sh"; done
+rm -rf "$OUT/apps"; cp -r "$HERE/apps" "$OUT/apps"; chmod -R a+rX "$OUT/apps"
 BASE=$(mktemp); snap_all > "$BASE"
 restored() {
   if ! snap_all | diff "$BASE" - >/dev/null; then say "not restored:"; snap_all | diff "$BASE" - | sed 's/^/      /'; return 1; fi
@@ -592,6 +596,26 @@ PAIRS
   return $rc
 }
 
+# 19. A real application: LAMMPS from Debian, one Open MPI rank on each of the four nodes
+#     (srun --mpi=pmix), through the plugin under monitor. Its answer is checked against
+#     an independent value (apps/check.py: the lattice energy of its starting crystal,
+#     energy conservation), and greenupd holds its measured energy from every node.
+t_real_app() {
+  local j rc=0
+  j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=monitor -o "$OUT/t19-%j.out" "$OUT/apps/run-app.sh" lammps "$OUT/apps") || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" 180 || return 1
+  sed 's/^/      /' "$OUT/t19-$j.out"
+  [ "$(state "$j")" = COMPLETED ] || { say "job $j ended $(state "$j")"; rc=1; }
+  grep -q "^check lammps: ok" "$OUT/t19-$j.out" || rc=1
+  grep -q "Loop time of .* on 4 procs" "$OUT/lammps-$j/log.lammps" || { say "LAMMPS did not run on 4 ranks"; rc=1; }
+  [ "$(jq_job "$j" '[.outcomes[] | select(.source == "rapl" and .energy_j > 0) | .node] | sort | join(" ")')" = "n1 n2 n3 n4" ] \
+    || { say "outcomes: $(job_json "$j" | jq -c .outcomes)"; rc=1; }
+  say "job $j: $(jq_job "$j" '[.outcomes[] | "\(.node) \(.energy_j|floor) J/\(.elapsed_s|.*10|floor/10) s"] | join(", ")')"
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -609,6 +633,7 @@ run_test "15 a node rebooted mid-job stays at its boot defaults" t_reboot
 run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
 run_test "18 the bench responds: the same job at a lower frequency runs longer at less power" t_bench_responds
+run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do

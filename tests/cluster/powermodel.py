@@ -6,7 +6,7 @@ it plays the kernel's part for each node's sysfs tree and CPU time:
 - cpufreq: it sets each policy's scaling_cur_freq from its governor (userspace ->
   scaling_setspeed, otherwise scaling_max_freq).
 - speed: each node owns SHARE * speed of the host's cores at f_max (cgroup v1 cpu
-  controller, CFS quota), so the four nodes do not contend. A node's slurmd is put in the
+  controller, CFS quota per 10 ms period), so the four nodes do not contend. A node's slurmd is put in the
   node's cgroup, so every process it starts stays there; each job's processes (whatever a
   slurmstepd of that job starts) get a cgroup of their own below it, whose quota is
       SHARE * speed / ncpus * sum over the job's CPUs c of f_c / f_max
@@ -18,8 +18,8 @@ it plays the kernel's part for each node's sysfs tree and CPU time:
   allows at the CPUs' frequencies, at most 1. A job that busy-polls draws dynamic power; one
   that sleeps draws only static power. The counter wraps at max_energy_range_uj, like RAPL.
 
-It finds a node's processes by its slurmd's pid file and a job's by the slurmstepd
-processes that carry its id ("slurmstepd: [JOB.STEP]"), and a job's CPUs on a node by
+It finds a node's processes by its slurmd's pid file and a job's as the descendants of
+the slurmstepd processes that carry its id ("slurmstepd: [JOB.STEP]"), and a job's CPUs on a node by
 `scontrol show job -d` once per job, so it depends on no Slurm cgroup plugin. It runs in
 one process and forks only that scontrol, so the CPU it takes does not crowd the Slurm
 daemons and jobs it stands beside (the overhead benchmark runs with it).
@@ -38,7 +38,9 @@ import time
 TICK = float(os.environ.get("TICK", "0.2"))
 CGROUP_ROOT = os.environ.get("CGROUP_ROOT", "/sys/fs/cgroup")
 GROUP = "greenup-test"
-PERIOD_US = 100000
+# A short CFS period: a rank out of quota cannot answer its peers until the period ends,
+# so with the kernel's 100 ms default every MPI exchange could wait tens of milliseconds.
+PERIOD_US = 10000
 STEPD = re.compile(rb"^slurmstepd: \[(\d+)\.")
 
 
@@ -124,9 +126,20 @@ def job_cpus(job, node):
     return None
 
 
+def quota_us(cores):
+    """CFS quota per PERIOD_US for `cores` of CPU time per second (the kernel's least: 1 ms)."""
+    return max(int(PERIOD_US * cores), 1000)
+
+
+def new_cgroups(cgs):
+    for cg in cgs:
+        os.makedirs(cg, exist_ok=True)
+    poke(os.path.join(cgs[0], "cpu.cfs_period_us"), PERIOD_US)
+
+
 def set_quota(cg, cores, current):
     """Give cgroup CG `cores` of CPU time per second (CFS quota); the quota now set."""
-    quota = max(int(PERIOD_US * cores), 1000)
+    quota = quota_us(cores)
     if quota != current:
         poke(os.path.join(cg, "cpu.cfs_quota_us"), quota)
     return quota
@@ -173,8 +186,7 @@ class Node:
         self.pidfile = os.path.join(piddir, f"slurmd-{name}.pid")
         self.share = share
         self.cgs = [os.path.join(h, GROUP, name) for h in hier]
-        for cg in self.cgs:
-            os.makedirs(cg, exist_ok=True)
+        new_cgroups(self.cgs)
         self.quota = None
         self.account = {"usage": 0, "carry": 0.0}  # the node cgroup's cpuacct.usage (ns)
         self.slurmd = None
@@ -208,7 +220,11 @@ class Node:
                 self.slurmd = pid
 
     def job_of(self, pid):
-        """The job whose slurmstepd started PID, or None; walks up to the node's slurmd."""
+        """The job whose slurmstepd started PID, or None; walks up to the node's slurmd.
+        A slurmstepd itself stays with the node: it serves the job (PMIx among others),
+        and in the job's cgroup a rank polling for it would take the CPU time it needs."""
+        if STEPD.match(parent_and_cmd(pid)[1]):
+            return None
         for _ in range(64):
             if pid in self.seen and self.seen[pid] is not None:
                 return self.seen[pid]
@@ -234,8 +250,7 @@ class Node:
                 continue
             if job not in self.jobs:
                 cpus = job_cpus(job, self.name)
-                for cg in self.cgs:
-                    os.makedirs(os.path.join(cg, f"job_{job}"), exist_ok=True)
+                new_cgroups([os.path.join(cg, f"job_{job}") for cg in self.cgs])
                 self.jobs[job] = {"cpus": cpus, "usage": 0, "quota": None, "carry": 0.0}
             for cg in self.cgs:
                 poke(os.path.join(cg, f"job_{job}", "cgroup.procs"), pid)
@@ -249,15 +264,23 @@ class Node:
         # The node's own processes (slurmd, the meter, a job process not sorted yet) run on
         # its cores too, at their frequencies.
         cap = per_cpu * sum(x.values())
+        caps = {}
+        for job, j in self.jobs.items():
+            cpus = [c for c in (j["cpus"] or x.keys()) if c in x]
+            caps[job] = (cpus, per_cpu * sum(x[c] for c in cpus))
+        # The kernel refuses a parent a quota below its child's: lower the jobs' first and
+        # raise them last.
+        for job, j in self.jobs.items():
+            if j["quota"] is None or quota_us(caps[job][1]) < j["quota"]:
+                j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), caps[job][1], j["quota"])
         self.quota = set_quota(self.cgs[0], cap, self.quota)
+        for job, j in self.jobs.items():
+            j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), caps[job][1], j["quota"])
         total = read_int(os.path.join(self.cgs[-1], "cpuacct.usage"), self.account["usage"])
         own = (total - self.account["usage"]) / 1e9  # cpuacct counts children in parents
         self.account["usage"] = total
         for job, j in list(self.jobs.items()):
-            cpus = [c for c in (j["cpus"] or x.keys()) if c in x]
-            jcap = per_cpu * sum(x[c] for c in cpus)
-            d = os.path.join(self.cgs[0], f"job_{job}")
-            j["quota"] = set_quota(d, jcap, j["quota"])
+            cpus, jcap = caps[job]
             usage = read_int(os.path.join(self.cgs[-1], f"job_{job}", "cpuacct.usage"), j["usage"])
             used, j["usage"] = (usage - j["usage"]) / 1e9, usage
             own -= used

@@ -35,7 +35,9 @@ rm -rf "$GC_GREENUP_RUN" /var/lib/greenup-test/greenup.db* /var/lib/greenup-test
 rm -rf "$GC_SPOOL"
 mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
 # slurmd puts its step sockets in its spool directory but does not create it.
-for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n"; done
+# Slurm's PMIx plugin puts each step's client directory under TmpFS, named by job and
+# step only: the nodes sharing this host each need their own.
+for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n" "$GC_STATE/tmp-$n"; chmod 1777 "$GC_STATE/tmp-$n"; done
 chmod 0777 "$GC_WORK"; chmod +t "$GC_WORK"
 if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
   runuser -u munge -- /usr/sbin/munged
@@ -105,6 +107,7 @@ AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation=$GC_STATE/ctld
 SlurmdSpoolDir=$GC_STATE/d-%n
+TmpFS=$GC_STATE/tmp-%n
 SlurmctldPidFile=$GC_RUN/slurmctld.pid
 SlurmdPidFile=$GC_RUN/slurmd-%n.pid
 SlurmctldLogFile=$GC_LOG/slurmctld.log
