@@ -21,17 +21,17 @@ APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
 [ "$(id -u)" = 0 ] || { echo "evaluate: run as root (it starts Slurm daemons)" >&2; exit 1; }
 mkdir -p "$OUT"
 CSV=$OUT/runs.csv
-[ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,load1" > "$CSV"
+[ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,freqs_ghz,load1" > "$CSV"
 trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
 
 row() { # app policy pair kind "job time energy check"
-  local j t e ok pv="" pt="" pe=""
+  local j t e ok pv="" pt="" pe="" fq=""
   read -r j t e ok <<<"$5"
   if [ "$4" = policy ]; then
-    read -r pv pt pe < <("$APPS_GREENUP" report "$j" --json --site "$GC_ETC/greenup.yaml" |
-      jq -r '"\(.profile_version) \(.predicted.time_s) \(.predicted.energy_j)"')
+    read -r pv pt pe fq < <("$APPS_GREENUP" report "$j" --json --site "$GC_ETC/greenup.yaml" |
+      jq -r '"\(.profile_version) \(.predicted.time_s) \(.predicted.energy_j) \([.nodes[] | "\(.name)=\(.freq_ghz)"] | join(";"))"')
   fi
-  echo "$(date -u +%FT%TZ),$1,$2,$3,$4,$j,$t,$e,$ok,$pv,$pt,$pe,$(cut -d' ' -f1 /proc/loadavg)" >> "$CSV"
+  echo "$(date -u +%FT%TZ),$1,$2,$3,$4,$j,$t,$e,$ok,$pv,$pt,$pe,$fq,$(cut -d' ' -f1 /proc/loadavg)" >> "$CSV"
   printf '  %-10s %-7s pair %s job %-4s %7.1f s %9.0f J  %s\n' "$2" "$4" "$3" "$j" "$t" "$e" "$ok"
 }
 
