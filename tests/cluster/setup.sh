@@ -158,6 +158,9 @@ if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start;
 nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_RUN" n1:40:120 n2:40:120 n3:20:60:0.8 n4:20:60:0.8 \
   > "$GC_LOG/powermodel.log" 2>&1 &
 echo $! > "$GC_RUN/powermodel.pid"
+sleep 0.5
+kill -0 "$(cat "$GC_RUN/powermodel.pid")" 2>/dev/null \
+  || { echo "setup: the stand-in hardware did not start:" >&2; cat "$GC_LOG/powermodel.log" >&2; exit 1; }
 if [ "$ACCOUNTING" = 1 ]; then "$HERE/accounting.sh" start; fi
 slurmctld
 for n in $GC_NODES; do slurmd -N $n; done
