@@ -2,6 +2,7 @@
 # greenup's end-to-end tests on the running test cluster (setup.sh first; run-tests.sh
 # does everything). Every test runs real sbatch/srun jobs as an ordinary user.
 # Results go to stdout as PASS/FAIL lines; the last line is "N passed, M failed".
+# GC_ONLY (below) picks tests by number.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -11,9 +12,14 @@ PASSED=0 FAILED=0
 JOBS_WITH_DAEMON=()
 
 say() { echo "    $*"; }
+# GC_ONLY="9 18 A1" runs only the tests with those numbers (for work on one test).
 run_test() { # NAME FUNCTION
+  [ -z "${GC_ONLY:-}" ] || [[ " $GC_ONLY " == *" ${1%% *} "* ]] || return 0
   echo "--- $1"
-  if "$2"; then PASSED=$((PASSED + 1)); echo "PASS $1"; else FAILED=$((FAILED + 1)); echo "FAIL $1"; fi
+  local t0=$SECONDS
+  "$2"; local rc=$?
+  say "took $((SECONDS - t0)) s"
+  if [ $rc = 0 ]; then PASSED=$((PASSED + 1)); echo "PASS $1"; else FAILED=$((FAILED + 1)); echo "FAIL $1"; fi
 }
 as() { local u=$1; shift; runuser -u "$u" -- bash -c 'cd "$1" && shift && exec "$@"' as "$OUT" "$@"; }
 submit() { local u=$1; shift; as "$u" sbatch --parsable "$@"; }
@@ -56,7 +62,8 @@ no_leftovers() { # nothing of greenup's saved state is left for JOB
   [ ! -e "$GC_GREENUP_RUN/$1" ] || { say "saved state left: $(ls $GC_GREENUP_RUN/$1)"; return 1; }
 }
 
-install -m 0755 "$HERE/jobs/read-freqs.sh" "$OUT/read-freqs.sh"
+for f in read-freqs busy work; do install -m 0755 "$HERE/jobs/$f.sh" "$OUT/$f.sh"; done
+rm -rf "$OUT/apps"; cp -r "$HERE/apps" "$OUT/apps"; chmod -R a+rX "$OUT/apps"
 BASE=$(mktemp); snap_all > "$BASE"
 restored() {
   if ! snap_all | diff "$BASE" - >/dev/null; then say "not restored:"; snap_all | diff "$BASE" - | sed 's/^/      /'; return 1; fi
@@ -254,7 +261,7 @@ t_refine() {
   local i j rc=0 err errs=() vers=()
   for i in 1 2 3 4 5; do
     j=$(submit $GC_USER -N1 -w n3 --exclusive -t 5 --energy-policy=min-time --energy-profile=wrong \
-        -o /dev/null --wrap 'sleep 8') || return 1
+        -o /dev/null "$OUT/busy.sh" 8) || return 1
     JOBS_WITH_DAEMON+=("$j")
     wait_gone "$j" || return 1
     # The close is answered before the refinement runs: wait for this run's version to appear.
@@ -517,7 +524,7 @@ t_reboot() {
 
 # 17. A RAPL counter that wraps many times in one job is counted in full: for one job on
 #     n3 and n4 (same node type, both at the decided maximum), n4's counter range is cut
-#     to 200 J, a wrap every 2.5 s at its 80 W. The job's greenup meter reads it between
+#     to 200 J, a wrap every 2.5 s at its 80 W (the job keeps both nodes busy). The job's greenup meter reads it between
 #     wraps, so n4 must measure what n3 does; read at start and end alone it would show
 #     n3's energy modulo 200 J. The meter stops once the job has ended.
 t_wraps() {
@@ -525,7 +532,7 @@ t_wraps() {
   pm=$(cat "$GC_RUN/powermodel.pid"); range=$(cat $z/max_energy_range_uj)
   kill -STOP "$pm"; echo 200000000 > $z/max_energy_range_uj; echo 0 > $z/energy_uj; kill -CONT "$pm"
   j=$(submit $GC_USER -N2 -w n3,n4 --exclusive -t 5 --energy-policy=min-time --energy-profile=md -o /dev/null \
-      --wrap 'srun sleep 20')
+      --wrap "srun $OUT/busy.sh 20")
   if [ -n "$j" ]; then
     JOBS_WITH_DAEMON+=("$j")
     wait_running "$j" || rc=1
@@ -550,6 +557,74 @@ t_wraps() {
   return $rc
 }
 
+# The stand-in's static and dynamic watts for NODE, as setup.sh started it ("STATIC DYNAMIC").
+standin_watts() {
+  tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/cmdline | awk -F: -v n="$1" '$1 == n { print $2, $3 }'
+}
+
+# 18. The bench responds to the applied frequency: the same compute-bound job (a fixed
+#     number of awk loop iterations) runs on all four nodes at once, n1 and n3 at f_max,
+#     n2 at 1.4 of 3.0 GHz (userspace set speed) and n4 at 1.2 of 2.4 GHz (capped
+#     scaling_max_freq). By the stand-in's closed form (powermodel.py) a job of fixed work
+#     takes f_max/f times as long and draws static + dynamic * (f/f_max)^3 watts while it
+#     computes. Running the pairs side by side gives both halves the same host.
+t_bench_responds() {
+  local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
+  local -A jobs
+  for p in "$GC_SYSFS"/n2/devices/system/cpu/cpufreq/policy*; do echo userspace > $p/scaling_governor; echo 1400000 > $p/scaling_setspeed; done
+  for p in "$GC_SYSFS"/n4/devices/system/cpu/cpufreq/policy*; do echo 1200000 > $p/scaling_max_freq; done
+  for n in $GC_NODES; do
+    jobs[$n]=$(submit $GC_USER -w $n --exclusive -t 5 -o "$OUT/t18-%j.out" "$OUT/work.sh" "$iter" "$GC_SYSFS") || rc=1
+  done
+  for j in "${jobs[@]}"; do wait_gone "$j" 120 || rc=1; done
+  for n in n2 n4; do reboot_sysfs $n; done
+  [ $rc = 0 ] || return 1
+  local -A secs watts
+  for n in $GC_NODES; do
+    read -r _ _ secs[$n] j < <(grep "^work $n " "$OUT/t18-${jobs[$n]}.out") || { say "no result from $n"; return 1; }
+    watts[$n]=$(awk -v e="$j" -v t="${secs[$n]}" 'BEGIN { printf "%.1f", e / t }')
+  done
+  # pair: fast node, slow node, f/f_max on the slow one
+  local fast slow x sw dw
+  while read -r fast slow x; do
+    read -r sw dw < <(standin_watts $slow)
+    say "$fast at f_max: ${secs[$fast]} s, ${watts[$fast]} W; $slow at f/f_max = $x: ${secs[$slow]} s, ${watts[$slow]} W"
+    awk -v tf="${secs[$fast]}" -v ts="${secs[$slow]}" -v pf="${watts[$fast]}" -v ps="${watts[$slow]}" \
+        -v x="$x" -v s="$sw" -v d="$dw" -v name="$slow" 'BEGIN {
+      want_t = 1 / x; want_pf = s + d; want_ps = s + d * x^3; got_t = ts / tf; bad = 0
+      printf "    %s: time ratio %.2f (closed form %.2f), power %.1f W and %.1f W (closed form %.1f W and %.1f W)\n",
+             name, got_t, want_t, pf, ps, want_pf, want_ps
+      if (got_t < 0.85 * want_t || got_t > 1.15 * want_t) { print "    time ratio off by more than 15%"; bad = 1 }
+      if (pf < 0.9 * want_pf || pf > 1.1 * want_pf || ps < 0.9 * want_ps || ps > 1.1 * want_ps) { print "    power off by more than 10%"; bad = 1 }
+      exit bad }' || rc=1
+  done <<PAIRS
+n1 n2 $(awk 'BEGIN { print 1400000 / 3000000 }')
+n3 n4 $(awk 'BEGIN { print 1200000 / 2400000 }')
+PAIRS
+  restored || rc=1
+  return $rc
+}
+
+# 19. A real application: LAMMPS from Debian, one Open MPI rank on each of the four nodes
+#     (srun --mpi=pmix), through the plugin under monitor. Its answer is checked against
+#     an independent value (apps/check.py: the lattice energy of its starting crystal,
+#     energy conservation), and greenupd holds its measured energy from every node.
+t_real_app() {
+  local j rc=0
+  j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=monitor -o "$OUT/t19-%j.out" "$OUT/apps/run-app.sh" lammps "$OUT/apps") || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" 180 || return 1
+  sed 's/^/      /' "$OUT/t19-$j.out"
+  [ "$(state "$j")" = COMPLETED ] || { say "job $j ended $(state "$j")"; rc=1; }
+  grep -q "^check lammps: ok" "$OUT/t19-$j.out" || rc=1
+  grep -q "Loop time of .* on 4 procs" "$OUT/lammps-$j/log.lammps" || { say "LAMMPS did not run on 4 ranks"; rc=1; }
+  [ "$(jq_job "$j" '[.outcomes[] | select(.source == "rapl" and .energy_j > 0) | .node] | sort | join(" ")')" = "n1 n2 n3 n4" ] \
+    || { say "outcomes: $(job_json "$j" | jq -c .outcomes)"; rc=1; }
+  say "job $j: $(jq_job "$j" '[.outcomes[] | "\(.node) \(.energy_j|floor) J/\(.elapsed_s|.*10|floor/10) s"] | join(", ")')"
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -566,6 +641,8 @@ run_test "14 a job holding more nodes than decided is shrunk at start" t_shrink
 run_test "15 a node rebooted mid-job stays at its boot defaults" t_reboot
 run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
+run_test "18 the bench responds: the same job at a lower frequency runs longer at less power" t_bench_responds
+run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Start greenup's test cluster on this host: munge, slurmctld and four slurmd (n1..n4,
 # multiple-slurmd mode on 127.0.0.1:17101-17104), per-node sysfs trees, the test-only
-# power model, and (when built) greenupd with the spank_greenup plugin and cli_filter.
+# stand-in hardware (CPU speed and power follow the applied frequency), and (when built)
+# greenupd with the spank_greenup plugin and cli_filter.
 # Installs Slurm and munge first if they are missing. Run as root.
 # Environment: PLUGIN=0 starts the cluster without greenup (for the overhead benchmark).
 # ACCOUNTING=0 starts it without Slurm accounting (no MariaDB, no slurmdbd).
@@ -37,7 +38,9 @@ rm -rf "$GC_SPOOL"
 rm -f "$GC_STATE/ctld/clustername"
 mkdir -p "$GC_RUN" "$GC_LOG" "$GC_STATE/ctld" "$GC_WORK" "$GC_GREENUP_RUN"
 # slurmd puts its step sockets in its spool directory but does not create it.
-for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n"; done
+# Slurm's PMIx plugin puts each step's client directory under TmpFS, named by job and
+# step only: the nodes sharing this host each need their own.
+for n in $GC_NODES; do mkdir -p "$GC_STATE/d-$n" "$GC_STATE/tmp-$n"; chmod 1777 "$GC_STATE/tmp-$n"; done
 chmod 0777 "$GC_WORK"; chmod +t "$GC_WORK"
 if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
   runuser -u munge -- /usr/sbin/munged
@@ -107,6 +110,7 @@ AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation=$GC_STATE/ctld
 SlurmdSpoolDir=$GC_STATE/d-%n
+TmpFS=$GC_STATE/tmp-%n
 SlurmctldPidFile=$GC_RUN/slurmctld.pid
 SlurmdPidFile=$GC_RUN/slurmd-%n.pid
 SlurmctldLogFile=$GC_LOG/slurmctld.log
@@ -150,13 +154,19 @@ fi
 
 if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start; fi
 
+# The stand-in hardware (powermodel.py), started before slurmd so that each node's slurmd
+# and everything it starts run in that node's cgroup from the first job on. Static and
+# dynamic watts of each node type as in greenup.yaml (fast: n1-n2, eco: n3-n4); an eco
+# node's core at its 2.4 GHz does 0.8 of what a fast node's core does at 3.0 GHz.
+nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_RUN" n1:40:120 n2:40:120 n3:20:60:0.8 n4:20:60:0.8 \
+  > "$GC_LOG/powermodel.log" 2>&1 &
+echo $! > "$GC_RUN/powermodel.pid"
+sleep 0.5
+kill -0 "$(cat "$GC_RUN/powermodel.pid")" 2>/dev/null \
+  || { echo "setup: the stand-in hardware did not start:" >&2; cat "$GC_LOG/powermodel.log" >&2; exit 1; }
 if [ "$ACCOUNTING" = 1 ]; then "$HERE/accounting.sh" start; fi
 slurmctld
 for n in $GC_NODES; do slurmd -N $n; done
 gc_wait_idle 30 || { sinfo; echo "setup: nodes did not become idle" >&2; exit 1; }
 
-# Static and dynamic watts of each node type, as in greenup.yaml (fast: n1-n2, eco: n3-n4).
-nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_STATE" n1:40:120 n2:40:120 n3:20:60 n4:20:60 \
-  > "$GC_LOG/powermodel.log" 2>&1 &
-echo $! > "$GC_RUN/powermodel.pid"
 echo "setup: cluster $GC_NAME up: $(sinfo -h -o '%D nodes %t' | tr '\n' ' ')"

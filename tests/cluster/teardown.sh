@@ -12,6 +12,8 @@ gc_stop_pidfile "$GC_RUN/slurmctld.pid"
 for p in $(pgrep -x slurmstepd 2>/dev/null); do
   grep -qs "$GC_STATE" /proc/$p/cmdline /proc/$p/environ && kill "$p" 2>/dev/null
 done
+# The stand-in removes its cgroups when it stops; this catches a stand-in that was killed.
+/usr/bin/python3 "$HERE/powermodel.py" --cleanup 2>/dev/null
 if [ -f "$GC_RUN/munge-started" ]; then gc_stop_pidfile /run/munge/munged.pid; rm -f "$GC_RUN/munge-started"; fi
 rm -f $GC_ETC/plugstack.conf.d/greenup.conf
 [ -f "$GC_RUN/plugstack-greenup.conf.saved" ] && mv -f "$GC_RUN/plugstack-greenup.conf.saved" $GC_ETC/plugstack.conf.d/greenup.conf

@@ -14,6 +14,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PKGS="slurmctld slurmd slurm-client slurm-wlm-basic-plugins slurmdbd libslurm-dev munge libmunge2
 mariadb-server mariadb-client lua5.4 liblua5.4-0 jq python3 sqlite3 procps iproute2 psmisc ca-certificates
 gcc libc6-dev"
+# Open MPI and the real applications, the same list the host's cluster installs.
+. "$HERE/../../scripts/lib.sh"
+PKGS="$PKGS ${GREENUP_APP_DEBS[*]}"
 want=$(echo "$GC24_SUITE" $PKGS | tr -s ' \n' '  ')
 
 mkdir -p "$GC24_DIR"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# greenup's evaluation on the test cluster's stand-in hardware (tests/cluster/README.md):
+# for each real application, a fresh cluster learns the application's profile from
+# measured runs (tests/cluster/apps/lib.sh, app_learn), then runs PAIRS pairs per policy
+# on all four nodes (two fast, two eco): the measured baseline (monitor: every node at
+# f_max) and the policy's run, same input. Time is each job's wall time, energy the sum
+# of its nodes' RAPL counters; greenup's prediction is read from `greenup report` only to
+# measure its error. Appends one row per run to OUT/runs.csv and prints, per application
+# and policy, slowdown and saving (mean and spread over the pairs) and the prediction
+# error of the policy runs in order.
+# Run as root, with greenup built (GC_BIN_DIR, default target/release) and no other test
+# cluster running. Usage: scripts/evaluate.sh [APP...]   (default: lammps nwchem hpcc)
+# Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+source tests/cluster/lib.sh
+source tests/cluster/apps/lib.sh
+POLICIES=${POLICIES:-max-dist min-energy edp} PAIRS=${PAIRS:-3} OUT=${OUT:-eval-out}
+APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
+[ "$(id -u)" = 0 ] || { echo "evaluate: run as root (it starts Slurm daemons)" >&2; exit 1; }
+mkdir -p "$OUT"
+CSV=$OUT/runs.csv
+[ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,freqs_ghz,load1" > "$CSV"
+trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
+
+row() { # app policy pair kind "job time energy check"
+  local j t e ok pv="" pt="" pe="" fq=""
+  read -r j t e ok <<<"$5"
+  if [ "$4" = policy ]; then
+    read -r pv pt pe fq < <("$APPS_GREENUP" report "$j" --json --site "$GC_ETC/greenup.yaml" |
+      jq -r '"\(.profile_version) \(.predicted.time_s) \(.predicted.energy_j) \([.nodes[] | "\(.name)=\(.freq_ghz)"] | join(";"))"')
+  fi
+  echo "$(date -u +%FT%TZ),$1,$2,$3,$4,$j,$t,$e,$ok,$pv,$pt,$pe,$fq,$(cut -d' ' -f1 /proc/loadavg)" >> "$CSV"
+  printf '  %-10s %-7s pair %s job %-4s %7.1f s %9.0f J  %s\n' "$2" "$4" "$3" "$j" "$t" "$e" "$ok"
+}
+
+for app in "${APPS[@]}"; do
+  step "$app: fresh cluster"
+  tests/cluster/teardown.sh >/dev/null 2>&1 || true
+  tests/cluster/setup.sh >/dev/null
+  apps_install
+  step "$app: learning its profile from measured runs"
+  app_learn "$app"
+  for policy in $POLICIES; do
+    step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs, all four nodes"
+    for pair in $(seq 1 "$PAIRS"); do
+      row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N4 --energy-policy=monitor)"
+      row "$app" "$policy" "$pair" policy "$(app_run "$app" -N4 --energy-policy="$policy" --energy-profile="$app")"
+    done
+  done
+  tests/cluster/teardown.sh >/dev/null 2>&1 || true
+done
+
+step "summary ($CSV)"
+/usr/bin/python3 - "$CSV" "${APPS[@]}" <<'PY'
+import csv, statistics, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["app"] in sys.argv[2:]]
+def spread(v):
+    return f"{statistics.mean(v):+.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:+.1f}"
+print("| application | policy | pairs | baseline time s | policy time s | slowdown % | baseline energy kJ | policy energy kJ | saving % | all answers checked |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+errors = {}
+for app in dict.fromkeys(r["app"] for r in rows):
+    for pol in dict.fromkeys(r["policy"] for r in rows if r["app"] == app):
+        rs = [r for r in rows if r["app"] == app and r["policy"] == pol]
+        pairs = {}
+        for r in rs:
+            pairs.setdefault(r["pair"], {})[r["kind"]] = r
+        full = [p for p in pairs.values() if "baseline" in p and "policy" in p]
+        if not full:
+            continue
+        bt = [float(p["baseline"]["time_s"]) for p in full]; pt = [float(p["policy"]["time_s"]) for p in full]
+        be = [float(p["baseline"]["energy_j"]) for p in full]; pe = [float(p["policy"]["energy_j"]) for p in full]
+        slow = [100 * (b - a) / a for a, b in zip(bt, pt)]
+        save = [100 * (a - b) / a for a, b in zip(be, pe)]
+        ok = all(r["check"] == "ok" for r in rs)
+        print(f"| {app} | {pol} | {len(full)} | {statistics.mean(bt):.1f} | {statistics.mean(pt):.1f} | {spread(slow)} "
+              f"| {statistics.mean(be)/1000:.2f} | {statistics.mean(pe)/1000:.2f} | {spread(save)} | {'yes' if ok else 'NO'} |")
+    runs = [r for r in rows if r["app"] == app and r["kind"] == "policy" and r["pred_energy_j"] not in ("", "null")]
+    errors[app] = [(100 * (float(r["pred_time_s"]) - float(r["time_s"])) / float(r["time_s"]),
+                    100 * (float(r["pred_energy_j"]) - float(r["energy_j"])) / float(r["energy_j"]),
+                    r["profile_version"]) for r in runs]
+print()
+print("| application | prediction error, run 1 (time, energy, profile version) | run 5 | mean abs. energy error, runs 1-5 |")
+print("|---|---|---|---|")
+for app, e in errors.items():
+    if not e:
+        continue
+    one = f"{e[0][0]:+.1f}%, {e[0][1]:+.1f}% (v{e[0][2]})"
+    five = f"{e[4][0]:+.1f}%, {e[4][1]:+.1f}% (v{e[4][2]})" if len(e) >= 5 else "not run"
+    print(f"| {app} | {one} | {five} | {statistics.mean(abs(x[1]) for x in e[:5]):.1f}% |")
+PY

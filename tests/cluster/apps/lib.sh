@@ -1,0 +1,80 @@
+# Helpers to run the real applications on the running test cluster and to learn their
+# profiles from measured runs. Sourced after tests/cluster/lib.sh by scripts/demo.sh and
+# scripts/evaluate.sh; the cluster must be up (tests/cluster/setup.sh).
+APPS_DIR=$GC_WORK/apps
+APPS_GREENUP=$GC_SHARE/bin/greenup
+
+# Copy the job script, inputs and checks where the test user's jobs can read them.
+apps_install() {
+  rm -rf "$APPS_DIR"; cp -r "$GC_REPO/tests/cluster/apps" "$APPS_DIR"; chmod -R a+rX "$APPS_DIR"
+}
+# Submit APP as the test user with the given sbatch options; prints the job id. Output:
+# $GC_WORK/APP-JOBID.out, the run's files in $GC_WORK/APP-JOBID/.
+app_submit() {
+  local app=$1; shift
+  runuser -u "$GC_USER" -- bash -c 'cd "$1" && shift && exec "$@"' as "$GC_WORK" \
+    sbatch --parsable --exclusive -t 10 -J "$app" -o "$GC_WORK/%x-%j.out" "$@" "$APPS_DIR/run-app.sh" "$app" "$APPS_DIR"
+}
+# Wait until JOB and its epilogs are done, and greenupd has closed it.
+app_wait() {
+  while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ]; do sleep 0.5; done
+  for _ in $(seq 1 50); do
+    [ "$(app_record "$1" | jq -r .state)" = closed ] && return 0; sleep 0.1
+  done
+}
+app_record() { /usr/bin/python3 "$GC_REPO/tests/cluster/gq.py" "$GC_RUN/greenupd.sock" "$1"; }
+# "SECONDS JOULES CHECK": JOB's wall time (the longest node's, prolog to epilog) and its
+# nodes' energy summed, as each node's RAPL counter (the stand-in's) counted them, and
+# whether the application's answer passed its check (ok or FAILED).
+app_measured() { # JOB APP
+  local ok=FAILED
+  grep -q "^check $2: ok" "$GC_WORK/$2-$1.out" 2>/dev/null && ok=ok
+  app_record "$1" | jq -r --arg ok $ok '"\([.outcomes[].elapsed_s] | max) \([.outcomes[].energy_j] | add) \($ok)"'
+}
+# Run APP once with the given sbatch options; prints "JOB SECONDS JOULES CHECK".
+app_run() {
+  local app=$1 j; shift
+  j=$(app_submit "$app" "$@") || return 1
+  app_wait "$j"
+  echo "$j $(app_measured "$j" "$app")"
+}
+
+# Learn APP's profile on this cluster; writes $GC_SHARE/profiles/APP.yaml (version 1) and
+# lets greenupd refine it once. Nothing in it is typed in:
+#  1. APP runs under monitor (nothing changed, every node at f_max) on the two fast nodes,
+#     on the two eco nodes and on all four;
+#  2. the hetero section's per-type compute time is that of the four-node run, whose
+#     slowest type sets its length, scaled for the other type by the measured ratio of
+#     the two-node runs; communication time is left to refinement (0 here), and power to
+#     the node types' site figures until greenupd fits it;
+#  3. one run under min-time (no cap: every node at f_max, but planned from the profile)
+#     gives greenupd a planned outcome to refine the profile from (version 2).
+# Prints one line per run: "learn APP RUN JOB SECONDS JOULES CHECK".
+app_learn() {
+  local app=$1 r jf je jm tf tm te
+  r=$(app_run "$app" -N2 -w 'n[1-2]' --energy-policy=monitor); echo "learn $app monitor-fast $r"; read -r jf tf _ _ <<<"$r"
+  r=$(app_run "$app" -N2 -w 'n[3-4]' --energy-policy=monitor); echo "learn $app monitor-eco $r"; read -r je te _ _ <<<"$r"
+  r=$(app_run "$app" -N4 --energy-policy=monitor); echo "learn $app monitor-all $r"; read -r jm tm _ _ <<<"$r"
+  awk -v f="$tf" -v e="$te" -v m="$tm" 'BEGIN { exit !(f > 0 && e > 0 && m > 0) }' \
+    || { echo "learn $app: a monitor run measured no time (jobs $jf $je $jm)" >&2; return 1; }
+  local fast eco
+  read -r fast eco < <(awk -v f="$tf" -v e="$te" -v m="$tm" 'BEGIN {
+    eco = m; fast = m * f / e; if (fast > eco) { fast = m; eco = m * e / f }
+    printf "%.3f %.3f\n", fast, eco }')
+  cat > "$GC_SHARE/profiles/$app.yaml" <<YAML
+# Learned on this cluster from monitor jobs $jf (n1-n2), $je (n3-n4) and $jm (n1-n4).
+name: $app
+version: 1
+description: $app, learned from measured monitor runs (tests/cluster/apps/lib.sh)
+hetero:
+  iterations: 1
+  node_types:
+    fast: { t_cp_s: $fast, t_cm_s: 0 }
+    eco:  { t_cp_s: $eco, t_cm_s: 0 }
+YAML
+  chmod 0644 "$GC_SHARE/profiles/$app.yaml"
+  "$APPS_GREENUP" profile check "$GC_SHARE/profiles/$app.yaml" --site "$GC_ETC/greenup.yaml" >/dev/null || return 1
+  r=$(app_run "$app" -N4 --energy-policy=min-time --energy-profile="$app"); echo "learn $app min-time $r"
+  for _ in $(seq 1 50); do [ -e "/var/lib/greenup-test/profiles/$app/v2.yaml" ] && return 0; sleep 0.1; done
+  echo "learn $app: greenupd did not refine the profile" >&2; return 1
+}

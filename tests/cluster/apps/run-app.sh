@@ -1,0 +1,39 @@
+#!/bin/bash
+# Job script: run one real application from Debian on every node of the job (one MPI rank
+# per node, srun --mpi=pmix with Debian's Open MPI), in a directory of its own under the
+# job's working directory, then check its output (check.py). Exits non-zero when the
+# application fails or its answer is wrong.
+# Usage (inside sbatch): run-app.sh lammps|nwchem|hpcc DIR   (DIR: where this script, the
+# inputs and check.py are; sbatch runs a copy of the script from its spool)
+# Environment: LAMMPS_STEPS (500), HPCC_N (1000): the size of the input.
+set -u
+APP=${1:?usage: run-app.sh lammps|nwchem|hpcc DIR}
+HERE=${2:?usage: run-app.sh lammps|nwchem|hpcc DIR}
+DIR=$PWD/$APP-$SLURM_JOB_ID
+mkdir -p "$DIR" && cd "$DIR" || exit 1
+# The test nodes share one host: ranks reach each other over TCP on loopback. (Shared
+# memory between "nodes" polls so hard that CPU quotas turn it into seconds of latency.)
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo
+RUN="srun --mpi=pmix --ntasks-per-node=1"
+case $APP in
+  lammps)
+    # LAMMPS's 3d Lennard-Jones melt example, on an 8 times larger box and run longer.
+    sed -e 's/^region\([[:space:]]*\)box block 0 10 0 10 0 10/region\1box block 0 20 0 20 0 20/' \
+        -e "s/^run\\([[:space:]]*\\)250\$/run\\1${LAMMPS_STEPS:-500}/" \
+        /usr/share/lammps/examples/melt/in.melt > in.melt
+    $RUN lmp -in in.melt -log log.lammps > lammps.out 2>&1 ;;
+  nwchem)
+    # Global Arrays (ARMCI over MPI one-sided windows): over TCP only the point-to-point
+    # one-sided component works; it progresses only when the target enters MPI.
+    cp "$HERE/benzene.nw" .
+    OMPI_MCA_osc=pt2pt $RUN nwchem benzene.nw > nwchem.out 2>&1 ;;
+  hpcc)
+    # The example input of Debian's hpcc, one process row, as many columns as ranks.
+    sed -e "6s/^1000 /${HPCC_N:-1000} /" -e '11s/^2 /1 /' -e "12s/^2 /${SLURM_NTASKS:-1} /" \
+        /usr/share/doc/hpcc/examples/_hpccinf.txt > hpccinf.txt
+    $RUN hpcc > hpcc.out 2>&1 ;;
+  *) echo "run-app.sh: unknown application '$APP': expected lammps, nwchem or hpcc" >&2; exit 2 ;;
+esac
+rc=$?
+[ $rc = 0 ] || { echo "run-app.sh: $APP exited $rc; its output is in $DIR" >&2; tail -5 "$DIR"/*.out >&2; exit 1; }
+/usr/bin/python3 "$HERE/check.py" "$APP" "$DIR"
