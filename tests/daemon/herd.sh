@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One job of NODES nodes starting and ending at once against greenupd on loopback:
+# NODES prologs, each on its own connection with its own MUNGE credential, then NODES
+# outcomes and the close (plugin/examples/herd.rs). Prints what the herd saw, then
+# checks the store holds one job, one decision and NODES outcomes.
+#   NODES=10000 PROFILE=lammps bash tests/daemon/herd.sh
+#   OLD=1 GREENUPD=/path/to/older/greenupd NODES=4000 bash tests/daemon/herd.sh
+source "$(dirname "$0")/common.bash"
+NODES=${NODES:-10000} PROFILE=${PROFILE:-lammps} TIMEOUT_MS=${TIMEOUT_MS:-2000} OLD=${OLD:-}
+bash "$ROOT/tests/munge/start.sh" >/dev/null
+build_release
+(cd "$ROOT" && cargo build --release --quiet -p spank_greenup --example herd)
+DIR=$(mktemp -d /tmp/greenup-herd.XXXXXX)
+trap 'kill "$GPID" 2>/dev/null || true; rm -rf "$DIR"' EXIT
+write_config "$DIR" "$NODES"
+# The daemon block is the config's last: room for this job.
+echo "  max_job_nodes: $(( NODES > 16384 ? NODES : 16384 ))" >> "$DIR/greenup.yaml"
+start_greenupd "$DIR"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r); date: $(date -u +%FT%TZ)"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "command: NODES=$NODES PROFILE=$PROFILE${OLD:+ OLD=1} bash tests/daemon/herd.sh"
+set +e
+"$TARGET/release/examples/herd" --connect "$ADDR" --nodes "$NODES" --timeout-ms "$TIMEOUT_MS" \
+  --greenupd-pid "$GPID" --partition debug ${PROFILE:+--profile "$PROFILE"} ${OLD:+--old}
+RC=$?
+set -e
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+kill -TERM "$GPID"; wait "$GPID" || true
+DB=$DIR/greenup.db
+check "herd exit status" "$RC" 0
+check "jobs stored" "$(q "$DB" 'SELECT count(*) FROM jobs')" 1
+check "decisions stored" "$(q "$DB" 'SELECT count(*) FROM decisions')" 1
+check "outcomes stored" "$(q "$DB" 'SELECT count(*) FROM outcomes')" "$NODES"
+check "jobs closed" "$(q "$DB" "SELECT count(*) FROM jobs WHERE state = 'closed'")" 1
+[ "$FAILED" = 0 ]
