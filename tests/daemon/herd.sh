@@ -16,17 +16,12 @@ write_config "$DIR" "$NODES"
 # The daemon block is the config's last: room for this job.
 echo "  max_job_nodes: $(( NODES > 16384 ? NODES : 16384 ))" >> "$DIR/greenup.yaml"
 start_greenupd "$DIR"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r); date: $(date -u +%FT%TZ)"
+machine_line
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: NODES=$NODES PROFILE=$PROFILE${OLD:+ OLD=1} bash tests/daemon/herd.sh"
-set +e
-"$TARGET/release/examples/herd" --connect "$ADDR" --nodes "$NODES" --timeout-ms "$TIMEOUT_MS" \
+run_then_stop "$TARGET/release/examples/herd" --connect "$ADDR" --nodes "$NODES" --timeout-ms "$TIMEOUT_MS" \
   --greenupd-pid "$GPID" --partition debug ${PROFILE:+--profile "$PROFILE"} ${OLD:+--old}
-RC=$?
-set -e
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-kill -TERM "$GPID"; wait "$GPID" || true
-DB=$DIR/greenup.db
 check "herd exit status" "$RC" 0
 check "jobs stored" "$(q "$DB" 'SELECT count(*) FROM jobs')" 1
 check "decisions stored" "$(q "$DB" 'SELECT count(*) FROM decisions')" 1
