@@ -9,7 +9,7 @@ source "$(dirname "$0")/common.bash"
 NODES=${NODES:-10000} PROFILE=${PROFILE:-lammps} TIMEOUT_MS=${TIMEOUT_MS:-2000} OLD=${OLD:-}
 bash "$ROOT/tests/munge/start.sh" >/dev/null
 build_release
-(cd "$ROOT" && cargo build --release --quiet -p spank_greenup --example herd)
+(cd "$ROOT" && cargo build --release --quiet --bin greenup && cargo build --release --quiet -p spank_greenup --example herd)
 DIR=$(mktemp -d /tmp/greenup-herd.XXXXXX)
 trap 'kill "$GPID" 2>/dev/null || true; rm -rf "$DIR"' EXIT
 write_config "$DIR" "$NODES"
@@ -19,8 +19,17 @@ start_greenupd "$DIR"
 machine_line
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "command: NODES=$NODES PROFILE=$PROFILE${OLD:+ OLD=1} bash tests/daemon/herd.sh"
-run_then_stop "$TARGET/release/examples/herd" --connect "$ADDR" --nodes "$NODES" --timeout-ms "$TIMEOUT_MS" \
-  --greenupd-pid "$GPID" --partition debug ${PROFILE:+--profile "$PROFILE"} ${OLD:+--old}
+# The job, then what people read about it: its report and the listings, however large.
+herd_then_read() {
+  "$TARGET/release/examples/herd" --connect "$ADDR" --nodes "$NODES" --timeout-ms "$TIMEOUT_MS" \
+    --greenupd-pid "$GPID" --partition debug ${PROFILE:+--profile "$PROFILE"} ${OLD:+--old} || return
+  local t0=$SECONDS
+  "$TARGET/release/greenup" report 7000000 --site "$DIR/greenup.yaml" > "$DIR/report.txt" || return
+  "$TARGET/release/greenup" jobs --site "$DIR/greenup.yaml" > "$DIR/jobs.txt" || return
+  echo "read back in $((SECONDS - t0)) s: report of $(wc -l < "$DIR/report.txt") lines, listing of $(wc -l < "$DIR/jobs.txt")"
+  grep -m1 -i "nodes" "$DIR/report.txt"
+}
+run_then_stop herd_then_read
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 check "herd exit status" "$RC" 0
 check "jobs stored" "$(q "$DB" 'SELECT count(*) FROM jobs')" 1
