@@ -285,6 +285,7 @@ fn main() -> std::process::ExitCode {
             user: None,
             partition: args.partition.clone(),
             nodes: nodes.clone(),
+            nodelist: None,
             min_nodes: None,
             time_limit_s: Some(3600.0),
             policy: args.policy.clone(),

@@ -11,6 +11,13 @@ pub const MAX_HOSTS: usize = 1_000_000;
 
 /// Expand a Slurm hostlist into node names, in the order written (duplicates kept).
 pub fn expand(list: &str) -> Result<Vec<String>, String> {
+    expand_at_most(list, MAX_HOSTS)
+}
+
+/// [`expand`], refusing a list of more than `max` names before it is built in full, so
+/// a short hostile string (`n[1-999999]`) costs no more than `max` names.
+pub fn expand_at_most(list: &str, max: usize) -> Result<Vec<String>, String> {
+    let max = max.min(MAX_HOSTS);
     let bad = |why: String| format!("invalid hostlist '{list}': {why}");
     let mut out = Vec::new();
     for expr in split_top(list).map_err(bad)? {
@@ -18,9 +25,9 @@ pub fn expand(list: &str) -> Result<Vec<String>, String> {
         if expr.is_empty() {
             return Err(bad("empty host name; write names like n1,n[2-4]".into()));
         }
-        expand_one(expr, &mut out).map_err(bad)?;
-        if out.len() > MAX_HOSTS {
-            return Err(bad(format!("more than {MAX_HOSTS} hosts")));
+        expand_one(expr, max, &mut out).map_err(bad)?;
+        if out.len() > max {
+            return Err(bad(format!("more than {max} hosts")));
         }
     }
     if out.is_empty() {
@@ -54,8 +61,10 @@ fn split_top(list: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-/// Expand one host expression (no top-level commas) and append its names to `out`.
-fn expand_one(expr: &str, out: &mut Vec<String>) -> Result<(), String> {
+/// Expand one host expression (no top-level commas) and append its names to `out`;
+/// more than `max` names in `out` is an error.
+fn expand_one(expr: &str, max: usize, out: &mut Vec<String>) -> Result<(), String> {
+    let room = max.saturating_sub(out.len());
     if expr.chars().any(|c| c.is_whitespace()) {
         return Err(format!("'{expr}' contains a space"));
     }
@@ -69,9 +78,9 @@ fn expand_one(expr: &str, out: &mut Vec<String>) -> Result<(), String> {
         for n in &mut names {
             n.push_str(&rest[..open]);
         }
-        let numbers = expand_group(&rest[open + 1..close])?;
-        if names.len().saturating_mul(numbers.len()) > MAX_HOSTS {
-            return Err(format!("more than {MAX_HOSTS} hosts"));
+        let numbers = expand_group(&rest[open + 1..close], room, max)?;
+        if names.len().saturating_mul(numbers.len()) > room {
+            return Err(format!("more than {max} hosts"));
         }
         names = names
             .iter()
@@ -86,8 +95,9 @@ fn expand_one(expr: &str, out: &mut Vec<String>) -> Result<(), String> {
     Ok(())
 }
 
-/// Expand the inside of one bracket group, e.g. `1-4,07` -> 1 2 3 4 07.
-fn expand_group(group: &str) -> Result<Vec<String>, String> {
+/// Expand the inside of one bracket group, e.g. `1-4,07` -> 1 2 3 4 07; more than
+/// `room` numbers is an error naming `max`, the hostlist's limit.
+fn expand_group(group: &str, room: usize, max: usize) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for item in group.split(',') {
         let (lo, hi) = item.split_once('-').unwrap_or((item, item));
@@ -105,8 +115,8 @@ fn expand_group(group: &str) -> Result<Vec<String>, String> {
         if b < a {
             return Err(format!("range '{item}' runs backwards"));
         }
-        if (b - a) as usize >= MAX_HOSTS {
-            return Err(format!("range '{item}' has more than {MAX_HOSTS} hosts"));
+        if (b - a) as usize >= room.saturating_sub(out.len()) {
+            return Err(format!("range '{item}' makes more than {max} hosts"));
         }
         let width = lo.len();
         out.extend((a..=b).map(|x| format!("{x:0width$}")));
@@ -186,6 +196,17 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_list_past_the_limit_is_refused_before_it_is_built() {
+        let e = expand_at_most("n[1-999999999]", 100).unwrap_err();
+        assert!(e.contains("makes more than 100 hosts"), "{e}");
+        let e = expand_at_most("r[1-20]n[1-6]", 100).unwrap_err();
+        assert!(e.contains("more than 100 hosts"), "{e}");
+        let e = expand_at_most("n[1-60],m[1-41]", 100).unwrap_err();
+        assert!(e.contains("more than 100 hosts"), "{e}");
+        assert_eq!(expand_at_most("n[1-60],m[1-40]", 100).unwrap().len(), 100);
     }
 
     #[test]

@@ -28,6 +28,7 @@ fn job(id: u64, nodes: &[&str], policy: &str, min: Option<usize>, cap: Option<f6
         user: None,
         partition: None,
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
+        nodelist: None,
         min_nodes: min,
         time_limit_s: None,
         policy: Some(policy.into()),

@@ -117,6 +117,7 @@ fn open(d: &Greenupd, job_id: u64) -> Decision {
         user: None,
         partition: Some("debug".into()),
         nodes: vec!["n1".into()],
+        nodelist: None,
         min_nodes: None,
         time_limit_s: None,
         policy: Some("min-energy".into()),

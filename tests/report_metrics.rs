@@ -281,6 +281,7 @@ fn snapshot_from_daemon_status() {
         total_jobs: 50,
         outcomes: 120,
         connections: 1,
+        decisions: 0,
         ledger: vec![
             line("site", Some(8_000.0), 900.0),
             line("batch", None, 900.0),

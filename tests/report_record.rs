@@ -58,6 +58,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         user: Some("alice".into()),
         partition: Some("batch".into()),
         nodes: vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
+        nodelist: None,
         min_nodes: None,
         time_limit_s: Some(3600.0),
         policy: Some("min-energy".into()),

@@ -150,6 +150,7 @@ mod after_close {
                 user: None,
                 partition: None,
                 nodes: vec!["h001".into(), "h073".into()],
+                nodelist: None,
                 min_nodes: None,
                 time_limit_s: None,
                 policy: Some("max-dist".into()),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use greenup::daemon::client::{Client, Endpoint};
 use greenup::daemon::protocol::{
-    Decision, JobRecord, NodeOutcome as WireOutcome, OpenJob, Verdict,
+    JobRecord, NodeOutcome as WireOutcome, NodeSettings, OpenJob, Request, Verdict,
 };
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
@@ -50,6 +50,8 @@ pub struct JobEnv {
     pub partition: Option<String>,
     /// This node's name.
     pub node: String,
+    /// The job's nodes as slurmd gives them (`SLURM_JOB_NODELIST`, compressed).
+    pub nodelist: String,
     /// The job's nodes, expanded.
     pub nodes: Vec<String>,
     /// `SLURM_JOB_CPUS_PER_NODE`.
@@ -82,17 +84,17 @@ impl JobEnv {
                 .ok_or_else(|| format!("{k} is not set"))
         };
         let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
-        let list = get("SLURM_JOB_NODELIST").or_else(|| get("SLURM_NODELIST"));
-        let nodes = match list {
-            Some(l) => greenup::hostlist::expand(&l)?,
-            None => vec![node.clone()],
-        };
+        let nodelist = get("SLURM_JOB_NODELIST")
+            .or_else(|| get("SLURM_NODELIST"))
+            .unwrap_or_else(|| node.clone());
+        let nodes = greenup::hostlist::expand(&nodelist)?;
         Ok(JobEnv {
             job_id: num("SLURM_JOB_ID")?,
             uid: num("SLURM_JOB_UID")?,
             user: get("SLURM_JOB_USER"),
             partition: get("SLURM_JOB_PARTITION"),
             node,
+            nodelist,
             nodes,
             cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
             options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
@@ -175,14 +177,25 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
     total > 0 && held as usize >= total
 }
 
-/// What the prolog asks greenupd for `job` under `policy`.
-pub fn open_request(job: &JobEnv, policy: String) -> OpenJob {
+/// What the prolog asks greenupd for `job` under `policy`: this node's settings, the
+/// job's nodes named by Slurm's compressed hostlist, so the request is the same size
+/// however many nodes the job has.
+pub fn start_request(job: &JobEnv, policy: String) -> Request {
+    Request::StartNode {
+        node: job.node.clone(),
+        job: open_request(job, policy),
+    }
+}
+
+/// The job as the prolog describes it to greenupd under `policy`.
+fn open_request(job: &JobEnv, policy: String) -> OpenJob {
     OpenJob {
         job_id: u64::from(job.job_id),
         uid: job.uid,
         user: job.user.clone(),
         partition: job.partition.clone(),
-        nodes: job.nodes.clone(),
+        nodes: Vec::new(),
+        nodelist: Some(job.nodelist.clone()),
         // Without --energy-min-nodes the plan uses every allocated node: a job that asked
         // for N nodes may count on them.
         min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
@@ -211,11 +224,11 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     if policy.is_empty() || policy == "none" {
         return;
     }
-    let request = open_request(job, policy);
+    let request = start_request(job, policy);
     let asked = std::time::Instant::now();
     let mut client = None;
     let decision = connect(&site).and_then(|mut c| {
-        let d = c.open_job(request).map_err(|e| e.to_string());
+        let d = ask_settings(&mut c, &request);
         client = Some(c);
         d
     });
@@ -238,7 +251,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                     ),
                 );
             }
-            d.freq_for(&job.node).and_then(ghz_to_khz)
+            d.freq_ghz.and_then(ghz_to_khz)
         }
         Err(e) => {
             let what = if site.enforce == Enforce::Strict {
@@ -290,6 +303,15 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             job,
             &format!("cannot save settings, nothing changed: {e}"),
         ),
+    }
+}
+
+/// This node's settings for a prolog's `request` (a [`start_request`]).
+pub fn ask_settings(c: &mut Client, request: &Request) -> Result<NodeSettings, String> {
+    match c.call(request) {
+        Ok(greenup::daemon::protocol::Reply::NodeSettings(s)) => Ok(s),
+        Ok(_) => Err("greenupd answered a start with something else".into()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -410,7 +432,7 @@ fn write_report(job: &JobEnv, line: &str, log: Log) {
 }
 
 /// The part of a decision a node needs after the prolog, read back from its file.
-pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<Decision> {
+pub fn saved_decision(run_dir: &Path, job_id: u32, node: &str) -> Option<NodeSettings> {
     let bytes = std::fs::read(JobDir::new(run_dir, job_id).decision(node)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -462,7 +484,7 @@ fn deliver_spool(
 }
 
 /// The outcome as greenupd stores it.
-fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
+pub fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
     let (energy_j, source, mut note) = match &o.energy {
         Energy::Measured { joules } => (Some(*joules), Some(Source::Rapl), o.note.clone()),
         Energy::Unmeasured { reason } => (None, None, format!("{}; unmeasured: {reason}", o.note)),
@@ -514,8 +536,10 @@ fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome
             c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
         }
         if close {
-            let rec = wait_for_outcomes(&mut c, job);
+            let waited = wait_for_outcomes(&mut c, u64::from(job.job_id), job.nodes.len());
             if job.options.report {
+                let rec = waited
+                    .and_then(|()| c.get_job(u64::from(job.job_id)).map_err(|e| e.to_string()));
                 // The report names node types and their speeds: the whole site config.
                 let full = greenup::site::load(&site.path).map_err(|e| e.to_string());
                 match rec.and_then(|rec| full.map(|full| (rec, full))) {
@@ -562,21 +586,15 @@ fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome
     }
 }
 
-/// The job as greenupd has it, once every node's outcome is in or [`OUTCOMES_WAIT`] passed:
+/// Wait until all `nodes` of the job have an outcome stored, or [`OUTCOMES_WAIT`] passed:
 /// the other nodes' epilogs run at the same time, and a close makes greenupd learn from
-/// the outcomes it has.
-fn wait_for_outcomes(c: &mut Client, job: &JobEnv) -> Result<JobRecord, String> {
+/// the outcomes it has. Each poll is a count, the same size however large the job.
+pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<(), String> {
     let started = std::time::Instant::now();
     loop {
-        let rec = c
-            .get_job(u64::from(job.job_id))
-            .map_err(|e| e.to_string())?;
-        let all_in = job
-            .nodes
-            .iter()
-            .all(|n| rec.outcomes.iter().any(|o| &o.node == n));
-        if all_in || started.elapsed() >= OUTCOMES_WAIT {
-            return Ok(rec);
+        let n = c.count_outcomes(job_id).map_err(|e| e.to_string())?;
+        if n >= nodes as u64 || started.elapsed() >= OUTCOMES_WAIT {
+            return Ok(());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -694,6 +712,7 @@ mod tests {
         let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
         let req = open_request(&job, "min-energy".into());
         assert_eq!(req.time_limit_s, Some(660.0));
+        assert_eq!(req.nodelist.as_deref(), Some("n1"));
         // Slurm 22.05 sets neither variable: one there came from elsewhere (the user's
         // own job environment) and is ignored; greenupd asks slurmctld instead.
         let job = JobEnv::from_slurm_vars(get, 0x16_05_08).unwrap();
@@ -716,6 +735,7 @@ mod tests {
             user: None,
             partition: None,
             node: "n2".into(),
+            nodelist: "n[1-2]".into(),
             nodes: vec!["n1".into(), "n2".into()],
             cpus_per_node: Some("4,2".into()),
             options: Checked::default(),

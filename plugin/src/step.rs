@@ -7,7 +7,6 @@ use std::path::Path;
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
 use greenup::dvfs::run_dir::{self, JobDir};
 use greenup::dvfs::{state, sysfs};
-use greenup::hostlist;
 use greenup::site::Enforce;
 use greenup::site::node::NodeConfig;
 
@@ -57,13 +56,13 @@ pub fn enforce(site: &NodeConfig, step: &StepInfo) -> Result<(), String> {
 
 /// The nodes the decision keeps when it uses fewer than the job holds, in Slurm form.
 pub fn shrink_target(site: &NodeConfig, step: &StepInfo, allocated: usize) -> Option<String> {
-    let d = node::saved_decision(&site.dvfs.run_dir, step.job_id, &step.node)?;
-    let plan = d.plan.as_ref()?;
-    let used: Vec<String> = plan.nodes.iter().map(|n| n.name.clone()).collect();
-    if used.is_empty() || used.len() >= allocated || !used.contains(&step.node) {
+    // greenupd hands the used nodes to the job's first node only, where the batch step runs.
+    let s = node::saved_decision(&site.dvfs.run_dir, step.job_id, &step.node)?;
+    let used = s.used_nodes?;
+    if !s.used || s.node_count == 0 || s.node_count >= allocated {
         return None;
     }
-    Some(hostlist::compress(&used))
+    Some(used)
 }
 
 /// The record key of one step's own cores on a shared node.

@@ -23,8 +23,10 @@ struct Args {
     #[arg(long)]
     check_config: bool,
     /// Most connections from root and SlurmUser (the nodes) served at once; more get a
-    /// `busy` reply. Users' connections have their own limits in the site config.
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    /// `busy` reply. Every node of a starting job connects at once, so this is sized for
+    /// the largest job (`daemon.max_job_nodes`). Users' connections have their own limits
+    /// in the site config.
+    #[arg(long, value_name = "N", default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_connections: u32,
     /// Milliseconds a client may take to send a whole request line.
     #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..=600_000))]
@@ -44,6 +46,37 @@ struct Args {
     /// Threads answering requests.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: u16,
+}
+
+/// Raise the open-file limit to its hard limit, so `connections` sockets fit beside the
+/// store and munged's; say so when even that is too few.
+fn open_files_for(connections: usize) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write `lim`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    let want = connections as u64 + 64;
+    if lim.rlim_cur < want {
+        eprintln!(
+            "greenupd: warning: the open-file limit is {}, fewer than --max-connections {connections} needs ({want}); raise LimitNOFILE",
+            lim.rlim_cur
+        );
+    }
 }
 
 fn loader() -> SiteLoader {
@@ -77,6 +110,7 @@ fn main() -> ExitCode {
         };
     }
 
+    open_files_for(args.max_connections as usize);
     let mut opts = Options::new(args.config);
     opts.max_connections = args.max_connections as usize;
     opts.idle_timeout = Duration::from_millis(args.idle_timeout_ms);

@@ -243,6 +243,26 @@ impl Client {
         }
     }
 
+    /// A node's prolog: this node's settings, the job decided by the first node to ask
+    /// (`job` names its nodes as a compressed `nodelist`).
+    pub fn start_node(&mut self, node: &str, job: OpenJob) -> Result<NodeSettings, ClientError> {
+        match self.call(&Request::StartNode {
+            node: node.to_string(),
+            job,
+        })? {
+            Reply::NodeSettings(s) => Ok(s),
+            other => Err(unexpected("node_settings", &other)),
+        }
+    }
+
+    /// How many of a job's nodes have recorded an outcome.
+    pub fn count_outcomes(&mut self, job_id: u64) -> Result<u64, ClientError> {
+        match self.call(&Request::CountOutcomes { job_id })? {
+            Reply::OutcomeCount { outcomes, .. } => Ok(outcomes),
+            other => Err(unexpected("outcome_count", &other)),
+        }
+    }
+
     /// One node's settings for an open job.
     pub fn node_settings(&mut self, job_id: u64, node: &str) -> Result<NodeSettings, ClientError> {
         match self.call(&Request::NodeSettings {

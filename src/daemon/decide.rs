@@ -354,6 +354,33 @@ pub fn bad_field(field: &str, value: impl std::fmt::Display, expected: &str) -> 
     )
 }
 
+/// Fill in `nodes` from a request's compressed `nodelist`, expanding at most the site's
+/// `daemon.max_job_nodes` names (a longer list is refused before it is built), then
+/// check the request with [`validate_open`]. A request naming its nodes both ways is
+/// refused: the two could disagree.
+pub fn expand_open(req: &mut OpenJob, limits: &DaemonLimits) -> Result<(), ErrorReply> {
+    if let Some(list) = &req.nodelist {
+        if !req.nodes.is_empty() {
+            return Err(bad_field(
+                "nodelist",
+                list,
+                "either nodelist or nodes, not both",
+            ));
+        }
+        let max = limits.max_job_nodes;
+        req.nodes = crate::hostlist::expand_at_most(list, max).map_err(|e| {
+            bad_field(
+                "nodelist",
+                e,
+                &format!(
+                    "a Slurm hostlist of at most {max} nodes (the site's daemon.max_job_nodes)"
+                ),
+            )
+        })?;
+    }
+    validate_open(req, limits)
+}
+
 /// Check the numbers and names in an open request before deciding: at least one node,
 /// at most the site's `daemon.max_job_nodes`, each named once.
 pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorReply> {

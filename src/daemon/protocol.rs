@@ -65,7 +65,19 @@ pub struct RequestLine {
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
     /// Make (or fetch) the job's decision. Idempotent by job id. Root or SlurmUser only.
+    /// The reply carries the whole plan, so it grows with the job: a node's prolog asks
+    /// with [`Request::StartNode`] instead.
     OpenJob(OpenJob),
+    /// A node's prolog: this node's settings, the job decided by the first node to ask.
+    /// The job's nodes travel as Slurm's compressed hostlist, and the reply is this
+    /// node's part only, so request and reply stay the same size however large the job.
+    /// Root or SlurmUser only.
+    StartNode {
+        /// The node asking, one of the job's.
+        node: String,
+        /// The job as the node sees it, with `nodelist` (not `nodes`).
+        job: OpenJob,
+    },
     /// One node's settings for a job that is already open.
     NodeSettings {
         /// Slurm job id.
@@ -84,6 +96,13 @@ pub enum Request {
         /// How the job ended, as its first node saw it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         end: Option<JobEnd>,
+    },
+    /// How many nodes of a job have recorded their outcome: what the closing node
+    /// waits on, without reading the job's record.
+    CountOutcomes {
+        /// Slurm job id.
+        #[serde(deserialize_with = "job_id")]
+        job_id: u64,
     },
     /// One job with its decision and outcomes.
     GetJob {
@@ -114,6 +133,8 @@ impl Request {
     pub fn op(&self) -> &'static str {
         match self {
             Request::OpenJob(_) => "open_job",
+            Request::StartNode { .. } => "start_node",
+            Request::CountOutcomes { .. } => "count_outcomes",
             Request::NodeSettings { .. } => "node_settings",
             Request::RecordOutcome(_) => "record_outcome",
             Request::CloseJob { .. } => "close_job",
@@ -141,8 +162,13 @@ pub struct OpenJob {
     /// Slurm partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
-    /// The allocated nodes, expanded, in Slurm order.
+    /// The allocated nodes, expanded, in Slurm order; empty when `nodelist` names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// The allocated nodes as Slurm's compressed hostlist (`SLURM_JOB_NODELIST`, e.g.
+    /// `n[1-10000]`), instead of `nodes`; greenupd expands it once per job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodelist: Option<String>,
     /// The fewest nodes the job accepts (a shrink never goes below it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_nodes: Option<usize>,
@@ -238,6 +264,56 @@ pub struct NodeSettings {
     pub freq_ghz: Option<f64>,
     /// The job's verdict.
     pub verdict: Verdict,
+    /// Why, in one line (empty when there is nothing to say).
+    #[serde(default)]
+    pub reason: String,
+    /// Nodes the plan uses (the allocation's count when there is no plan).
+    #[serde(default)]
+    pub node_count: usize,
+    /// The nodes the plan uses as a compressed hostlist, when they are fewer than the
+    /// job holds: sent to the job's first node only, which shrinks the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_nodes: Option<String>,
+    /// The plan's predicted time, energy and power, when there is a plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<crate::plan::Estimate>,
+}
+
+impl NodeSettings {
+    /// `node`'s part of `d`, given the node's planned frequency (`planned`: `None` when
+    /// the plan leaves it out), how many nodes the job holds, and the used nodes' hostlist
+    /// to hand on (the first node's only). The one rule for what a node is told.
+    pub fn of(
+        d: &Decision,
+        node: &str,
+        planned: Option<f64>,
+        allocated: usize,
+        used_nodes: Option<String>,
+    ) -> NodeSettings {
+        let plan = d.plan.as_ref();
+        NodeSettings {
+            job_id: d.job_id,
+            node: node.to_string(),
+            used: plan.is_none() || planned.is_some(),
+            freq_ghz: planned.filter(|_| d.verdict.applies_plan()),
+            verdict: d.verdict,
+            reason: d.reason.clone(),
+            node_count: plan.map_or(allocated, |p| p.nodes.len()),
+            used_nodes,
+            predicted: plan.map(|p| p.predicted),
+        }
+    }
+
+    /// `node`'s part of `d`, looked up in the plan (linear in the job's size: for one
+    /// node, not for every node of a job).
+    pub fn from_decision(d: &Decision, node: &str, allocated: usize) -> NodeSettings {
+        let planned = d
+            .plan
+            .as_ref()
+            .and_then(|p| p.nodes.iter().find(|n| n.name == node))
+            .map(|n| n.freq_ghz);
+        NodeSettings::of(d, node, planned, allocated, None)
+    }
 }
 
 /// One row of a job listing.
@@ -305,6 +381,9 @@ pub struct Status {
     pub outcomes: u64,
     /// Connections being served now.
     pub connections: u64,
+    /// Jobs decided since greenupd started: one per job, however many of its nodes ask.
+    #[serde(default)]
+    pub decisions: u64,
     /// The site line first, then one per partition.
     pub ledger: Vec<BudgetLine>,
 }
@@ -315,8 +394,15 @@ pub struct Status {
 pub enum Reply {
     /// The job's decision (open_job).
     Decision(Decision),
-    /// One node's settings (node_settings).
+    /// One node's settings (node_settings, start_node).
     NodeSettings(NodeSettings),
+    /// How many of a job's nodes have recorded an outcome (count_outcomes).
+    OutcomeCount {
+        /// Slurm job id.
+        job_id: u64,
+        /// Nodes with an outcome stored.
+        outcomes: u64,
+    },
     /// The write is stored (record_outcome, close_job).
     Stored {
         /// Slurm job id.
@@ -591,6 +677,69 @@ mod tests {
                 job_id: 9_223_372_036_854_775_807
             }
         );
+    }
+
+    /// A planned decision for nodes n1..=n, every other node at 1.8 GHz, the rest 2.2.
+    fn planned(n: usize) -> Decision {
+        let nodes: Vec<serde_json::Value> = (1..=n)
+            .map(|i| {
+                let f = if i % 2 == 0 { 1.8 } else { 2.2 };
+                serde_json::json!({"name": format!("n{i}"), "type": "std", "freq_ghz": f})
+            })
+            .collect();
+        let est = serde_json::json!({"time_s": 100.0, "energy_j": 3.0e7, "avg_power_w": 3.0e5});
+        serde_json::from_value(serde_json::json!({
+            "job_id": 4242, "verdict": "planned", "reason": "", "policy": "min-energy",
+            "profile": "lammps", "profile_version": "3", "power_cap_w": null, "reserved_w": 1.0e5,
+            "plan": {"policy": "min-energy", "feasible": true, "reason": "", "node_count": n,
+                "nodes": nodes, "predicted": est, "baseline": est, "objective": 1.0,
+                "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}},
+            "decided_at": 1_795_000_000
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_nodes_start_request_and_reply_do_not_grow_with_the_job() {
+        let line = |n: usize, node: &str| {
+            let req = Request::StartNode {
+                node: node.into(),
+                job: OpenJob {
+                    job_id: 4242,
+                    uid: 1000,
+                    user: Some("alice".into()),
+                    partition: Some("batch".into()),
+                    nodes: Vec::new(),
+                    nodelist: Some(format!("n[1-{n}]")),
+                    min_nodes: None,
+                    time_limit_s: Some(3600.0),
+                    policy: Some("min-energy".into()),
+                    profile: Some("lammps".into()),
+                    energy_cap_j: None,
+                    power_cap_w: None,
+                    algorithm: None,
+                },
+            };
+            request_body(&req).unwrap().len()
+        };
+        let reply = |n: usize, node: &str| {
+            let d = planned(n);
+            let s = NodeSettings::from_decision(&d, node, n);
+            ReplyLine::ok(Reply::NodeSettings(s)).to_line().len()
+        };
+        // From 10 nodes to 20,000 only the digits of the count grow (4 more).
+        assert!(line(20_000, "n17") - line(10, "n17") <= 4);
+        assert!(reply(20_000, "n17") - reply(10, "n17") <= 4);
+        assert!(line(20_000, "n17") < 400 && reply(20_000, "n17") < 400);
+        // The whole plan, by contrast, grows with every node.
+        let whole = |n| ReplyLine::ok(Reply::Decision(planned(n))).to_line().len();
+        assert!(whole(20_000) > 100 * whole(10));
+        // Each node is told its own frequency.
+        let d = planned(4);
+        assert_eq!(NodeSettings::from_decision(&d, "n2", 4).freq_ghz, Some(1.8));
+        assert_eq!(NodeSettings::from_decision(&d, "n3", 4).freq_ghz, Some(2.2));
+        let gone = NodeSettings::from_decision(&d, "n9", 5);
+        assert_eq!((gone.used, gone.freq_ghz), (false, None));
     }
 
     #[test]

@@ -12,8 +12,8 @@ use tokio::sync::oneshot;
 
 use crate::store::{Applied, Change, Store, StoreError};
 
-/// Most changes committed together.
-const MAX_GROUP: usize = 512;
+/// Most changes committed together: the outcomes of a large job's epilogs arrive at once, and each group costs one fsync.
+const MAX_GROUP: usize = 4096;
 
 type ReadFn = Box<dyn FnOnce(&mut dyn Store) + Send>;
 

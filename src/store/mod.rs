@@ -142,6 +142,9 @@ pub trait Store: Send {
     fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>>;
     /// One job with decision and outcomes.
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError>;
+    /// A job's owner and how many of its nodes have an outcome stored; `None` for an
+    /// unknown job.
+    fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64)>, StoreError>;
     /// The profile a job was decided with: `None` for an unknown job, `Some(None)` for
     /// one decided without a profile.
     fn profile_of(&mut self, job_id: u64) -> Result<Option<Option<String>>, StoreError>;

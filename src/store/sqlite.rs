@@ -523,6 +523,19 @@ impl Store for SqliteStore {
             .map_err(read_err)
     }
 
+    fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64)>, StoreError> {
+        let id = job_id_sql(job_id)?;
+        self.conn
+            .prepare_cached(
+                "SELECT uid, (SELECT count(*) FROM outcomes WHERE job_id = ?1) FROM jobs WHERE job_id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
+                    .optional()
+            })
+            .map_err(read_err)
+    }
+
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
         let id = job_id_sql(job_id)?;
         type Row = (
@@ -829,6 +842,7 @@ mod tests {
                 user: None,
                 partition: Some("debug".into()),
                 nodes: vec!["n1".into(), "n2".into()],
+                nodelist: None,
                 min_nodes: None,
                 time_limit_s: Some(60.0),
                 policy: None,
@@ -1010,5 +1024,30 @@ mod tests {
         assert_eq!(s.profile_of(1).unwrap(), Some(None));
         assert_eq!(s.profile_of(2).unwrap(), Some(Some("lammps".to_string())));
         assert_eq!(s.profile_of(3).unwrap(), None);
+    }
+
+    #[test]
+    fn outcome_count_counts_one_per_node_and_names_the_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        s.apply(&[open(1, 1000, 10.0)]);
+        assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0)));
+        let outcome = |node: &str| Change::Outcome {
+            outcome: NodeOutcome {
+                job_id: 1,
+                node: node.into(),
+                freq_ghz: None,
+                energy_j: None,
+                elapsed_s: None,
+                source: None,
+                restored: true,
+                note: None,
+            },
+            at: 0,
+        };
+        // The same node twice is one outcome: the first wins.
+        s.apply(&[outcome("n1"), outcome("n2"), outcome("n1")]);
+        assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 2)));
+        assert_eq!(s.outcome_count(2).unwrap(), None);
     }
 }

@@ -51,6 +51,23 @@ start_greenupd() {
   echo "greenupd did not start"; cat "$dir/greenupd.log"; return 1
 }
 
+# machine_line: the machine and the date, for a figure's record.
+machine_line() {
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r); date: $(date -u +%FT%TZ)"
+}
+
+# run_then_stop CMD...: run CMD (its exit status in RC), print greenupd's peak RSS,
+# stop greenupd; DB is then its store.
+run_then_stop() {
+  set +e
+  "$@"
+  RC=$?
+  set -e
+  echo "greenupd peak RSS (VmHWM): $(grep VmHWM /proc/$GPID/status | awk '{print $2, $3}')"
+  kill -TERM "$GPID"; wait "$GPID" || true
+  DB=$DIR/greenup.db
+}
+
 # q DB SQL: one value from the store, read by the sqlite3 shell (not by greenup).
 q() { sqlite3 -readonly "$1" "$2"; }
 

@@ -15,16 +15,10 @@ trap 'kill "$GPID" 2>/dev/null || true; rm -rf "$DIR"' EXIT
 write_config "$DIR" "$NODES"
 start_greenupd "$DIR"
 CONNECT=$ADDR; [ "$TRANSPORT" = unix ] && CONNECT=unix:$DIR/greenupd.sock
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r); date: $(date -u +%FT%TZ)"
+machine_line
 echo "command: JOBS=$JOBS NODES=$NODES CLIENTS=$CLIENTS PROFILE=$PROFILE TRANSPORT=$TRANSPORT${RATE:+ RATE=$RATE} bash tests/daemon/load.sh"
-set +e
-"$LOADGEN" --connect "$CONNECT" --clients "$CLIENTS" --jobs "$JOBS" --nodes "$NODES" \
+run_then_stop "$LOADGEN" --connect "$CONNECT" --clients "$CLIENTS" --jobs "$JOBS" --nodes "$NODES" \
   ${PROFILE:+--profile "$PROFILE"} ${RATE:+--rate "$RATE"} --partition debug
-RC=$?
-set -e
-echo "greenupd peak RSS (VmHWM): $(grep VmHWM /proc/$GPID/status | awk '{print $2, $3}')"
-kill -TERM "$GPID"; wait "$GPID" || true
-DB=$DIR/greenup.db
 check "loadgen exit status" "$RC" 0
 check "jobs stored" "$(q "$DB" 'SELECT count(*) FROM jobs')" "$JOBS"
 check "decisions stored" "$(q "$DB" 'SELECT count(*) FROM decisions')" "$JOBS"

@@ -7,14 +7,14 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::jobs::{close_job, open_job};
+use super::jobs::{close_job, open_job, recent_settings, start_node};
 use super::listen::Peer;
 use super::{Ctx, Shared, lock, store_error};
 use crate::daemon::auth::{Caller, authenticate};
-use crate::daemon::decide::{bad_field, validate_open};
+use crate::daemon::decide::{bad_field, expand_open};
 use crate::daemon::protocol::{
-    Decision, ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES,
-    MAX_RECORDS, NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
+    ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES, MAX_RECORDS,
+    NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
 };
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change};
@@ -127,28 +127,50 @@ pub(super) type Outcome = Result<Reply, ErrorReply>;
 async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
     let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
     match req {
-        Request::OpenJob(o) => {
+        Request::OpenJob(mut o) => {
             ctx.roles.require_write(caller, "open jobs")?;
-            validate_open(&o, &ctx.site.daemon.limits)?;
+            expand_open(&mut o, &ctx.site.daemon.limits)?;
             // A refused job is on record: every node gets that decision (verdict
             // `refused`, its `refusal` and reason), so each node runs the job unchanged,
             // measures it and its first node closes it, giving the watts it holds back.
             Ok(Reply::Decision(open_job(shared, ctx.clone(), o).await?))
         }
+        Request::StartNode { node, job } => {
+            ctx.roles.require_write(caller, "start jobs")?;
+            check_node_name("node", &node)?;
+            // A refused job's nodes get its refused settings, as with open_job.
+            Ok(Reply::NodeSettings(
+                start_node(shared, ctx.clone(), node, job).await?,
+            ))
+        }
         Request::NodeSettings { job_id, node } => {
-            let (owner, d) = decision_of(shared, job_id).await?;
+            if let Some((owner, s)) = recent_settings(shared, job_id, &node) {
+                ctx.roles.require_read(caller, owner, job_id)?;
+                return Ok(Reply::NodeSettings(s));
+            }
+            let job = stored_job(shared, job_id, "is not open: open it first").await?;
+            ctx.roles.require_read(caller, job.uid, job_id)?;
+            let allocated = job.request.nodes.len();
+            Ok(Reply::NodeSettings(NodeSettings::from_decision(
+                &job.decision,
+                &node,
+                allocated,
+            )))
+        }
+        Request::CountOutcomes { job_id } => {
+            let counted = shared
+                .store
+                .read(move |s| s.outcome_count(job_id))
+                .await
+                .map_err(store_error)?;
+            let Some((owner, outcomes)) = counted else {
+                return Err(ErrorReply::new(
+                    ErrorCode::NotFound,
+                    format!("job {job_id} is not known to greenupd"),
+                ));
+            };
             ctx.roles.require_read(caller, owner, job_id)?;
-            let used = d
-                .plan
-                .as_ref()
-                .is_none_or(|p| p.nodes.iter().any(|n| n.name == node));
-            Ok(Reply::NodeSettings(NodeSettings {
-                job_id,
-                freq_ghz: d.freq_for(&node),
-                node,
-                used,
-                verdict: d.verdict,
-            }))
+            Ok(Reply::OutcomeCount { job_id, outcomes })
         }
         Request::RecordOutcome(o) => {
             ctx.roles.require_write(caller, "record outcomes")?;
@@ -329,14 +351,21 @@ pub(super) async fn status(shared: &Arc<Shared>, ctx: &Ctx) -> Result<Status, Er
         total_jobs: counts.total_jobs,
         outcomes: counts.outcomes,
         connections: shared.connections.load(Ordering::Relaxed),
+        decisions: shared.decisions.load(Ordering::Relaxed),
         ledger: lock(&shared.ledger).lines(),
     })
 }
 
-fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
-    if !crate::names::is_node(&o.node) {
-        return Err(bad_field("node", &o.node, crate::names::NODE_RULE));
+/// A node name as a request field, by the one names rule.
+fn check_node_name(field: &str, node: &str) -> Result<(), ErrorReply> {
+    if !crate::names::is_node(node) {
+        return Err(bad_field(field, node, crate::names::NODE_RULE));
     }
+    Ok(())
+}
+
+fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
+    check_node_name("node", &o.node)?;
     for (field, v) in [
         ("freq_ghz", o.freq_ghz),
         ("energy_j", o.energy_j),
@@ -349,12 +378,6 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
         }
     }
     Ok(())
-}
-
-/// The decision of a job and its owner, from memory if open, else from the store.
-async fn decision_of(shared: &Arc<Shared>, job_id: u64) -> Result<(u32, Decision), ErrorReply> {
-    let job = stored_job(shared, job_id, "is not open: open it first").await?;
-    Ok((job.uid, job.decision))
 }
 
 /// A job as the store has it, or "job ID `missing`" as a not-found reply.

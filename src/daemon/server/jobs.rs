@@ -9,29 +9,132 @@ use tokio::sync::OnceCell;
 use super::handlers::Outcome;
 use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
+use crate::daemon::decide::{bad_field, expand_open};
 use crate::daemon::protocol::{
-    Decision, ErrorCode, ErrorReply, JobEnd, JobState, OpenJob, Reply, Verdict,
+    Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeSettings, OpenJob, Reply, Verdict,
 };
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
 
 /// A job whose decision is being made, shared by every node that asks meanwhile.
-pub(super) type Pending = Arc<OnceCell<Decision>>;
+pub(super) type Pending = Arc<OnceCell<Arc<JobView>>>;
 
 /// Decisions kept in memory so the other nodes of a job are answered without the store.
 const RECENT: usize = 1024;
 
+/// A decided job as its nodes are answered: the decision with its nodes indexed once,
+/// so each node's settings cost a lookup however large the job is.
+pub(super) struct JobView {
+    /// The job's decision.
+    pub(super) decision: Decision,
+    /// The job's owner.
+    pub(super) uid: u32,
+    /// The compressed hostlist the job was decided with, when it came as one.
+    nodelist: Option<String>,
+    /// The allocated nodes, expanded, in Slurm order.
+    nodes: Vec<String>,
+    /// Each allocated node's position in `nodes`.
+    index: HashMap<String, usize>,
+    /// Each planned node's frequency.
+    planned: HashMap<String, f64>,
+    /// The used nodes as a hostlist, when the plan uses fewer than the job holds.
+    used_nodes: Option<String>,
+}
+
+impl JobView {
+    /// Index `decision` for the job opened by `req` (its `nodes` expanded).
+    fn new(decision: Decision, req: &OpenJob) -> JobView {
+        let nodes = req.nodes.clone();
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let plan = decision.plan.as_ref();
+        let planned: HashMap<String, f64> = plan
+            .map(|p| {
+                p.nodes
+                    .iter()
+                    .map(|n| (n.name.clone(), n.freq_ghz))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let used_nodes = plan
+            .filter(|p| !p.nodes.is_empty() && p.nodes.len() < nodes.len())
+            .map(|p| {
+                let names: Vec<String> = p.nodes.iter().map(|n| n.name.clone()).collect();
+                crate::hostlist::compress(&names)
+            });
+        JobView {
+            decision,
+            uid: req.uid,
+            nodelist: req.nodelist.clone(),
+            nodes,
+            index,
+            planned,
+            used_nodes,
+        }
+    }
+
+    /// `node`'s settings, for a node that names the job's nodes as `nodelist`: a
+    /// conflict when that is not the job's list or the node is not in it.
+    fn settings(
+        &self,
+        node: &str,
+        nodelist: &str,
+        limits: &crate::site::DaemonLimits,
+    ) -> Result<NodeSettings, ErrorReply> {
+        let job_id = self.decision.job_id;
+        // Every node of a job gets the same SLURM_JOB_NODELIST: comparing the text is
+        // the common case; another spelling is expanded and compared name by name.
+        if self.nodelist.as_deref() != Some(nodelist) {
+            let same = crate::hostlist::expand_at_most(nodelist, limits.max_job_nodes)
+                .is_ok_and(|names| names == self.nodes);
+            if !same {
+                return Err(ErrorReply::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "job {job_id} was decided for nodes {}, not '{nodelist}'",
+                        self.nodelist_text()
+                    ),
+                ));
+            }
+        }
+        let Some(&i) = self.index.get(node) else {
+            return Err(ErrorReply::new(
+                ErrorCode::Conflict,
+                format!("node '{node}' is not one of job {job_id}'s nodes"),
+            ));
+        };
+        let used_nodes = self.used_nodes.clone().filter(|_| i == 0);
+        Ok(NodeSettings::of(
+            &self.decision,
+            node,
+            self.planned.get(node).copied(),
+            self.nodes.len(),
+            used_nodes,
+        ))
+    }
+
+    /// The job's nodes as one short text for messages.
+    fn nodelist_text(&self) -> String {
+        self.nodelist
+            .clone()
+            .unwrap_or_else(|| crate::hostlist::compress(&self.nodes))
+    }
+}
+
 /// The last [`RECENT`] decisions, oldest first out.
 #[derive(Default)]
 pub(super) struct Recent {
-    pub(super) by_job: HashMap<u64, Decision>,
+    pub(super) by_job: HashMap<u64, Arc<JobView>>,
     order: std::collections::VecDeque<u64>,
 }
 
 impl Recent {
-    fn insert(&mut self, d: Decision) {
-        let id = d.job_id;
-        if self.by_job.insert(id, d).is_none() {
+    fn insert(&mut self, v: Arc<JobView>) {
+        let id = v.decision.job_id;
+        if self.by_job.insert(id, v).is_none() {
             self.order.push_back(id);
         }
         while self.order.len() > RECENT {
@@ -48,25 +151,35 @@ impl Recent {
     }
 }
 
-pub(super) async fn open_job(
+/// The job's decision, made once (by the first request) however many ask at once.
+/// `req` is completed (its `nodes` expanded from a `nodelist`, then checked) only by
+/// the request that decides: the others wait for its decision and expand nothing.
+async fn decided(
     shared: &Arc<Shared>,
     ctx: Arc<Ctx>,
-    req: OpenJob,
-) -> Result<Decision, ErrorReply> {
+    mut req: OpenJob,
+) -> Result<Arc<JobView>, ErrorReply> {
     let job_id = req.job_id;
-    if let Some(d) = lock(&shared.recent).by_job.get(&job_id) {
-        return Ok(d.clone());
+    if let Some(v) = lock(&shared.recent).by_job.get(&job_id) {
+        return Ok(v.clone());
     }
     // Every node that asks while the decision is being made waits for that one
     // decision. A job decided earlier (before a restart, or pushed out of `recent`)
     // is decided again, and the store then returns the decision it holds.
     let cell = lock(&shared.deciding).entry(job_id).or_default().clone();
     let result = cell
-        .get_or_try_init(|| decide_and_store(shared, ctx, req))
+        .get_or_try_init(|| async {
+            // open_job requests come here checked; a node's start_node names a hostlist.
+            if req.nodes.is_empty() {
+                expand_open(&mut req, &ctx.site.daemon.limits)?;
+            }
+            let d = decide_and_store(shared, ctx.clone(), req.clone()).await?;
+            Ok(Arc::new(JobView::new(d, &req)))
+        })
         .await
         .cloned();
-    if let Ok(d) = &result {
-        lock(&shared.recent).insert(d.clone());
+    if let Ok(v) = &result {
+        lock(&shared.recent).insert(v.clone());
     }
     let mut deciding = lock(&shared.deciding);
     if deciding.get(&job_id).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
@@ -75,11 +188,60 @@ pub(super) async fn open_job(
     result
 }
 
+/// open_job: the whole decision (its size grows with the job's).
+pub(super) async fn open_job(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    req: OpenJob,
+) -> Result<Decision, ErrorReply> {
+    Ok(decided(shared, ctx, req).await?.decision.clone())
+}
+
+/// start_node: one node's settings, the job decided by the first node to ask.
+pub(super) async fn start_node(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    node: String,
+    req: OpenJob,
+) -> Result<NodeSettings, ErrorReply> {
+    let Some(list) = req.nodelist.clone().filter(|_| req.nodes.is_empty()) else {
+        return Err(bad_field(
+            "job.nodelist",
+            "(none)",
+            "the job's nodes as a Slurm hostlist (SLURM_JOB_NODELIST), without nodes",
+        ));
+    };
+    let limits = ctx.site.daemon.limits;
+    let view = decided(shared, ctx, req).await?;
+    view.settings(&node, &list, &limits)
+}
+
+/// `node`'s settings from a job's decision kept in memory, if it is there.
+pub(super) fn recent_settings(
+    shared: &Shared,
+    job_id: u64,
+    node: &str,
+) -> Option<(u32, NodeSettings)> {
+    let recent = lock(&shared.recent);
+    let v = recent.by_job.get(&job_id)?;
+    let s = NodeSettings::of(
+        &v.decision,
+        node,
+        v.planned.get(node).copied(),
+        v.nodes.len(),
+        None,
+    );
+    Some((v.uid, s))
+}
+
 async fn decide_and_store(
     shared: &Arc<Shared>,
     ctx: Arc<Ctx>,
     req: OpenJob,
 ) -> Result<Decision, ErrorReply> {
+    shared
+        .decisions
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let req = crate::daemon::time_limit::complete(
         req,
         shared.opts.slurm_check,
@@ -222,10 +384,13 @@ pub(super) async fn close_job(
     let app = {
         let mut recent = lock(&shared.recent);
         // A refused job ran without a plan: there is nothing to learn from it.
-        let app = recent.by_job.get(&job_id).map(|d| match d.verdict {
-            Verdict::Refused => None,
-            _ => d.profile.clone(),
-        });
+        let app = recent
+            .by_job
+            .get(&job_id)
+            .map(|v| match v.decision.verdict {
+                Verdict::Refused => None,
+                _ => v.decision.profile.clone(),
+            });
         recent.remove(job_id);
         app
     };

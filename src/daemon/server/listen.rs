@@ -99,6 +99,12 @@ async fn write_reply<W: AsyncWrite + Unpin>(w: &mut W, reply: &ReplyLine) -> boo
     )
 }
 
+/// Whether the client closed its side (or the connection failed); `false` once it sent
+/// more bytes, which stay buffered for the next read.
+async fn hung_up<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> bool {
+    reader.fill_buf().await.map_or(true, |b| b.is_empty())
+}
+
 async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
     shared: Arc<Shared>,
     stream: S,
@@ -174,7 +180,20 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
                 break;
             }
         }
-        let reply = answer(&shared, checked).await;
+        // A client that hangs up before its reply (a prolog past its timeout) is gone:
+        // its request is dropped where it stands rather than answered to nobody.
+        let work = answer(&shared, checked);
+        tokio::pin!(work);
+        let reply = tokio::select! {
+            reply = &mut work => reply,
+            gone = hung_up(&mut reader) => {
+                if gone {
+                    break;
+                }
+                // The next request arrived early: finish this one first.
+                work.await
+            }
+        };
         if !write_reply(&mut w, &reply).await {
             break;
         }

@@ -62,7 +62,7 @@ impl Options {
     pub fn new(config: PathBuf) -> Options {
         Options {
             config,
-            max_connections: 1024,
+            max_connections: 16_384,
             idle_timeout: Duration::from_secs(10),
             reclaim_every: Duration::from_secs(60),
             slurm_check: true,
@@ -108,6 +108,8 @@ struct Shared {
     connections: AtomicU64,
     /// Every connection's slot, by kind of caller.
     slots: Arc<slots::Slots>,
+    /// Jobs decided since start (each job's decision is made once).
+    decisions: AtomicU64,
     /// Held while a profile is refined, so two closes never number a version alike.
     refining: tokio::sync::Mutex<()>,
     /// Applications with a refinement waiting for `refining`.
@@ -196,7 +198,10 @@ pub async fn serve_until(
         }
     };
 
-    let tcp = TcpListener::bind(&listen)
+    let backlog = opts
+        .max_connections
+        .max(ctx.site.daemon.limits.max_job_nodes);
+    let tcp = bind_tcp(&listen, backlog)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     if socket.exists() {
@@ -223,6 +228,7 @@ pub async fn serve_until(
         started: Instant::now(),
         connections: AtomicU64::new(0),
         slots: Arc::new(slots::Slots::default()),
+        decisions: AtomicU64::new(0),
         refining: tokio::sync::Mutex::new(()),
         refine_waiting: Mutex::new(Default::default()),
         refined_at: Mutex::new(HashMap::new()),
@@ -274,6 +280,34 @@ pub async fn serve_until(
     .await;
     tracing::info!("greenupd stopped");
     Ok(())
+}
+
+/// Listen on `addr` with room for `backlog` connections not yet accepted: every node of
+/// the largest job connects at once when it starts. The kernel caps the backlog at
+/// `net.core.somaxconn`.
+async fn bind_tcp(addr: &str, backlog: usize) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let socket = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket
+            .bind(a)
+            .and_then(|()| socket.listen(u32::try_from(backlog).unwrap_or(u32::MAX)))
+        {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the address resolves to nothing",
+        )
+    }))
 }
 
 fn reload(shared: &Arc<Shared>) {
