@@ -221,7 +221,12 @@ impl Drop for Reap {
 #[test]
 fn an_ordinary_user_flooding_both_listeners_never_keeps_a_node_from_opening_a_job() {
     let uid = test_user_uid();
-    let d = start(4, |_, _, o| o.max_connections = 64);
+    // The unauthenticated pool at 128, below what the flood holds (its default is sized
+    // for the largest job's simultaneous prologs).
+    let d = start(4, |_, s, o| {
+        o.max_connections = 64;
+        s.daemon.limits.unauthenticated = 128;
+    });
     // The ordinary user must reach the socket inside the temporary directory.
     std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
 

@@ -146,7 +146,9 @@ pub struct DaemonLimits {
     pub user_connections: usize,
     /// The most connections all ordinary users together hold on each listener.
     pub users_connections: usize,
-    /// The most TCP connections not yet authenticated; the oldest idle one is shed for a new one.
+    /// The most TCP connections not yet authenticated; the oldest idle one is shed for a new
+    /// one. Every node of a starting job connects at once and greenupd reads their first
+    /// lines in turn, so this is sized like `max_job_nodes`.
     pub unauthenticated: usize,
 }
 
@@ -156,7 +158,7 @@ impl Default for DaemonLimits {
             max_job_nodes: 16_384,
             user_connections: 16,
             users_connections: 128,
-            unauthenticated: 128,
+            unauthenticated: 16_384,
         }
     }
 }
