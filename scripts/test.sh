@@ -22,8 +22,13 @@ suite "cargo fmt --check" cargo fmt --all -- --check
 suite "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
 suite "cargo test (unit, integration, doc)" bash -c 'bash tests/munge/start.sh && cargo test --workspace --no-fail-fast'
 for s in tests/daemon/*.sh; do
+  [ "$(basename "$s")" = herd.sh ] && continue
   [ -e "$s" ] && suite "daemon: $(basename "$s" .sh)" bash "$s"
 done
+# The herd here checks what a job's start and end leave behind (one decision, every
+# node's settings and outcome, the close), not how fast: its timeout is generous, and
+# the timings are benchmarks (docs/BENCHMARKS.md, with NODES=10000 TIMEOUT_MS=2000).
+suite "daemon: herd (2,000 nodes at once)" env NODES=2000 TIMEOUT_MS=30000 bash tests/daemon/herd.sh
 [ -e tests/cluster/run-tests.sh ] && suite "Slurm cluster end to end" bash tests/cluster/run-tests.sh
 [ -e packaging/test-deb.sh ] && suite ".deb build, install and job" bash packaging/test-deb.sh
 [ -e packaging/test-rpm.sh ] && suite ".rpm build, contents, scratch install and series guard" bash packaging/test-rpm.sh
