@@ -208,12 +208,6 @@ impl Decision {
             .and_then(|v| v.trim_start_matches('v').parse().ok())
             .unwrap_or(0)
     }
-
-    /// Whether the job ran unchanged although it asked to be managed: a fallback, not a
-    /// monitoring policy's choice.
-    pub fn is_fallback(&self) -> bool {
-        matches!(self.verdict, Verdict::Unchanged | Verdict::Refused) && !self.monitor
-    }
 }
 
 /// The meter a node's energy came from.

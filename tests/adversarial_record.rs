@@ -44,9 +44,13 @@ fn a_policy_flagged_monitor_under_another_name_changes_no_frequency() {
     for n in ["n1", "n2"] {
         assert_eq!(dec.freq_for(n), None, "{n} would be pinned");
     }
-    // A run under it is not a fallback: the metrics count no fallback.
+    // The store keeps the flag, which reports and the fallback metrics read: a run
+    // under it is monitoring, not a fallback.
     let stored = d.tcp_client().get_job(1).unwrap();
-    assert!(!stored.decision.is_fallback());
+    assert!(
+        stored.decision.monitor
+            && stored.decision.verdict == greenup::daemon::protocol::Verdict::Unchanged
+    );
     // The shipped policy named monitor behaves the same way, by its flag.
     let shipped = d.tcp_client().open_job(job(2, "monitor")).unwrap();
     assert!(shipped.monitor && shipped.freq_for("n1").is_none());
