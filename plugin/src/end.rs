@@ -17,49 +17,18 @@
 use std::time::Duration;
 
 use greenup::record::JobEnd;
+use greenup::slurm::job::exit_pair;
+pub use greenup::slurm::job::{CtldView, parse_scontrol};
 
 /// `exit:signal` from `SLURM_JOB_EXIT_CODE2`, or decoded from the raw wait status in
 /// `SLURM_JOB_EXIT_CODE`.
 pub fn exit_from_env(get: impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
-    if let Some(pair) = get("SLURM_JOB_EXIT_CODE2").and_then(|v| parse_pair(&v)) {
+    if let Some(pair) = get("SLURM_JOB_EXIT_CODE2").and_then(|v| exit_pair(&v)) {
         return Some(pair);
     }
     let raw: u32 = get("SLURM_JOB_EXIT_CODE")?.trim().parse().ok()?;
     // A wait status: the exit code in bits 8-15, a terminating signal in bits 0-6.
     Some(((raw >> 8) & 0xff, raw & 0x7f))
-}
-
-fn parse_pair(v: &str) -> Option<(u32, u32)> {
-    let (a, b) = v.trim().split_once(':')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
-}
-
-/// What `scontrol -o show job` says about a job, the few fields this needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CtldView {
-    /// `JobState=` (COMPLETING while epilogs run; RUNNING for a node released by a shrink).
-    pub state: Option<String>,
-    /// The first word of `Reason=`.
-    pub reason: Option<String>,
-    /// `ExitCode=exit:signal` of the batch script.
-    pub exit: Option<(u32, u32)>,
-}
-
-/// Read the fields from `scontrol -o show job` output.
-pub fn parse_scontrol(text: &str) -> CtldView {
-    let mut v = CtldView::default();
-    for word in text.split_whitespace() {
-        if let Some(s) = word.strip_prefix("JobState=") {
-            v.state.get_or_insert_with(|| s.to_string());
-        } else if let Some(r) = word.strip_prefix("Reason=") {
-            v.reason.get_or_insert_with(|| r.to_string());
-        } else if let Some(e) = word.strip_prefix("ExitCode=")
-            && v.exit.is_none()
-        {
-            v.exit = parse_pair(e);
-        }
-    }
-    v
 }
 
 /// How the job ended, from the epilog's environment and (when it could be asked)

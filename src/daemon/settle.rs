@@ -29,17 +29,6 @@ pub fn needs_settling(claimed: Option<JobEnd>) -> bool {
     claimed == Some(JobEnd::Completed)
 }
 
-/// The job's state word from `scontrol -o show job` output (`JobState=CANCELLED`).
-pub fn state_in_scontrol(text: &str) -> Option<&str> {
-    text.split_whitespace()
-        .find_map(|w| w.strip_prefix("JobState="))
-}
-
-/// The job's state word from `sacct -X -n -P -o State -j ID` output.
-pub fn state_in_sacct(text: &str) -> Option<&str> {
-    text.lines().map(str::trim).find(|l| !l.is_empty())
-}
-
 /// Ask `ask` for the job's Slurm state word (`None`: Slurm could not say) after each of
 /// `waits`, until it is a final state or the waits add up to `within`; `sleep` waits.
 /// The end is what that final state stands for, or [`JobEnd::Unknown`] when none came.
@@ -116,18 +105,5 @@ mod tests {
         // 0.25 + 0.5 + 1 + 2 + 5 + 5 + 5 + 5 = 23.75 s: the eighth wait crosses 20 s.
         assert_eq!(asked, 8);
         assert_eq!(slept, Duration::from_millis(23_750));
-    }
-
-    #[test]
-    fn state_words_are_read_from_scontrol_and_sacct() {
-        let line =
-            "JobId=7 JobName=x UserId=alice(1000) JobState=CANCELLED Reason=None ExitCode=0:0";
-        assert_eq!(state_in_scontrol(line), Some("CANCELLED"));
-        assert_eq!(
-            state_in_scontrol("slurm_load_jobs error: Invalid job id"),
-            None
-        );
-        assert_eq!(state_in_sacct("\nCANCELLED by 0\n"), Some("CANCELLED by 0"));
-        assert_eq!(state_in_sacct(""), None);
     }
 }

@@ -2,4 +2,5 @@
 //! from them.
 
 pub mod command;
+pub mod job;
 pub mod time_limit;

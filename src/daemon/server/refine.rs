@@ -50,14 +50,11 @@ pub(super) async fn settle_then_refine(
 fn slurm_state_of(bin: Option<&Path>, job_id: u64) -> Option<String> {
     let id = job_id.to_string();
     let ctld = slurm_output(bin, "scontrol", &["-o", "show", "job", &id]);
-    if let Some(s) = ctld
-        .as_deref()
-        .and_then(crate::daemon::settle::state_in_scontrol)
-    {
-        return Some(s.to_string());
+    if let Some(s) = ctld.and_then(|t| crate::slurm::job::parse_scontrol(&t).state) {
+        return Some(s);
     }
     let acct = slurm_output(bin, "sacct", &["-X", "-n", "-P", "-o", "State", "-j", &id])?;
-    crate::daemon::settle::state_in_sacct(&acct).map(str::to_string)
+    crate::slurm::job::state_in_sacct(&acct).map(str::to_string)
 }
 
 /// How long one Slurm command may take before greenupd gives up on it.
