@@ -28,6 +28,7 @@ struct Control {
 #[derive(Default)]
 struct Held {
     holders: u32,
+    /// The control's text as read, newline and all, written back byte for byte.
     previous: String,
 }
 
@@ -148,8 +149,9 @@ impl Controls {
         if held.holders == 0 {
             // Only a number above the low frequency is ours to lower and put back; anything
             // else (another rank's lowering, a write half done, "<unsupported>") is left alone.
-            let previous = read(&control.path)?;
+            let previous = std::fs::read_to_string(&control.path).ok()?;
             if !previous
+                .trim()
                 .parse::<u64>()
                 .is_ok_and(|khz| khz > control.low_khz)
             {

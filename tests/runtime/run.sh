@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib.sh
-need_debs openmpi-bin libopenmpi-dev jq
+need_debs openmpi-bin libopenmpi-dev jq gfortran
 
 cargo build -q -p greenup-mpi
 LIB=$PWD/target/debug/libgreenup_mpi.so
@@ -19,6 +19,7 @@ nm -D --defined-only "$LIB" | grep -qw MPI_Send \
 T=$(mktemp -d); [ -n "${KEEP:-}" ] && echo "keeping $T"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 mpicc -O2 -Wall -o "$T/probe" tests/runtime/probe.c
+mpif90 -O2 -o "$T/fprobe" tests/runtime/probe.f90
 
 # Root in CI; shared memory without single-copy, which containers often forbid.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -55,7 +56,8 @@ tree() {
   done
 }
 
-# run NAME MODE [PRELOAD] [COMM_DVFS JSON] [LAUNCHER...]: run the probe in $T/NAME.
+# run NAME MODE [PRELOAD] [COMM_DVFS JSON] [LAUNCHER...]: run the probe in $T/NAME
+# ($PROBE: the program, the C one unless set).
 run() {
   local name=$1 mode=$2 preload=${3:-} dvfs=${4:-}
   shift 4 || shift $#
@@ -65,12 +67,13 @@ run() {
   [ -n "$dvfs" ] && env+=(GREENUP_COMM_DVFS="$dvfs")
   [ -n "$preload" ] && env+=(LD_PRELOAD="$LIB")
   env "${env[@]}" "$@" mpirun -np 2 -x GREENUP_SYSFS_ROOT -x GREENUP_MPI_DIR \
-    -x GREENUP_COMM_DVFS -x LD_PRELOAD "$T/probe" "$mode" "$out" > "$out/stdout" 2> "$out/stderr" || true
+    -x GREENUP_COMM_DVFS -x LD_PRELOAD "${PROBE:-$T/probe}" "$mode" "$out" > "$out/stdout" 2> "$out/stderr" || true
 }
 field() { jq -r ".$3" "$T/$1/ranks/rank-$2.json" 2>/dev/null; }
 # lowered NAME: the controls the "during" record shows changed from the untouched tree.
 lowered() { diff "$T/untouched" "$T/$1/during" | grep -c '^>' || true; }
-restored() { cmp -s "$T/untouched" "$T/$1/after"; }
+# restored NAME: rank 0 saw the untouched values after the call, and every file is byte for byte as it was.
+restored() { cmp -s "$T/untouched" "$T/$1/after" && diff -r "$T/sys.orig" "$T/sys" > /dev/null; }
 
 LONG='{"timeout_us":60000000}'
 
@@ -148,6 +151,18 @@ if diff -r "$T/sys.shared" "$T/sys" > /dev/null && [ "$(field shared 0 transitio
     || fail "shared policy written: $(diff -r "$T/sys.shared" "$T/sys")"
 else fail "shared: $(cat "$T/shared/stderr")"; fi
 tree "$T/sys"
+
+# 6b. Fortran: Open MPI's bindings bypass the C wrappers; the mpi_*_ ones count and lower.
+PROBE=$T/fprobe run fbare - "" "$LONG"
+PROBE=$T/fprobe run fortran - 1 "$LONG"
+if cmp -s "$T/fbare/stdout" "$T/fortran/stdout" && grep -q checksum "$T/fortran/stdout"; then
+  ok "Fortran: same results with the preload"
+else fail "Fortran results: $(cat "$T/fbare/stdout" "$T/fortran/stdout" "$T/fortran/stderr")"; fi
+# A 1 MiB send (131072 doubles), an Allreduce of one double and a Barrier.
+jq -e '.calls == 3 and .bytes == 1048584 and .transitions >= 1 and .complete' \
+  "$T/fortran/ranks/rank-0.json" > /dev/null && ok "Fortran: rank 0's calls counted, the send lowered" \
+  || fail "Fortran rank 0: $(cat "$T/fortran/ranks/rank-0.json" 2>&1)"
+diff -r "$T/sys.orig" "$T/sys" > /dev/null && ok "Fortran: restored" || fail "Fortran: not restored"
 
 # 7. An exit without MPI_Finalize still leaves files, marked incomplete.
 run exit exit 1 "{}"
