@@ -183,6 +183,22 @@ impl Controls {
     }
 }
 
+impl Controls {
+    /// At a fatal signal, from the handler: write back each control this rank holds
+    /// lowered, unless the interrupted thread is inside its lock (then the epilog
+    /// restores it). The write is an open and a write of a saved string.
+    pub fn restore_for_exit(&self) {
+        for control in &self.policies {
+            if let Ok(mut held) = control.held.try_lock()
+                && held.holders > 0
+            {
+                held.holders = 0;
+                write(&control.path, &held.previous);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

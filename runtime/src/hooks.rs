@@ -281,6 +281,14 @@ pub unsafe extern "C" fn greenup_leave(call: *mut Call) {
     });
 }
 
+/// At a fatal signal: put back the controls this rank holds lowered, where that needs no
+/// waiting (see `Controls::restore_for_exit`).
+pub fn restore_for_exit() {
+    if let Some(s) = SETTINGS.get() {
+        s.controls.restore_for_exit();
+    }
+}
+
 /// Sleep about `ns`: the timer slack is narrowed for the sleep alone (the default 50 µs
 /// would stretch every short sleep), then put back as the thread had it.
 fn sleep_ns(ns: u64) {

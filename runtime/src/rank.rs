@@ -1,8 +1,11 @@
 //! This rank's counters and its file for the epilog (`greenup::comm::write_rank`),
-//! written at MPI_Finalize, or at exit (marked incomplete) when the program ends
-//! without it.
+//! written at MPI_Finalize, or marked incomplete when the program ends without it: at
+//! exit, or at a SIGTERM (Slurm's cancel and time limit) that nothing else handles.
 
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use greenup::comm::{self, RankStats};
@@ -31,16 +34,123 @@ static RANK: AtomicU32 = AtomicU32::new(0);
 static START_NS: AtomicU64 = AtomicU64::new(0);
 static STARTED: AtomicBool = AtomicBool::new(false);
 static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// The rank file and its temporary, ready for the signal handler, which may not allocate.
+static SIGNAL_PATHS: OnceLock<(CString, CString)> = OnceLock::new();
 
 /// MPI_Init returned as rank `rank` at `now_ns`: start the clock, and make sure an exit
 /// without MPI_Finalize still leaves a file.
 pub fn start(rank: u32, now_ns: u64) {
     RANK.store(rank, Relaxed);
     START_NS.store(now_ns, Relaxed);
-    if !STARTED.swap(true, Relaxed) {
-        // SAFETY: registers a plain extern "C" function that takes nothing.
-        unsafe { libc::atexit(at_exit) };
+    if STARTED.swap(true, Relaxed) {
+        return;
     }
+    // SAFETY: registers a plain extern "C" function that takes nothing.
+    unsafe { libc::atexit(at_exit) };
+    let Some(dir) = std::env::var_os(comm::env::DIR).map(PathBuf::from) else {
+        return;
+    };
+    let file = comm::rank_file(&dir, rank);
+    let tmp = dir.join(format!(".rank-{rank}.json.term.{}", std::process::id()));
+    let (Ok(file), Ok(tmp)) = (
+        CString::new(file.as_os_str().as_bytes()),
+        CString::new(tmp.as_os_str().as_bytes()),
+    ) else {
+        return;
+    };
+    let _ = SIGNAL_PATHS.set((tmp, file));
+    // Only where the program and its MPI left SIGTERM to its default (death): a handler
+    // someone installed is theirs, and they may exit through atexit anyway.
+    // SAFETY: sigaction with a null new action only reads the current one; the handler
+    // installed is an extern "C" fn(c_int) that only makes async-signal-safe calls.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+        {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_term as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// SIGTERM: restore what can be restored without waiting, write the file (incomplete)
+/// without allocating, then die of the signal as the default would have.
+extern "C" fn on_term(signal: libc::c_int) {
+    crate::hooks::restore_for_exit();
+    if !WRITTEN.swap(true, Relaxed)
+        && let Some((tmp, file)) = SIGNAL_PATHS.get()
+    {
+        let mut buf = FixedBuf::default();
+        if write_json(&mut buf, &snapshot(false, crate::hooks::now_ns())).is_ok() {
+            // SAFETY: open, write, close and rename are async-signal-safe; the paths are
+            // NUL-terminated and the buffer is valid for its length.
+            unsafe {
+                let fd = libc::open(
+                    tmp.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW,
+                    0o600,
+                );
+                if fd >= 0 {
+                    let ok =
+                        libc::write(fd, buf.bytes.as_ptr().cast(), buf.len) == buf.len as isize;
+                    libc::close(fd);
+                    if ok {
+                        libc::rename(tmp.as_ptr(), file.as_ptr());
+                    } else {
+                        libc::unlink(tmp.as_ptr());
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: SA_RESETHAND put the default action back; raise is async-signal-safe.
+    unsafe { libc::raise(signal) };
+}
+
+/// A fixed buffer that `write!` fills without allocating.
+struct FixedBuf {
+    bytes: [u8; 1024],
+    len: usize,
+}
+
+impl Default for FixedBuf {
+    fn default() -> FixedBuf {
+        FixedBuf {
+            bytes: [0; 1024],
+            len: 0,
+        }
+    }
+}
+
+impl std::fmt::Write for FixedBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// `stats` as the JSON `greenup::comm::RankStats` reads, written without allocating.
+fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Result {
+    write!(
+        out,
+        r#"{{"rank":{},"wall_s":{:?},"mpi_s":{:?},"bytes":{},"calls":{},"low_s":{:?},"transitions":{},"complete":{},"errors":{}}}"#,
+        stats.rank,
+        stats.wall_s,
+        stats.mpi_s,
+        stats.bytes,
+        stats.calls,
+        stats.low_s,
+        stats.transitions,
+        stats.complete,
+        stats.errors
+    )
 }
 
 extern "C" fn at_exit() {
@@ -80,5 +190,40 @@ pub fn finish(complete: bool, now_ns: u64) {
             RANK.load(Relaxed),
             dir.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write;
+
+    #[test]
+    fn the_signal_handlers_json_is_what_the_epilog_reads() {
+        for (wall_s, mpi_s) in [(12.5, 3.25), (1e-7, 0.0), (86400.0, 86399.999999)] {
+            let stats = RankStats {
+                rank: 4095,
+                wall_s,
+                mpi_s,
+                bytes: u64::MAX,
+                calls: 7,
+                low_s: mpi_s / 3.0,
+                transitions: 2,
+                saved_j: None,
+                complete: false,
+                errors: 1,
+            };
+            let mut buf = FixedBuf::default();
+            write_json(&mut buf, &stats).unwrap();
+            let back: RankStats = serde_json::from_slice(&buf.bytes[..buf.len]).unwrap();
+            assert_eq!(back, stats);
+        }
+    }
+
+    #[test]
+    fn a_full_buffer_is_an_error_not_an_overrun() {
+        let mut buf = FixedBuf::default();
+        assert!(write!(buf, "{}", "x".repeat(1025)).is_err());
+        assert!(buf.len <= 1024);
     }
 }

@@ -4,6 +4,7 @@
  *   short 200 ping-pongs of 8 bytes, an Allreduce and a Barrier
  *   rma   a fence epoch with a 1 MiB MPI_Put to the next rank, recorded during the next fence
  *   exit  a Barrier, then exit without MPI_Finalize
+ *   hang  each rank writes its pid to pid-RANK and waits for a message that never comes
  * After each mode, rank 0 records the controls again. A record lists every cpufreq control
  * under $GREENUP_SYSFS_ROOT as "policyN file value". Rank 0 prints a checksum of what it
  * received, which must not depend on the preload. */
@@ -104,6 +105,12 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         if (!strcmp(mode, "exit"))
             exit(0);
+    } else if (!strcmp(mode, "hang")) {
+        char msg[8];
+        FILE *f = fopen(path(out, rank ? "pid-1" : "pid-0"), "w");
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+        MPI_Recv(msg, 8, MPI_CHAR, 1 - rank, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (!strcmp(mode, "rma")) {
         int n = 1 << 18;
         int *win_buf, *src = malloc(sizeof(int) * n);

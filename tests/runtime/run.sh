@@ -172,6 +172,29 @@ for r in 0 1; do
     || fail "exit rank $r: $(cat "$T/exit/ranks/rank-$r.json" 2>&1)"
 done
 
+# 7b. SIGTERM (Slurm's cancel) during a long wait: controls restored, files incomplete.
+mkdir -p "$T/term/ranks"
+GREENUP_SYSFS_ROOT="$T/sys" GREENUP_MPI_DIR="$T/term/ranks" GREENUP_COMM_DVFS='{}' LD_PRELOAD="$LIB" \
+  mpirun -np 2 -x GREENUP_SYSFS_ROOT -x GREENUP_MPI_DIR -x GREENUP_COMM_DVFS -x LD_PRELOAD \
+  "$T/probe" hang "$T/term" > "$T/term/stdout" 2> "$T/term/stderr" &
+launcher=$!
+lowered_now() { grep -rlx "$LOW" "$T/sys" --include=scaling_setspeed --include=scaling_max_freq | wc -l; }
+for _ in $(seq 100); do
+  [ -s "$T/term/pid-0" ] && [ -s "$T/term/pid-1" ] && [ "$(lowered_now)" -ge 1 ] && break
+  sleep 0.1
+done
+seen=$(lowered_now)
+kill -TERM "$(cat "$T/term/pid-0")" "$(cat "$T/term/pid-1")" 2> /dev/null || true
+wait "$launcher" || true
+if [ "$seen" -ge 1 ] && diff -r "$T/sys.orig" "$T/sys" > /dev/null; then
+  ok "SIGTERM during a lowered wait: every control restored"
+else fail "SIGTERM: $seen lowered before, after: $(diff -r "$T/sys.orig" "$T/sys")"; fi
+for r in 0 1; do
+  [ "$(field term $r complete) $(field term $r calls)" = "false 1" ] \
+    && ok "rank $r: file written at SIGTERM, incomplete" \
+    || fail "term rank $r: $(cat "$T/term/ranks/rank-$r.json" 2>&1)"
+done
+
 # 8. Settings that do not parse: one line, the program unchanged, nothing lowered.
 run bad wait 1 '{"timeout_us":"soon"}'
 if cmp -s "$T/bare-wait/stdout" "$T/bad/stdout" && [ "$(grep -c GREENUP_COMM_DVFS "$T/bad/stderr")" = 1 ] \
