@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The cost of libgreenup_mpi for calls it leaves alone (docs/BENCHMARKS.md): an OSU-style
-# ping-pong of small messages between two ranks of a local mpirun, without the preload,
-# with it measuring only, and with it and communication-phase DVFS on (default settings:
-# 16 KiB threshold, 500 µs timeout, block waits), against a stand-in cpufreq tree.
-# Configurations alternate, ROUNDS times each; the median is reported.
+# The cost of libgreenup_mpi for calls it leaves alone (docs/BENCHMARKS.md), in three
+# configurations: without the preload, with it measuring only, and with it and
+# communication-phase DVFS on (default settings: 16 KiB threshold, 500 µs timeout, block
+# waits) against a stand-in cpufreq tree. Two loops (tests/runtime/latency.c): one rank
+# calling MPI_Send and MPI_Recv on MPI_PROC_NULL (the interception alone), and an
+# OSU-style ping-pong of BYTES between two ranks of a local mpirun, each bound to a core.
+# Configurations alternate, ROUNDS times each; the median and the minimum are reported.
 # Usage: bench.sh [BYTES] [ITERATIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,23 +19,31 @@ mkdir -p "$T/sys/devices/system/cpu/cpufreq" "$T/ranks"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_hwloc_base_binding_policy=core OMPI_MCA_rmaps_base_oversubscribe=1
-one() { # CONFIG -> one-way µs
-  local env=()
+one() { # CONFIG RANKS -> "LOOP µs"
+  local env=() x=()
   case $1 in
-    bare) ;;
     measure) env=(LD_PRELOAD="$LIB" GREENUP_MPI_DIR="$T/ranks") ;;
     dvfs) env=(LD_PRELOAD="$LIB" GREENUP_MPI_DIR="$T/ranks" GREENUP_COMM_DVFS='{}' GREENUP_SYSFS_ROOT="$T/sys") ;;
   esac
-  env "${env[@]}" mpirun -np 2 -x LD_PRELOAD -x GREENUP_MPI_DIR -x GREENUP_COMM_DVFS \
-    -x GREENUP_SYSFS_ROOT "$T/latency" "$BYTES" "$ITERS" | awk '{print $2}'
+  for e in "${env[@]}"; do x+=(-x "${e%%=*}"); done
+  env "${env[@]}" mpirun -np "$2" "${x[@]}" "$T/latency" "$BYTES" "$ITERS"
 }
 for r in $(seq "$ROUNDS"); do
-  for c in bare measure dvfs; do echo "$c $(one $c)"; done
+  for c in bare measure dvfs; do
+    echo "$c $(one $c 1)"
+    echo "$c $(one $c 2)"
+  done
 done > "$T/all"
-median() { grep "^$1 " "$T/all" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-b=$(median bare)
-printf '%-8s %10s %10s %8s\n' config "one-way µs" "added µs" "added %"
-for c in bare measure dvfs; do
-  m=$(median $c)
-  awk -v c=$c -v m="$m" -v b="$b" 'BEGIN {printf "%-8s %10.3f %10.3f %7.1f%%\n", c, m, m - b, 100 * (m - b) / b}'
+stat() { # CONFIG LOOP -> median min
+  awk -v c="$1" -v l="$2" '$1 == c && $2 == l {print $3}' "$T/all" | sort -n \
+    | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)], a[1]}'
+}
+printf '%-8s %-10s %12s %12s %14s\n' config loop "median µs" "min µs" "added (median)"
+for l in self "$BYTES"; do
+  read -r b _ <<< "$(stat bare "$l")"
+  for c in bare measure dvfs; do
+    read -r m n <<< "$(stat "$c" "$l")"
+    awk -v c="$c" -v l="$l" -v m="$m" -v n="$n" -v b="$b" 'BEGIN {
+      printf "%-8s %-10s %12.3f %12.3f %8.3f µs %5.1f%%\n", c, (l == "self" ? "PROC_NULL" : l " B"), m, n, m - b, 100 * (m - b) / b }'
+  done
 done
