@@ -20,13 +20,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The Rust half (src/hooks.rs); layout shared with `Call`. */
+/* The Rust half (src/hooks.rs); layout shared with `Call`, which only Rust reads. */
 struct greenup_call {
     uint64_t start_ns;
     uint64_t low_since_ns;
     uint64_t backoff_ns;
-    int32_t cpu;
-    uint32_t flags;
+    int32_t lowered;
+    uint32_t active;
 };
 extern void greenup_enter(struct greenup_call *c, uint64_t bytes, int strided);
 extern void greenup_pending(uint64_t bytes, int strided);

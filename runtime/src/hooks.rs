@@ -228,8 +228,8 @@ fn lower(s: &Settings, call: &mut Call, now: u64) {
     }
 }
 
-/// Between two tests of a blocking wait the shim owns: lower once the call has lasted
-/// the timeout, and in `block` mode sleep with a growing back-off.
+/// Between two tests of a blocking wait the shim owns: once the call has lasted the
+/// timeout, lower it (if it is not yet) and in `block` mode sleep with a growing back-off.
 ///
 /// # Safety
 /// As [`greenup_enter`].
@@ -246,7 +246,11 @@ pub unsafe extern "C" fn greenup_wait(call: *mut Call) {
         if long && call.lowered == 0 && s.dvfs.is_some() {
             lower(s, call, now);
         }
-        if s.block && (long || call.lowered != 0) {
+        // Sleep only once the call has lasted the timeout, even when a large transfer
+        // lowered it at once: until then the MPI needs this thread to progress the
+        // transfer (shared-memory and TCP transports move data only when polled), and a
+        // sleep would add its length to every transfer that ends sooner.
+        if s.block && long {
             call.backoff_ns = (call.backoff_ns * 2).clamp(BACKOFF_MIN_NS, BACKOFF_MAX_NS);
             sleep_ns(call.backoff_ns);
         }
