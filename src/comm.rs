@@ -331,6 +331,26 @@ mod tests {
     }
 
     #[test]
+    fn errors_add_up_and_a_file_without_them_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        write_rank(
+            dir.path(),
+            &RankStats {
+                errors: 2,
+                ..rank(0, 10.0, 2.0)
+            },
+        )
+        .unwrap();
+        std::fs::write(
+            rank_file(dir.path(), 1),
+            r#"{"rank":1,"wall_s":5.0,"mpi_s":1.0,"bytes":8,"calls":1,"low_s":0.0,"transitions":0,"complete":true}"#,
+        )
+        .unwrap();
+        let node = read_node(dir.path(), 10.0).unwrap().unwrap();
+        assert_eq!((node.ranks, node.errors), (2, 2));
+    }
+
+    #[test]
     fn no_directory_is_no_measurement() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read_node(&dir.path().join("none"), 1.0).unwrap(), None);
