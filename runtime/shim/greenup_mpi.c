@@ -125,14 +125,20 @@ static int peers(MPI_Comm comm)
     return n;
 }
 
-/* Whether this rank is `root` of an intracommunicator collective; false on an
- * intercommunicator, where the root arguments mean something else and are left alone. */
-static int is_root(MPI_Comm comm, int root)
+/* Bytes of a rooted collective (Gather, Scatter): the root moves one block of
+ * `root_count` x `root_type` per rank, any other rank one block of its own. Zero on an
+ * intercommunicator, where which arguments matter depends on the group: greenup reads
+ * none of them rather than one that may be garbage. */
+static uint64_t rooted(MPI_Comm comm, int root, int root_count, MPI_Datatype root_type,
+                       int count, MPI_Datatype type, int *strided)
 {
     int inter = 0, me = -1;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_rank(comm, &me) != MPI_SUCCESS)
         return 0;
-    return PMPI_Comm_rank(comm, &me) == MPI_SUCCESS && me == root;
+    if (me == root)
+        return (uint64_t)peers(comm) * bytes_of(root_count, root_type, strided);
+    return bytes_of(count, type, strided);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -193,43 +199,42 @@ static int wait_all(int n, MPI_Request reqs[], MPI_Status statuses[], struct gre
     }
 }
 
+/* A blocking transfer of `bytes`: greenup starts it nonblocking (`start`, which fills
+ * `req_`) and waits for it, or the MPI does it (`blocking`). A blocking call is its
+ * nonblocking form followed by MPI_Wait (MPI 4.0, 3.7.3). */
+#define TRANSFER(bytes, strided, start, status, blocking)                                 \
+    do {                                                                                  \
+        struct greenup_call c_;                                                           \
+        MPI_Request req_;                                                                 \
+        int rc_;                                                                          \
+        greenup_enter(&c_, (bytes), (strided));                                           \
+        if (greenup_own_wait()) {                                                         \
+            rc_ = (start);                                                                \
+            if (rc_ == MPI_SUCCESS)                                                       \
+                rc_ = wait_one(&req_, (status), &c_);                                     \
+        } else {                                                                          \
+            rc_ = (blocking);                                                             \
+        }                                                                                 \
+        greenup_leave(&c_);                                                               \
+        return rc_;                                                                       \
+    } while (0)
+
 int greenup_shim_MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                           MPI_Comm comm)
 {
-    struct greenup_call c;
-    int strided = 0, rc;
+    int strided = 0;
     uint64_t bytes = bytes_of(count, type, &strided);
-    greenup_enter(&c, bytes, strided);
-    if (greenup_own_wait()) {
-        /* A blocking send is an Isend followed by a Wait (MPI 4.0, 3.7.3). */
-        MPI_Request req;
-        rc = PMPI_Isend(buf, count, type, dest, tag, comm, &req);
-        if (rc == MPI_SUCCESS)
-            rc = wait_one(&req, MPI_STATUS_IGNORE, &c);
-    } else {
-        rc = PMPI_Send(buf, count, type, dest, tag, comm);
-    }
-    greenup_leave(&c);
-    return rc;
+    TRANSFER(bytes, strided, PMPI_Isend(buf, count, type, dest, tag, comm, &req_),
+             MPI_STATUS_IGNORE, PMPI_Send(buf, count, type, dest, tag, comm));
 }
 
 int greenup_shim_MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
                           MPI_Comm comm, MPI_Status *status)
 {
-    struct greenup_call c;
-    int strided = 0, rc;
+    int strided = 0;
     uint64_t bytes = bytes_of(count, type, &strided);
-    greenup_enter(&c, bytes, strided);
-    if (greenup_own_wait()) {
-        MPI_Request req;
-        rc = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
-        if (rc == MPI_SUCCESS)
-            rc = wait_one(&req, status, &c);
-    } else {
-        rc = PMPI_Recv(buf, count, type, source, tag, comm, status);
-    }
-    greenup_leave(&c);
-    return rc;
+    TRANSFER(bytes, strided, PMPI_Irecv(buf, count, type, source, tag, comm, &req_), status,
+             PMPI_Recv(buf, count, type, source, tag, comm, status));
 }
 
 int greenup_shim_MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest,
@@ -267,84 +272,58 @@ int greenup_shim_MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, 
     return rc;
 }
 
+/* A blocking wait with no bytes of its own: greenup waits (`test`, repeated with back-off
+ * until `done`), or the MPI does (`blocking`). */
+#define WAIT(test, done, blocking)                                                        \
+    do {                                                                                  \
+        struct greenup_call c_;                                                           \
+        int rc_;                                                                          \
+        greenup_enter(&c_, 0, 0);                                                         \
+        if (greenup_own_wait()) {                                                         \
+            for (;;) {                                                                    \
+                rc_ = (test);                                                             \
+                if (rc_ != MPI_SUCCESS || (done))                                         \
+                    break;                                                                \
+                greenup_wait(&c_);                                                        \
+            }                                                                             \
+        } else {                                                                          \
+            rc_ = (blocking);                                                             \
+        }                                                                                 \
+        greenup_leave(&c_);                                                               \
+        return rc_;                                                                       \
+    } while (0)
+
 int greenup_shim_MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
-    struct greenup_call c;
-    int rc;
-    greenup_enter(&c, 0, 0);
-    rc = greenup_own_wait() ? wait_one(req, status, &c) : PMPI_Wait(req, status);
-    greenup_leave(&c);
-    return rc;
+    int done = 0;
+    WAIT(PMPI_Test(req, &done, status), done, PMPI_Wait(req, status));
 }
 
 int greenup_shim_MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
-    struct greenup_call c;
-    int rc;
-    greenup_enter(&c, 0, 0);
-    rc = greenup_own_wait() ? wait_all(n, reqs, statuses, &c) : PMPI_Waitall(n, reqs, statuses);
-    greenup_leave(&c);
-    return rc;
+    int done = 0;
+    WAIT(PMPI_Testall(n, reqs, &done, statuses), done, PMPI_Waitall(n, reqs, statuses));
 }
 
 int greenup_shim_MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
-    struct greenup_call c;
-    int rc;
-    greenup_enter(&c, 0, 0);
-    if (greenup_own_wait()) {
-        for (;;) {
-            int done = 0;
-            rc = PMPI_Testany(n, reqs, index, &done, status);
-            if (rc != MPI_SUCCESS || done)
-                break;
-            greenup_wait(&c);
-        }
-    } else {
-        rc = PMPI_Waitany(n, reqs, index, status);
-    }
-    greenup_leave(&c);
-    return rc;
+    int done = 0;
+    WAIT(PMPI_Testany(n, reqs, index, &done, status), done,
+         PMPI_Waitany(n, reqs, index, status));
 }
 
 int greenup_shim_MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[])
 {
-    struct greenup_call c;
-    int rc;
-    greenup_enter(&c, 0, 0);
-    if (greenup_own_wait()) {
-        for (;;) {
-            rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
-            if (rc != MPI_SUCCESS || *outcount != 0)
-                break;
-            greenup_wait(&c);
-        }
-    } else {
-        rc = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
-    }
-    greenup_leave(&c);
-    return rc;
+    WAIT(PMPI_Testsome(n, reqs, outcount, indices, statuses), *outcount != 0,
+         PMPI_Waitsome(n, reqs, outcount, indices, statuses));
 }
 
 int greenup_shim_MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    struct greenup_call c;
-    int rc;
-    greenup_enter(&c, 0, 0);
-    if (greenup_own_wait()) {
-        for (;;) {
-            int found = 0;
-            rc = PMPI_Iprobe(source, tag, comm, &found, status);
-            if (rc != MPI_SUCCESS || found)
-                break;
-            greenup_wait(&c);
-        }
-    } else {
-        rc = PMPI_Probe(source, tag, comm, status);
-    }
-    greenup_leave(&c);
-    return rc;
+    int found = 0;
+    WAIT(PMPI_Iprobe(source, tag, comm, &found, status), found,
+         PMPI_Probe(source, tag, comm, status));
 }
 
 /* ---- collectives: the byte threshold only ---- */
@@ -428,11 +407,7 @@ int greenup_shim_MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, vo
                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
     int strided = 0;
-    uint64_t bytes = 0;
-    if (is_root(comm, root))
-        bytes = (uint64_t)peers(comm) * bytes_of(rcount, rtype, &strided);
-    else if (sbuf != MPI_IN_PLACE)
-        bytes = bytes_of(scount, stype, &strided);
+    uint64_t bytes = rooted(comm, root, rcount, rtype, scount, stype, &strided);
     FORWARD(bytes, strided,
             PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
@@ -441,11 +416,7 @@ int greenup_shim_MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, v
                              int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
     int strided = 0;
-    uint64_t bytes = 0;
-    if (is_root(comm, root))
-        bytes = (uint64_t)peers(comm) * bytes_of(scount, stype, &strided);
-    else if (rbuf != MPI_IN_PLACE)
-        bytes = bytes_of(rcount, rtype, &strided);
+    uint64_t bytes = rooted(comm, root, scount, stype, rcount, rtype, &strided);
     FORWARD(bytes, strided,
             PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }

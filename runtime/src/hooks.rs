@@ -14,6 +14,7 @@ use crate::rank;
 
 /// One intercepted call in progress, on the C caller's stack (`struct greenup_call`).
 #[repr(C)]
+#[derive(Default)]
 pub struct Call {
     start_ns: u64,
     low_since_ns: u64,
@@ -165,13 +166,7 @@ pub extern "C" fn greenup_own_wait() -> libc::c_int {
 pub unsafe extern "C" fn greenup_enter(call: *mut Call, bytes: u64, strided: libc::c_int) {
     // SAFETY: the shim passes its own stack variable.
     let call = unsafe { &mut *call };
-    *call = Call {
-        start_ns: 0,
-        low_since_ns: 0,
-        backoff_ns: 0,
-        lowered: 0,
-        active: 0,
-    };
+    *call = Call::default();
     guard(|| enter(call, bytes, bytes, strided != 0));
 }
 
@@ -183,13 +178,7 @@ pub unsafe extern "C" fn greenup_enter(call: *mut Call, bytes: u64, strided: lib
 pub unsafe extern "C" fn greenup_enter_sync(call: *mut Call) {
     // SAFETY: the shim passes its own stack variable.
     let call = unsafe { &mut *call };
-    *call = Call {
-        start_ns: 0,
-        low_since_ns: 0,
-        backoff_ns: 0,
-        lowered: 0,
-        active: 0,
-    };
+    *call = Call::default();
     guard(|| {
         let pending = PENDING_BYTES.swap(0, Relaxed);
         let strided = PENDING_STRIDED.swap(false, Relaxed);
