@@ -421,13 +421,13 @@ int greenup_shim_MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, v
             PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
-/* ---- one-sided: the transfers are counted, and their bytes decide at the next
- * synchronization, where the waiting happens ---- */
+/* ---- one-sided: a transfer call only starts the transfer; its bytes are counted and
+ * decide at the next synchronization, where the waiting happens ---- */
 
 #define RMA(bytes, strided, call)                                                         \
     do {                                                                                  \
         greenup_pending((bytes), (strided));                                              \
-        FORWARD((bytes), (strided), call);                                                \
+        FORWARD(0, 0, call);                                                              \
     } while (0)
 
 int greenup_shim_MPI_Put(const void *obuf, int ocount, MPI_Datatype otype, int target,
@@ -657,7 +657,7 @@ void greenup_shim_mpi_allgather_(void *sbuf, F *scount, F *stype, void *rbuf, F 
 #define FRMA(b, s, fn, ierr, ...)                                                         \
     do {                                                                                  \
         greenup_pending((b), (s));                                                        \
-        FWRAP(b, s, fn, ierr, __VA_ARGS__);                                               \
+        FWRAP(0, 0, fn, ierr, __VA_ARGS__);                                               \
     } while (0)
 
 void greenup_shim_mpi_put_(void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp,

@@ -186,11 +186,13 @@ pub unsafe extern "C" fn greenup_enter_sync(call: *mut Call) {
     });
 }
 
-/// A one-sided transfer of `bytes` was started; its synchronization comes later.
+/// A one-sided transfer of `bytes` is being started: counted now, lowered (if large) at
+/// the synchronization that completes it.
 #[unsafe(no_mangle)]
 pub extern "C" fn greenup_pending(bytes: u64, strided: libc::c_int) {
     guard(|| {
         if settings().is_some() {
+            rank::STATS.bytes.fetch_add(bytes, Relaxed);
             PENDING_BYTES.fetch_add(bytes, Relaxed);
             if strided != 0 {
                 PENDING_STRIDED.store(true, Relaxed);
