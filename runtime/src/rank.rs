@@ -12,11 +12,17 @@ use greenup::comm::{self, RankStats};
 
 /// Counters shared by every thread of the rank.
 pub struct Counters {
+    /// Intercepted calls.
     pub calls: AtomicU64,
+    /// Bytes those calls moved.
     pub bytes: AtomicU64,
+    /// Nanoseconds inside them.
     pub mpi_ns: AtomicU64,
+    /// Nanoseconds of them at the lowered frequency.
     pub low_ns: AtomicU64,
+    /// Writes of a lowered frequency (each restored).
     pub transitions: AtomicU64,
+    /// Failures on greenup's side, each leaving its call unchanged.
     pub errors: AtomicU64,
 }
 
