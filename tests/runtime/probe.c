@@ -5,6 +5,8 @@
  *   rma   a fence epoch with a 1 MiB MPI_Put to the next rank, recorded during the next fence
  *   exit  a Barrier, then exit without MPI_Finalize
  *   hang  each rank writes its pid to pid-RANK and waits for a message that never comes
+ *   all   every intercepted C call at least once, with results folded into the checksum;
+ *         each rank writes how many intercepted calls it made to calls-RANK
  * After each mode, rank 0 records the controls again. A record lists every cpufreq control
  * under $GREENUP_SYSFS_ROOT as "policyN file value". Rank 0 prints a checksum of what it
  * received, which must not depend on the preload. */
@@ -37,6 +39,129 @@ static void record(const char *out)
             fprintf(o, "policy%d %s %s\n", p, files[f], value);
         }
     fclose(o);
+}
+
+/* Intercepted calls this rank made in mode "all", counted by the program itself. */
+static long made;
+#define M(call) (made++, (call))
+
+/* Every intercepted C call; returns what this rank received, folded. */
+static unsigned long every_call(int rank)
+{
+    int peer = 1 - rank, n = 64, x[64], y[128], r[2], idx, outcount, indices[2];
+    int counts[2], displs[2];
+    unsigned long sum = 0;
+    long *acc, one = rank + 1, old[1];
+    MPI_Request req[2];
+    MPI_Status st;
+    MPI_Win win;
+    for (int i = 0; i < n; i++)
+        x[i] = i * 3 + rank;
+    M(MPI_Sendrecv(x, n, MPI_INT, peer, 1, y, n, MPI_INT, peer, 1, MPI_COMM_WORLD, &st));
+    for (int i = 0; i < n; i++)
+        sum += (unsigned)y[i] * (i + 1);
+    MPI_Irecv(&r[0], 1, MPI_INT, peer, 2, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(&x[5], 1, MPI_INT, peer, 2, MPI_COMM_WORLD, &req[1]);
+    M(MPI_Wait(&req[0], &st));
+    M(MPI_Wait(&req[1], MPI_STATUS_IGNORE));
+    sum += r[0];
+    MPI_Irecv(&r[0], 1, MPI_INT, peer, 3, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(&x[6], 1, MPI_INT, peer, 3, MPI_COMM_WORLD, &req[1]);
+    M(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    sum += r[0] * 7;
+    MPI_Irecv(&r[0], 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(&x[7], 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &req[1]);
+    for (int left = 2; left > 0; left--)
+        M(MPI_Waitany(2, req, &idx, &st));
+    sum += r[0] * 11;
+    MPI_Irecv(&r[1], 1, MPI_INT, peer, 5, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(&x[8], 1, MPI_INT, peer, 5, MPI_COMM_WORLD, &req[1]);
+    for (int left = 2; left > 0; left -= outcount)
+        M(MPI_Waitsome(2, req, &outcount, indices, MPI_STATUSES_IGNORE));
+    sum += r[1] * 13;
+    if (rank == 0) {
+        M(MPI_Send(x, 3, MPI_INT, 1, 6, MPI_COMM_WORLD));
+    } else {
+        int count;
+        M(MPI_Probe(0, 6, MPI_COMM_WORLD, &st));
+        MPI_Get_count(&st, MPI_INT, &count);
+        M(MPI_Recv(y, count, MPI_INT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        sum += count * 17 + y[2];
+    }
+    y[0] = rank ? 0 : 99;
+    M(MPI_Bcast(y, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    sum += y[0];
+    M(MPI_Reduce(x, y, n, MPI_INT, MPI_SUM, 1, MPI_COMM_WORLD));
+    if (rank == 1)
+        sum += y[n - 1];
+    M(MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    sum += x[n - 1];
+    M(MPI_Alltoall(x, 2, MPI_INT, y, 2, MPI_INT, MPI_COMM_WORLD));
+    sum += y[3];
+    counts[0] = 1, counts[1] = 2, displs[0] = 0, displs[1] = 1;
+    {
+        int rc[2] = {rank == 0 ? 1 : 2, rank == 0 ? 1 : 2}, rd[2] = {0, rc[0]};
+        M(MPI_Alltoallv(x, counts, displs, MPI_INT, y, rc, rd, MPI_INT, MPI_COMM_WORLD));
+        sum += y[0] + y[rc[0]];
+    }
+    M(MPI_Allgather(&x[rank], 1, MPI_INT, y, 1, MPI_INT, MPI_COMM_WORLD));
+    sum += y[0] * 3 + y[1];
+    M(MPI_Allgatherv(x, counts[rank], MPI_INT, y, counts, displs, MPI_INT, MPI_COMM_WORLD));
+    sum += y[0] + y[1] * 5 + y[2];
+    if (rank == 0) {
+        y[0] = 42;
+        M(MPI_Gather(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        sum += y[0] + y[1];
+        M(MPI_Scatter(x, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, 0, MPI_COMM_WORLD));
+    } else {
+        /* The root-only arguments are garbage here, as the standard allows. */
+        M(MPI_Gather(&x[4], 1, MPI_INT, NULL, -7, MPI_DATATYPE_NULL, 0, MPI_COMM_WORLD));
+        M(MPI_Scatter(NULL, -7, MPI_DATATYPE_NULL, y, 2, MPI_INT, 0, MPI_COMM_WORLD));
+        sum += y[0] + y[1];
+    }
+    M(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Win_allocate(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &acc, &win);
+    M(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
+    for (int i = 0; i < 4; i++)
+        acc[i] = 0;
+    M(MPI_Win_unlock(rank, win));
+    M(MPI_Barrier(MPI_COMM_WORLD));
+    M(MPI_Win_fence(0, win));
+    M(MPI_Put(&one, 1, MPI_LONG, peer, 0, 1, MPI_LONG, win));
+    M(MPI_Accumulate(&one, 1, MPI_LONG, peer, 1, 1, MPI_LONG, MPI_SUM, win));
+    M(MPI_Win_fence(0, win));
+    M(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win));
+    M(MPI_Get(&old[0], 1, MPI_LONG, peer, 0, 1, MPI_LONG, win));
+    M(MPI_Win_flush(peer, win));
+    sum += old[0] * 19;
+    M(MPI_Get_accumulate(&one, 1, MPI_LONG, &old[0], 1, MPI_LONG, peer, 2, 1, MPI_LONG, MPI_SUM,
+                         win));
+    M(MPI_Win_flush_local(peer, win));
+    M(MPI_Win_unlock(peer, win));
+    M(MPI_Barrier(MPI_COMM_WORLD));
+    M(MPI_Win_lock_all(0, win));
+    M(MPI_Accumulate(&one, 1, MPI_LONG, peer, 3, 1, MPI_LONG, MPI_SUM, win));
+    M(MPI_Win_flush_all(win));
+    M(MPI_Win_flush_local_all(win));
+    M(MPI_Win_unlock_all(win));
+    M(MPI_Barrier(MPI_COMM_WORLD));
+    {
+        MPI_Group world, other;
+        int p = peer;
+        MPI_Comm_group(MPI_COMM_WORLD, &world);
+        MPI_Group_incl(world, 1, &p, &other);
+        MPI_Win_post(other, 0, win);
+        MPI_Win_start(other, 0, win);
+        M(MPI_Put(&one, 1, MPI_LONG, peer, 0, 1, MPI_LONG, win));
+        M(MPI_Win_complete(win));
+        M(MPI_Win_wait(win));
+        MPI_Group_free(&other);
+        MPI_Group_free(&world);
+    }
+    M(MPI_Barrier(MPI_COMM_WORLD));
+    sum += acc[0] * 23 + acc[1] * 29 + acc[2] * 31 + acc[3] * 37;
+    MPI_Win_free(&win);
+    return sum;
 }
 
 static char *path(const char *dir, const char *name)
@@ -111,6 +236,15 @@ int main(int argc, char **argv)
         fprintf(f, "%d\n", (int)getpid());
         fclose(f);
         MPI_Recv(msg, 8, MPI_CHAR, 1 - rank, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (!strcmp(mode, "all")) {
+        unsigned long mine = every_call(rank), theirs = 0;
+        FILE *f;
+        M(MPI_Sendrecv(&mine, 1, MPI_UNSIGNED_LONG, 1 - rank, 8, &theirs, 1, MPI_UNSIGNED_LONG,
+                       1 - rank, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        sum = mine * 1000003UL + theirs;
+        f = fopen(path(out, rank ? "calls-1" : "calls-0"), "w");
+        fprintf(f, "%ld\n", made + 1); /* and the Barrier below */
+        fclose(f);
     } else if (!strcmp(mode, "rma")) {
         int n = 1 << 18;
         int *win_buf, *src = malloc(sizeof(int) * n);

@@ -105,6 +105,31 @@ jq -e '.wall_s >= .mpi_s and .mpi_s > 0 and .low_s == 0' "$T/short/ranks/rank-0.
   && ok "rank 0: MPI time within wall time" || fail "times: $(cat "$T/short/ranks/rank-0.json")"
 diff -r "$T/sys.orig" "$T/sys" > /dev/null && ok "short calls touched no control" || fail "short calls wrote a control"
 
+# 2b. Every intercepted C call (tests/runtime/probe.c, mode "all"): the same results with
+# the preload measuring only, and with every call lowered (threshold and timeout 0) in
+# both wait modes; each rank's file counts exactly the calls the program says it made.
+run bare-all all "" "{}"
+for cfg in measure block poll; do
+  case $cfg in
+    measure) dvfs= ;;
+    *) dvfs="{\"timeout_us\":0,\"threshold_bytes\":0,\"strided_threshold_bytes\":0,\"wait\":\"$cfg\"}" ;;
+  esac
+  run "all-$cfg" all 1 "$dvfs"
+  cmp -s "$T/bare-all/stdout" "$T/all-$cfg/stdout" && grep -q checksum "$T/all-$cfg/stdout" \
+    && ok "every call, $cfg: same results" \
+    || fail "every call, $cfg: $(cat "$T/bare-all/stdout" "$T/all-$cfg/stdout" "$T/all-$cfg/stderr")"
+  for r in 0 1; do
+    [ "$(field "all-$cfg" $r calls)" = "$(cat "$T/all-$cfg/calls-$r")" ] \
+      && ok "every call, $cfg: rank $r counted $(cat "$T/all-$cfg/calls-$r") calls" \
+      || fail "every call, $cfg, rank $r: program made $(cat "$T/all-$cfg/calls-$r"), file says $(field "all-$cfg" $r calls)"
+  done
+  if [ "$cfg" != measure ]; then
+    [ "$(field "all-$cfg" 0 transitions)" -ge 1 ] && diff -r "$T/sys.orig" "$T/sys" > /dev/null \
+      && ok "every call, $cfg: lowered ($(field "all-$cfg" 0 transitions) times) and restored" \
+      || fail "every call, $cfg: transitions $(field "all-$cfg" 0 transitions); $(diff -r "$T/sys.orig" "$T/sys")"
+  fi
+done
+
 # 3. A small receive that waits 0.4 s: lowered after the 500 µs timeout, in both wait modes.
 for wait in block poll; do
   run "wait-$wait" wait 1 "{\"wait\":\"$wait\"}"
