@@ -87,22 +87,15 @@ impl Assessment {
 }
 
 impl Book {
-    /// Replace everything with the store's charges of `(job_id, charge)`.
-    pub fn rebuild(&mut self, charges: &[(u64, Charge)]) {
+    /// Replace everything with the store's accounts: each period's totals, and the
+    /// charges of jobs still open.
+    pub fn restore(&mut self, totals: Vec<(String, i64, Totals)>, held: Vec<(u64, Charge)>) {
         *self = Book::default();
-        for (job, c) in charges {
-            let t = self
-                .totals
-                .entry((c.budget.clone(), c.period_start))
-                .or_default();
-            t.jobs += 1;
-            match c.settled_j {
-                Some(s) => t.used_j += s,
-                None => {
-                    t.held_j += c.charged_j;
-                    self.held.entry(*job).or_default().push(c.clone());
-                }
-            }
+        for (budget, start, t) in totals {
+            self.totals.insert((budget, start), t);
+        }
+        for (job, c) in held {
+            self.held.entry(job).or_default().push(c);
         }
     }
 
@@ -235,25 +228,25 @@ mod tests {
     }
 
     #[test]
-    fn release_undoes_a_hold_and_rebuild_matches_incremental_accounting() {
+    fn release_undoes_a_hold_and_a_restored_book_settles_like_the_original() {
         let b = chem();
         let mut book = Book::default();
         book.hold(1, book.assess(&[&b], 1, 20.0).charges());
         book.hold(2, book.assess(&[&b], 1, 30.0).charges());
         book.release(2);
         assert_eq!(book.totals("account:chem", 0).held_j, 20.0);
-        let mut rows: Vec<(u64, Charge)> = vec![(1, book.held_by(1).unwrap()[0].clone())];
-        rows.push((
-            3,
-            Charge {
-                settled_j: Some(5.0),
-                measured: Some(false),
-                ..rows[0].1.clone()
-            },
-        ));
+        let held = vec![(1, book.held_by(1).unwrap()[0].clone())];
         let mut again = Book::default();
-        again.rebuild(&rows);
+        again.restore(
+            vec![("account:chem".into(), 0, book.totals("account:chem", 0))],
+            held,
+        );
+        assert_eq!(
+            again.totals("account:chem", 0),
+            book.totals("account:chem", 0)
+        );
+        again.settle(1, &[]);
         let t = again.totals("account:chem", 0);
-        assert_eq!((t.used_j, t.held_j, t.jobs), (5.0, 20.0, 2));
+        assert_eq!((t.used_j, t.held_j, t.jobs), (20.0, 0.0, 1));
     }
 }

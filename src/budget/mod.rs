@@ -8,6 +8,7 @@
 
 pub mod book;
 pub mod period;
+pub mod policies;
 
 use serde::{Deserialize, Serialize};
 

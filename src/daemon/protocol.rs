@@ -162,6 +162,9 @@ pub struct OpenJob {
     /// Slurm partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// Slurm account the job is charged to (for the account's energy budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// The allocated nodes, expanded, in Slurm order; empty when `nodelist` names them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
@@ -718,6 +721,7 @@ mod tests {
                     energy_cap_j: None,
                     power_cap_w: None,
                     algorithm: None,
+                    account: None,
                 },
             };
             request_body(&req).unwrap().len()

@@ -297,6 +297,7 @@ pub fn open_req(job_id: u64, uid: u32, n: usize) -> OpenJob {
         energy_cap_j: None,
         power_cap_w: None,
         algorithm: None,
+        account: None,
     }
 }
 

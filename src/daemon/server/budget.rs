@@ -1,0 +1,187 @@
+//! Energy budgets at admission: the job's predicted joules are charged to every budget
+//! it falls under, in the same step that reads what is left, so concurrent admissions
+//! never overspend; the warning levels in force act on the decision; closing settles.
+
+use std::sync::Arc;
+
+use super::{Ctx, Shared, lock};
+use crate::budget::book::Charge;
+use crate::budget::{AtAdmission, Scope, budgets_for, quote_line};
+use crate::daemon::decide::{Proposal, max_power_w, unmanaged_fate, unmanaged_w};
+use crate::daemon::protocol::{ErrorCode, OpenJob, Verdict};
+use crate::daemon::time_limit::UNLIMITED_HOLD_S;
+use crate::site::{Enforce, Site};
+
+/// A decision with its budget charges.
+pub(super) struct Admitted {
+    /// The decision, after any level's action.
+    pub(super) proposal: Proposal,
+    /// What the job is charged (held in the book; stored with the job).
+    pub(super) charges: Vec<Charge>,
+    /// Each budget's state at admission, for the decision record.
+    pub(super) states: Vec<AtAdmission>,
+}
+
+/// Joules a decision is charged at admission: the plan's prediction when the job runs
+/// a plan (its baseline when it runs unchanged), else the watts it holds for its time
+/// limit; nothing for a refused job that does not run (`enforce: strict`).
+pub(super) fn predicted_j(site: &Site, req: &OpenJob, p: &Proposal) -> f64 {
+    let limit = req.time_limit_s.unwrap_or(UNLIMITED_HOLD_S);
+    match (p.verdict, &p.plan) {
+        (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j,
+        (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j,
+        (Verdict::Refused, _) if site.enforce == Enforce::Strict => 0.0,
+        _ => p.reserve_w * limit,
+    }
+}
+
+/// Charge `p` for job `req` against its budgets, letting the warning levels in force act.
+/// `free_w` is the power left to the job before its own reservation (what a power share
+/// shrinks). Holds the book's lock from the check to the charge.
+pub(super) fn admit(
+    shared: &Arc<Shared>,
+    ctx: &Ctx,
+    req: &OpenJob,
+    p: Proposal,
+    free_w: Option<f64>,
+    at: i64,
+) -> Admitted {
+    let site = &ctx.site;
+    let budgets = budgets_for(
+        &site.budgets,
+        req.partition.as_deref(),
+        req.account.as_deref(),
+    );
+    if budgets.is_empty() {
+        return Admitted {
+            proposal: p,
+            charges: vec![],
+            states: vec![],
+        };
+    }
+    let mut book = lock(&shared.budget);
+    let first = book.assess(&budgets, at, predicted_j(site, req, &p));
+    let acts = &first.actions;
+    let mut proposal = p;
+    let mut why = first.why();
+    if !acts.refuse && acts.changes_plan() {
+        let mut forced = req.clone();
+        if let Some(name) = acts.policy.clone().or_else(|| {
+            acts.policy_file
+                .as_deref()
+                .and_then(|f| ctx.decider.policy_from_file(f))
+        }) {
+            forced.policy = Some(name);
+        }
+        let free = match acts.power_share {
+            Some(share) => {
+                let full = max_power_w(site, &req.nodes);
+                let base = [free_w, req.power_cap_w]
+                    .into_iter()
+                    .flatten()
+                    .fold(full, f64::min);
+                Some(share * base)
+            }
+            None => free_w,
+        };
+        // Planned under the lock: the charge must be the one the check saw.
+        proposal = ctx.decider.decide_or_refuse(site, &forced, free);
+    }
+    let charge_j = predicted_j(site, req, &proposal);
+    let mut state = book.assess(&budgets, at, charge_j);
+    // The levels that acted stay on record even when the new plan falls below them.
+    for (s, f) in state.budgets.iter_mut().zip(&first.budgets) {
+        if s.level_pct.is_none() {
+            s.level_pct = f.level_pct;
+            s.action = f.action.clone();
+        }
+    }
+    if acts.refuse || state.actions.refuse {
+        if why.is_empty() {
+            why = state.why();
+        }
+        let quote = quote(req, &proposal, &state.budgets, &budgets);
+        proposal = Proposal {
+            verdict: Verdict::Refused,
+            reason: format!("{why}; {quote}; {}", unmanaged_fate(site)),
+            reserve_w: unmanaged_w(site, req),
+            refusal: Some(ErrorCode::OverBudget),
+            ..proposal
+        };
+        let charge_j = predicted_j(site, req, &proposal);
+        let refused = book.assess(&budgets, at, charge_j);
+        for (s, r) in state.budgets.iter_mut().zip(refused.budgets) {
+            s.charged_j = r.charged_j;
+        }
+    } else if !why.is_empty() {
+        proposal.reason = if proposal.reason.is_empty() {
+            why
+        } else {
+            format!("{}; {why}", proposal.reason)
+        };
+    }
+    let charges = state.charges();
+    book.hold(req.job_id, charges.clone());
+    Admitted {
+        proposal,
+        charges,
+        states: state.budgets,
+    }
+}
+
+/// The one-line quote for `p`, with what each budget has left before the job.
+fn quote(
+    req: &OpenJob,
+    p: &Proposal,
+    states: &[AtAdmission],
+    budgets: &[&crate::budget::Budget],
+) -> String {
+    let (energy, time, nodes) = match &p.plan {
+        Some(plan) => (
+            plan.predicted.energy_j,
+            Some(plan.predicted.time_s),
+            plan.node_count,
+        ),
+        None => (
+            p.reserve_w * req.time_limit_s.unwrap_or(UNLIMITED_HOLD_S),
+            req.time_limit_s,
+            req.nodes.len(),
+        ),
+    };
+    let left: Vec<(Scope, f64, f64, crate::budget::Period)> = states
+        .iter()
+        .zip(budgets)
+        .map(|(s, b)| {
+            (
+                b.scope.clone(),
+                s.amount_j - s.used_j - s.held_j,
+                s.amount_j,
+                b.period,
+            )
+        })
+        .collect();
+    quote_line(energy, None, time, nodes, &left)
+}
+
+/// Settle job `job_id` in the book from its charges as the store settled them.
+pub(super) async fn settle(shared: &Arc<Shared>, job_id: u64) {
+    if lock(&shared.budget).held_by(job_id).is_none() {
+        return;
+    }
+    match shared.store.read(move |s| s.charges_of(job_id)).await {
+        Ok(rows) => lock(&shared.budget).settle(job_id, &rows),
+        Err(e) => {
+            tracing::warn!(job_id, error = %e, "budget charges unread: settled with the prediction");
+            lock(&shared.budget).settle(job_id, &[]);
+        }
+    }
+}
+
+/// Put back in the book what the store holds for a job stored before (a restart).
+pub(super) async fn restore(shared: &Arc<Shared>, job_id: u64) {
+    lock(&shared.budget).release(job_id);
+    if let Ok(rows) = shared.store.read(move |s| s.charges_of(job_id)).await {
+        let open: Vec<Charge> = rows.into_iter().filter(|c| c.settled_j.is_none()).collect();
+        lock(&shared.budget).hold(job_id, open);
+    }
+}
