@@ -1,0 +1,298 @@
+//! Energy budgets through greenupd: each job is charged at admission against every budget
+//! it falls under, warning levels act on the decision, a job that would overspend is
+//! refused with the quote, closing settles from measured energy, a restart keeps every
+//! charge, a period rolls over, and jobs racing for the last joules never overspend.
+//! Real munged, real SQLite.
+//!
+//! Every job here names no profile, so it runs unchanged and is charged its nodes' full
+//! power (200 W dynamic + 100 W static each) for its time limit: one node for 100 s is
+//! 30 kJ, a figure that needs no model.
+#![cfg(feature = "daemon")]
+
+mod daemon_support;
+
+use std::time::Duration;
+
+use daemon_support::*;
+use greenup::budget::{Action, Budget, Level, Period, Scope};
+use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
+use greenup::site::{Enforce, Site};
+
+/// One node for 100 s at 300 W.
+const JOB_J: f64 = 30_000.0;
+
+fn job(job_id: u64, account: &str) -> OpenJob {
+    OpenJob {
+        account: Some(account.into()),
+        time_limit_s: Some(100.0),
+        ..open_req(job_id, 0, 1)
+    }
+}
+
+fn budget(scope: Scope, amount_j: f64, levels: &[(f64, Action)]) -> Budget {
+    Budget {
+        scope,
+        amount_j,
+        period: Period::Month { reset_s: 0 },
+        levels: levels
+            .iter()
+            .map(|(at, action)| Level {
+                at: *at,
+                action: action.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn chem(amount_j: f64) -> Budget {
+    budget(
+        Scope::Account("chem".into()),
+        amount_j,
+        &[(1.0, Action::Refuse)],
+    )
+}
+
+fn strict(s: &mut Site, budgets: Vec<Budget>) {
+    s.enforce = Enforce::Strict;
+    s.budgets = budgets;
+}
+
+fn open(d: &Daemon, req: OpenJob) -> Decision {
+    d.tcp_client().open_job(req).unwrap()
+}
+
+fn charged(d: &Daemon, job_id: u64, budget: &str) -> f64 {
+    let c =
+        rusqlite::Connection::open_with_flags(&d.store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    c.query_row(
+        "SELECT coalesce(settled_j, charged_j) FROM budget_charges WHERE job_id = ?1 AND budget = ?2",
+        rusqlite::params![job_id as i64, budget],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn racing_jobs_for_the_last_joules_never_overspend() {
+    // 1 MJ fits floor(1e6 / 3e4) = 33 jobs of 30 kJ: the 34th would reach 1.02 MJ.
+    let amount = 1.0e6;
+    let fits = (amount / JOB_J).floor() as usize;
+    assert_eq!(fits, 33);
+    let d = start(4, |_, s, _| strict(s, vec![chem(amount)]));
+    let threads: Vec<_> = (1..=80u64)
+        .map(|id| {
+            let tcp = d.tcp.clone();
+            std::thread::spawn(move || {
+                let mut c = greenup::daemon::client::Client::connect(
+                    &greenup::daemon::client::Endpoint::Tcp(tcp),
+                    Duration::from_secs(30),
+                )
+                .unwrap();
+                c.open_job(job(id, "chem")).unwrap()
+            })
+        })
+        .collect();
+    let decisions: Vec<Decision> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let admitted = decisions
+        .iter()
+        .filter(|d| d.verdict != Verdict::Refused)
+        .count();
+    assert_eq!(admitted, fits);
+    // The store agrees: the admitted jobs' charges sum to 33 x 30 kJ, the refused hold nothing.
+    let held = count(
+        &d.store,
+        "SELECT CAST(total(charged_j) AS INTEGER) FROM budget_charges WHERE budget = 'account:chem'",
+    );
+    assert_eq!(held, 33 * 30_000);
+}
+
+#[test]
+fn a_job_that_would_overspend_is_refused_with_the_quote() {
+    let d = start(4, |_, s, _| strict(s, vec![chem(50_000.0)]));
+    let a = open(&d, job(1, "chem"));
+    assert_eq!(a.verdict, Verdict::Unchanged, "{}", a.reason);
+    assert_eq!(a.budgets[0].charged_j, JOB_J);
+    let b = open(&d, job(2, "chem"));
+    assert_eq!(b.verdict, Verdict::Refused);
+    // 50 kJ - 30 kJ held = 20 kJ left before the job; 100 s is 00:01:40.
+    assert!(
+        b.reason
+            .contains("predicted 30.0 kJ, 00:01:40 on 1 node; account chem: 20.0 kJ of 50.0 kJ left this month"),
+        "{}",
+        b.reason
+    );
+    assert!(b.reason.contains("past its 100% level"), "{}", b.reason);
+    assert_eq!(b.budgets[0].level_pct, Some(100.0));
+    // A refused job fails under enforce: strict, so it is charged nothing.
+    assert_eq!(charged(&d, 2, "account:chem"), 0.0);
+    // Another account's jobs do not touch chem's budget.
+    let other = open(&d, job(3, "phys"));
+    assert_eq!(other.verdict, Verdict::Unchanged);
+    assert!(other.budgets.is_empty());
+}
+
+#[test]
+fn closing_settles_from_measured_energy_else_from_the_prediction() {
+    let d = start(4, |_, s, _| strict(s, vec![chem(50_000.0)]));
+    open(&d, job(1, "chem"));
+    assert_eq!(open(&d, job(2, "chem")).verdict, Verdict::Refused);
+    let mut c = d.tcp_client();
+    c.record_outcome(NodeOutcome {
+        job_id: 1,
+        node: "n1".into(),
+        freq_ghz: None,
+        energy_j: Some(12_000.0),
+        elapsed_s: Some(40.0),
+        source: None,
+        restored: true,
+        note: None,
+    })
+    .unwrap();
+    c.close_job(1, None).unwrap();
+    assert_eq!(charged(&d, 1, "account:chem"), 12_000.0);
+    assert_eq!(
+        count(
+            &d.store,
+            "SELECT measured FROM budget_charges WHERE job_id = 1"
+        ),
+        1
+    );
+    // 12 kJ used + 30 kJ = 42 kJ <= 50 kJ: now it fits.
+    assert_eq!(open(&d, job(3, "chem")).verdict, Verdict::Unchanged);
+    // Closed with nothing measured: settled with the prediction, flagged.
+    d.tcp_client().close_job(3, None).unwrap();
+    assert_eq!(charged(&d, 3, "account:chem"), JOB_J);
+    assert_eq!(
+        count(
+            &d.store,
+            "SELECT measured FROM budget_charges WHERE job_id = 3"
+        ),
+        0
+    );
+    // 12 + 30 + 30 = 72 kJ > 50 kJ.
+    assert_eq!(open(&d, job(4, "chem")).verdict, Verdict::Refused);
+}
+
+#[test]
+fn warning_levels_force_a_policy_and_shrink_the_power_share() {
+    let d = start(4, |_, s, _| {
+        s.budgets = vec![
+            budget(
+                Scope::Site,
+                100_000.0,
+                &[(0.5, Action::Policy("monitor".into()))],
+            ),
+            budget(
+                Scope::Partition("debug".into()),
+                1.0e9,
+                &[(0.00001, Action::PowerShare(0.5))],
+            ),
+        ];
+    });
+    // 30 kJ of the site's 100 kJ: below 50%. The partition's level (past 10 kJ of
+    // 1 GJ) acts from the first job: half of one node's 300 W.
+    let a = open(&d, job(1, "chem"));
+    assert_eq!(a.policy, "min-energy");
+    assert_eq!(a.power_cap_w, Some(150.0));
+    assert_eq!(a.budgets.len(), 2);
+    assert_eq!(a.budgets[0].level_pct, None);
+    assert_eq!(a.budgets[1].action.as_deref(), Some("power share 50%"));
+    // 60 kJ of 100 kJ passes 50%: the site forces monitor.
+    let b = open(&d, job(2, "chem"));
+    assert_eq!(b.policy, "monitor", "{}", b.reason);
+    assert_eq!(b.budgets[0].level_pct, Some(50.0));
+    assert!(
+        b.reason.contains("site budget past its 50% level"),
+        "{}",
+        b.reason
+    );
+}
+
+#[test]
+fn a_period_rolls_over_to_an_empty_budget() {
+    // Periods of 4 s from the epoch (the config allows no less than an hour; the rule is
+    // the same), and a budget of one job per period.
+    let d = start(4, |_, s, _| {
+        let mut b = chem(JOB_J);
+        b.period = Period::Every {
+            length_s: 4,
+            anchor: 0,
+        };
+        strict(s, vec![b]);
+    });
+    // Two jobs in one period: the second finds the budget spent. (Should a boundary fall
+    // between them, try again with the next pair.)
+    let mut id = 0;
+    let start = loop {
+        id += 2;
+        let a = open(&d, job(id - 1, "chem"));
+        let b = open(&d, job(id, "chem"));
+        if a.budgets[0].period_start == b.budgets[0].period_start && a.verdict == Verdict::Unchanged
+        {
+            assert_eq!(b.verdict, Verdict::Refused, "{}", b.reason);
+            break a.budgets[0].period_start;
+        }
+        assert!(id < 20, "no two jobs in one 4 s period");
+    };
+    assert_eq!(start % 4, 0);
+    wait_for(|| greenup::store::sqlite::now() >= start + 4);
+    let c = open(&d, job(100, "chem"));
+    assert_eq!(c.verdict, Verdict::Unchanged, "{}", c.reason);
+    assert!(c.budgets[0].period_start >= start + 4);
+    assert_eq!(c.budgets[0].used_j + c.budgets[0].held_j, 0.0);
+    // The spent period keeps its charge.
+    assert_eq!(
+        count(
+            &d.store,
+            &format!(
+                "SELECT CAST(total(charged_j) AS INTEGER) FROM budget_charges WHERE period_start = {start}"
+            )
+        ),
+        30_000
+    );
+}
+
+#[test]
+fn a_restart_keeps_every_charge() {
+    munged();
+    let dir = tempfile::tempdir().unwrap();
+    let setup = |_: &std::path::Path, s: &mut Site, _: &mut greenup::daemon::server::Options| {
+        strict(s, vec![chem(70_000.0)])
+    };
+    // A daemon that is never stopped cannot be restarted in-process; a second one on
+    // the same store, started after the first has stored its charges, reads them as a
+    // restarted one would.
+    let store_dir = tempfile::tempdir().unwrap();
+    let first = start_in(dir, 4, |d, s, o| {
+        setup(d, s, o);
+        s.daemon.store = store_dir.path().join("greenup.db");
+    });
+    open(&first, job(1, "chem"));
+    open(&first, job(2, "chem"));
+    let mut c = first.tcp_client();
+    c.record_outcome(NodeOutcome {
+        job_id: 2,
+        node: "n1".into(),
+        freq_ghz: None,
+        energy_j: Some(10_000.0),
+        elapsed_s: None,
+        source: None,
+        restored: true,
+        note: None,
+    })
+    .unwrap();
+    c.close_job(2, None).unwrap();
+    let second = start_in(tempfile::tempdir().unwrap(), 4, |d, s, o| {
+        setup(d, s, o);
+        s.daemon.store = store_dir.path().join("greenup.db");
+    });
+    // 30 kJ held by job 1 and 10 kJ settled for job 2: 30 kJ more makes exactly 70 kJ.
+    let three = open(&second, job(3, "chem"));
+    assert_eq!(three.verdict, Verdict::Unchanged, "{}", three.reason);
+    assert_eq!(
+        (three.budgets[0].used_j, three.budgets[0].held_j),
+        (10_000.0, JOB_J)
+    );
+    assert_eq!(open(&second, job(4, "chem")).verdict, Verdict::Refused);
+}
