@@ -296,3 +296,94 @@ fn a_restart_keeps_every_charge() {
     );
     assert_eq!(open(&second, job(4, "chem")).verdict, Verdict::Refused);
 }
+
+fn greenup_cli(d: &Daemon, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_greenup"))
+        .args(args)
+        .args(["--connect", &format!("unix:{}", d.socket.display())])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn greenup_budget_and_quote_show_the_accounts() {
+    let d = start(4, |_, s, _| strict(s, vec![chem(50_000.0)]));
+    open(&d, job(1, "chem"));
+    let out = greenup_cli(&d, &["budget", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: Vec<greenup::budget::Standing> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(
+        (
+            list[0].budget.as_str(),
+            list[0].held_j,
+            list[0].left_j,
+            list[0].jobs
+        ),
+        ("account:chem", JOB_J, 20_000.0, 1)
+    );
+    let csv = greenup_cli(&d, &["budget", "--csv", "--account", "chem"]);
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("account:chem,"),
+        "{text}"
+    );
+    let svg = d.dir.path().join("b.svg");
+    let plot = greenup_cli(&d, &["budget", "--plot", svg.to_str().unwrap()]);
+    assert!(plot.status.success());
+    assert!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("account:chem")
+    );
+
+    // 10 minutes on 1 node fits nothing of the 20 kJ left: refused, exit 1, quote printed.
+    let q = greenup_cli(
+        &d,
+        &[
+            "quote",
+            "--nodes",
+            "n1",
+            "--time",
+            "10:00",
+            "--account",
+            "chem",
+            "--partition",
+            "debug",
+        ],
+    );
+    assert_eq!(q.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&q.stdout).trim(),
+        "predicted 180 kJ, 00:10:00 on 1 node; account chem: 20.0 kJ of 50.0 kJ left this month"
+    );
+    // 60 s fits (18 kJ); a quote charges nothing: the budget is as it was.
+    let q = greenup_cli(
+        &d,
+        &[
+            "quote",
+            "--nodes",
+            "n1",
+            "--time",
+            "1:00",
+            "--account",
+            "chem",
+        ],
+    );
+    assert_eq!(
+        q.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&q.stderr)
+    );
+    let again: Vec<greenup::budget::Standing> =
+        serde_json::from_slice(&greenup_cli(&d, &["budget", "--json"]).stdout).unwrap();
+    assert_eq!(again[0].held_j, JOB_J);
+    let bad = greenup_cli(&d, &["quote", "--nodes", "n1", "--time", "soon"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--time: invalid value 'soon'"));
+}

@@ -373,3 +373,115 @@ mod tests {
         );
     }
 }
+
+/// A budget as `greenup budget` shows it: use, holds and what is left in the current
+/// period, a forecast to its end, and the level in force.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Standing {
+    /// `site`, `partition:NAME` or `account:NAME`.
+    pub budget: String,
+    /// `day`, `week`, `month` or `period`.
+    pub period: String,
+    /// Start of the current period (Unix seconds, UTC).
+    pub period_start: i64,
+    /// End of the current period (Unix seconds, UTC).
+    pub period_end: i64,
+    /// Joules per period.
+    pub amount_j: f64,
+    /// Joules settled by closed jobs.
+    pub used_j: f64,
+    /// Joules held by open jobs.
+    pub held_j: f64,
+    /// Joules left: amount - used - held.
+    pub left_j: f64,
+    /// Jobs charged this period.
+    pub jobs: u64,
+    /// Use at the period's end if it goes on at the rate so far (used + held, scaled
+    /// from the time elapsed to the whole period).
+    pub forecast_j: f64,
+    /// The warning level in force now, as a percentage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_pct: Option<f64>,
+    /// What that level does to jobs admitted now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+}
+
+impl Budget {
+    /// Where this budget stands at `now` with `totals` charged in its current period.
+    pub fn standing(&self, totals: book::Totals, now: i64) -> Standing {
+        let (start, end) = self.period.bounds(now);
+        let spent = totals.used_j + totals.held_j;
+        // At least a minute elapsed, so a period just begun does not forecast wildly.
+        let elapsed = (now - start).max(60) as f64;
+        let level = self
+            .levels
+            .iter()
+            .rev()
+            .find(|l| spent > l.at * self.amount_j);
+        Standing {
+            budget: self.scope.key(),
+            period: self.period.noun().into(),
+            period_start: start,
+            period_end: end,
+            amount_j: self.amount_j,
+            used_j: totals.used_j,
+            held_j: totals.held_j,
+            left_j: self.amount_j - spent,
+            jobs: totals.jobs,
+            forecast_j: spent * ((end - start) as f64 / elapsed).max(1.0),
+            level_pct: level.map(|l| l.at * 100.0),
+            action: level.map(|l| l.action.describe()),
+        }
+    }
+}
+
+/// What a job would be charged if it started now, and how each budget would stand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Quote {
+    /// The one line users see.
+    pub line: String,
+    /// Predicted joules.
+    pub energy_j: f64,
+    /// Predicted wall time in seconds, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_s: Option<f64>,
+    /// Nodes the job would use.
+    pub nodes: usize,
+    /// Whether a warning level would refuse it now.
+    pub refused: bool,
+    /// Each budget it falls under, with this job charged.
+    pub budgets: Vec<AtAdmission>,
+}
+
+#[cfg(test)]
+mod standing_tests {
+    use super::*;
+
+    #[test]
+    fn the_forecast_scales_use_from_the_time_elapsed_to_the_whole_period() {
+        let b = Budget {
+            scope: Scope::Site,
+            amount_j: 1000.0,
+            period: Period::Day { reset_s: 0 },
+            levels: vec![Level {
+                at: 0.5,
+                action: Action::PowerShare(0.5),
+            }],
+        };
+        let t = book::Totals {
+            used_j: 200.0,
+            held_j: 100.0,
+            jobs: 3,
+        };
+        // A quarter of the day gone with 300 J spent: 1200 J by its end.
+        let s = b.standing(t, 6 * 3600);
+        assert_eq!((s.period_start, s.period_end), (0, 86_400));
+        assert_eq!(s.left_j, 700.0);
+        assert_eq!(s.forecast_j, 1200.0);
+        assert_eq!(s.level_pct, None);
+        let s = b.standing(book::Totals { used_j: 600.0, ..t }, 86_399);
+        assert_eq!(s.level_pct, Some(50.0));
+        assert_eq!(s.action.as_deref(), Some("power share 50%"));
+    }
+}

@@ -5,12 +5,15 @@
 use std::sync::Arc;
 
 use super::{Ctx, Shared, lock};
-use crate::budget::book::Charge;
-use crate::budget::{AtAdmission, Scope, budgets_for, quote_line};
-use crate::daemon::decide::{Proposal, max_power_w, unmanaged_fate, unmanaged_w};
-use crate::daemon::protocol::{ErrorCode, OpenJob, Verdict};
+use crate::budget::book::{Book, Charge};
+use crate::budget::{AtAdmission, Quote, Scope, Standing, budgets_for, quote_line};
+use crate::daemon::decide::{
+    Proposal, expand_open, max_power_w, unmanaged_fate, unmanaged_w, validate_open,
+};
+use crate::daemon::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 use crate::daemon::time_limit::UNLIMITED_HOLD_S;
 use crate::site::{Enforce, Site};
+use crate::store::sqlite::now;
 
 /// A decision with its budget charges.
 pub(super) struct Admitted {
@@ -46,20 +49,28 @@ pub(super) fn admit(
     free_w: Option<f64>,
     at: i64,
 ) -> Admitted {
+    let mut book = lock(&shared.budget);
+    let (admitted, _) = evaluate(&book, ctx, req, p, free_w, at);
+    book.hold(req.job_id, admitted.charges.clone());
+    admitted
+}
+
+/// What admitting `p` for `req` at `at` would do with the accounts in `book`, and the
+/// job's quote; `book` is only read.
+fn evaluate(
+    book: &Book,
+    ctx: &Ctx,
+    req: &OpenJob,
+    p: Proposal,
+    free_w: Option<f64>,
+    at: i64,
+) -> (Admitted, Quote) {
     let site = &ctx.site;
     let budgets = budgets_for(
         &site.budgets,
         req.partition.as_deref(),
         req.account.as_deref(),
     );
-    if budgets.is_empty() {
-        return Admitted {
-            proposal: p,
-            charges: vec![],
-            states: vec![],
-        };
-    }
-    let mut book = lock(&shared.budget);
     let first = book.assess(&budgets, at, predicted_j(site, req, &p));
     let acts = &first.actions;
     let mut proposal = p;
@@ -96,22 +107,22 @@ pub(super) fn admit(
             s.action = f.action.clone();
         }
     }
-    if acts.refuse || state.actions.refuse {
+    let refused = acts.refuse || state.actions.refuse;
+    let quote = quote(req, &proposal, &state.budgets, &budgets, refused);
+    if refused {
         if why.is_empty() {
             why = state.why();
         }
-        let quote = quote(req, &proposal, &state.budgets, &budgets);
         proposal = Proposal {
             verdict: Verdict::Refused,
-            reason: format!("{why}; {quote}; {}", unmanaged_fate(site)),
+            reason: format!("{why}; {}; {}", quote.line, unmanaged_fate(site)),
             reserve_w: unmanaged_w(site, req),
             refusal: Some(ErrorCode::OverBudget),
             ..proposal
         };
         let charge_j = predicted_j(site, req, &proposal);
-        let refused = book.assess(&budgets, at, charge_j);
-        for (s, r) in state.budgets.iter_mut().zip(refused.budgets) {
-            s.charged_j = r.charged_j;
+        for s in &mut state.budgets {
+            s.charged_j = charge_j;
         }
     } else if !why.is_empty() {
         proposal.reason = if proposal.reason.is_empty() {
@@ -121,22 +132,23 @@ pub(super) fn admit(
         };
     }
     let charges = state.charges();
-    book.hold(req.job_id, charges.clone());
-    Admitted {
+    let admitted = Admitted {
         proposal,
         charges,
         states: state.budgets,
-    }
+    };
+    (admitted, quote)
 }
 
-/// The one-line quote for `p`, with what each budget has left before the job.
+/// The quote for `p`, with what each budget has left before the job.
 fn quote(
     req: &OpenJob,
     p: &Proposal,
     states: &[AtAdmission],
     budgets: &[&crate::budget::Budget],
-) -> String {
-    let (energy, time, nodes) = match &p.plan {
+    refused: bool,
+) -> Quote {
+    let (energy_j, time_s, nodes) = match &p.plan {
         Some(plan) => (
             plan.predicted.energy_j,
             Some(plan.predicted.time_s),
@@ -160,7 +172,63 @@ fn quote(
             )
         })
         .collect();
-    quote_line(energy, None, time, nodes, &left)
+    Quote {
+        line: quote_line(energy_j, None, time_s, nodes, &left),
+        energy_j,
+        time_s,
+        nodes,
+        refused,
+        budgets: states.to_vec(),
+    }
+}
+
+/// The quote for a job described like an open_job: decided as greenupd would decide it
+/// now, with nothing reserved, charged or stored.
+pub(super) async fn quote_for(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    mut req: OpenJob,
+) -> Result<Quote, ErrorReply> {
+    let limits = ctx.site.daemon.limits;
+    if req.nodes.is_empty() {
+        expand_open(&mut req, &limits)?;
+    } else {
+        validate_open(&req, &limits)?;
+    }
+    let free = lock(&shared.ledger).free_w(req.partition.as_deref());
+    let (c2, r2) = (ctx.clone(), req.clone());
+    let p = tokio::task::spawn_blocking(move || c2.decider.decide_or_refuse(&c2.site, &r2, free))
+        .await
+        .map_err(|e| ErrorReply::new(ErrorCode::Internal, format!("quote task failed: {e}")))?;
+    let book = lock(&shared.budget);
+    let (_, q) = evaluate(&book, &ctx, &req, p, free, now());
+    Ok(q)
+}
+
+/// Every budget's standing now, the site's first; `account`/`partition` keep only
+/// that one (with the site's).
+pub(super) fn standings(
+    shared: &Arc<Shared>,
+    ctx: &Ctx,
+    account: Option<String>,
+    partition: Option<String>,
+) -> Vec<Standing> {
+    let at = now();
+    let book = lock(&shared.budget);
+    let filtered = account.is_some() || partition.is_some();
+    ctx.site
+        .budgets
+        .iter()
+        .filter(|b| match &b.scope {
+            Scope::Site => true,
+            Scope::Partition(p) => !filtered || partition.as_deref() == Some(p),
+            Scope::Account(a) => !filtered || account.as_deref() == Some(a),
+        })
+        .map(|b| {
+            let (start, _) = b.period.bounds(at);
+            b.standing(book.totals(&b.scope.key(), start), at)
+        })
+        .collect()
 }
 
 /// Settle job `job_id` in the book from its charges as the store settled them.
