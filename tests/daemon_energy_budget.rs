@@ -387,3 +387,42 @@ fn greenup_budget_and_quote_show_the_accounts() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--time: invalid value 'soon'"));
 }
+
+#[test]
+fn prometheus_shows_each_budget() {
+    use std::io::{Read, Write};
+    let addr = format!("127.0.0.1:{}", free_port());
+    let listen = addr.clone();
+    let d = start(4, move |_, s, _| {
+        strict(s, vec![chem(50_000.0)]);
+        s.daemon.metrics_listen = Some(listen);
+    });
+    open(&d, job(1, "chem"));
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut page = String::new();
+    conn.read_to_string(&mut page).unwrap();
+    for (series, value) in [
+        (
+            "greenup_budget_amount_joules{budget=\"account:chem\"}",
+            "50000",
+        ),
+        (
+            "greenup_budget_held_joules{budget=\"account:chem\"}",
+            "30000",
+        ),
+        (
+            "greenup_budget_left_joules{budget=\"account:chem\"}",
+            "20000",
+        ),
+        ("greenup_budget_used_joules{budget=\"account:chem\"}", "0"),
+    ] {
+        assert!(
+            page.contains(&format!("{series} {value}\n")),
+            "{series} in:\n{page}"
+        );
+    }
+}

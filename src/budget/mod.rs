@@ -485,3 +485,46 @@ mod standing_tests {
         assert_eq!(s.action.as_deref(), Some("power share 50%"));
     }
 }
+
+/// The budgets as Prometheus gauges, one series per budget (`budget="account:chem"`).
+pub fn prometheus(list: &[Standing]) -> String {
+    if list.is_empty() {
+        return String::new();
+    }
+    let gauges: [(&str, &str, fn(&Standing) -> f64); 6] = [
+        ("amount_joules", "Joules per period.", |s| s.amount_j),
+        (
+            "used_joules",
+            "Joules settled by closed jobs this period.",
+            |s| s.used_j,
+        ),
+        (
+            "held_joules",
+            "Joules held by open jobs this period.",
+            |s| s.held_j,
+        ),
+        ("left_joules", "Joules left this period.", |s| s.left_j),
+        (
+            "forecast_joules",
+            "Use forecast for the period's end.",
+            |s| s.forecast_j,
+        ),
+        ("level_percent", "Warning level in force (0: none).", |s| {
+            s.level_pct.unwrap_or(0.0)
+        }),
+    ];
+    let mut out = String::new();
+    for (name, help, get) in gauges {
+        out.push_str(&format!(
+            "# HELP greenup_budget_{name} {help}\n# TYPE greenup_budget_{name} gauge\n"
+        ));
+        for s in list {
+            let label = s.budget.replace('\\', "\\\\").replace('"', "\\\"");
+            out.push_str(&format!(
+                "greenup_budget_{name}{{budget=\"{label}\"}} {}\n",
+                get(s)
+            ));
+        }
+    }
+    out
+}
