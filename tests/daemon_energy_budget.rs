@@ -332,6 +332,13 @@ fn greenup_budget_and_quote_show_the_accounts() {
         text.lines().nth(1).unwrap().starts_with("account:chem,"),
         "{text}"
     );
+    let job = greenup_cli(&d, &["job", "1"]);
+    assert!(
+        String::from_utf8_lossy(&job.stdout)
+            .contains("account:chem: charged 30.0 kJ; before it 0 J used, 0 J held of 50.0 kJ"),
+        "{}",
+        String::from_utf8_lossy(&job.stdout)
+    );
     let svg = d.dir.path().join("b.svg");
     let plot = greenup_cli(&d, &["budget", "--plot", svg.to_str().unwrap()]);
     assert!(plot.status.success());

@@ -219,6 +219,23 @@ impl AtAdmission {
     pub fn left_j(&self) -> f64 {
         self.amount_j - self.used_j - self.held_j - self.charged_j
     }
+
+    /// One line for reports: `account:chem: charged 30.0 kJ; before it 0 J used, 30.0 kJ
+    /// held of 50.0 kJ; level 100%: refuse`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{}: charged {}; before it {} used, {} held of {}",
+            self.budget,
+            show_budget_energy(self.charged_j),
+            show_budget_energy(self.used_j),
+            show_budget_energy(self.held_j),
+            show_budget_energy(self.amount_j)
+        );
+        if let (Some(p), Some(a)) = (self.level_pct, &self.action) {
+            s.push_str(&format!("; level {p:.0}%: {a}"));
+        }
+        s
+    }
 }
 
 /// The one-line quote: `predicted 1.20 MJ (±8%, from 5 runs), 00:42:00 on 6 nodes;

@@ -202,6 +202,9 @@ pub fn job_report(r: &JobReport) -> String {
         confidence(r)
     );
     let _ = writeln!(out, "Policy      {}, caps: {}", r.policy, caps(r));
+    for b in &r.budgets {
+        let _ = writeln!(out, "Budget      {}", b.describe());
+    }
     let _ = writeln!(
         out,
         "Decision    {} of {} allocated nodes",

@@ -128,6 +128,9 @@ fn job_text(j: &JobRecord) -> String {
             .map_or_else(|| "none".into(), |w| format!("{w:.0} W")),
     );
     line("reserved", format!("{:.0} W", d.reserved_w));
+    for b in &d.budgets {
+        line("budget", b.describe());
+    }
     if let Some(p) = &d.plan {
         line(
             "nodes used",
