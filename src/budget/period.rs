@@ -104,26 +104,10 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// Parse a UTC date and time `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM` (a space may stand for
-/// `T`, a trailing `Z` is allowed) into Unix seconds.
+/// Parse a UTC date and time `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (a space may stand
+/// for `T`, a trailing `Z` is allowed) into Unix seconds.
 pub fn parse_utc(s: &str) -> Option<i64> {
-    let s = s.trim().trim_end_matches('Z');
-    let (date, time) = match s.split_once(['T', ' ']) {
-        Some((d, t)) => (d, Some(t)),
-        None => (s, None),
-    };
-    let mut parts = date.split('-');
-    let y: i64 = parts.next()?.parse().ok()?;
-    let m: u32 = parts.next()?.parse().ok()?;
-    let d: u32 = parts.next()?.parse().ok()?;
-    if parts.next().is_some() || !(1..=12).contains(&m) || d == 0 || d > month_days(y, m) {
-        return None;
-    }
-    let secs = match time {
-        Some(t) => parse_clock(t)?,
-        None => 0,
-    };
-    Some(days_from_civil(y, m, d) * DAY_S + secs)
+    crate::report::text::parse_utc(s.trim().trim_end_matches('Z'))
 }
 
 /// Parse a time of day `HH:MM` into seconds after midnight.
@@ -145,17 +129,6 @@ pub fn month_days(y: i64, m: u32) -> u32 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-/// A Unix time as `YYYY-MM-DD HH:MM UTC`.
-pub fn show_utc(t: i64) -> String {
-    let (y, m, d) = civil_from_days(t.div_euclid(DAY_S));
-    let s = t.rem_euclid(DAY_S);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        s / 3600,
-        s / 60 % 60
-    )
 }
 
 #[cfg(test)]
@@ -282,8 +255,8 @@ mod tests {
         assert_eq!(parse_clock("6:00"), None);
         assert_eq!(parse_clock("23:59"), Some(86_340));
         assert_eq!(
-            show_utc(oracle(2026, 11, 24) + 3661),
-            "2026-11-24 01:01 UTC"
+            crate::report::text::fmt_utc(oracle(2026, 11, 24) + 3661),
+            "2026-11-24T01:01:01"
         );
     }
 }

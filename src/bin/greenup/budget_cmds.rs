@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use greenup::budget::{Standing, period::show_utc, show_budget_energy};
+use greenup::budget::{Standing, show_budget_energy};
 use greenup::daemon::protocol::OpenJob;
+use greenup::report::text::fmt_utc;
 
 use crate::daemon_cmds::{DaemonConn, remote};
 use crate::{Failure, Outcome, emit, print_json};
@@ -74,7 +75,7 @@ pub fn budget(args: BudgetArgs) -> Outcome {
         t.add_row(vec![
             s.budget.clone(),
             s.period.clone(),
-            show_utc(s.period_end),
+            fmt_utc(s.period_end),
             show_budget_energy(s.amount_j),
             show_budget_energy(s.used_j),
             show_budget_energy(s.held_j),
