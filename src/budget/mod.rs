@@ -503,12 +503,15 @@ mod standing_tests {
     }
 }
 
+/// A gauge's name, help line and value.
+type Gauge = (&'static str, &'static str, fn(&Standing) -> f64);
+
 /// The budgets as Prometheus gauges, one series per budget (`budget="account:chem"`).
 pub fn prometheus(list: &[Standing]) -> String {
     if list.is_empty() {
         return String::new();
     }
-    let gauges: [(&str, &str, fn(&Standing) -> f64); 6] = [
+    let gauges: [Gauge; 6] = [
         ("amount_joules", "Joules per period.", |s| s.amount_j),
         (
             "used_joules",
