@@ -433,3 +433,40 @@ fn prometheus_shows_each_budget() {
         );
     }
 }
+
+#[test]
+fn the_quote_gives_the_spread_and_runs_of_a_refined_profile() {
+    let d = start(4, |_, s, _| s.budgets = vec![chem(1.0e12)]);
+    let lammps = |job_id| OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some("min-energy".into()),
+        account: Some("chem".into()),
+        ..open_req(job_id, 0, 4)
+    };
+    // The admin's own file: no run has confirmed it, so no spread is claimed.
+    let q = d.tcp_client().quote(lammps(1)).unwrap();
+    assert!(
+        q.line.starts_with("predicted ") && !q.line.contains('±'),
+        "{}",
+        q.line
+    );
+    // Runs measured 10% above the prediction refine it into a new version with a fit.
+    let versions = greenup::profile::versions::Versions::for_store(&d.store);
+    for id in 1..=2 {
+        let dec = open(&d, lammps(id));
+        let pred = dec.plan.as_ref().unwrap().predicted.energy_j;
+        finish_planned(&d, &dec, pred * 1.1, Some("rapl"));
+    }
+    wait_for(|| versions.list("lammps").unwrap().len() >= 2);
+    let newest = *versions.list("lammps").unwrap().last().unwrap();
+    let fit = versions.fit("lammps", newest).expect("a fit record");
+    let q = d.tcp_client().quote(lammps(9)).unwrap();
+    let want = format!("(±{:.0}%, from {} runs)", fit.residual * 100.0, fit.samples);
+    assert!(q.line.contains(&want), "{want} in {}", q.line);
+    // 1e12 J is 277.8 MWh.
+    assert!(
+        q.line.ends_with(" of 278 MWh left this month"),
+        "{}",
+        q.line
+    );
+}

@@ -49,8 +49,9 @@ pub(super) fn admit(
     free_w: Option<f64>,
     at: i64,
 ) -> Admitted {
+    let spread = spread(&ctx.site, &p);
     let mut book = lock(&shared.budget);
-    let (admitted, _) = evaluate(&book, ctx, req, p, free_w, at);
+    let (admitted, _) = evaluate(&book, ctx, req, p, free_w, at, spread);
     book.hold(req.job_id, admitted.charges.clone());
     admitted
 }
@@ -64,6 +65,7 @@ fn evaluate(
     p: Proposal,
     free_w: Option<f64>,
     at: i64,
+    spread: Option<(f64, u32)>,
 ) -> (Admitted, Quote) {
     let site = &ctx.site;
     let budgets = budgets_for(
@@ -108,7 +110,7 @@ fn evaluate(
         }
     }
     let refused = acts.refuse || state.actions.refuse;
-    let quote = quote(req, &proposal, &state.budgets, &budgets, refused);
+    let quote = quote(req, &proposal, &state.budgets, &budgets, refused, spread);
     if refused {
         if why.is_empty() {
             why = state.why();
@@ -140,6 +142,17 @@ fn evaluate(
     (admitted, quote)
 }
 
+/// The spread of `p`'s prediction from its profile's refinement: the refined version's
+/// relative RMS residual (as a percentage) and the runs it was fitted from; `None` for
+/// the admin's own file, which no run has confirmed yet.
+fn spread(site: &Site, p: &Proposal) -> Option<(f64, u32)> {
+    let name = p.profile.as_deref()?;
+    let version: u64 = p.profile_version.as_deref()?.parse().ok()?;
+    let fit =
+        crate::profile::versions::Versions::for_store(&site.daemon.store).fit(name, version)?;
+    Some((fit.residual * 100.0, fit.samples))
+}
+
 /// The quote for `p`, with what each budget has left before the job.
 fn quote(
     req: &OpenJob,
@@ -147,6 +160,7 @@ fn quote(
     states: &[AtAdmission],
     budgets: &[&crate::budget::Budget],
     refused: bool,
+    spread: Option<(f64, u32)>,
 ) -> Quote {
     let (energy_j, time_s, nodes) = match &p.plan {
         Some(plan) => (
@@ -173,7 +187,7 @@ fn quote(
         })
         .collect();
     Quote {
-        line: quote_line(energy_j, None, time_s, nodes, &left),
+        line: quote_line(energy_j, spread, time_s, nodes, &left),
         energy_j,
         time_s,
         nodes,
@@ -200,8 +214,9 @@ pub(super) async fn quote_for(
     let p = tokio::task::spawn_blocking(move || c2.decider.decide_or_refuse(&c2.site, &r2, free))
         .await
         .map_err(|e| ErrorReply::new(ErrorCode::Internal, format!("quote task failed: {e}")))?;
+    let spread = spread(&ctx.site, &p);
     let book = lock(&shared.budget);
-    let (_, q) = evaluate(&book, &ctx, &req, p, free, now());
+    let (_, q) = evaluate(&book, &ctx, &req, p, free, now(), spread);
     Ok(q)
 }
 
