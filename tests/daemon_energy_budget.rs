@@ -253,48 +253,122 @@ fn a_period_rolls_over_to_an_empty_budget() {
     );
 }
 
+/// greenupd, the binary, on `dir`'s config; returns once its socket answers.
+fn greenupd(dir: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_greenupd"))
+        .args([
+            "--config",
+            dir.join("greenup.yaml").to_str().unwrap(),
+            "--no-slurm-check",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = dir.join("greenupd.sock");
+    wait_for(|| {
+        greenup::daemon::client::Client::connect(
+            &greenup::daemon::client::Endpoint::Unix(sock.clone()),
+            Duration::from_secs(5),
+        )
+        .and_then(|mut c| c.status())
+        .is_ok()
+    });
+    child
+}
+
 #[test]
-fn a_restart_keeps_every_charge() {
+fn kill_9_and_restart_keep_every_charge() {
     munged();
     let dir = tempfile::tempdir().unwrap();
-    let setup = |_: &std::path::Path, s: &mut Site, _: &mut greenup::daemon::server::Options| {
-        strict(s, vec![chem(70_000.0)])
-    };
-    // A daemon that is never stopped cannot be restarted in-process; a second one on
-    // the same store, started after the first has stored its charges, reads them as a
-    // restarted one would.
-    let store_dir = tempfile::tempdir().unwrap();
-    let first = start_in(dir, 4, |d, s, o| {
-        setup(d, s, o);
-        s.daemon.store = store_dir.path().join("greenup.db");
-    });
-    open(&first, job(1, "chem"));
-    open(&first, job(2, "chem"));
-    let mut c = first.tcp_client();
-    c.record_outcome(NodeOutcome {
-        job_id: 2,
-        node: "n1".into(),
-        freq_ghz: None,
-        energy_j: Some(10_000.0),
-        elapsed_s: None,
-        source: None,
-        restored: true,
-        note: None,
-    })
+    let port = free_port();
+    std::fs::write(
+        dir.path().join("greenup.yaml"),
+        format!(
+            "node_types:
+  std:
+    frequencies: [1.2, 2.4]
+    power: {{dynamic_w: 200, static_w: 100}}
+nodes:
+  std: \"n[1-4]\"
+partitions:
+  debug: {{nodes: \"n[1-4]\"}}
+enforce: strict
+default_policy: min-energy
+policy_dirs: [{root}/policies]
+profile_dir: {root}/etc/profiles
+budgets:
+  accounts:
+    chem:
+      amount: 70 kJ
+      period: month
+      levels: [{{at: 100%, refuse: true}}]
+daemon:
+  listen: 127.0.0.1:{port}
+  socket: {dir}/greenupd.sock
+  store: {dir}/greenup.db
+  slurm_user: root
+",
+            root = repo().display(),
+            dir = dir.path().display()
+        ),
+    )
     .unwrap();
-    c.close_job(2, None).unwrap();
-    let second = start_in(tempfile::tempdir().unwrap(), 4, |d, s, o| {
-        setup(d, s, o);
-        s.daemon.store = store_dir.path().join("greenup.db");
-    });
+    let tcp = greenup::daemon::client::Endpoint::Tcp(format!("127.0.0.1:{port}"));
+    let client =
+        || greenup::daemon::client::Client::connect(&tcp, Duration::from_secs(10)).unwrap();
+    let mut first = greenupd(dir.path());
+    client().open_job(job(1, "chem")).unwrap();
+    client().open_job(job(2, "chem")).unwrap();
+    client()
+        .record_outcome(NodeOutcome {
+            job_id: 2,
+            node: "n1".into(),
+            freq_ghz: None,
+            energy_j: Some(10_000.0),
+            elapsed_s: None,
+            source: None,
+            restored: true,
+            note: None,
+        })
+        .unwrap();
+    client().close_job(2, None).unwrap();
+    // Every write above was acknowledged; kill -9 gives greenupd no chance to save more.
+    std::process::Command::new("kill")
+        .args(["-KILL", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = first.wait();
+
+    let mut second = greenupd(dir.path());
     // 30 kJ held by job 1 and 10 kJ settled for job 2: 30 kJ more makes exactly 70 kJ.
-    let three = open(&second, job(3, "chem"));
+    let three = client().open_job(job(3, "chem")).unwrap();
     assert_eq!(three.verdict, Verdict::Unchanged, "{}", three.reason);
     assert_eq!(
         (three.budgets[0].used_j, three.budgets[0].held_j),
         (10_000.0, JOB_J)
     );
-    assert_eq!(open(&second, job(4, "chem")).verdict, Verdict::Refused);
+    // Had the restart lost job 1's hold, job 4 would fit: it does not.
+    let four = client().open_job(job(4, "chem")).unwrap();
+    assert_eq!(four.verdict, Verdict::Refused, "{}", four.reason);
+    // Job 1 still settles after the restart, from the prediction (nothing measured).
+    client().close_job(1, None).unwrap();
+    let left: Vec<greenup::budget::Standing> = greenup::daemon::client::Client::connect(
+        &greenup::daemon::client::Endpoint::Unix(dir.path().join("greenupd.sock")),
+        Duration::from_secs(5),
+    )
+    .unwrap()
+    .budgets(None, None)
+    .unwrap();
+    assert_eq!(
+        (left[0].used_j, left[0].held_j, left[0].jobs),
+        (40_000.0, JOB_J, 4)
+    );
+    std::process::Command::new("kill")
+        .args(["-TERM", &second.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = second.wait();
 }
 
 fn greenup_cli(d: &Daemon, args: &[&str]) -> std::process::Output {
