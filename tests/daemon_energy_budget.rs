@@ -464,6 +464,38 @@ fn greenup_budget_and_quote_show_the_accounts() {
     let again: Vec<greenup::budget::Standing> =
         serde_json::from_slice(&greenup_cli(&d, &["budget", "--json"]).stdout).unwrap();
     assert_eq!(again[0].held_j, JOB_J);
+    // A node count is the partition's first nodes, as the site config lists them.
+    let site = cli_site(&d);
+    let q = greenup_cli(
+        &d,
+        &[
+            "quote",
+            "--node-count",
+            "2",
+            "--time",
+            "1:00",
+            "--config",
+            site.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&q.stdout).trim(),
+        "predicted 36.0 kJ, 00:01:00 on 2 nodes",
+        "{}",
+        String::from_utf8_lossy(&q.stderr)
+    );
+    let bad = greenup_cli(
+        &d,
+        &[
+            "quote",
+            "--node-count",
+            "9",
+            "--config",
+            site.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--node-count: invalid value '9'"));
     let bad = greenup_cli(&d, &["quote", "--nodes", "n1", "--time", "soon"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--time: invalid value 'soon'"));

@@ -145,8 +145,17 @@ fn escape(s: &str) -> String {
 #[derive(Debug, Clone, clap::Args)]
 pub struct QuoteArgs {
     /// The job's nodes as a Slurm hostlist, e.g. n[1-6].
-    #[arg(long, value_name = "HOSTLIST")]
-    pub nodes: String,
+    #[arg(
+        long,
+        value_name = "HOSTLIST",
+        required_unless_present = "node_count",
+        conflicts_with = "node_count"
+    )]
+    pub nodes: Option<String>,
+    /// A node count instead: the first N nodes of the partition (or of the site), as the
+    /// site config lists them.
+    #[arg(long, value_name = "N")]
+    pub node_count: Option<usize>,
     /// The job's time limit (Slurm syntax, e.g. 1:00:00).
     #[arg(long, value_name = "TIME")]
     pub time: Option<String>,
@@ -187,6 +196,17 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         Some(p) => Some(greenup::units::parse_power(p).map_err(|x| bad("--power-cap", p, x))?),
         None => None,
     };
+    let nodelist = match (&args.nodes, args.node_count) {
+        (Some(list), _) => list.clone(),
+        (None, Some(n)) => first_nodes(&args, n)?,
+        (None, None) => {
+            return Err(Failure::option(
+                "--nodes",
+                "",
+                "a hostlist or --node-count N",
+            ));
+        }
+    };
     let job = OpenJob {
         // A quote is no job: any valid id will do, nothing is stored under it.
         job_id: 1,
@@ -196,7 +216,7 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         partition: args.partition.clone(),
         account: args.account.clone(),
         nodes: Vec::new(),
-        nodelist: Some(args.nodes.clone()),
+        nodelist: Some(nodelist),
         min_nodes: None,
         time_limit_s,
         policy: args.policy.clone(),
@@ -218,4 +238,31 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         return Err(Failure::Infeasible);
     }
     Ok(())
+}
+
+/// The first `n` nodes of the quote's partition (or of the whole site) as a hostlist.
+fn first_nodes(args: &QuoteArgs, n: usize) -> Result<String, Failure> {
+    let site = greenup::site::load(crate::site_path(&args.conn.config))?;
+    let pool: Vec<String> = match &args.partition {
+        Some(p) => match site.partitions.get(p) {
+            Some(part) => part.nodes.clone(),
+            None => {
+                let known: Vec<&str> = site.partitions.keys().map(String::as_str).collect();
+                return Err(Failure::option(
+                    "--partition",
+                    p,
+                    format!("one of the site's partitions: {}", known.join(", ")),
+                ));
+            }
+        },
+        None => site.nodes.keys().cloned().collect(),
+    };
+    if n == 0 || n > pool.len() {
+        return Err(Failure::option(
+            "--node-count",
+            n,
+            format!("1 to {} (the nodes there are)", pool.len()),
+        ));
+    }
+    Ok(greenup::hostlist::compress(&pool[..n]))
 }
