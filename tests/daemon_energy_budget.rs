@@ -124,8 +124,11 @@ fn a_job_that_would_overspend_is_refused_with_the_quote() {
     );
     assert!(b.reason.contains("past its 100% level"), "{}", b.reason);
     assert_eq!(b.budgets[0].level_pct, Some(100.0));
-    // A refused job fails under enforce: strict, so it is charged nothing.
+    // A refused job fails under enforce: strict, so it is charged nothing, and it is
+    // settled at once: the budget counts it as a job with no use and no hold.
     assert_eq!(charged(&d, 2, "account:chem"), 0.0);
+    let st = d.unix_client().budgets(None, None).unwrap();
+    assert_eq!((st[0].used_j, st[0].held_j, st[0].jobs), (0.0, JOB_J, 2));
     // Another account's jobs do not touch chem's budget.
     let other = open(&d, job(3, "phys"));
     assert_eq!(other.verdict, Verdict::Unchanged);

@@ -53,6 +53,12 @@ pub(super) fn admit(
     let mut book = lock(&shared.budget);
     let (admitted, _) = evaluate(&book, ctx, req, p, free_w, at, spread);
     book.hold(req.job_id, admitted.charges.clone());
+    // A job that holds nothing (refused under `enforce: strict`) is stored closed at
+    // once, and the store settles it in that same step: so does the book.
+    let p = &admitted.proposal;
+    if !p.verdict.holds_reservation(p.reserve_w) {
+        book.settle(req.job_id, &[]);
+    }
     admitted
 }
 
