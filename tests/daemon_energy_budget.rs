@@ -579,3 +579,30 @@ fn the_quote_gives_the_spread_and_runs_of_a_refined_profile() {
         q.line
     );
 }
+
+#[test]
+fn a_version_2_store_gains_the_budget_charges_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("greenup.db");
+    drop(greenup::store::SqliteStore::open(&db).unwrap());
+    // Back to what a version 2 store holds: no budget_charges.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("DROP TABLE budget_charges; PRAGMA user_version = 2;")
+        .unwrap();
+    drop(c);
+    for _ in 0..2 {
+        drop(greenup::store::SqliteStore::open(&db).unwrap());
+        // At least 3: later migrations may follow this one.
+        assert_eq!(
+            count(&db, "SELECT user_version >= 3 FROM pragma_user_version"),
+            1
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_master WHERE name = 'budget_charges'"
+            ),
+            1
+        );
+    }
+}
