@@ -293,6 +293,7 @@ fn main() -> std::process::ExitCode {
             energy_cap_j: None,
             power_cap_w: None,
             algorithm: None,
+            account: None,
         };
         c.open_job(req).map_err(|e| e.to_string())?;
         if let Some(a) = &acks {

@@ -6,6 +6,7 @@
 //! library and the outside world.
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod budget;
 pub mod comm;
 pub mod hostlist;
 pub mod input;

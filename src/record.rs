@@ -175,6 +175,10 @@ pub struct Decision {
     /// which were all `over_budget`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<ErrorCode>,
+    /// Each energy budget the job was charged to, as it stood at admission, with the
+    /// warning level that acted on the decision, if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<crate::budget::AtAdmission>,
 }
 
 impl Decision {

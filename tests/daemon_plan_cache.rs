@@ -36,6 +36,7 @@ fn job(id: u64, nodes: &[&str], policy: &str, min: Option<usize>, cap: Option<f6
         energy_cap_j: None,
         power_cap_w: cap,
         algorithm: None,
+        account: None,
     }
 }
 

@@ -90,12 +90,14 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             plan: None,
             decided_at: 1,
             refusal: None,
+            budgets: Vec::new(),
         };
         let job = NewJob {
             request: open_req(1, 0, 2),
             decision: d,
             inputs: serde_json::json!({}),
             expires_at: i64::MAX,
+            charges: Vec::new(),
         };
         assert!(s.apply(&[Change::Open(Box::new(job))])[0].is_ok());
     }

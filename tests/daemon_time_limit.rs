@@ -125,6 +125,7 @@ fn open(d: &Greenupd, job_id: u64) -> Decision {
         energy_cap_j: None,
         power_cap_w: None,
         algorithm: None,
+        account: None,
     })
     .unwrap()
 }

@@ -66,6 +66,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         energy_cap_j: Some(20_000.0),
         power_cap_w: None,
         algorithm: None,
+        account: None,
     };
     JobRecord {
         job_id: 7,
@@ -90,6 +91,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             plan: Some(plan),
             decided_at: 1_000,
             refusal: None,
+            budgets: Vec::new(),
         },
         outcomes,
     }

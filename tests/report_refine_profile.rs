@@ -158,6 +158,7 @@ mod after_close {
                 energy_cap_j: None,
                 power_cap_w: None,
                 algorithm: None,
+                account: None,
             },
             decision: Decision {
                 job_id,
@@ -187,6 +188,7 @@ mod after_close {
                 }),
                 decided_at: 0,
                 refusal: None,
+                budgets: Vec::new(),
             },
             outcomes: vec![
                 out("h001", 2.5, 14_000.0, "rapl"),

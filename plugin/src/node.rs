@@ -48,6 +48,8 @@ pub struct JobEnv {
     pub user: Option<String>,
     /// The partition.
     pub partition: Option<String>,
+    /// The Slurm account the job is charged to.
+    pub account: Option<String>,
     /// This node's name.
     pub node: String,
     /// The job's nodes as slurmd gives them (`SLURM_JOB_NODELIST`, compressed).
@@ -93,6 +95,7 @@ impl JobEnv {
             uid: num("SLURM_JOB_UID")?,
             user: get("SLURM_JOB_USER"),
             partition: get("SLURM_JOB_PARTITION"),
+            account: get("SLURM_JOB_ACCOUNT"),
             node,
             nodelist,
             nodes,
@@ -194,6 +197,7 @@ fn open_request(job: &JobEnv, policy: String) -> OpenJob {
         uid: job.uid,
         user: job.user.clone(),
         partition: job.partition.clone(),
+        account: job.account.clone(),
         nodes: Vec::new(),
         nodelist: Some(job.nodelist.clone()),
         // Without --energy-min-nodes the plan uses every allocated node: a job that asked
@@ -734,6 +738,7 @@ mod tests {
             uid: 1,
             user: None,
             partition: None,
+            account: None,
             node: "n2".into(),
             nodelist: "n[1-2]".into(),
             nodes: vec!["n1".into(), "n2".into()],

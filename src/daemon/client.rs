@@ -401,6 +401,26 @@ impl Client {
             other => Err(unexpected("status", &other)),
         }
     }
+
+    /// The energy budgets, optionally only one account's or partition's (with the site's).
+    pub fn budgets(
+        &mut self,
+        account: Option<String>,
+        partition: Option<String>,
+    ) -> Result<Vec<crate::budget::Standing>, ClientError> {
+        match self.call(&Request::Budgets { account, partition })? {
+            Reply::Budgets { budgets } => Ok(budgets),
+            other => Err(unexpected("budgets", &other)),
+        }
+    }
+
+    /// What `job` would be predicted and charged if it started now.
+    pub fn quote(&mut self, job: OpenJob) -> Result<crate::budget::Quote, ClientError> {
+        match self.call(&Request::Quote(job))? {
+            Reply::Quote(q) => Ok(q),
+            other => Err(unexpected("quote", &other)),
+        }
+    }
 }
 
 /// A listed job: its id is where the next page starts.

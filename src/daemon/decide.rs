@@ -64,7 +64,7 @@ pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
 }
 
 /// What becomes of a refused job, for its reason.
-fn unmanaged_fate(site: &Site) -> &'static str {
+pub fn unmanaged_fate(site: &Site) -> &'static str {
     match site.enforce {
         Enforce::Open => {
             "the job runs unmanaged at full power (enforce: open), holding its nodes' full power in the ledger"
@@ -123,11 +123,20 @@ pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
 impl Decider {
     /// A decider for `site`: loads the policies from the site's policy directories.
     pub fn new(site: &Site) -> Result<Decider, String> {
-        let policies = PolicySet::load(&site.policy_dirs).map_err(|e| e.to_string())?;
+        let mut policies = PolicySet::load(&site.policy_dirs).map_err(|e| e.to_string())?;
+        crate::budget::policies::add_forced(site, &mut policies)?;
         Ok(Decider {
             policies,
             profiles: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The name of the policy loaded from `file` (a budget level's `policy_file`).
+    pub fn policy_from_file(&self, file: &std::path::Path) -> Option<String> {
+        self.policies
+            .iter()
+            .find(|p| p.source == file)
+            .map(|p| p.name.clone())
     }
 
     fn policy(&self, name: &str) -> Result<&Policy, ErrorReply> {

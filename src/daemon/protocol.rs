@@ -126,6 +126,19 @@ pub enum Request {
     ListRecords(ListRecords),
     /// The ledger, the daemon's version and counts.
     Status {},
+    /// The energy budgets: the site's, and the partitions' and accounts' (all of them,
+    /// or the one named). Anyone may read them, as Slurm shows every account's usage.
+    Budgets {
+        /// Only this account's budget (with the site's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        account: Option<String>,
+        /// Only this partition's budget (with the site's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<String>,
+    },
+    /// What a job described like an open_job would be predicted and charged if it
+    /// started now; nothing is stored or reserved. Anyone may ask.
+    Quote(OpenJob),
 }
 
 impl Request {
@@ -143,6 +156,8 @@ impl Request {
             Request::ListJobs(_) => "list_jobs",
             Request::ListRecords(_) => "list_records",
             Request::Status {} => "status",
+            Request::Budgets { .. } => "budgets",
+            Request::Quote(_) => "quote",
         }
     }
 }
@@ -162,6 +177,9 @@ pub struct OpenJob {
     /// Slurm partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// Slurm account the job is charged to (for the account's energy budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// The allocated nodes, expanded, in Slurm order; empty when `nodelist` names them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
@@ -444,6 +462,13 @@ pub enum Reply {
     },
     /// Status (status).
     Status(Status),
+    /// The energy budgets (budgets).
+    Budgets {
+        /// Each budget's standing, site first.
+        budgets: Vec<crate::budget::Standing>,
+    },
+    /// A job's quote (quote).
+    Quote(crate::budget::Quote),
 }
 
 /// Why a request failed. Clients branch on these; messages are for people.
@@ -718,6 +743,7 @@ mod tests {
                     energy_cap_j: None,
                     power_cap_w: None,
                     algorithm: None,
+                    account: None,
                 },
             };
             request_body(&req).unwrap().len()

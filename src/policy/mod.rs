@@ -105,6 +105,24 @@ impl PolicySet {
     pub fn iter(&self) -> impl Iterator<Item = &Policy> {
         self.policies.values()
     }
+
+    /// Add a policy from a file of its own (a budget level's `policy_file`); a name
+    /// another file already gives is an error, the same file twice is not.
+    pub fn add(&mut self, policy: Policy) -> Result<(), String> {
+        match self.policies.get(&policy.name) {
+            Some(p) if p.source != policy.source => Err(format!(
+                "{}: policy {} is already defined by {}",
+                policy.source.display(),
+                policy.name,
+                p.source.display()
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.policies.insert(policy.name.clone(), policy);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A cap as written: a number, or a number with a unit.

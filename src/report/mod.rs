@@ -149,6 +149,9 @@ pub struct JobReport {
     pub slurm_energy: accounting::SlurmEnergy,
     /// Warnings, in the order they arose.
     pub warnings: Vec<Warning>,
+    /// The job's energy budget charges and each budget's state at admission.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<crate::budget::AtAdmission>,
 }
 
 /// Signed prediction error in percent: (predicted - measured) / measured * 100.

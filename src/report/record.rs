@@ -236,5 +236,6 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         ee_baseline,
         slurm_energy: ctx.slurm_energy.clone(),
         warnings,
+        budgets: d.budgets.clone(),
     }
 }

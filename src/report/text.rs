@@ -80,18 +80,8 @@ fn opt_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 /// A Unix time as `YYYY-MM-DDTHH:MM:SS` in UTC (what sacct prints for End).
 pub fn fmt_utc(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
+    let (year, month, day) = crate::budget::period::civil_from_days(unix.div_euclid(86_400));
     let secs = unix.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01, proleptic Gregorian (400-year eras).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
         secs / 3600,
@@ -115,22 +105,10 @@ pub fn parse_utc(s: &str) -> Option<i64> {
     let year: i64 = d.next()?.parse().ok()?;
     let month: i64 = d.next()?.parse().ok()?;
     let day: i64 = d.next()?.parse().ok()?;
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days_in = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&month) || day < 1 || day > days_in[(month - 1) as usize] {
+    if !(1..=12).contains(&month)
+        || day < 1
+        || day > i64::from(crate::budget::period::month_days(year, month as u32))
+    {
         return None;
     }
     let secs = match time {
@@ -153,14 +131,8 @@ pub fn parse_utc(s: &str) -> Option<i64> {
             h * 3600 + m * 60 + sec
         }
     };
-    // Days since 1970-01-01 of a proleptic Gregorian date (years counted from March).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some((era * 146_097 + doe - 719_468) * 86_400 + secs)
+    let days = crate::budget::period::days_from_civil(year, month as u32, day as u32);
+    Some(days * 86_400 + secs)
 }
 
 fn new_table() -> Table {
@@ -202,6 +174,9 @@ pub fn job_report(r: &JobReport) -> String {
         confidence(r)
     );
     let _ = writeln!(out, "Policy      {}, caps: {}", r.policy, caps(r));
+    for b in &r.budgets {
+        let _ = writeln!(out, "Budget      {}", b.describe());
+    }
     let _ = writeln!(
         out,
         "Decision    {} of {} allocated nodes",

@@ -65,6 +65,8 @@ struct RawSite {
     daemon: RawDaemon,
     #[serde(default)]
     dvfs: RawDvfs,
+    #[serde(default)]
+    budgets: Option<Spanned<super::budgets::RawBudgets>>,
 }
 
 #[derive(Deserialize)]
@@ -165,13 +167,13 @@ pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<Site, InputError> {
 }
 
 /// Turns the raw file into a [`Site`], checking each value where it was written.
-struct Checker<'a> {
-    path: &'a Path,
-    base: &'a Path,
+pub(super) struct Checker<'a> {
+    pub(super) path: &'a Path,
+    pub(super) base: &'a Path,
 }
 
 /// A YAML value as a person would write it (flow style), for error messages.
-fn shown(v: &Value) -> String {
+pub(super) fn shown(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(items) => format!(
@@ -190,14 +192,14 @@ fn shown(v: &Value) -> String {
 }
 
 /// Entries of a map in the order they appear in the file.
-fn in_file_order<T>(map: BTreeMap<String, Spanned<T>>) -> Vec<(String, Spanned<T>)> {
+pub(super) fn in_file_order<T>(map: BTreeMap<String, Spanned<T>>) -> Vec<(String, Spanned<T>)> {
     let mut v: Vec<_> = map.into_iter().collect();
     v.sort_by_key(|(_, s)| (s.referenced.line(), s.referenced.column()));
     v
 }
 
 impl Checker<'_> {
-    fn err<T>(
+    pub(super) fn err<T>(
         &self,
         span: &Spanned<T>,
         key: &str,
@@ -214,7 +216,12 @@ impl Checker<'_> {
     }
 
     /// A non-empty string value, or an error saying `valid`.
-    fn text(&self, v: &Spanned<Value>, key: &str, valid: &str) -> Result<String, InputError> {
+    pub(super) fn text(
+        &self,
+        v: &Spanned<Value>,
+        key: &str,
+        valid: &str,
+    ) -> Result<String, InputError> {
         match &v.value {
             Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
             other => Err(self.err(v, key, shown(other), valid)),
@@ -462,8 +469,10 @@ impl Checker<'_> {
             Enforce::Open,
         )?;
 
+        let budgets = self.budgets(raw.budgets, &partitions, &allowed_policies)?;
         Ok(Site {
             path: self.path.to_path_buf(),
+            budgets,
             node_types,
             nodes,
             partitions,
@@ -656,7 +665,7 @@ impl Checker<'_> {
         )
     }
 
-    fn energy(&self, v: &Spanned<Value>, key: &str) -> Result<f64, InputError> {
+    pub(super) fn energy(&self, v: &Spanned<Value>, key: &str) -> Result<f64, InputError> {
         self.quantity(
             v,
             key,

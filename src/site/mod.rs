@@ -5,6 +5,7 @@
 //! [`load`] reads and checks the file (schema: docs/site-config.md); these
 //! types are what the rest of greenup reads.
 
+mod budgets;
 mod load;
 pub mod node;
 
@@ -203,6 +204,8 @@ pub struct Site {
     pub daemon: DaemonSettings,
     /// DVFS settings.
     pub dvfs: DvfsSettings,
+    /// Energy budgets over a period (site, partitions, accounts), site first.
+    pub budgets: Vec<crate::budget::Budget>,
 }
 
 impl Site {

@@ -7,6 +7,7 @@
 //! are applied in groups: each change is all-or-nothing (its own savepoint)
 //! and nothing is acknowledged before the group's commit is on disk.
 
+mod charges;
 pub mod sqlite;
 
 use crate::daemon::protocol::{
@@ -27,6 +28,18 @@ pub struct NewJob {
     pub inputs: serde_json::Value,
     /// Unix seconds after which an unclosed job's reservation is reclaimed.
     pub expires_at: i64,
+    /// Its charges against the energy budgets it falls under.
+    pub charges: Vec<crate::budget::book::Charge>,
+}
+
+/// The energy budgets' accounts as stored: totals per budget and period, and the
+/// charges of jobs still open (greenupd's budget book is rebuilt from these).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BudgetState {
+    /// `(budget, period_start, totals)` for every period charged.
+    pub totals: Vec<(String, i64, crate::budget::book::Totals)>,
+    /// `(job_id, charge)` for every charge not settled yet.
+    pub held: Vec<(u64, crate::budget::book::Charge)>,
 }
 
 /// One write.
@@ -182,4 +195,8 @@ pub trait Store: Send {
     fn reservations(&mut self) -> Result<Vec<Reservation>, StoreError>;
     /// Row counts.
     fn counts(&mut self) -> Result<Counts, StoreError>;
+    /// The energy budgets' accounts.
+    fn budget_state(&mut self) -> Result<BudgetState, StoreError>;
+    /// One job's budget charges.
+    fn charges_of(&mut self, job_id: u64) -> Result<Vec<crate::budget::book::Charge>, StoreError>;
 }

@@ -69,8 +69,8 @@ PRAGMA user_version = 2;
 COMMIT;
 ";
 
-/// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 2;
+/// Each migration with the version it brings the store to, in order.
+const MIGRATIONS: &[(i64, &str)] = &[(2, MIGRATE_TO_2), (3, super::charges::MIGRATE_TO_3)];
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -196,14 +196,16 @@ impl SqliteStore {
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .map_err(read_err)?;
-            if version < SCHEMA_VERSION
-                && let Err(e) = conn.execute_batch(MIGRATE_TO_2)
-            {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(StoreError::Write(format!(
-                    "{}: cannot bring the store to version {SCHEMA_VERSION}: {e}",
-                    path.display()
-                )));
+            for &(to, sql) in MIGRATIONS {
+                if version < to
+                    && let Err(e) = conn.execute_batch(sql)
+                {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(StoreError::Write(format!(
+                        "{}: cannot bring the store to version {to}: {e}",
+                        path.display()
+                    )));
+                }
             }
         }
         Ok(SqliteStore { conn })
@@ -327,6 +329,12 @@ impl SqliteStore {
             ])
         })
         .map_err(write_err)?;
+        let nodes = plan.map_or(job.request.nodes.len(), |p| p.node_count);
+        super::charges::insert(c, id, &job.charges, nodes)?;
+        if state == JobState::Closed {
+            // Decided and closed at once (a refusal): nothing runs that a node could measure.
+            super::charges::settle(c, id)?;
+        }
         if state == JobState::Open {
             c.prepare_cached("INSERT INTO reservations (job_id, partition, watts, expires_at) VALUES (?1, ?2, ?3, ?4)")
                 .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w, job.expires_at]))
@@ -374,6 +382,10 @@ impl SqliteStore {
                 s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at])
             })
             .map_err(write_err)?;
+        // An outcome that comes after the close (from a node's spool) settles again.
+        if n == 1 && super::charges::settled(&self.conn, id)? {
+            super::charges::settle(&self.conn, id)?;
+        }
         Ok(Applied::Stored { new: n == 1 })
     }
 
@@ -411,6 +423,7 @@ impl SqliteStore {
             .prepare_cached("DELETE FROM reservations WHERE job_id = ?1")
             .and_then(|mut s| s.execute([id]))
             .map_err(write_err)?;
+        super::charges::settle(&self.conn, id)?;
         Ok(Applied::Stored { new: true })
     }
 
@@ -802,6 +815,14 @@ impl Store for SqliteStore {
             outcomes: q("SELECT count(*) FROM outcomes")?,
         })
     }
+
+    fn budget_state(&mut self) -> Result<super::BudgetState, StoreError> {
+        super::charges::state(&self.conn)
+    }
+
+    fn charges_of(&mut self, job_id: u64) -> Result<Vec<crate::budget::book::Charge>, StoreError> {
+        super::charges::of_job(&self.conn, job_id_sql(job_id)?)
+    }
 }
 
 /// Unix seconds now.
@@ -831,6 +852,7 @@ mod tests {
             plan: None,
             decided_at: 1000,
             refusal: None,
+            budgets: Vec::new(),
         }
     }
 
@@ -850,10 +872,12 @@ mod tests {
                 energy_cap_j: None,
                 power_cap_w: None,
                 algorithm: None,
+                account: None,
             },
             decision: decision(job_id, watts),
             inputs: serde_json::json!({}),
             expires_at: 2000,
+            charges: Vec::new(),
         }))
     }
 

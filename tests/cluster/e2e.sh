@@ -653,6 +653,7 @@ run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gi
 for adv in "$HERE"/adversarial/*.sh; do
   [ -e "$adv" ] && . "$adv"
 done
+. "$HERE/budgets.sh"
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

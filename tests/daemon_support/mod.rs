@@ -177,6 +177,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             run_dir: dir.join("run"),
             per_core_shared: false,
         },
+        budgets: Vec::new(),
     }
 }
 
@@ -296,6 +297,7 @@ pub fn open_req(job_id: u64, uid: u32, n: usize) -> OpenJob {
         energy_cap_j: None,
         power_cap_w: None,
         algorithm: None,
+        account: None,
     }
 }
 

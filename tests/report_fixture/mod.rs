@@ -81,6 +81,7 @@ pub fn measured_job() -> JobReport {
         ee_baseline: None,
         slurm_energy: SlurmEnergy::Measured { joules: 5.28e6 },
         warnings: vec![],
+        budgets: Vec::new(),
     }
 }
 
@@ -146,6 +147,7 @@ pub fn partial_job() -> JobReport {
             Warning::Unmeasured("n3 has no energy counter; job energy is unknown".into()),
             Warning::NotRefined("unmeasured nodes (n3)".into()),
         ],
+        budgets: Vec::new(),
     }
 }
 

@@ -28,7 +28,7 @@ pub struct DaemonConn {
 }
 
 impl DaemonConn {
-    fn client(&self) -> Result<Client, Failure> {
+    pub fn client(&self) -> Result<Client, Failure> {
         let (endpoint, timeout) = match &self.connect {
             Some(a) => (Endpoint::parse(a), Duration::from_secs(10)),
             None => {
@@ -59,7 +59,7 @@ pub struct StatusArgs {
     pub conn: DaemonConn,
 }
 
-fn remote(e: greenup::daemon::client::ClientError) -> Failure {
+pub fn remote(e: greenup::daemon::client::ClientError) -> Failure {
     Failure::Runtime(e.to_string())
 }
 
@@ -67,7 +67,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
 }
 
-fn table(header: &[&str]) -> Table {
+pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(NOTHING);
     t.set_header(header.iter().map(|h| h.to_string()));
@@ -128,6 +128,9 @@ fn job_text(j: &JobRecord) -> String {
             .map_or_else(|| "none".into(), |w| format!("{w:.0} W")),
     );
     line("reserved", format!("{:.0} W", d.reserved_w));
+    for b in &d.budgets {
+        line("budget", b.describe());
+    }
     if let Some(p) = &d.plan {
         line(
             "nodes used",

@@ -6,6 +6,7 @@
 //! 2 bad input (one line naming the option or file:line:column, the value and
 //! what is valid); 3 anything else went wrong.
 
+mod budget_cmds;
 mod daemon_cmds;
 mod meter;
 mod model;
@@ -59,6 +60,10 @@ enum Command {
     App(report_cmds::AppArgs),
     /// Count a running job's energy on this node until it ends (started by the job prolog).
     Meter(meter::MeterArgs),
+    /// The energy budgets: use, holds, what is left, forecast and warning level.
+    Budget(budget_cmds::BudgetArgs),
+    /// What a job would be predicted and charged if it started now (nothing is submitted).
+    Quote(budget_cmds::QuoteArgs),
 }
 
 /// Why a command did not succeed; each maps to one exit status.
@@ -145,6 +150,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmds::report(args),
         Command::App(args) => report_cmds::app(args),
         Command::Meter(args) => meter::run(args),
+        Command::Budget(args) => budget_cmds::budget(args),
+        Command::Quote(args) => budget_cmds::quote(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -276,6 +276,12 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             })
         }
         Request::Status {} => Ok(Reply::Status(status(shared, &ctx).await?)),
+        Request::Budgets { account, partition } => Ok(Reply::Budgets {
+            budgets: super::budget::standings(shared, &ctx, account, partition),
+        }),
+        Request::Quote(job) => Ok(Reply::Quote(
+            super::budget::quote_for(shared, ctx.clone(), job).await?,
+        )),
     }
 }
 

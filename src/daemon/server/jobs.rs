@@ -297,6 +297,21 @@ async fn decide_and_store(
         }
         break p;
     };
+    // The energy budgets take their turn once the power ledger has: a level's action
+    // may decide the job again, and its reservation follows the final decision.
+    let (held_w, holds) = (p.reserve_w, p.verdict.holds_reservation(p.reserve_w));
+    let free_before = lock(&shared.ledger)
+        .free_w(part.as_deref())
+        .map(|f| if holds { f + held_w } else { f });
+    let admitted = super::budget::admit(shared, &ctx, &req, p, free_before, at);
+    let p = admitted.proposal;
+    if (p.reserve_w, p.verdict.holds_reservation(p.reserve_w)) != (held_w, holds) {
+        let mut ledger = lock(&shared.ledger);
+        ledger.release(job_id);
+        if p.verdict.holds_reservation(p.reserve_w) {
+            ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+        }
+    }
     let decision = Decision {
         job_id,
         verdict: p.verdict,
@@ -310,6 +325,7 @@ async fn decide_and_store(
         plan: p.plan,
         decided_at: at,
         refusal: p.refusal,
+        budgets: admitted.states,
     };
     let inputs = p.inputs;
     let partition = req.partition.clone();
@@ -318,6 +334,7 @@ async fn decide_and_store(
         decision,
         inputs,
         expires_at,
+        charges: admitted.charges,
     }));
     match shared.store.write(change).await {
         Ok(Applied::Opened {
@@ -331,21 +348,25 @@ async fn decide_and_store(
             state,
         }) => {
             // Stored before (a restart, or a job closed already): the stored decision wins.
-            let mut ledger = lock(&shared.ledger);
-            ledger.release(job_id);
-            if state == JobState::Open && decision.holds_reservation() {
-                ledger.reserve(
-                    job_id,
-                    partition.as_deref(),
-                    decision.reserved_w,
-                    expires_at,
-                    decision.decided_at,
-                );
+            {
+                let mut ledger = lock(&shared.ledger);
+                ledger.release(job_id);
+                if state == JobState::Open && decision.holds_reservation() {
+                    ledger.reserve(
+                        job_id,
+                        partition.as_deref(),
+                        decision.reserved_w,
+                        expires_at,
+                        decision.decided_at,
+                    );
+                }
             }
+            super::budget::restore(shared, job_id).await;
             Ok(*decision)
         }
         Ok(Applied::Stored { .. }) => {
             lock(&shared.ledger).release(job_id);
+            lock(&shared.budget).release(job_id);
             Err(ErrorReply::new(
                 ErrorCode::Internal,
                 "store answered an open with a plain ack",
@@ -353,6 +374,7 @@ async fn decide_and_store(
         }
         Err(e) => {
             lock(&shared.ledger).release(job_id);
+            lock(&shared.budget).release(job_id);
             Err(store_error(e))
         }
     }
@@ -381,6 +403,7 @@ pub(super) async fn close_job(
         .await
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
+    super::budget::settle(shared, job_id).await;
     let app = {
         let mut recent = lock(&shared.recent);
         // A refused job ran without a plan: there is nothing to learn from it.

@@ -83,5 +83,6 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    render(&snap)
+    let budgets = super::budget::standings(&shared, &ctx, None, None);
+    render(&snap) + &crate::budget::prometheus(&budgets)
 }

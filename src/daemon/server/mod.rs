@@ -5,6 +5,7 @@
 //! [`refine`] schedules profile refinement, [`reclaim`] takes back the reservations
 //! of vanished jobs, [`metrics`] serves the Prometheus page.
 
+mod budget;
 mod handlers;
 mod jobs;
 mod listen;
@@ -100,6 +101,8 @@ struct Shared {
     loader: SiteLoader,
     ctx: RwLock<Arc<Ctx>>,
     ledger: Mutex<Ledger>,
+    /// Energy budget accounts; the check and the charge of one admission hold it together.
+    budget: Mutex<crate::budget::book::Book>,
     deciding: Mutex<HashMap<u64, Pending>>,
     recent: Mutex<Recent>,
     store: StoreHandle,
@@ -184,6 +187,9 @@ pub async fn serve_until(
     let mut ledger = Ledger::new(&ctx.site);
     ledger.rebuild(&reservations);
     tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
+    let mut book = crate::budget::book::Book::default();
+    let accounts = crate::store::Store::budget_state(&mut store).map_err(|e| e.to_string())?;
+    book.restore(accounts.totals, accounts.held);
     let (store, store_thread) = StoreHandle::spawn(Box::new(store)).map_err(|e| e.to_string())?;
     // A store that cannot be written (read-only) needs no checkpoints; it still serves reads.
     let checkpointer = Checkpointer::start(&store_path, CHECKPOINT_EVERY)
@@ -221,6 +227,7 @@ pub async fn serve_until(
         loader,
         ctx: RwLock::new(Arc::new(ctx)),
         ledger: Mutex::new(ledger),
+        budget: Mutex::new(book),
         deciding: Mutex::new(HashMap::new()),
         recent: Mutex::new(Recent::default()),
         store,

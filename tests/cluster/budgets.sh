@@ -1,0 +1,80 @@
+# Energy budgets on the cluster (sourced by e2e.sh, which defines the helpers). bob's
+# jobs run under a second Slurm account, chem, whose budget greenupd holds; alice's run
+# under greenup-test, which has none. Jobs name no profile, so each is charged its node's
+# full power for its time limit (fast n1-n2: 120 + 40 W; eco n3-n4: 60 + 20 W), figures
+# the site config gives without any model.
+
+# The site config with a budget for account chem, loaded by SIGHUP; put back after.
+budget_config() { # on|off
+  local cfg=$GC_ETC/greenup.yaml
+  if [ "$1" = on ]; then
+    cp "$cfg" "$OUT/greenup.yaml.saved"
+    cat >> "$cfg" <<'YAML'
+budgets:
+  accounts:
+    chem:
+      amount: 40 kJ
+      period: month
+      levels:
+        - {at: 30%, policy: min-energy}
+        - {at: 60%, power_share: 50%}
+        - {at: 100%, refuse: true}
+YAML
+  else
+    cp "$OUT/greenup.yaml.saved" "$cfg"
+  fi
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"
+  sleep 1
+}
+
+charge_of() { # JOB -> "settled_j measured" from greenupd's store
+  /usr/bin/python3 - "$1" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect("file:/var/lib/greenup-test/greenup.db?mode=ro", uri=True)
+r = c.execute("SELECT settled_j, measured FROM budget_charges WHERE job_id = ?", (int(sys.argv[1]),)).fetchone()
+m = c.execute("SELECT total(energy_j) FROM outcomes WHERE job_id = ?", (int(sys.argv[1]),)).fetchone()
+print(r[0], r[1], m[0])
+PY
+}
+
+# B1. Each warning level takes its action, the refusal carries the quote, another
+# account is untouched, and a closed job settles from what its node measured.
+t_budget_levels() {
+  local rc=0 j1 j2 j3 j4 j5 v
+  sacctmgr -i add account chem >/dev/null 2>&1
+  sacctmgr -i add user "$GC_USER2" account=chem >/dev/null 2>&1
+  budget_config on
+  # 9.6 kJ of 40 kJ (24%): no level.
+  j1=$(submit $GC_USER2 -A chem -N1 -w n1 -t 1 -o /dev/null --wrap 'sleep 40') && wait_running "$j1" || rc=1
+  # 19.2 kJ (48%): past 30%, min-energy is forced on a job that asked for the default.
+  j2=$(submit $GC_USER2 -A chem -N1 -w n2 -t 1 -o /dev/null --wrap 'sleep 40') && wait_running "$j2" || rc=1
+  # + 80 W x 120 s = 28.8 kJ (72%): past 60%, planned under half of its node's 80 W.
+  j3=$(submit $GC_USER2 -A chem -N1 -w n3 -t 2 -o /dev/null --wrap 'sleep 40') && wait_running "$j3" || rc=1
+  # alice's account has no budget.
+  j4=$(submit $GC_USER -N1 -w n4 -t 1 -o /dev/null --wrap 'sleep 1') && wait_gone "$j4" || rc=1
+  # + 80 W x 180 s = 43.2 kJ > 40 kJ: refused, with the quote (11.2 kJ were left).
+  j5=$(submit $GC_USER2 -A chem -N1 -w n4 -t 3 -o /dev/null --wrap 'sleep 1') && wait_gone "$j5" || rc=1
+  v=$(jq_job "$j1" '[.decision.policy, (.decision.budgets[0].level_pct // "none")] | @tsv')
+  [ "$v" = "monitor	none" ] || { say "job $j1: $v"; rc=1; }
+  v=$(jq_job "$j2" '[.decision.policy, .decision.budgets[0].level_pct] | @tsv')
+  [ "$v" = "min-energy	30" ] || { say "job $j2: $v"; rc=1; }
+  v=$(jq_job "$j3" '[.decision.power_cap_w, .decision.budgets[0].level_pct] | @tsv')
+  [ "$v" = "40	60" ] || { say "job $j3: $v"; rc=1; }
+  v=$(jq_job "$j4" '.decision.budgets | length')
+  [ "$v" = 0 ] || { say "job $j4 (account greenup-test) charged to $v budgets"; rc=1; }
+  v=$(jq_job "$j5" '[.decision.verdict, .decision.reason] | @tsv')
+  case $v in
+    "refused	"*"predicted 14.4 kJ, 00:03:00 on 1 node; account chem: 11.2 kJ of 40.0 kJ left this month"*) ;;
+    *) say "job $j5: $v"; rc=1 ;;
+  esac
+  wait_gone "$j1" 60 && wait_gone "$j2" 60 && wait_gone "$j3" 60 || rc=1
+  # Settled from the energy its node measured: the store's outcomes, summed.
+  for _ in $(seq 1 50); do v=$(charge_of "$j1"); [ "${v%% *}" != None ] && break; sleep 0.2; done
+  read -r settled measured outcomes <<<"$v"
+  [ "$measured" = 1 ] && python3 -c "import sys; sys.exit(abs($settled - $outcomes) > 1e-6 or $outcomes <= 0)" \
+    || { say "job $j1 settled '$v' (settled_j measured outcomes_j)"; rc=1; }
+  budget_config off
+  return $rc
+}
+
+run_test "B1 account budget: each level acts, a refusal carries the quote, settlement uses measured energy" t_budget_levels
