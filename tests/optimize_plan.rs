@@ -133,6 +133,7 @@ fn site() -> Site {
             run_dir: PathBuf::from("/run/greenup"),
             per_core_shared: false,
         },
+        baseline: None,
     }
 }
 

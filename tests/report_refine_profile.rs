@@ -186,6 +186,7 @@ mod after_close {
                     },
                 }),
                 decided_at: 0,
+                baseline_sample: false,
                 refusal: None,
             },
             outcomes: vec![

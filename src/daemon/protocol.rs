@@ -126,6 +126,14 @@ pub enum Request {
     ListRecords(ListRecords),
     /// The ledger, the daemon's version and counts.
     Status {},
+    /// Apply `policy` to `profile`'s jobs again after greenupd held it for missing its
+    /// `max_slowdown` (`baseline.on_miss: monitor`). Root or SlurmUser only.
+    ClearHold {
+        /// Application profile.
+        profile: String,
+        /// Policy name.
+        policy: String,
+    },
 }
 
 impl Request {
@@ -143,6 +151,7 @@ impl Request {
             Request::ListJobs(_) => "list_jobs",
             Request::ListRecords(_) => "list_records",
             Request::Status {} => "status",
+            Request::ClearHold { .. } => "clear_hold",
         }
     }
 }
@@ -394,6 +403,11 @@ pub struct Status {
 pub enum Reply {
     /// The job's decision (open_job).
     Decision(Decision),
+    /// A hold was lifted (clear_hold); `held` is false when there was none.
+    HoldCleared {
+        /// Whether the pair was held.
+        held: bool,
+    },
     /// One node's settings (node_settings, start_node).
     NodeSettings(NodeSettings),
     /// How many of a job's nodes have recorded an outcome (count_outcomes).

@@ -69,8 +69,28 @@ PRAGMA user_version = 2;
 COMMIT;
 ";
 
+/// Version 4: the application/policy pairs greenupd has stopped applying because their
+/// measured slowdown missed the policy's target (until an admin clears them), and an
+/// index that counts an application's decisions (its baseline samples) cheaply.
+const MIGRATE_TO_4: &str = "
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS policy_holds (
+    profile TEXT NOT NULL,
+    policy  TEXT NOT NULL,
+    reason  TEXT NOT NULL,
+    held_at INTEGER NOT NULL,
+    PRIMARY KEY (profile, policy)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS decisions_by_profile ON decisions (profile);
+PRAGMA user_version = 4;
+COMMIT;
+";
+
+/// Each step that brings an older store up to date, in order: (version, script).
+const MIGRATIONS: &[(i64, &str)] = &[(2, MIGRATE_TO_2), (4, MIGRATE_TO_4)];
+
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 4;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -196,14 +216,16 @@ impl SqliteStore {
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .map_err(read_err)?;
-            if version < SCHEMA_VERSION
-                && let Err(e) = conn.execute_batch(MIGRATE_TO_2)
-            {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(StoreError::Write(format!(
-                    "{}: cannot bring the store to version {SCHEMA_VERSION}: {e}",
-                    path.display()
-                )));
+            for &(to, script) in MIGRATIONS {
+                if version < to
+                    && let Err(e) = conn.execute_batch(script)
+                {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(StoreError::Write(format!(
+                        "{}: cannot bring the store to version {to} of {SCHEMA_VERSION}: {e}",
+                        path.display()
+                    )));
+                }
             }
         }
         Ok(SqliteStore { conn })
@@ -265,6 +287,29 @@ impl SqliteStore {
                 at,
             } => self.close(*job_id, *state, *end, *at),
             Change::SettleEnd { job_id, end } => self.settle_end(*job_id, *end),
+            Change::Hold {
+                profile,
+                policy,
+                reason,
+                at,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO policy_holds (profile, policy, reason, held_at) VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .and_then(|mut st| st.execute(params![profile, policy, reason, at]))
+                    .map_err(write_err)?;
+                Ok(Applied::Stored { new: n > 0 })
+            }
+            Change::ClearHold { profile, policy } => {
+                let n = self
+                    .conn
+                    .prepare_cached("DELETE FROM policy_holds WHERE profile = ?1 AND policy = ?2")
+                    .and_then(|mut st| st.execute(params![profile, policy]))
+                    .map_err(write_err)?;
+                Ok(Applied::Stored { new: n > 0 })
+            }
         }
     }
 
@@ -470,6 +515,41 @@ fn parse_state(s: &str) -> Result<JobState, StoreError> {
 }
 
 impl Store for SqliteStore {
+    fn app_history(
+        &mut self,
+        profile: &str,
+        policy: &str,
+    ) -> Result<(u32, Option<String>), StoreError> {
+        let baselines: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM decisions WHERE profile = ?1 AND json_extract(decision, '$.monitor') = 1",
+            )
+            .and_then(|mut st| st.query_row(params![profile], |r| r.get(0)))
+            .map_err(read_err)?;
+        let hold: Option<String> = self
+            .conn
+            .prepare_cached("SELECT reason FROM policy_holds WHERE profile = ?1 AND policy = ?2")
+            .and_then(|mut st| {
+                st.query_row(params![profile, policy], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(read_err)?;
+        Ok((u32::try_from(baselines).unwrap_or(u32::MAX), hold))
+    }
+
+    fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT profile, policy, reason, held_at FROM policy_holds ORDER BY profile, policy",
+            )
+            .map_err(read_err)?;
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(read_err)
+    }
+
     fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>> {
         if changes.is_empty() {
             return Vec::new();
@@ -830,6 +910,7 @@ mod tests {
             reserved_w: watts,
             plan: None,
             decided_at: 1000,
+            baseline_sample: false,
             refusal: None,
         }
     }

@@ -177,6 +177,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             run_dir: dir.join("run"),
             per_core_shared: false,
         },
+        baseline: None,
     }
 }
 

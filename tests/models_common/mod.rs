@@ -75,6 +75,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             run_dir: PathBuf::from("/run/greenup"),
             per_core_shared: false,
         },
+        baseline: None,
     }
 }
 

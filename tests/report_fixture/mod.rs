@@ -79,6 +79,10 @@ pub fn measured_job() -> JobReport {
         measured,
         ee: None,
         ee_baseline: None,
+        shape: String::new(),
+        baseline_run: false,
+        baseline_sample: false,
+        against_measured: None,
         slurm_energy: SlurmEnergy::Measured { joules: 5.28e6 },
         warnings: vec![],
     }
@@ -140,6 +144,10 @@ pub fn partial_job() -> JobReport {
         measured,
         ee: Some(0.912),
         ee_baseline: Some(0.874),
+        shape: String::new(),
+        baseline_run: false,
+        baseline_sample: false,
+        against_measured: None,
         slurm_energy: SlurmEnergy::Zero,
         warnings: vec![
             Warning::NotApplied("n3: shared node".into()),
