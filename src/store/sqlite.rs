@@ -1131,4 +1131,70 @@ mod tests {
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 2)));
         assert_eq!(s.outcome_count(2).unwrap(), None);
     }
+
+    fn open_as(job_id: u64, profile: &str, monitor: bool) -> Change {
+        let Change::Open(mut job) = open(job_id, 1000, 10.0) else {
+            unreachable!()
+        };
+        job.decision.profile = Some(profile.into());
+        job.decision.monitor = monitor;
+        job.decision.baseline_sample = monitor && job_id % 2 == 0;
+        Change::Open(job)
+    }
+
+    #[test]
+    fn a_version_2_store_gains_holds_and_counts_an_applications_baselines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            c.execute_batch("PRAGMA user_version = 2;").unwrap();
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let v: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 4);
+        let changes = [
+            open_as(1, "lammps", true),
+            open_as(2, "lammps", true),
+            open_as(3, "lammps", false),
+            open_as(4, "nwchem", true),
+        ];
+        assert!(s.apply(&changes).iter().all(Result::is_ok));
+        assert_eq!(s.app_history("lammps", "min-energy").unwrap(), (2, None));
+        assert_eq!(s.app_history("hpcc", "min-energy").unwrap(), (0, None));
+
+        let hold = |reason: &str| Change::Hold {
+            profile: "lammps".into(),
+            policy: "min-energy".into(),
+            reason: reason.into(),
+            at: 5,
+        };
+        let r = s.apply(&[hold("first"), hold("second")]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: true }));
+        assert_eq!(r[1], Ok(Applied::Stored { new: false }));
+        // The first reason stands; another policy is not held.
+        assert_eq!(
+            s.app_history("lammps", "min-energy").unwrap(),
+            (2, Some("first".into()))
+        );
+        assert_eq!(s.app_history("lammps", "max-dist").unwrap().1, None);
+        assert_eq!(s.holds().unwrap().len(), 1);
+        let clear = Change::ClearHold {
+            profile: "lammps".into(),
+            policy: "min-energy".into(),
+        };
+        let r = s.apply(&[clear.clone(), clear]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: true }));
+        assert_eq!(r[1], Ok(Applied::Stored { new: false }));
+        assert_eq!(s.app_history("lammps", "min-energy").unwrap().1, None);
+
+        // Reopening a current store changes nothing.
+        drop(s);
+        let mut s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.app_history("lammps", "min-energy").unwrap(), (2, None));
+    }
 }
