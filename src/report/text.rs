@@ -300,7 +300,7 @@ pub fn job_report(r: &JobReport) -> String {
     );
     let _ = writeln!(
         out,
-        "Saving      predicted {}, measured {} (both against the predicted baseline)",
+        "Saving      against the predicted baseline: predicted {}, measured {}",
         opt_dash(r.predicted_saving_pct(), |p| format!("{p:.1}%")),
         measured_saving(r)
     );
