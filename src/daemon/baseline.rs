@@ -48,15 +48,17 @@ pub fn cap_forbids(
     power_cap_w: Option<f64>,
     energy_cap_j: Option<f64>,
 ) -> Option<String> {
+    // A NaN figure never fits: a sample must be known to fit.
+    let fits = |x: f64, cap: f64| x.partial_cmp(&cap).is_some_and(|o| o.is_le());
     if let Some(cap) = power_cap_w
-        && !(fmax_w <= cap)
+        && !fits(fmax_w, cap)
     {
         return Some(format!(
             "not a baseline sample: every node at f_max draws {fmax_w:.0} W, over the {cap:.0} W cap"
         ));
     }
     if let Some(cap) = energy_cap_j
-        && !(fmax_energy_j <= cap)
+        && !fits(fmax_energy_j, cap)
     {
         return Some(format!(
             "not a baseline sample: every node at f_max is predicted to use {fmax_energy_j:.0} J, over the {cap:.0} J cap"

@@ -1138,7 +1138,7 @@ mod tests {
         };
         job.decision.profile = Some(profile.into());
         job.decision.monitor = monitor;
-        job.decision.baseline_sample = monitor && job_id % 2 == 0;
+        job.decision.baseline_sample = monitor && job_id.is_multiple_of(2);
         Change::Open(job)
     }
 
