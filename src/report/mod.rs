@@ -377,17 +377,8 @@ pub struct AppHistory {
     pub measured: Vec<measured::PolicyMeasured>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
+fn median(v: Vec<f64>) -> Option<f64> {
+    measured::Spread::of(&v).map(|s| s.median)
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
