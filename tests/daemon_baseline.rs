@@ -191,6 +191,12 @@ fn a_held_policy_falls_back_to_monitor_only_when_the_site_says_so() {
     );
     assert!(p.plan.is_none());
 
+    // A hold never lifts a cap: under a budget f_max does not fit, the policy still applies.
+    let p = d
+        .decide_with(&site, &job(33), Some(FMAX_W - 1.0), &held)
+        .unwrap();
+    assert_eq!(p.verdict, Verdict::Planned, "{p:?}");
+
     // on_miss: report keeps applying the policy.
     let report = make_site(dir.path(), settings(0.0, 0, OnMiss::Report));
     let d = Decider::new(&report).unwrap();

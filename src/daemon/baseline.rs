@@ -38,7 +38,7 @@ pub fn picked(b: &BaselineSettings, job_id: u64, seen: u32) -> bool {
     seen < b.min_runs || job_share(job_id) < b.fraction
 }
 
-/// Why a picked job may not be sampled after all: running every node at f_max
+/// Why a picked job may not be sampled (or a held policy not dropped): running every node at f_max
 /// (`fmax_w` watts, `fmax_energy_j` joules as predicted) would exceed the power cap the
 /// job is planned under (the user's or the budget left, whichever is lower) or its
 /// energy cap. `None` when it fits.
@@ -54,14 +54,14 @@ pub fn cap_forbids(
         && !fits(fmax_w, cap)
     {
         return Some(format!(
-            "not a baseline sample: every node at f_max draws {fmax_w:.0} W, over the {cap:.0} W cap"
+            "every node at f_max draws {fmax_w:.0} W, over the {cap:.0} W cap"
         ));
     }
     if let Some(cap) = energy_cap_j
         && !fits(fmax_energy_j, cap)
     {
         return Some(format!(
-            "not a baseline sample: every node at f_max is predicted to use {fmax_energy_j:.0} J, over the {cap:.0} J cap"
+            "every node at f_max is predicted to use {fmax_energy_j:.0} J, over the {cap:.0} J cap"
         ));
     }
     None
@@ -90,12 +90,32 @@ pub fn hold_reason(policy: &str, app: &str, why: &str) -> String {
 }
 
 /// The reason `req` runs as under monitor because the site holds its policy for its
-/// application (`baseline.on_miss: monitor`); `None` when it does not.
-pub fn held(site: &Site, req: &OpenJob, policy: &str, app: &AppState) -> Option<String> {
+/// application (`baseline.on_miss: monitor`); `None` when it does not, or when every
+/// node at f_max would not fit `power_cap_w` (the cap the job is planned under): a hold
+/// never lifts a cap, so such a job keeps its policy.
+pub fn held(
+    site: &Site,
+    req: &OpenJob,
+    policy: &str,
+    app: &AppState,
+    power_cap_w: Option<f64>,
+) -> Option<String> {
     let b = site.baseline.as_ref()?;
     let why = app.hold.as_deref()?;
     let name = req.profile.as_deref()?;
-    (b.on_miss == OnMiss::Monitor).then(|| hold_reason(policy, name, why))
+    if b.on_miss != OnMiss::Monitor {
+        return None;
+    }
+    let fmax_w = super::decide::max_power_w(site, &req.nodes);
+    if let Some(over) = cap_forbids(fmax_w, 0.0, power_cap_w, None) {
+        tracing::info!(
+            job_id = req.job_id,
+            policy,
+            "{over}; the held policy still applies"
+        );
+        return None;
+    }
+    Some(hold_reason(policy, name, why))
 }
 
 /// The reason `req` runs as a baseline sample instead of `plan`, or `None` when the
@@ -119,7 +139,7 @@ pub fn sampled(
     };
     let fmax_w = super::decide::max_power_w(site, &req.nodes);
     if let Some(why) = cap_forbids(fmax_w, plan.baseline.energy_j, pr.power_cap_w, energy_cap) {
-        tracing::debug!(job_id = req.job_id, "{why}");
+        tracing::debug!(job_id = req.job_id, "not a baseline sample: {why}");
         return None;
     }
     Some(sample_reason(b, app.baselines))

@@ -323,7 +323,7 @@ impl Decider {
                 ..base
             });
         }
-        if let Some(reason) = baseline::held(site, req, &pr.policy, app) {
+        if let Some(reason) = baseline::held(site, req, &pr.policy, app, pr.power_cap_w) {
             return Ok(Proposal {
                 reason,
                 monitor: true,
