@@ -15,6 +15,8 @@
 # Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out), MODEL
 # (hetero: learned per node type on all four nodes; amdahl: learned across node counts
 # 1-4, so a policy may choose how many nodes to use), and
+# NODES and COUNT: the nodes every run uses (default n[1-4] and 4; NWChem needs n[2-3] 2,
+# one node of each type, see docs/evaluation.md), and
 # GC_LOCK: a lock file each batch holds (flock) while it has the cluster, for hosts
 # where several people take turns on the one test cluster.
 set -euo pipefail
@@ -23,6 +25,7 @@ source scripts/lib.sh
 source tests/cluster/lib.sh
 source tests/cluster/apps/lib.sh
 POLICIES=${POLICIES:-max-dist min-energy edp} PAIRS=${PAIRS:-3} OUT=${OUT:-eval-out} MODEL=${MODEL:-hetero}
+NODES=${NODES:-n[1-4]} COUNT=${COUNT:-4}
 case $MODEL in hetero) LEARN=app_learn ;; amdahl) LEARN=app_learn_amdahl ;;
   *) echo "evaluate: MODEL=$MODEL: expected hetero or amdahl" >&2; exit 2 ;; esac
 APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
@@ -50,11 +53,11 @@ batch() { # APP POLICY
   tests/cluster/setup.sh >/dev/null
   apps_install
   step "$app: learning its $MODEL profile from measured runs"
-  $LEARN "$app"
-  step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs, all four nodes"
+  $LEARN "$app" "$NODES" "$COUNT"
+  step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs on $NODES"
   for pair in $(seq 1 "$PAIRS"); do
-    row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N4 --energy-policy=monitor)"
-    row "$app" "$policy" "$pair" policy "$(app_run "$app" -N4 --energy-policy="$policy" --energy-profile="$app")"
+    row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy=monitor)"
+    row "$app" "$policy" "$pair" policy "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy="$policy" --energy-profile="$app")"
   done
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
 }
