@@ -33,7 +33,6 @@ APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
 mkdir -p "$OUT"
 CSV=$OUT/runs.csv
 [ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,freqs_ghz,load1" > "$CSV"
-trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
 
 row() { # app policy pair kind "job time energy check"
   local j t e ok pv="" pt="" pe="" fq=""
@@ -46,8 +45,11 @@ row() { # app policy pair kind "job time energy check"
   printf '  %-10s %-7s pair %s job %-4s %7.1f s %9.0f J  %s\n' "$2" "$4" "$3" "$j" "$t" "$e" "$ok"
 }
 
+# Runs in a subshell of its own: the cluster is torn down when it ends, however it ends,
+# and (with GC_LOCK) before the lock is let go, never outside it.
 batch() { # APP POLICY
   local app=$1 policy=$2
+  trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
   step "$app under $policy: fresh cluster"
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
   tests/cluster/setup.sh >/dev/null
@@ -67,7 +69,7 @@ for app in "${APPS[@]}"; do
     if [ -n "${GC_LOCK:-}" ]; then
       ( flock 9; batch "$app" "$policy" ) 9>"$GC_LOCK"
     else
-      batch "$app" "$policy"
+      ( batch "$app" "$policy" )
     fi
   done
 done
