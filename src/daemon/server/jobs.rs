@@ -414,11 +414,11 @@ pub(super) async fn close_job(
         .await
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
-    // A job whose policy planned (not monitor, not a baseline sample) is evidence on
-    // how that policy does for its application.
+    // A job its policy planned freely (not monitor, not a baseline sample, not held
+    // back by the budget) is evidence on how that policy does for its application.
     let judged = lock(&shared.recent).by_job.get(&job_id).and_then(|v| {
         let d = &v.decision;
-        (d.verdict.applies_plan() && !d.monitor)
+        (d.verdict == Verdict::Planned && !d.monitor)
             .then(|| d.profile.clone().map(|p| (p, d.policy.clone())))
             .flatten()
     });
