@@ -10,7 +10,7 @@
 mod report_fixture;
 
 use greenup::report::measured::{self, Spread};
-use greenup::report::{AppHistory, JobReport, RunState, text};
+use greenup::report::{AppHistory, JobReport, RunState, Warning, text};
 
 const A: &str = "4 nodes: 1 type1, 1 type2, 1 type3, 1 type4";
 
@@ -32,6 +32,10 @@ fn fixture() -> Vec<JobReport> {
     failed_base.state = RunState::Failed;
     let mut failed = run(10, "min-energy", false, A, 500.0, 100.0);
     failed.state = RunState::Failed;
+    let mut limited = run(12, "min-energy", false, A, 500.0, 100.0);
+    limited.warnings = vec![Warning::BudgetLimited("only 10 W left".into())];
+    let mut fallback = run(13, "min-energy", false, A, 500.0, 100.0);
+    fallback.warnings = vec![Warning::Fallback("ran unchanged: no profile".into())];
     vec![
         run(1, "monitor", true, A, 100.0, 1000.0),
         run(2, "monitor", true, A, 104.0, 1100.0),
@@ -45,6 +49,9 @@ fn fixture() -> Vec<JobReport> {
         failed,
         // No baseline of this allocation: never compared.
         run(11, "min-energy", false, "2 nodes: 2 type1", 60.0, 300.0),
+        // Held back by the power budget, or run unplanned: not the policy's doing.
+        limited,
+        fallback,
     ]
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{JobReport, RunState};
+use super::{JobReport, RunState, Warning};
 
 /// Runs of a policy a verdict on its slowdown needs: one run may be noise.
 pub const RUNS_TO_JUDGE: usize = 3;
@@ -185,7 +185,7 @@ pub fn by_policy(
     let bases = baselines(reports);
     type Runs = (Vec<f64>, Vec<f64>, Vec<f64>);
     let mut groups: BTreeMap<(&str, &str), Runs> = BTreeMap::new();
-    for r in reports {
+    for r in reports.iter().filter(|r| ran_as_planned(r)) {
         let Some(a) = bases.get(&r.shape).and_then(|b| against(r, b)) else {
             continue;
         };
@@ -217,6 +217,15 @@ pub fn by_policy(
             })
         })
         .collect()
+}
+
+/// Whether the job's policy decided how it ran: a run greenup could not plan (it ran
+/// unchanged or was refused) or that the power budget held back says nothing about
+/// the policy.
+fn ran_as_planned(r: &JobReport) -> bool {
+    !r.warnings
+        .iter()
+        .any(|w| matches!(w, Warning::Fallback(_) | Warning::BudgetLimited(_)))
 }
 
 /// The allocation shape of a job: its node count and how many nodes of each type.
