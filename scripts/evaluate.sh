@@ -12,9 +12,7 @@
 # so the prediction errors of a batch follow one learned profile from its first run.
 # Run as root, with greenup built (GC_BIN_DIR, default target/release) and no other test
 # cluster running. Usage: scripts/evaluate.sh [APP...]   (default: lammps nwchem hpcc)
-# Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out), MODEL
-# (hetero: learned per node type on all four nodes; amdahl: learned across node counts
-# 1-4, so a policy may choose how many nodes to use), and
+# Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out),
 # NODES and COUNT: the nodes every run uses (default n[1-4] and 4; NWChem needs n[2-3] 2,
 # one node of each type, see docs/evaluation.md), and
 # GC_LOCK: a lock file each batch holds (flock) while it has the cluster, for hosts
@@ -24,10 +22,8 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 source tests/cluster/lib.sh
 source tests/cluster/apps/lib.sh
-POLICIES=${POLICIES:-max-dist min-energy edp} PAIRS=${PAIRS:-3} OUT=${OUT:-eval-out} MODEL=${MODEL:-hetero}
+POLICIES=${POLICIES:-max-dist min-energy edp} PAIRS=${PAIRS:-3} OUT=${OUT:-eval-out}
 NODES=${NODES:-n[1-4]} COUNT=${COUNT:-4}
-case $MODEL in hetero) LEARN=app_learn ;; amdahl) LEARN=app_learn_amdahl ;;
-  *) echo "evaluate: MODEL=$MODEL: expected hetero or amdahl" >&2; exit 2 ;; esac
 APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
 [ "$(id -u)" = 0 ] || { echo "evaluate: run as root (it starts Slurm daemons)" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -54,8 +50,8 @@ batch() { # APP POLICY
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
   tests/cluster/setup.sh >/dev/null
   apps_install
-  step "$app: learning its $MODEL profile from measured runs"
-  $LEARN "$app" "$NODES" "$COUNT"
+  step "$app: learning its profile from measured runs"
+  app_learn "$app" "$NODES" "$COUNT"
   step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs on $NODES"
   for pair in $(seq 1 "$PAIRS"); do
     row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy=monitor)"
