@@ -8,21 +8,27 @@
 # measure its error. Appends one row per run to OUT/runs.csv and prints, per application
 # and policy, slowdown and saving (mean and spread over the pairs) and the prediction
 # error of the policy runs in order.
+# Each application and policy is one batch on a fresh cluster (learn, then PAIRS pairs),
+# so the prediction errors of a batch follow one learned profile from its first run.
 # Run as root, with greenup built (GC_BIN_DIR, default target/release) and no other test
 # cluster running. Usage: scripts/evaluate.sh [APP...]   (default: lammps nwchem hpcc)
-# Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out).
+# Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out),
+# NODES and COUNT: the nodes every run uses (default n[1-4] and 4; NWChem needs n[2-3] 2,
+# one node of each type, see docs/evaluation.md), and
+# GC_LOCK: a lock file each batch holds (flock) while it has the cluster, for hosts
+# where several people take turns on the one test cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 source tests/cluster/lib.sh
 source tests/cluster/apps/lib.sh
 POLICIES=${POLICIES:-max-dist min-energy edp} PAIRS=${PAIRS:-3} OUT=${OUT:-eval-out}
+NODES=${NODES:-n[1-4]} COUNT=${COUNT:-4}
 APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
 [ "$(id -u)" = 0 ] || { echo "evaluate: run as root (it starts Slurm daemons)" >&2; exit 1; }
 mkdir -p "$OUT"
 CSV=$OUT/runs.csv
 [ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,freqs_ghz,load1" > "$CSV"
-trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
 
 row() { # app policy pair kind "job time energy check"
   local j t e ok pv="" pt="" pe="" fq=""
@@ -35,21 +41,33 @@ row() { # app policy pair kind "job time energy check"
   printf '  %-10s %-7s pair %s job %-4s %7.1f s %9.0f J  %s\n' "$2" "$4" "$3" "$j" "$t" "$e" "$ok"
 }
 
-for app in "${APPS[@]}"; do
-  step "$app: fresh cluster"
+# Runs in a subshell of its own: the cluster is torn down when it ends, however it ends,
+# and (with GC_LOCK) before the lock is let go, never outside it.
+batch() { # APP POLICY
+  local app=$1 policy=$2
+  trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
+  step "$app under $policy: fresh cluster"
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
   tests/cluster/setup.sh >/dev/null
   apps_install
   step "$app: learning its profile from measured runs"
-  app_learn "$app"
-  for policy in $POLICIES; do
-    step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs, all four nodes"
-    for pair in $(seq 1 "$PAIRS"); do
-      row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N4 --energy-policy=monitor)"
-      row "$app" "$policy" "$pair" policy "$(app_run "$app" -N4 --energy-policy="$policy" --energy-profile="$app")"
-    done
+  app_learn "$app" "$NODES" "$COUNT"
+  step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs on $NODES"
+  for pair in $(seq 1 "$PAIRS"); do
+    row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy=monitor)"
+    row "$app" "$policy" "$pair" policy "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy="$policy" --energy-profile="$app")"
   done
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
+}
+
+for app in "${APPS[@]}"; do
+  for policy in $POLICIES; do
+    if [ -n "${GC_LOCK:-}" ]; then
+      ( flock 9; batch "$app" "$policy" ) 9>"$GC_LOCK"
+    else
+      ( batch "$app" "$policy" )
+    fi
+  done
 done
 
 step "summary ($CSV)"
@@ -57,7 +75,8 @@ step "summary ($CSV)"
 import csv, statistics, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["app"] in sys.argv[2:]]
 def spread(v):
-    return f"{statistics.mean(v):+.1f} ± {statistics.stdev(v):.1f}" if len(v) > 1 else f"{v[0]:+.1f}"
+    return (f"{statistics.mean(v):+.1f} ± {statistics.stdev(v):.1f} ({min(v):+.1f} to {max(v):+.1f})"
+            if len(v) > 1 else f"{v[0]:+.1f}")
 print("| application | policy | pairs | baseline time s | policy time s | slowdown % | baseline energy kJ | policy energy kJ | saving % | all answers checked |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 errors = {}
@@ -77,17 +96,17 @@ for app in dict.fromkeys(r["app"] for r in rows):
         ok = all(r["check"] == "ok" for r in rs)
         print(f"| {app} | {pol} | {len(full)} | {statistics.mean(bt):.1f} | {statistics.mean(pt):.1f} | {spread(slow)} "
               f"| {statistics.mean(be)/1000:.2f} | {statistics.mean(pe)/1000:.2f} | {spread(save)} | {'yes' if ok else 'NO'} |")
-    runs = [r for r in rows if r["app"] == app and r["kind"] == "policy" and r["pred_energy_j"] not in ("", "null")]
-    errors[app] = [(100 * (float(r["pred_time_s"]) - float(r["time_s"])) / float(r["time_s"]),
+        runs = [r for r in rs if r["kind"] == "policy" and r["pred_energy_j"] not in ("", "null")]
+        errors[(app, pol)] = [(100 * (float(r["pred_time_s"]) - float(r["time_s"])) / float(r["time_s"]),
                     100 * (float(r["pred_energy_j"]) - float(r["energy_j"])) / float(r["energy_j"]),
                     r["profile_version"]) for r in runs]
 print()
-print("| application | prediction error, run 1 (time, energy, profile version) | run 5 | mean abs. energy error, runs 1-5 |")
-print("|---|---|---|---|")
-for app, e in errors.items():
+print("| application | policy | prediction error, run 1 (time, energy, profile version) | run 5 | mean abs. energy error, runs 1-5 |")
+print("|---|---|---|---|---|")
+for (app, pol), e in errors.items():
     if not e:
         continue
     one = f"{e[0][0]:+.1f}%, {e[0][1]:+.1f}% (v{e[0][2]})"
     five = f"{e[4][0]:+.1f}%, {e[4][1]:+.1f}% (v{e[4][2]})" if len(e) >= 5 else "not run"
-    print(f"| {app} | {one} | {five} | {statistics.mean(abs(x[1]) for x in e[:5]):.1f}% |")
+    print(f"| {app} | {pol} | {one} | {five} | {statistics.mean(abs(x[1]) for x in e[:5]):.1f}% |")
 PY

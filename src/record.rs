@@ -158,6 +158,10 @@ pub struct Decision {
     /// job runs unchanged on purpose, and its run is a measured baseline.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub monitor: bool,
+    /// Whether the site picked this job as a measured baseline: every node at f_max,
+    /// recorded as monitor, although its policy would have planned (the plan is kept).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline_sample: bool,
     /// The profile used, if any.
     pub profile: Option<String>,
     /// The profile's version, if any.

@@ -89,6 +89,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             reserved_w: 600.0,
             plan: None,
             decided_at: 1,
+            baseline_sample: false,
             refusal: None,
             budgets: Vec::new(),
         };

@@ -134,6 +134,7 @@ fn site() -> Site {
             per_core_shared: false,
         },
         budgets: Vec::new(),
+        baseline: None,
     }
 }
 

@@ -90,6 +90,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             reserved_w: 90.0,
             plan: Some(plan),
             decided_at: 1_000,
+            baseline_sample: false,
             refusal: None,
             budgets: Vec::new(),
         },

@@ -187,6 +187,7 @@ mod after_close {
                     },
                 }),
                 decided_at: 0,
+                baseline_sample: false,
                 refusal: None,
                 budgets: Vec::new(),
             },

@@ -611,3 +611,40 @@ fn daemon_limits_are_checked_and_a_user_may_not_exceed_all_users() {
         ],
     );
 }
+
+#[test]
+fn baseline_section_defaults_and_bad_values() {
+    let s = parse(&format!("{MINIMAL}baseline: {{}}\n")).unwrap();
+    let b = s.baseline.unwrap();
+    assert_eq!((b.fraction, b.min_runs), (0.05, 3));
+    assert_eq!(b.on_miss, site::OnMiss::Report);
+    let s = parse(&format!(
+        "{MINIMAL}baseline: {{fraction: 0.1, min_runs: 0, on_miss: monitor}}\n"
+    ))
+    .unwrap();
+    let b = s.baseline.unwrap();
+    assert_eq!(
+        (b.fraction, b.min_runs, b.on_miss),
+        (0.1, 0, site::OnMiss::Monitor)
+    );
+    assert!(parse(MINIMAL).unwrap().baseline.is_none());
+
+    bad(
+        &format!("{MINIMAL}baseline:\n  fraction: 1.5\n"),
+        8,
+        13,
+        &["baseline.fraction", "'1.5'", "0-1"],
+    );
+    bad(
+        &format!("{MINIMAL}baseline:\n  min_runs: -1\n"),
+        8,
+        13,
+        &["baseline.min_runs", "'-1'", "0-1000"],
+    );
+    bad(
+        &format!("{MINIMAL}baseline:\n  on_miss: drop\n"),
+        8,
+        12,
+        &["baseline.on_miss", "'drop'", "report or monitor"],
+    );
+}

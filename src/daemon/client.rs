@@ -282,6 +282,18 @@ impl Client {
         }
     }
 
+    /// Apply `policy` to `profile` again after a hold; `Ok(false)` when none was held.
+    pub fn clear_hold(&mut self, profile: &str, policy: &str) -> Result<bool, ClientError> {
+        let req = Request::ClearHold {
+            profile: profile.to_string(),
+            policy: policy.to_string(),
+        };
+        match self.call(&req)? {
+            Reply::HoldCleared { held } => Ok(held),
+            other => Err(unexpected("hold_cleared", &other)),
+        }
+    }
+
     /// Close a job; `Ok(false)` when it was closed before.
     pub fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
         match self.call(&Request::CloseJob { job_id, end })? {

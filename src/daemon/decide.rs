@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use super::baseline::{self, AppState};
 use super::plan_cache::{PlanCache, Shape};
 use super::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 use crate::model::Predictor;
@@ -44,6 +45,8 @@ pub struct Proposal {
     pub reserve_w: f64,
     /// The plan request, for the store.
     pub inputs: serde_json::Value,
+    /// Whether the job runs as a measured baseline sample (see [`super::baseline`]).
+    pub baseline_sample: bool,
     /// For a refusal, the error each node is answered with.
     pub refusal: Option<ErrorCode>,
 }
@@ -137,6 +140,11 @@ impl Decider {
             .iter()
             .find(|p| p.source == file)
             .map(|p| p.name.clone())
+    }
+
+    /// Policy `name`'s `max_slowdown` (a fraction), if it is loaded and has one.
+    pub fn max_slowdown(&self, name: &str) -> Option<f64> {
+        self.policies.get(name)?.constraints.max_slowdown
     }
 
     fn policy(&self, name: &str) -> Result<&Policy, ErrorReply> {
@@ -234,22 +242,36 @@ impl Decider {
     /// none left). A request no plan can be made for becomes a refusal whose reason
     /// says why and what becomes of the job.
     pub fn decide_or_refuse(&self, site: &Site, req: &OpenJob, free_w: Option<f64>) -> Proposal {
-        self.decide(site, req, free_w).unwrap_or_else(|e| {
-            let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
-            Proposal {
-                verdict: Verdict::Refused,
-                reason: format!("{e}; {}", unmanaged_fate(site)),
-                policy: pr.policy.clone(),
-                monitor: false,
-                profile: req.profile.clone(),
-                profile_version: None,
-                power_cap_w: pr.power_cap_w.map(|c| c.max(0.0)),
-                plan: None,
-                reserve_w: unmanaged_w(site, req),
-                inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
-                refusal: Some(e.code),
-            }
-        })
+        self.decide_or_refuse_with(site, req, free_w, &AppState::default())
+    }
+
+    /// [`Decider::decide_or_refuse`] knowing the application's history `app` (its
+    /// measured baselines and any hold on the job's policy).
+    pub fn decide_or_refuse_with(
+        &self,
+        site: &Site,
+        req: &OpenJob,
+        free_w: Option<f64>,
+        app: &AppState,
+    ) -> Proposal {
+        self.decide_with(site, req, free_w, app)
+            .unwrap_or_else(|e| {
+                let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
+                Proposal {
+                    verdict: Verdict::Refused,
+                    reason: format!("{e}; {}", unmanaged_fate(site)),
+                    policy: pr.policy.clone(),
+                    monitor: false,
+                    profile: req.profile.clone(),
+                    profile_version: None,
+                    power_cap_w: pr.power_cap_w.map(|c| c.max(0.0)),
+                    plan: None,
+                    reserve_w: unmanaged_w(site, req),
+                    inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
+                    baseline_sample: false,
+                    refusal: Some(e.code),
+                }
+            })
     }
 
     /// Decide for `req` with `free_w` watts of budget left (`None`: no cap).
@@ -258,6 +280,17 @@ impl Decider {
         site: &Site,
         req: &OpenJob,
         free_w: Option<f64>,
+    ) -> Result<Proposal, ErrorReply> {
+        self.decide_with(site, req, free_w, &AppState::default())
+    }
+
+    /// [`Decider::decide`] knowing the application's history `app`.
+    pub fn decide_with(
+        &self,
+        site: &Site,
+        req: &OpenJob,
+        free_w: Option<f64>,
+        app: &AppState,
     ) -> Result<Proposal, ErrorReply> {
         validate_options(req)?;
         let cap = min_cap(req.power_cap_w, free_w);
@@ -288,6 +321,7 @@ impl Decider {
             plan: None,
             reserve_w: max_power_w(site, &req.nodes),
             inputs,
+            baseline_sample: false,
             refusal: None,
         };
         // The flag is the rule, not the name: a site's own monitoring policy must not
@@ -295,6 +329,13 @@ impl Decider {
         if base.monitor {
             return Ok(Proposal {
                 reason: format!("policy {} records only", pr.policy),
+                ..base
+            });
+        }
+        if let Some(reason) = baseline::held(site, req, &pr.policy, app, pr.power_cap_w) {
+            return Ok(Proposal {
+                reason,
+                monitor: true,
                 ..base
             });
         }
@@ -309,6 +350,15 @@ impl Decider {
             ..base
         };
         if (plan.feasible && !no_budget) || !budget_binds {
+            if let Some(reason) = baseline::sampled(site, req, &pr, &plan, app) {
+                return Ok(Proposal {
+                    reason,
+                    monitor: true,
+                    baseline_sample: true,
+                    plan: Some(plan),
+                    ..base
+                });
+            }
             let reserve_w = plan.predicted.avg_power_w;
             let reason = plan.reason.clone();
             return Ok(Proposal {

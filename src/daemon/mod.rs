@@ -11,6 +11,8 @@ pub mod protocol;
 #[cfg(feature = "daemon")]
 pub mod auth;
 #[cfg(feature = "daemon")]
+pub mod baseline;
+#[cfg(feature = "daemon")]
 pub mod decide;
 #[cfg(feature = "daemon")]
 pub mod ledger;

@@ -139,6 +139,14 @@ pub enum Request {
     /// What a job described like an open_job would be predicted and charged if it
     /// started now; nothing is stored or reserved. Anyone may ask.
     Quote(OpenJob),
+    /// Apply `policy` to `profile`'s jobs again after greenupd held it for missing its
+    /// `max_slowdown` (`baseline.on_miss: monitor`). Root or SlurmUser only.
+    ClearHold {
+        /// Application profile.
+        profile: String,
+        /// Policy name.
+        policy: String,
+    },
 }
 
 impl Request {
@@ -158,6 +166,7 @@ impl Request {
             Request::Status {} => "status",
             Request::Budgets { .. } => "budgets",
             Request::Quote(_) => "quote",
+            Request::ClearHold { .. } => "clear_hold",
         }
     }
 }
@@ -412,6 +421,11 @@ pub struct Status {
 pub enum Reply {
     /// The job's decision (open_job).
     Decision(Decision),
+    /// A hold was lifted (clear_hold); `held` is false when there was none.
+    HoldCleared {
+        /// Whether the pair was held.
+        held: bool,
+    },
     /// One node's settings (node_settings, start_node).
     NodeSettings(NodeSettings),
     /// How many of a job's nodes have recorded an outcome (count_outcomes).

@@ -9,6 +9,7 @@
 
 pub mod accounting;
 pub mod landscape;
+pub mod measured;
 pub mod metrics;
 pub mod record;
 pub mod svg;
@@ -132,6 +133,21 @@ pub struct JobReport {
     pub caps: Caps,
     /// Nodes the job was allocated (before any shrink).
     pub allocated_nodes: usize,
+    /// The allocation's shape, e.g. `4 nodes: 2 epyc, 2 xeon`: runs are compared with
+    /// measured baselines of the same shape only.
+    #[serde(default)]
+    pub shape: String,
+    /// Whether the job ran as a measured baseline (every node at f_max: a monitor
+    /// policy or the site's baseline sample).
+    #[serde(default)]
+    pub baseline_run: bool,
+    /// Whether the site picked it as a baseline sample (its policy would have planned).
+    #[serde(default)]
+    pub baseline_sample: bool,
+    /// The run against measured baselines of the same application and shape, when
+    /// there are any (filled in by whoever has the application's other runs).
+    #[serde(default)]
+    pub against_measured: Option<measured::Against>,
     /// Each node the decision uses.
     pub nodes: Vec<NodeReport>,
     /// The model's prediction for the decision.
@@ -356,19 +372,16 @@ pub struct AppHistory {
     pub runs: Vec<JobRow>,
     /// Median measured saving over all runs, in percent.
     pub typical_saving_pct: Option<f64>,
+    /// The measured baselines (monitor runs and baseline samples), by allocation shape.
+    #[serde(default)]
+    pub baselines: Vec<measured::Baseline>,
+    /// Each policy's saving and slowdown against those measured baselines.
+    #[serde(default)]
+    pub measured: Vec<measured::PolicyMeasured>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
+fn median(v: Vec<f64>) -> Option<f64> {
+    measured::Spread::of(&v).map(|s| s.median)
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -431,7 +444,28 @@ impl AppHistory {
                     .filter_map(|r| r.measured_saving_pct())
                     .collect(),
             ),
+            baselines: Vec::new(),
+            measured: Vec::new(),
         }
+        .measure(reports, |_| None)
+    }
+
+    /// Add the measured baselines among `reports` and each policy's results against
+    /// them; `max_slowdown` gives a policy's target (a fraction), which says whether
+    /// the policy missed it.
+    pub fn measure(
+        mut self,
+        reports: &[JobReport],
+        max_slowdown: impl Fn(&str) -> Option<f64>,
+    ) -> Self {
+        let mine: Vec<JobReport> = reports
+            .iter()
+            .filter(|r| r.app == self.app)
+            .cloned()
+            .collect();
+        self.baselines = measured::baselines(&mine).into_values().collect();
+        self.measured = measured::by_policy(&mine, max_slowdown);
+        self
     }
 }
 

@@ -228,6 +228,18 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
             time_limit_s: rec.request.time_limit_s,
         },
         allocated_nodes: rec.request.nodes.len(),
+        shape: super::measured::shape_of(
+            rec.request
+                .nodes
+                .iter()
+                .map(|n| type_of(n))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        ),
+        baseline_run: monitor,
+        baseline_sample: d.baseline_sample,
+        against_measured: None,
         nodes,
         predicted: plan.map_or(NAN_ESTIMATE, |p| p.predicted),
         baseline: plan.map_or(NAN_ESTIMATE, |p| p.baseline),

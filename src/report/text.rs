@@ -275,10 +275,11 @@ pub fn job_report(r: &JobReport) -> String {
     );
     let _ = writeln!(
         out,
-        "Saving      predicted {}, measured {}",
+        "Saving      against the predicted baseline: predicted {}, measured {}",
         opt_dash(r.predicted_saving_pct(), |p| format!("{p:.1}%")),
         measured_saving(r)
     );
+    let _ = writeln!(out, "Measured    {}", against_measured(r));
     if let Some(ee) = r.ee {
         let base = r
             .ee_baseline
@@ -315,6 +316,28 @@ fn measured_saving(r: &JobReport) -> String {
     match r.measured_saving_pct() {
         Some(p) => format!("{p:.1}%"),
         None => format!("{UNMEASURED} (energy not measured on every node)"),
+    }
+}
+
+/// The run against measured baselines of its application and allocation.
+fn against_measured(r: &JobReport) -> String {
+    if r.baseline_sample {
+        return "this run is a baseline sample (every node at f_max, picked by the site)".into();
+    }
+    if r.baseline_run {
+        return "this run is a measured baseline (monitor)".into();
+    }
+    match &r.against_measured {
+        Some(a) => format!(
+            "saving {:.1}%, slowdown {:.1}% against the median of {} measured baseline run{} ({}, {})",
+            a.saving_pct,
+            a.slowdown_pct,
+            a.baseline_runs,
+            if a.baseline_runs == 1 { "" } else { "s" },
+            fmt_energy(a.baseline_energy_j),
+            fmt_time(a.baseline_time_s)
+        ),
+        None => format!("no measured baseline of {} ({}) yet", r.app, r.shape),
     }
 }
 
@@ -427,7 +450,67 @@ pub fn app_history(h: &AppHistory) -> String {
     align_right(&mut v, 2);
     let _ = writeln!(out, "{v}");
     out.push('\n');
+    out.push_str(&measured_section(h));
     out.push_str(&jobs_table(&h.runs));
+    out.push('\n');
+    out
+}
+
+/// Each policy against measured baselines, and which missed its slowdown target.
+fn measured_section(h: &AppHistory) -> String {
+    let mut out = String::new();
+    if h.baselines.is_empty() {
+        let _ = writeln!(
+            out,
+            "Measured baselines: none yet (monitor runs and the site's baseline samples make them); savings below are against the predicted baseline\n"
+        );
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Against measured baselines (every node at f_max, same allocation; median, min and max over runs)"
+    );
+    let mut t = new_table();
+    t.set_header(vec![
+        "ALLOCATION",
+        "POLICY",
+        "RUNS",
+        "BASELINE_RUNS",
+        "SAVING",
+        "SLOWDOWN",
+        "MAX_SLOWDOWN",
+        "PREDICTED_SAVING",
+    ]);
+    for b in &h.baselines {
+        t.add_row(vec![
+            b.shape.clone(),
+            "(baseline)".into(),
+            b.time_s.n.to_string(),
+            b.time_s.n.to_string(),
+            format!("{} median", fmt_energy(b.energy_j.median)),
+            format!("{} median", fmt_time(b.time_s.median)),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    for m in &h.measured {
+        t.add_row(vec![
+            m.shape.clone(),
+            m.policy.clone(),
+            m.slowdown_pct.n.to_string(),
+            m.baseline_runs.to_string(),
+            m.saving_pct.to_string(),
+            m.slowdown_pct.to_string(),
+            opt_dash(m.max_slowdown_pct, |p| format!("{p:.1}%")),
+            m.predicted_saving_pct
+                .map_or_else(|| "-".into(), |p| format!("{p} (vs predicted)")),
+        ]);
+    }
+    align_right(&mut t, 2);
+    let _ = writeln!(out, "{t}");
+    for line in h.measured.iter().filter_map(|m| m.miss_line()) {
+        let _ = writeln!(out, "MISSED: {line}");
+    }
     out.push('\n');
     out
 }

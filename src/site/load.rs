@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    DaemonLimits, DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition,
-    PowerModel, Site,
+    BaselineSettings, DaemonLimits, DaemonSettings, DvfsSettings, Enforce, NodeType, OnMiss,
+    OverBudget, Partition, PowerModel, Site,
 };
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
@@ -67,6 +67,19 @@ struct RawSite {
     dvfs: RawDvfs,
     #[serde(default)]
     budgets: Option<Spanned<super::budgets::RawBudgets>>,
+    #[serde(default)]
+    baseline: Option<Spanned<RawBaseline>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBaseline {
+    #[serde(default)]
+    fraction: Option<Spanned<Value>>,
+    #[serde(default)]
+    min_runs: Option<Spanned<Value>>,
+    #[serde(default)]
+    on_miss: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -485,6 +498,45 @@ impl Checker<'_> {
             enforce,
             daemon: self.daemon(raw.daemon)?,
             dvfs: self.dvfs(raw.dvfs)?,
+            baseline: raw.baseline.map(|b| self.baseline(b.value)).transpose()?,
+        })
+    }
+
+    /// The `baseline:` section: how many jobs run at f_max as measured baselines.
+    fn baseline(&self, raw: RawBaseline) -> Result<BaselineSettings, InputError> {
+        let fraction = match &raw.fraction {
+            Some(v) => v
+                .value
+                .as_f64()
+                .filter(|x| (0.0..=1.0).contains(x))
+                .ok_or_else(|| {
+                    self.err(
+                        v,
+                        "baseline.fraction",
+                        shown(&v.value),
+                        "a share of jobs in 0-1, e.g. 0.05 for one job in twenty",
+                    )
+                })?,
+            None => BaselineSettings::DEFAULT_FRACTION,
+        };
+        let min_runs = self.uint(
+            &raw.min_runs,
+            "baseline.min_runs",
+            0,
+            1000,
+            u64::from(BaselineSettings::DEFAULT_MIN_RUNS),
+            "a number of baseline runs",
+        )? as u32;
+        let on_miss = self.choice(
+            &raw.on_miss,
+            "baseline.on_miss",
+            &[("report", OnMiss::Report), ("monitor", OnMiss::Monitor)],
+            OnMiss::Report,
+        )?;
+        Ok(BaselineSettings {
+            fraction,
+            min_runs,
+            on_miss,
         })
     }
 

@@ -175,6 +175,40 @@ pub struct DvfsSettings {
     pub per_core_shared: bool,
 }
 
+/// What greenupd does when a policy's measured slowdown for an application exceeds
+/// the policy's `max_slowdown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnMiss {
+    /// Say so in `greenup app` and reports, and keep applying the policy (the default).
+    #[default]
+    Report,
+    /// Also stop applying the policy to that application: its jobs run as under
+    /// `monitor` until an admin clears the hold (`greenup policy clear`).
+    Monitor,
+}
+
+/// The site's `baseline:` section: a share of each application's jobs runs with every
+/// node at its highest frequency, recorded as monitor, so savings are measured against
+/// measured runs rather than against the model's prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BaselineSettings {
+    /// Share of jobs (0-1) sampled, chosen by a hash of the job id.
+    pub fraction: f64,
+    /// Every job of an application is sampled until it has this many measured
+    /// baseline (monitor) runs.
+    pub min_runs: u32,
+    /// What a policy that misses its `max_slowdown` leads to.
+    pub on_miss: OnMiss,
+}
+
+impl BaselineSettings {
+    /// `baseline.fraction` when the section omits it.
+    pub const DEFAULT_FRACTION: f64 = 0.05;
+    /// `baseline.min_runs` when the section omits it.
+    pub const DEFAULT_MIN_RUNS: u32 = 3;
+}
+
 /// The whole site config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Site {
@@ -206,6 +240,9 @@ pub struct Site {
     pub dvfs: DvfsSettings,
     /// Energy budgets over a period (site, partitions, accounts), site first.
     pub budgets: Vec<crate::budget::Budget>,
+    /// Measured baselines: which jobs run at f_max to measure savings against
+    /// (`None`: none are sampled; monitor runs are still baselines).
+    pub baseline: Option<BaselineSettings>,
 }
 
 impl Site {

@@ -65,6 +65,25 @@ pub enum Change {
         /// Unix seconds.
         at: i64,
     },
+    /// Stop applying `policy` to `profile`'s jobs (their measured slowdown missed the
+    /// policy's target), unless it is stopped already.
+    Hold {
+        /// Application profile.
+        profile: String,
+        /// Policy name.
+        policy: String,
+        /// Why, in one line.
+        reason: String,
+        /// Unix seconds.
+        at: i64,
+    },
+    /// Apply `policy` to `profile`'s jobs again (an admin cleared the hold).
+    ClearHold {
+        /// Application profile.
+        profile: String,
+        /// Policy name.
+        policy: String,
+    },
     /// Replace a closed job's end with the one Slurm's final record settled.
     SettleEnd {
         /// Slurm job id.
@@ -199,4 +218,13 @@ pub trait Store: Send {
     fn budget_state(&mut self) -> Result<BudgetState, StoreError>;
     /// One job's budget charges.
     fn charges_of(&mut self, job_id: u64) -> Result<Vec<crate::budget::book::Charge>, StoreError>;
+    /// How many monitor (measured baseline) decisions `profile` has, and why `policy`
+    /// is held for it, if it is.
+    fn app_history(
+        &mut self,
+        profile: &str,
+        policy: &str,
+    ) -> Result<(u32, Option<String>), StoreError>;
+    /// Every hold: (profile, policy, reason, unix seconds held).
+    fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError>;
 }

@@ -69,8 +69,32 @@ PRAGMA user_version = 2;
 COMMIT;
 ";
 
-/// Each migration with the version it brings the store to, in order.
-const MIGRATIONS: &[(i64, &str)] = &[(2, MIGRATE_TO_2), (3, super::charges::MIGRATE_TO_3)];
+/// Version 4: the application/policy pairs greenupd has stopped applying because their
+/// measured slowdown missed the policy's target (until an admin clears them), and an
+/// index that counts an application's decisions (its baseline samples) cheaply.
+const MIGRATE_TO_4: &str = "
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS policy_holds (
+    profile TEXT NOT NULL,
+    policy  TEXT NOT NULL,
+    reason  TEXT NOT NULL,
+    held_at INTEGER NOT NULL,
+    PRIMARY KEY (profile, policy)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS decisions_by_profile ON decisions (profile);
+PRAGMA user_version = 4;
+COMMIT;
+";
+
+/// Each step that brings an older store up to date, in order: (version, script).
+const MIGRATIONS: &[(i64, &str)] = &[
+    (2, MIGRATE_TO_2),
+    (3, super::charges::MIGRATE_TO_3),
+    (4, MIGRATE_TO_4),
+];
+
+/// The schema version this build writes.
+const SCHEMA_VERSION: i64 = 4;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -196,13 +220,13 @@ impl SqliteStore {
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .map_err(read_err)?;
-            for &(to, sql) in MIGRATIONS {
+            for &(to, script) in MIGRATIONS {
                 if version < to
-                    && let Err(e) = conn.execute_batch(sql)
+                    && let Err(e) = conn.execute_batch(script)
                 {
                     let _ = conn.execute_batch("ROLLBACK");
                     return Err(StoreError::Write(format!(
-                        "{}: cannot bring the store to version {to}: {e}",
+                        "{}: cannot bring the store to version {to} of {SCHEMA_VERSION}: {e}",
                         path.display()
                     )));
                 }
@@ -267,6 +291,29 @@ impl SqliteStore {
                 at,
             } => self.close(*job_id, *state, *end, *at),
             Change::SettleEnd { job_id, end } => self.settle_end(*job_id, *end),
+            Change::Hold {
+                profile,
+                policy,
+                reason,
+                at,
+            } => {
+                let n = self
+                    .conn
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO policy_holds (profile, policy, reason, held_at) VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .and_then(|mut st| st.execute(params![profile, policy, reason, at]))
+                    .map_err(write_err)?;
+                Ok(Applied::Stored { new: n > 0 })
+            }
+            Change::ClearHold { profile, policy } => {
+                let n = self
+                    .conn
+                    .prepare_cached("DELETE FROM policy_holds WHERE profile = ?1 AND policy = ?2")
+                    .and_then(|mut st| st.execute(params![profile, policy]))
+                    .map_err(write_err)?;
+                Ok(Applied::Stored { new: n > 0 })
+            }
         }
     }
 
@@ -483,6 +530,41 @@ fn parse_state(s: &str) -> Result<JobState, StoreError> {
 }
 
 impl Store for SqliteStore {
+    fn app_history(
+        &mut self,
+        profile: &str,
+        policy: &str,
+    ) -> Result<(u32, Option<String>), StoreError> {
+        let baselines: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM decisions WHERE profile = ?1 AND json_extract(decision, '$.monitor') = 1",
+            )
+            .and_then(|mut st| st.query_row(params![profile], |r| r.get(0)))
+            .map_err(read_err)?;
+        let hold: Option<String> = self
+            .conn
+            .prepare_cached("SELECT reason FROM policy_holds WHERE profile = ?1 AND policy = ?2")
+            .and_then(|mut st| {
+                st.query_row(params![profile, policy], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(read_err)?;
+        Ok((u32::try_from(baselines).unwrap_or(u32::MAX), hold))
+    }
+
+    fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT profile, policy, reason, held_at FROM policy_holds ORDER BY profile, policy",
+            )
+            .map_err(read_err)?;
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(read_err)
+    }
+
     fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>> {
         if changes.is_empty() {
             return Vec::new();
@@ -851,6 +933,7 @@ mod tests {
             reserved_w: watts,
             plan: None,
             decided_at: 1000,
+            baseline_sample: false,
             refusal: None,
             budgets: Vec::new(),
         }
@@ -1073,5 +1156,71 @@ mod tests {
         s.apply(&[outcome("n1"), outcome("n2"), outcome("n1")]);
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 2)));
         assert_eq!(s.outcome_count(2).unwrap(), None);
+    }
+
+    fn open_as(job_id: u64, profile: &str, monitor: bool) -> Change {
+        let Change::Open(mut job) = open(job_id, 1000, 10.0) else {
+            unreachable!()
+        };
+        job.decision.profile = Some(profile.into());
+        job.decision.monitor = monitor;
+        job.decision.baseline_sample = monitor && job_id.is_multiple_of(2);
+        Change::Open(job)
+    }
+
+    #[test]
+    fn a_version_2_store_gains_holds_and_counts_an_applications_baselines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            c.execute_batch("PRAGMA user_version = 2;").unwrap();
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let v: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 4);
+        let changes = [
+            open_as(1, "lammps", true),
+            open_as(2, "lammps", true),
+            open_as(3, "lammps", false),
+            open_as(4, "nwchem", true),
+        ];
+        assert!(s.apply(&changes).iter().all(Result::is_ok));
+        assert_eq!(s.app_history("lammps", "min-energy").unwrap(), (2, None));
+        assert_eq!(s.app_history("hpcc", "min-energy").unwrap(), (0, None));
+
+        let hold = |reason: &str| Change::Hold {
+            profile: "lammps".into(),
+            policy: "min-energy".into(),
+            reason: reason.into(),
+            at: 5,
+        };
+        let r = s.apply(&[hold("first"), hold("second")]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: true }));
+        assert_eq!(r[1], Ok(Applied::Stored { new: false }));
+        // The first reason stands; another policy is not held.
+        assert_eq!(
+            s.app_history("lammps", "min-energy").unwrap(),
+            (2, Some("first".into()))
+        );
+        assert_eq!(s.app_history("lammps", "max-dist").unwrap().1, None);
+        assert_eq!(s.holds().unwrap().len(), 1);
+        let clear = Change::ClearHold {
+            profile: "lammps".into(),
+            policy: "min-energy".into(),
+        };
+        let r = s.apply(&[clear.clone(), clear]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: true }));
+        assert_eq!(r[1], Ok(Applied::Stored { new: false }));
+        assert_eq!(s.app_history("lammps", "min-energy").unwrap().1, None);
+
+        // Reopening a current store changes nothing.
+        drop(s);
+        let mut s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.app_history("lammps", "min-energy").unwrap(), (2, None));
     }
 }

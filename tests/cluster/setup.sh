@@ -78,6 +78,8 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
       /usr/share/greenup/cli_filter.lua > $GC_ETC/cli_filter.lua
 elif [ "$PLUGIN" = 1 ]; then
   # greenup's files: site config, policies, test profiles, plugin, CLI for the cli_filter.
+  # A policy or profile another checkout installed here must not be loaded with this one's.
+  rm -rf $GC_SHARE/policies $GC_SHARE/profiles
   mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
   cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/

@@ -178,6 +178,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             per_core_shared: false,
         },
         budgets: Vec::new(),
+        baseline: None,
     }
 }
 

@@ -76,6 +76,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             per_core_shared: false,
         },
         budgets: Vec::new(),
+        baseline: None,
     }
 }
 

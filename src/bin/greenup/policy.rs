@@ -14,6 +14,21 @@ use crate::{Outcome, site_path};
 pub enum PolicyCommand {
     /// List the policies of the site's policy_dirs that users may ask for.
     List(ListArgs),
+    /// Apply POLICY to APP's jobs again after greenupd stopped applying it for missing
+    /// its max_slowdown (site option baseline.on_miss: monitor). Root or SlurmUser only.
+    Clear(ClearArgs),
+}
+
+/// Options of `greenup policy clear`.
+#[derive(Args, Debug)]
+pub struct ClearArgs {
+    /// Application profile name.
+    app: String,
+    /// Policy name.
+    policy: String,
+    /// Site config [default: /etc/slurm/greenup.yaml].
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
 }
 
 /// Options of `greenup policy list`.
@@ -28,7 +43,25 @@ pub struct ListArgs {
 pub fn run(cmd: PolicyCommand) -> Outcome {
     match cmd {
         PolicyCommand::List(args) => list(args),
+        PolicyCommand::Clear(args) => clear(args),
     }
+}
+
+fn clear(args: ClearArgs) -> Outcome {
+    let site = greenup::site::load(site_path(&args.site))?;
+    let timeout = std::time::Duration::from_millis(site.daemon.timeout_ms.max(2_000));
+    let held = greenup::daemon::client::Client::connect(
+        &greenup::daemon::client::Endpoint::Unix(site.daemon.socket.clone()),
+        timeout,
+    )
+    .and_then(|mut c| c.clear_hold(&args.app, &args.policy))
+    .map_err(|e| crate::Failure::Runtime(e.to_string()))?;
+    if held {
+        crate::say!("{}: policy {} applies again", args.app, args.policy);
+    } else {
+        crate::say!("{}: policy {} was not held", args.app, args.policy);
+    }
+    Ok(())
 }
 
 fn list(args: ListArgs) -> Outcome {

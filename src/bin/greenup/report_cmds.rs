@@ -212,7 +212,8 @@ pub fn report(args: ReportArgs) -> Outcome {
         .get_job(args.job_id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     let slurm = accounting::query(rec.job_id, accounting::SACCT_TIMEOUT);
-    let (r, predictor) = build(&site, &rec, slurm);
+    let (mut r, predictor) = build(&site, &rec, slurm);
+    r.against_measured = against_measured(&site, &r);
     print_as(
         args.json,
         args.csv,
@@ -231,6 +232,41 @@ pub fn report(args: ReportArgs) -> Outcome {
         plot(&site, &rec, &r, pred.as_ref(), file)?;
     }
     Ok(())
+}
+
+/// The newest runs of an application a report looks for measured baselines in.
+const BASELINE_RUNS_READ: usize = 1_000;
+
+/// Job `r` against the measured baselines of its application and allocation among the
+/// runs the asker may read; `None` when there are none (or greenupd could not list them:
+/// the rest of the report stands without it).
+fn against_measured(site: &Site, r: &JobReport) -> Option<greenup::report::measured::Against> {
+    use greenup::report::measured;
+    if r.baseline_run || r.app == "-" {
+        return None;
+    }
+    let filter = ListRecords {
+        profile: Some(r.app.clone()),
+        ..ListRecords::default()
+    };
+    let runs: Vec<JobReport> = connect(site)
+        .ok()?
+        .records(filter, BASELINE_RUNS_READ)
+        .ok()?
+        .iter()
+        .filter(|rec| rec.decision.monitor)
+        .map(|rec| {
+            from_record(
+                rec,
+                &Context {
+                    site: Some(site),
+                    ..Context::default()
+                },
+            )
+        })
+        .collect();
+    let bases = measured::baselines(&runs);
+    measured::against(r, bases.get(&r.shape)?)
 }
 
 fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file: &Path) -> Outcome {
@@ -344,7 +380,13 @@ pub fn app(args: AppArgs) -> Outcome {
             pinned: pinned == Some(v),
         });
     }
-    let h = AppHistory::build(&args.name, &reports, &infos);
+    let policies = greenup::policy::PolicySet::load(&site.policy_dirs).ok();
+    let h = AppHistory::build(&args.name, &reports, &infos).measure(&reports, |p| {
+        policies
+            .as_ref()
+            .and_then(|set| set.get(p))
+            .and_then(|p| p.constraints.max_slowdown)
+    });
     print_as(
         args.json,
         args.csv,

@@ -192,6 +192,30 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 )),
             }
         }
+        Request::ClearHold { profile, policy } => {
+            ctx.roles.require_write(caller, "clear policy holds")?;
+            for (field, v) in [("profile", &profile), ("policy", &policy)] {
+                if !crate::names::is_name(v) {
+                    return Err(crate::daemon::decide::bad_field(
+                        field,
+                        v,
+                        crate::names::NAME_RULE,
+                    ));
+                }
+            }
+            match shared
+                .store
+                .write(Change::ClearHold { profile, policy })
+                .await
+                .map_err(store_error)?
+            {
+                Applied::Stored { new } => Ok(Reply::HoldCleared { held: new }),
+                Applied::Opened { .. } => Err(ErrorReply::new(
+                    ErrorCode::Internal,
+                    "store answered a clear_hold with an open",
+                )),
+            }
+        }
         Request::CloseJob { job_id, end } => {
             ctx.roles.require_write(caller, "close jobs")?;
             close_job(shared, job_id, JobState::Closed, end).await

@@ -9,6 +9,7 @@ use tokio::sync::OnceCell;
 use super::handlers::Outcome;
 use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
+use crate::daemon::baseline::AppState;
 use crate::daemon::decide::{bad_field, expand_open};
 use crate::daemon::protocol::{
     Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeSettings, OpenJob, Reply, Verdict,
@@ -234,6 +235,33 @@ pub(super) fn recent_settings(
     Some((v.uid, s))
 }
 
+/// What the decision needs from the application's history: only asked of the store
+/// when the site samples baselines and the job names a profile. A store that cannot
+/// answer leaves the job to `baseline.fraction` and its policy (no hold), and says so.
+async fn app_state(shared: &Arc<Shared>, ctx: &Ctx, req: &OpenJob) -> AppState {
+    let (Some(_), Some(profile)) = (&ctx.site.baseline, req.profile.clone()) else {
+        return AppState::default();
+    };
+    let policy = req
+        .policy
+        .clone()
+        .unwrap_or_else(|| ctx.site.default_policy.clone());
+    match shared
+        .store
+        .read(move |s| s.app_history(&profile, &policy))
+        .await
+    {
+        Ok((baselines, hold)) => AppState { baselines, hold },
+        Err(e) => {
+            tracing::warn!(job_id = req.job_id, error = %e, "application history unread: this job is sampled by baseline.fraction alone and no hold applies");
+            AppState {
+                baselines: u32::MAX,
+                hold: None,
+            }
+        }
+    }
+}
+
 async fn decide_and_store(
     shared: &Arc<Shared>,
     ctx: Arc<Ctx>,
@@ -257,6 +285,7 @@ async fn decide_and_store(
     let expires_at = at
         .saturating_add(limit_s as i64)
         .saturating_add(ctx.site.daemon.grace_s as i64);
+    let app = app_state(shared, &ctx, &req).await;
     // Plan outside the ledger lock (planning is the costly part), then reserve under
     // it. If the budget shrank meanwhile and the plan no longer fits, plan again;
     // after a few tries, plan under the lock so the job cannot starve.
@@ -268,15 +297,18 @@ async fn decide_and_store(
         let p = if tries > 3 {
             let mut ledger = lock(&shared.ledger);
             let free = ledger.free_w(part.as_deref());
-            let p = ctx.decider.decide_or_refuse(&ctx.site, &req, free);
+            let p = ctx
+                .decider
+                .decide_or_refuse_with(&ctx.site, &req, free, &app);
             if p.verdict.holds_reservation(p.reserve_w) {
                 ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
             }
             break p;
         } else {
-            let (ctx2, req2) = (ctx.clone(), req.clone());
+            let (ctx2, req2, app2) = (ctx.clone(), req.clone(), app.clone());
             tokio::task::spawn_blocking(move || {
-                ctx2.decider.decide_or_refuse(&ctx2.site, &req2, free)
+                ctx2.decider
+                    .decide_or_refuse_with(&ctx2.site, &req2, free, &app2)
             })
             .await
             .map_err(|e| {
@@ -324,6 +356,7 @@ async fn decide_and_store(
         reserved_w: p.reserve_w,
         plan: p.plan,
         decided_at: at,
+        baseline_sample: p.baseline_sample,
         refusal: p.refusal,
         budgets: admitted.states,
     };
@@ -404,6 +437,14 @@ pub(super) async fn close_job(
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
     super::budget::settle(shared, job_id).await;
+    // A job its policy planned freely (not monitor, not a baseline sample, not held
+    // back by the budget) is evidence on how that policy does for its application.
+    let judged = lock(&shared.recent).by_job.get(&job_id).and_then(|v| {
+        let d = &v.decision;
+        (d.verdict == Verdict::Planned && !d.monitor)
+            .then(|| d.profile.clone().map(|p| (p, d.policy.clone())))
+            .flatten()
+    });
     let app = {
         let mut recent = lock(&shared.recent);
         // A refused job ran without a plan: there is nothing to learn from it.
@@ -431,6 +472,13 @@ pub(super) async fn close_job(
                 ));
             } else if new && state == JobState::Closed && app != Some(None) {
                 tokio::spawn(refine_after_close(shared.clone(), job_id, app.flatten()));
+            }
+            if let (true, Some((app, policy))) = (new, judged) {
+                tokio::spawn(super::missed::judge_after_close(
+                    shared.clone(),
+                    app,
+                    policy,
+                ));
             }
             Ok(Reply::Stored { job_id, new })
         }

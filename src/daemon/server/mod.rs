@@ -10,6 +10,7 @@ mod handlers;
 mod jobs;
 mod listen;
 mod metrics;
+mod missed;
 mod reclaim;
 mod refine;
 mod slots;

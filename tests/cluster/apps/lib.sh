@@ -42,7 +42,7 @@ app_run() {
 # Learn APP's profile on this cluster; writes $GC_SHARE/profiles/APP.yaml (version 1) and
 # lets greenupd refine it once. Nothing in it is typed in:
 #  1. APP runs under monitor (nothing changed, every node at f_max) on the two fast nodes,
-#     on the two eco nodes and on all four;
+#     on the two eco nodes and on the job's nodes (NODELIST, default all four);
 #  2. the hetero section's per-type compute time is that of the four-node run, whose
 #     slowest type sets its length, scaled for the other type by the measured ratio of
 #     the two-node runs; communication time is left to refinement (0 here), and power to
@@ -50,11 +50,12 @@ app_run() {
 #  3. one run under min-time (no cap: every node at f_max, but planned from the profile)
 #     gives greenupd a planned outcome to refine the profile from (version 2).
 # Prints one line per run: "learn APP RUN JOB SECONDS JOULES CHECK".
+# Usage: app_learn APP [NODELIST COUNT]   (the nodes later runs use; default n[1-4] 4)
 app_learn() {
-  local app=$1 r jf je jm tf tm te
+  local app=$1 nodes=${2:-n[1-4]} count=${3:-4} r jf je jm tf tm te
   r=$(app_run "$app" -N2 -w 'n[1-2]' --energy-policy=monitor); echo "learn $app monitor-fast $r"; read -r jf tf _ _ <<<"$r"
   r=$(app_run "$app" -N2 -w 'n[3-4]' --energy-policy=monitor); echo "learn $app monitor-eco $r"; read -r je te _ _ <<<"$r"
-  r=$(app_run "$app" -N4 --energy-policy=monitor); echo "learn $app monitor-all $r"; read -r jm tm _ _ <<<"$r"
+  r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=monitor); echo "learn $app monitor-all $r"; read -r jm tm _ _ <<<"$r"
   awk -v f="$tf" -v e="$te" -v m="$tm" 'BEGIN { exit !(f > 0 && e > 0 && m > 0) }' \
     || { echo "learn $app: a monitor run measured no time (jobs $jf $je $jm)" >&2; return 1; }
   local fast eco
@@ -62,7 +63,7 @@ app_learn() {
     eco = m; fast = m * f / e; if (fast > eco) { fast = m; eco = m * e / f }
     printf "%.3f %.3f\n", fast, eco }')
   cat > "$GC_SHARE/profiles/$app.yaml" <<YAML
-# Learned on this cluster from monitor jobs $jf (n1-n2), $je (n3-n4) and $jm (n1-n4).
+# Learned on this cluster from monitor jobs $jf (n1-n2), $je (n3-n4) and $jm ($nodes).
 name: $app
 version: 1
 description: $app, learned from measured monitor runs (tests/cluster/apps/lib.sh)
@@ -74,7 +75,8 @@ hetero:
 YAML
   chmod 0644 "$GC_SHARE/profiles/$app.yaml"
   "$APPS_GREENUP" profile check "$GC_SHARE/profiles/$app.yaml" --site "$GC_ETC/greenup.yaml" >/dev/null || return 1
-  r=$(app_run "$app" -N4 --energy-policy=min-time --energy-profile="$app"); echo "learn $app min-time $r"
+  r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=min-time --energy-profile="$app"); echo "learn $app min-time $r"
   for _ in $(seq 1 50); do [ -e "/var/lib/greenup-test/profiles/$app/v2.yaml" ] && return 0; sleep 0.1; done
   echo "learn $app: greenupd did not refine the profile" >&2; return 1
 }
+
