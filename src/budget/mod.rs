@@ -467,6 +467,10 @@ pub struct Quote {
     pub nodes: usize,
     /// Whether a warning level would refuse it now.
     pub refused: bool,
+    /// Whether that refusal would fail the job at start (`enforce: strict`); under
+    /// `enforce: open` a refused job runs unchanged.
+    #[serde(default)]
+    pub fails: bool,
     /// Each budget it falls under, with this job charged.
     pub budgets: Vec<AtAdmission>,
 }

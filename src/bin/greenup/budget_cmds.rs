@@ -233,7 +233,11 @@ pub fn quote(args: QuoteArgs) -> Outcome {
     }
     if q.refused {
         if !args.conn.json {
-            crate::complain("a budget's warning level would refuse this job now");
+            crate::complain(if q.fails {
+                "a budget's warning level would refuse this job now, and the site fails refused jobs (enforce: strict)"
+            } else {
+                "a budget's warning level would refuse this job's plan now; it would run unchanged (enforce: open)"
+            });
         }
         return Err(Failure::Infeasible);
     }

@@ -116,7 +116,8 @@ fn evaluate(
         }
     }
     let refused = acts.refuse || state.actions.refuse;
-    let quote = quote(req, &proposal, &state.budgets, &budgets, refused, spread);
+    let mut quote = quote(req, &proposal, &state.budgets, &budgets, refused, spread);
+    quote.fails = refused && site.enforce == crate::site::Enforce::Strict;
     if refused {
         if why.is_empty() {
             why = state.why();
@@ -198,6 +199,7 @@ fn quote(
         time_s,
         nodes,
         refused,
+        fails: false,
         budgets: states.to_vec(),
     }
 }
