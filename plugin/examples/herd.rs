@@ -361,9 +361,20 @@ fn run(args: &Args) -> Result<bool, String> {
         .build()
         .map_err(|e| e.to_string())?;
 
-    let (g0, m0, d0) = (cpu_s(args.greenupd_pid), cpu_s(munged), listen_drops());
+    let me = Some(std::process::id());
+    let (g0, m0, d0, h0) = (
+        cpu_s(args.greenupd_pid),
+        cpu_s(munged),
+        listen_drops(),
+        cpu_s(me),
+    );
     let (got, wall) = rt.block_on(burst(addr, lines, timeout));
-    let (g1, m1, d1) = (cpu_s(args.greenupd_pid), cpu_s(munged), listen_drops());
+    let (g1, m1, d1, h1) = (
+        cpu_s(args.greenupd_pid),
+        cpu_s(munged),
+        listen_drops(),
+        cpu_s(me),
+    );
     let reply_bytes = got
         .iter()
         .filter_map(|g| match g {
@@ -393,6 +404,8 @@ fn run(args: &Args) -> Result<bool, String> {
     };
     println!("  greenupd CPU {}", per_node(g0, g1));
     println!("  munged CPU {}", per_node(m0, m1));
+    // The herd plays every node on these same cores; a cluster's nodes bring their own.
+    println!("  the herd's own CPU {}", per_node(h0, h1));
     let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap_or_default();
     if let (Some(a), Some(b)) = (d0, d1) {
         println!(
