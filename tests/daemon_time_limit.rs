@@ -112,7 +112,12 @@ fn start() -> Greenupd {
 /// What a 22.05 node's prolog sends for a min-energy md job on n1: no time limit.
 fn open(d: &Greenupd, job_id: u64) -> Decision {
     let mut c = Client::connect(&Endpoint::Unix(d.sock.clone()), Duration::from_secs(10)).unwrap();
-    c.open_job(OpenJob {
+    c.open_job(md_job(job_id)).unwrap()
+}
+
+/// A min-energy md job on n1 as a 22.05 node describes it: no time limit.
+fn md_job(job_id: u64) -> OpenJob {
+    OpenJob {
         job_id,
         uid: 0,
         user: None,
@@ -126,8 +131,7 @@ fn open(d: &Greenupd, job_id: u64) -> Decision {
         energy_cap_j: None,
         power_cap_w: None,
         algorithm: None,
-    })
-    .unwrap()
+    }
 }
 
 /// Seconds between the job's opening and its reservation's expiry.
@@ -184,19 +188,9 @@ fn start_line(job_id: u64) -> Vec<u8> {
     let req = Request::StartNode {
         node: "n1".into(),
         job: OpenJob {
-            job_id,
-            uid: 0,
-            user: None,
-            partition: Some("debug".into()),
             nodes: Vec::new(),
             nodelist: Some("n1".into()),
-            min_nodes: None,
-            time_limit_s: None,
-            policy: Some("min-energy".into()),
-            profile: Some("md".into()),
-            energy_cap_j: None,
-            power_cap_w: None,
-            algorithm: None,
+            ..md_job(job_id)
         },
     };
     request_line(&request_body(&req).unwrap(), None).unwrap()
