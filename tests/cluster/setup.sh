@@ -80,6 +80,8 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
 elif [ "$PLUGIN" = 1 ]; then
   # greenup's files: site config, policies, test profiles, plugin, CLI for the cli_filter.
   mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
+  # Only this tree's policies: one left by another checkout's run may not load here.
+  rm -f $GC_SHARE/policies/*.yaml
   cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   install -m 0755 "$GC_BIN_DIR/greenup" $GC_SHARE/bin/greenup
