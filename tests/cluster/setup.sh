@@ -111,6 +111,8 @@ if [ "$PLUGIN" = 1 ]; then
 exec $PROLOG_SLURMCTLD_BIN config=$GC_ETC/greenup.yaml 2>>$GC_LOG/prolog-slurmctld.log
 SH
   chmod 0755 $GC_SHARE/bin/prolog-slurmctld
+  # Job ids start again with a new cluster: an earlier run's lines would name this run's jobs.
+  : > $GC_LOG/prolog-slurmctld.log
   PROLOG_SLURMCTLD="PrologSlurmctld=$GC_SHARE/bin/prolog-slurmctld"
 fi
 ACCT_CONF="AccountingStorageType=accounting_storage/none"
