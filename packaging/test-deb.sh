@@ -86,7 +86,7 @@ check "dpkg -i installs the package" install_deb && installed=1
 files=$(dpkg -L greenup)
 has_files() {
   local ok=0 f
-  for f in /usr/bin/greenup /usr/sbin/greenupd $SERIES_PLUGIN_DIR/spank_greenup.so \
+  for f in /usr/bin/greenup /usr/sbin/greenupd /usr/sbin/greenup-prolog-slurmctld $SERIES_PLUGIN_DIR/spank_greenup.so \
            /etc/slurm/greenup.yaml /etc/slurm/plugstack.conf.d/greenup.conf \
            /usr/share/greenup/cli_filter.lua /usr/share/greenup/slurm-series \
 ; do
@@ -96,7 +96,7 @@ has_files() {
   for f in policies/*.yaml; do
     grep -qx "/usr/share/greenup/$f" <<<"$files" || { say "policy not installed: $f"; ok=1; }
   done
-  for f in man1/greenup.1 man8/greenupd.8 man8/spank_greenup.8 man5/greenup.yaml.5; do
+  for f in man1/greenup.1 man8/greenupd.8 man8/spank_greenup.8 man8/greenup-prolog-slurmctld.8 man5/greenup.yaml.5; do
     grep -Eqx "/usr/share/man/$f(\.gz)?" <<<"$files" || { say "man page not installed: $f"; ok=1; }
   done
   return $ok

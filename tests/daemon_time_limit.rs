@@ -1,6 +1,7 @@
 //! A job's time limit at its start: greenupd asks slurmctld (squeue, once per job) when
 //! the node sent none, never plans past it, and holds the job's reservation until the
-//! limit plus `daemon.grace_s`. A stand-in squeue on greenupd's PATH answers for Slurm.
+//! limit plus `daemon.grace_s`; a node that hangs up while greenupd waits for Slurm has
+//! its start dropped. A stand-in squeue on greenupd's PATH answers for Slurm.
 #![cfg(feature = "daemon")]
 
 mod daemon_support;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use daemon_support::*;
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{Decision, OpenJob};
+use greenup::daemon::protocol::{Decision, OpenJob, Request, request_body, request_line};
 
 /// The test cluster's node types and partition, with the md profile, in `dir`.
 fn config(dir: &Path, port: u16) -> String {
@@ -48,14 +49,14 @@ daemon:
     )
 }
 
-/// A squeue that knows jobs 101 (`-t 11`), 102 (no limit) and hangs on 103, as a client
+/// A squeue that knows jobs 101 (`-t 11`), 102 (no limit) and hangs on 103 and 104, as a client
 /// of an unresponsive slurmctld does; it lists no job for reclaim.
 const SQUEUE: &str = r#"#!/bin/sh
 echo "$*" >> "$(dirname "$0")/asked"
 case "$*" in
 "-h -j 101 -o %l") echo 11:00 ;;
 "-h -j 102 -o %l") echo UNLIMITED ;;
-"-h -j 103 -o %l") exec sleep 300 ;;
+"-h -j 103 -o %l"|"-h -j 104 -o %l") exec sleep 300 ;;
 "-h -j "*) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1 ;;
 esac
 "#;
@@ -111,7 +112,12 @@ fn start() -> Greenupd {
 /// What a 22.05 node's prolog sends for a min-energy md job on n1: no time limit.
 fn open(d: &Greenupd, job_id: u64) -> Decision {
     let mut c = Client::connect(&Endpoint::Unix(d.sock.clone()), Duration::from_secs(10)).unwrap();
-    c.open_job(OpenJob {
+    c.open_job(md_job(job_id)).unwrap()
+}
+
+/// A min-energy md job on n1 as a 22.05 node describes it: no time limit.
+fn md_job(job_id: u64) -> OpenJob {
+    OpenJob {
         job_id,
         uid: 0,
         user: None,
@@ -126,8 +132,7 @@ fn open(d: &Greenupd, job_id: u64) -> Decision {
         power_cap_w: None,
         algorithm: None,
         account: None,
-    })
-    .unwrap()
+    }
 }
 
 /// Seconds between the job's opening and its reservation's expiry.
@@ -177,4 +182,56 @@ fn an_unlimited_job_is_planned_freely_and_a_hung_slurmctld_does_not_stop_the_dec
     // squeue hangs: it is stopped at its bound and the job is decided without a limit.
     let dec = open(&d, 103);
     assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+}
+
+/// A node's start for a 22.05 job on n1 (no time limit: greenupd asks squeue first).
+fn start_line(job_id: u64) -> Vec<u8> {
+    let req = Request::StartNode {
+        node: "n1".into(),
+        job: OpenJob {
+            nodes: Vec::new(),
+            nodelist: Some("n1".into()),
+            ..md_job(job_id)
+        },
+    };
+    request_line(&request_body(&req).unwrap(), None).unwrap()
+}
+
+#[test]
+fn a_start_whose_node_hung_up_is_dropped_and_never_stored() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    let d = start();
+    let asked = |job: u64| {
+        std::fs::read_to_string(d.bin.join("asked"))
+            .unwrap_or_default()
+            .contains(&format!("-j {job} "))
+    };
+    // Job 103's node asks, and gives up while greenupd waits on the hung squeue (a prolog
+    // past its timeout).
+    let mut gone = UnixStream::connect(&d.sock).unwrap();
+    gone.write_all(&start_line(103)).unwrap();
+    wait_for(|| asked(103));
+    drop(gone);
+    // Job 104's node asks the same way afterwards and waits: the same squeue bound, then
+    // its decision, stored.
+    let mut waits = UnixStream::connect(&d.sock).unwrap();
+    waits.write_all(&start_line(104)).unwrap();
+    let mut reply = String::new();
+    BufReader::new(&waits).read_line(&mut reply).unwrap();
+    assert!(reply.contains("\"freq_ghz\":1.8"), "{reply}");
+    // Job 103's work, begun first, would have been stored by now had it gone on.
+    std::thread::sleep(Duration::from_millis(500));
+    let stored = |job: u64| {
+        count(
+            &d.store,
+            &format!("SELECT COUNT(*) FROM jobs WHERE job_id = {job}"),
+        )
+    };
+    assert_eq!(stored(104), 1);
+    assert_eq!(
+        stored(103),
+        0,
+        "a hung-up node's start was decided and stored"
+    );
 }

@@ -12,7 +12,9 @@
 //! `cargo run --release -p spank_greenup --example herd -- --connect 127.0.0.1:7470 --nodes 10000 --greenupd-pid PID`
 //!
 //! `--old` sends the full-list `open_job` of earlier plugins instead, and its closer
-//! reads the whole job to count outcomes, as they did.
+//! reads the whole job to count outcomes, as they did. `--controller SITE_CONFIG` first
+//! decides the job as slurm.conf's PrologSlurmctld does (greenup-prolog-slurmctld's code),
+//! so the node prologs find it decided.
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -67,6 +69,24 @@ struct Args {
     /// Send the full-list open_job of earlier plugins.
     #[arg(long)]
     old: bool,
+    /// Decide the job first as slurm.conf's PrologSlurmctld does (greenup-prolog-slurmctld's
+    /// own code, with this site config), then play the node prologs.
+    #[arg(long, value_name = "SITE_CONFIG", conflicts_with = "old")]
+    controller: Option<std::path::PathBuf>,
+}
+
+/// The kernel's count of connections dropped because a listen queue was full
+/// (TcpExt ListenOverflows plus ListenDrops), for this network namespace.
+fn listen_drops() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next()?, lines.next()?);
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .filter(|(k, _)| matches!(*k, "ListenOverflows" | "ListenDrops"))
+        .map(|(_, v)| v.parse::<u64>().ok())
+        .sum()
 }
 
 /// User plus system CPU seconds of `pid`, from /proc.
@@ -263,6 +283,41 @@ fn run(args: &Args) -> Result<bool, String> {
         vars.insert("SLURM_JOB_PARTITION", p.clone());
     }
     let job = JobEnv::from_vars(|k| vars.get(k).cloned())?;
+    if let Some(config) = &args.controller {
+        // slurmctld's PrologSlurmctld: the same job, no node of its own.
+        let mut ctl = vars.clone();
+        ctl.remove("SLURMD_NODENAME");
+        let site =
+            spank_greenup::args::Args::parse([format!("config={}", config.display()).as_str()])?;
+        let said = std::sync::Mutex::new(Vec::new());
+        let log = |_: node::Level, m: &str| {
+            said.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(m.to_string())
+        };
+        let g0 = cpu_s(args.greenupd_pid);
+        let t0 = Instant::now();
+        let run = spank_greenup::controller::prolog_slurmctld(
+            &site,
+            |k| ctl.get(k).cloned(),
+            spank_greenup::SLURM_PLUGIN_VERSION,
+            &log,
+        );
+        let took = t0.elapsed();
+        let g1 = cpu_s(args.greenupd_pid);
+        let said = said.into_inner().unwrap_or_default().join("; ");
+        let cpu = match (g0, g1) {
+            (Some(a), Some(b)) => format!("{:.0} ms", (b - a) * 1e3),
+            _ => "unknown".into(),
+        };
+        println!(
+            "controller (PrologSlurmctld): {:.0} ms, greenupd CPU {cpu}: {said}",
+            ms(took)
+        );
+        if !run || !said.contains("decided before") {
+            return Err("the controller did not decide the job".into());
+        }
+    }
     let first = node::start_request(&job, args.policy.clone());
     let Request::StartNode { job: facts, .. } = first else {
         return Err("the plugin's prolog no longer sends start_node".into());
@@ -292,6 +347,8 @@ fn run(args: &Args) -> Result<bool, String> {
         args.job_id,
         if args.old {
             "old open_job"
+        } else if args.controller.is_some() {
+            "start_node, decided by PrologSlurmctld"
         } else {
             "start_node"
         },
@@ -304,9 +361,20 @@ fn run(args: &Args) -> Result<bool, String> {
         .build()
         .map_err(|e| e.to_string())?;
 
-    let (g0, m0) = (cpu_s(args.greenupd_pid), cpu_s(munged));
+    let me = Some(std::process::id());
+    let (g0, m0, d0, h0) = (
+        cpu_s(args.greenupd_pid),
+        cpu_s(munged),
+        listen_drops(),
+        cpu_s(me),
+    );
     let (got, wall) = rt.block_on(burst(addr, lines, timeout));
-    let (g1, m1) = (cpu_s(args.greenupd_pid), cpu_s(munged));
+    let (g1, m1, d1, h1) = (
+        cpu_s(args.greenupd_pid),
+        cpu_s(munged),
+        listen_drops(),
+        cpu_s(me),
+    );
     let reply_bytes = got
         .iter()
         .filter_map(|g| match g {
@@ -336,6 +404,16 @@ fn run(args: &Args) -> Result<bool, String> {
     };
     println!("  greenupd CPU {}", per_node(g0, g1));
     println!("  munged CPU {}", per_node(m0, m1));
+    // The herd plays every node on these same cores; a cluster's nodes bring their own.
+    println!("  the herd's own CPU {}", per_node(h0, h1));
+    let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap_or_default();
+    if let (Some(a), Some(b)) = (d0, d1) {
+        println!(
+            "  kernel: {} connections dropped at a full listen queue (net.core.somaxconn {})",
+            b.saturating_sub(a),
+            somaxconn.trim()
+        );
+    }
 
     // The ends: every node's outcome at once, then the first node's close after it
     // waited (at most a second, as the plugin does) for the others' outcomes.

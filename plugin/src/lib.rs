@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod command;
+pub mod controller;
 pub mod end;
 pub mod node;
 pub mod options;

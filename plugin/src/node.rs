@@ -80,15 +80,38 @@ impl JobEnv {
         get: impl Fn(&str) -> Option<String>,
         slurm_version: u32,
     ) -> Result<JobEnv, String> {
+        let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
+        let nodelist = get("SLURM_JOB_NODELIST")
+            .or_else(|| get("SLURM_NODELIST"))
+            .unwrap_or_else(|| node.clone());
+        JobEnv::read(get, slurm_version, node, nodelist)
+    }
+
+    /// Read the job as slurmctld describes it to PrologSlurmctld (same variables, no node
+    /// of its own): it speaks for the job's first node, as that node's prolog would.
+    pub fn from_controller_vars(
+        get: impl Fn(&str) -> Option<String>,
+        slurm_version: u32,
+    ) -> Result<JobEnv, String> {
+        let nodelist = get("SLURM_JOB_NODELIST").ok_or("SLURM_JOB_NODELIST is not set")?;
+        let first = greenup::hostlist::expand(&nodelist)?
+            .into_iter()
+            .next()
+            .ok_or("SLURM_JOB_NODELIST names no node")?;
+        JobEnv::read(get, slurm_version, first, nodelist)
+    }
+
+    fn read(
+        get: impl Fn(&str) -> Option<String>,
+        slurm_version: u32,
+        node: String,
+        nodelist: String,
+    ) -> Result<JobEnv, String> {
         let num = |k: &str| {
             get(k)
                 .and_then(|v| v.parse::<u32>().ok())
                 .ok_or_else(|| format!("{k} is not set"))
         };
-        let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
-        let nodelist = get("SLURM_JOB_NODELIST")
-            .or_else(|| get("SLURM_NODELIST"))
-            .unwrap_or_else(|| node.clone());
         let nodes = greenup::hostlist::expand(&nodelist)?;
         Ok(JobEnv {
             job_id: num("SLURM_JOB_ID")?,
@@ -190,6 +213,17 @@ pub fn start_request(job: &JobEnv, policy: String) -> Request {
     }
 }
 
+/// The policy greenupd is asked to decide `job` under: the job's own, else the site's
+/// default; `None` where that is `none` (greenup leaves the job alone).
+pub fn policy_for(job: &JobEnv, site: &NodeConfig) -> Option<String> {
+    let policy = job
+        .options
+        .policy
+        .clone()
+        .unwrap_or_else(|| site.default_policy.clone());
+    (!policy.is_empty() && policy != "none").then_some(policy)
+}
+
 /// The job as the prolog describes it to greenupd under `policy`.
 fn open_request(job: &JobEnv, policy: String) -> OpenJob {
     OpenJob {
@@ -220,14 +254,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         return;
     };
     let paths = node_paths(args, &site, &job.node);
-    let policy = job
-        .options
-        .policy
-        .clone()
-        .unwrap_or_else(|| site.default_policy.clone());
-    if policy.is_empty() || policy == "none" {
+    let Some(policy) = policy_for(job, &site) else {
         return;
-    }
+    };
     let request = start_request(job, policy);
     let asked = std::time::Instant::now();
     let mut client = None;

@@ -69,14 +69,21 @@ restored() {
   if ! snap_all | diff "$BASE" - >/dev/null; then say "not restored:"; snap_all | diff "$BASE" - | sed 's/^/      /'; return 1; fi
 }
 
+# What greenup-prolog-slurmctld (the cluster's PrologSlurmctld, see setup.sh) said of JOB.
+controller_said() { grep "greenup: job $1[ :]" "$GC_LOG/prolog-slurmctld.log" 2>/dev/null; }
+
 # 1. max-dist on mixed node types: frequencies seen inside the job equal the decision.
+#    The job is decided once by PrologSlurmctld before its nodes start; with NODE_PATH=1
+#    (test 1n) it is submitted so that PrologSlurmctld leaves it alone and its nodes'
+#    prologs decide, as on a site without PrologSlurmctld.
 t_maxdist() {
-  local j ok=0
+  local j ok=0 path=()
+  [ "${NODE_PATH:-0}" = 1 ] && path=(--comment=greenup-node-path)
   # Put n4's RAPL counter 2 J below its range, so that it wraps during this job.
   local z=$GC_SYSFS/n4/class/powercap/intel-rapl:0 pm; pm=$(cat "$GC_RUN/powermodel.pid")
   kill -STOP "$pm"; echo $(( $(cat $z/max_energy_range_uj) - 2000000 )) > $z/energy_uj; kill -CONT "$pm"
   j=$(submit $GC_USER -N4 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver --energy-report \
-      -o "$OUT/t1-%j.out" "$OUT/read-freqs.sh" "$GC_SYSFS") || return 1
+      "${path[@]}" -o "$OUT/t1-%j.out" "$OUT/read-freqs.sh" "$GC_SYSFS") || return 1
   JOBS_WITH_DAEMON+=("$j")
   wait_gone "$j" || return 1
   [ "$(state "$j")" = COMPLETED ] || { say "job $j ended $(state "$j")"; cat "$OUT/t1-$j.out"; return 1; }
@@ -102,8 +109,17 @@ t_maxdist() {
     || { say "no --energy-report line:"; cat "$OUT/t1-$j.out"; ok=1; }
   say "$(grep "^greenup: job $j" "$OUT/t1-$j.out")"
   say "decision: $(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)=\(.freq_ghz)"] | join(" ")')"
+  [ "$(jq_settled "$j" .state)" = closed ] || { say "job $j is $(jq_job "$j" .state) in greenupd, not closed"; ok=1; }
+  if [ "${NODE_PATH:-0}" = 1 ]; then
+    [ -z "$(controller_said "$j")" ] || { say "PrologSlurmctld decided a node-path job: $(controller_said "$j")"; ok=1; }
+  else
+    controller_said "$j" | grep -q "decided before its 4 nodes start: planned" \
+      || { say "PrologSlurmctld did not decide job $j: $(controller_said "$j")"; ok=1; }
+    say "$(controller_said "$j")"
+  fi
   restored && no_leftovers "$j" && return $ok
 }
+t_maxdist_node_path() { NODE_PATH=1 t_maxdist; }
 
 # 2. min-time under an energy cap with -N 1-4 runs on the planned node count.
 t_mintime_nodes() {
@@ -181,6 +197,10 @@ t_daemon_down() {
   local warnings; warnings=$(grep -c "greenup: job $j on .*no decision from greenupd" "$OUT/t5-$j.out")
   [ "$warnings" = 1 ] || { say "expected one warning in the job's output, found $warnings:"; cat "$OUT/t5-$j.out"; rc=1; }
   grep -q "greenup: job $j on n1: no decision from greenupd" "$GC_LOG/slurmd-n1.log" || { say "no warning in slurmd-n1.log"; rc=1; }
+  # PrologSlurmctld failed open: it said so and exited 0, so Slurm neither requeued nor killed the job.
+  controller_said "$j" | grep -q "no decision from greenupd at the controller, its nodes will ask" \
+    || { say "PrologSlurmctld said: $(controller_said "$j")"; rc=1; }
+  scontrol show job "$j" | grep -q 'Restarts=0' || { say "job $j restarted: $(scontrol show job "$j" | grep -o 'Restarts=[0-9]*')"; rc=1; }
   [ -z "$(sinfo -h -t drain,down -o %N)" ] || { say "drained: $(sinfo -h -t drain,down -o '%N %E')"; rc=1; }
   say "$(grep -m1 'greenup:' "$OUT/t5-$j.out")"
   restored || rc=1
@@ -631,6 +651,7 @@ t_real_app() {
 }
 
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
+run_test "1n the same job on a site without PrologSlurmctld: its nodes decide" t_maxdist_node_path
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
 run_test "4 bad options are rejected at sbatch and nothing is queued" t_bad_options

@@ -73,6 +73,7 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
   sed "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
   chmod 0644 $GC_ETC/greenup.yaml
   GREENUPD_BIN=/usr/sbin/greenupd
+  PROLOG_SLURMCTLD_BIN=/usr/sbin/greenup-prolog-slurmctld
   sed -e "s|^local GREENUP = .*|local GREENUP = \"/usr/bin/greenup\"  -- greenup-test|" \
       -e "s|^local SITE = .*|local SITE = \"$GC_ETC/greenup.yaml\"|" \
       /usr/share/greenup/cli_filter.lua > $GC_ETC/cli_filter.lua
@@ -81,10 +82,14 @@ elif [ "$PLUGIN" = 1 ]; then
   # A policy or profile another checkout installed here must not be loaded with this one's.
   rm -rf $GC_SHARE/policies $GC_SHARE/profiles
   mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
+  # Only this tree's policies: one left by another checkout's run may not load here.
+  rm -f $GC_SHARE/policies/*.yaml
   cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   install -m 0755 "$GC_BIN_DIR/greenup" $GC_SHARE/bin/greenup
   install -m 0755 "$GC_BIN_DIR/greenupd" $GC_SHARE/bin/greenupd
+  install -m 0755 "$GC_BIN_DIR/greenup-prolog-slurmctld" $GC_SHARE/bin/greenup-prolog-slurmctld
+  PROLOG_SLURMCTLD_BIN=$GC_SHARE/bin/greenup-prolog-slurmctld
   chmod -R a+rX $GC_SHARE
   install -m 0644 "$HERE/greenup.yaml" $GC_ETC/greenup.yaml
   [ -f "$GC_PLUGIN_SO" ] && ! [ -f "$GC_RUN/plugin.installed" ] && cp -p "$GC_PLUGIN_SO" "$GC_RUN/plugin.saved"
@@ -95,6 +100,23 @@ elif [ "$PLUGIN" = 1 ]; then
       "$GC_REPO/etc/cli_filter.lua" > $GC_ETC/cli_filter.lua
 fi
 CLI_FILTER=""
+# Jobs are decided once on the controller (PrologSlurmctld), before their nodes start. A
+# job submitted with --comment=greenup-node-path starts as on a site without it: its
+# nodes' prologs decide. The wrapper keeps what greenup-prolog-slurmctld says, which
+# slurmctld itself discards.
+PROLOG_SLURMCTLD=""
+if [ "$PLUGIN" = 1 ]; then
+  mkdir -p $GC_SHARE/bin
+  cat > $GC_SHARE/bin/prolog-slurmctld <<SH
+#!/bin/sh
+[ "\${SLURM_JOB_COMMENT:-}" = greenup-node-path ] && exit 0
+exec $PROLOG_SLURMCTLD_BIN config=$GC_ETC/greenup.yaml 2>>$GC_LOG/prolog-slurmctld.log
+SH
+  chmod 0755 $GC_SHARE/bin/prolog-slurmctld
+  # Job ids start again with a new cluster: an earlier run's lines would name this run's jobs.
+  : > $GC_LOG/prolog-slurmctld.log
+  PROLOG_SLURMCTLD="PrologSlurmctld=$GC_SHARE/bin/prolog-slurmctld"
+fi
 ACCT_CONF="AccountingStorageType=accounting_storage/none"
 if [ "$ACCOUNTING" = 1 ]; then
   ACCT_CONF="AccountingStorageType=accounting_storage/slurmdbd
@@ -128,6 +150,7 @@ SelectTypeParameters=CR_Core
 # Run the job prolog (and greenup's job_prolog) on every node at allocation time,
 # so every node runs at its decided frequency before the batch script starts.
 PrologFlags=Alloc
+${PROLOG_SLURMCTLD}
 ${CLI_FILTER}
 # The host has fewer cores than the virtual nodes advertise; trust slurm.conf.
 SlurmdParameters=config_overrides

@@ -12,6 +12,6 @@ flag=""; [ "$PROFILE" = release ] && flag=--release
 cd "$REPO"
 GREENUP_SLURM_VERSION_H=$GC24_ROOT/usr/include/slurm/slurm_version.h cargo build $flag -q -p spank_greenup -p greenup
 mkdir -p "$DIR"
-for f in greenup greenupd libspank_greenup.so; do
+for f in greenup greenupd greenup-prolog-slurmctld libspank_greenup.so; do
   install -m 0755 "${CARGO_TARGET_DIR:-target}/$PROFILE/$f" "$DIR/$f"
 done

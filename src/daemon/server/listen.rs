@@ -182,12 +182,18 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
         }
         // A client that hangs up before its reply (a prolog past its timeout) is gone:
         // its request is dropped where it stands rather than answered to nobody.
+        let op = match &checked {
+            Ok((_, Ok(req))) => req.op(),
+            _ => "-",
+        };
         let work = answer(&shared, checked);
         tokio::pin!(work);
         let reply = tokio::select! {
             reply = &mut work => reply,
             gone = hung_up(&mut reader) => {
                 if gone {
+                    // Debug only: at a large job's start, thousands of late prologs may go.
+                    tracing::debug!(op, "client hung up before its reply: request dropped");
                     break;
                 }
                 // The next request arrived early: finish this one first.
