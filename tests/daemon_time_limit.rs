@@ -54,9 +54,9 @@ daemon:
 const SQUEUE: &str = r#"#!/bin/sh
 echo "$*" >> "$(dirname "$0")/asked"
 case "$*" in
-"-h -j 101 -o %l") echo 11:00 ;;
-"-h -j 102 -o %l") echo UNLIMITED ;;
-"-h -j 103 -o %l"|"-h -j 104 -o %l") exec sleep 300 ;;
+"-h -j 101 -o %l %a") echo "11:00 physics" ;;
+"-h -j 102 -o %l %a") echo "UNLIMITED physics" ;;
+"-h -j 103 -o %l %a"|"-h -j 104 -o %l %a") exec sleep 300 ;;
 "-h -j "*) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1 ;;
 esac
 "#;

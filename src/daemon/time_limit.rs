@@ -1,6 +1,7 @@
 //! The time limit a job is decided under: the one its node sent (from the job
 //! credential, Slurm 23.02 and later), else slurmctld's, asked once per job while the
-//! job is being decided (never once per node).
+//! job is being decided (never once per node). The same question fills in the job's
+//! Slurm account when the request has none and an account has an energy budget.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,16 +21,22 @@ pub fn ask_bound(site: &Site) -> Duration {
     (Duration::from_millis(site.daemon.timeout_ms) / 2).min(time_limit::ASK_BOUND)
 }
 
-/// `req` with its time limit filled in from slurmctld when the node sent none and
-/// greenupd may ask Slurm (`ask_slurm`, with its commands in `bin_dir` or on the PATH).
-/// When slurmctld cannot say, the job is planned without a limit and a warning says so.
+/// `req` with its time limit (and, where account budgets need it, its account) filled in
+/// from slurmctld when the node sent none and greenupd may ask Slurm (`ask_slurm`, with
+/// its commands in `bin_dir` or on the PATH). When slurmctld cannot say, the job is
+/// planned without a limit and a warning says so.
 pub async fn complete(
     mut req: OpenJob,
     ask_slurm: bool,
     bin_dir: Option<PathBuf>,
     site: &Site,
 ) -> OpenJob {
-    if req.time_limit_s.is_some() || !ask_slurm {
+    let needs_account = req.account.is_none()
+        && site
+            .budgets
+            .iter()
+            .any(|b| matches!(b.scope, crate::budget::Scope::Account(_)));
+    if (req.time_limit_s.is_some() && !needs_account) || !ask_slurm {
         return req;
     }
     let job_id = req.job_id;
@@ -41,8 +48,14 @@ pub async fn complete(
     .map_err(|e| e.to_string())
     .and_then(|r| r);
     match asked {
-        Ok(TimeLimit::Seconds(s)) => req.time_limit_s = Some(s),
-        Ok(TimeLimit::Unlimited) => {}
+        Ok(a) => {
+            if let (None, TimeLimit::Seconds(s)) = (req.time_limit_s, a.limit) {
+                req.time_limit_s = Some(s);
+            }
+            if req.account.is_none() {
+                req.account = a.account;
+            }
+        }
         Err(e) => tracing::warn!(
             job_id,
             error = %e,

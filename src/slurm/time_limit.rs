@@ -9,7 +9,10 @@
 //!   own SPANK variables, so a user's variable of the same name is overwritten. Slurm
 //!   22.05 sets neither, so there a variable of that name could come from the user and
 //!   is never read.
-//! - `squeue -h -j JOBID -o %l`, asked once per job by greenupd when it decides.
+//! - `squeue -h -j JOBID -o "%l %a"`, asked once per job by greenupd when it decides.
+//!
+//! The same squeue line gives the job's Slurm account, which a 22.05 node's prolog does
+//! not see (only PrologSlurmctld does), and which account energy budgets need.
 
 use std::process::Command;
 use std::time::Duration;
@@ -55,35 +58,56 @@ impl TimeLimit {
     }
 }
 
-/// The squeue command that prints one job's time limit and nothing else.
+/// What slurmctld says of a job at decision time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// The effective time limit.
+    pub limit: TimeLimit,
+    /// The Slurm account, when squeue printed one.
+    pub account: Option<String>,
+}
+
+/// The squeue command that prints one job's time limit and account and nothing else.
 pub fn squeue(bin_dir: Option<&std::path::Path>, job_id: u64) -> Command {
     let mut c = super::command::slurm(bin_dir, "squeue");
-    c.args(["-h", "-j", &job_id.to_string(), "-o", "%l"]);
+    c.args(["-h", "-j", &job_id.to_string(), "-o", "%l %a"]);
     c
 }
 
-/// Read what `squeue -h -j JOBID -o %l` printed: `11:00`, `1-00:00:00`, `UNLIMITED`, or
-/// `INVALID` (squeue's word for a limit over a year).
-pub fn parse_squeue(text: &str) -> Result<TimeLimit, String> {
+/// Read what `squeue -h -j JOBID -o "%l %a"` printed: the limit (`11:00`, `1-00:00:00`,
+/// `UNLIMITED`, or `INVALID`, squeue's word for a limit over a year), then the account
+/// (absent from a squeue asked for `%l` alone).
+pub fn parse_squeue(text: &str) -> Result<Asked, String> {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let (Some(word), None) = (lines.next(), lines.next()) else {
+    let (Some(line), None) = (lines.next(), lines.next()) else {
         return Err(format!(
             "squeue printed {:?}: expected one time limit",
             text.trim()
         ));
     };
-    if word == "INVALID" {
-        return Ok(TimeLimit::Unlimited);
-    }
-    match crate::units::parse_time(word)? {
-        Some(s) => Ok(TimeLimit::of_seconds(s)),
-        None => Ok(TimeLimit::Unlimited),
-    }
+    let mut words = line.split_whitespace();
+    let (Some(word), account, None) = (words.next(), words.next(), words.next()) else {
+        return Err(format!(
+            "squeue printed {line:?}: expected a time limit and an account"
+        ));
+    };
+    let limit = if word == "INVALID" {
+        TimeLimit::Unlimited
+    } else {
+        match crate::units::parse_time(word)? {
+            Some(s) => TimeLimit::of_seconds(s),
+            None => TimeLimit::Unlimited,
+        }
+    };
+    let account = account
+        .filter(|a| crate::names::is_name(a))
+        .map(str::to_string);
+    Ok(Asked { limit, account })
 }
 
-/// Ask slurmctld (through `cmd`, normally [`squeue`]) for a job's time limit, waiting at
-/// most `bound`.
-pub fn ask(cmd: &mut Command, bound: Duration) -> Result<TimeLimit, String> {
+/// Ask slurmctld (through `cmd`, normally [`squeue`]) for a job's time limit and
+/// account, waiting at most `bound`.
+pub fn ask(cmd: &mut Command, bound: Duration) -> Result<Asked, String> {
     let out = command::stdout_of(cmd, bound).map_err(|e: CommandError| e.to_string())?;
     parse_squeue(&out)
 }
@@ -114,14 +138,17 @@ mod tests {
     #[test]
     fn squeue_words_are_read_as_slurm_writes_them() {
         // squeue's %l: minutes:seconds, hours:minutes:seconds, days-hours:minutes:seconds.
-        assert_eq!(parse_squeue("11:00\n"), Ok(TimeLimit::Seconds(660.0)));
-        assert_eq!(parse_squeue("2:00:00\n"), Ok(TimeLimit::Seconds(7200.0)));
-        assert_eq!(
-            parse_squeue("1-00:00:00\n"),
-            Ok(TimeLimit::Seconds(86_400.0))
-        );
-        assert_eq!(parse_squeue("UNLIMITED\n"), Ok(TimeLimit::Unlimited));
-        assert_eq!(parse_squeue("INVALID\n"), Ok(TimeLimit::Unlimited));
+        let limit = |t: &str| parse_squeue(t).map(|a| a.limit);
+        assert_eq!(limit("11:00\n"), Ok(TimeLimit::Seconds(660.0)));
+        assert_eq!(limit("2:00:00 chem\n"), Ok(TimeLimit::Seconds(7200.0)));
+        assert_eq!(limit("1-00:00:00\n"), Ok(TimeLimit::Seconds(86_400.0)));
+        assert_eq!(limit("UNLIMITED\n"), Ok(TimeLimit::Unlimited));
+        assert_eq!(limit("INVALID\n"), Ok(TimeLimit::Unlimited));
+        let account = |t: &str| parse_squeue(t).map(|a| a.account);
+        assert_eq!(account("11:00 chem\n"), Ok(Some("chem".into())));
+        assert_eq!(account("11:00\n"), Ok(None));
+        assert_eq!(account("11:00 (null)\n"), Ok(None));
+        assert!(parse_squeue("11:00 chem extra\n").is_err());
         assert!(parse_squeue("NOT_SET\n").is_err());
         assert!(
             parse_squeue("")
@@ -165,6 +192,6 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(c.get_program(), "squeue");
-        assert_eq!(args, ["-h", "-j", "42", "-o", "%l"]);
+        assert_eq!(args, ["-h", "-j", "42", "-o", "%l %a"]);
     }
 }
