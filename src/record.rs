@@ -175,6 +175,10 @@ pub struct Decision {
     /// which were all `over_budget`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<ErrorCode>,
+    /// Communication-phase DVFS as the job's policy asks for it (`low_ghz` unset: each
+    /// node's type resolves its own low gear); absent when the policy does not ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_dvfs: Option<crate::comm::CommDvfs>,
 }
 
 impl Decision {
@@ -292,6 +296,10 @@ pub struct NodeOutcome {
     /// Anything the node wants recorded (a warning, a fault).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the job's MPI ranks on this node measured (compute and communication
+    /// seconds, MPI%, time at the lowered frequency), when the runtime ran in them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm: Option<crate::comm::NodeComm>,
 }
 
 fn yes() -> bool {

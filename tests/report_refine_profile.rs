@@ -126,6 +126,7 @@ mod after_close {
             avg_power_w: 26_000.0 / 550.0,
         };
         let out = |n: &str, f: f64, e: f64, src: &str| NodeOutcome {
+            comm: None,
             job_id,
             node: n.into(),
             freq_ghz: Some(f),
@@ -160,6 +161,7 @@ mod after_close {
                 algorithm: None,
             },
             decision: Decision {
+                comm_dvfs: None,
                 job_id,
                 verdict: Verdict::Planned,
                 reason: String::new(),

@@ -493,6 +493,7 @@ pub fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
         note.push_str(&format!("; restore incomplete: {err}"));
     }
     WireOutcome {
+        comm: None,
         job_id: u64::from(job.job_id),
         node: o.node.clone(),
         freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),

@@ -46,6 +46,8 @@ pub struct Proposal {
     pub inputs: serde_json::Value,
     /// For a refusal, the error each node is answered with.
     pub refusal: Option<ErrorCode>,
+    /// The policy's communication-phase DVFS, when it asks for it.
+    pub comm_dvfs: Option<crate::comm::CommDvfs>,
 }
 
 /// The cap the planner is given when no budget is left: every configuration exceeds
@@ -239,6 +241,7 @@ impl Decider {
                 reserve_w: unmanaged_w(site, req),
                 inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
                 refusal: Some(e.code),
+                comm_dvfs: None,
             }
         })
     }
@@ -280,6 +283,7 @@ impl Decider {
             reserve_w: max_power_w(site, &req.nodes),
             inputs,
             refusal: None,
+            comm_dvfs: self.policies.get(&pr.policy).and_then(|p| p.comm_dvfs),
         };
         // The flag is the rule, not the name: a site's own monitoring policy must not
         // pin every node at its maximum frequency either.

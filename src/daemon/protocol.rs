@@ -277,6 +277,10 @@ pub struct NodeSettings {
     /// The plan's predicted time, energy and power, when there is a plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<crate::plan::Estimate>,
+    /// Communication-phase DVFS for the job's MPI ranks on this node, its low gear
+    /// resolved; absent when the job's policy does not ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_dvfs: Option<crate::comm::CommDvfs>,
 }
 
 impl NodeSettings {
@@ -301,7 +305,22 @@ impl NodeSettings {
             node_count: plan.map_or(allocated, |p| p.nodes.len()),
             used_nodes,
             predicted: plan.map(|p| p.predicted),
+            comm_dvfs: d.comm_dvfs,
         }
+    }
+
+    /// Fill in the communication-phase low gear the policy left unset: the lowest
+    /// frequency of this node's type in `site` (unknown type: the runtime's own choice).
+    pub fn with_low_gear(mut self, site: &crate::site::Site) -> NodeSettings {
+        if let Some(c) = self.comm_dvfs.as_mut()
+            && c.low_ghz.is_none()
+        {
+            c.low_ghz = site
+                .node_type_of(&self.node)
+                .map(|t| t.fmin())
+                .filter(|f| *f > 0.0);
+        }
+        self
     }
 
     /// `node`'s part of `d`, looked up in the plan (linear in the job's size: for one

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::comm::{CommDvfs, WaitMode};
 use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
 use crate::optimize::Objective;
 use crate::units::{parse_energy, parse_power};
@@ -40,6 +41,8 @@ pub struct Policy {
     pub constraints: PolicyConstraints,
     /// Record only: run every node at maximum frequency and change nothing.
     pub monitor: bool,
+    /// Communication-phase DVFS in the job's MPI ranks (`comm_dvfs:`); absent: not asked for.
+    pub comm_dvfs: Option<CommDvfs>,
     /// The file it came from.
     pub source: PathBuf,
 }
@@ -135,6 +138,60 @@ struct RawPolicy {
     constraints: Option<RawConstraints>,
     #[serde(default)]
     monitor: Option<bool>,
+    #[serde(default)]
+    comm_dvfs: Option<RawComm>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawComm {
+    enabled: Option<bool>,
+    threshold_bytes: Option<u64>,
+    strided_threshold_bytes: Option<u64>,
+    timeout_us: Option<Spanned<u64>>,
+    low_ghz: Option<Spanned<f64>>,
+    wait: Option<Spanned<String>>,
+}
+
+impl RawComm {
+    /// The settings, each unset field from [`CommDvfs::default`].
+    fn check(&self, path: &Path) -> Result<CommDvfs, InputError> {
+        let d = CommDvfs::default();
+        let wait = match &self.wait {
+            None => d.wait,
+            Some(w) => match w.value.as_str() {
+                "poll" => WaitMode::Poll,
+                "block" => WaitMode::Block,
+                _ => {
+                    return Err(InputError::at(path, w, "comm_dvfs.wait", "poll or block"));
+                }
+            },
+        };
+        let c = CommDvfs {
+            enabled: self.enabled.unwrap_or(d.enabled),
+            threshold_bytes: self.threshold_bytes.unwrap_or(d.threshold_bytes),
+            strided_threshold_bytes: self
+                .strided_threshold_bytes
+                .unwrap_or(d.strided_threshold_bytes),
+            timeout_us: self.timeout_us.as_ref().map_or(d.timeout_us, |t| t.value),
+            low_ghz: self.low_ghz.as_ref().map(|f| f.value),
+            wait,
+        };
+        // The rule lives in CommDvfs::invalid; point at the field it names.
+        if let Some(why) = c.invalid() {
+            return Err(match (&self.low_ghz, &self.timeout_us) {
+                (Some(f), _) if why.starts_with("low_ghz") => InputError::at(
+                    path,
+                    f,
+                    "comm_dvfs.low_ghz",
+                    "a frequency in GHz above 0, e.g. 1.2",
+                ),
+                (_, Some(t)) => InputError::at(path, t, "comm_dvfs.timeout_us", why),
+                _ => InputError::bare(Origin::Path(path.to_path_buf()), why),
+            });
+        }
+        Ok(c)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -218,12 +275,14 @@ impl Policy {
                 constraints.nodes = Some(range);
             }
         }
+        let comm_dvfs = raw.comm_dvfs.as_ref().map(|c| c.check(path)).transpose()?;
         Ok(Policy {
             name: name.clone(),
             description: raw.description.unwrap_or_default(),
             objective,
             constraints,
             monitor: raw.monitor.unwrap_or(false),
+            comm_dvfs,
             source: path.to_path_buf(),
         })
     }

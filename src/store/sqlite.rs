@@ -69,8 +69,20 @@ PRAGMA user_version = 2;
 COMMIT;
 ";
 
+/// Version 5: a node's outcome keeps what the job's MPI ranks measured there
+/// (`comm`, [`crate::comm::NodeComm`] as JSON); older rows have none.
+const MIGRATE_TO_5: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE outcomes ADD COLUMN comm TEXT;
+PRAGMA user_version = 5;
+COMMIT;
+";
+
+/// Each step of the schema, applied in order to a store below its version.
+const MIGRATIONS: &[(i64, &str)] = &[(2, MIGRATE_TO_2), (5, MIGRATE_TO_5)];
+
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 5;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -196,14 +208,16 @@ impl SqliteStore {
             let version: i64 = conn
                 .pragma_query_value(None, "user_version", |r| r.get(0))
                 .map_err(read_err)?;
-            if version < SCHEMA_VERSION
-                && let Err(e) = conn.execute_batch(MIGRATE_TO_2)
-            {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(StoreError::Write(format!(
-                    "{}: cannot bring the store to version {SCHEMA_VERSION}: {e}",
-                    path.display()
-                )));
+            for &(to, step) in MIGRATIONS {
+                if version < to
+                    && let Err(e) = conn.execute_batch(step)
+                {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(StoreError::Write(format!(
+                        "{}: cannot bring the store to version {to} of {SCHEMA_VERSION}: {e}",
+                        path.display()
+                    )));
+                }
             }
         }
         Ok(SqliteStore { conn })
@@ -367,11 +381,12 @@ impl SqliteStore {
         let n = self
             .conn
             .prepare_cached(
-                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at, comm)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .and_then(|mut s| {
-                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at])
+                let comm = o.comm.as_ref().and_then(|c| serde_json::to_string(c).ok());
+                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm])
             })
             .map_err(write_err)?;
         Ok(Applied::Stored { new: n == 1 })
@@ -433,7 +448,7 @@ impl SqliteStore {
         let mut s = self
             .conn
             .prepare_cached(
-                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note FROM outcomes
+                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note, comm FROM outcomes
                  WHERE job_id = ?1 ORDER BY node",
             )
             .map_err(read_err)?;
@@ -448,6 +463,9 @@ impl SqliteStore {
                     source: r.get::<_, Option<String>>(4)?.map(Source::from),
                     restored: r.get(5)?,
                     note: r.get(6)?,
+                    comm: r
+                        .get::<_, Option<String>>(7)?
+                        .and_then(|c| serde_json::from_str(&c).ok()),
                 })
             })
             .map_err(read_err)?;
@@ -819,6 +837,7 @@ mod tests {
 
     fn decision(job_id: u64, watts: f64) -> Decision {
         Decision {
+            comm_dvfs: None,
             job_id,
             verdict: Verdict::Unchanged,
             reason: "no profile".into(),
@@ -860,6 +879,7 @@ mod tests {
     fn outcome(job_id: u64, node: &str, e: f64) -> Change {
         Change::Outcome {
             outcome: NodeOutcome {
+                comm: None,
                 job_id,
                 node: node.into(),
                 freq_ghz: Some(2.0),
@@ -1034,6 +1054,7 @@ mod tests {
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0)));
         let outcome = |node: &str| Change::Outcome {
             outcome: NodeOutcome {
+                comm: None,
                 job_id: 1,
                 node: node.into(),
                 freq_ghz: None,

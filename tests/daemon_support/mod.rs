@@ -314,6 +314,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
     let mut c = d.tcp_client();
     for n in &plan.nodes {
         c.record_outcome(NodeOutcome {
+            comm: None,
             job_id: dec.job_id,
             node: n.name.clone(),
             freq_ghz: Some(n.freq_ghz),
