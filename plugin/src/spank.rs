@@ -70,6 +70,7 @@ impl Greenup {
             profile: get(options::OPT_PROFILE),
             report: spank.is_option_set(options::OPT_REPORT),
             min_nodes: get(options::OPT_MIN_NODES),
+            comm: get(options::OPT_COMM),
         }
     }
 
