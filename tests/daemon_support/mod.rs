@@ -176,6 +176,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             sysfs_root: "/sys".into(),
             run_dir: dir.join("run"),
             per_core_shared: false,
+            mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
         },
     }
 }
