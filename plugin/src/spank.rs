@@ -156,6 +156,31 @@ impl Greenup {
                 &format!("greenup: job {} on {}: {note}", info.job_id, info.node),
             );
         }
+        let mpi_type = spank.getenv("SLURM_MPI_TYPE").ok().flatten();
+        if step::is_mpi_step(info.step_id, mpi_type.as_deref()) {
+            let preload = spank.getenv("LD_PRELOAD").ok().flatten();
+            match step::runtime_env(&site, &paths, &info, preload.as_deref()) {
+                Ok(Some(vars)) => {
+                    for (k, v) in vars {
+                        if let Err(e) = spank.setenv(k, &v, true) {
+                            log(
+                                Level::Warning,
+                                &format!(
+                                    "greenup: job {} on {}: MPI runtime not preloaded: {k}: {e}",
+                                    info.job_id, info.node
+                                ),
+                            );
+                            break;
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => log(
+                    Level::Warning,
+                    &format!("greenup: job {} on {}: {e}", info.job_id, info.node),
+                ),
+            }
+        }
         if info.step_id == BATCH_STEP {
             let allocated = spank
                 .getenv("SLURM_JOB_NUM_NODES")
