@@ -29,6 +29,7 @@ done
 # node's settings and outcome, the close), not how fast: its timeout is generous, and
 # the timings are benchmarks (docs/BENCHMARKS.md, with NODES=10000 TIMEOUT_MS=2000).
 suite "daemon: herd (2,000 nodes at once)" env NODES=2000 TIMEOUT_MS=30000 bash tests/daemon/herd.sh
+suite "MPI runtime: lowering, restoring and rank files" bash tests/runtime/run.sh
 [ -e tests/cluster/run-tests.sh ] && suite "Slurm cluster end to end" bash tests/cluster/run-tests.sh
 [ -e packaging/test-deb.sh ] && suite ".deb build, install and job" bash packaging/test-deb.sh
 [ -e packaging/test-rpm.sh ] && suite ".rpm build, contents, scratch install and series guard" bash packaging/test-rpm.sh

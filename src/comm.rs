@@ -21,7 +21,14 @@ pub mod env {
     pub const COMM_DVFS: &str = "GREENUP_COMM_DVFS";
     /// The sysfs root the runtime writes cpufreq controls under (tests set a stand-in).
     pub const SYSFS_ROOT: &str = "GREENUP_SYSFS_ROOT";
+    /// The sysfs root when [`SYSFS_ROOT`] is unset.
+    pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
 }
+
+/// The cpufreq files (in `devices/system/cpu/cpufreq/policyN/`) the runtime writes: the
+/// set speed when the policy's governor is `userspace`, otherwise the frequency ceiling.
+/// The prolog grants the job's user write access to these for the job's own CPUs only.
+pub const CONTROL_FILES: [&str; 2] = ["scaling_setspeed", "scaling_max_freq"];
 
 /// How a rank waits in a long blocking call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -115,6 +122,10 @@ pub struct RankStats {
     pub saved_j: Option<f64>,
     /// False when written at an abnormal exit rather than at MPI_Finalize.
     pub complete: bool,
+    /// Times the runtime failed at something (a control it could not write, a file it
+    /// could not read) and let the MPI call go ahead unchanged.
+    #[serde(default)]
+    pub errors: u64,
 }
 
 /// One node's ranks added up: what the epilog sends with the node's outcome.
@@ -136,6 +147,9 @@ pub struct NodeComm {
     pub low_s: f64,
     /// Lowerings by all ranks.
     pub transitions: u64,
+    /// The runtime's failures by all ranks (each let its MPI call go ahead unchanged).
+    #[serde(default)]
+    pub errors: u64,
     /// The ranks' summed estimate of joules saved, when every rank gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved_j: Option<f64>,
@@ -237,6 +251,7 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Stri
         sum.bytes = sum.bytes.saturating_add(r.bytes);
         sum.calls = sum.calls.saturating_add(r.calls);
         sum.transitions = sum.transitions.saturating_add(r.transitions);
+        sum.errors = sum.errors.saturating_add(r.errors);
         sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
     }
     Ok(Some(sum))
@@ -283,6 +298,7 @@ mod tests {
             transitions: 3,
             saved_j: Some(1.5),
             complete: true,
+            errors: 0,
         }
     }
 

@@ -1,0 +1,13 @@
+//! libgreenup_mpi: greenup's in-job MPI runtime, preloaded into a job's tasks by the SPANK
+//! plugin when the job's policy asks for communication-phase DVFS (docs/runtime.md).
+//!
+//! It intercepts MPI calls through the PMPI profiling interface, lowers the calling core's
+//! frequency while a large transfer or a long blocking call is under way (paper 002,
+//! with COUNTDOWN's timeout), and writes what each rank measured for the epilog
+//! (`greenup::comm`). It starts no threads, never panics across the C boundary, and never
+//! fails an MPI call: whatever goes wrong in greenup is counted and the call goes ahead.
+
+mod cpufreq;
+mod hooks;
+mod rank;
+mod shim;

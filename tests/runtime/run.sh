@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Mechanism tests of libgreenup_mpi (docs/runtime.md): two ranks under a local mpirun,
+# with the cpufreq controls stood in by a tree of plain files in a temporary directory.
+# They check that a long blocking call lowers its core's control during the call and
+# restores it exactly after; that a large transfer lowers at once; that short calls are
+# left alone; that a policy shared with a CPU outside the process's affinity mask is never
+# written; that the rank files are written (also at an exit without MPI_Finalize) and
+# count exactly the calls and bytes the program makes; and that the program's results do
+# not depend on the preload. Energy is not measured here (tests/cluster does that).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/lib.sh
+need_debs openmpi-bin libopenmpi-dev jq gfortran
+
+cargo build -q -p greenup-mpi
+LIB=$PWD/target/debug/libgreenup_mpi.so
+nm -D --defined-only "$LIB" | grep -qw MPI_Send \
+  || { echo "FAIL: $LIB was built without interception (no mpicc when it was built?)"; exit 1; }
+T=$(mktemp -d); [ -n "${KEEP:-}" ] && echo "keeping $T"
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+mpicc -O2 -Wall -o "$T/probe" tests/runtime/probe.c
+mpif90 -O2 -o "$T/fprobe" tests/runtime/probe.f90
+
+# Root in CI; shared memory without single-copy, which containers often forbid.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+
+LOW=1000000
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+
+# tree ROOT [SHARED]: one policy per CPU the machine has; even ones under the userspace
+# governor (set speed 2 GHz), odd ones under powersave (ceiling 3 GHz); policy900 covers
+# CPU 900, outside any mask here. SHARED=1 makes policy0 cover CPUs 0 and 1.
+tree() {
+  local root=$1 shared=${2:-0} n
+  n=$(nproc --all)
+  rm -rf "$root"
+  for p in $(seq 0 $((n - 1))) 900; do
+    local d=$root/devices/system/cpu/cpufreq/policy$p cpus=$p
+    [ "$p" = 0 ] && [ "$shared" = 1 ] && cpus="0 1"
+    mkdir -p "$d"
+    echo "$cpus" > "$d/affected_cpus"
+    echo "3000000 2000000 $LOW" > "$d/scaling_available_frequencies"
+    echo "$LOW" > "$d/scaling_min_freq"
+    if [ $((p % 2)) = 0 ]; then
+      echo userspace > "$d/scaling_governor"
+      echo 2000000 > "$d/scaling_setspeed"
+    else
+      echo powersave > "$d/scaling_governor"
+      echo '<unsupported>' > "$d/scaling_setspeed"
+    fi
+    echo 3000000 > "$d/scaling_max_freq"
+  done
+}
+
+# run NAME MODE [PRELOAD] [COMM_DVFS JSON] [LAUNCHER...]: run the probe in $T/NAME
+# ($PROBE: the program, the C one unless set).
+run() {
+  local name=$1 mode=$2 preload=${3:-} dvfs=${4:-}
+  shift 4 || shift $#
+  local out=$T/$name
+  mkdir -p "$out/ranks"
+  local env=(GREENUP_SYSFS_ROOT="$T/sys" GREENUP_MPI_DIR="$out/ranks")
+  [ -n "$dvfs" ] && env+=(GREENUP_COMM_DVFS="$dvfs")
+  [ -n "$preload" ] && env+=(LD_PRELOAD="$LIB")
+  env "${env[@]}" "$@" mpirun -np 2 -x GREENUP_SYSFS_ROOT -x GREENUP_MPI_DIR \
+    -x GREENUP_COMM_DVFS -x LD_PRELOAD "${PROBE:-$T/probe}" "$mode" "$out" > "$out/stdout" 2> "$out/stderr" || true
+}
+field() { jq -r ".$3" "$T/$1/ranks/rank-$2.json" 2>/dev/null; }
+# lowered NAME: the controls the "during" record shows changed from the untouched tree.
+lowered() { diff "$T/untouched" "$T/$1/during" | grep -c '^>' || true; }
+# restored NAME: rank 0 saw the untouched values after the call, and every file is byte for byte as it was.
+restored() { cmp -s "$T/untouched" "$T/$1/after" && diff -r "$T/sys.orig" "$T/sys" > /dev/null; }
+
+LONG='{"timeout_us":60000000}'
+
+# 1. Without the preload: no rank files, no control touched; the reference checksums.
+tree "$T/sys"; cp -r "$T/sys" "$T/sys.orig"
+run bare-short short "" "{}"
+run bare-wait wait "" "{}"
+cp "$T/bare-wait/after" "$T/untouched"
+if [ -z "$(ls "$T/bare-short/ranks")" ] && diff -r "$T/sys.orig" "$T/sys" > /dev/null \
+  && grep -q checksum "$T/bare-short/stdout"; then
+  ok "without the preload nothing is written"
+else fail "without the preload: $(ls "$T/bare-short/ranks") $(cat "$T/bare-short/stderr")"; fi
+
+# 2. Short calls with the timeout out of reach: left alone, counted exactly.
+run short short 1 "$LONG"
+if cmp -s "$T/bare-short/stdout" "$T/short/stdout"; then ok "same results with the preload"
+else fail "results differ: $(cat "$T/bare-short/stdout" "$T/short/stdout" "$T/short/stderr")"; fi
+for r in 0 1; do
+  got="$(field short $r calls) $(field short $r bytes) $(field short $r transitions) $(field short $r complete)"
+  # 200 sends and 200 receives of 8 bytes, an Allreduce of 8 bytes, two Barriers.
+  if [ "$got" = "403 3208 0 true" ]; then ok "rank $r: short calls counted and left alone"
+  else fail "rank $r short: calls bytes transitions complete = $got, expected 403 3208 0 true"; fi
+done
+jq -e '.wall_s >= .mpi_s and .mpi_s > 0 and .low_s == 0' "$T/short/ranks/rank-0.json" > /dev/null \
+  && ok "rank 0: MPI time within wall time" || fail "times: $(cat "$T/short/ranks/rank-0.json")"
+diff -r "$T/sys.orig" "$T/sys" > /dev/null && ok "short calls touched no control" || fail "short calls wrote a control"
+
+# 3. A small receive that waits 0.4 s: lowered after the 500 µs timeout, in both wait modes.
+for wait in block poll; do
+  run "wait-$wait" wait 1 "{\"wait\":\"$wait\"}"
+  n=$(lowered "wait-$wait")
+  changed=$(diff "$T/untouched" "$T/wait-$wait/during" | grep '^>' || true)
+  if [ "$n" = 1 ] && [[ "$changed" == *" $LOW" ]] && [[ "$changed" != *policy900* ]]; then
+    ok "$wait: the waiting rank's core is at $LOW kHz during the wait ($changed)"
+  else fail "$wait: during the wait $n controls changed: $changed"; fi
+  restored "wait-$wait" && ok "$wait: restored exactly after the call" \
+    || fail "$wait: not restored: $(diff "$T/untouched" "$T/wait-$wait/after")"
+  # The wait lasts the peer's 0.4 s sleep: at least 0.3 s of it at the lowered frequency.
+  jq -e '.transitions >= 1 and .low_s >= 0.3 and .low_s <= .mpi_s and .calls == 2 and .bytes == 8' \
+    "$T/wait-$wait/ranks/rank-0.json" > /dev/null && ok "$wait: rank 0's file counts the lowering" \
+    || fail "$wait: rank 0: $(cat "$T/wait-$wait/ranks/rank-0.json")"
+  cmp -s "$T/bare-wait/stdout" "$T/wait-$wait/stdout" || fail "$wait: results differ"
+done
+
+# 4. A 1 MiB send: lowered at once by the byte threshold (the timeout is out of reach).
+# Each rank is bound to its own core when there are two, so that both can lower; on one
+# core the receiver finds the core already lowered by the sender and leaves it to it.
+ranks=(0); [ "$(nproc)" -ge 2 ] && ranks=(0 1)
+OMPI_MCA_hwloc_base_binding_policy=$([ ${#ranks[@]} = 2 ] && echo core || echo none) \
+  run large large 1 "$LONG"
+n=$(lowered large)
+[ "$n" = 1 ] && ok "large send lowered during the call" || fail "large: $n controls changed"
+restored large && ok "large: restored" || fail "large: not restored"
+for r in "${ranks[@]}"; do
+  jq -e '.transitions >= 1 and .calls == 3 and .bytes == 1048584 and .complete' \
+    "$T/large/ranks/rank-$r.json" > /dev/null && ok "rank $r: 1 MiB transfer lowered and counted" \
+    || fail "large rank $r: $(cat "$T/large/ranks/rank-$r.json")"
+done
+
+# 5. One-sided: a 1 MiB Put lowers the fence that completes it.
+run rma rma 1 "$LONG"
+[ "$(lowered rma)" = 1 ] && ok "rma: the fence after a 1 MiB Put is lowered" \
+  || fail "rma: $(lowered rma) controls changed; $(cat "$T/rma/stderr")"
+restored rma && ok "rma: restored" || fail "rma: not restored"
+jq -e '.calls == 4 and .bytes == 1048576 and .transitions >= 1' "$T/rma/ranks/rank-0.json" > /dev/null \
+  && ok "rma: rank 0's file" || fail "rma: $(cat "$T/rma/ranks/rank-0.json")"
+
+# 6. Both ranks on CPU 0, whose policy also covers CPU 1 outside their mask: never written.
+tree "$T/sys" 1; cp -r "$T/sys" "$T/sys.shared"
+run shared wait 1 "{}" taskset -c 0
+if diff -r "$T/sys.shared" "$T/sys" > /dev/null && [ "$(field shared 0 transitions)" = 0 ] \
+  && [ "$(lowered shared)" = 0 ] || diff -q "$T/untouched" "$T/shared/during" | grep -q differ; then
+  diff -r "$T/sys.shared" "$T/sys" > /dev/null && [ "$(field shared 0 transitions)" = 0 ] \
+    && ok "a policy shared with a CPU outside the mask is never written" \
+    || fail "shared policy written: $(diff -r "$T/sys.shared" "$T/sys")"
+else fail "shared: $(cat "$T/shared/stderr")"; fi
+tree "$T/sys"
+
+# 6b. Fortran: Open MPI's bindings bypass the C wrappers; the mpi_*_ ones count and lower.
+PROBE=$T/fprobe run fbare - "" "$LONG"
+PROBE=$T/fprobe run fortran - 1 "$LONG"
+if cmp -s "$T/fbare/stdout" "$T/fortran/stdout" && grep -q checksum "$T/fortran/stdout"; then
+  ok "Fortran: same results with the preload"
+else fail "Fortran results: $(cat "$T/fbare/stdout" "$T/fortran/stdout" "$T/fortran/stderr")"; fi
+# A 1 MiB send (131072 doubles), an Allreduce of one double and a Barrier.
+jq -e '.calls == 3 and .bytes == 1048584 and .transitions >= 1 and .complete' \
+  "$T/fortran/ranks/rank-0.json" > /dev/null && ok "Fortran: rank 0's calls counted, the send lowered" \
+  || fail "Fortran rank 0: $(cat "$T/fortran/ranks/rank-0.json" 2>&1)"
+diff -r "$T/sys.orig" "$T/sys" > /dev/null && ok "Fortran: restored" || fail "Fortran: not restored"
+
+# 7. An exit without MPI_Finalize still leaves files, marked incomplete.
+run exit exit 1 "{}"
+for r in 0 1; do
+  [ "$(field exit $r complete) $(field exit $r calls)" = "false 2" ] \
+    && ok "rank $r: file written at exit, incomplete" \
+    || fail "exit rank $r: $(cat "$T/exit/ranks/rank-$r.json" 2>&1)"
+done
+
+# 8. Settings that do not parse: one line, the program unchanged, nothing lowered.
+run bad wait 1 '{"timeout_us":"soon"}'
+if cmp -s "$T/bare-wait/stdout" "$T/bad/stdout" && [ "$(grep -c GREENUP_COMM_DVFS "$T/bad/stderr")" = 1 ] \
+  && [ "$(field bad 0 transitions) $(field bad 0 errors)" = "0 1" ]; then
+  ok "unparsable settings: one line, DVFS off, the job unchanged"
+else fail "bad settings: $(cat "$T/bad/stderr") $(cat "$T/bad/ranks/rank-0.json")"; fi
+
+# 9. Preloaded into a program without MPI: loads and changes nothing.
+[ "$(LD_PRELOAD=$LIB sh -c 'echo fine')" = fine ] && ok "preload into a non-MPI program" \
+  || fail "preload into a non-MPI program"
+
+echo "runtime mechanism tests: $failures failed"
+[ "$failures" = 0 ]
