@@ -630,6 +630,62 @@ t_real_app() {
   return $rc
 }
 
+# 20. Communication-phase DVFS with greenup's MPI runtime (policy max-dist-comm): LAMMPS
+#     on n1-n2 (userspace governor, so their cores are lent) gives the right answer with
+#     the runtime preloaded into its srun step only; inside the job the user may write the
+#     speed control of its own nodes' cores and of no other node's; after it, no file of
+#     the stand-in tree belongs to the user, everything is restored, and every node's
+#     outcome holds its ranks' MPI time. A job whose policy does not ask, and one that
+#     turns it off with --energy-comm=off, get no preload.
+t_comm() {
+  local j k m rc=0 pol=devices/system/cpu/cpufreq/policy0/scaling_setspeed
+  local lib=$GC_SHARE/lib/libgreenup_mpi.so
+  [ -f "$lib" ] || { say "$lib is not installed (build -p greenup-mpi)"; return 1; }
+  cat > "$OUT/t20.sh" <<EOS
+#!/bin/bash
+echo "batch LD_PRELOAD=\${LD_PRELOAD:-none}"
+srun --mpi=pmix --ntasks-per-node=1 bash -c 'echo "step \$SLURMD_NODENAME LD_PRELOAD=\${LD_PRELOAD:-none}"; \
+  test -w "\$GREENUP_SYSFS_ROOT/$pol" && echo "step \$SLURMD_NODENAME own-writable"; \
+  for n in n3 n4; do test -w "$GC_SYSFS/\$n/$pol" && echo "step \$SLURMD_NODENAME other-writable \$n"; done; true'
+exec "$OUT/apps/run-app.sh" lammps "$OUT/apps"
+EOS
+  chmod 0755 "$OUT/t20.sh"
+  j=$(submit $GC_USER -N2 -w n1,n2 --exclusive -t 5 --energy-policy=max-dist-comm -o "$OUT/t20-%j.out" "$OUT/t20.sh") || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" 180 || return 1
+  sed 's/^/      /' "$OUT/t20-$j.out"
+  [ "$(state "$j")" = COMPLETED ] || { say "job $j ended $(state "$j")"; rc=1; }
+  grep -q "^check lammps: ok" "$OUT/t20-$j.out" || { say "LAMMPS's answer is wrong with the runtime"; rc=1; }
+  grep -q "^batch LD_PRELOAD=none" "$OUT/t20-$j.out" || { say "the batch step was given the preload"; rc=1; }
+  for n in n1 n2; do
+    grep -q "^step $n LD_PRELOAD=.*libgreenup_mpi.so" "$OUT/t20-$j.out" || { say "$n: the MPI step has no preload"; rc=1; }
+    grep -q "^step $n own-writable" "$OUT/t20-$j.out" || { say "$n: the job's own core was not lent"; rc=1; }
+  done
+  ! grep -q "other-writable" "$OUT/t20-$j.out" || { say "another node's core was writable"; rc=1; }
+  m=$(find "$GC_SYSFS" -user "$GC_USER" | head -3)
+  [ -z "$m" ] || { say "still the user's after the job: $m"; rc=1; }
+  ! ls -d "$GC_GREENUP_RUN/$j".* 2>/dev/null || { say "measurement directory left"; rc=1; }
+  restored || rc=1
+  no_leftovers "$j" || rc=1
+  [ "$(jq_job "$j" '[.outcomes[] | select(.comm.ranks >= 1 and .comm.comm_s > 0 and .comm.compute_s > 0) | .node] | sort | join(" ")')" = "n1 n2" ] \
+    || { say "outcomes: $(job_json "$j" | jq -c '[.outcomes[] | {node, comm}]')"; rc=1; }
+  say "job $j: $(jq_job "$j" '[.outcomes[] | "\(.node) MPI \(.comm.comm_s*10|floor/10) s of \((.comm.comm_s + .comm.compute_s)*10|floor/10) s, low \(.comm.low_s*100|floor/100) s, \(.comm.transitions) lowerings"] | join(", ")')"
+  "$GC_SHARE/bin/greenup" report "$j" --site $GC_ETC/greenup.yaml | grep -q "MPI%" \
+    || { say "greenup report $j shows no MPI%"; rc=1; }
+  # Not asked for: the policy does not, or the option turns it off.
+  for opts in "--energy-policy=max-dist" "--energy-policy=max-dist-comm --energy-comm=off"; do
+    k=$(submit $GC_USER -N1 -w n1 --exclusive -t 5 $opts -o "$OUT/t20-%j.out" \
+        --wrap "srun --mpi=pmix bash -c 'echo step LD_PRELOAD=\${LD_PRELOAD:-none} DIR=\${GREENUP_MPI_DIR:-none}'") || return 1
+    JOBS_WITH_DAEMON+=("$k")
+    wait_gone "$k" 60 || return 1
+    grep -q "^step LD_PRELOAD=none DIR=none" "$OUT/t20-$k.out" \
+      || { say "$opts: $(cat "$OUT/t20-$k.out")"; rc=1; }
+    [ "$(jq_job "$k" '[.outcomes[] | select(.comm)] | length')" = 0 ] || { say "$opts: MPI measurements stored"; rc=1; }
+    [ -z "$(find "$GC_SYSFS" -user "$GC_USER" | head -1)" ] || { say "$opts: a file was lent"; rc=1; }
+  done
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -648,6 +704,7 @@ run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
 run_test "18 the bench responds: the same job at a lower frequency runs longer at less power" t_bench_responds
 run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
+run_test "20 the MPI runtime in LAMMPS: right answer, MPI time per node, only the job's cores lent and only while it runs" t_comm
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do

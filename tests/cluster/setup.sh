@@ -70,7 +70,9 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
   mkdir -p $GC_SHARE/profiles
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   chmod -R a+rX $GC_SHARE
-  sed "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
+  # The package's own MPI runtime, at its default path.
+  sed -e "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" -e "/^  mpi_runtime: /d" \
+    "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
   chmod 0644 $GC_ETC/greenup.yaml
   GREENUPD_BIN=/usr/sbin/greenupd
   sed -e "s|^local GREENUP = .*|local GREENUP = \"/usr/bin/greenup\"  -- greenup-test|" \
@@ -83,6 +85,10 @@ elif [ "$PLUGIN" = 1 ]; then
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   install -m 0755 "$GC_BIN_DIR/greenup" $GC_SHARE/bin/greenup
   install -m 0755 "$GC_BIN_DIR/greenupd" $GC_SHARE/bin/greenupd
+  # The MPI runtime, where the test site config's dvfs.mpi_runtime points.
+  if [ -f "$GC_BIN_DIR/libgreenup_mpi.so" ]; then
+    install -D -m 0644 "$GC_BIN_DIR/libgreenup_mpi.so" $GC_SHARE/lib/libgreenup_mpi.so
+  fi
   chmod -R a+rX $GC_SHARE
   install -m 0644 "$HERE/greenup.yaml" $GC_ETC/greenup.yaml
   [ -f "$GC_PLUGIN_SO" ] && ! [ -f "$GC_RUN/plugin.installed" ] && cp -p "$GC_PLUGIN_SO" "$GC_RUN/plugin.saved"
