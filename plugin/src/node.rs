@@ -876,19 +876,25 @@ mod tests {
     }
 }
 
+/// The test cluster's site config, with no policy or profile directories.
+#[cfg(test)]
+pub(crate) fn test_cluster_site() -> Site {
+    let text = include_str!("../../tests/cluster/greenup.yaml")
+        .replace("/etc/greenup-test/policies", "/nonexistent")
+        .replace("/etc/greenup-test/profiles", "/nonexistent");
+    let t = tempfile::tempdir().unwrap();
+    let cfg = t.path().join("greenup.yaml");
+    std::fs::write(&cfg, text).unwrap();
+    greenup::site::load(&cfg).unwrap()
+}
+
 #[cfg(test)]
 mod report_tests {
     use super::*;
 
     #[test]
     fn report_sums_measured_nodes_and_names_unmeasured_ones() {
-        let text = include_str!("../../tests/cluster/greenup.yaml")
-            .replace("/etc/greenup-test/policies", "/nonexistent")
-            .replace("/etc/greenup-test/profiles", "/nonexistent");
-        let t = tempfile::tempdir().unwrap();
-        let cfg = t.path().join("greenup.yaml");
-        std::fs::write(&cfg, text).unwrap();
-        let site = greenup::site::load(&cfg).unwrap();
+        let site = test_cluster_site();
         let node = |n: &str, ty: &str| serde_json::json!({"name": n, "type": ty, "freq_ghz": 2.2});
         let rec: JobRecord = serde_json::from_value(serde_json::json!({
             "job_id": 5, "uid": 1001, "user": "alice", "partition": "debug", "state": "open",

@@ -174,13 +174,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn site(lib: PathBuf, run: PathBuf) -> (NodeConfig, NodePaths) {
-        let text = include_str!("../../tests/cluster/greenup.yaml")
-            .replace("/etc/greenup-test/policies", "/nonexistent")
-            .replace("/etc/greenup-test/profiles", "/nonexistent");
-        let t = tempfile::tempdir().unwrap();
-        let cfg = t.path().join("greenup.yaml");
-        std::fs::write(&cfg, text).unwrap();
-        let mut site = NodeConfig::from_site(&greenup::site::load(&cfg).unwrap());
+        let mut site = NodeConfig::from_site(&node::test_cluster_site());
         site.dvfs.mpi_runtime = lib;
         site.dvfs.run_dir = run.clone();
         let paths = NodePaths {

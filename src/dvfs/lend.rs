@@ -55,32 +55,35 @@ pub struct Lent {
     pub min_khz: Option<u64>,
 }
 
-fn open_regular(path: &Path) -> std::io::Result<File> {
+/// Open `path` without following a link, refusing anything but a directory (`dir`)
+/// or a regular file.
+fn open_no_link(path: &Path, dir: bool) -> std::io::Result<File> {
+    let kind = if dir {
+        libc::O_DIRECTORY
+    } else {
+        libc::O_NONBLOCK
+    };
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | kind)
         .open(path)?;
-    if !f.metadata()?.is_file() {
+    let meta = f.metadata()?;
+    if (dir && !meta.is_dir()) || (!dir && !meta.is_file()) {
+        let what = if dir { "a directory" } else { "a regular file" };
         return Err(std::io::Error::other(format!(
-            "{}: not a regular file",
+            "{}: not {what}",
             path.display()
         )));
     }
     Ok(f)
 }
 
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    open_no_link(path, false)
+}
+
 fn open_dir(path: &Path) -> std::io::Result<File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(path)?;
-    if !f.metadata()?.is_dir() {
-        return Err(std::io::Error::other(format!(
-            "{}: not a directory",
-            path.display()
-        )));
-    }
-    Ok(f)
+    open_no_link(path, true)
 }
 
 fn check(r: libc::c_int) -> std::io::Result<()> {
@@ -117,6 +120,8 @@ fn lendable(cf: &Cpufreq, scope: &Scope) -> Vec<Policy> {
 
 /// Lend `uid` the [`CONTROL`] of the CPUs `scope` gives the job, after `super::job::begin`
 /// saved their settings under `key` (the end restores them). Returns what was lent.
+/// Called again for the same job and key (a retried prolog), it returns the first loan
+/// unchanged, so the user's ownership is never saved as the owner to put back.
 pub fn lend(
     paths: &NodePaths,
     job_id: u32,
@@ -125,6 +130,9 @@ pub fn lend(
     scope: &Scope,
 ) -> Result<Lent, String> {
     let dir = JobDir::new(&paths.run_dir, job_id);
+    if let Some(first) = state::load_json::<Lent>(&dir.lent(key)).map_err(|e| e.to_string())? {
+        return Ok(first);
+    }
     if state::load(&paths.run_dir, job_id, key)
         .map_err(|e| e.to_string())?
         .is_none()
@@ -285,6 +293,8 @@ mod tests {
         assert_eq!(lent.cpus, vec![0, 1]);
         assert_eq!(owner(&setspeed(t.path(), 0)).0, 4242);
         assert_eq!(owner(&setspeed(t.path(), 1)).0, 4242);
+        // A retried prolog lends nothing twice and keeps the owner from before the job.
+        assert_eq!(lend(&paths, 9, "n1.step0", 4242, &scope).unwrap(), lent);
         assert_eq!(owner(&setspeed(t.path(), 2)), before[2]);
         assert_eq!(owner(&setspeed(t.path(), 3)), before[3]);
         assert_eq!(take_back(&paths, 9, "n1.step0").unwrap(), 2);

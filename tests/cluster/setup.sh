@@ -80,6 +80,8 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
       /usr/share/greenup/cli_filter.lua > $GC_ETC/cli_filter.lua
 elif [ "$PLUGIN" = 1 ]; then
   # greenup's files: site config, policies, test profiles, plugin, CLI for the cli_filter.
+  # Only this tree's policies: one left by another tree's run may not load here.
+  rm -rf $GC_SHARE/policies
   mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
   cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
