@@ -686,6 +686,44 @@ EOS
   return $rc
 }
 
+# 21. A hetero profile with its node types' compute times swapped (lammps-swapped: fast
+#     said slower than eco; the stand-in makes eco the slower) is corrected from what the
+#     MPI runtime measured within 3 runs of LAMMPS on n1 (fast) and n3 (eco), and the
+#     decision after the correction differs from the first.
+t_comm_refine() {
+  local i j rc=0 v dec=() fixed=0
+  # t_cp_s of TYPE in stored version V of the profile.
+  tcp_of() { awk -v ty="  $2:" '$0 ~ "^"ty {f=1} f && /t_cp_s:/ {print $2; exit}' \
+      /var/lib/greenup-test/profiles/lammps-swapped/v$1.yaml; }
+  for i in 1 2 3; do
+    j=$(submit $GC_USER -N2 -w n1,n3 --exclusive -t 5 --energy-policy=max-dist-comm \
+        --energy-profile=lammps-swapped -o "$OUT/t21-%j.out" "$OUT/apps/run-app.sh" lammps "$OUT/apps") || return 1
+    JOBS_WITH_DAEMON+=("$j")
+    wait_gone "$j" 180 || return 1
+    grep -q "^check lammps: ok" "$OUT/t21-$j.out" || { say "run $i: LAMMPS failed"; sed 's/^/      /' "$OUT/t21-$j.out"; rc=1; }
+    dec+=("$(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)@\(.freq_ghz)"] | join(",")')")
+    for _ in $(seq 1 50); do [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$((i + 1)).yaml ] && break; sleep 0.1; done
+    v=$((i + 1))
+    [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$v.yaml ] || { say "run $i (job $j): no version $v stored"; rc=1; continue; }
+    say "run $i: job $j decided ${dec[-1]}; v$v: fast t_cp $(tcp_of $v fast) s, eco t_cp $(tcp_of $v eco) s;" \
+      "$(jq_job "$j" '[.outcomes[] | "\(.node) compute \(.comm.compute_s*100|floor/100) s MPI \(.comm.comm_s*100|floor/100) s"] | join(", ")')"
+    if [ "$fixed" = 0 ] && awk -v f="$(tcp_of $v fast)" -v e="$(tcp_of $v eco)" 'BEGIN { exit !(e > f) }'; then fixed=$i; fi
+  done
+  [ "$fixed" != 0 ] || { say "eco never became the slower type in 3 runs"; return 1; }
+  say "corrected after run $fixed"
+  if [ "$fixed" -lt 3 ]; then
+    [ "${dec[$fixed]}" != "${dec[0]}" ] || { say "the decision after the correction (${dec[$fixed]}) is the first one"; rc=1; }
+  else
+    j=$(submit $GC_USER -N2 -w n1,n3 --exclusive -t 5 --energy-policy=max-dist-comm \
+        --energy-profile=lammps-swapped -o /dev/null --wrap true) || return 1
+    JOBS_WITH_DAEMON+=("$j"); wait_gone "$j" 60 || return 1
+    local d; d=$(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)@\(.freq_ghz)"] | join(",")')
+    [ "$d" != "${dec[0]}" ] || { say "the decision after the correction ($d) is the first one"; rc=1; }
+  fi
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
 run_test "3 scancel mid-job restores every node" t_scancel
@@ -705,6 +743,7 @@ run_test "17 a counter that wraps many times in one job is counted in full" t_wr
 run_test "18 the bench responds: the same job at a lower frequency runs longer at less power" t_bench_responds
 run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
 run_test "20 the MPI runtime in LAMMPS: right answer, MPI time per node, only the job's cores lent and only while it runs" t_comm
+run_test "21 a hetero profile with swapped compute times is corrected from measured MPI time within 3 runs, and the decision changes" t_comm_refine
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do
