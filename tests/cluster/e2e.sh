@@ -693,8 +693,8 @@ EOS
 t_comm_refine() {
   local i j rc=0 v dec=() fixed=0
   # t_cp_s of TYPE in stored version V of the profile.
-  tcp_of() { awk -v ty="  $2:" '$0 ~ "^"ty {f=1} f && /t_cp_s:/ {print $2; exit}' \
-      /var/lib/greenup-test/profiles/lammps-swapped/v$1.yaml; }
+  tcp_of() { /usr/bin/python3 -c 'import re, sys; t = open(sys.argv[1]).read(); print(re.search(r"\b" + sys.argv[2] + r":[^\n]*?(?:\n[^\n]*?)*?t_cp_s:\s*([0-9.eE+-]+)", t).group(1))' \
+      /var/lib/greenup-test/profiles/lammps-swapped/v$1.yaml "$2"; }
   for i in 1 2 3; do
     j=$(submit $GC_USER -N2 -w n1,n3 --exclusive -t 5 --energy-policy=max-dist-comm \
         --energy-profile=lammps-swapped -o "$OUT/t21-%j.out" "$OUT/apps/run-app.sh" lammps "$OUT/apps") || return 1
