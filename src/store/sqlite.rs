@@ -1071,4 +1071,49 @@ mod tests {
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 2)));
         assert_eq!(s.outcome_count(2).unwrap(), None);
     }
+
+    #[test]
+    fn a_version_2_store_gains_the_mpi_measurements_and_keeps_its_outcomes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            // A store as version 2 left it: no comm column.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            c.execute_batch(
+                "PRAGMA user_version = 2;
+                 INSERT INTO jobs (job_id, uid, state, opened_at, request) VALUES (1, 1000, 'open', 0, '{}');
+                 INSERT INTO outcomes (job_id, node, restored, recorded_at) VALUES (1, 'old', 1, 0);",
+            )
+            .unwrap();
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let version: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let comm = crate::comm::NodeComm {
+            ranks: 2,
+            compute_s: 7.5,
+            comm_s: 2.5,
+            ..Default::default()
+        };
+        let mut o = match outcome(1, "new", 10.0) {
+            Change::Outcome { outcome, .. } => outcome,
+            _ => unreachable!(),
+        };
+        o.comm = Some(comm.clone());
+        s.apply(&[Change::Outcome { outcome: o, at: 1 }]);
+        let read = s.outcomes_of(1).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read.iter().find(|o| o.node == "old").unwrap().comm, None);
+        assert_eq!(
+            read.iter().find(|o| o.node == "new").unwrap().comm,
+            Some(comm)
+        );
+        // Opening again migrates nothing twice.
+        drop(s);
+        assert!(SqliteStore::open(&path).is_ok());
+    }
 }
