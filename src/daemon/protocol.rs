@@ -719,6 +719,36 @@ mod tests {
     }
 
     #[test]
+    fn a_nodes_comm_settings_take_its_types_lowest_gear_unless_the_policy_sets_one() {
+        let site =
+            crate::site::load(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/greenup.yaml")).unwrap();
+        let mut d = planned(2);
+        assert_eq!(
+            NodeSettings::from_decision(&d, "n1", 2)
+                .with_low_gear(&site)
+                .comm_dvfs,
+            None
+        );
+        d.comm_dvfs = Some(crate::comm::CommDvfs::default());
+        // n1 is fast (1.0 to 3.0 GHz), n3 eco (1.2 to 2.4), n9 unknown to the site.
+        let low = |d: &Decision, node: &str| {
+            NodeSettings::from_decision(d, node, 2)
+                .with_low_gear(&site)
+                .comm_dvfs
+                .unwrap()
+                .low_ghz
+        };
+        assert_eq!(low(&d, "n1"), Some(1.0));
+        assert_eq!(low(&d, "n3"), Some(1.2));
+        assert_eq!(low(&d, "n9"), None);
+        d.comm_dvfs = Some(crate::comm::CommDvfs {
+            low_ghz: Some(1.4),
+            ..Default::default()
+        });
+        assert_eq!(low(&d, "n3"), Some(1.4));
+    }
+
+    #[test]
     fn a_nodes_start_request_and_reply_do_not_grow_with_the_job() {
         let line = |n: usize, node: &str| {
             let req = Request::StartNode {
