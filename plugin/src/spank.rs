@@ -118,14 +118,21 @@ impl Greenup {
     }
 
     fn step_info(spank: &SpankHandle) -> Option<StepInfo> {
+        let step_id = spank.job_stepid().ok()?;
+        let by_index = spank
+            .getenv("SLURM_STEP_NODELIST")
+            .ok()
+            .flatten()
+            .zip(spank.job_nodeid().ok());
+        let named = spank
+            .getenv("SLURMD_NODENAME")
+            .ok()
+            .flatten()
+            .or_else(|| std::env::var("SLURMD_NODENAME").ok());
         Some(StepInfo {
             job_id: spank.job_id().ok()?,
-            step_id: spank.job_stepid().ok()?,
-            node: spank
-                .getenv("SLURMD_NODENAME")
-                .ok()
-                .flatten()
-                .or_else(|| std::env::var("SLURMD_NODENAME").ok())?,
+            step_id,
+            node: step::node_name(step_id, by_index, named)?,
         })
     }
 

@@ -17,6 +17,26 @@ pub const BATCH_STEP: u32 = 0xffff_fffb;
 /// Slurm's step ids from here up are not srun steps (batch, extern, interactive, pending).
 const FIRST_SPECIAL_STEP: u32 = 0xffff_fff0;
 
+/// This node's name for a step. An srun step's environment carries the batch node's
+/// `SLURMD_NODENAME` (srun passes the submitting environment on), so for those the
+/// node is found by its index (`S_JOB_NODEID`) in the step's nodes
+/// (`SLURM_STEP_NODELIST`, which srun sets for every step); other steps use `named`.
+pub fn node_name(
+    step_id: u32,
+    step_nodes_and_index: Option<(String, u32)>,
+    named: Option<String>,
+) -> Option<String> {
+    let indexed = step_nodes_and_index
+        .filter(|_| step_id < FIRST_SPECIAL_STEP)
+        .and_then(|(list, i)| {
+            greenup::hostlist::expand(&list)
+                .ok()?
+                .into_iter()
+                .nth(i as usize)
+        });
+    indexed.or(named)
+}
+
 /// Whether a step runs MPI ranks: an srun step (not the batch script, the extern or the
 /// interactive step) started with an MPI plugin, which srun names in the step's
 /// `SLURM_MPI_TYPE` (`--mpi=pmix`, or the site's `MpiDefault`); `none` or unset is not MPI.
@@ -182,6 +202,30 @@ mod tests {
             run_dir: run,
         };
         (site, paths)
+    }
+
+    #[test]
+    fn an_srun_steps_node_is_its_place_in_the_steps_nodes_not_the_batch_nodes_name() {
+        let n1 = Some("n1".to_string());
+        assert_eq!(
+            node_name(0, Some(("n[1-2]".into(), 1)), n1.clone()).as_deref(),
+            Some("n2")
+        );
+        assert_eq!(
+            node_name(0, Some(("n[1-2]".into(), 0)), n1.clone()).as_deref(),
+            Some("n1")
+        );
+        // The batch step, or no step list: the name slurmd gives.
+        assert_eq!(
+            node_name(BATCH_STEP, Some(("n[1-2]".into(), 1)), n1.clone()).as_deref(),
+            Some("n1")
+        );
+        assert_eq!(node_name(0, None, n1.clone()).as_deref(), Some("n1"));
+        assert_eq!(
+            node_name(0, Some(("n[1-2]".into(), 5)), n1).as_deref(),
+            Some("n1")
+        );
+        assert_eq!(node_name(0, None, None), None);
     }
 
     #[test]

@@ -669,7 +669,7 @@ EOS
   no_leftovers "$j" || rc=1
   [ "$(jq_job "$j" '[.outcomes[] | select(.comm.ranks >= 1 and .comm.comm_s > 0 and .comm.compute_s > 0) | .node] | sort | join(" ")')" = "n1 n2" ] \
     || { say "outcomes: $(job_json "$j" | jq -c '[.outcomes[] | {node, comm}]')"; rc=1; }
-  say "job $j: $(jq_job "$j" '[.outcomes[] | "\(.node) MPI \(.comm.comm_s*10|floor/10) s of \((.comm.comm_s + .comm.compute_s)*10|floor/10) s, low \(.comm.low_s*100|floor/100) s, \(.comm.transitions) lowerings"] | join(", ")')"
+  say "job $j: $(jq_job "$j" '[.outcomes[] | select(.comm) | "\(.node) MPI \(.comm.comm_s*10|floor/10) s of \((.comm.comm_s + .comm.compute_s)*10|floor/10) s, low \(.comm.low_s*100|floor/100) s, \(.comm.transitions) lowerings"] | join(", ")')"
   "$GC_SHARE/bin/greenup" report "$j" --site $GC_ETC/greenup.yaml | grep -q "MPI%" \
     || { say "greenup report $j shows no MPI%"; rc=1; }
   # Not asked for: the policy does not, or the option turns it off.
@@ -702,11 +702,13 @@ t_comm_refine() {
     wait_gone "$j" 180 || return 1
     grep -q "^check lammps: ok" "$OUT/t21-$j.out" || { say "run $i: LAMMPS failed"; sed 's/^/      /' "$OUT/t21-$j.out"; rc=1; }
     dec+=("$(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)@\(.freq_ghz)"] | join(",")')")
+    [ "$(jq_job "$j" '[.outcomes[] | select(.comm.compute_s > 0) | .node] | sort | join(" ")')" = "n1 n3" ] \
+      || { say "run $i: not both nodes measured: $(job_json "$j" | jq -c '[.outcomes[] | {node, comm}]')"; rc=1; }
     for _ in $(seq 1 50); do [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$((i + 1)).yaml ] && break; sleep 0.1; done
     v=$((i + 1))
     [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$v.yaml ] || { say "run $i (job $j): no version $v stored"; rc=1; continue; }
     say "run $i: job $j decided ${dec[-1]}; v$v: fast t_cp $(tcp_of $v fast) s, eco t_cp $(tcp_of $v eco) s;" \
-      "$(jq_job "$j" '[.outcomes[] | "\(.node) compute \(.comm.compute_s*100|floor/100) s MPI \(.comm.comm_s*100|floor/100) s"] | join(", ")')"
+      "$(jq_job "$j" '[.outcomes[] | select(.comm) | "\(.node) compute \(.comm.compute_s*100|floor/100) s MPI \(.comm.comm_s*100|floor/100) s"] | join(", ")')"
     if [ "$fixed" = 0 ] && awk -v f="$(tcp_of $v fast)" -v e="$(tcp_of $v eco)" 'BEGIN { exit !(e > f) }'; then fixed=$i; fi
   done
   [ "$fixed" != 0 ] || { say "eco never became the slower type in 3 runs"; return 1; }
