@@ -308,6 +308,7 @@ fn main() -> std::process::ExitCode {
         let job_id = args.first_job + i / per_job;
         let name = node((i % per_job) as u32);
         let o = NodeOutcome {
+            comm: None,
             job_id,
             node: name.clone(),
             freq_ghz: Some(2.0),

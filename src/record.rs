@@ -183,6 +183,10 @@ pub struct Decision {
     /// warning level that acted on the decision, if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budgets: Vec<crate::budget::AtAdmission>,
+    /// Communication-phase DVFS as the job's policy asks for it (`low_ghz` unset: each
+    /// node's type resolves its own low gear); absent when the policy does not ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_dvfs: Option<crate::comm::CommDvfs>,
 }
 
 impl Decision {
@@ -300,6 +304,10 @@ pub struct NodeOutcome {
     /// Anything the node wants recorded (a warning, a fault).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the job's MPI ranks on this node measured (compute and communication
+    /// seconds, MPI%, time at the lowered frequency), when the runtime ran in them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm: Option<crate::comm::NodeComm>,
 }
 
 fn yes() -> bool {

@@ -130,6 +130,7 @@ fn node_names_that_could_leave_a_directory_are_refused_on_open_and_outcome() {
     }
     d.tcp_client().open_job(open_req(10, 0, 2)).unwrap();
     let outcome = NodeOutcome {
+        comm: None,
         job_id: 10,
         node: "n1/../../x".into(),
         freq_ghz: None,

@@ -43,6 +43,7 @@ fn users_see_their_own_jobs_root_sees_all() {
     root.open_job(open_req(101, uid, 2)).unwrap();
     root.open_job(open_req(102, 0, 2)).unwrap();
     let o = NodeOutcome {
+        comm: None,
         job_id: 101,
         node: "n2".into(),
         freq_ghz: Some(2.2),

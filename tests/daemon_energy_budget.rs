@@ -150,6 +150,7 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
         source: None,
         restored: true,
         note: None,
+        comm: None,
     })
     .unwrap();
     c.close_job(1, None).unwrap();
@@ -333,6 +334,7 @@ daemon:
             source: None,
             restored: true,
             note: None,
+            comm: None,
         })
         .unwrap();
     client().close_job(2, None).unwrap();

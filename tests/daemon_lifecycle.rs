@@ -155,6 +155,7 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     let a = c.open_job(open_req(7, 0, 2)).unwrap();
     let b = c.open_job(open_req(8, 0, 3)).unwrap();
     let o = NodeOutcome {
+        comm: None,
         job_id: 7,
         node: "n1".into(),
         freq_ghz: None,

@@ -76,6 +76,7 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
                 source: Some(greenup::record::Source::Rapl),
                 restored: true,
                 note: None,
+                comm: None,
             })
             .unwrap();
         }

@@ -204,6 +204,7 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
     });
     assert_eq!(code(&r), ErrorCode::Forbidden);
     let outcome = NodeOutcome {
+        comm: None,
         job_id: 11,
         node: "n1".into(),
         freq_ghz: None,
@@ -268,6 +269,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
     root.open_job(open_req(33, uid, 2)).unwrap();
     root.open_job(lammps(34, uid)).unwrap();
     root.record_outcome(NodeOutcome {
+        comm: None,
         job_id: 31,
         node: "n1".into(),
         freq_ghz: Some(2.0),

@@ -158,6 +158,7 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
     assert_eq!(c.count_outcomes(77).unwrap(), 0);
     for i in [1, 2, 3] {
         c.record_outcome(NodeOutcome {
+            comm: None,
             job_id: 77,
             node: format!("n{i}"),
             freq_ghz: None,

@@ -57,6 +57,7 @@ fn store_failed(r: Result<impl std::fmt::Debug, ClientError>) -> String {
 
 fn outcome(job_id: u64, node: &str) -> NodeOutcome {
     NodeOutcome {
+        comm: None,
         job_id,
         node: node.into(),
         freq_ghz: Some(2.0),
@@ -78,6 +79,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
     {
         let mut s = SqliteStore::open(&db).unwrap();
         let d = greenup::daemon::protocol::Decision {
+            comm_dvfs: None,
             job_id: 1,
             verdict: greenup::daemon::protocol::Verdict::Unchanged,
             reason: String::new(),

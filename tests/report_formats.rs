@@ -212,3 +212,39 @@ fn utc_dates() {
         assert_eq!(text::parse_utc(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn mpi_columns_show_what_the_runtime_measured_and_only_when_it_ran() {
+    let mut r = measured_job();
+    assert!(!text::job_report(&r).contains("MPI%"));
+    // 75 s computing and 25 s in MPI per rank: MPI% = 25 / (75 + 25) = 25 %.
+    let comm = greenup::comm::NodeComm {
+        ranks: 4,
+        compute_s: 75.0,
+        comm_s: 25.0,
+        low_s: 20.0,
+        saved_j: Some(1200.0),
+        ..Default::default()
+    };
+    r.nodes[0].mpi = Some(greenup::report::NodeMpi::of(&comm));
+    let page = text::job_report(&r);
+    assert!(page.contains("MPI%") && page.contains("LOW_FREQ"), "{page}");
+    assert!(page.contains("25.0%"), "{page}");
+    assert!(page.contains("~1.20 kJ"), "{page}");
+    let v: serde_json::Value = serde_json::from_str(&table::job_json(&r).unwrap()).unwrap();
+    assert_eq!(v["nodes"][0]["mpi"]["mpi_pct"], 25.0);
+    assert_eq!(v["nodes"][0]["mpi"]["low_freq_s"], 20.0);
+    assert!(v["nodes"][1].get("mpi").is_none());
+    let csv = table::job_csv(&r).unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(
+        (
+            col("node_mpi_pct"),
+            col("node_low_freq_s"),
+            col("node_comm_saved_j")
+        ),
+        ("25.0", "20.0", "1200.0")
+    );
+}

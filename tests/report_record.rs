@@ -14,6 +14,7 @@ use greenup::site::{NodeType, PowerModel};
 
 fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
     NodeOutcome {
+        comm: None,
         job_id: 7,
         node: node.into(),
         freq_ghz: Some(f),
@@ -79,6 +80,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         closed_at: Some(1_100),
         request,
         decision: Decision {
+            comm_dvfs: None,
             job_id: 7,
             verdict,
             reason: "site budget left 300 W".into(),

@@ -12,6 +12,7 @@ fn outcome(job_id: u64, state: RunState, scale: f64) -> Outcome {
     // Table I type1 and type3 at maximum frequency; the application runs 20 % slower
     // than its profile says (0.5 s and 0.3333 s per iteration, 1000 iterations).
     let node = |name: &str, ty: &str, f: f64, e: f64| NodeOutcome {
+        comm_s: None,
         name: name.into(),
         node_type: ty.into(),
         freq_ghz: f,
@@ -126,6 +127,7 @@ mod after_close {
             avg_power_w: 26_000.0 / 550.0,
         };
         let out = |n: &str, f: f64, e: f64, src: &str| NodeOutcome {
+            comm: None,
             job_id,
             node: n.into(),
             freq_ghz: Some(f),
@@ -161,6 +163,7 @@ mod after_close {
                 account: None,
             },
             decision: Decision {
+                comm_dvfs: None,
                 job_id,
                 verdict: Verdict::Planned,
                 reason: String::new(),
@@ -195,6 +198,44 @@ mod after_close {
                 out("h001", 2.5, 14_000.0, "rapl"),
                 out("h073", 2.9, 14_500.0, h073_source),
             ],
+        }
+    }
+
+    #[test]
+    fn what_the_mpi_runtime_measured_sets_each_types_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut site = greenup::site::load("etc/greenup.yaml").unwrap();
+        site.daemon.store = dir.path().join("greenup.db");
+        site.profile_dir = std::path::PathBuf::from("etc/profiles");
+        let mut rec = record(4, 1.2, "rapl");
+        let comm = |compute_s: f64, comm_s: f64| greenup::comm::NodeComm {
+            ranks: 1,
+            compute_s,
+            comm_s,
+            ..Default::default()
+        };
+        // Both at maximum frequency (S = 1) over the profile's 1000 iterations.
+        rec.outcomes[0].comm = Some(comm(600.0, 50.0));
+        rec.outcomes[1].comm = Some(comm(250.0, 400.0));
+        let o = outcome_from_record(&rec).unwrap();
+        assert_eq!(
+            (o.nodes[0].compute_s, o.nodes[0].comm_s),
+            (Some(600.0), Some(50.0))
+        );
+        let stored = refine_and_store(&site, "hetero-table1", &[rec])
+            .unwrap()
+            .unwrap();
+        let versions = Versions::for_store(&site.daemon.store);
+        let v = greenup::profile::Profile::load(
+            &versions.path("hetero-table1", stored.version).unwrap(),
+        )
+        .unwrap();
+        let types = &v.file.hetero.as_ref().unwrap().node_types;
+        // T_cp = compute / iterations and T_cm = MPI time / iterations, per type; not one
+        // wall-time factor for both (which would give 0.6 and 0.4 for the compute times).
+        for (ty, cp, cm) in [("type1", 0.6, 0.05), ("type3", 0.25, 0.4)] {
+            assert!((num(&types[ty].t_cp_s.value) - cp).abs() < 1e-9, "{ty}");
+            assert!((num(&types[ty].t_cm_s.value) - cm).abs() < 1e-9, "{ty}");
         }
     }
 

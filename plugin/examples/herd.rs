@@ -428,7 +428,7 @@ fn run(args: &Args) -> Result<bool, String> {
             note: "applied".into(),
             restore_error: None,
         };
-        let o: NodeOutcome = node::wire_outcome(&job, &run);
+        let o: NodeOutcome = node::wire_outcome(&job, &run, None);
         lines.push(credentialed(&munge, &Request::RecordOutcome(o))?);
     }
     let (g2, m2) = (cpu_s(args.greenupd_pid), cpu_s(munged));

@@ -6,12 +6,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use greenup::comm::{self, CommDvfs, NodeComm};
 use greenup::daemon::client::{Client, Endpoint};
 use greenup::daemon::protocol::{
     JobRecord, NodeOutcome as WireOutcome, NodeSettings, OpenJob, Request, Verdict,
 };
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::dvfs::lend;
 use greenup::dvfs::run_dir::JobDir;
 use greenup::meter::Energy;
 use greenup::site::node::NodeConfig;
@@ -44,6 +46,8 @@ pub struct JobEnv {
     pub job_id: u32,
     /// The owner's uid.
     pub uid: u32,
+    /// The job's gid (`SLURM_JOB_GID`), when slurmd gives it.
+    pub gid: Option<u32>,
     /// The owner's name.
     pub user: Option<String>,
     /// The partition.
@@ -116,6 +120,7 @@ impl JobEnv {
         Ok(JobEnv {
             job_id: num("SLURM_JOB_ID")?,
             uid: num("SLURM_JOB_UID")?,
+            gid: get("SLURM_JOB_GID").and_then(|g| g.parse().ok()),
             user: get("SLURM_JOB_USER"),
             partition: get("SLURM_JOB_PARTITION"),
             account: get("SLURM_JOB_ACCOUNT"),
@@ -314,6 +319,14 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             if !rec.energy_start.zones.is_empty() {
                 start_meter(args, &paths, job, log);
             }
+            let asked = decision.as_ref().ok().and_then(|d| d.comm_dvfs);
+            if let Some(comm) = greenup::policy::comm_for_job(asked, job.options.comm) {
+                let note = start_comm(&paths, job, &scope, comm);
+                log(
+                    Level::Info,
+                    &format!("greenup: job {} on {}: {note}", job.job_id, job.node),
+                );
+            }
             // greenupd answered: send a little of this node's backlog along, within the bound.
             if let (Some(c), Ok(_)) = (client.as_mut(), &decision) {
                 deliver_spool(&site, job, c, PROLOG_SPOOL, log);
@@ -337,6 +350,103 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             &format!("cannot save settings, nothing changed: {e}"),
         ),
     }
+}
+
+/// Prepare communication-phase DVFS for the job's MPI ranks on this node: their
+/// measurement directory (the job user's), the cores' speed control lent to the user
+/// where `comm` lowers frequencies and the job holds whole policies, and the settings the
+/// job's MPI steps hand to the runtime (`NODE.comm.json`). Returns what was done.
+fn start_comm(paths: &NodePaths, job: &JobEnv, scope: &Scope, mut comm: CommDvfs) -> String {
+    let gid = job.gid.unwrap_or(job.uid);
+    if let Err(e) = lend::make_stats_dir(&paths.run_dir, job.job_id, &job.node, job.uid, gid) {
+        return format!("MPI runtime not prepared: measurement directory: {e}");
+    }
+    let mut note = String::from("MPI runtime measures");
+    if comm.enabled {
+        match lend::lend(paths, job.job_id, &job.node, job.uid, scope) {
+            Ok(lent) if !lent.files.is_empty() => {
+                comm.low_ghz = comm.low_ghz.or(lent.min_khz.map(|k| k as f64 / 1.0e6));
+                note = format!(
+                    "MPI runtime lowers cpus {} to {} GHz in long or large calls",
+                    lent.cpus
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    comm.low_ghz
+                        .map_or("the lowest".into(), |f| format!("{f:.2}"))
+                );
+            }
+            Ok(_) => {
+                comm.enabled = false;
+                note.push_str(" only: no whole cpufreq policy with the userspace governor to lend");
+            }
+            Err(e) => {
+                comm.enabled = false;
+                note = format!("MPI runtime measures only: speed control not lent: {e}");
+            }
+        }
+    }
+    let file = JobDir::new(&paths.run_dir, job.job_id).comm(&job.node);
+    match serde_json::to_vec(&comm) {
+        Ok(json) => {
+            if let Err(e) = greenup::input::write_atomic_mode(&file, &json, 0o600) {
+                return format!("MPI runtime not prepared: {}: {e}", file.display());
+            }
+        }
+        Err(e) => return format!("MPI runtime not prepared: {e}"),
+    }
+    note
+}
+
+/// Take back everything [`start_comm`] lent on this node and read what the ranks left:
+/// the speed control first (before the epilog restores the values, so the user cannot
+/// write after the restore), then the directory (root's before it is read).
+fn end_comm(paths: &NodePaths, job: &JobEnv, keys: &[String], log: Log) {
+    for key in keys {
+        if let Err(e) = lend::take_back(paths, job.job_id, key) {
+            log(
+                Level::Warning,
+                &format!(
+                    "greenup: job {} on {key}: cpufreq control not taken back: {e}",
+                    job.job_id
+                ),
+            );
+        }
+    }
+}
+
+/// What the job's MPI ranks on this node measured; the directory is removed after.
+fn read_comm(paths: &NodePaths, job: &JobEnv, elapsed_s: f64, log: Log) -> Option<NodeComm> {
+    let dir = JobDir::new(&paths.run_dir, job.job_id);
+    let stats = dir.mpi_stats(&job.node);
+    let _ = std::fs::remove_file(dir.comm(&job.node));
+    let read = match lend::close_stats_dir(&stats) {
+        Ok(false) => return None,
+        Ok(true) => comm::read_node(&stats, elapsed_s),
+        Err(e) => Err(format!("{}: {e}", stats.display())),
+    };
+    if let Err(e) = lend::remove_stats_dir(&stats) {
+        log(
+            Level::Warning,
+            &format!(
+                "greenup: job {} on {}: {}: {e}",
+                job.job_id,
+                job.node,
+                stats.display()
+            ),
+        );
+    }
+    read.unwrap_or_else(|e| {
+        log(
+            Level::Warning,
+            &format!(
+                "greenup: job {} on {}: MPI measurements refused: {e}",
+                job.job_id, job.node
+            ),
+        );
+        None
+    })
 }
 
 /// This node's settings for a prolog's `request` (a [`start_request`]).
@@ -517,7 +627,11 @@ fn deliver_spool(
 }
 
 /// The outcome as greenupd stores it.
-pub fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
+pub fn wire_outcome(
+    job: &JobEnv,
+    o: &dvfs_job::NodeOutcome,
+    comm: Option<NodeComm>,
+) -> WireOutcome {
     let (energy_j, source, mut note) = match &o.energy {
         Energy::Measured { joules } => (Some(*joules), Some(Source::Rapl), o.note.clone()),
         Energy::Unmeasured { reason } => (None, None, format!("{}; unmeasured: {reason}", o.note)),
@@ -526,6 +640,7 @@ pub fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
         note.push_str(&format!("; restore incomplete: {err}"));
     }
     WireOutcome {
+        comm,
         job_id: u64::from(job.job_id),
         node: o.node.clone(),
         freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),
@@ -539,7 +654,12 @@ pub fn wire_outcome(job: &JobEnv, o: &dvfs_job::NodeOutcome) -> WireOutcome {
 
 /// Send this node's outcomes and, on the job's first node, the close with how the job
 /// ended. What greenupd cannot take now goes to the node's spool.
-fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome], log: Log) {
+fn report_end(
+    site: &NodeConfig,
+    job: &JobEnv,
+    outcomes: &[(dvfs_job::NodeOutcome, Option<NodeComm>)],
+    log: Log,
+) {
     // Only the first node closes: it runs the batch script, so slurmctld knows the
     // script's end by the time this epilog runs. A node a shrink released runs its epilog
     // while the job goes on; slurmctld then says RUNNING and nothing is closed.
@@ -556,7 +676,10 @@ fn report_end(site: &NodeConfig, job: &JobEnv, outcomes: &[dvfs_job::NodeOutcome
     let entry = spool::Entry {
         job_id: u64::from(job.job_id),
         node: job.node.clone(),
-        outcomes: outcomes.iter().map(|o| wire_outcome(job, o)).collect(),
+        outcomes: outcomes
+            .iter()
+            .map(|(o, c)| wire_outcome(job, o, c.clone()))
+            .collect(),
         close,
         end: ended.filter(|_| close),
         spooled_at: std::time::SystemTime::now()
@@ -645,6 +768,7 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let dir = JobDir::new(&paths.run_dir, job.job_id);
     let mut keys = vec![job.node.clone()];
     keys.extend(dir.step_keys(&job.node));
+    end_comm(&paths, job, &keys, log);
     for key in &keys {
         match dvfs_job::end(&paths, job.job_id, key) {
             Ok(Some(o)) => {
@@ -658,7 +782,8 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
                     );
                 }
                 if key == &job.node {
-                    outcomes.push(o);
+                    let comm = read_comm(&paths, job, o.elapsed_s, log);
+                    outcomes.push((o, comm));
                 }
             }
             Ok(None) => {}
@@ -765,6 +890,7 @@ mod tests {
         let mut job = JobEnv {
             job_id: 1,
             uid: 1,
+            gid: None,
             user: None,
             partition: None,
             account: None,
@@ -784,19 +910,25 @@ mod tests {
     }
 }
 
+/// The test cluster's site config, with no policy or profile directories.
+#[cfg(test)]
+pub(crate) fn test_cluster_site() -> Site {
+    let text = include_str!("../../tests/cluster/greenup.yaml")
+        .replace("/etc/greenup-test/policies", "/nonexistent")
+        .replace("/etc/greenup-test/profiles", "/nonexistent");
+    let t = tempfile::tempdir().unwrap();
+    let cfg = t.path().join("greenup.yaml");
+    std::fs::write(&cfg, text).unwrap();
+    greenup::site::load(&cfg).unwrap()
+}
+
 #[cfg(test)]
 mod report_tests {
     use super::*;
 
     #[test]
     fn report_sums_measured_nodes_and_names_unmeasured_ones() {
-        let text = include_str!("../../tests/cluster/greenup.yaml")
-            .replace("/etc/greenup-test/policies", "/nonexistent")
-            .replace("/etc/greenup-test/profiles", "/nonexistent");
-        let t = tempfile::tempdir().unwrap();
-        let cfg = t.path().join("greenup.yaml");
-        std::fs::write(&cfg, text).unwrap();
-        let site = greenup::site::load(&cfg).unwrap();
+        let site = test_cluster_site();
         let node = |n: &str, ty: &str| serde_json::json!({"name": n, "type": ty, "freq_ghz": 2.2});
         let rec: JobRecord = serde_json::from_value(serde_json::json!({
             "job_id": 5, "uid": 1001, "user": "alice", "partition": "debug", "state": "open",

@@ -21,12 +21,14 @@ pub const OPT_PROFILE: &str = "energy-profile";
 pub const OPT_REPORT: &str = "energy-report";
 /// `--energy-min-nodes=N`.
 pub const OPT_MIN_NODES: &str = "energy-min-nodes";
+/// `--energy-comm=on|off`.
+pub const OPT_COMM: &str = "energy-comm";
 
 /// The largest node count `--energy-min-nodes` accepts.
 pub const MAX_NODES: usize = 1_000_000;
 
 /// Every option: name, value placeholder (None: a flag), and usage line.
-pub const OPTIONS: [(&str, Option<&str>, &str); 6] = [
+pub const OPTIONS: [(&str, Option<&str>, &str); 7] = [
     (
         OPT_POLICY,
         Some("NAME"),
@@ -57,6 +59,11 @@ pub const OPTIONS: [(&str, Option<&str>, &str); 6] = [
         Some("N"),
         "greenup: the decision may give back allocated nodes, keeping at least N",
     ),
+    (
+        OPT_COMM,
+        Some("on|off"),
+        "greenup: lower the core's frequency while MPI ranks wait in large or long calls",
+    ),
 ];
 
 /// Job-control variables carrying checked options to the prolog, epilog and steps,
@@ -72,6 +79,8 @@ pub const ENV_PROFILE: &str = "GREENUP_PROFILE";
 pub const ENV_REPORT: &str = "GREENUP_REPORT";
 /// The fewest nodes the decision may keep.
 pub const ENV_MIN_NODES: &str = "GREENUP_MIN_NODES";
+/// `on` or `off` when --energy-comm was given.
+pub const ENV_COMM: &str = "GREENUP_COMM";
 
 /// The options as the user wrote them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -88,6 +97,8 @@ pub struct Raw {
     pub report: bool,
     /// --energy-min-nodes.
     pub min_nodes: Option<String>,
+    /// --energy-comm.
+    pub comm: Option<String>,
 }
 
 impl Raw {
@@ -112,6 +123,8 @@ pub struct Checked {
     pub report: bool,
     /// The fewest nodes the decision may keep (a shrink at start gives back the rest).
     pub min_nodes: Option<usize>,
+    /// --energy-comm: communication-phase DVFS on or off whatever the policy says.
+    pub comm: Option<bool>,
 }
 
 impl Checked {
@@ -136,6 +149,9 @@ impl Checked {
         if let Some(n) = self.min_nodes {
             out.push((ENV_MIN_NODES, n.to_string()));
         }
+        if let Some(on) = self.comm {
+            out.push((ENV_COMM, if on { "on" } else { "off" }.into()));
+        }
         out
     }
 
@@ -156,7 +172,17 @@ impl Checked {
             min_nodes: get(ENV_MIN_NODES)
                 .and_then(|v| v.parse::<usize>().ok())
                 .filter(|n| (1..=MAX_NODES).contains(n)),
+            comm: get(ENV_COMM).as_deref().and_then(parse_on_off),
         }
+    }
+}
+
+/// `on` or `off`, as --energy-comm takes them.
+fn parse_on_off(v: &str) -> Option<bool> {
+    match v.trim() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
     }
 }
 
@@ -209,7 +235,17 @@ pub fn check_units(raw: &Raw) -> Result<Checked, InputError> {
                 })
         })
         .transpose()?;
+    let comm = raw
+        .comm
+        .as_deref()
+        .map(|v| {
+            parse_on_off(v).ok_or_else(|| {
+                opt_err(OPT_COMM, format!("invalid value '{v}': expected on or off"))
+            })
+        })
+        .transpose()?;
     Ok(Checked {
+        comm,
         policy: raw.policy.clone(),
         energy_cap_j,
         power_cap_w,
@@ -333,10 +369,12 @@ mod tests {
                 r.profile = Some("solver".into());
                 r.report = true;
                 r.min_nodes = Some("2".into());
+                r.comm = Some("off".into());
             }),
         )
         .unwrap();
         assert_eq!(c.min_nodes, Some(2));
+        assert_eq!(c.comm, Some(false));
         // 5 kWh = 5 * 3.6e6 J; 1.5 kW = 1500 W.
         assert_eq!(c.energy_cap_j, Some(18.0e6));
         assert_eq!(c.power_cap_w, Some(1500.0));
@@ -386,6 +424,10 @@ mod tests {
                 raw(|r| r.min_nodes = Some("two".into())),
                 "option --energy-min-nodes: invalid node count 'two'",
             ),
+            (
+                raw(|r| r.comm = Some("yes".into())),
+                "option --energy-comm: invalid value 'yes': expected on or off",
+            ),
         ];
         for (r, want) in cases {
             let e = check_with_config(&cfg, &r).unwrap_err().to_string();
@@ -404,6 +446,7 @@ mod tests {
             ENV_POWER_CAP_W => Some("-5".into()),
             ENV_POLICY => Some(String::new()),
             ENV_MIN_NODES => Some("0".into()),
+            ENV_COMM => Some("1".into()),
             _ => None,
         });
         assert_eq!(c, Checked::default());

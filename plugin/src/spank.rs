@@ -70,6 +70,7 @@ impl Greenup {
             profile: get(options::OPT_PROFILE),
             report: spank.is_option_set(options::OPT_REPORT),
             min_nodes: get(options::OPT_MIN_NODES),
+            comm: get(options::OPT_COMM),
         }
     }
 
@@ -117,14 +118,21 @@ impl Greenup {
     }
 
     fn step_info(spank: &SpankHandle) -> Option<StepInfo> {
+        let step_id = spank.job_stepid().ok()?;
+        let by_index = spank
+            .getenv("SLURM_STEP_NODELIST")
+            .ok()
+            .flatten()
+            .zip(spank.job_nodeid().ok());
+        let named = spank
+            .getenv("SLURMD_NODENAME")
+            .ok()
+            .flatten()
+            .or_else(|| std::env::var("SLURMD_NODENAME").ok());
         Some(StepInfo {
             job_id: spank.job_id().ok()?,
-            step_id: spank.job_stepid().ok()?,
-            node: spank
-                .getenv("SLURMD_NODENAME")
-                .ok()
-                .flatten()
-                .or_else(|| std::env::var("SLURMD_NODENAME").ok())?,
+            step_id,
+            node: step::node_name(step_id, by_index, named)?,
         })
     }
 
@@ -154,6 +162,31 @@ impl Greenup {
                 Level::Info,
                 &format!("greenup: job {} on {}: {note}", info.job_id, info.node),
             );
+        }
+        let mpi_type = spank.getenv("SLURM_MPI_TYPE").ok().flatten();
+        if step::is_mpi_step(info.step_id, mpi_type.as_deref()) {
+            let preload = spank.getenv("LD_PRELOAD").ok().flatten();
+            match step::runtime_env(&site, &paths, &info, preload.as_deref()) {
+                Ok(Some(vars)) => {
+                    for (k, v) in vars {
+                        if let Err(e) = spank.setenv(k, &v, true) {
+                            log(
+                                Level::Warning,
+                                &format!(
+                                    "greenup: job {} on {}: MPI runtime not preloaded: {k}: {e}",
+                                    info.job_id, info.node
+                                ),
+                            );
+                            break;
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => log(
+                    Level::Warning,
+                    &format!("greenup: job {} on {}: {e}", info.job_id, info.node),
+                ),
+            }
         }
         if info.step_id == BATCH_STEP {
             let allocated = spank

@@ -277,6 +277,7 @@ mod tests {
             job_id,
             node: "n1".into(),
             outcomes: vec![NodeOutcome {
+                comm: None,
                 job_id,
                 node: "n1".into(),
                 freq_ghz: Some(2.2),

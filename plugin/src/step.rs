@@ -14,6 +14,81 @@ use crate::node;
 
 /// Slurm's step id of the batch script.
 pub const BATCH_STEP: u32 = 0xffff_fffb;
+/// Slurm's step ids from here up are not srun steps (batch, extern, interactive, pending).
+const FIRST_SPECIAL_STEP: u32 = 0xffff_fff0;
+
+/// This node's name for a step. An srun step's environment carries the batch node's
+/// `SLURMD_NODENAME` (srun passes the submitting environment on), so for those the
+/// node is found by its index (`S_JOB_NODEID`) in the step's nodes
+/// (`SLURM_STEP_NODELIST`, which srun sets for every step); other steps use `named`.
+pub fn node_name(
+    step_id: u32,
+    step_nodes_and_index: Option<(String, u32)>,
+    named: Option<String>,
+) -> Option<String> {
+    let indexed = step_nodes_and_index
+        .filter(|_| step_id < FIRST_SPECIAL_STEP)
+        .and_then(|(list, i)| {
+            greenup::hostlist::expand(&list)
+                .ok()?
+                .into_iter()
+                .nth(i as usize)
+        });
+    indexed.or(named)
+}
+
+/// Whether a step runs MPI ranks: an srun step (not the batch script, the extern or the
+/// interactive step) started with an MPI plugin, which srun names in the step's
+/// `SLURM_MPI_TYPE` (`--mpi=pmix`, or the site's `MpiDefault`); `none` or unset is not MPI.
+/// An `mpirun` inside the batch script is not seen here: its ranks start from the batch
+/// step, whose environment greenup leaves alone.
+pub fn is_mpi_step(step_id: u32, mpi_type: Option<&str>) -> bool {
+    step_id < FIRST_SPECIAL_STEP
+        && mpi_type.is_some_and(|t| !t.trim().is_empty() && t.trim() != "none")
+}
+
+/// The variables an MPI step's tasks get so the runtime runs in them: the library
+/// appended to the user's own `LD_PRELOAD` (never replacing it), the measurement
+/// directory, the settings and the sysfs root. `Ok(None)`: the job did not ask for it
+/// (no settings saved for this node), so the step is left untouched.
+pub fn runtime_env(
+    site: &NodeConfig,
+    paths: &NodePaths,
+    step: &StepInfo,
+    user_preload: Option<&str>,
+) -> Result<Option<Vec<(&'static str, String)>>, String> {
+    let dir = JobDir::new(&paths.run_dir, step.job_id);
+    let settings = match std::fs::read_to_string(dir.comm(&step.node)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", dir.comm(&step.node).display())),
+    };
+    let lib = &site.dvfs.mpi_runtime;
+    if !lib.is_file() {
+        return Err(format!(
+            "{} is not installed (dvfs.mpi_runtime); the step runs without it",
+            lib.display()
+        ));
+    }
+    let lib = lib.display().to_string();
+    let preload = match user_preload.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(p) if p.split([' ', ':']).any(|w| w == lib) => p.to_string(),
+        Some(p) => format!("{p} {lib}"),
+        None => lib,
+    };
+    Ok(Some(vec![
+        ("LD_PRELOAD", preload),
+        (
+            greenup::comm::env::DIR,
+            dir.mpi_stats(&step.node).display().to_string(),
+        ),
+        (greenup::comm::env::COMM_DVFS, settings.trim().to_string()),
+        (
+            greenup::comm::env::SYSFS_ROOT,
+            paths.sysfs_root.display().to_string(),
+        ),
+    ]))
+}
 
 /// What a step knows about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,5 +185,104 @@ pub fn restore_step_cores(paths: &NodePaths, step: &StepInfo) -> Option<String> 
         Ok(Some(o)) => o.restore_error,
         Ok(None) => None,
         Err(e) => Some(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn site(lib: PathBuf, run: PathBuf) -> (NodeConfig, NodePaths) {
+        let mut site = NodeConfig::from_site(&node::test_cluster_site());
+        site.dvfs.mpi_runtime = lib;
+        site.dvfs.run_dir = run.clone();
+        let paths = NodePaths {
+            sysfs_root: "/srv/n1/sys".into(),
+            run_dir: run,
+        };
+        (site, paths)
+    }
+
+    #[test]
+    fn an_srun_steps_node_is_its_place_in_the_steps_nodes_not_the_batch_nodes_name() {
+        let n1 = Some("n1".to_string());
+        assert_eq!(
+            node_name(0, Some(("n[1-2]".into(), 1)), n1.clone()).as_deref(),
+            Some("n2")
+        );
+        assert_eq!(
+            node_name(0, Some(("n[1-2]".into(), 0)), n1.clone()).as_deref(),
+            Some("n1")
+        );
+        // The batch step, or no step list: the name slurmd gives.
+        assert_eq!(
+            node_name(BATCH_STEP, Some(("n[1-2]".into(), 1)), n1.clone()).as_deref(),
+            Some("n1")
+        );
+        assert_eq!(node_name(0, None, n1.clone()).as_deref(), Some("n1"));
+        assert_eq!(
+            node_name(0, Some(("n[1-2]".into(), 5)), n1).as_deref(),
+            Some("n1")
+        );
+        assert_eq!(node_name(0, None, None), None);
+    }
+
+    #[test]
+    fn only_srun_steps_with_an_mpi_plugin_are_mpi_steps() {
+        assert!(is_mpi_step(0, Some("pmix")));
+        assert!(is_mpi_step(3, Some("pmi2")));
+        assert!(!is_mpi_step(0, Some("none")));
+        assert!(!is_mpi_step(0, None));
+        assert!(!is_mpi_step(0, Some("")));
+        assert!(!is_mpi_step(BATCH_STEP, Some("pmix")));
+        assert!(!is_mpi_step(0xffff_fffc, Some("pmix")), "the extern step");
+    }
+
+    #[test]
+    fn the_runtime_is_appended_to_the_users_preload_only_when_the_job_asked() {
+        let t = tempfile::tempdir().unwrap();
+        let lib = t.path().join("libgreenup_mpi.so");
+        std::fs::write(&lib, "").unwrap();
+        let run = t.path().join("run");
+        let (site, paths) = site(lib.clone(), run.clone());
+        let step = StepInfo {
+            job_id: 12,
+            step_id: 0,
+            node: "n1".into(),
+        };
+        // No settings saved by the prolog: the job did not ask; nothing is set.
+        assert_eq!(
+            runtime_env(&site, &paths, &step, Some("/u/mine.so")),
+            Ok(None)
+        );
+        let dir = JobDir::new(&run, 12);
+        dir.create().unwrap();
+        std::fs::write(dir.comm("n1"), "{\"enabled\":true}\n").unwrap();
+        let env = runtime_env(&site, &paths, &step, Some("/u/mine.so"))
+            .unwrap()
+            .unwrap();
+        let get = |k: &str| env.iter().find(|(n, _)| *n == k).unwrap().1.clone();
+        assert_eq!(get("LD_PRELOAD"), format!("/u/mine.so {}", lib.display()));
+        assert_eq!(
+            get("GREENUP_MPI_DIR"),
+            run.join("12.n1.mpi").display().to_string()
+        );
+        assert_eq!(get("GREENUP_COMM_DVFS"), "{\"enabled\":true}");
+        assert_eq!(get("GREENUP_SYSFS_ROOT"), "/srv/n1/sys");
+        // Already there: not twice.
+        let again = runtime_env(&site, &paths, &step, Some(&get("LD_PRELOAD")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(again[0].1, get("LD_PRELOAD"));
+        let alone = runtime_env(&site, &paths, &step, None).unwrap().unwrap();
+        assert_eq!(alone[0].1, lib.display().to_string());
+        // A missing library is said, and nothing is preloaded.
+        std::fs::remove_file(&lib).unwrap();
+        assert!(
+            runtime_env(&site, &paths, &step, None)
+                .unwrap_err()
+                .contains("is not installed")
+        );
     }
 }

@@ -49,6 +49,8 @@ pub struct Proposal {
     pub baseline_sample: bool,
     /// For a refusal, the error each node is answered with.
     pub refusal: Option<ErrorCode>,
+    /// The policy's communication-phase DVFS, when it asks for it.
+    pub comm_dvfs: Option<crate::comm::CommDvfs>,
 }
 
 /// The cap the planner is given when no budget is left: every configuration exceeds
@@ -270,6 +272,7 @@ impl Decider {
                     inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
                     baseline_sample: false,
                     refusal: Some(e.code),
+                    comm_dvfs: None,
                 }
             })
     }
@@ -323,6 +326,7 @@ impl Decider {
             inputs,
             baseline_sample: false,
             refusal: None,
+            comm_dvfs: self.policies.get(&pr.policy).and_then(|p| p.comm_dvfs),
         };
         // The flag is the rule, not the name: a site's own monitoring policy must not
         // pin every node at its maximum frequency either.

@@ -304,6 +304,10 @@ pub struct NodeSettings {
     /// The plan's predicted time, energy and power, when there is a plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<crate::plan::Estimate>,
+    /// Communication-phase DVFS for the job's MPI ranks on this node, its low gear
+    /// resolved; absent when the job's policy does not ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_dvfs: Option<crate::comm::CommDvfs>,
 }
 
 impl NodeSettings {
@@ -328,7 +332,22 @@ impl NodeSettings {
             node_count: plan.map_or(allocated, |p| p.nodes.len()),
             used_nodes,
             predicted: plan.map(|p| p.predicted),
+            comm_dvfs: d.comm_dvfs,
         }
+    }
+
+    /// Fill in the communication-phase low gear the policy left unset: the lowest
+    /// frequency of this node's type in `site` (unknown type: the runtime's own choice).
+    pub fn with_low_gear(mut self, site: &crate::site::Site) -> NodeSettings {
+        if let Some(c) = self.comm_dvfs.as_mut()
+            && c.low_ghz.is_none()
+        {
+            c.low_ghz = site
+                .node_type_of(&self.node)
+                .map(|t| t.fmin())
+                .filter(|f| *f > 0.0);
+        }
+        self
     }
 
     /// `node`'s part of `d`, looked up in the plan (linear in the job's size: for one
@@ -736,6 +755,36 @@ mod tests {
             "decided_at": 1_795_000_000
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_nodes_comm_settings_take_its_types_lowest_gear_unless_the_policy_sets_one() {
+        let site =
+            crate::site::load(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/greenup.yaml")).unwrap();
+        let mut d = planned(2);
+        assert_eq!(
+            NodeSettings::from_decision(&d, "n1", 2)
+                .with_low_gear(&site)
+                .comm_dvfs,
+            None
+        );
+        d.comm_dvfs = Some(crate::comm::CommDvfs::default());
+        // n1 is fast (1.0 to 3.0 GHz), n3 eco (1.2 to 2.4), n9 unknown to the site.
+        let low = |d: &Decision, node: &str| {
+            NodeSettings::from_decision(d, node, 2)
+                .with_low_gear(&site)
+                .comm_dvfs
+                .unwrap()
+                .low_ghz
+        };
+        assert_eq!(low(&d, "n1"), Some(1.0));
+        assert_eq!(low(&d, "n3"), Some(1.2));
+        assert_eq!(low(&d, "n9"), None);
+        d.comm_dvfs = Some(crate::comm::CommDvfs {
+            low_ghz: Some(1.4),
+            ..Default::default()
+        });
+        assert_eq!(low(&d, "n3"), Some(1.4));
     }
 
     #[test]

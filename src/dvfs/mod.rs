@@ -3,6 +3,7 @@
 //! never decides.
 pub mod cpufreq;
 pub mod job;
+pub mod lend;
 pub mod powercap;
 pub mod run_dir;
 pub mod state;

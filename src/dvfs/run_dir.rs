@@ -5,12 +5,20 @@
 //! For each record key (the node's name, or `NODE.stepN` for one step's own cores on a
 //! shared node):
 //! - `KEY.json`: the settings and counters saved at the start ([`super::state`]);
-//! - `KEY.meter.json`: the meter's running energy count.
+//! - `KEY.meter.json`: the meter's running energy count;
+//! - `KEY.lent.json`: the cpufreq files lent to the job's user, with their owner and
+//!   mode from before ([`super::lend`]), until the end takes them back.
 //!
 //! For the node:
 //! - `NODE.decision.json`: the decision as the prolog received it;
 //! - `NODE.warning`: a warning for the job's owner, printed once by a step;
-//! - `NODE.warned`: made by the step that printed it.
+//! - `NODE.warned`: made by the step that printed it;
+//! - `NODE.comm.json`: the communication-phase DVFS settings for the job's MPI ranks.
+//!
+//! Beside the job directory, because its user must reach it and the job directory is
+//! root's alone: `run_dir/JOBID.NODE.mpi/`, where the job's MPI ranks leave their
+//! measurements. It belongs to the job's user while the job runs; `run_dir` is then
+//! 0711 (traversable, not listable), so the user reaches it only by its name.
 
 use std::path::{Path, PathBuf};
 
@@ -82,6 +90,26 @@ impl JobDir {
         self.dir.join(format!("{node}.warned"))
     }
 
+    /// The cpufreq files lent to the job's user for `key`.
+    pub fn lent(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.lent.json"))
+    }
+
+    /// The communication-phase DVFS settings for the job's MPI ranks on `node`.
+    pub fn comm(&self, node: &str) -> PathBuf {
+        self.dir.join(format!("{node}.comm.json"))
+    }
+
+    /// The directory, beside this one, where the job's MPI ranks on `node` write.
+    pub fn mpi_stats(&self, node: &str) -> PathBuf {
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.dir.with_file_name(format!("{name}.{node}.mpi"))
+    }
+
     /// The keys of step records on `node` (a crashed step leaves its own).
     pub fn step_keys(&self, node: &str) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
@@ -93,7 +121,8 @@ impl JobDir {
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let key = name.strip_suffix(".json")?;
-                (key.starts_with(&prefix) && !key.ends_with(".meter")).then(|| key.to_string())
+                (key.starts_with(&prefix) && !key.ends_with(".meter") && !key.ends_with(".lent"))
+                    .then(|| key.to_string())
             })
             .collect();
         keys.sort();
@@ -132,6 +161,9 @@ mod tests {
         );
         assert_eq!(d.warning("n1"), Path::new("/run/greenup/42/n1.warning"));
         assert_eq!(d.warned("n1"), Path::new("/run/greenup/42/n1.warned"));
+        assert_eq!(d.lent("n1"), Path::new("/run/greenup/42/n1.lent.json"));
+        assert_eq!(d.comm("n1"), Path::new("/run/greenup/42/n1.comm.json"));
+        assert_eq!(d.mpi_stats("n1"), Path::new("/run/greenup/42.n1.mpi"));
         assert_eq!(step_key("n1", 3), "n1.step3");
     }
 
@@ -145,6 +177,7 @@ mod tests {
             d.record(&step_key("n1", 0)),
             d.record(&step_key("n1", 2)),
             d.tally(&step_key("n1", 2)),
+            d.lent(&step_key("n1", 2)),
             d.record(&step_key("n10", 1)),
             d.decision("n1"),
             d.warning("n1"),

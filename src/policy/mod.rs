@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::comm::{CommDvfs, WaitMode};
 use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
 use crate::optimize::Objective;
 use crate::units::{parse_energy, parse_power};
@@ -40,6 +41,8 @@ pub struct Policy {
     pub constraints: PolicyConstraints,
     /// Record only: run every node at maximum frequency and change nothing.
     pub monitor: bool,
+    /// Communication-phase DVFS in the job's MPI ranks (`comm_dvfs:`); absent: not asked for.
+    pub comm_dvfs: Option<CommDvfs>,
     /// The file it came from.
     pub source: PathBuf,
 }
@@ -153,6 +156,60 @@ struct RawPolicy {
     constraints: Option<RawConstraints>,
     #[serde(default)]
     monitor: Option<bool>,
+    #[serde(default)]
+    comm_dvfs: Option<RawComm>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawComm {
+    enabled: Option<bool>,
+    threshold_bytes: Option<u64>,
+    strided_threshold_bytes: Option<u64>,
+    timeout_us: Option<Spanned<u64>>,
+    low_ghz: Option<Spanned<f64>>,
+    wait: Option<Spanned<String>>,
+}
+
+impl RawComm {
+    /// The settings, each unset field from [`CommDvfs::default`].
+    fn check(&self, path: &Path) -> Result<CommDvfs, InputError> {
+        let d = CommDvfs::default();
+        let wait = match &self.wait {
+            None => d.wait,
+            Some(w) => match w.value.as_str() {
+                "poll" => WaitMode::Poll,
+                "block" => WaitMode::Block,
+                _ => {
+                    return Err(InputError::at(path, w, "comm_dvfs.wait", "poll or block"));
+                }
+            },
+        };
+        let c = CommDvfs {
+            enabled: self.enabled.unwrap_or(d.enabled),
+            threshold_bytes: self.threshold_bytes.unwrap_or(d.threshold_bytes),
+            strided_threshold_bytes: self
+                .strided_threshold_bytes
+                .unwrap_or(d.strided_threshold_bytes),
+            timeout_us: self.timeout_us.as_ref().map_or(d.timeout_us, |t| t.value),
+            low_ghz: self.low_ghz.as_ref().map(|f| f.value),
+            wait,
+        };
+        // The rule lives in CommDvfs::invalid; point at the field it names.
+        if let Some(why) = c.invalid() {
+            return Err(match (&self.low_ghz, &self.timeout_us) {
+                (Some(f), _) if why.starts_with("low_ghz") => InputError::at(
+                    path,
+                    f,
+                    "comm_dvfs.low_ghz",
+                    "a frequency in GHz above 0, e.g. 1.2",
+                ),
+                (_, Some(t)) => InputError::at(path, t, "comm_dvfs.timeout_us", why),
+                _ => InputError::bare(Origin::Path(path.to_path_buf()), why),
+            });
+        }
+        Ok(c)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -236,14 +293,31 @@ impl Policy {
                 constraints.nodes = Some(range);
             }
         }
+        let comm_dvfs = raw.comm_dvfs.as_ref().map(|c| c.check(path)).transpose()?;
         Ok(Policy {
             name: name.clone(),
             description: raw.description.unwrap_or_default(),
             objective,
             constraints,
             monitor: raw.monitor.unwrap_or(false),
+            comm_dvfs,
             source: path.to_path_buf(),
         })
+    }
+}
+
+/// The communication-phase DVFS a job's MPI ranks get: its policy's (`policy`, from the
+/// decision) unless the job's `--energy-comm` (`option`) says otherwise. `on` without a
+/// policy setting takes the defaults; `off` means no runtime at all. `None`: the job's
+/// tasks are left untouched.
+pub fn comm_for_job(policy: Option<CommDvfs>, option: Option<bool>) -> Option<CommDvfs> {
+    match option {
+        Some(false) => None,
+        Some(true) => Some(CommDvfs {
+            enabled: true,
+            ..policy.unwrap_or_default()
+        }),
+        None => policy,
     }
 }
 
@@ -285,5 +359,82 @@ fn positive(
             &q.value,
             why,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Policy, String> {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("p.yaml");
+        std::fs::write(&p, text).unwrap();
+        Policy::load(&p).map_err(|e| e.to_string())
+    }
+
+    const HEAD: &str = "name: p\nobjective: max_dist\n";
+
+    #[test]
+    fn comm_dvfs_takes_the_contract_defaults_for_what_it_leaves_out() {
+        let p = load(&format!("{HEAD}comm_dvfs:\n  threshold_bytes: 4096\n")).unwrap();
+        let c = p.comm_dvfs.unwrap();
+        assert_eq!(c.threshold_bytes, 4096);
+        assert_eq!(c.strided_threshold_bytes, 64 * 1024);
+        assert_eq!(c.timeout_us, 500);
+        assert_eq!(
+            (c.enabled, c.low_ghz, c.wait),
+            (true, None, WaitMode::Block)
+        );
+        assert_eq!(load(HEAD).unwrap().comm_dvfs, None);
+    }
+
+    #[test]
+    fn a_bad_comm_dvfs_field_is_one_line_with_its_place_and_what_is_valid() {
+        for (body, want) in [
+            (
+                "comm_dvfs:\n  low_ghz: -1\n",
+                ":4:12: comm_dvfs.low_ghz: invalid value '-1': expected a frequency in GHz above 0",
+            ),
+            (
+                "comm_dvfs:\n  wait: spin\n",
+                ":4:9: comm_dvfs.wait: invalid value 'spin': expected poll or block",
+            ),
+            (
+                "comm_dvfs:\n  timeout_us: 61000000\n",
+                ":4:15: comm_dvfs.timeout_us: invalid value '61000000': expected timeout_us 61000000 is over a minute",
+            ),
+            ("comm_dvfs:\n  threshold: 1\n", "unknown field `threshold`"),
+        ] {
+            let e = load(&format!("{HEAD}{body}")).unwrap_err();
+            assert!(e.contains(want), "{e}\n  should contain {want}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_job_option_overrides_the_policy_either_way() {
+        let off = CommDvfs {
+            enabled: false,
+            ..CommDvfs::default()
+        };
+        assert_eq!(comm_for_job(None, None), None);
+        assert_eq!(comm_for_job(Some(off), None), Some(off));
+        assert_eq!(comm_for_job(Some(off), Some(false)), None);
+        assert_eq!(
+            comm_for_job(Some(off), Some(true)).map(|c| c.enabled),
+            Some(true)
+        );
+        assert_eq!(comm_for_job(None, Some(true)), Some(CommDvfs::default()));
+    }
+
+    #[test]
+    fn the_shipped_comm_policy_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let set = PolicySet::load(&[dir]).unwrap();
+        let p = set.get("max-dist-comm").unwrap();
+        assert_eq!(p.objective, Objective::MaxDist);
+        assert_eq!(p.comm_dvfs, Some(CommDvfs::default()));
+        assert_eq!(set.get("max-dist").unwrap().comm_dvfs, None);
     }
 }

@@ -44,6 +44,9 @@ pub struct NodeOutcome {
     pub energy_j: Option<f64>,
     /// Seconds this node spent computing (not blocked), when something measured it.
     pub compute_s: Option<f64>,
+    /// Seconds this node spent inside MPI (blocked or communicating), when measured.
+    #[serde(default)]
+    pub comm_s: Option<f64>,
 }
 
 /// One finished job, as refinement sees it.
@@ -78,6 +81,15 @@ impl Outcome {
 
     fn energy_j(&self) -> Option<f64> {
         self.nodes.iter().map(|n| n.energy_j).sum()
+    }
+
+    /// The run's time blocked in communication (amdahl's T_B), the mean over its nodes,
+    /// when every node measured it.
+    fn blocked_s(&self) -> Option<f64> {
+        let all: Option<Vec<f64>> = self.nodes.iter().map(|n| n.comm_s).collect();
+        all.filter(|v| !v.is_empty())
+            .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+            .filter(|b| (0.0..=self.time_s).contains(b))
     }
 }
 
@@ -147,6 +159,7 @@ pub fn check(o: &Outcome) -> Result<(), Outlier> {
         if !ok(n.freq_ghz)
             || !n.energy_j.is_some_and(ok)
             || n.compute_s.is_some_and(|c| !c.is_finite() || c < 0.0)
+            || n.comm_s.is_some_and(|c| !c.is_finite() || c < 0.0)
         {
             return Err(Outlier::BadValue(format!(
                 "node {} has a measurement that is not a positive number",
@@ -224,7 +237,8 @@ fn energy_errors(model: &dyn Predictor, used: &[&Outcome]) -> Result<Vec<f64>, R
 /// Refine a hetero model: per node type T_cp, T_cm, P_dyn and P_static at maximum frequency.
 ///
 /// Time: where nodes report their compute seconds, T_cp = compute / (S * iterations) and
-/// T_cm = (wall - compute) / iterations, averaged per type (S = f_max / f). Otherwise
+/// T_cm = the node's measured MPI seconds / iterations (without them, wall - compute),
+/// averaged per type (S = f_max / f). Otherwise
 /// every type's times are scaled by the mean measured-over-predicted wall time.
 /// Power: per type, least squares of each node's energy
 /// `E = P_static * T + P_dyn * S^-3 * compute` over its outcomes; when the outcomes
@@ -272,7 +286,8 @@ pub fn hetero(
                 match n.compute_s {
                     Some(c) => {
                         cp.push(c / (fmax / n.freq_ghz) / iters);
-                        cm.push((o.time_s - c).max(0.0) / iters);
+                        let blocked = n.comm_s.unwrap_or(o.time_s - c);
+                        cm.push(blocked.max(0.0) / iters);
                     }
                     None => all_timed = false,
                 }
@@ -409,7 +424,7 @@ pub fn amdahl(
             top.push(amdahl::Run {
                 nodes: o.nodes.len(),
                 time_s: o.time_s,
-                blocked_s: None,
+                blocked_s: o.blocked_s(),
             });
         } else {
             geared.push((*o, fmax));
@@ -436,7 +451,9 @@ pub fn amdahl(
         if tc0 <= 0.0 {
             continue;
         }
-        let s = (o.time_s - refined.blocked_s(n)) / tc0;
+        // Measured blocked time where the MPI runtime gave it; the law's otherwise.
+        let blocked = o.blocked_s().unwrap_or_else(|| refined.blocked_s(n));
+        let s = (o.time_s - blocked) / tc0;
         if s.is_finite() && s > 0.0 {
             let f = mean_f(o);
             by_gear
@@ -636,7 +653,8 @@ pub fn outcome_from_record(rec: &JobRecord) -> Option<Outcome> {
                 node_type: n.node_type.clone(),
                 freq_ghz: out.and_then(|o| o.freq_ghz).unwrap_or(n.freq_ghz),
                 energy_j: out.and_then(|o| o.measured_energy_j()),
-                compute_s: None,
+                compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
+                comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
             }
         })
         .collect();
@@ -774,6 +792,7 @@ mod tests {
                 let s = fmax / f;
                 let e = pd * s.powi(-2) * cp * ITERS + ps * t;
                 NodeOutcome {
+                    comm_s: None,
                     name: name.to_string(),
                     node_type: ty.to_string(),
                     freq_ghz: *f,
@@ -864,6 +883,93 @@ mod tests {
         assert!((r.params["type3"].t_cm_s - 0.55).abs() < 1e-12); // (135 - 80) / 100
     }
 
+    /// The frequencies (type1 node, type3 node) MaxDist picks under `model` for one node
+    /// of each type.
+    fn max_dist_freqs(model: &Hetero) -> (f64, f64) {
+        use crate::model::NodeSlot;
+        use crate::optimize::{Goal, Limits, Objective, sweep::sweep};
+        let types = site_types();
+        let slots: Vec<NodeSlot> = [("n1", "type1"), ("n3", "type3")]
+            .iter()
+            .map(|(n, t)| NodeSlot {
+                name: n.to_string(),
+                node_type: t.to_string(),
+                freqs_ghz: types[*t].freqs_ghz.clone(),
+            })
+            .collect();
+        let table = model.table(&slots).unwrap();
+        let (bt, be) = table.totals(&table.max_pick());
+        let goal = Goal {
+            objective: Objective::MaxDist,
+            limits: Limits::default(),
+            baseline_time_s: bt,
+            baseline_energy_j: be,
+        };
+        let best = sweep(&table, &goal).unwrap();
+        let f = |i: usize| table.nodes[i].choices[best.pick[i]].freq_ghz;
+        (f(0), f(1))
+    }
+
+    #[test]
+    fn a_swapped_bottleneck_is_corrected_by_measured_times_and_the_decision_follows() {
+        // The profile says type3 is the slower per iteration (1.0 s against 0.8 s); the
+        // truth is the reverse. MaxDist keeps the bottleneck at its top gear and slows the
+        // other, so the wrong profile slows the real bottleneck.
+        let mut model = wrong_hetero();
+        model.types.get_mut("type1").unwrap().t_cp_s = 0.8;
+        model.types.get_mut("type3").unwrap().t_cp_s = 1.0;
+        let first = max_dist_freqs(&model);
+        // Relative speed f / f_max: the type believed faster is slowed more.
+        let rel = |(f1, f3): (f64, f64)| (f1 / 2.5, f3 / 2.9);
+        assert!(rel(first).0 < rel(first).1, "type1 slowed more: {first:?}");
+        let mut noise = Noise(11);
+        let mut history = Vec::new();
+        let mut corrected_at = None;
+        for run in 1..=3u64 {
+            let (f1, f3) = max_dist_freqs(&model);
+            let mut o = simulate(run, &[("n1", "type1", f1), ("n3", "type3", f3)], &mut noise);
+            // What the MPI runtime measures, from the truth: compute = T_cp * S * iters,
+            // the rest of the wall time inside MPI.
+            for (n, (cp, fmax, f)) in o.nodes.iter_mut().zip([(1.0, 2.5, f1), (0.8, 2.9, f3)]) {
+                let c = cp * fmax / f * ITERS;
+                n.compute_s = Some(c);
+                n.comm_s = Some(o.time_s - c);
+            }
+            history.push(o);
+            model.types = hetero(&model, &history).unwrap().params;
+            let ok = (model.types["type1"].t_cp_s - 1.0).abs() < 1e-9
+                && (model.types["type3"].t_cp_s - 0.8).abs() < 1e-9;
+            if ok && corrected_at.is_none() {
+                corrected_at = Some(run);
+            }
+        }
+        assert!(corrected_at.is_some_and(|r| r <= 3), "{:?}", model.types);
+        let next = max_dist_freqs(&model);
+        eprintln!("decision before {first:?}, after {next:?}");
+        assert!(
+            rel(next).0 > rel(next).1,
+            "now type3 is slowed more: {next:?}"
+        );
+        assert_ne!(next, first);
+    }
+
+    #[test]
+    fn measured_mpi_time_is_the_communication_time_and_the_amdahl_blocked_time() {
+        let mut noise = Noise(3);
+        let mut o = simulate(1, &[("n1", "type1", 2.5), ("n3", "type3", 2.9)], &mut noise);
+        o.time_s = 130.0;
+        o.nodes[0].compute_s = Some(100.0);
+        o.nodes[0].comm_s = Some(28.0); // 2 s of the wall time outside MPI_Init..Finalize
+        o.nodes[1].compute_s = Some(80.0);
+        o.nodes[1].comm_s = Some(48.0);
+        let r = hetero(&wrong_hetero(), std::slice::from_ref(&o)).unwrap();
+        assert!((r.params["type1"].t_cm_s - 0.28).abs() < 1e-12); // 28 / 100
+        assert!((r.params["type3"].t_cm_s - 0.48).abs() < 1e-12);
+        assert_eq!(o.blocked_s(), Some(38.0)); // (28 + 48) / 2
+        o.nodes[1].comm_s = None;
+        assert_eq!(o.blocked_s(), None, "every node or none");
+    }
+
     fn outcome(
         state: RunState,
         time_s: f64,
@@ -876,6 +982,7 @@ mod tests {
             time_s,
             predicted_time_s,
             nodes: vec![NodeOutcome {
+                comm_s: None,
                 name: "n1".into(),
                 node_type: "type1".into(),
                 freq_ghz: 2.5,
@@ -946,6 +1053,7 @@ mod tests {
             predicted_time_s: t,
             nodes: (0..p)
                 .map(|i| NodeOutcome {
+                    comm_s: None,
                     name: format!("n{i}"),
                     node_type: "x".into(),
                     freq_ghz: 2.0,
@@ -981,6 +1089,7 @@ mod tests {
                 predicted_time_s: t,
                 nodes: (0..n)
                     .map(|i| NodeOutcome {
+                        comm_s: None,
                         name: format!("n{i}"),
                         node_type: "type1".into(),
                         freq_ghz: f,

@@ -42,6 +42,36 @@ pub struct NodeReport {
     pub predicted_energy_j: Option<f64>,
     /// The measured energy of this node, in joules; `None` when unmeasured.
     pub measured_energy_j: Option<f64>,
+    /// What greenup's MPI runtime measured in the job's ranks on this node; `None` when
+    /// it did not run there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<NodeMpi>,
+}
+
+/// One node's MPI ranks as greenup's runtime measured them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NodeMpi {
+    /// Ranks that left their measurements.
+    pub ranks: u32,
+    /// Share of the ranks' time inside MPI, in percent (EAR's MPI%).
+    pub mpi_pct: f64,
+    /// Mean seconds per rank with its core at the lowered frequency.
+    pub low_freq_s: f64,
+    /// The runtime's own estimate of the joules communication-phase DVFS saved on this
+    /// node (its power model, not a measurement); `None` when it had none.
+    pub saved_j: Option<f64>,
+}
+
+impl NodeMpi {
+    /// The report's view of a node's summed rank measurements.
+    pub fn of(c: &crate::comm::NodeComm) -> NodeMpi {
+        NodeMpi {
+            ranks: c.ranks,
+            mpi_pct: c.mpi_percent(),
+            low_freq_s: c.low_s,
+            saved_j: c.saved_j,
+        }
+    }
 }
 
 /// A measured total; each part is `None` when it could not be measured.

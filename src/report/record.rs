@@ -146,6 +146,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 .and_then(|p| p.per_node.get(i))
                 .map(|n| n.energy_j),
             measured_energy_j: measured,
+            mpi: out.and_then(|o| o.comm.as_ref()).map(super::NodeMpi::of),
         });
     }
     let not_applied: Vec<String> = nodes

@@ -186,7 +186,9 @@ pub fn job_report(r: &JobReport) -> String {
     out.push('\n');
 
     let mut nodes = new_table();
-    nodes.set_header(vec![
+    // The MPI runtime's columns only when it ran in the job.
+    let mpi = r.nodes.iter().any(|n| n.mpi.is_some());
+    let mut header = vec![
         "NODE",
         "TYPE",
         "FREQ(GHz)",
@@ -195,9 +197,13 @@ pub fn job_report(r: &JobReport) -> String {
         "PRED_ENERGY",
         "ENERGY",
         "ERR",
-    ]);
+    ];
+    if mpi {
+        header.extend(["MPI%", "LOW_FREQ", "COMM_SAVED"]);
+    }
+    nodes.set_header(header);
     for n in &r.nodes {
-        nodes.add_row(vec![
+        let mut row = vec![
             n.name.clone(),
             n.node_type.clone(),
             fmt_ghz(n.freq_ghz),
@@ -210,7 +216,17 @@ pub fn job_report(r: &JobReport) -> String {
                     .and_then(|p| super::error_pct(p, n.measured_energy_j)),
                 fmt_pct,
             ),
-        ]);
+        ];
+        if mpi {
+            row.extend([
+                opt_dash(n.mpi.map(|m| m.mpi_pct), |p| format!("{p:.1}%")),
+                opt_dash(n.mpi.map(|m| m.low_freq_s), fmt_time),
+                opt_dash(n.mpi.and_then(|m| m.saved_j), |j| {
+                    format!("~{}", fmt_energy(j))
+                }),
+            ]);
+        }
+        nodes.add_row(row);
     }
     align_right(&mut nodes, 5);
     if let Some(c) = nodes.column_mut(2) {

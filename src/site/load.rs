@@ -33,6 +33,8 @@ pub const DEFAULT_STORE: &str = "/var/lib/greenup/greenup.db";
 pub const DEFAULT_SPOOL_DIR: &str = "/var/spool/greenup";
 /// Default per-node directory for saved settings.
 pub const DEFAULT_RUN_DIR: &str = "/run/greenup";
+/// Where greenup's packages install the in-job MPI runtime.
+pub const DEFAULT_MPI_RUNTIME: &str = "/usr/lib/x86_64-linux-gnu/greenup/libgreenup_mpi.so";
 /// Default policy: change nothing, record only.
 pub const DEFAULT_POLICY: &str = "monitor";
 /// Most frequencies one node type may list; more is a typo in `step`.
@@ -148,6 +150,8 @@ struct RawDvfs {
     run_dir: Option<Spanned<Value>>,
     #[serde(default)]
     per_core_shared: Option<Spanned<Value>>,
+    #[serde(default)]
+    mpi_runtime: Option<Spanned<Value>>,
 }
 
 /// Read and check the site config at `path`.
@@ -909,6 +913,7 @@ impl Checker<'_> {
             sysfs_root: self.path_or(&d.sysfs_root, "dvfs.sysfs_root", "/sys")?,
             run_dir: self.path_or(&d.run_dir, "dvfs.run_dir", DEFAULT_RUN_DIR)?,
             per_core_shared: self.boolean(&d.per_core_shared, "dvfs.per_core_shared", false)?,
+            mpi_runtime: self.path_or(&d.mpi_runtime, "dvfs.mpi_runtime", DEFAULT_MPI_RUNTIME)?,
         })
     }
 }

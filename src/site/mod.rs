@@ -173,6 +173,14 @@ pub struct DvfsSettings {
     pub run_dir: PathBuf,
     /// Whether a job that shares a node may set its own cores' frequency.
     pub per_core_shared: bool,
+    /// The in-job MPI runtime preloaded into MPI steps whose job asks for
+    /// communication-phase DVFS (`libgreenup_mpi.so`).
+    #[serde(default = "default_mpi_runtime")]
+    pub mpi_runtime: PathBuf,
+}
+
+fn default_mpi_runtime() -> PathBuf {
+    PathBuf::from(load::DEFAULT_MPI_RUNTIME)
 }
 
 /// What greenupd does when a policy's measured slowdown for an application exceeds

@@ -86,15 +86,25 @@ PRAGMA user_version = 4;
 COMMIT;
 ";
 
+/// Version 5: a node's outcome keeps what the job's MPI ranks measured there
+/// (`comm`, [`crate::comm::NodeComm`] as JSON); older rows have none.
+const MIGRATE_TO_5: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE outcomes ADD COLUMN comm TEXT;
+PRAGMA user_version = 5;
+COMMIT;
+";
+
 /// Each step that brings an older store up to date, in order: (version, script).
 const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_TO_2),
     (3, super::charges::MIGRATE_TO_3),
     (4, MIGRATE_TO_4),
+    (5, MIGRATE_TO_5),
 ];
 
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -422,11 +432,12 @@ impl SqliteStore {
         let n = self
             .conn
             .prepare_cached(
-                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at, comm)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .and_then(|mut s| {
-                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at])
+                let comm = o.comm.as_ref().and_then(|c| serde_json::to_string(c).ok());
+                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm])
             })
             .map_err(write_err)?;
         // An outcome that comes after the close (from a node's spool) settles again.
@@ -493,7 +504,7 @@ impl SqliteStore {
         let mut s = self
             .conn
             .prepare_cached(
-                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note FROM outcomes
+                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note, comm FROM outcomes
                  WHERE job_id = ?1 ORDER BY node",
             )
             .map_err(read_err)?;
@@ -508,6 +519,9 @@ impl SqliteStore {
                     source: r.get::<_, Option<String>>(4)?.map(Source::from),
                     restored: r.get(5)?,
                     note: r.get(6)?,
+                    comm: r
+                        .get::<_, Option<String>>(7)?
+                        .and_then(|c| serde_json::from_str(&c).ok()),
                 })
             })
             .map_err(read_err)?;
@@ -922,6 +936,7 @@ mod tests {
 
     fn decision(job_id: u64, watts: f64) -> Decision {
         Decision {
+            comm_dvfs: None,
             job_id,
             verdict: Verdict::Unchanged,
             reason: "no profile".into(),
@@ -967,6 +982,7 @@ mod tests {
     fn outcome(job_id: u64, node: &str, e: f64) -> Change {
         Change::Outcome {
             outcome: NodeOutcome {
+                comm: None,
                 job_id,
                 node: node.into(),
                 freq_ghz: Some(2.0),
@@ -1141,6 +1157,7 @@ mod tests {
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0)));
         let outcome = |node: &str| Change::Outcome {
             outcome: NodeOutcome {
+                comm: None,
                 job_id: 1,
                 node: node.into(),
                 freq_ghz: None,
@@ -1182,7 +1199,7 @@ mod tests {
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 4);
+        assert_eq!(v, SCHEMA_VERSION);
         let changes = [
             open_as(1, "lammps", true),
             open_as(2, "lammps", true),
@@ -1222,5 +1239,50 @@ mod tests {
         drop(s);
         let mut s = SqliteStore::open(&path).unwrap();
         assert_eq!(s.app_history("lammps", "min-energy").unwrap(), (2, None));
+    }
+
+    #[test]
+    fn a_version_2_store_gains_the_mpi_measurements_and_keeps_its_outcomes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            // A store as version 2 left it: no comm column.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            c.execute_batch(
+                "PRAGMA user_version = 2;
+                 INSERT INTO jobs (job_id, uid, state, opened_at, request) VALUES (1, 1000, 'open', 0, '{}');
+                 INSERT INTO outcomes (job_id, node, restored, recorded_at) VALUES (1, 'old', 1, 0);",
+            )
+            .unwrap();
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let version: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let comm = crate::comm::NodeComm {
+            ranks: 2,
+            compute_s: 7.5,
+            comm_s: 2.5,
+            ..Default::default()
+        };
+        let mut o = match outcome(1, "new", 10.0) {
+            Change::Outcome { outcome, .. } => outcome,
+            _ => unreachable!(),
+        };
+        o.comm = Some(comm.clone());
+        s.apply(&[Change::Outcome { outcome: o, at: 1 }]);
+        let read = s.outcomes_of(1).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!(read.iter().find(|o| o.node == "old").unwrap().comm, None);
+        assert_eq!(
+            read.iter().find(|o| o.node == "new").unwrap().comm,
+            Some(comm)
+        );
+        // Opening again migrates nothing twice.
+        drop(s);
+        assert!(SqliteStore::open(&path).is_ok());
     }
 }

@@ -650,6 +650,102 @@ t_real_app() {
   return $rc
 }
 
+# 20. Communication-phase DVFS with greenup's MPI runtime (policy max-dist-comm): LAMMPS
+#     on n1-n2 (userspace governor, so their cores are lent) gives the right answer with
+#     the runtime preloaded into its srun step only; inside the job the user may write the
+#     speed control of its own nodes' cores and of no other node's; after it, no file of
+#     the stand-in tree belongs to the user, everything is restored, and every node's
+#     outcome holds its ranks' MPI time. A job whose policy does not ask, and one that
+#     turns it off with --energy-comm=off, get no preload.
+t_comm() {
+  local j k m rc=0 pol=devices/system/cpu/cpufreq/policy0/scaling_setspeed
+  local lib=$GC_SHARE/lib/libgreenup_mpi.so
+  [ -f "$lib" ] || { say "$lib is not installed (build -p greenup-mpi)"; return 1; }
+  cat > "$OUT/t20.sh" <<EOS
+#!/bin/bash
+echo "batch LD_PRELOAD=\${LD_PRELOAD:-none}"
+srun --mpi=pmix --ntasks-per-node=1 bash -c 'echo "step \$SLURMD_NODENAME LD_PRELOAD=\${LD_PRELOAD:-none}"; \
+  test -w "\$GREENUP_SYSFS_ROOT/$pol" && echo "step \$SLURMD_NODENAME own-writable"; \
+  for n in n3 n4; do test -w "$GC_SYSFS/\$n/$pol" && echo "step \$SLURMD_NODENAME other-writable \$n"; done; true'
+exec "$OUT/apps/run-app.sh" lammps "$OUT/apps"
+EOS
+  chmod 0755 "$OUT/t20.sh"
+  j=$(submit $GC_USER -N2 -w n1,n2 --exclusive -t 5 --energy-policy=max-dist-comm -o "$OUT/t20-%j.out" "$OUT/t20.sh") || return 1
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" 180 || return 1
+  sed 's/^/      /' "$OUT/t20-$j.out"
+  [ "$(state "$j")" = COMPLETED ] || { say "job $j ended $(state "$j")"; rc=1; }
+  grep -q "^check lammps: ok" "$OUT/t20-$j.out" || { say "LAMMPS's answer is wrong with the runtime"; rc=1; }
+  grep -q "^batch LD_PRELOAD=none" "$OUT/t20-$j.out" || { say "the batch step was given the preload"; rc=1; }
+  for n in n1 n2; do
+    grep -q "^step $n LD_PRELOAD=.*libgreenup_mpi.so" "$OUT/t20-$j.out" || { say "$n: the MPI step has no preload"; rc=1; }
+    grep -q "^step $n own-writable" "$OUT/t20-$j.out" || { say "$n: the job's own core was not lent"; rc=1; }
+  done
+  ! grep -q "other-writable" "$OUT/t20-$j.out" || { say "another node's core was writable"; rc=1; }
+  m=$(find "$GC_SYSFS" -user "$GC_USER" | head -3)
+  [ -z "$m" ] || { say "still the user's after the job: $m"; rc=1; }
+  ! ls -d "$GC_GREENUP_RUN/$j".* 2>/dev/null || { say "measurement directory left"; rc=1; }
+  restored || rc=1
+  no_leftovers "$j" || rc=1
+  [ "$(jq_job "$j" '[.outcomes[] | select(.comm.ranks >= 1 and .comm.comm_s > 0 and .comm.compute_s > 0) | .node] | sort | join(" ")')" = "n1 n2" ] \
+    || { say "outcomes: $(job_json "$j" | jq -c '[.outcomes[] | {node, comm}]')"; rc=1; }
+  say "job $j: $(jq_job "$j" '[.outcomes[] | select(.comm) | "\(.node) MPI \(.comm.comm_s*10|floor/10) s of \((.comm.comm_s + .comm.compute_s)*10|floor/10) s, low \(.comm.low_s*100|floor/100) s, \(.comm.transitions) lowerings"] | join(", ")')"
+  "$GC_SHARE/bin/greenup" report "$j" --site $GC_ETC/greenup.yaml | grep -q "MPI%" \
+    || { say "greenup report $j shows no MPI%"; rc=1; }
+  # Not asked for: the policy does not, or the option turns it off.
+  for opts in "--energy-policy=max-dist" "--energy-policy=max-dist-comm --energy-comm=off"; do
+    k=$(submit $GC_USER -N1 -w n1 --exclusive -t 5 $opts -o "$OUT/t20-%j.out" \
+        --wrap "srun --mpi=pmix bash -c 'echo step LD_PRELOAD=\${LD_PRELOAD:-none} DIR=\${GREENUP_MPI_DIR:-none}'") || return 1
+    JOBS_WITH_DAEMON+=("$k")
+    wait_gone "$k" 60 || return 1
+    grep -q "^step LD_PRELOAD=none DIR=none" "$OUT/t20-$k.out" \
+      || { say "$opts: $(cat "$OUT/t20-$k.out")"; rc=1; }
+    [ "$(jq_job "$k" '[.outcomes[] | select(.comm)] | length')" = 0 ] || { say "$opts: MPI measurements stored"; rc=1; }
+    [ -z "$(find "$GC_SYSFS" -user "$GC_USER" | head -1)" ] || { say "$opts: a file was lent"; rc=1; }
+  done
+  return $rc
+}
+
+# 21. A hetero profile with its node types' compute times swapped (lammps-swapped: fast
+#     said slower than eco; the stand-in makes eco the slower) is corrected from what the
+#     MPI runtime measured within 3 runs of LAMMPS on n1 (fast) and n3 (eco), and the
+#     decision after the correction differs from the first.
+t_comm_refine() {
+  local i j rc=0 v dec=() fixed=0
+  # t_cp_s of TYPE in stored version V of the profile.
+  tcp_of() { /usr/bin/python3 -c 'import re, sys; t = open(sys.argv[1]).read(); print(re.search(r"\b" + sys.argv[2] + r":[^\n]*?(?:\n[^\n]*?)*?t_cp_s:\s*([0-9.eE+-]+)", t).group(1))' \
+      /var/lib/greenup-test/profiles/lammps-swapped/v$1.yaml "$2"; }
+  for i in 1 2 3; do
+    j=$(submit $GC_USER -N2 -w n1,n3 --exclusive -t 5 --energy-policy=max-dist-comm \
+        --energy-profile=lammps-swapped -o "$OUT/t21-%j.out" "$OUT/apps/run-app.sh" lammps "$OUT/apps") || return 1
+    JOBS_WITH_DAEMON+=("$j")
+    wait_gone "$j" 180 || return 1
+    grep -q "^check lammps: ok" "$OUT/t21-$j.out" || { say "run $i: LAMMPS failed"; sed 's/^/      /' "$OUT/t21-$j.out"; rc=1; }
+    dec+=("$(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)@\(.freq_ghz)"] | join(",")')")
+    [ "$(jq_job "$j" '[.outcomes[] | select(.comm.compute_s > 0) | .node] | sort | join(" ")')" = "n1 n3" ] \
+      || { say "run $i: not both nodes measured: $(job_json "$j" | jq -c '[.outcomes[] | {node, comm}]')"; rc=1; }
+    for _ in $(seq 1 50); do [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$((i + 1)).yaml ] && break; sleep 0.1; done
+    v=$((i + 1))
+    [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$v.yaml ] || { say "run $i (job $j): no version $v stored"; rc=1; continue; }
+    say "run $i: job $j decided ${dec[-1]}; v$v: fast t_cp $(tcp_of $v fast) s, eco t_cp $(tcp_of $v eco) s;" \
+      "$(jq_job "$j" '[.outcomes[] | select(.comm) | "\(.node) compute \(.comm.compute_s*100|floor/100) s MPI \(.comm.comm_s*100|floor/100) s"] | join(", ")')"
+    if [ "$fixed" = 0 ] && awk -v f="$(tcp_of $v fast)" -v e="$(tcp_of $v eco)" 'BEGIN { exit !(e > f) }'; then fixed=$i; fi
+  done
+  [ "$fixed" != 0 ] || { say "eco never became the slower type in 3 runs"; return 1; }
+  say "corrected after run $fixed"
+  if [ "$fixed" -lt 3 ]; then
+    [ "${dec[$fixed]}" != "${dec[0]}" ] || { say "the decision after the correction (${dec[$fixed]}) is the first one"; rc=1; }
+  else
+    j=$(submit $GC_USER -N2 -w n1,n3 --exclusive -t 5 --energy-policy=max-dist-comm \
+        --energy-profile=lammps-swapped -o /dev/null --wrap true) || return 1
+    JOBS_WITH_DAEMON+=("$j"); wait_gone "$j" 60 || return 1
+    local d; d=$(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)@\(.freq_ghz)"] | join(",")')
+    [ "$d" != "${dec[0]}" ] || { say "the decision after the correction ($d) is the first one"; rc=1; }
+  fi
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "1n the same job on a site without PrologSlurmctld: its nodes decide" t_maxdist_node_path
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
@@ -669,6 +765,8 @@ run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
 run_test "18 the bench responds: the same job at a lower frequency runs longer at less power" t_bench_responds
 run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
+run_test "20 the MPI runtime in LAMMPS: right answer, MPI time per node, only the job's cores lent and only while it runs" t_comm
+run_test "21 a hetero profile with swapped compute times is corrected from measured MPI time within 3 runs, and the decision changes" t_comm_refine
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do

@@ -70,7 +70,9 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
   mkdir -p $GC_SHARE/profiles
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   chmod -R a+rX $GC_SHARE
-  sed "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
+  # The package's own MPI runtime, at its default path.
+  sed -e "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" -e "/^  mpi_runtime: /d" \
+    "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
   chmod 0644 $GC_ETC/greenup.yaml
   GREENUPD_BIN=/usr/sbin/greenupd
   PROLOG_SLURMCTLD_BIN=/usr/sbin/greenup-prolog-slurmctld
@@ -82,14 +84,16 @@ elif [ "$PLUGIN" = 1 ]; then
   # A policy or profile another checkout installed here must not be loaded with this one's.
   rm -rf $GC_SHARE/policies $GC_SHARE/profiles
   mkdir -p $GC_SHARE/policies $GC_SHARE/profiles $GC_SHARE/bin
-  # Only this tree's policies: one left by another checkout's run may not load here.
-  rm -f $GC_SHARE/policies/*.yaml
   cp "$GC_REPO"/policies/*.yaml $GC_SHARE/policies/
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   install -m 0755 "$GC_BIN_DIR/greenup" $GC_SHARE/bin/greenup
   install -m 0755 "$GC_BIN_DIR/greenupd" $GC_SHARE/bin/greenupd
   install -m 0755 "$GC_BIN_DIR/greenup-prolog-slurmctld" $GC_SHARE/bin/greenup-prolog-slurmctld
   PROLOG_SLURMCTLD_BIN=$GC_SHARE/bin/greenup-prolog-slurmctld
+  # The MPI runtime, where the test site config's dvfs.mpi_runtime points.
+  if [ -f "$GC_BIN_DIR/libgreenup_mpi.so" ]; then
+    install -D -m 0644 "$GC_BIN_DIR/libgreenup_mpi.so" $GC_SHARE/lib/libgreenup_mpi.so
+  fi
   chmod -R a+rX $GC_SHARE
   install -m 0644 "$HERE/greenup.yaml" $GC_ETC/greenup.yaml
   [ -f "$GC_PLUGIN_SO" ] && ! [ -f "$GC_RUN/plugin.installed" ] && cp -p "$GC_PLUGIN_SO" "$GC_RUN/plugin.saved"

@@ -176,6 +176,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             sysfs_root: "/sys".into(),
             run_dir: dir.join("run"),
             per_core_shared: false,
+            mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
         },
         budgets: Vec::new(),
         baseline: None,
@@ -317,6 +318,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
     let mut c = d.tcp_client();
     for n in &plan.nodes {
         c.record_outcome(NodeOutcome {
+            comm: None,
             job_id: dec.job_id,
             node: n.name.clone(),
             freq_ghz: Some(n.freq_ghz),

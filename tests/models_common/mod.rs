@@ -74,6 +74,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             sysfs_root: PathBuf::from("/sys"),
             run_dir: PathBuf::from("/run/greenup"),
             per_core_shared: false,
+            mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
         },
         budgets: Vec::new(),
         baseline: None,

@@ -213,8 +213,11 @@ pub(super) async fn start_node(
         ));
     };
     let limits = ctx.site.daemon.limits;
+    let site = ctx.clone();
     let view = decided(shared, ctx, req).await?;
-    view.settings(&node, &list, &limits)
+    Ok(view
+        .settings(&node, &list, &limits)?
+        .with_low_gear(&site.site))
 }
 
 /// `node`'s settings from a job's decision kept in memory, if it is there.
@@ -359,6 +362,7 @@ async fn decide_and_store(
         baseline_sample: p.baseline_sample,
         refusal: p.refusal,
         budgets: admitted.states,
+        comm_dvfs: p.comm_dvfs,
     };
     let inputs = p.inputs;
     let partition = req.partition.clone();

@@ -1,0 +1,414 @@
+//! What a job's user is lent on a node while the job runs, so that its MPI ranks can
+//! lower their own cores' frequency without root (communication-phase DVFS):
+//!
+//! - `scaling_setspeed` of each cpufreq policy whose CPUs all belong to the job, where
+//!   the userspace governor is offered. The governor is set to userspace and
+//!   `scaling_max_freq` (which stays root's) is capped at the speed in force, so the user
+//!   can only go lower than what greenup decided, never higher. `scaling_max_freq` is
+//!   never lent: writing it could lift the decision. Where userspace is not offered
+//!   (intel_pstate), nothing is lent and the ranks measure only.
+//! - A directory beside the job's (see [`super::run_dir`]) for the ranks' measurements.
+//!
+//! Everything is done on opened descriptors (`O_NOFOLLOW`, `fchown`, `fchmod`) and only
+//! to regular files and real directories, so a link the user plants cannot turn a root
+//! prolog or epilog onto another file. The owner and mode found before are saved in the
+//! job directory before anything changes, and the end puts them back exactly.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::cpufreq::{Cpufreq, Policy};
+use super::job::{NodePaths, Scope};
+use super::run_dir::JobDir;
+use super::{state, sysfs};
+
+/// The one cpufreq file a job's user may write.
+pub const CONTROL: &str = "scaling_setspeed";
+
+/// One file lent, with what it was before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LentFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its owner before.
+    pub uid: u32,
+    /// Its group before.
+    pub gid: u32,
+    /// Its permission bits before.
+    pub mode: u32,
+}
+
+/// The files lent to a job's user under one record key.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Lent {
+    /// The user they were lent to.
+    pub uid: u32,
+    /// The files.
+    pub files: Vec<LentFile>,
+    /// The CPUs whose frequency the user may set.
+    pub cpus: Vec<u32>,
+    /// The lowest frequency those CPUs offer, in kHz.
+    pub min_khz: Option<u64>,
+}
+
+/// Open `path` without following a link, refusing anything but a directory (`dir`)
+/// or a regular file.
+fn open_no_link(path: &Path, dir: bool) -> std::io::Result<File> {
+    let kind = if dir {
+        libc::O_DIRECTORY
+    } else {
+        libc::O_NONBLOCK
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | kind)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if (dir && !meta.is_dir()) || (!dir && !meta.is_file()) {
+        let what = if dir { "a directory" } else { "a regular file" };
+        return Err(std::io::Error::other(format!(
+            "{}: not {what}",
+            path.display()
+        )));
+    }
+    Ok(f)
+}
+
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    open_no_link(path, false)
+}
+
+fn open_dir(path: &Path) -> std::io::Result<File> {
+    open_no_link(path, true)
+}
+
+fn check(r: libc::c_int) -> std::io::Result<()> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Set owner, group and mode of an opened file.
+fn own(f: &File, uid: u32, gid: u32, mode: u32) -> std::io::Result<()> {
+    // SAFETY: fchown/fchmod on a descriptor this function borrows.
+    check(unsafe { libc::fchown(f.as_raw_fd(), uid, gid) })?;
+    check(unsafe { libc::fchmod(f.as_raw_fd(), mode as libc::mode_t) })
+}
+
+/// The policies `scope` lets the job change, of those offering the userspace governor.
+fn lendable(cf: &Cpufreq, scope: &Scope) -> Vec<Policy> {
+    let chosen = match scope {
+        Scope::Node => cf.policies_for(None),
+        Scope::Cpus(c) => cf.policies_for(Some(c)),
+        Scope::SharedNode => return Vec::new(),
+    };
+    chosen
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p.governors()
+                .is_ok_and(|g| g.iter().any(|g| g == "userspace"))
+        })
+        .collect()
+}
+
+/// Lend `uid` the [`CONTROL`] of the CPUs `scope` gives the job, after `super::job::begin`
+/// saved their settings under `key` (the end restores them). Returns what was lent.
+/// Called again for the same job and key (a retried prolog), it returns the first loan
+/// unchanged, so the user's ownership is never saved as the owner to put back.
+pub fn lend(
+    paths: &NodePaths,
+    job_id: u32,
+    key: &str,
+    uid: u32,
+    scope: &Scope,
+) -> Result<Lent, String> {
+    let dir = JobDir::new(&paths.run_dir, job_id);
+    if let Some(first) = state::load_json::<Lent>(&dir.lent(key)).map_err(|e| e.to_string())? {
+        return Ok(first);
+    }
+    if state::load(&paths.run_dir, job_id, key)
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        return Err("nothing saved to restore; nothing lent".into());
+    }
+    let cf = Cpufreq::new(&paths.sysfs_root);
+    let policies = lendable(&cf, scope);
+    let mut lent = Lent {
+        uid,
+        ..Lent::default()
+    };
+    for p in &policies {
+        let file = p.dir.join(CONTROL);
+        let meta = open_regular(&file)
+            .and_then(|f| f.metadata())
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        lent.files.push(LentFile {
+            path: file,
+            uid: meta.uid(),
+            gid: meta.gid(),
+            mode: meta.mode() & 0o7777,
+        });
+        lent.cpus.extend(&p.cpus);
+        let low = p.available_khz().ok().and_then(|f| f.into_iter().min());
+        lent.min_khz = match (lent.min_khz, low) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    if lent.files.is_empty() {
+        return Ok(lent);
+    }
+    // Saved before anything changes: an epilog after a crash here still takes it back.
+    let json = serde_json::to_vec_pretty(&lent).map_err(|e| e.to_string())?;
+    dir.create().map_err(|e| e.to_string())?;
+    crate::input::write_atomic_mode(&dir.lent(key), &json, 0o600)
+        .map_err(|e| format!("{}: {e}", dir.lent(key).display()))?;
+    for (p, f) in policies.iter().zip(&lent.files) {
+        let now = p.settings().map_err(|e| e.to_string())?;
+        let speed = now.setspeed_khz.unwrap_or(now.max_khz);
+        if now.governor != "userspace" {
+            sysfs::write(&p.dir.join("scaling_governor"), "userspace")
+                .map_err(|e| e.to_string())?;
+            sysfs::write(&p.dir.join(CONTROL), &speed.to_string()).map_err(|e| e.to_string())?;
+        }
+        if now.max_khz > speed {
+            sysfs::write(&p.dir.join("scaling_max_freq"), &speed.to_string())
+                .map_err(|e| e.to_string())?;
+        }
+        let file = open_regular(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+        // Owner write, nothing for anyone else beyond what was there.
+        own(&file, uid, f.gid, (f.mode | 0o200) & !0o022)
+            .map_err(|e| format!("{}: {e}", f.path.display()))?;
+    }
+    Ok(lent)
+}
+
+/// Take back what [`lend`] lent under `key`: owner, group and mode exactly as before.
+/// Ok(0) when nothing was lent. On an error the record stays, so a later end retries.
+pub fn take_back(paths: &NodePaths, job_id: u32, key: &str) -> Result<usize, String> {
+    let record = JobDir::new(&paths.run_dir, job_id).lent(key);
+    let Some(lent) = state::load_json::<Lent>(&record).map_err(|e| e.to_string())? else {
+        return Ok(0);
+    };
+    let mut problems = Vec::new();
+    for f in &lent.files {
+        if let Err(e) = open_regular(&f.path).and_then(|file| own(&file, f.uid, f.gid, f.mode)) {
+            problems.push(format!("{}: {e}", f.path.display()));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    state::remove_if_present(&record).map_err(|e| e.to_string())?;
+    Ok(lent.files.len())
+}
+
+/// Make the job's MPI measurement directory for `node`, owned by `uid`:`gid`, mode 0700;
+/// a stale one is removed first. `run_dir` becomes traversable (0711) so the user can
+/// reach it by name.
+pub fn make_stats_dir(
+    run_dir: &Path,
+    job_id: u32,
+    node: &str,
+    uid: u32,
+    gid: u32,
+) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(run_dir)?;
+    let top = open_dir(run_dir)?;
+    let mode = top.metadata()?.mode() & 0o7777;
+    // SAFETY: fchmod on a descriptor this function owns.
+    check(unsafe { libc::fchmod(top.as_raw_fd(), ((mode | 0o711) & !0o022) as libc::mode_t) })?;
+    let path = JobDir::new(run_dir, job_id).mpi_stats(node);
+    remove_stats_dir(&path)?;
+    std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+    let d = open_dir(&path)?;
+    own(&d, uid, gid, 0o700)?;
+    Ok(path)
+}
+
+/// Take the measurement directory back from the job's user (root's, 0700), so nothing
+/// more can be put in it while the epilog reads it; Ok(false) when there is none.
+pub fn close_stats_dir(path: &Path) -> std::io::Result<bool> {
+    match open_dir(path) {
+        Ok(d) => own(&d, 0, 0, 0o700).map(|()| true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove the measurement directory and whatever the user left in it, following no link
+/// (the standard library's removal works on descriptors, not on paths).
+pub fn remove_stats_dir(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dvfs::cpufreq::tests::tree;
+    use crate::dvfs::job::begin;
+
+    const FREQS: [u64; 2] = [1_200_000, 3_000_000];
+
+    fn owner(path: &Path) -> (u32, u32) {
+        let m = std::fs::metadata(path).unwrap();
+        (m.uid(), m.mode() & 0o7777)
+    }
+
+    fn setspeed(root: &Path, policy: u32) -> PathBuf {
+        root.join(format!(
+            "devices/system/cpu/cpufreq/policy{policy}/{CONTROL}"
+        ))
+    }
+
+    #[test]
+    fn only_the_jobs_own_cpus_are_lent_and_all_come_back_exactly() {
+        let t = tempfile::tempdir().unwrap();
+        tree(t.path(), 4, "userspace performance", &FREQS);
+        let paths = NodePaths {
+            sysfs_root: t.path().to_path_buf(),
+            run_dir: t.path().join("run"),
+        };
+        let before: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
+        let scope = Scope::Cpus(vec![0, 1]);
+        begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
+        let lent = lend(&paths, 9, "n1.step0", 4242, &scope).unwrap();
+        assert_eq!(lent.cpus, vec![0, 1]);
+        assert_eq!(owner(&setspeed(t.path(), 0)).0, 4242);
+        assert_eq!(owner(&setspeed(t.path(), 1)).0, 4242);
+        // A retried prolog lends nothing twice and keeps the owner from before the job.
+        assert_eq!(lend(&paths, 9, "n1.step0", 4242, &scope).unwrap(), lent);
+        assert_eq!(owner(&setspeed(t.path(), 2)), before[2]);
+        assert_eq!(owner(&setspeed(t.path(), 3)), before[3]);
+        assert_eq!(take_back(&paths, 9, "n1.step0").unwrap(), 2);
+        let after: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
+        assert_eq!(after, before);
+        // Taken back once: nothing left to take.
+        assert_eq!(take_back(&paths, 9, "n1.step0").unwrap(), 0);
+    }
+
+    /// Whether uid 4242 (no groups) can write `file`, tried by a real unprivileged process.
+    fn user_can_write(file: &Path) -> bool {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=4242",
+                "--regid=4242",
+                "--clear-groups",
+                "--",
+                "sh",
+                "-c",
+            ])
+            .arg(format!("echo 1200000 > '{}'", file.display()))
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    #[test]
+    fn an_unprivileged_user_writes_its_own_cores_only_and_only_while_the_job_runs() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+            eprintln!("skipped: needs root and setpriv to act as an ordinary user");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        tree(t.path(), 4, "userspace performance", &FREQS);
+        let paths = NodePaths {
+            sysfs_root: t.path().to_path_buf(),
+            run_dir: t.path().join("run"),
+        };
+        let scope = Scope::Cpus(vec![2, 3]);
+        begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
+        for i in 0..4 {
+            assert!(
+                !user_can_write(&setspeed(t.path(), i)),
+                "policy{i} before the job"
+            );
+        }
+        lend(&paths, 9, "n1.step0", 4242, &scope).unwrap();
+        assert!(
+            !user_can_write(&setspeed(t.path(), 0)),
+            "another job's core"
+        );
+        assert!(
+            !user_can_write(&setspeed(t.path(), 1)),
+            "another job's core"
+        );
+        assert!(user_can_write(&setspeed(t.path(), 2)), "the job's own core");
+        assert!(user_can_write(&setspeed(t.path(), 3)), "the job's own core");
+        // The bound the user cannot lift stays root's.
+        let max = t
+            .path()
+            .join("devices/system/cpu/cpufreq/policy2/scaling_max_freq");
+        assert!(!user_can_write(&max));
+        take_back(&paths, 9, "n1.step0").unwrap();
+        for i in 0..4 {
+            assert!(
+                !user_can_write(&setspeed(t.path(), i)),
+                "policy{i} after the job"
+            );
+        }
+    }
+
+    #[test]
+    fn a_link_in_place_of_the_control_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        tree(t.path(), 1, "userspace performance", &FREQS);
+        let paths = NodePaths {
+            sysfs_root: t.path().to_path_buf(),
+            run_dir: t.path().join("run"),
+        };
+        let file = setspeed(t.path(), 0);
+        std::fs::remove_file(&file).unwrap();
+        let target = t.path().join("precious");
+        std::fs::write(&target, "x").unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
+        assert!(lend(&paths, 9, "n1", 4242, &Scope::Node).is_err());
+        assert_eq!(owner(&target).0, std::fs::metadata(t.path()).unwrap().uid());
+    }
+
+    #[test]
+    fn a_stale_or_planted_stats_dir_is_replaced_without_following_links() {
+        let t = tempfile::tempdir().unwrap();
+        let run = t.path().join("run");
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "x").unwrap();
+        std::fs::create_dir_all(&run).unwrap();
+        let stats = JobDir::new(&run, 5).mpi_stats("n1");
+        std::os::unix::fs::symlink(&outside, &stats).unwrap();
+        let made = make_stats_dir(&run, 5, "n1", 4242, 4242).unwrap();
+        assert_eq!(made, stats);
+        assert!(std::fs::symlink_metadata(&stats).unwrap().is_dir());
+        assert_eq!(owner(&stats), (4242, 0o700));
+        assert_eq!(owner(&run).1 & 0o711, 0o711);
+        // The user plants a link to a directory outside; removal takes the link only.
+        std::os::unix::fs::symlink(&outside, stats.join("sub")).unwrap();
+        assert!(close_stats_dir(&stats).unwrap());
+        assert_eq!(owner(&stats).0, 0);
+        remove_stats_dir(&stats).unwrap();
+        assert!(!stats.exists());
+        assert!(outside.join("keep").exists());
+        assert!(!close_stats_dir(&stats).unwrap());
+    }
+}
