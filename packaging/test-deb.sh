@@ -86,7 +86,7 @@ check "dpkg -i installs the package" install_deb && installed=1
 files=$(dpkg -L greenup)
 has_files() {
   local ok=0 f
-  for f in /usr/bin/greenup /usr/sbin/greenupd /usr/sbin/greenup-prolog-slurmctld $SERIES_PLUGIN_DIR/spank_greenup.so \
+  for f in /usr/bin/greenup /usr/sbin/greenupd /usr/sbin/greenup-prolog-slurmctld $SERIES_PLUGIN_DIR/spank_greenup.so /usr/lib/greenup/libgreenup_mpi.so \
            /etc/slurm/greenup.yaml /etc/slurm/plugstack.conf.d/greenup.conf \
            /usr/share/greenup/cli_filter.lua /usr/share/greenup/slurm-series \
 ; do

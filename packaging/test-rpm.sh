@@ -35,7 +35,7 @@ say "$RPM_FILE ($(du -h "$RPM_FILE" | cut -f1)), built for Slurm $SERIES"
 files=$(rpm -qlp "$RPM_FILE" 2>/dev/null)
 has_files() {
   local ok=0 f
-  for f in /usr/bin/greenup /usr/sbin/greenupd /usr/sbin/greenup-prolog-slurmctld /usr/lib64/slurm/spank_greenup.so \
+  for f in /usr/bin/greenup /usr/sbin/greenupd /usr/sbin/greenup-prolog-slurmctld /usr/lib64/slurm/spank_greenup.so /usr/lib/greenup/libgreenup_mpi.so \
            /etc/slurm/greenup.yaml /etc/slurm/plugstack.conf.d/greenup.conf \
            /usr/lib/systemd/system/greenupd.service /usr/share/greenup/cli_filter.lua \
            /usr/share/greenup/slurm-series /usr/share/man/man8/greenupd.8 \

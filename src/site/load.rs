@@ -34,7 +34,7 @@ pub const DEFAULT_SPOOL_DIR: &str = "/var/spool/greenup";
 /// Default per-node directory for saved settings.
 pub const DEFAULT_RUN_DIR: &str = "/run/greenup";
 /// Where greenup's packages install the in-job MPI runtime.
-pub const DEFAULT_MPI_RUNTIME: &str = "/usr/lib/x86_64-linux-gnu/greenup/libgreenup_mpi.so";
+pub const DEFAULT_MPI_RUNTIME: &str = "/usr/lib/greenup/libgreenup_mpi.so";
 /// Default policy: change nothing, record only.
 pub const DEFAULT_POLICY: &str = "monitor";
 /// Most frequencies one node type may list; more is a typo in `step`.
