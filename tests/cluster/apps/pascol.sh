@@ -13,7 +13,7 @@
 # (2), SIZES ("1024 4194304 4": smallest, largest, factor), OUT (pascol-out): raw results
 # in OUT/runs.csv, per-mode rank files in OUT/ranks; PLOT=0 skips the plots.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 source tests/cluster/lib.sh
 ROUNDS=${ROUNDS:-1} SPP=${SECONDS_PER_POINT:-2} OUT=${OUT:-pascol-out}
 read -r LO HI FACTOR <<<"${SIZES:-1024 4194304 4}"
@@ -96,7 +96,7 @@ rm -rf "$OUT/ranks"; cp -r "$DIR/ranks" "$OUT/ranks"
 # over the ranks (the runtime's own rank files).
 for d in "$OUT"/ranks/*; do
   jq -s --arg m "$(basename "$d")" -r \
-    '"\($m): mpi_s \(map(.mpi_s) | add | . * 10 | round / 10) low_s \(map(.low_s) | add | . * 10 | round / 10) transitions \(map(.transitions) | add) errors \(map(.errors) | add)"' "$d"/rank-*.json
+    '"\($m): mpi_s \(map(.mpi_s) | add | . * 10 | round / 10) low_s \(map(.low_s) | add | . * 10 | round / 10) transitions \(map(.transitions) | add) errors \(map(.errors) | add)"' "$d"/rank-*.json || true
 done
 if [ "${PLOT:-1}" = 1 ]; then
   command -v rsvg-convert >/dev/null || { apt-get update -qq && apt-get install -y -qq librsvg2-bin >/dev/null; }
