@@ -116,6 +116,20 @@ def main():
                 cells += [f"{e:.2f}" if e is not None else "-", f"{t:.2f}" if t is not None else "-"]
             print(f"| {name} | {size_label(b)} | " + " | ".join(cells)
                   + f" | {base['energy_j_per_mib']:.3g} | {base['latency_us']:.0f} |")
+    # The crossover: the smallest size from which a mode's energy per MiB stays below
+    # polling's and its latency within 5% of polling's (or below) at every larger size.
+    print()
+    print("| operation | " + " | ".join(f"{m} crossover" for m, *_ in MODES[1:]) + " |")
+    print("|---|" + "---|" * (len(MODES) - 1))
+    for op, name in OPS:
+        cells = []
+        for m, *_ in MODES[1:]:
+            e = norm.get((op, "energy_j_per_mib"), {}).get(m, {})
+            t = norm.get((op, "latency_us"), {}).get(m, {})
+            good = [b for b in sizes if b in e and b in t and e[b] < 1 and t[b] <= 1.05]
+            cross = next((b for b in sizes if all(c in good for c in sizes if c >= b)), None)
+            cells.append(size_label(cross) if cross else "none")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
