@@ -9,13 +9,13 @@
 # It starts its own cluster (without greenup's plugin: the job sets LD_PRELOAD and the
 # runtime's settings itself) and tears it down. Run as root, holding the cluster lock:
 #   flock /tmp/greenup-cluster.lock tests/cluster/apps/pascol.sh
-# Environment: ROUNDS (1; each round runs every mode, in a rotated order), SECONDS_PER_POINT
-# (2), SIZES ("1024 4194304 4": smallest, largest, factor), OUT (pascol-out): raw results
+# Environment: ROUNDS (2; each round runs every mode, in a rotated order), SECONDS_PER_POINT
+# (1.5), SIZES ("1024 4194304 4": smallest, largest, factor), OUT (pascol-out): raw results
 # in OUT/runs.csv, per-mode rank files in OUT/ranks; PLOT=0 skips the plots.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source tests/cluster/lib.sh
-ROUNDS=${ROUNDS:-1} SPP=${SECONDS_PER_POINT:-2} OUT=${OUT:-pascol-out}
+ROUNDS=${ROUNDS:-2} SPP=${SECONDS_PER_POINT:-1.5} OUT=${OUT:-pascol-out}
 read -r LO HI FACTOR <<<"${SIZES:-1024 4194304 4}"
 [ "$(id -u)" = 0 ] || { echo "pascol: run as root (it starts Slurm daemons)" >&2; exit 1; }
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
