@@ -587,10 +587,13 @@ fn a_version_2_store_gains_the_budget_charges_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("greenup.db");
     drop(greenup::store::SqliteStore::open(&db).unwrap());
-    // Back to what a version 2 store holds: no budget_charges.
+    // Back to what a version 2 store holds: no budget_charges, nor what later versions add.
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("DROP TABLE budget_charges; PRAGMA user_version = 2;")
-        .unwrap();
+    c.execute_batch(
+        "DROP TABLE budget_charges; DROP TABLE policy_holds;
+         ALTER TABLE outcomes DROP COLUMN comm; PRAGMA user_version = 2;",
+    )
+    .unwrap();
     drop(c);
     for _ in 0..2 {
         drop(greenup::store::SqliteStore::open(&db).unwrap());

@@ -24,6 +24,7 @@ fn the_shipped_policies_load() {
             "edp",
             "iso-ee",
             "max-dist",
+            "max-dist-comm",
             "min-energy",
             "min-time",
             "monitor"

@@ -23,12 +23,14 @@ pub const OPT_REPORT: &str = "energy-report";
 pub const OPT_MIN_NODES: &str = "energy-min-nodes";
 /// `--energy-comm=on|off`.
 pub const OPT_COMM: &str = "energy-comm";
+/// `--energy-quote`.
+pub const OPT_QUOTE: &str = "energy-quote";
 
 /// The largest node count `--energy-min-nodes` accepts.
 pub const MAX_NODES: usize = 1_000_000;
 
 /// Every option: name, value placeholder (None: a flag), and usage line.
-pub const OPTIONS: [(&str, Option<&str>, &str); 7] = [
+pub const OPTIONS: [(&str, Option<&str>, &str); 8] = [
     (
         OPT_POLICY,
         Some("NAME"),
@@ -63,6 +65,11 @@ pub const OPTIONS: [(&str, Option<&str>, &str); 7] = [
         OPT_COMM,
         Some("on|off"),
         "greenup: lower the core's frequency while MPI ranks wait in large or long calls",
+    ),
+    (
+        OPT_QUOTE,
+        None,
+        "greenup: print the job's energy quote and budgets left, and submit nothing",
     ),
 ];
 
@@ -99,6 +106,8 @@ pub struct Raw {
     pub min_nodes: Option<String>,
     /// --energy-comm.
     pub comm: Option<String>,
+    /// --energy-quote.
+    pub quote: bool,
 }
 
 impl Raw {

@@ -71,6 +71,7 @@ impl Greenup {
             report: spank.is_option_set(options::OPT_REPORT),
             min_nodes: get(options::OPT_MIN_NODES),
             comm: get(options::OPT_COMM),
+            quote: spank.is_option_set(options::OPT_QUOTE),
         }
     }
 
@@ -79,6 +80,14 @@ impl Greenup {
         let raw = Self::raw_options(spank);
         if raw.is_empty() {
             return Ok(());
+        }
+        // greenup's cli_filter answers --energy-quote and stops the submission before
+        // this callback runs; reaching it means the site runs no such filter.
+        if raw.quote {
+            return Err(format!(
+                "greenup: --{}: nothing submitted, and no quote: quotes come from greenup's cli_filter, which this cluster does not run (CliFilterPlugins=cli_filter/lua with /usr/share/greenup/cli_filter.lua); `greenup quote` gives the same line",
+                options::OPT_QUOTE
+            ));
         }
         // An srun inside an allocation inherits options checked when the job was submitted.
         if ctx == Context::Local && std::env::var_os("SLURM_JOB_ID").is_some() {
