@@ -81,9 +81,15 @@ end
 -- whether that refusal would fail the job (enforce: strict). nil when greenup cannot
 -- say (a missing binary, an unreachable greenupd, an option it cannot pass on).
 local function quote(options, spank_opt, policy, profile)
-  local count = string.match(options["nodes"] or "1", "^(%d+)")
-  if not count then return nil end
-  local cmd = GREENUP .. " quote --json --config " .. SITE .. " --node-count " .. count
+  local cmd = GREENUP .. " quote --json --config " .. SITE
+  local nodelist = options["nodelist"]
+  if plain(nodelist) then
+    cmd = cmd .. " --nodes " .. nodelist
+  else
+    local count = string.match(options["nodes"] or "1", "^(%d+)")
+    if not count then return nil end
+    cmd = cmd .. " --node-count " .. count
+  end
   local args = {
     {"time", options["time"]}, {"partition", options["partition"]},
     {"account", options["account"]}, {"policy", policy}, {"profile", profile},

@@ -67,6 +67,18 @@ t_budget_levels() {
     "refused	"*"predicted 14.4 kJ, 00:03:00 on 1 node; account chem: 11.2 kJ of 40.0 kJ left this month"*) ;;
     *) say "job $j5: $v"; rc=1 ;;
   esac
+  # The quote at submission: sbatch --energy-quote prints it (from greenup's cli_filter)
+  # and submits nothing.
+  local before out
+  before=$(squeue -h -u "$GC_USER2" | wc -l)
+  if out=$(as "$GC_USER2" sbatch --energy-quote -A chem -N1 -w n4 -t 3 -o /dev/null --wrap 'sleep 1' 2>&1); then
+    say "sbatch --energy-quote submitted: $out"; rc=1
+  fi
+  case $out in
+    *"greenup: predicted 14.4 kJ, 00:03:00 on 1 node; account chem: "*" left this month"*"nothing submitted"*) ;;
+    *) say "sbatch --energy-quote said: $out"; rc=1 ;;
+  esac
+  [ "$(squeue -h -u "$GC_USER2" | wc -l)" = "$before" ] || { say "sbatch --energy-quote queued a job"; rc=1; }
   wait_gone "$j1" 60 && wait_gone "$j2" 60 && wait_gone "$j3" 60 || rc=1
   # Settled from the energy its node measured: the store's outcomes, summed.
   for _ in $(seq 1 50); do v=$(charge_of "$j1"); [ "${v%% *}" != None ] && break; sleep 0.2; done
@@ -77,4 +89,4 @@ t_budget_levels() {
   return $rc
 }
 
-run_test "B1 account budget: each level acts, a refusal carries the quote, settlement uses measured energy" t_budget_levels
+run_test "B1 account budget: each level acts, a refusal carries the quote, --energy-quote submits nothing, settlement uses measured energy" t_budget_levels
