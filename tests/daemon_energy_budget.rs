@@ -572,7 +572,11 @@ fn the_quote_gives_the_spread_and_runs_of_a_refined_profile() {
     let newest = *versions.list("lammps").unwrap().last().unwrap();
     let fit = versions.fit("lammps", newest).expect("a fit record");
     let q = d.tcp_client().quote(lammps(9)).unwrap();
-    let want = format!("(±{:.0}%, from {} runs)", fit.residual * 100.0, fit.samples);
+    let runs = match fit.samples {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
+    };
+    let want = format!("(±{:.0}%, from {runs})", fit.residual * 100.0);
     assert!(q.line.contains(&want), "{want} in {}", q.line);
     // 1e12 J is 277.8 MWh.
     assert!(

@@ -249,7 +249,8 @@ pub fn quote_line(
 ) -> String {
     let mut s = format!("predicted {}", crate::units::format_energy(energy_j));
     if let Some((pct, runs)) = spread {
-        s.push_str(&format!(" (±{pct:.0}%, from {runs} runs)"));
+        let plural = if runs == 1 { "" } else { "s" };
+        s.push_str(&format!(" (±{pct:.0}%, from {runs} run{plural})"));
     }
     if let Some(t) = time_s {
         let t = t.round() as u64;
