@@ -27,7 +27,9 @@ pub mod env {
 
 /// The cpufreq files (in `devices/system/cpu/cpufreq/policyN/`) the runtime writes: the
 /// set speed when the policy's governor is `userspace`, otherwise the frequency ceiling.
-/// The prolog grants the job's user write access to these for the job's own CPUs only.
+/// greenup's prolog lends only the first, for the job's own CPUs (`dvfs::lend`): a
+/// ceiling the user could write would lift the decision, so where there is no
+/// userspace governor the runtime measures and lowers nothing.
 pub const CONTROL_FILES: [&str; 2] = ["scaling_setspeed", "scaling_max_freq"];
 
 /// How a rank waits in a long blocking call.
