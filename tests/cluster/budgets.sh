@@ -5,7 +5,7 @@
 # the site config gives without any model.
 
 # The site config with a budget for account chem, loaded by SIGHUP; put back after.
-budget_config() { # on|off
+budget_config() { # on|off|site
   local cfg=$GC_ETC/greenup.yaml
   if [ "$1" = on ]; then
     cp "$cfg" "$OUT/greenup.yaml.saved"
@@ -19,6 +19,17 @@ budgets:
         - {at: 30%, policy: min-energy}
         - {at: 60%, power_share: 50%}
         - {at: 100%, refuse: true}
+YAML
+  elif [ "$1" = site ]; then
+    # A site budget both accounts share, with room for one 9.6 kJ job and not two.
+    cp "$cfg" "$OUT/greenup.yaml.saved"
+    cat >> "$cfg" <<'YAML'
+budgets:
+  site:
+    amount: 15 kJ
+    period: day
+    levels:
+      - {at: 100%, refuse: true}
 YAML
   else
     cp "$OUT/greenup.yaml.saved" "$cfg"
@@ -56,9 +67,10 @@ t_budget_levels() {
   j5=$(submit $GC_USER2 -A chem -N1 -w n4 -t 3 -o /dev/null --wrap 'sleep 1') && wait_gone "$j5" || rc=1
   v=$(jq_job "$j1" '[.decision.policy, (.decision.budgets[0].level_pct // "none")] | @tsv')
   [ "$v" = "monitor	none" ] || { say "job $j1: $v"; rc=1; }
-  v=$(jq_job "$j2" '[.decision.policy, .decision.budgets[0].level_pct] | @tsv')
+  # floor: jq 1.7 (Debian 13) prints a stored 30.0 as written; a computed number as 30.
+  v=$(jq_job "$j2" '[.decision.policy, (.decision.budgets[0].level_pct | floor)] | @tsv')
   [ "$v" = "min-energy	30" ] || { say "job $j2: $v"; rc=1; }
-  v=$(jq_job "$j3" '[.decision.power_cap_w, .decision.budgets[0].level_pct] | @tsv')
+  v=$(jq_job "$j3" '[(.decision.power_cap_w | floor), (.decision.budgets[0].level_pct | floor)] | @tsv')
   [ "$v" = "40	60" ] || { say "job $j3: $v"; rc=1; }
   v=$(jq_job "$j4" '.decision.budgets | length')
   [ "$v" = 0 ] || { say "job $j4 (account greenup-test) charged to $v budgets"; rc=1; }
@@ -90,3 +102,28 @@ t_budget_levels() {
 }
 
 run_test "B1 account budget: each level acts, a refusal carries the quote, --energy-quote submits nothing, settlement uses measured energy" t_budget_levels
+
+# B2. Two users of two accounts start at once against a site budget with room for one of
+# them: greenupd admits exactly one, whichever decides first, and refuses the other.
+t_budget_race() {
+  local rc=0 a b va vb admitted
+  budget_config site
+  # Each: a fast node (120 + 40 W) for its 60 s limit, 9.6 kJ; 15 kJ holds one.
+  a=$(submit $GC_USER -N1 -w n1 -t 1 -o /dev/null --wrap 'sleep 3') &&
+  b=$(submit $GC_USER2 -A chem -N1 -w n2 -t 1 -o /dev/null --wrap 'sleep 3') || rc=1
+  wait_gone "$a" 60 && wait_gone "$b" 60 || rc=1
+  va=$(jq_job "$a" '.decision.verdict'); vb=$(jq_job "$b" '.decision.verdict')
+  admitted=0
+  for v in "$va" "$vb"; do [ "$v" = refused ] || admitted=$((admitted + 1)); done
+  [ "$admitted" = 1 ] || { say "jobs $a ($GC_USER) and $b ($GC_USER2 -A chem): $va and $vb; want one admitted"; rc=1; }
+  for j in "$a" "$b"; do
+    v=$(jq_job "$j" '[.decision.verdict, .decision.reason] | @tsv')
+    case $v in
+      refused*) case $v in *"predicted 9.60 kJ"*) ;; *) say "job $j refused without its quote: $v"; rc=1 ;; esac ;;
+    esac
+  done
+  budget_config off
+  return $rc
+}
+
+run_test "B2 two accounts' jobs at once against the last of a site budget: exactly one is admitted" t_budget_race

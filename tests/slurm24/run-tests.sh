@@ -25,7 +25,7 @@ for f in greenup greenupd greenup-prolog-slurmctld libspank_greenup.so; do
   [ -x "$STAGE/$PROFILE/$f" ] || fail "$STAGE/$PROFILE/$f is missing (build first)"
 done
 echo "==> the cluster tests inside the Debian 13 root (Slurm $(gc24_slurm_version))"
-GC24_BIN=$STAGE "$HERE/enter.sh" env GC_SKIP_BUILD=1 CARGO_TARGET_DIR=/greenup-bin GC_PROFILE="$PROFILE" \
+GC24_BIN=$STAGE "$HERE/enter.sh" env GC_SKIP_BUILD=1 CARGO_TARGET_DIR=/greenup-bin GC_PROFILE="$PROFILE" GC_ONLY="${GC_ONLY:-}" \
   bash /greenup/tests/cluster/run-tests.sh
 rc=$?
 echo "Slurm 24.11 cluster tests took $((SECONDS - START)) s"
