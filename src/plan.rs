@@ -60,6 +60,9 @@ pub struct PlanRequest {
     pub time_limit_s: Option<f64>,
     /// The optimizer.
     pub algorithm: Algorithm,
+    /// No node above this frequency in GHz (set by an energy budget's warning level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_freq_ghz: Option<f64>,
 }
 
 /// Predicted totals of one configuration.
@@ -182,6 +185,7 @@ pub fn plan_with(
         limits,
         min_ee: policy.constraints.min_ee,
         algorithm: req.algorithm,
+        max_freq_ghz: req.max_freq_ghz,
     };
     let decision = if policy.monitor {
         monitor(predictor, &search)?

@@ -57,7 +57,7 @@ fn job(id: u64) -> OpenJob {
 fn seen(baselines: u32) -> AppState {
     AppState {
         baselines,
-        hold: None,
+        ..AppState::default()
     }
 }
 
@@ -172,6 +172,7 @@ fn a_held_policy_falls_back_to_monitor_only_when_the_site_says_so() {
     let held = AppState {
         baselines: 10,
         hold: Some("median measured slowdown 20.0% over 3 runs".into()),
+        ..AppState::default()
     };
     let site = make_site(dir.path(), settings(0.0, 0, OnMiss::Monitor));
     let d = Decider::new(&site).unwrap();

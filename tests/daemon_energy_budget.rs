@@ -615,3 +615,43 @@ fn a_version_2_store_gains_the_budget_charges_once() {
         );
     }
 }
+
+#[test]
+fn a_frequency_ceiling_level_plans_no_node_above_it() {
+    let lammps = |job_id| OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some("min-time".into()),
+        account: Some("chem".into()),
+        ..open_req(job_id, 0, 4)
+    };
+    let freqs = |d: &Decision| -> Vec<f64> {
+        d.plan
+            .as_ref()
+            .expect("a plan")
+            .nodes
+            .iter()
+            .map(|n| n.freq_ghz)
+            .collect()
+    };
+    // min-time with nothing to stop it runs every node at its highest gear, 2.4 GHz.
+    let free = start(4, |_, _, _| {});
+    assert_eq!(freqs(&open(&free, lammps(1))), [2.4; 4]);
+    // A level that acts from the first joule caps every node at 1.6 GHz: the fastest
+    // plan left is every node at 1.6, and the record says which level did it.
+    let capped = start(4, |_, s, _| {
+        s.budgets = vec![budget(
+            Scope::Account("chem".into()),
+            1.0e12,
+            &[(1.0e-9, Action::MaxFreqGhz(1.6))],
+        )]
+    });
+    let d = open(&capped, lammps(2));
+    assert_eq!(freqs(&d), [1.6; 4], "{}", d.reason);
+    assert_eq!(
+        d.budgets[0].action.as_deref(),
+        Some("frequency ceiling 1.6 GHz")
+    );
+    // The baseline the saving is measured against is still every node at 2.4 GHz.
+    let p = d.plan.as_ref().unwrap();
+    assert!(p.baseline.time_s < p.predicted.time_s, "{p:?}");
+}

@@ -59,6 +59,7 @@ fn fresh(site: &Site, req: &OpenJob) -> Plan {
         power_cap_w: req.power_cap_w,
         time_limit_s: None,
         algorithm: Default::default(),
+        max_freq_ghz: None,
     };
     plan_with(
         site,

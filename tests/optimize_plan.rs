@@ -167,6 +167,7 @@ fn request(policy: &str, nodes: NodeRequest) -> PlanRequest {
         power_cap_w: None,
         time_limit_s: None,
         algorithm: Algorithm::Exact,
+        max_freq_ghz: None,
     }
 }
 

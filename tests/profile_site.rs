@@ -107,6 +107,7 @@ fn max_dist_plans_hetero_table1_below_its_baseline() {
         power_cap_w: None,
         time_limit_s: Some(7200.0),
         algorithm: Algorithm::Exact,
+        max_freq_ghz: None,
     };
     let plan = plan_with(
         &site,

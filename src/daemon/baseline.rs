@@ -18,6 +18,8 @@ pub struct AppState {
     pub baselines: u32,
     /// Why the job's policy is held for this application, if an admin has not cleared it.
     pub hold: Option<String>,
+    /// The frequency ceiling in GHz an energy budget's warning level sets for the job.
+    pub max_freq_ghz: Option<f64>,
 }
 
 /// A stable hash of a job id into [0, 1): the same job is always sampled or never,

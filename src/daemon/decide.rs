@@ -212,6 +212,7 @@ impl Decider {
             power_cap_w: cap,
             time_limit_s: req.time_limit_s,
             algorithm: req.algorithm.unwrap_or_default(),
+            max_freq_ghz: None,
         }
     }
 
@@ -303,15 +304,18 @@ impl Decider {
             (None, _) => false,
         };
         let no_budget = free_w.is_some_and(|f| f <= 0.0);
-        let pr = Self::plan_request(
-            site,
-            req,
-            if no_budget {
-                Some(NO_BUDGET_PROBE_W)
-            } else {
-                cap
-            },
-        );
+        let pr = PlanRequest {
+            max_freq_ghz: app.max_freq_ghz,
+            ..Self::plan_request(
+                site,
+                req,
+                if no_budget {
+                    Some(NO_BUDGET_PROBE_W)
+                } else {
+                    cap
+                },
+            )
+        };
         let inputs = serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null);
         let base = Proposal {
             verdict: Verdict::Unchanged,

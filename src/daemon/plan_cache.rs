@@ -29,6 +29,7 @@ pub struct Shape {
     power_cap_w: Option<u64>,
     time_limit_s: Option<u64>,
     algorithm: Algorithm,
+    max_freq_ghz: Option<u64>,
 }
 
 impl Shape {
@@ -54,6 +55,7 @@ impl Shape {
             power_cap_w: req.power_cap_w.map(f64::to_bits),
             time_limit_s: req.time_limit_s.map(f64::to_bits),
             algorithm: req.algorithm,
+            max_freq_ghz: req.max_freq_ghz.map(f64::to_bits),
         })
     }
 }

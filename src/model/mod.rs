@@ -130,6 +130,23 @@ impl SweepTable {
             .collect()
     }
 
+    /// The table with each node's choices above `ghz` left out (its lowest kept if all
+    /// are): what a frequency ceiling lets a search choose from. Choices run from the
+    /// lowest frequency up, so an index into the result means the same in `self`.
+    pub fn capped(&self, ghz: f64) -> SweepTable {
+        let mut t = self.clone();
+        for n in &mut t.nodes {
+            let keep = n
+                .choices
+                .iter()
+                .take_while(|c| c.freq_ghz <= ghz + 1e-9)
+                .count()
+                .max(1);
+            n.choices.truncate(keep);
+        }
+        t
+    }
+
     /// Total (time, energy) of a pick, without the per-node breakdown.
     pub fn totals(&self, pick: &[usize]) -> (f64, f64) {
         let mut tmax: f64 = 0.0;
@@ -343,5 +360,43 @@ pub fn power_error(nt: &NodeType) -> impl Fn(String) -> ModelError + Copy + '_ {
     move |message| ModelError::Expression {
         what: format!("power of node type '{}'", nt.name),
         message,
+    }
+}
+
+#[cfg(test)]
+mod capped_tests {
+    use super::*;
+
+    fn row(name: &str, freqs: &[f64]) -> NodeChoices {
+        NodeChoices {
+            name: name.into(),
+            node_type: "t".into(),
+            choices: freqs
+                .iter()
+                .map(|&f| Choice {
+                    freq_ghz: f,
+                    compute_s: 10.0 / f,
+                    dynamic_j: f * f,
+                })
+                .collect(),
+            static_w: 10.0,
+        }
+    }
+
+    #[test]
+    fn a_ceiling_keeps_each_nodes_choices_up_to_it_and_at_least_its_lowest() {
+        let t = SweepTable {
+            nodes: vec![row("a", &[1.2, 1.6, 2.0, 2.4]), row("b", &[1.8, 2.6])],
+            fixed_time_s: 0.0,
+            fixed_energy_j: 0.0,
+        };
+        let c = t.capped(1.6);
+        let freqs = |n: &NodeChoices| n.choices.iter().map(|c| c.freq_ghz).collect::<Vec<_>>();
+        assert_eq!(freqs(&c.nodes[0]), [1.2, 1.6]);
+        // Nothing of b fits under 1.6 GHz: its lowest gear stays, so a plan still exists.
+        assert_eq!(freqs(&c.nodes[1]), [1.8]);
+        // An index into the capped table is the same choice in the full one.
+        assert_eq!(c.nodes[0].choices[1], t.nodes[0].choices[1]);
+        assert_eq!(t.capped(9.0), t);
     }
 }

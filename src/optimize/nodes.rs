@@ -37,6 +37,9 @@ pub struct Search<'a> {
     pub min_ee: Option<f64>,
     /// Which optimizer searches the frequencies.
     pub algorithm: Algorithm,
+    /// No node above this frequency in GHz (an energy budget's warning level); the
+    /// baseline stays every node at its maximum.
+    pub max_freq_ghz: Option<f64>,
 }
 
 /// The outcome of a [`Search`].
@@ -122,7 +125,10 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
             };
             tried.push(subset);
             let goal = goal_for(predictor, table, &base_goal, search.min_ee)?;
-            let opt = optimize(search.algorithm, table, &goal)?;
+            let opt = match search.max_freq_ghz {
+                Some(ghz) => optimize(search.algorithm, &table.capped(ghz), &goal)?,
+                None => optimize(search.algorithm, table, &goal)?,
+            };
             candidates += opt.candidates;
             let config = table.config(&opt.pick);
             let prediction = table.evaluate(&opt.pick);

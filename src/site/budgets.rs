@@ -50,13 +50,38 @@ struct RawLevel {
     #[serde(default)]
     power_share: Option<Spanned<Value>>,
     #[serde(default)]
+    max_freq: Option<Spanned<Value>>,
+    #[serde(default)]
     refuse: Option<Spanned<Value>>,
 }
 
 const PERIOD_VALID: &str =
     "day, week, month, or a custom length such as 36h or 10d (with start: YYYY-MM-DDTHH:MM, UTC)";
-const ACTION_VALID: &str =
-    "exactly one action: policy: NAME, policy_file: PATH, power_share: PERCENT or refuse: true";
+const ACTION_VALID: &str = "exactly one action: policy: NAME, policy_file: PATH, power_share: PERCENT, max_freq: GHZ or refuse: true";
+
+/// A frequency ceiling: `2.0` or `2.0GHz` (GHz) or `2000MHz`, above 0 and at most 100 GHz.
+fn ghz(v: &Value) -> Option<f64> {
+    let (text, scale) = match v {
+        Value::Number(n) => return n.as_f64().filter(|f| *f > 0.0 && *f <= 100.0),
+        Value::String(s) => {
+            let s = s.trim();
+            if let Some(n) = s.strip_suffix("GHz") {
+                (n, 1.0)
+            } else if let Some(n) = s.strip_suffix("MHz") {
+                (n, 1.0e-3)
+            } else {
+                (s, 1.0)
+            }
+        }
+        _ => return None,
+    };
+    let text = text.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let f = text.parse::<f64>().ok()? * scale;
+    (f > 0.0 && f <= 100.0).then_some(f)
+}
 
 /// A percentage `80%` as the fraction 0.8, within `(0, hi]`.
 fn percent(v: &Value, hi: f64) -> Option<f64> {
@@ -239,6 +264,7 @@ impl Checker<'_> {
             l.policy.is_some(),
             l.policy_file.is_some(),
             l.power_share.is_some(),
+            l.max_freq.is_some(),
             l.refuse.is_some(),
         ];
         if given.iter().filter(|g| **g).count() != 1 {
@@ -271,6 +297,16 @@ impl Checker<'_> {
                 )
             })?;
             Action::PowerShare(share)
+        } else if let Some(v) = &l.max_freq {
+            let f = ghz(&v.value).ok_or_else(|| {
+                self.err(
+                    v,
+                    &format!("{key}.max_freq"),
+                    shown(&v.value),
+                    "a frequency such as 2.0GHz or 1800MHz (a bare number is GHz), above 0 and at most 100 GHz",
+                )
+            })?;
+            Action::MaxFreqGhz(f)
         } else {
             let v = l
                 .refuse
@@ -336,5 +372,18 @@ mod tests {
         assert_eq!(length("30m"), None);
         assert_eq!(length("400d"), None);
         assert_eq!(length("h"), None);
+    }
+
+    #[test]
+    fn frequency_ceilings_parse_in_ghz_or_mhz() {
+        let s = |t: &str| ghz(&Value::String(t.into()));
+        assert_eq!(s("2.0GHz"), Some(2.0));
+        assert_eq!(s("1800MHz"), Some(1.8));
+        assert_eq!(s("2.2"), Some(2.2));
+        assert_eq!(ghz(&serde_json::json!(1.6)), Some(1.6));
+        assert_eq!(s("0GHz"), None);
+        assert_eq!(s("-1GHz"), None);
+        assert_eq!(s("2 kHz"), None);
+        assert_eq!(ghz(&serde_json::json!(true)), None);
     }
 }

@@ -20,9 +20,10 @@ budgets:
         - {at: 60%, power_share: 50%}
         - {at: 100%, refuse: true}
 YAML
-  elif [ "$1" = site ]; then
+  elif [ "$1" = site ] || [ "$1" = strict ]; then
     # A site budget both accounts share, with room for one 9.6 kJ job and not two.
     cp "$cfg" "$OUT/greenup.yaml.saved"
+    [ "$1" = strict ] && sed -i 's/^enforce: open$/enforce: strict/' "$cfg"
     cat >> "$cfg" <<'YAML'
 budgets:
   site:
@@ -127,3 +128,27 @@ t_budget_race() {
 }
 
 run_test "B2 two accounts' jobs at once against the last of a site budget: exactly one is admitted" t_budget_race
+
+# B3. Under enforce: strict, a job a budget would refuse is stopped at submission by
+# greenup's cli_filter, with the quote in the message, and nothing is queued.
+t_budget_strict_submit() {
+  local rc=0 a out before
+  budget_config strict
+  grep -q '^enforce: strict$' "$GC_ETC/greenup.yaml" || { say "the test config has no enforce line to turn strict"; rc=1; }
+  # 9.6 kJ of 15 kJ held by a running job; a second would pass 100%.
+  a=$(submit $GC_USER -N1 -w n1 -t 1 -o /dev/null --wrap 'sleep 20') && wait_running "$a" || rc=1
+  before=$(squeue -h | wc -l)
+  if out=$(as "$GC_USER2" sbatch --parsable -A chem -N1 -w n2 -t 1 -o /dev/null --energy-policy=min-energy --wrap 'sleep 1' 2>&1); then
+    say "submitted under a refusing budget: $out"; rc=1
+  fi
+  case $out in
+    *"greenup: refused by an energy budget: predicted 9.60 kJ, 00:01:00 on 1 node; "*" left this day"*) ;;
+    *) say "sbatch said: $out"; rc=1 ;;
+  esac
+  [ "$(squeue -h | wc -l)" = "$before" ] || { say "a refused submission was queued"; rc=1; }
+  scancel "$a" 2>/dev/null; wait_gone "$a" 60 || rc=1
+  budget_config off
+  return $rc
+}
+
+run_test "B3 enforce: strict: a job a budget would refuse is stopped at sbatch with its quote" t_budget_strict_submit

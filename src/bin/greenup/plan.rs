@@ -247,6 +247,7 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
         power_cap_w: args.power_cap,
         time_limit_s: args.time_limit.and_then(|t| t.0),
         algorithm: args.algorithm.into(),
+        max_freq_ghz: None,
     };
     plan_with(site, predictor.as_ref(), policy, &req).map_err(|e| plan_failure(e, args))
 }

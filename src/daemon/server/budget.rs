@@ -104,7 +104,13 @@ fn evaluate(
             None => free_w,
         };
         // Planned under the lock: the charge must be the one the check saw.
-        proposal = ctx.decider.decide_or_refuse(site, &forced, free);
+        let ceiling = crate::daemon::baseline::AppState {
+            max_freq_ghz: acts.max_freq_ghz,
+            ..Default::default()
+        };
+        proposal = ctx
+            .decider
+            .decide_or_refuse_with(site, &forced, free, &ceiling);
     }
     let charge_j = predicted_j(site, req, &proposal);
     let mut state = book.assess(&budgets, at, charge_j);

@@ -254,12 +254,16 @@ async fn app_state(shared: &Arc<Shared>, ctx: &Ctx, req: &OpenJob) -> AppState {
         .read(move |s| s.app_history(&profile, &policy))
         .await
     {
-        Ok((baselines, hold)) => AppState { baselines, hold },
+        Ok((baselines, hold)) => AppState {
+            baselines,
+            hold,
+            ..AppState::default()
+        },
         Err(e) => {
             tracing::warn!(job_id = req.job_id, error = %e, "application history unread: this job is sampled by baseline.fraction alone and no hold applies");
             AppState {
                 baselines: u32::MAX,
-                hold: None,
+                ..AppState::default()
             }
         }
     }
