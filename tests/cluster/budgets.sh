@@ -20,6 +20,16 @@ budgets:
         - {at: 60%, power_share: 50%}
         - {at: 100%, refuse: true}
 YAML
+  elif [ "$1" = ceiling ]; then
+    cp "$cfg" "$OUT/greenup.yaml.saved"
+    cat >> "$cfg" <<'YAML'
+budgets:
+  site:
+    amount: 100 kJ
+    period: month
+    levels:
+      - {at: 1%, max_freq: 1.8GHz}
+YAML
   elif [ "$1" = site ] || [ "$1" = strict ]; then
     # A site budget both accounts share, with room for one 9.6 kJ job and not two.
     cp "$cfg" "$OUT/greenup.yaml.saved"
@@ -152,3 +162,18 @@ t_budget_strict_submit() {
 }
 
 run_test "B3 enforce: strict: a job a budget would refuse is stopped at sbatch with its quote" t_budget_strict_submit
+
+# B4. A level's frequency ceiling: min-time, which runs n1 (1.0-3.0 GHz) at 3.0 GHz
+# unchecked, is planned and applied at 1.8 GHz once the site budget's level acts.
+t_budget_ceiling() {
+  local rc=0 j v
+  budget_config ceiling
+  j=$(submit $GC_USER -N1 -w n1 --exclusive -t 5 --energy-policy=min-time --energy-profile=md \
+      -o /dev/null --wrap 'sleep 2') && wait_gone "$j" 60 || rc=1
+  v=$(jq_job "$j" '[.decision.plan.nodes[0].freq_ghz, .outcomes[0].freq_ghz, .decision.budgets[0].action] | @tsv')
+  [ "$v" = "1.8	1.8	frequency ceiling 1.8 GHz" ] || { say "job $j (planned, applied, action): $v"; rc=1; }
+  budget_config off
+  return $rc
+}
+
+run_test "B4 a budget level's frequency ceiling: min-time is planned and applied at 1.8 GHz, not 3.0" t_budget_ceiling
