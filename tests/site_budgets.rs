@@ -2,10 +2,9 @@
 //! kind of bad budget gets one line naming the file, line, column, key and value and what
 //! would be valid.
 
-use std::path::Path;
+mod site_common;
 
 use greenup::budget::{Action, Period, Scope};
-use greenup::input::Origin;
 use greenup::site;
 
 const BASE: &str = "\
@@ -20,28 +19,12 @@ partitions:
 ";
 
 fn parse(budgets: &str) -> Result<site::Site, greenup::input::InputError> {
-    site::parse("/etc/slurm/greenup.yaml", &format!("{BASE}{budgets}"))
+    site_common::parse(&format!("{BASE}{budgets}"))
 }
 
 /// `budgets` must fail at `line`:`col` (counted in the whole file) naming every one of `words`.
 fn bad(budgets: &str, line: u64, col: u64, words: &[&str]) {
-    let err = parse(budgets).expect_err("budget should be rejected");
-    let msg = err.to_string();
-    match &err.origin {
-        Origin::File {
-            path,
-            line: l,
-            column: c,
-        } => {
-            assert_eq!(path, Path::new("/etc/slurm/greenup.yaml"), "{msg}");
-            assert_eq!((*l, *c), (line, col), "{msg}");
-        }
-        other => panic!("no position in {other:?}: {msg}"),
-    }
-    for w in words {
-        assert!(msg.contains(w), "'{w}' missing from: {msg}");
-    }
-    assert_eq!(msg.lines().count(), 1, "{msg}");
+    site_common::bad(&format!("{BASE}{budgets}"), line, col, words)
 }
 
 #[test]

@@ -2,10 +2,13 @@
 //! each checking that the error names the file, line and column, the key, the value and what
 //! would be valid.
 
+mod site_common;
+
 use std::path::{Path, PathBuf};
 
 use greenup::input::Origin;
 use greenup::site::{self, Enforce, OverBudget, PowerModel};
+use site_common::{bad, parse};
 
 const MINIMAL: &str = "\
 node_types:
@@ -15,35 +18,6 @@ node_types:
 nodes:
   a: n[1-2]
 ";
-
-fn parse(text: &str) -> Result<site::Site, greenup::input::InputError> {
-    site::parse("/etc/slurm/greenup.yaml", text)
-}
-
-/// Parse `text`, expect an error, and check it points at `line`:`col` and mentions every `words`.
-fn bad(text: &str, line: u64, col: u64, words: &[&str]) {
-    let err = parse(text).expect_err("config should be rejected");
-    let msg = err.to_string();
-    match &err.origin {
-        Origin::File {
-            path,
-            line: l,
-            column: c,
-        } => {
-            assert_eq!(path, Path::new("/etc/slurm/greenup.yaml"), "{msg}");
-            assert_eq!((*l, *c), (line, col), "{msg}");
-        }
-        other => panic!("no position in {other:?}: {msg}"),
-    }
-    assert!(
-        msg.starts_with(&format!("/etc/slurm/greenup.yaml:{line}:{col}: ")),
-        "{msg}"
-    );
-    for w in words {
-        assert!(msg.contains(w), "'{w}' missing from: {msg}");
-    }
-    assert_eq!(msg.lines().count(), 1, "{msg}");
-}
 
 #[test]
 fn shipped_example_loads() {
