@@ -44,6 +44,16 @@ fn budget(scope: Scope, amount_j: f64, levels: &[(f64, Action)]) -> Budget {
     }
 }
 
+/// A four-node job of account chem with the shipped lammps profile under `policy`.
+fn lammps_job(job_id: u64, policy: &str) -> OpenJob {
+    OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some(policy.into()),
+        account: Some("chem".into()),
+        ..open_req(job_id, 0, 4)
+    }
+}
+
 fn chem(amount_j: f64) -> Budget {
     budget(
         Scope::Account("chem".into()),
@@ -548,12 +558,7 @@ fn prometheus_shows_each_budget() {
 #[test]
 fn the_quote_gives_the_spread_and_runs_of_a_refined_profile() {
     let d = start(4, |_, s, _| s.budgets = vec![chem(1.0e12)]);
-    let lammps = |job_id| OpenJob {
-        profile: Some("lammps".into()),
-        policy: Some("min-energy".into()),
-        account: Some("chem".into()),
-        ..open_req(job_id, 0, 4)
-    };
+    let lammps = |job_id| lammps_job(job_id, "min-energy");
     // The admin's own file: no run has confirmed it, so no spread is claimed.
     let q = d.tcp_client().quote(lammps(1)).unwrap();
     assert!(
@@ -618,12 +623,7 @@ fn a_version_2_store_gains_the_budget_charges_once() {
 
 #[test]
 fn a_frequency_ceiling_level_plans_no_node_above_it() {
-    let lammps = |job_id| OpenJob {
-        profile: Some("lammps".into()),
-        policy: Some("min-time".into()),
-        account: Some("chem".into()),
-        ..open_req(job_id, 0, 4)
-    };
+    let lammps = |job_id| lammps_job(job_id, "min-time");
     let freqs = |d: &Decision| -> Vec<f64> {
         d.plan
             .as_ref()
