@@ -37,7 +37,8 @@ pub fn budget(args: BudgetArgs) -> Outcome {
         .budgets(args.account.clone(), args.partition.clone())
         .map_err(remote)?;
     if let Some(path) = &args.plot {
-        write_atomically(path, &plot(&list))?;
+        greenup::input::write_atomic(path, plot(&list).as_bytes())
+            .map_err(|e| Failure::Runtime(format!("{}: {e}", path.display())))?;
     }
     if args.conn.json {
         return print_json(&list);
@@ -90,14 +91,6 @@ pub fn budget(args: BudgetArgs) -> Outcome {
     }
     emit(&t.to_string());
     Ok(())
-}
-
-/// Write `text` to `path` through a temporary file and a rename.
-fn write_atomically(path: &std::path::Path, text: &str) -> Outcome {
-    let tmp = path.with_extension("svg.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| Failure::Runtime(format!("{}: {e}", path.display())))
 }
 
 /// One horizontal bar per budget: used, then held, against the amount, with a mark at
