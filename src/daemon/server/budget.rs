@@ -49,7 +49,13 @@ pub(super) fn admit(
     free_w: Option<f64>,
     at: i64,
 ) -> Admitted {
-    let spread = spread(&ctx.site, &p);
+    // The spread reads the profile version's fit from disk; only a refusal's quote shows
+    // it, and a site without budgets never refuses one, so its admissions skip the read.
+    let spread = if ctx.site.budgets.is_empty() {
+        None
+    } else {
+        spread(&ctx.site, &p)
+    };
     let mut book = lock(&shared.budget);
     let (admitted, _) = evaluate(&book, ctx, req, p, free_w, at, spread);
     book.hold(req.job_id, admitted.charges.clone());
