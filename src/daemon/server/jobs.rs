@@ -445,26 +445,23 @@ pub(super) async fn close_job(
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
     super::budget::settle(shared, job_id).await;
-    // A job its policy planned freely (not monitor, not a baseline sample, not held
-    // back by the budget) is evidence on how that policy does for its application.
-    let judged = lock(&shared.recent).by_job.get(&job_id).and_then(|v| {
-        let d = &v.decision;
-        (d.verdict == Verdict::Planned && !d.monitor)
-            .then(|| d.profile.clone().map(|p| (p, d.policy.clone())))
-            .flatten()
-    });
-    let app = {
+    let (judged, app) = {
         let mut recent = lock(&shared.recent);
+        let decision = recent.by_job.get(&job_id).map(|v| &v.decision);
+        // A job its policy planned freely (not monitor, not a baseline sample, not held
+        // back by the budget) is evidence on how that policy does for its application.
+        let judged = decision.and_then(|d| {
+            (d.verdict == Verdict::Planned && !d.monitor)
+                .then(|| d.profile.clone().map(|p| (p, d.policy.clone())))
+                .flatten()
+        });
         // A refused job ran without a plan: there is nothing to learn from it.
-        let app = recent
-            .by_job
-            .get(&job_id)
-            .map(|v| match v.decision.verdict {
-                Verdict::Refused => None,
-                _ => v.decision.profile.clone(),
-            });
+        let app = decision.map(|d| match d.verdict {
+            Verdict::Refused => None,
+            _ => d.profile.clone(),
+        });
         recent.remove(job_id);
-        app
+        (judged, app)
     };
     match applied {
         Applied::Stored { new } => {
