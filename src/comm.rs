@@ -260,18 +260,8 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Stri
 }
 
 fn read_rank(path: &Path) -> Result<RankStats, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
+    let file =
+        crate::input::open_no_link(path, false).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut text = String::new();
     file.take(MAX_RANK_FILE_BYTES + 1)
         .read_to_string(&mut text)

@@ -227,6 +227,29 @@ fn first_line(s: &str) -> String {
     without_position.unwrap_or(rest).to_string()
 }
 
+/// Open `path` for reading without following a link, refusing anything but a directory
+/// (`dir`) or a regular file, so that root reading where a user can write is never
+/// turned onto another file (or held up by a FIFO). The error does not name the path:
+/// the caller does.
+pub fn open_no_link(path: &Path, dir: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let kind = if dir {
+        libc::O_DIRECTORY
+    } else {
+        libc::O_NONBLOCK
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | kind)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if (dir && !meta.is_dir()) || (!dir && !meta.is_file()) {
+        let what = if dir { "a directory" } else { "a regular file" };
+        return Err(std::io::Error::other(format!("not {what}")));
+    }
+    Ok(f)
+}
+
 /// Write `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_mode(path, bytes, 0o666)

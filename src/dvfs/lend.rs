@@ -16,7 +16,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -55,35 +55,12 @@ pub struct Lent {
     pub min_khz: Option<u64>,
 }
 
-/// Open `path` without following a link, refusing anything but a directory (`dir`)
-/// or a regular file.
-fn open_no_link(path: &Path, dir: bool) -> std::io::Result<File> {
-    let kind = if dir {
-        libc::O_DIRECTORY
-    } else {
-        libc::O_NONBLOCK
-    };
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | kind)
-        .open(path)?;
-    let meta = f.metadata()?;
-    if (dir && !meta.is_dir()) || (!dir && !meta.is_file()) {
-        let what = if dir { "a directory" } else { "a regular file" };
-        return Err(std::io::Error::other(format!(
-            "{}: not {what}",
-            path.display()
-        )));
-    }
-    Ok(f)
-}
-
 fn open_regular(path: &Path) -> std::io::Result<File> {
-    open_no_link(path, false)
+    crate::input::open_no_link(path, false)
 }
 
 fn open_dir(path: &Path) -> std::io::Result<File> {
-    open_no_link(path, true)
+    crate::input::open_no_link(path, true)
 }
 
 fn check(r: libc::c_int) -> std::io::Result<()> {
