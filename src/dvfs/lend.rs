@@ -27,7 +27,7 @@ use super::run_dir::JobDir;
 use super::{state, sysfs};
 
 /// The one cpufreq file a job's user may write.
-pub const CONTROL: &str = "scaling_setspeed";
+pub const CONTROL: &str = crate::comm::CONTROL_FILES[0];
 
 /// One file lent, with what it was before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
