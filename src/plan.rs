@@ -337,21 +337,14 @@ fn node_slots(
                 )
                 .into());
             }
-            let pool: Vec<String> = match &req.partition {
-                Some(p) => match site.partitions.get(p) {
-                    Some(part) => part.nodes.clone(),
-                    None => {
-                        let known: Vec<&str> = site.partitions.keys().map(String::as_str).collect();
-                        return Err(InputError::new(
-                            Origin::Request("partition".into()),
-                            "partition",
-                            p,
-                            format!("one of the site's partitions: {}", known.join(", ")),
-                        )
-                        .into());
-                    }
-                },
-                None => site.nodes.keys().cloned().collect(),
+            let Some(pool) = site.pool(req.partition.as_deref()) else {
+                return Err(InputError::new(
+                    Origin::Request("partition".into()),
+                    "partition",
+                    req.partition.as_deref().unwrap_or_default(),
+                    site.partitions_valid(),
+                )
+                .into());
             };
             if *min > pool.len() {
                 return Err(InputError::new(

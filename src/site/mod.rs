@@ -254,6 +254,25 @@ pub struct Site {
 }
 
 impl Site {
+    /// The nodes a job in `partition` may run on, in the site's order (every node the
+    /// site types when none is named); `None` for a partition the site does not have.
+    pub fn pool(&self, partition: Option<&str>) -> Option<Vec<String>> {
+        match partition {
+            Some(p) => self.partitions.get(p).map(|part| part.nodes.clone()),
+            None => Some(self.nodes.keys().cloned().collect()),
+        }
+    }
+
+    /// What a valid partition name is here, for error messages.
+    pub fn partitions_valid(&self) -> String {
+        let known: Vec<&str> = self.partitions.keys().map(String::as_str).collect();
+        if known.is_empty() {
+            "one of the site's partitions: none are configured".into()
+        } else {
+            format!("one of the site's partitions: {}", known.join(", "))
+        }
+    }
+
     /// The type of node `name`, if the site knows it.
     pub fn node_type_of(&self, name: &str) -> Option<&NodeType> {
         self.nodes.get(name).and_then(|t| self.node_types.get(t))

@@ -240,19 +240,12 @@ pub fn quote(args: QuoteArgs) -> Outcome {
 /// The first `n` nodes of the quote's partition (or of the whole site) as a hostlist.
 fn first_nodes(args: &QuoteArgs, n: usize) -> Result<String, Failure> {
     let site = greenup::site::load(crate::site_path(&args.conn.config))?;
-    let pool: Vec<String> = match &args.partition {
-        Some(p) => match site.partitions.get(p) {
-            Some(part) => part.nodes.clone(),
-            None => {
-                let known: Vec<&str> = site.partitions.keys().map(String::as_str).collect();
-                return Err(Failure::option(
-                    "--partition",
-                    p,
-                    format!("one of the site's partitions: {}", known.join(", ")),
-                ));
-            }
-        },
-        None => site.nodes.keys().cloned().collect(),
+    let Some(pool) = site.pool(args.partition.as_deref()) else {
+        return Err(Failure::option(
+            "--partition",
+            args.partition.as_deref().unwrap_or_default(),
+            site.partitions_valid(),
+        ));
     };
     if n == 0 || n > pool.len() {
         return Err(Failure::option(

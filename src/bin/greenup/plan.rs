@@ -189,17 +189,7 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
     if let Some(p) = &args.partition
         && !site.partitions.contains_key(p)
     {
-        let known: Vec<&str> = site.partitions.keys().map(String::as_str).collect();
-        let known = if known.is_empty() {
-            "none are configured".to_string()
-        } else {
-            known.join(", ")
-        };
-        return Err(Failure::option(
-            "--partition",
-            p,
-            format!("one of the site's partitions: {known}"),
-        ));
+        return Err(Failure::option("--partition", p, site.partitions_valid()));
     }
     if let Some(Hosts(names)) = &args.nodes
         && let Some(unknown) = names.iter().find(|n| !site.nodes.contains_key(*n))
