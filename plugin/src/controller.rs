@@ -65,9 +65,10 @@ pub fn prolog_slurmctld(
     let ms = started.elapsed().as_secs_f64() * 1e3;
     match answer {
         Ok(s) => {
+            // A refusal's reason already says what becomes of the job under `enforce`.
             let what = match s.verdict {
-                Verdict::Refused => format!("refused ({}); it runs unchanged", s.reason),
-                v => format!("{v:?}").to_lowercase(),
+                Verdict::Refused => format!("refused ({})", s.reason),
+                v => v.as_str().to_string(),
             };
             log(
                 Level::Info,
