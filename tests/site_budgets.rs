@@ -136,6 +136,12 @@ fn bad_budgets_get_one_clear_line() {
         &["levels[0].power_share", "'150%'", "at most 100%"],
     );
     bad(
+        "budgets:\n  accounts:\n    chem:\n      amount: 1 MWh\n      period: day\n      levels:\n        - {at: 80%, max_freq: fast}\n",
+        15,
+        31,
+        &["levels[0].max_freq", "'fast'", "2.0GHz or 1800MHz"],
+    );
+    bad(
         "budgets:\n  accounts:\n    chem:\n      amount: 1 MWh\n      period: day\n      levels:\n        - {at: 80%, refuse: no}\n",
         15,
         29,
