@@ -7,11 +7,13 @@
  * (greenup_leave). The exported MPI_ names are trampolines in the Rust half that jump
  * here (src/shim.rs says why).
  *
- * Blocking point-to-point calls whose waiting can be split into test + back-off are
- * waited on here (own_wait), so that a call that lasts longer than the timeout can be
- * lowered, and in `block` mode sleep instead of spinning. Collectives and one-sided
- * synchronization cannot be split without changing which calls match, so only the byte
- * threshold applies to them.
+ * Blocking point-to-point calls, waits and MPI_Win_wait, whose waiting can be split into
+ * test + back-off, are waited on here (own_wait), so that a call that lasts longer than
+ * the timeout can be lowered, and in `block` mode sleep instead of spinning; in block
+ * mode a fence first waits in a barrier of greenup's own (see "windows" below).
+ * Collectives and the other one-sided synchronizations cannot be split without changing
+ * which calls match, so only the byte threshold applies to them. Nonblocking calls leave
+ * their request's bytes in a table (src/requests.rs) for the wait that completes it.
  *
  * PMPI_ and pmpi_*_ are weak references: preloaded into a program without MPI, the
  * library loads, resolves nothing and is never called. */

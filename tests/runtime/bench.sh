@@ -5,7 +5,8 @@
 # waits) against a stand-in cpufreq tree. Four loops (tests/runtime/latency.c): one rank
 # calling MPI_Send and MPI_Recv on MPI_PROC_NULL, then MPI_Isend and MPI_Irecv each with
 # its MPI_Wait (the interception alone), and OSU-style ping-pongs of BYTES between two
-# ranks of a local mpirun, each bound to a core, blocking and then nonblocking.
+# ranks of a local mpirun, each bound to a core, blocking and then nonblocking, and
+# MPI_Win_fence between them (which block mode precedes with a nonblocking barrier).
 # Configurations alternate, ROUNDS times each; the median and the minimum are reported.
 # Usage: bench.sh [BYTES] [ITERATIONS] [ROUNDS]
 set -euo pipefail
@@ -40,11 +41,11 @@ stat() { # CONFIG LOOP -> median min
     | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)], a[1]}'
 }
 printf '%-8s %-10s %12s %12s %14s\n' config loop "median µs" "min µs" "added (median)"
-for l in self selfnb "$BYTES" "nb$BYTES"; do
+for l in self selfnb "$BYTES" "nb$BYTES" fence; do
   read -r b _ <<< "$(stat bare "$l")"
   for c in bare measure dvfs; do
     read -r m n <<< "$(stat "$c" "$l")"
     awk -v c="$c" -v l="$l" -v m="$m" -v n="$n" -v b="$b" 'BEGIN {
-      printf "%-8s %-10s %12.3f %12.3f %8.3f µs %5.1f%%\n", c, (l == "self" ? "PROC_NULL" : l == "selfnb" ? "PROC_NULL nb" : l ~ /^nb/ ? substr(l, 3) " B nb" : l " B"), m, n, m - b, 100 * (m - b) / b }'
+      printf "%-8s %-10s %12.3f %12.3f %8.3f µs %5.1f%%\n", c, (l == "self" ? "PROC_NULL" : l == "selfnb" ? "PROC_NULL nb" : l ~ /^nb/ ? substr(l, 3) " B nb" : l == "fence" ? "Win_fence" : l " B"), m, n, m - b, 100 * (m - b) / b }'
   done
 done

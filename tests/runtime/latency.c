@@ -1,7 +1,8 @@
 /* libgreenup_mpi's cost (bench.sh). With two ranks, OSU-style latency loops: they
  * ping-pong a small message with MPI_Send and MPI_Recv ("BYTES"), then with MPI_Irecv,
  * MPI_Isend and MPI_Waitall ("nbBYTES"); each prints its name and the mean one-way time in
- * microseconds. With one rank, the interception alone, on MPI_PROC_NULL, where calls
+ * microseconds; then MPI_Win_fence on a window of MPI_Win_allocate ("fence", the mean time
+ * per fence, ITERATIONS / 10 of them). With one rank, the interception alone, on MPI_PROC_NULL, where calls
  * return at once: MPI_Send and MPI_Recv ("self"), and MPI_Isend and MPI_Irecv each with
  * its MPI_Wait ("selfnb"); each prints the mean time per call (a post and its wait
  * count as two). */
@@ -61,6 +62,22 @@ static double ping_pong(int rank, char *buf, int bytes, int iters, int nb)
     return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
 }
 
+static double fences(int iters)
+{
+    long *base;
+    MPI_Win win;
+    double t0 = 0, t;
+    MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    for (int i = 0; i < iters + iters / 10; i++) {
+        if (i == iters / 10)
+            t0 = MPI_Wtime();
+        MPI_Win_fence(0, win);
+    }
+    t = (MPI_Wtime() - t0) * 1e6 / iters;
+    MPI_Win_free(&win);
+    return t;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, bytes = argc > 1 ? atoi(argv[1]) : 8, iters = argc > 2 ? atoi(argv[2]) : 100000;
@@ -75,8 +92,9 @@ int main(int argc, char **argv)
     } else if (rank < 2) {
         double blocking = ping_pong(rank, buf, bytes, iters, 0);
         double nonblocking = ping_pong(rank, buf, bytes, iters, 1);
+        double fence = fences(iters / 10);
         if (rank == 0)
-            printf("%d %.3f\nnb%d %.3f\n", bytes, blocking, bytes, nonblocking);
+            printf("%d %.3f\nnb%d %.3f\nfence %.3f\n", bytes, blocking, bytes, nonblocking, fence);
     }
     free(buf);
     MPI_Finalize();
