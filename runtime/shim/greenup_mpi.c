@@ -505,51 +505,41 @@ int greenup_shim_MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
     return rc;
 }
 
+/* A test on the array `reqs` of `n`: `forget` (given the keys ks_ and the return rc_)
+ * removes the requests it completed from the table. */
+#define TESTS(n, reqs, call, forget)                                                      \
+    do {                                                                                  \
+        struct greenup_call c_;                                                           \
+        struct keys ks_;                                                                  \
+        int rc_;                                                                          \
+        keys_c(&ks_, (n), (reqs));                                                        \
+        greenup_enter(&c_, 0, 0);                                                         \
+        rc_ = (call);                                                                     \
+        forget;                                                                           \
+        greenup_leave(&c_);                                                               \
+        keys_end(&ks_);                                                                   \
+        return rc_;                                                                       \
+    } while (0)
+
 int greenup_shim_MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
-    struct greenup_call c;
-    struct keys ks;
-    int rc;
-    keys_c(&ks, n, reqs);
-    greenup_enter(&c, 0, 0);
-    rc = PMPI_Testall(n, reqs, flag, statuses);
-    if (rc == MPI_SUCCESS && *flag)
-        forget_all(&ks);
-    greenup_leave(&c);
-    keys_end(&ks);
-    return rc;
+    TESTS(n, reqs, PMPI_Testall(n, reqs, flag, statuses),
+          if (rc_ == MPI_SUCCESS && *flag) forget_all(&ks_));
 }
 
 int greenup_shim_MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag,
                              MPI_Status *status)
 {
-    struct greenup_call c;
-    struct keys ks;
-    int rc;
-    keys_c(&ks, n, reqs);
-    greenup_enter(&c, 0, 0);
-    rc = PMPI_Testany(n, reqs, index, flag, status);
-    if (rc == MPI_SUCCESS && *flag)
-        forget_some(&ks, 1, index, 0);
-    greenup_leave(&c);
-    keys_end(&ks);
-    return rc;
+    TESTS(n, reqs, PMPI_Testany(n, reqs, index, flag, status),
+          if (rc_ == MPI_SUCCESS && *flag) forget_some(&ks_, 1, index, 0));
 }
 
 int greenup_shim_MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[])
 {
-    struct greenup_call c;
-    struct keys ks;
-    int rc;
-    keys_c(&ks, n, reqs);
-    greenup_enter(&c, 0, 0);
-    rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
-    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
-        forget_some(&ks, *outcount, indices, 0);
-    greenup_leave(&c);
-    keys_end(&ks);
-    return rc;
+    TESTS(n, reqs, PMPI_Testsome(n, reqs, outcount, indices, statuses),
+          if (rc_ == MPI_SUCCESS || rc_ == MPI_ERR_IN_STATUS)
+              forget_some(&ks_, *outcount, indices, 0));
 }
 
 /* Not counted: it moves and waits for nothing. The request leaves the table. */
@@ -668,6 +658,14 @@ int greenup_shim_MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, v
 /* ---- one-sided: a transfer call only starts the transfer; its bytes are counted and
  * decide at the next synchronization, where the waiting happens ---- */
 
+/* A one-sided transfer's bytes are the origin's; it is strided if either side's type is. */
+static uint64_t origin_bytes(int ocount, MPI_Datatype otype, int tcount, MPI_Datatype ttype,
+                             int *strided)
+{
+    (void)bytes_of(tcount, ttype, strided);
+    return bytes_of(ocount, otype, strided);
+}
+
 #define RMA(bytes, strided, call)                                                         \
     do {                                                                                  \
         greenup_pending((bytes), (strided));                                              \
@@ -678,8 +676,7 @@ int greenup_shim_MPI_Put(const void *obuf, int ocount, MPI_Datatype otype, int t
                          MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win)
 {
     int strided = 0;
-    uint64_t bytes = bytes_of(ocount, otype, &strided);
-    (void)bytes_of(tcount, ttype, &strided);
+    uint64_t bytes = origin_bytes(ocount, otype, tcount, ttype, &strided);
     RMA(bytes, strided, PMPI_Put(obuf, ocount, otype, target, tdisp, tcount, ttype, win));
 }
 
@@ -687,8 +684,7 @@ int greenup_shim_MPI_Get(void *obuf, int ocount, MPI_Datatype otype, int target,
                          MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win)
 {
     int strided = 0;
-    uint64_t bytes = bytes_of(ocount, otype, &strided);
-    (void)bytes_of(tcount, ttype, &strided);
+    uint64_t bytes = origin_bytes(ocount, otype, tcount, ttype, &strided);
     RMA(bytes, strided, PMPI_Get(obuf, ocount, otype, target, tdisp, tcount, ttype, win));
 }
 
@@ -697,8 +693,7 @@ int greenup_shim_MPI_Accumulate(const void *obuf, int ocount, MPI_Datatype otype
                                 MPI_Win win)
 {
     int strided = 0;
-    uint64_t bytes = bytes_of(ocount, otype, &strided);
-    (void)bytes_of(tcount, ttype, &strided);
+    uint64_t bytes = origin_bytes(ocount, otype, tcount, ttype, &strided);
     RMA(bytes, strided,
         PMPI_Accumulate(obuf, ocount, otype, target, tdisp, tcount, ttype, op, win));
 }
@@ -720,35 +715,26 @@ int greenup_shim_MPI_Get_accumulate(const void *obuf, int ocount, MPI_Datatype o
 /* Request-based one-sided transfers: counted at once, like the ones above; their bytes
  * decide at the wait on their request (where an MPI_Rget's data has arrived), not at the
  * next synchronization. */
-int greenup_shim_MPI_Rput(const void *obuf, int ocount, MPI_Datatype otype, int target,
-                          MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,
-                          MPI_Request *req)
-{
-    int strided = 0;
-    uint64_t bytes = bytes_of(ocount, otype, &strided);
-    (void)bytes_of(tcount, ttype, &strided);
-    POST(bytes, strided, req,
-         PMPI_Rput(obuf, ocount, otype, target, tdisp, tcount, ttype, win, req));
-}
+#define RPUTGET(name, origin)                                                             \
+    int greenup_shim_MPI_##name(origin *obuf, int ocount, MPI_Datatype otype, int target,  \
+                                MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,\
+                                MPI_Request *req)                                         \
+    {                                                                                     \
+        int strided = 0;                                                                  \
+        uint64_t bytes = origin_bytes(ocount, otype, tcount, ttype, &strided);            \
+        POST(bytes, strided, req,                                                         \
+             PMPI_##name(obuf, ocount, otype, target, tdisp, tcount, ttype, win, req));   \
+    }
 
-int greenup_shim_MPI_Rget(void *obuf, int ocount, MPI_Datatype otype, int target,
-                          MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,
-                          MPI_Request *req)
-{
-    int strided = 0;
-    uint64_t bytes = bytes_of(ocount, otype, &strided);
-    (void)bytes_of(tcount, ttype, &strided);
-    POST(bytes, strided, req,
-         PMPI_Rget(obuf, ocount, otype, target, tdisp, tcount, ttype, win, req));
-}
+RPUTGET(Rput, const void)
+RPUTGET(Rget, void)
 
 int greenup_shim_MPI_Raccumulate(const void *obuf, int ocount, MPI_Datatype otype, int target,
                                  MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Op op,
                                  MPI_Win win, MPI_Request *req)
 {
     int strided = 0;
-    uint64_t bytes = bytes_of(ocount, otype, &strided);
-    (void)bytes_of(tcount, ttype, &strided);
+    uint64_t bytes = origin_bytes(ocount, otype, tcount, ttype, &strided);
     POST(bytes, strided, req,
          PMPI_Raccumulate(obuf, ocount, otype, target, tdisp, tcount, ttype, op, win, req));
 }
@@ -851,39 +837,35 @@ static int fence_arrive(MPI_Win win, struct greenup_call *c)
 }
 
 /* Window creation: not counted (it moves nothing). */
+#define CREATED(comm, win, call)                                                          \
+    do {                                                                                  \
+        int rc_ = (call);                                                                 \
+        if (rc_ == MPI_SUCCESS)                                                           \
+            remember_window((comm), *(win));                                              \
+        return rc_;                                                                       \
+    } while (0)
+
 int greenup_shim_MPI_Win_create(void *base, MPI_Aint size, int unit, MPI_Info info,
                                 MPI_Comm comm, MPI_Win *win)
 {
-    int rc = PMPI_Win_create(base, size, unit, info, comm, win);
-    if (rc == MPI_SUCCESS)
-        remember_window(comm, *win);
-    return rc;
+    CREATED(comm, win, PMPI_Win_create(base, size, unit, info, comm, win));
 }
 
 int greenup_shim_MPI_Win_allocate(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm,
                                   void *base, MPI_Win *win)
 {
-    int rc = PMPI_Win_allocate(size, unit, info, comm, base, win);
-    if (rc == MPI_SUCCESS)
-        remember_window(comm, *win);
-    return rc;
+    CREATED(comm, win, PMPI_Win_allocate(size, unit, info, comm, base, win));
 }
 
 int greenup_shim_MPI_Win_allocate_shared(MPI_Aint size, int unit, MPI_Info info, MPI_Comm comm,
                                          void *base, MPI_Win *win)
 {
-    int rc = PMPI_Win_allocate_shared(size, unit, info, comm, base, win);
-    if (rc == MPI_SUCCESS)
-        remember_window(comm, *win);
-    return rc;
+    CREATED(comm, win, PMPI_Win_allocate_shared(size, unit, info, comm, base, win));
 }
 
 int greenup_shim_MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    int rc = PMPI_Win_create_dynamic(info, comm, win);
-    if (rc == MPI_SUCCESS)
-        remember_window(comm, *win);
-    return rc;
+    CREATED(comm, win, PMPI_Win_create_dynamic(info, comm, win));
 }
 
 #define SYNC(call)                                                                        \
