@@ -7,6 +7,9 @@
  *   hang  each rank writes its pid to pid-RANK and waits for a message that never comes
  *   all   every intercepted C call at least once, with results folded into the checksum;
  *         each rank writes how many intercepted calls it made to calls-RANK
+ *   threads  under MPI_THREAD_MULTIPLE, two threads per rank at once, each on its own tag
+ *         and its own window: 64 KiB nonblocking exchanges, then fence epochs with a Put;
+ *         counted and written to calls-RANK like "all"
  *   wincreate  the same for windows made by MPI_Win_create and MPI_Win_create_dynamic
  *   nblarge / nbsmall  rank 0 waits in MPI_Wait for a 1 MiB (8 B) MPI_Irecv while rank 1
  *         sleeps, records the controls, then sends with MPI_Isend and MPI_Wait
@@ -17,6 +20,7 @@
  * under $GREENUP_SYSFS_ROOT as "policyN file value". Rank 0 prints a checksum of what it
  * received, which must not depend on the preload. */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +266,43 @@ static unsigned long window_calls(int rank)
     return (unsigned long)got * 71;
 }
 
+/* One thread of mode "threads": `arg` points to its index and its window. */
+struct worker {
+    int rank, index;
+    MPI_Win win;
+    long *base;
+    unsigned long sum;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    int peer = 1 - w->rank, n = 16384; /* 64 KiB of int: at the threshold */
+    int *out = malloc(sizeof(int) * n), *in = malloc(sizeof(int) * n);
+    MPI_Request r[2];
+    for (int i = 0; i < 20; i++) {
+        for (int k = 0; k < n; k++)
+            out[k] = k * (w->index + 1) + i + w->rank;
+        __atomic_add_fetch(&made, 3, __ATOMIC_RELAXED);
+        MPI_Irecv(in, n, MPI_INT, peer, 100 + w->index, MPI_COMM_WORLD, &r[0]);
+        MPI_Isend(out, n, MPI_INT, peer, 100 + w->index, MPI_COMM_WORLD, &r[1]);
+        MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < n; k += 97)
+            w->sum += (unsigned)in[k] * (k % 7 + 1);
+    }
+    for (int i = 0; i < 20; i++) {
+        long v = 1000L * w->index + i + w->rank;
+        __atomic_add_fetch(&made, 3, __ATOMIC_RELAXED);
+        MPI_Win_fence(0, w->win);
+        MPI_Put(&v, 1, MPI_LONG, peer, 0, 1, MPI_LONG, w->win);
+        MPI_Win_fence(0, w->win);
+        w->sum += (unsigned long)*w->base * (i + 3);
+    }
+    free(out);
+    free(in);
+    return NULL;
+}
+
 /* CPU and wall seconds of this process so far. */
 static void times(double *cpu, double *wall)
 {
@@ -284,7 +325,16 @@ int main(int argc, char **argv)
     unsigned long sum = 0;
     const char *mode = argc > 1 ? argv[1] : "short";
     const char *out = argc > 2 ? argv[2] : ".";
-    MPI_Init(&argc, &argv);
+    if (!strcmp(mode, "threads")) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "probe: no MPI_THREAD_MULTIPLE\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 2)
@@ -349,6 +399,28 @@ int main(int argc, char **argv)
         M(MPI_Sendrecv(&mine, 1, MPI_UNSIGNED_LONG, 1 - rank, 8, &theirs, 1, MPI_UNSIGNED_LONG,
                        1 - rank, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         sum = mine * 1000003UL + theirs;
+        f = fopen(path(out, rank ? "calls-1" : "calls-0"), "w");
+        fprintf(f, "%ld\n", made + 1); /* and the Barrier below */
+        fclose(f);
+    } else if (!strcmp(mode, "threads")) {
+        struct worker w[2];
+        pthread_t t[2];
+        FILE *f;
+        /* Windows are made in order on one thread: collective calls on one communicator
+         * must be, which MPI leaves to the program. */
+        for (int i = 0; i < 2; i++) {
+            w[i].rank = rank, w[i].index = i, w[i].sum = 0;
+            MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD,
+                             &w[i].base, &w[i].win);
+            *w[i].base = 0;
+        }
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, work, &w[i]);
+        for (int i = 0; i < 2; i++) {
+            pthread_join(t[i], NULL);
+            sum = sum * 31 + w[i].sum;
+            MPI_Win_free(&w[i].win);
+        }
         f = fopen(path(out, rank ? "calls-1" : "calls-0"), "w");
         fprintf(f, "%ld\n", made + 1); /* and the Barrier below */
         fclose(f);

@@ -152,6 +152,19 @@ else
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 
+# 2d. MPI_THREAD_MULTIPLE: two threads per rank at once, each exchanging 64 KiB
+# nonblocking (their waits lowered by the table, sharing the core's lowering) and
+# fencing its own window (each window with its own barrier), in both wait modes.
+run bare-threads threads "" "{}"
+for w in block poll; do
+  run "threads-$w" threads 1 "{\"timeout_us\":60000000,\"wait\":\"$w\"}"
+  if cmp -s "$T/bare-threads/stdout" "$T/threads-$w/stdout" && grep -q checksum "$T/threads-$w/stdout" \
+    && [ "$(field "threads-$w" 0 calls) $(field "threads-$w" 1 calls)" = "$(cat "$T/threads-$w/calls-0") $(cat "$T/threads-$w/calls-1")" ] \
+    && [ "$(field "threads-$w" 0 transitions)" -ge 1 ] && diff -r "$T/sys.orig" "$T/sys" > /dev/null; then
+    ok "threads, $w: same results, counted exactly, lowered $(field "threads-$w" 0 transitions) times and restored"
+  else fail "threads, $w: $(cat "$T/bare-threads/stdout" "$T/threads-$w/stdout" "$T/threads-$w/stderr") $(cat "$T/threads-$w/ranks/rank-0.json")"; fi
+done
+
 # 3. A small receive that waits 0.4 s: lowered after the 500 µs timeout, in both wait modes.
 for wait in block poll; do
   run "wait-$wait" wait 1 "{\"wait\":\"$wait\"}"
