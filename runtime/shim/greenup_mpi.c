@@ -71,7 +71,9 @@ extern void greenup_finalize(void);
 #pragma weak PMPI_Ibsend
 #pragma weak PMPI_Request_free
 #pragma weak PMPI_Ibarrier
-#pragma weak PMPI_Comm_dup
+#pragma weak PMPI_Comm_group
+#pragma weak PMPI_Comm_create
+#pragma weak PMPI_Group_free
 #pragma weak PMPI_Comm_free
 #pragma weak PMPI_Rput
 #pragma weak PMPI_Rget
@@ -130,6 +132,7 @@ extern void greenup_finalize(void);
 #pragma weak ompi_mpi_op_no_op
 #pragma weak ompi_mpi_op_min
 #pragma weak ompi_mpi_int
+#pragma weak ompi_mpi_comm_null
 #pragma weak ompi_request_null
 #endif
 
@@ -757,7 +760,7 @@ int greenup_shim_MPI_Rget_accumulate(const void *obuf, int ocount, MPI_Datatype 
  *
  * MPI has no nonblocking fence, and a blocking one spins in the MPI until the last rank
  * arrives. So, in block mode, each window the shim sees created gets a duplicate of its
- * communicator, cached on the window as an attribute, and a fence first waits for every
+ * communicator (a new communicator over the same group), cached on the window as an attribute, and a fence first waits for every
  * rank of the window in a nonblocking barrier on that duplicate (tested with back-off),
  * then calls the real fence, which then finds everyone there. A barrier before a fence
  * adds synchronization, never removes any, whatever the assertions say; and only fences
@@ -796,13 +799,20 @@ static void make_keyval(void)
 /* After a window was created on `comm` (collective: every rank of it is here). */
 static void remember_window(MPI_Comm comm, MPI_Win win)
 {
-    MPI_Comm dup;
+    MPI_Comm dup = MPI_COMM_NULL;
     MPI_Comm *cell;
+    MPI_Group group;
     int ok, cached = 0;
     if (!greenup_fence_blocks())
         return;
     (void)pthread_once(&fence_once, make_keyval);
-    if (PMPI_Comm_dup(comm, &dup) != MPI_SUCCESS)
+    /* MPI_Comm_create over the whole group rather than MPI_Comm_dup, which would call
+     * the program's attribute copy callbacks on its communicator. */
+    if (PMPI_Comm_group(comm, &group) != MPI_SUCCESS)
+        return;
+    ok = PMPI_Comm_create(comm, group, &dup) == MPI_SUCCESS;
+    (void)PMPI_Group_free(&group);
+    if (!ok || dup == MPI_COMM_NULL)
         return;
     cell = malloc(sizeof *cell);
     ok = fence_keyval != MPI_KEYVAL_INVALID && cell != NULL;
