@@ -18,6 +18,8 @@
  * PMPI_ and pmpi_*_ are weak references: preloaded into a program without MPI, the
  * library loads, resolves nothing and is never called. */
 
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -975,13 +977,23 @@ FDECL2(win_unlock_all, F *, F *);
 
 /* Define greenup_shim_mpi_BASE_ (mpif.h, `use mpi`) and greenup_shim_mpi_BASE_f08_ with
  * the same parameters (the last named `ierr`) and body. In the body, FFWD(args) calls
- * the matching pmpi_ entry point with `args` and the error in `e`, or leaves
- * MPI_ERR_INTERN there when the MPI library lacks it; `e` goes to `ierr` at the end. */
+ * the matching pmpi_ entry point with `args` and the error in `e`. An MPI without that
+ * profiling name (another MPI, another version) gets the call passed to its own
+ * mpi_ entry point unchanged (counted, never counted twice: it does not come back
+ * here); only when it has neither does `e` stay MPI_ERR_INTERN. `e` goes to `ierr`. */
 #define FBOTH(base, params, ...)                                                          \
-    void greenup_shim_mpi_##base##_ params { FBODY(pmpi_##base##_, __VA_ARGS__) }         \
-    void greenup_shim_mpi_##base##_f08_ params { FBODY(pmpi_##base##_f08_, __VA_ARGS__) }
-#define FBODY(impl, ...)                                                                  \
-    __typeof__(impl) *const fn = impl;                                                    \
+    void greenup_shim_mpi_##base##_ params                                                \
+    {                                                                                     \
+        FBODY(pmpi_##base##_, "mpi_" #base "_", __VA_ARGS__)                              \
+    }                                                                                     \
+    void greenup_shim_mpi_##base##_f08_ params                                            \
+    {                                                                                     \
+        FBODY(pmpi_##base##_f08_, "mpi_" #base "_f08_", __VA_ARGS__)                      \
+    }
+#define FBODY(impl, self, ...)                                                            \
+    static __typeof__(impl) *next;                                                        \
+    __typeof__(impl) *const fn =                                                          \
+        impl ? impl : next ? next : (next = (__typeof__(impl) *)dlsym(RTLD_NEXT, self));  \
     F e = MPI_ERR_INTERN;                                                                 \
     __VA_ARGS__                                                                           \
     if (ierr)                                                                             \
