@@ -959,6 +959,12 @@ FDECL2(waitall, F *, F *, F *, F *);
 FDECL2(waitany, F *, F *, F *, F *, F *);
 FDECL2(waitsome, F *, F *, F *, F *, F *, F *);
 FDECL2(test, F *, F *, F *, F *);
+FDECL2(testall, F *, F *, F *, F *, F *);
+FDECL2(testany, F *, F *, F *, F *, F *, F *);
+FDECL2(testsome, F *, F *, F *, F *, F *, F *);
+FDECL2(request_free, F *, F *);
+FDECL2(win_wait, F *, F *);
+FDECL2(win_complete, F *, F *);
 FDECL2(barrier, F *, F *);
 FDECL2(bcast, void *, F *, F *, F *, F *, F *);
 FDECL2(reduce, void *, void *, F *, F *, F *, F *, F *, F *);
@@ -1110,6 +1116,34 @@ FBOTH(test, (F *req, F *flag, F *status, F *ierr),
       FCOUNT(0, 0, req, flag, status);
       if (e == MPI_SUCCESS && *flag && key) greenup_forget(key);)
 
+/* Fortran tests on arrays: counted; `forget` removes what they completed. */
+#define FTESTS(n_, reqs_, forget_, ...)                                                   \
+    do {                                                                                  \
+        struct keys ks;                                                                   \
+        keys_f(&ks, (n_), (reqs_));                                                       \
+        FCOUNT(0, 0, __VA_ARGS__);                                                        \
+        forget_;                                                                          \
+        keys_end(&ks);                                                                    \
+    } while (0)
+
+FBOTH(testall, (F *n, F *reqs, F *flag, F *statuses, F *ierr),
+      FTESTS(*n, reqs, if (e == MPI_SUCCESS && *flag) forget_all(&ks), n, reqs, flag,
+             statuses);)
+
+FBOTH(testany, (F *n, F *reqs, F *index, F *flag, F *status, F *ierr),
+      FTESTS(*n, reqs, if (e == MPI_SUCCESS && *flag) forget_some(&ks, 1, index, 1), n, reqs,
+             index, flag, status);)
+
+FBOTH(testsome, (F *n, F *reqs, F *outcount, F *indices, F *statuses, F *ierr),
+      FTESTS(*n, reqs,
+             if (e == MPI_SUCCESS || e == MPI_ERR_IN_STATUS)
+                 forget_some(&ks, *outcount, indices, 1),
+             n, reqs, outcount, indices, statuses);)
+
+/* Not counted, as in C. */
+FBOTH(request_free, (F *req, F *ierr), uint64_t key = greenup_tracking() ? fkey(req) : 0;
+      FFWD(req); if (key) greenup_forget(key);)
+
 FBOTH(barrier, (F *comm, F *ierr), FCOUNT(0, 0, comm);)
 
 FBOTH(bcast, (void *buf, F *count, F *type, F *root, F *comm, F *ierr),
@@ -1177,3 +1211,7 @@ FBOTH(win_flush, (F *rank, F *win, F *ierr), FSYNC(rank, win);)
 FBOTH(win_unlock, (F *rank, F *win, F *ierr), FSYNC(rank, win);)
 
 FBOTH(win_unlock_all, (F *win, F *ierr), FSYNC(win);)
+
+FBOTH(win_wait, (F *win, F *ierr), FSYNC(win);)
+
+FBOTH(win_complete, (F *win, F *ierr), FSYNC(win);)

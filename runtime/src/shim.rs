@@ -41,14 +41,16 @@ trampolines! {
 #[cfg(greenup_shim)]
 trampolines! {
     mpi_init_ mpi_init_thread_ mpi_finalize_ mpi_send_ mpi_recv_ mpi_sendrecv_ mpi_isend_
-    mpi_irecv_ mpi_wait_ mpi_waitall_ mpi_waitany_ mpi_waitsome_ mpi_test_ mpi_barrier_
-    mpi_bcast_ mpi_reduce_ mpi_allreduce_ mpi_alltoall_ mpi_allgather_ mpi_put_ mpi_get_
-    mpi_accumulate_ mpi_rput_ mpi_rget_ mpi_win_fence_ mpi_win_flush_ mpi_win_unlock_
-    mpi_win_unlock_all_
+    mpi_irecv_ mpi_wait_ mpi_waitall_ mpi_waitany_ mpi_waitsome_ mpi_test_ mpi_testall_
+    mpi_testany_ mpi_testsome_ mpi_request_free_ mpi_barrier_ mpi_bcast_ mpi_reduce_
+    mpi_allreduce_ mpi_alltoall_ mpi_allgather_ mpi_put_ mpi_get_ mpi_accumulate_ mpi_rput_
+    mpi_rget_ mpi_win_fence_ mpi_win_flush_ mpi_win_unlock_ mpi_win_unlock_all_ mpi_win_wait_
+    mpi_win_complete_
     mpi_init_f08_ mpi_init_thread_f08_ mpi_finalize_f08_ mpi_send_f08_ mpi_recv_f08_
     mpi_sendrecv_f08_ mpi_isend_f08_ mpi_irecv_f08_ mpi_wait_f08_ mpi_waitall_f08_
-    mpi_waitany_f08_ mpi_waitsome_f08_ mpi_test_f08_ mpi_barrier_f08_ mpi_bcast_f08_
-    mpi_reduce_f08_ mpi_allreduce_f08_ mpi_alltoall_f08_ mpi_allgather_f08_ mpi_put_f08_
-    mpi_get_f08_ mpi_accumulate_f08_ mpi_rput_f08_ mpi_rget_f08_ mpi_win_fence_f08_
-    mpi_win_flush_f08_ mpi_win_unlock_f08_ mpi_win_unlock_all_f08_
+    mpi_waitany_f08_ mpi_waitsome_f08_ mpi_test_f08_ mpi_testall_f08_ mpi_testany_f08_
+    mpi_testsome_f08_ mpi_request_free_f08_ mpi_barrier_f08_ mpi_bcast_f08_ mpi_reduce_f08_
+    mpi_allreduce_f08_ mpi_alltoall_f08_ mpi_allgather_f08_ mpi_put_f08_ mpi_get_f08_
+    mpi_accumulate_f08_ mpi_rput_f08_ mpi_rget_f08_ mpi_win_fence_f08_ mpi_win_flush_f08_
+    mpi_win_unlock_f08_ mpi_win_unlock_all_f08_ mpi_win_wait_f08_ mpi_win_complete_f08_
 }
