@@ -275,24 +275,9 @@ pub unsafe extern "C" fn greenup_enter_wait(
         _ => &[],
     };
     guard(|| {
-        let (bytes, strided) = pending(keys, any != 0);
+        let (bytes, strided) = requests::pending(keys, any != 0);
         enter(call, 0, bytes, strided);
     });
-}
-
-/// The bytes a wait on `keys` waits for: their sum, or with `any` the smallest among the
-/// requests that are not null (one the table does not know counts as 0).
-fn pending(keys: &[u64], any: bool) -> (u64, bool) {
-    let mut strided = false;
-    let mut sum = 0u64;
-    let mut min: Option<u64> = None;
-    for &key in keys.iter().filter(|&&k| k != 0) {
-        let (bytes, s) = requests::lookup(key, !any).unwrap_or((0, false));
-        strided |= s;
-        sum = sum.saturating_add(bytes);
-        min = Some(min.map_or(bytes, |m| m.min(bytes)));
-    }
-    (if any { min.unwrap_or(0) } else { sum }, strided)
 }
 
 fn enter(call: &mut Call, counted: u64, deciding: u64, strided: bool) {

@@ -90,6 +90,21 @@ pub fn lookup(key: u64, remove: bool) -> Option<(u64, bool)> {
     Some(found)
 }
 
+/// The bytes a wait on `keys` waits for: their sum, or with `any` the smallest among the
+/// requests that are not null (one the table does not know counts as 0).
+pub fn pending(keys: &[u64], any: bool) -> (u64, bool) {
+    let mut strided = false;
+    let mut sum = 0u64;
+    let mut min: Option<u64> = None;
+    for &key in keys.iter().filter(|&&k| k != 0) {
+        let (bytes, s) = lookup(key, !any).unwrap_or((0, false));
+        strided |= s;
+        sum = sum.saturating_add(bytes);
+        min = Some(min.map_or(bytes, |m| m.min(bytes)));
+    }
+    (if any { min.unwrap_or(0) } else { sum }, strided)
+}
+
 /// How many requests the table holds (tests).
 #[cfg(test)]
 fn len() -> usize {
@@ -132,6 +147,26 @@ mod tests {
         for i in 1..=n {
             lookup(0x7f00_0000_0000 + 64 * i, true);
         }
+        assert_eq!(len(), 0);
+
+        // What a wait waits for: Wait/Waitall the sum (and the requests leave), Waitany/
+        // Waitsome the smallest pending transfer (and they stay); null handles (0) are
+        // not requests, unknown ones count as 0.
+        track(0x10, 20_000, false);
+        track(0x20, 70_000, true);
+        assert_eq!(pending(&[0x10, 0, 0x20], true), (20_000, true));
+        assert_eq!(
+            pending(&[0x10, 0x30], true),
+            (0, false),
+            "an unknown request"
+        );
+        assert_eq!(pending(&[0, 0], true), (0, false));
+        assert_eq!(pending(&[0x10, 0, 0x20], false), (90_000, true));
+        assert_eq!(
+            pending(&[0x10, 0x20], false),
+            (0, false),
+            "taken by the wait"
+        );
         assert_eq!(len(), 0);
     }
 }
