@@ -90,8 +90,9 @@ pub fn lookup(key: u64, remove: bool) -> Option<(u64, bool)> {
     Some(found)
 }
 
-/// The bytes a wait on `keys` waits for: their sum, or with `any` the smallest among the
-/// requests that are not null (one the table does not know counts as 0).
+/// The bytes a wait on `keys` waits for, and whether any is strided: their sum, and they
+/// leave the table (the wait completes them all); or with `any`, the smallest among the
+/// requests that are not null (one the table does not know counts as 0), which stay.
 pub fn pending(keys: &[u64], any: bool) -> (u64, bool) {
     let mut strided = false;
     let mut sum = 0u64;
