@@ -783,12 +783,20 @@ static int no_copy(MPI_Win win, int keyval, void *extra, void *in, void *out, in
     return MPI_SUCCESS;
 }
 
+/* The duplicates alive in this process, and their limit. Each takes a communicator ID,
+ * which an MPI has a limited number of (Open MPI's ob1 carries 16 bits of it), and each
+ * window already takes one inside the MPI: a program with thousands of windows must not
+ * run out because of greenup. Windows beyond the limit keep the MPI's own fence. */
+static int live_dups;
+#define MAX_DUPS 1024
+
 static int free_dup(MPI_Win win, int keyval, void *value, void *extra)
 {
     MPI_Comm *dup = value;
     (void)win, (void)keyval, (void)extra;
     (void)PMPI_Comm_free(dup);
     free(dup);
+    __atomic_sub_fetch(&live_dups, 1, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
 
@@ -804,24 +812,34 @@ static void remember_window(MPI_Comm comm, MPI_Win win)
     MPI_Comm dup = MPI_COMM_NULL;
     MPI_Comm *cell;
     MPI_Group group;
-    int ok, cached = 0;
+    int ok, room, cached = 0;
     if (!greenup_fence_blocks())
         return;
     (void)pthread_once(&fence_once, make_keyval);
+    /* First, on the window's communicator (every rank of it is in this window's
+     * creation, at the same point of its collective calls), whether every rank can
+     * take one more duplicate; a communicator that cannot be made is an MPI error. */
+    room = __atomic_add_fetch(&live_dups, 1, __ATOMIC_RELAXED) <= MAX_DUPS;
+    cell = malloc(sizeof *cell);
+    ok = room && fence_keyval != MPI_KEYVAL_INVALID && cell != NULL;
+    if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        ok = 0;
     /* MPI_Comm_create over the whole group rather than MPI_Comm_dup, which would call
      * the program's attribute copy callbacks on its communicator. */
-    if (PMPI_Comm_group(comm, &group) != MPI_SUCCESS)
-        return;
-    ok = PMPI_Comm_create(comm, group, &dup) == MPI_SUCCESS;
-    (void)PMPI_Group_free(&group);
-    if (!ok || dup == MPI_COMM_NULL)
-        return;
-    cell = malloc(sizeof *cell);
-    ok = fence_keyval != MPI_KEYVAL_INVALID && cell != NULL;
-    if (ok) {
-        *cell = dup;
-        ok = cached = PMPI_Win_set_attr(win, fence_keyval, cell) == MPI_SUCCESS;
+    if (ok && PMPI_Comm_group(comm, &group) == MPI_SUCCESS) {
+        ok = PMPI_Comm_create(comm, group, &dup) == MPI_SUCCESS && dup != MPI_COMM_NULL;
+        (void)PMPI_Group_free(&group);
+    } else {
+        ok = 0;
     }
+    if (!ok) {
+        __atomic_sub_fetch(&live_dups, 1, __ATOMIC_RELAXED);
+        free(cell);
+        return;
+    }
+    *cell = dup;
+    ok = cached = PMPI_Win_set_attr(win, fence_keyval, cell) == MPI_SUCCESS;
+    /* Then, on the duplicate, whether every rank cached it. */
     if (PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, dup) != MPI_SUCCESS)
         ok = 0;
     if (ok)
@@ -831,6 +849,7 @@ static void remember_window(MPI_Comm comm, MPI_Win win)
     } else {
         (void)PMPI_Comm_free(&dup);
         free(cell);
+        __atomic_sub_fetch(&live_dups, 1, __ATOMIC_RELAXED);
     }
 }
 

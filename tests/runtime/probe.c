@@ -10,6 +10,8 @@
  *   threads  under MPI_THREAD_MULTIPLE, two threads per rank at once, each on its own tag
  *         and its own window: 64 KiB nonblocking exchanges, then fence epochs with a Put;
  *         counted and written to calls-RANK like "all"
+ *   manywin  1,100 windows alive at once (more than greenup gives barriers to), fence
+ *         epochs with a Put on some of them, the last one included
  *   wincreate  the same for windows made by MPI_Win_create and MPI_Win_create_dynamic
  *   nblarge / nbsmall  rank 0 waits in MPI_Wait for a 1 MiB (8 B) MPI_Irecv while rank 1
  *         sleeps, records the controls, then sends with MPI_Isend and MPI_Wait
@@ -424,6 +426,27 @@ int main(int argc, char **argv)
         f = fopen(path(out, rank ? "calls-1" : "calls-0"), "w");
         fprintf(f, "%ld\n", made + 1); /* and the Barrier below */
         fclose(f);
+    } else if (!strcmp(mode, "manywin")) {
+        int n = 1100;
+        MPI_Win *w = malloc(sizeof(MPI_Win) * n);
+        long **base = malloc(sizeof(long *) * n);
+        for (int i = 0; i < n; i++) {
+            MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base[i],
+                             &w[i]);
+            *base[i] = 0;
+        }
+        for (int k = 0; k <= 7; k++) {
+            int i = k < 7 ? k * (n / 7) : n - 1; /* the first, some between, the last */
+            long v = 3L * i + rank;
+            MPI_Win_fence(0, w[i]);
+            MPI_Put(&v, 1, MPI_LONG, 1 - rank, 0, 1, MPI_LONG, w[i]);
+            MPI_Win_fence(0, w[i]);
+            sum = sum * 7 + (unsigned long)*base[i];
+        }
+        for (int i = 0; i < n; i++)
+            MPI_Win_free(&w[i]);
+        free(w);
+        free(base);
     } else if (!strcmp(mode, "nblarge") || !strcmp(mode, "nbsmall")) {
         int n = strcmp(mode, "nblarge") ? 2 : 1 << 18; /* 8 B or 1 MiB of int */
         int *buf = malloc(sizeof(int) * n);

@@ -165,6 +165,14 @@ for w in block poll; do
   else fail "threads, $w: $(cat "$T/bare-threads/stdout" "$T/threads-$w/stdout" "$T/threads-$w/stderr") $(cat "$T/threads-$w/ranks/rank-0.json")"; fi
 done
 
+# 2e. More windows alive at once than greenup gives barriers to (1,024): the rest keep
+# the MPI's own fence, on every rank alike, and every fence still matches.
+run bare-manywin manywin "" "{}"
+run manywin manywin 1 '{"enabled":false,"wait":"block"}' timeout 300
+cmp -s "$T/bare-manywin/stdout" "$T/manywin/stdout" && grep -q checksum "$T/manywin/stdout" \
+  && ok "1,100 windows in block mode: same results" \
+  || fail "1,100 windows: $(cat "$T/bare-manywin/stdout" "$T/manywin/stdout" "$T/manywin/stderr" | head -20)"
+
 # 3. A small receive that waits 0.4 s: lowered after the 500 µs timeout, in both wait modes.
 for wait in block poll; do
   run "wait-$wait" wait 1 "{\"wait\":\"$wait\"}"
