@@ -459,7 +459,7 @@ int greenup_shim_MPI_Wait(MPI_Request *req, MPI_Status *status)
 int greenup_shim_MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
     int done = 0, rc;
-    struct keys ks;
+    struct keys ks = {0};
     keys_c(&ks, n, reqs);
     WAIT(rc, greenup_enter_wait(&c_, ks.k, ks.n, 0), PMPI_Testall(n, reqs, &done, statuses),
          done, PMPI_Waitall(n, reqs, statuses));
@@ -470,7 +470,7 @@ int greenup_shim_MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 int greenup_shim_MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
     int done = 0, rc;
-    struct keys ks;
+    struct keys ks = {0};
     keys_c(&ks, n, reqs);
     WAIT(rc, greenup_enter_wait(&c_, ks.k, ks.n, 1), PMPI_Testany(n, reqs, index, &done, status),
          done, PMPI_Waitany(n, reqs, index, status));
@@ -484,7 +484,7 @@ int greenup_shim_MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
                               MPI_Status statuses[])
 {
     int rc;
-    struct keys ks;
+    struct keys ks = {0};
     keys_c(&ks, n, reqs);
     WAIT(rc, greenup_enter_wait(&c_, ks.k, ks.n, 1),
          PMPI_Testsome(n, reqs, outcount, indices, statuses), *outcount != 0,
@@ -1106,7 +1106,7 @@ FBOTH(irecv, (void *buf, F *count, F *type, F *src, F *tag, F *comm, F *req, F *
 #define FWAITS(any_, n_, reqs_, after_, ...)                                                  \
     do {                                                                                  \
         struct greenup_call c_;                                                           \
-        struct keys ks;                                                                   \
+        struct keys ks = {0};                                                             \
         keys_f(&ks, (n_), (reqs_));                                                         \
         greenup_enter_wait(&c_, ks.k, ks.n, (any_));                                       \
         FFWD(__VA_ARGS__);                                                                \
@@ -1138,7 +1138,7 @@ FBOTH(test, (F *req, F *flag, F *status, F *ierr),
 /* Fortran tests on arrays: counted; `forget` removes what they completed. */
 #define FTESTS(n_, reqs_, forget_, ...)                                                   \
     do {                                                                                  \
-        struct keys ks;                                                                   \
+        struct keys ks = {0};                                                             \
         keys_f(&ks, (n_), (reqs_));                                                       \
         FCOUNT(0, 0, __VA_ARGS__);                                                        \
         forget_;                                                                          \
