@@ -219,3 +219,81 @@ fn unchanged_jobs_are_fallbacks_with_no_invented_prediction() {
     let page = report::text::job_report(&r);
     assert!(!page.contains("NaN"), "{page}");
 }
+
+#[test]
+fn comm_saved_is_estimated_from_the_site_power_model_and_the_node_cpus() {
+    let comm = |cpus: Option<u32>| greenup::comm::NodeComm {
+        ranks: 2,
+        compute_s: 80.0,
+        comm_s: 20.0,
+        low_s: 10.0,
+        cpus,
+        ..Default::default()
+    };
+    let with = |o: NodeOutcome, cpus| NodeOutcome {
+        comm: Some(comm(cpus)),
+        ..o
+    };
+    let mut rec = record(
+        Verdict::Planned,
+        vec![
+            with(outcome("n1", 2.0, Some(3_000.0), "rapl", None), Some(4)),
+            // An older node's epilog did not count its CPUs: no estimate.
+            with(outcome("n2", 2.0, Some(3_000.0), "rapl", None), None),
+        ],
+    );
+    let mut site = greenup::site::load("etc/greenup.yaml").unwrap();
+    site.node_types.insert(
+        "type1".into(),
+        NodeType {
+            name: "type1".into(),
+            freqs_ghz: vec![1.5, 2.0, 2.5],
+            power: PowerModel::AtMax {
+                dynamic_w: 20.0,
+                static_w: 4.0,
+                gamma: 3.0,
+            },
+        },
+    );
+    let ctx = Context {
+        site: Some(&site),
+        ..Context::default()
+    };
+    // By hand, low gear unset: the type's lowest, 1.5 GHz. P_dyn(2.0) = 20 × 0.8³ = 10.24 W,
+    // P_dyn(1.5) = 20 × 0.6³ = 4.32 W; 2 ranks × 10 s × 5.92 W / 4 CPUs = 29.6 J.
+    let r = from_record(&rec, &ctx);
+    let saved = r.nodes[0].mpi.unwrap().saved_j.unwrap();
+    assert!((saved - 29.6).abs() < 1e-9, "{saved}");
+    assert_eq!(r.nodes[1].mpi.unwrap().saved_j, None);
+    let page = report::text::job_report(&r);
+    let row = |n: &str| {
+        page.lines()
+            .find(|l| l.split_whitespace().any(|w| w == n))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row("n1").contains("~29.6 J"), "{page}");
+    assert!(
+        row("n2").trim_end_matches(['|', '│', ' ']).ends_with('-'),
+        "{page}"
+    );
+    // The policy's low gear, 1.0 GHz: P_dyn = 20 × 0.4³ = 1.28 W; 20 × 8.96 / 4 = 44.8 J.
+    rec.decision.comm_dvfs = Some(greenup::comm::CommDvfs {
+        low_ghz: Some(1.0),
+        ..Default::default()
+    });
+    let saved = from_record(&rec, &ctx).nodes[0]
+        .mpi
+        .unwrap()
+        .saved_j
+        .unwrap();
+    assert!((saved - 44.8).abs() < 1e-9, "{saved}");
+    // Without the site there is no power model: no estimate.
+    assert_eq!(
+        from_record(&rec, &Context::default()).nodes[0]
+            .mpi
+            .unwrap()
+            .saved_j,
+        None
+    );
+}

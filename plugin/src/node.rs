@@ -201,10 +201,9 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
     else {
         return false;
     };
-    let Ok(policies) = Cpufreq::new(sysfs_root).policies() else {
+    let Ok(total) = Cpufreq::new(sysfs_root).cpu_count() else {
         return false;
     };
-    let total: usize = policies.iter().map(|p| p.cpus.len()).sum();
     total > 0 && held as usize >= total
 }
 
@@ -437,7 +436,7 @@ fn read_comm(paths: &NodePaths, job: &JobEnv, elapsed_s: f64, log: Log) -> Optio
             ),
         );
     }
-    read.unwrap_or_else(|e| {
+    let mut comm = read.unwrap_or_else(|e| {
         log(
             Level::Warning,
             &format!(
@@ -446,7 +445,14 @@ fn read_comm(paths: &NodePaths, job: &JobEnv, elapsed_s: f64, log: Log) -> Optio
             ),
         );
         None
-    })
+    })?;
+    // The report's estimate of what lowering saved spreads the node's power over these.
+    comm.cpus = Cpufreq::new(&paths.sysfs_root)
+        .cpu_count()
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0);
+    Some(comm)
 }
 
 /// This node's settings for a prolog's `request` (a [`start_request`]).

@@ -139,6 +139,11 @@ impl Cpufreq {
         Ok(out)
     }
 
+    /// How many CPUs the node's policies govern (each CPU belongs to one policy).
+    pub fn cpu_count(&self) -> Result<usize, CpufreqError> {
+        Ok(self.policies()?.iter().map(|p| p.cpus.len()).sum())
+    }
+
     /// The policies whose CPUs all belong to `cpus` (every policy when `cpus` is None),
     /// so that a job never changes a CPU it does not hold.
     pub fn policies_for(&self, cpus: Option<&[u32]>) -> Result<Vec<Policy>, CpufreqError> {

@@ -57,8 +57,9 @@ pub struct NodeMpi {
     pub mpi_pct: f64,
     /// Mean seconds per rank with its core at the lowered frequency.
     pub low_freq_s: f64,
-    /// The runtime's own estimate of the joules communication-phase DVFS saved on this
-    /// node (its power model, not a measurement); `None` when it had none.
+    /// The estimated joules communication-phase DVFS saved on this node (dynamic power
+    /// from the site's power model, not a measurement; `NodeComm::saved_j`); `None`
+    /// when it cannot be estimated.
     pub saved_j: Option<f64>,
 }
 

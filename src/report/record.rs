@@ -146,7 +146,18 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 .and_then(|p| p.per_node.get(i))
                 .map(|n| n.energy_j),
             measured_energy_j: measured,
-            mpi: out.and_then(|o| o.comm.as_ref()).map(super::NodeMpi::of),
+            mpi: out.and_then(|o| {
+                let c = o.comm.as_ref()?;
+                let mut mpi = super::NodeMpi::of(c);
+                // The estimate needs the node type's power model, so it is made where
+                // the stored record meets the site.
+                let t = ctx.site.and_then(|s| s.node_types.get(ty));
+                if let (Some(t), Some(f_run)) = (t, o.freq_ghz) {
+                    let f_low = d.comm_dvfs.and_then(|c| c.low_ghz).unwrap_or(t.fmin());
+                    mpi.saved_j = c.saved_j(t, f_run, f_low);
+                }
+                Some(mpi)
+            }),
         });
     }
     let not_applied: Vec<String> = nodes
