@@ -367,6 +367,27 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    fn the_cpu_count_adds_up_every_policys_cpus() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(
+            dir.path(),
+            3,
+            "userspace performance",
+            &[1_000_000, 2_000_000],
+        );
+        // A policy that governs two CPUs (a shared clock domain) counts both.
+        fs::write(
+            dir.path()
+                .join("devices/system/cpu/cpufreq/policy2/affected_cpus"),
+            "2-3\n",
+        )
+        .unwrap();
+        assert_eq!(Cpufreq::new(dir.path()).cpu_count().unwrap(), 4);
+        let empty = tempfile::tempdir().unwrap();
+        assert!(Cpufreq::new(empty.path()).cpu_count().is_err());
+    }
+
     fn file(root: &Path, policy: u32, f: &str) -> String {
         fs::read_to_string(root.join(format!("devices/system/cpu/cpufreq/policy{policy}/{f}")))
             .unwrap()
