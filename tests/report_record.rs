@@ -26,6 +26,19 @@ fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>)
     }
 }
 
+/// The nodes' type: 1.5 to 2.5 GHz, 20 W dynamic and 4 W static at 2.5 GHz.
+fn type1() -> NodeType {
+    NodeType {
+        name: "type1".into(),
+        freqs_ghz: vec![1.5, 2.0, 2.5],
+        power: PowerModel::AtMax {
+            dynamic_w: 20.0,
+            static_w: 4.0,
+            gamma: 3.0,
+        },
+    }
+}
+
 fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
     let est = |t: f64, e: f64| Estimate {
         time_s: t,
@@ -162,18 +175,7 @@ fn all_measured_with_a_predictor() {
             outcome("n3", 2.0, Some(3_300.0), "slurm", None),
         ],
     );
-    let site_types = BTreeMap::from([(
-        "type1".to_string(),
-        NodeType {
-            name: "type1".into(),
-            freqs_ghz: vec![1.5, 2.0, 2.5],
-            power: PowerModel::AtMax {
-                dynamic_w: 20.0,
-                static_w: 4.0,
-                gamma: 3.0,
-            },
-        },
-    )]);
+    let site_types = BTreeMap::from([("type1".to_string(), type1())]);
     let model = Hetero {
         iterations: 10.0,
         types: BTreeMap::from([(
@@ -243,18 +245,7 @@ fn comm_saved_is_estimated_from_the_site_power_model_and_the_node_cpus() {
         ],
     );
     let mut site = greenup::site::load("etc/greenup.yaml").unwrap();
-    site.node_types.insert(
-        "type1".into(),
-        NodeType {
-            name: "type1".into(),
-            freqs_ghz: vec![1.5, 2.0, 2.5],
-            power: PowerModel::AtMax {
-                dynamic_w: 20.0,
-                static_w: 4.0,
-                gamma: 3.0,
-            },
-        },
-    );
+    site.node_types.insert("type1".into(), type1());
     let ctx = Context {
         site: Some(&site),
         ..Context::default()
