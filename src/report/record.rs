@@ -153,7 +153,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 // the stored record meets the site.
                 let t = ctx.site.and_then(|s| s.node_types.get(ty));
                 if let (Some(t), Some(f_run)) = (t, o.freq_ghz) {
-                    let f_low = d.comm_dvfs.and_then(|c| c.low_ghz).unwrap_or(t.fmin());
+                    let f_low = d.comm_dvfs.and_then(|p| p.low_ghz).unwrap_or(t.fmin());
                     mpi.saved_j = c.saved_j(t, f_run, f_low);
                 }
                 Some(mpi)
