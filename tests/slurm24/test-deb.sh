@@ -26,7 +26,8 @@ OTHER=$(ls -t "$TARGET"/debian/greenup_*+slurm*.deb 2>/dev/null | grep -v "+slur
 [ -z "$OTHER" ] || cp "$OTHER" "$STAGE/"
 
 step "building the .deb for Slurm $(gc24_slurm_version)"
-DEB=$(GREENUP_SLURM_VERSION_H=$GC24_ROOT/usr/include/slurm/slurm_version.h bash packaging/build-deb.sh | tail -n 1)
+# The MPI runtime in it is compiled against the root's Open MPI 5 (tests/slurm24/mpicc.sh).
+DEB=$(GREENUP_SLURM_VERSION_H=$GC24_ROOT/usr/include/slurm/slurm_version.h MPICC=$HERE/mpicc.sh bash packaging/build-deb.sh | tail -n 1)
 [ -f "$DEB" ] || fail "packaging/build-deb.sh printed no package ('$DEB')"
 SERIES=$(dpkg-deb -f "$DEB" Version | sed -n 's/.*+slurm//p')
 cp "$DEB" "$STAGE/"
