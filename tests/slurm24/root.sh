@@ -12,10 +12,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # Everything the cluster harness (tests/cluster), its benchmark (gcc: the empty baseline
 # plugin) and the package test run inside the root; libopenmpi-dev: the root's mpicc and
 # Open MPI 5's mpi.h, which greenup's MPI runtime is compiled against for this root
-# (tests/slurm24/mpicc.sh).
+# (tests/slurm24/mpicc.sh); gfortran: the runtime's Fortran probe (tests/slurm24/runtime.sh).
 PKGS="slurmctld slurmd slurm-client slurm-wlm-basic-plugins slurmdbd libslurm-dev munge libmunge2
 mariadb-server mariadb-client lua5.4 liblua5.4-0 jq python3 sqlite3 procps iproute2 psmisc ca-certificates
-gcc libc6-dev libopenmpi-dev"
+gcc libc6-dev libopenmpi-dev gfortran"
 # Open MPI and the real applications, the same list the host's cluster installs.
 . "$HERE/../../scripts/lib.sh"
 PKGS="$PKGS ${GREENUP_APP_DEBS[*]}"
