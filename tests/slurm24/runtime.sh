@@ -7,12 +7,6 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-REPO=$(cd "$HERE/../.." && pwd)
-[ "$(id -u)" = 0 ] || { echo "slurm24 runtime: run as root" >&2; exit 1; }
-"$HERE/root.sh" >/dev/null || exit 1
-STAGE=${CARGO_TARGET_DIR:-$REPO/target}/slurm24
-if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
-  "$HERE/build.sh" debug "$STAGE/debug" || exit 1
-fi
+gc24_stage runtime debug || exit 1
 echo "==> the MPI runtime's mechanism tests inside the Debian 13 root ($(chroot "$GC24_ROOT" /usr/bin/mpirun --version | head -n 1))"
-GC24_BIN=$STAGE "$HERE/enter.sh" env GREENUP_MPI_LIB=/greenup-bin/debug/libgreenup_mpi.so bash /greenup/tests/runtime/run.sh
+GC24_BIN=$GC24_STAGE "$HERE/enter.sh" env GREENUP_MPI_LIB=/greenup-bin/debug/libgreenup_mpi.so bash /greenup/tests/runtime/run.sh
