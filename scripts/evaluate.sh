@@ -12,11 +12,13 @@
 # so the prediction errors of a batch follow one learned profile from its first run.
 # Run as root, with greenup built (GC_BIN_DIR, default target/release) and no other test
 # cluster running. Usage: scripts/evaluate.sh [APP...]   (default: lammps nwchem hpcc)
-# Environment: POLICIES ("max-dist min-energy edp"), PAIRS (3), OUT (eval-out),
+# Environment: POLICIES ("max-dist min-energy edp"; the shipped policies and the test-only
+# variants max-dist-block and max-dist-dvfs in tests/cluster/apps/policies/), PAIRS (3), OUT (eval-out),
 # NODES and COUNT: the nodes every run uses (default n[1-4] and 4; NWChem needs n[2-3] 2,
 # one node of each type, see docs/evaluation.md), and
 # GC_LOCK: a lock file each batch holds (flock) while it has the cluster, for hosts
-# where several people take turns on the one test cluster.
+# where several people take turns on the one test cluster; TOGETHER=1: one batch per
+# application running every policy against shared baselines (see batch below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -43,31 +45,47 @@ row() { # app policy pair kind "job time energy check"
 
 # Runs in a subshell of its own: the cluster is torn down when it ends, however it ends,
 # and (with GC_LOCK) before the lock is let go, never outside it.
-batch() { # APP POLICY
-  local app=$1 policy=$2
+# With TOGETHER=1 a batch is one application under every policy: each pair is one
+# baseline run followed by one run per policy, all from the one learned profile (which
+# every policy run refines), and the baseline is each policy's pair partner. Policies then
+# compare on the same baselines, and one batch costs one learning instead of one per policy.
+batch() { # APP POLICY...
+  local app=$1 policy base; shift
   trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
-  step "$app under $policy: fresh cluster"
+  step "$app under $*: fresh cluster"
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
   tests/cluster/setup.sh >/dev/null
   apps_install
+  # The evaluation's own policy variants (tests/cluster/apps/policies/, never shipped).
+  install -m 0644 "$GC_REPO"/tests/cluster/apps/policies/*.yaml "$GC_SHARE/policies/"
   step "$app: learning its profile from measured runs"
   app_learn "$app" "$NODES" "$COUNT"
-  step "$app under $policy: $PAIRS pairs of baseline (monitor) and policy runs on $NODES"
+  step "$app under $*: $PAIRS pairs of baseline (monitor) and policy runs on $NODES"
   for pair in $(seq 1 "$PAIRS"); do
-    row "$app" "$policy" "$pair" baseline "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy=monitor)"
-    row "$app" "$policy" "$pair" policy "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy="$policy" --energy-profile="$app")"
+    base=$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy=monitor)
+    for policy in "$@"; do row "$app" "$policy" "$pair" baseline "$base"; done
+    for policy in "$@"; do
+      row "$app" "$policy" "$pair" policy "$(app_run "$app" -N"$COUNT" -w "$NODES" --energy-policy="$policy" --energy-profile="$app")"
+    done
   done
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
 }
 
+locked() { # runs "$@" as one batch, holding GC_LOCK when it is set
+  if [ -n "${GC_LOCK:-}" ]; then
+    ( flock 9; batch "$@" ) 9>"$GC_LOCK"
+  else
+    ( batch "$@" )
+  fi
+}
+
 for app in "${APPS[@]}"; do
-  for policy in $POLICIES; do
-    if [ -n "${GC_LOCK:-}" ]; then
-      ( flock 9; batch "$app" "$policy" ) 9>"$GC_LOCK"
-    else
-      ( batch "$app" "$policy" )
-    fi
-  done
+  if [ "${TOGETHER:-0}" = 1 ]; then
+    # shellcheck disable=SC2086  # POLICIES is a list of words
+    locked "$app" $POLICIES
+  else
+    for policy in $POLICIES; do locked "$app" "$policy"; done
+  fi
 done
 
 step "summary ($CSV)"
@@ -109,4 +127,18 @@ for (app, pol), e in errors.items():
     one = f"{e[0][0]:+.1f}%, {e[0][1]:+.1f}% (v{e[0][2]})"
     five = f"{e[4][0]:+.1f}%, {e[4][1]:+.1f}% (v{e[4][2]})" if len(e) >= 5 else "not run"
     print(f"| {app} | {pol} | {one} | {five} | {statistics.mean(abs(x[1]) for x in e[:5]):.1f}% |")
+# A profile's version k has been refined from k-1 measured runs (any policy's), so the
+# error by version is the error after so many runs, whichever policy made them.
+print()
+print("| application | profile version (refined from that many runs, minus one) | policy runs | mean abs. time error | mean abs. energy error |")
+print("|---|---|---|---|---|")
+for app in dict.fromkeys(r["app"] for r in rows):
+    byv = {}
+    for (a, _), e in errors.items():
+        if a == app:
+            for t, en, v in e:
+                byv.setdefault(int(v), []).append((abs(t), abs(en)))
+    for v in sorted(byv):
+        x = byv[v]
+        print(f"| {app} | v{v} | {len(x)} | {statistics.mean(t for t, _ in x):.1f}% | {statistics.mean(e for _, e in x):.1f}% |")
 PY

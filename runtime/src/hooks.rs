@@ -11,6 +11,7 @@ use greenup::comm::{self, CommDvfs, WaitMode};
 
 use crate::cpufreq::Controls;
 use crate::rank;
+use crate::requests;
 
 /// One intercepted call in progress, on the C caller's stack (`struct greenup_call`).
 #[repr(C)]
@@ -198,6 +199,84 @@ pub extern "C" fn greenup_pending(bytes: u64, strided: libc::c_int) {
                 PENDING_STRIDED.store(true, Relaxed);
             }
         }
+    });
+}
+
+/// Whether the shim should remember nonblocking requests' bytes: only when the core may
+/// be lowered, which is all they decide.
+#[unsafe(no_mangle)]
+pub extern "C" fn greenup_tracking() -> libc::c_int {
+    let mut on = 0;
+    guard(|| on = settings().is_some_and(|s| s.dvfs.is_some()).into());
+    on
+}
+
+/// Whether `MPI_Win_fence` on the windows the shim sees created waits in a nonblocking
+/// barrier the shim tests with back-off. The same answer on every rank of a job (it
+/// depends on the job's settings only), which the barrier's matching needs.
+#[unsafe(no_mangle)]
+pub extern "C" fn greenup_fence_blocks() -> libc::c_int {
+    let mut on = 0;
+    guard(|| on = settings().is_some_and(|s| s.own_wait && s.block).into());
+    on
+}
+
+/// A nonblocking call that starts a transfer of `bytes` begins: counted now, never
+/// lowered (it only posts the transfer; its wait decides).
+///
+/// # Safety
+/// As [`greenup_enter`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn greenup_enter_post(call: *mut Call, bytes: u64, strided: libc::c_int) {
+    // SAFETY: the shim passes its own stack variable.
+    let call = unsafe { &mut *call };
+    *call = Call::default();
+    guard(|| enter(call, bytes, 0, strided != 0));
+}
+
+/// The request `key` (the handle's bits; 0 for none) was posted to move `bytes`.
+#[unsafe(no_mangle)]
+pub extern "C" fn greenup_track(key: u64, bytes: u64, strided: libc::c_int) {
+    guard(|| {
+        if settings().is_some_and(|s| s.dvfs.is_some()) {
+            requests::track(key, bytes, strided != 0);
+        }
+    });
+}
+
+/// The request `key` completed or was freed: it leaves the table.
+#[unsafe(no_mangle)]
+pub extern "C" fn greenup_forget(key: u64) {
+    guard(|| {
+        requests::lookup(key, true);
+    });
+}
+
+/// A wait (or test) on the `n` requests at `keys` begins. With `any` 0 it completes them
+/// all (`Wait`, `Waitall`): their bytes add up, and they leave the table now. Otherwise
+/// it may complete only one (`Waitany`, `Waitsome`): the smallest pending transfer
+/// decides, and the shim forgets the ones completed. `keys` may be null when `n` is 0.
+///
+/// # Safety
+/// As [`greenup_enter`]; `keys` points to `n` handles' bits.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn greenup_enter_wait(
+    call: *mut Call,
+    keys: *const u64,
+    n: libc::c_int,
+    any: libc::c_int,
+) {
+    // SAFETY: the shim passes its own stack variable.
+    let call = unsafe { &mut *call };
+    *call = Call::default();
+    let keys: &[u64] = match usize::try_from(n) {
+        // SAFETY: the shim passes `n` handles' bits it owns until this returns.
+        Ok(n) if n > 0 && !keys.is_null() => unsafe { std::slice::from_raw_parts(keys, n) },
+        _ => &[],
+    };
+    guard(|| {
+        let (bytes, strided) = requests::pending(keys, any != 0);
+        enter(call, 0, bytes, strided);
     });
 }
 

@@ -10,4 +10,5 @@
 mod cpufreq;
 mod hooks;
 mod rank;
+mod requests;
 mod shim;

@@ -177,3 +177,28 @@ t_budget_ceiling() {
 }
 
 run_test "B4 a budget level's frequency ceiling: min-time is planned and applied at 1.8 GHz, not 3.0" t_budget_ceiling
+
+# B5. Without greenup's cli_filter, `--energy-quote` cannot be answered: the plugin stops
+# the submission and says where quotes come from, rather than queue a job the user meant
+# only to price. The site's own slurm.conf is copied without its CliFilterPlugins line.
+t_quote_without_cli_filter() {
+  local rc=0 d out before
+  d=$(mktemp -d)
+  grep -v '^CliFilterPlugins' "$GC_ETC/slurm.conf" > "$d/slurm.conf"
+  echo "PlugStackConfig=$GC_ETC/plugstack.conf" >> "$d/slurm.conf"
+  chmod 0755 "$d"; chmod 0644 "$d/slurm.conf"
+  before=$(squeue -h | wc -l)
+  if out=$(as "$GC_USER" env SLURM_CONF="$d/slurm.conf" sbatch --parsable -N1 -w n1 -t 1 -o /dev/null \
+      --energy-quote --energy-policy=min-energy --wrap 'sleep 1' 2>&1); then
+    say "submitted a quote request with no cli_filter: $out"; rc=1
+  fi
+  case $out in
+    *"greenup: --energy-quote: nothing submitted, and no quote: quotes come from greenup's cli_filter"*) ;;
+    *) say "sbatch said: $out"; rc=1 ;;
+  esac
+  [ "$(squeue -h | wc -l)" = "$before" ] || { say "a quote request was queued"; rc=1; }
+  rm -rf "$d"
+  return $rc
+}
+
+run_test "B5 --energy-quote without greenup's cli_filter stops the submission and says why" t_quote_without_cli_filter

@@ -2,10 +2,13 @@
 # The cost of libgreenup_mpi for calls it leaves alone (docs/BENCHMARKS.md), in three
 # configurations: without the preload, with it measuring only, and with it and
 # communication-phase DVFS on (default settings: 16 KiB threshold, 500 µs timeout, block
-# waits) against a stand-in cpufreq tree. Two loops (tests/runtime/latency.c): one rank
-# calling MPI_Send and MPI_Recv on MPI_PROC_NULL (the interception alone), and an
-# OSU-style ping-pong of BYTES between two ranks of a local mpirun, each bound to a core.
-# Configurations alternate, ROUNDS times each; the median and the minimum are reported.
+# waits) against a stand-in cpufreq tree. Four loops (tests/runtime/latency.c): one rank
+# calling MPI_Send and MPI_Recv on MPI_PROC_NULL, then MPI_Isend and MPI_Irecv each with
+# its MPI_Wait (the interception alone), and OSU-style ping-pongs of BYTES between two
+# ranks of a local mpirun, each bound to a core, blocking and then nonblocking, and
+# MPI_Win_fence between them (which block mode precedes with a nonblocking barrier).
+# Configurations alternate, ROUNDS times each; the median and the minimum are reported,
+# and the median of the paired (same round) differences from bare.
 # Usage: bench.sh [BYTES] [ITERATIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,7 +22,7 @@ mkdir -p "$T/sys/devices/system/cpu/cpufreq" "$T/ranks"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_hwloc_base_binding_policy=core OMPI_MCA_rmaps_base_oversubscribe=1
-one() { # CONFIG RANKS -> "LOOP µs"
+one() { # CONFIG RANKS -> "LOOP µs" lines
   local env=() x=()
   case $1 in
     measure) env=(LD_PRELOAD="$LIB" GREENUP_MPI_DIR="$T/ranks") ;;
@@ -30,20 +33,28 @@ one() { # CONFIG RANKS -> "LOOP µs"
 }
 for r in $(seq "$ROUNDS"); do
   for c in bare measure dvfs; do
-    echo "$c $(one $c 1)"
-    echo "$c $(one $c 2)"
+    one $c 1 | sed "s/^/$r $c /"
+    one $c 2 | sed "s/^/$r $c /"
   done
 done > "$T/all"
-stat() { # CONFIG LOOP -> median min
-  awk -v c="$1" -v l="$2" '$1 == c && $2 == l {print $3}' "$T/all" | sort -n \
-    | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)], a[1]}'
+# CONFIG LOOP -> median, minimum, and the median of the round-by-round differences from
+# bare (each round runs the three configurations back to back, so a difference within a
+# round is less exposed to the host's load than a difference of medians).
+stat() {
+  awk -v c="$1" -v l="$2" '$3 == l && $2 == "bare" {b[$1] = $4} $3 == l && $2 == c {v[$1] = $4}
+    END {for (r in v) print v[r], v[r] - b[r]}' "$T/all" > "$T/pairs"
+  m=$(sort -n "$T/pairs" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)], a[1]}')
+  d=$(sort -n -k2 "$T/pairs" | awk '{a[NR] = $2} END {print a[int((NR + 1) / 2)]}')
+  echo "$m $d"
 }
-printf '%-8s %-10s %12s %12s %14s\n' config loop "median µs" "min µs" "added (median)"
-for l in self "$BYTES"; do
-  read -r b _ <<< "$(stat bare "$l")"
+name() { case $1 in self) echo PROC_NULL ;; selfnb) echo "PROC_NULL nb" ;; fence) echo Win_fence ;;
+  nb*) echo "${1#nb} B nb" ;; *) echo "$1 B" ;; esac; }
+printf '%-8s %-13s %10s %9s %22s\n' config loop "median µs" "min µs" "paired added, median"
+for l in self selfnb "$BYTES" "nb$BYTES" fence; do
+  read -r b _ _ <<< "$(stat bare "$l")"
   for c in bare measure dvfs; do
-    read -r m n <<< "$(stat "$c" "$l")"
-    awk -v c="$c" -v l="$l" -v m="$m" -v n="$n" -v b="$b" 'BEGIN {
-      printf "%-8s %-10s %12.3f %12.3f %8.3f µs %5.1f%%\n", c, (l == "self" ? "PROC_NULL" : l " B"), m, n, m - b, 100 * (m - b) / b }'
+    read -r m n d <<< "$(stat "$c" "$l")"
+    awk -v c="$c" -v l="$(name "$l")" -v m="$m" -v n="$n" -v d="$d" -v b="$b" 'BEGIN {
+      printf "%-8s %-13s %10.3f %9.3f %13.3f µs %5.1f%%\n", c, l, m, n, d, 100 * d / b }'
   done
 done

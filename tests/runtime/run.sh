@@ -3,8 +3,10 @@
 # with the cpufreq controls stood in by a tree of plain files in a temporary directory.
 # They check that a long blocking call lowers its core's control during the call and
 # restores it exactly after; that a large transfer lowers at once; that short calls are
-# left alone; that a policy shared with a CPU outside the process's affinity mask is never
-# written; that the rank files are written (also at an exit without MPI_Finalize) and
+# left alone; that a wait on a large nonblocking transfer lowers at once and a small one
+# does not; that block mode lets a rank waiting in a fence or MPI_Win_wait sleep; that
+# `use mpi_f08` calls are counted once; that a policy shared with a CPU outside the
+# process's affinity mask is never written; that the rank files are written (also at an exit without MPI_Finalize) and
 # count exactly the calls and bytes the program makes; and that the program's results do
 # not depend on the preload. Energy is not measured here (tests/cluster does that).
 set -euo pipefail
@@ -17,12 +19,13 @@ if [ -z "${GREENUP_MPI_LIB:-}" ]; then
   cargo build -q -p greenup-mpi
 fi
 LIB=${GREENUP_MPI_LIB:-$PWD/target/debug/libgreenup_mpi.so}
-nm -D --defined-only "$LIB" | grep -qw MPI_Send \
+nm -D --defined-only "$LIB" | grep -w MPI_Send > /dev/null \
   || { echo "FAIL: $LIB was built without interception (no mpicc when it was built?)"; exit 1; }
 T=$(mktemp -d); [ -n "${KEEP:-}" ] && echo "keeping $T"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 mpicc -O2 -Wall -o "$T/probe" tests/runtime/probe.c
 mpif90 -O2 -o "$T/fprobe" tests/runtime/probe.f90
+mpif90 -O2 -o "$T/f08probe" tests/runtime/probe_f08.f90
 
 # Root in CI; shared memory without single-copy, which containers often forbid.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -133,6 +136,46 @@ for cfg in measure block poll; do
   fi
 done
 
+# 2c. Windows on the program's own memory (MPI_Win_create, MPI_Win_create_dynamic) need
+# one-sided transfers between processes: shared memory with single-copy (CMA), which a
+# container may forbid. Checked where the MPI offers it.
+export OMPI_MCA_btl_vader_single_copy_mechanism=cma
+run bare-win wincreate "" "{}"
+if grep -q checksum "$T/bare-win/stdout"; then
+  for cfg in measure block; do
+    case $cfg in measure) dvfs= ;; block) dvfs='{"enabled":false,"timeout_us":0}' ;; esac
+    run "win-$cfg" wincreate 1 "$dvfs"
+    cmp -s "$T/bare-win/stdout" "$T/win-$cfg/stdout" \
+      && [ "$(field "win-$cfg" 0 calls) $(field "win-$cfg" 1 calls)" = "$(cat "$T/win-$cfg/calls-0") $(cat "$T/win-$cfg/calls-1")" ] \
+      && ok "MPI_Win_create and _create_dynamic windows, $cfg: same results, counted exactly" \
+      || fail "windows, $cfg: $(cat "$T/bare-win/stdout" "$T/win-$cfg/stdout" "$T/win-$cfg/stderr") calls $(field "win-$cfg" 0 calls)"
+  done
+else
+  echo "skipped: this MPI cannot create windows on a program's memory here: $(head -c 300 "$T/bare-win/stderr")"
+fi
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+# 2d. MPI_THREAD_MULTIPLE: two threads per rank at once, each exchanging 64 KiB
+# nonblocking (their waits lowered by the table, sharing the core's lowering) and
+# fencing its own window (each window with its own barrier), in both wait modes.
+run bare-threads threads "" "{}"
+for w in block poll; do
+  run "threads-$w" threads 1 "{\"timeout_us\":60000000,\"wait\":\"$w\"}"
+  if cmp -s "$T/bare-threads/stdout" "$T/threads-$w/stdout" && grep -q checksum "$T/threads-$w/stdout" \
+    && [ "$(field "threads-$w" 0 calls) $(field "threads-$w" 1 calls)" = "$(cat "$T/threads-$w/calls-0") $(cat "$T/threads-$w/calls-1")" ] \
+    && [ "$(field "threads-$w" 0 transitions)" -ge 1 ] && diff -r "$T/sys.orig" "$T/sys" > /dev/null; then
+    ok "threads, $w: same results, counted exactly, lowered $(field "threads-$w" 0 transitions) times and restored"
+  else fail "threads, $w: $(cat "$T/bare-threads/stdout" "$T/threads-$w/stdout" "$T/threads-$w/stderr") $(cat "$T/threads-$w/ranks/rank-0.json")"; fi
+done
+
+# 2e. More windows alive at once than greenup gives barriers to (1,024): the rest keep
+# the MPI's own fence, on every rank alike, and every fence still matches.
+run bare-manywin manywin "" "{}"
+run manywin manywin 1 '{"enabled":false,"wait":"block"}' timeout 300
+cmp -s "$T/bare-manywin/stdout" "$T/manywin/stdout" && grep -q checksum "$T/manywin/stdout" \
+  && ok "1,100 windows in block mode: same results" \
+  || fail "1,100 windows: $(cat "$T/bare-manywin/stdout" "$T/manywin/stdout" "$T/manywin/stderr" | head -20)"
+
 # 3. A small receive that waits 0.4 s: lowered after the 500 µs timeout, in both wait modes.
 for wait in block poll; do
   run "wait-$wait" wait 1 "{\"wait\":\"$wait\"}"
@@ -171,6 +214,42 @@ restored rma && ok "rma: restored" || fail "rma: not restored"
 jq -e '.calls == 4 and .bytes == 1048576 and .transitions >= 1' "$T/rma/ranks/rank-0.json" > /dev/null \
   && ok "rma: rank 0's file" || fail "rma: $(cat "$T/rma/ranks/rank-0.json")"
 
+# 5b. Nonblocking: rank 0 waits in MPI_Wait on an MPI_Irecv while rank 1 sleeps 0.4 s.
+# 1 MiB: the request's bytes lower the wait at once (the timeout is out of reach), and
+# the control is restored byte for byte; 8 bytes: left alone. Each rank made three calls
+# (the post, the wait, the closing Barrier).
+run nblarge nblarge 1 "$LONG"
+changed=$(diff "$T/untouched" "$T/nblarge/during" | grep '^>' || true)
+[ "$(lowered nblarge)" = 1 ] && [[ "$changed" == *" $LOW" ]] \
+  && ok "1 MiB Irecv: the waiting core is at $LOW kHz during MPI_Wait ($changed)" \
+  || fail "nblarge: $(lowered nblarge) controls changed: $changed $(cat "$T/nblarge/stderr")"
+restored nblarge && ok "1 MiB Irecv: restored exactly" || fail "nblarge: not restored"
+jq -e '.calls == 3 and .bytes == 1048576 and .transitions >= 1 and .complete' \
+  "$T/nblarge/ranks/rank-0.json" > /dev/null && ok "1 MiB Irecv: rank 0's file" \
+  || fail "nblarge rank 0: $(cat "$T/nblarge/ranks/rank-0.json")"
+run nbsmall nbsmall 1 "$LONG"
+[ "$(lowered nbsmall)" = 0 ] && [ "$(field nbsmall 0 transitions)" = 0 ] \
+  && [ "$(field nbsmall 0 calls) $(field nbsmall 0 bytes)" = "3 8" ] \
+  && ok "8 B Irecv: left alone, counted" \
+  || fail "nbsmall: $(lowered nbsmall) changed; $(cat "$T/nbsmall/ranks/rank-0.json")"
+run bare-nb nblarge "" "{}"
+cmp -s "$T/bare-nb/stdout" "$T/nblarge/stdout" && grep -q checksum "$T/nblarge/stdout" \
+  && ok "1 MiB Irecv: same results" || fail "nblarge results: $(cat "$T/bare-nb/stdout" "$T/nblarge/stdout")"
+
+# 5c. Block mode in one-sided synchronization: rank 0 waits a second for rank 1 in an
+# MPI_Win_fence, then in an MPI_Win_wait. The CPU time rank 0's process spends in that
+# call, with block waits against the MPI's own (poll), both without lowering.
+for m in fencewait winwait; do
+  for w in poll block; do run "$m-$w" "$m" 1 "{\"enabled\":false,\"wait\":\"$w\"}"; done
+  read -r pc pw < "$T/$m-poll/cpu-0" || true
+  read -r bc bw < "$T/$m-block/cpu-0" || true
+  if awk -v pc="${pc:-0}" -v bc="${bc:-1}" -v pw="${pw:-0}" -v bw="${bw:-0}" \
+    'BEGIN { exit !(pw >= 0.9 && bw >= 0.9 && pc > 0.05 && bc < 0.5 * pc) }' \
+    && cmp -s "$T/$m-poll/stdout" "$T/$m-block/stdout"; then
+    ok "$m: waiting a second uses ${bc}s of CPU in block mode, ${pc}s polling"
+  else fail "$m: CPU, wall: poll $pc $pw, block $bc $bw; $(cat "$T/$m-block/stderr")"; fi
+done
+
 # 6. Both ranks on CPU 0, whose policy also covers CPU 1 outside their mask: never written.
 tree "$T/sys" 1; cp -r "$T/sys" "$T/sys.shared"
 OMPI_MCA_hwloc_base_binding_policy=none run shared wait 1 "{}" taskset -c 0
@@ -191,6 +270,23 @@ jq -e '.calls == 3 and .bytes == 1048584 and .transitions >= 1 and .complete' \
   "$T/fortran/ranks/rank-0.json" > /dev/null && ok "Fortran: rank 0's calls counted, the send lowered" \
   || fail "Fortran rank 0: $(cat "$T/fortran/ranks/rank-0.json" 2>&1)"
 diff -r "$T/sys.orig" "$T/sys" > /dev/null && ok "Fortran: restored" || fail "Fortran: not restored"
+
+# 6c. `use mpi_f08`: its own entry points, counted once each (the mpif.h ones above and
+# the C ones are not passed through again), the 1 MiB MPI_Wait lowered and restored;
+# then two 4-byte exchanges (MPI_Testall and MPI_Testsome loops, MPI_Request_free).
+PROBE=$T/f08probe run f08bare - "" "$LONG"
+PROBE=$T/f08probe run f08 - 1 "$LONG"
+if cmp -s "$T/f08bare/stdout" "$T/f08/stdout" && grep -q checksum "$T/f08/stdout"; then
+  ok "mpi_f08: same results with the preload"
+else fail "mpi_f08 results: $(cat "$T/f08bare/stdout" "$T/f08/stdout" "$T/f08/stderr")"; fi
+for r in 0 1; do
+  [ "$(field f08 $r calls) $(field f08 $r bytes)" = "$(cat "$T/f08/calls-$r") 1048600" ] \
+    && ok "mpi_f08: rank $r counted $(cat "$T/f08/calls-$r") calls and its bytes" \
+    || fail "mpi_f08 rank $r: program made $(cat "$T/f08/calls-$r" 2>&1): $(cat "$T/f08/ranks/rank-$r.json" 2>&1)"
+done
+[ "$(field f08 0 transitions)" -ge 1 ] && diff -r "$T/sys.orig" "$T/sys" > /dev/null \
+  && ok "mpi_f08: the 1 MiB wait lowered and restored" \
+  || fail "mpi_f08: transitions $(field f08 0 transitions); $(diff -r "$T/sys.orig" "$T/sys")"
 
 # 7. An exit without MPI_Finalize still leaves files, marked incomplete.
 run exit exit 1 "{}"
