@@ -5,6 +5,8 @@
 # GREENUP_SLURM_VERSION_H names another Slurm's slurm_version.h (default: the
 # installed /usr/include/slurm/slurm_version.h): the plugin and the package are then
 # built for that Slurm's series, e.g. Debian 13's 24.11 from its libslurm-dev.
+# MPICC names the MPI compiler wrapper whose mpi.h the MPI runtime is compiled against
+# (runtime/build.rs; default mpicc), e.g. another distribution's Open MPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh

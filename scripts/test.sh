@@ -37,6 +37,7 @@ suite "daemon: herd decided by PrologSlurmctld (2,000 nodes at once)" env CONTRO
 # The second Slurm series: Debian 13's 24.11 in a Debian 13 root (tests/slurm24/), after
 # the 22.05 package test so that its package is there to be refused in the root.
 [ -e tests/slurm24/run-tests.sh ] && suite "Slurm 24.11 cluster end to end (Debian 13 root)" bash tests/slurm24/run-tests.sh
+[ -e tests/slurm24/runtime.sh ] && suite "MPI runtime on Open MPI 5 (Debian 13 root)" bash tests/slurm24/runtime.sh
 [ -e tests/slurm24/test-deb.sh ] && suite ".deb for Slurm 24.11: build, install and job in the Debian 13 root" bash tests/slurm24/test-deb.sh
 
 echo

@@ -592,9 +592,6 @@ standin_watts() {
 #     computes. Running the pairs side by side gives both halves the same host.
 t_bench_responds() {
   local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
-  # Inside the Debian 13 root (Slurm 24.11) the stand-in does not yet find the jobs'
-  # processes in its cgroups, so it can neither slow them nor see their use there.
-  if [ -e /.greenup-root ]; then say "SKIP in the Debian 13 root: the stand-in's speed and use are host-only for now"; return 0; fi
   local -A jobs
   for p in "$GC_SYSFS"/n2/devices/system/cpu/cpufreq/policy*; do echo userspace > $p/scaling_governor; echo 1400000 > $p/scaling_setspeed; done
   for p in "$GC_SYSFS"/n4/devices/system/cpu/cpufreq/policy*; do echo 1200000 > $p/scaling_max_freq; done
@@ -660,8 +657,6 @@ t_real_app() {
 t_comm() {
   local j k m rc=0 pol=devices/system/cpu/cpufreq/policy0/scaling_setspeed
   local lib=$GC_SHARE/lib/libgreenup_mpi.so
-  # The runtime is built against the host's Open MPI (4.1); the Debian 13 root runs Open MPI 5.
-  if [ -e /.greenup-root ]; then say "SKIP in the Debian 13 root: the MPI runtime is built for the host's Open MPI"; return 0; fi
   [ -f "$lib" ] || { say "$lib is not installed (build -p greenup-mpi)"; return 1; }
   cat > "$OUT/t20.sh" <<EOS
 #!/bin/bash
@@ -714,8 +709,6 @@ EOS
 #     decision after the correction differs from the first.
 t_comm_refine() {
   local i j rc=0 v dec=() fixed=0
-  # Needs the runtime, and the stand-in's speed (eco slower than fast), both host-only.
-  if [ -e /.greenup-root ]; then say "SKIP in the Debian 13 root: the MPI runtime and the stand-in's speed are host-only"; return 0; fi
   # t_cp_s of TYPE in stored version V of the profile.
   tcp_of() { /usr/bin/python3 -c 'import re, sys; t = open(sys.argv[1]).read(); print(re.search(r"\b" + sys.argv[2] + r":[^\n]*?(?:\n[^\n]*?)*?t_cp_s:\s*([0-9.eE+-]+)", t).group(1))' \
       /var/lib/greenup-test/profiles/lammps-swapped/v$1.yaml "$2"; }

@@ -11,11 +11,14 @@
 # not depend on the preload. Energy is not measured here (tests/cluster does that).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source scripts/lib.sh
-need_debs openmpi-bin libopenmpi-dev jq gfortran
-
-cargo build -q -p greenup-mpi
-LIB=$PWD/target/debug/libgreenup_mpi.so
+# GREENUP_MPI_LIB: test that library, built elsewhere, with the MPI found here
+# (tests/slurm24/runtime.sh: Open MPI 5 in the Debian 13 root); else build it.
+if [ -z "${GREENUP_MPI_LIB:-}" ]; then
+  source scripts/lib.sh
+  need_debs openmpi-bin libopenmpi-dev jq gfortran
+  cargo build -q -p greenup-mpi
+fi
+LIB=${GREENUP_MPI_LIB:-$PWD/target/debug/libgreenup_mpi.so}
 nm -D --defined-only "$LIB" | grep -w MPI_Send > /dev/null \
   || { echo "FAIL: $LIB was built without interception (no mpicc when it was built?)"; exit 1; }
 T=$(mktemp -d); [ -n "${KEEP:-}" ] && echo "keeping $T"

@@ -7,14 +7,8 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-REPO=$(cd "$HERE/../.." && pwd)
-[ "$(id -u)" = 0 ] || { echo "slurm24 bench: run as root" >&2; exit 1; }
-"$HERE/root.sh" >/dev/null || exit 1
-STAGE=${CARGO_TARGET_DIR:-$REPO/target}/slurm24
-if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
-  "$HERE/build.sh" release "$STAGE/release" || exit 1
-fi
-GC24_BIN=$STAGE "$HERE/enter.sh" env GC_BIN_DIR=/greenup-bin/release PIN="${PIN:-0}" bash -c '
+gc24_stage bench release || exit 1
+GC24_BIN=$GC24_STAGE "$HERE/enter.sh" env GC_BIN_DIR=/greenup-bin/release PIN="${PIN:-0}" bash -c '
   cd /greenup || exit 1
   tests/cluster/teardown.sh >/dev/null 2>&1
   tests/cluster/setup.sh >/dev/null || { echo "bench: the cluster did not start" >&2; tests/cluster/teardown.sh >/dev/null 2>&1; exit 1; }

@@ -10,10 +10,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 
 # Everything the cluster harness (tests/cluster), its benchmark (gcc: the empty baseline
-# plugin) and the package test run inside the root.
+# plugin) and the package test run inside the root; libopenmpi-dev: the root's mpicc and
+# Open MPI 5's mpi.h, which greenup's MPI runtime is compiled against for this root
+# (tests/slurm24/mpicc.sh); gfortran: the runtime's Fortran probe (tests/slurm24/runtime.sh).
 PKGS="slurmctld slurmd slurm-client slurm-wlm-basic-plugins slurmdbd libslurm-dev munge libmunge2
 mariadb-server mariadb-client lua5.4 liblua5.4-0 jq python3 sqlite3 procps iproute2 psmisc ca-certificates
-gcc libc6-dev"
+gcc libc6-dev libopenmpi-dev gfortran"
 # Open MPI and the real applications, the same list the host's cluster installs.
 . "$HERE/../../scripts/lib.sh"
 PKGS="$PKGS ${GREENUP_APP_DEBS[*]}"
@@ -23,9 +25,38 @@ mkdir -p "$GC24_DIR"
 # Not while a run is inside the root (tests/slurm24/enter.sh holds the same lock).
 exec 9>"$GC24_DIR/.lock"
 flock 9
-if [ "${REBUILD:-0}" != 1 ] && [ -f "$GC24_ROOT/.greenup-root" ] && [ "$(cat "$GC24_ROOT/.greenup-root")" = "$want" ]; then
-  echo "root24: reusing $GC24_ROOT (Slurm $(gc24_slurm_version))"
-  echo "$GC24_ROOT"; exit 0
+# apt-get install PACKAGES inside root DIR, with its /proc, in a mount namespace of its
+# own, so that nothing stays mounted if this script is interrupted. Output to LOG.
+root_apt() { # DIR LOG PACKAGES...
+  local dir=$1 log=$2; shift 2
+  unshare --mount --propagation private bash -c '
+    set -e
+    mount -t proc proc "$1/proc"
+    mount --rbind /dev "$1/dev"
+    chroot "$1" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c "
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends $2 && apt-get clean"
+  ' root24 "$dir" "$*" > "$log" 2>&1 9>&- \
+    || { tail -n 20 "$log" >&2; echo "root24: apt in the root failed; see $log" >&2; return 1; }
+}
+
+if [ "${REBUILD:-0}" != 1 ] && [ -f "$GC24_ROOT/.greenup-root" ]; then
+  have=$(cat "$GC24_ROOT/.greenup-root")
+  if [ "$have" = "$want" ]; then
+    echo "root24: reusing $GC24_ROOT (Slurm $(gc24_slurm_version))"
+    echo "$GC24_ROOT"; exit 0
+  fi
+  # Same suite and only packages added: install those into the cached root instead of
+  # making it again (a minute instead of several).
+  read -r have_suite have_pkgs <<<"$have"
+  added=$(comm -13 <(tr ' ' '\n' <<<"$have_pkgs" | sort -u) <(tr ' ' '\n' <<<"$PKGS" | grep . | sort -u) | tr '\n' ' ')
+  dropped=$(comm -23 <(tr ' ' '\n' <<<"$have_pkgs" | grep . | sort -u) <(tr ' ' '\n' <<<"$PKGS" | sort -u))
+  if [ "$have_suite" = "$GC24_SUITE" ] && [ -z "$dropped" ] && ! grep -qs " $GC24_ROOT/" /proc/mounts; then
+    echo "root24: adding to $GC24_ROOT: $added"
+    root_apt "$GC24_ROOT" "$GC24_DIR/apt.log" $added || exit 1
+    echo "$want" > "$GC24_ROOT/.greenup-root"
+    echo "root24: updated $GC24_ROOT (Slurm $(gc24_slurm_version))"
+    echo "$GC24_ROOT"; exit 0
+  fi
 fi
 
 command -v debootstrap >/dev/null || {
@@ -46,16 +77,7 @@ debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyri
 # No service may start while packages install (there is no init in the root).
 printf '#!/bin/sh\nexit 101\n' > "$new/usr/sbin/policy-rc.d"; chmod 0755 "$new/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "$new/etc/resolv.conf" 2>/dev/null || true
-# apt inside the root with its /proc, in a mount namespace of its own, so that nothing
-# stays mounted if this script is interrupted.
-unshare --mount --propagation private bash -c '
-  set -e
-  mount -t proc proc "$1/proc"
-  mount --rbind /dev "$1/dev"
-  chroot "$1" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c "
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends $2 && apt-get clean"
-' root24 "$new" "$(echo $PKGS)" > "$GC24_DIR/apt.log" 2>&1 9>&- \
-  || { tail -n 20 "$GC24_DIR/apt.log" >&2; echo "root24: apt in the root failed; see $GC24_DIR/apt.log" >&2; exit 1; }
+root_apt "$new" "$GC24_DIR/apt.log" $PKGS || exit 1
 echo "$want" > "$new/.greenup-root"
 ! grep -qs " $GC24_ROOT/" /proc/mounts || { echo "root24: something is mounted under $GC24_ROOT; not replacing it" >&2; exit 1; }
 rm -rf --one-file-system "$GC24_ROOT"; mv "$new" "$GC24_ROOT"

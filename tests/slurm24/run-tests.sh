@@ -21,7 +21,7 @@ if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
   echo "==> building greenup ($PROFILE) with the plugin for Slurm $(gc24_slurm_version)"
   "$HERE/build.sh" "$PROFILE" "$STAGE/$PROFILE" || fail "build failed"
 fi
-for f in greenup greenupd greenup-prolog-slurmctld libspank_greenup.so; do
+for f in greenup greenupd greenup-prolog-slurmctld libspank_greenup.so libgreenup_mpi.so; do
   [ -x "$STAGE/$PROFILE/$f" ] || fail "$STAGE/$PROFILE/$f is missing (build first)"
 done
 echo "==> the cluster tests inside the Debian 13 root (Slurm $(gc24_slurm_version))"
