@@ -18,6 +18,8 @@ fn outcome(job_id: u64, state: RunState, scale: f64) -> Outcome {
         freq_ghz: f,
         energy_j: Some(e * scale),
         compute_s: None,
+        calls: None,
+        bytes: None,
     };
     Outcome {
         job_id,
@@ -65,9 +67,10 @@ fn refine_store_pin_and_roll_back() {
     let fit = Fit {
         samples: r.samples,
         residual: r.residual,
+        note: r.note.clone(),
     };
-    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 2);
-    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 3);
+    assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 2);
+    assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 3);
     assert_eq!(versions.fit("hetero-table1", 3), Some(fit));
     assert_eq!(versions.fit("hetero-table1", 1), None);
     assert_eq!(versions.list("hetero-table1").unwrap(), vec![2, 3]);
