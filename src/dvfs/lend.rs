@@ -432,6 +432,29 @@ mod tests {
         assert_eq!(take_back(&paths, 9, "n1.step0").unwrap(), 0);
     }
 
+    fn paths_for(t: &Path) -> NodePaths {
+        NodePaths {
+            sysfs_root: t.to_path_buf(),
+            run_dir: t.join("run"),
+        }
+    }
+
+    /// A tree of `n` policies that ordinary users can reach, when this test runs as root
+    /// with setpriv to act as one; `None` (skipped) otherwise.
+    fn tree_for_users(n: u32) -> Option<(tempfile::TempDir, NodePaths)> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+            eprintln!("skipped: needs root and setpriv to act as an ordinary user");
+            return None;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        tree(t.path(), n, "userspace performance", &FREQS);
+        let paths = paths_for(t.path());
+        Some((t, paths))
+    }
+
     /// Whether uid 4242 (no groups) can write `file`, tried by a real unprivileged process.
     fn user_can_write(file: &Path) -> bool {
         uid_can_write(4242, file)
@@ -456,18 +479,8 @@ mod tests {
 
     #[test]
     fn an_unprivileged_user_writes_its_own_cores_only_and_only_while_the_job_runs() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
-            eprintln!("skipped: needs root and setpriv to act as an ordinary user");
+        let Some((t, paths)) = tree_for_users(4) else {
             return;
-        }
-        use std::os::unix::fs::PermissionsExt;
-        let t = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        tree(t.path(), 4, "userspace performance", &FREQS);
-        let paths = NodePaths {
-            sysfs_root: t.path().to_path_buf(),
-            run_dir: t.path().join("run"),
         };
         let scope = Scope::Cpus(vec![2, 3]);
         begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
@@ -499,13 +512,6 @@ mod tests {
                 !user_can_write(&setspeed(t.path(), i)),
                 "policy{i} after the job"
             );
-        }
-    }
-
-    fn paths_for(t: &Path) -> NodePaths {
-        NodePaths {
-            sysfs_root: t.to_path_buf(),
-            run_dir: t.join("run"),
         }
     }
 
@@ -599,16 +605,9 @@ mod tests {
 
     #[test]
     fn on_a_shared_node_no_user_writes_a_core_another_job_runs_on() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
-            eprintln!("skipped: needs root and setpriv to act as an ordinary user");
+        let Some((t, paths)) = tree_for_users(2) else {
             return;
-        }
-        use std::os::unix::fs::PermissionsExt;
-        let t = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        tree(t.path(), 2, "userspace performance", &FREQS);
-        let paths = paths_for(t.path());
+        };
         begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
         lend(&paths, 9, "n1", 4242, &Scope::Node).unwrap();
         assert!(uid_can_write(4242, &setspeed(t.path(), 0)), "job 9 alone");

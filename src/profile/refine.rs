@@ -876,6 +876,11 @@ mod tests {
                 }
             })
             .collect();
+        completed(job_id, t, nodes, noise)
+    }
+
+    /// A completed run of wall time `t` (measured off by the noise) on `nodes`.
+    fn completed(job_id: u64, t: f64, nodes: Vec<NodeOutcome>, noise: &mut Noise) -> Outcome {
         Outcome {
             job_id,
             state: RunState::Completed,
@@ -1235,13 +1240,7 @@ mod tests {
                 }
             })
             .collect();
-        Outcome {
-            job_id,
-            state: RunState::Completed,
-            time_s: t * noise.next(),
-            predicted_time_s: t,
-            nodes,
-        }
+        completed(job_id, t, nodes, noise)
     }
 
     fn at(e: &Expr, p: f64) -> f64 {
