@@ -777,7 +777,7 @@ t_iso_refine() {
   jq -r .note "$dir/v3.fit.json" | grep -q "^overheads from 2 runtime-measured runs on p = 2, 4: " || { say "v3 did not refit the overheads"; rc=1; }
   jq -r .note "$dir/v4.fit.json" | grep -q "^overheads from 3 runtime-measured runs on p = 2, 3, 4: " || { say "v4 did not refit the overheads"; rc=1; }
   # Each run against the refitted version 4, with paper 000's formulas written out here.
-  /usr/bin/python3 - "$dir/v4.yaml" "${jobs[@]/#/$OUT/t22-}" <<'PY' | sed 's/^/    /' || rc=1
+  /usr/bin/python3 - "$dir/v4.yaml" "${jobs[@]/#/$OUT/t22-}" > "$OUT/t22.check" <<'PY' || rc=1
 import json, math, re, sys
 text = open(sys.argv[1]).read()
 def term(key):
@@ -802,6 +802,7 @@ for path in sys.argv[2:]:
     bad += not ok
 sys.exit(bad)
 PY
+  sed 's/^/    /' "$OUT/t22.check"
   restored || rc=1
   return $rc
 }
