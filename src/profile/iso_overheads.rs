@@ -350,7 +350,9 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
             >= 1.05 * ratios.iter().cloned().fold(f64::INFINITY, f64::min);
     let t_cs: Vec<f64> = runs.iter().map(|r| r.t_c).collect();
     let t_ms: Vec<f64> = runs.iter().map(|r| r.t_m).collect();
-    let both = spread
+    // Two coefficients from two runs always fit exactly: a third run is the check.
+    let enough = runs.len() >= 3;
+    let both = (spread && enough)
         .then(|| {
             let terms = [
                 Term {
@@ -393,10 +395,12 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
             let (chosen, err) = fit(&[term], n, &ps, &rest, &scale, choose)
                 .ok_or_else(|| "w_co: no law fits".to_string())?;
             let (co, kc) = &chosen[0];
-            let why = if spread {
-                "its law cannot be told from w_co's"
-            } else {
+            let why = if !spread {
                 "the runs share one t_c/t_m, so compute time cannot tell instructions from memory accesses"
+            } else if !enough {
+                "two runs fit two coefficients exactly and check nothing"
+            } else {
+                "its law cannot be told from w_co's"
             };
             (
                 scaled(co, *kc)?,

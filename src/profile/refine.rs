@@ -1373,6 +1373,17 @@ mod tests {
             r.params.app.m.source()
         );
         assert!(close(at(&r.params.app.b, 4.0), true_b(4.0), 0.02));
+        // Two runs at two frequencies would fit W_co and W_mo exactly: W_mo is kept.
+        let two = [runs[0].clone(), runs[3].clone()];
+        let r = iso_energy(&wrong_iso(), &two).unwrap();
+        assert!(
+            r.params
+                .note
+                .contains("w_mo kept: two runs fit two coefficients exactly"),
+            "{}",
+            r.params.note
+        );
+        assert_eq!(r.params.app.w_mo, wrong_iso().app.w_mo);
 
         // The runtime did not run on one node of each 4-node run: those runs teach alpha
         // only, and what is left covers one node count.
