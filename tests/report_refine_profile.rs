@@ -18,6 +18,8 @@ fn outcome(job_id: u64, state: RunState, scale: f64) -> Outcome {
         freq_ghz: f,
         energy_j: Some(e * scale),
         compute_s: None,
+        calls: None,
+        bytes: None,
     };
     Outcome {
         job_id,
@@ -65,9 +67,10 @@ fn refine_store_pin_and_roll_back() {
     let fit = Fit {
         samples: r.samples,
         residual: r.residual,
+        note: r.note.clone(),
     };
-    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 2);
-    assert_eq!(versions.save(r.file.clone(), fit).unwrap(), 3);
+    assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 2);
+    assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 3);
     assert_eq!(versions.fit("hetero-table1", 3), Some(fit));
     assert_eq!(versions.fit("hetero-table1", 1), None);
     assert_eq!(versions.list("hetero-table1").unwrap(), vec![2, 3]);
@@ -212,6 +215,8 @@ mod after_close {
             ranks: 1,
             compute_s,
             comm_s,
+            calls: 7,
+            bytes: 4096,
             ..Default::default()
         };
         // Both at maximum frequency (S = 1) over the profile's 1000 iterations.
@@ -222,6 +227,7 @@ mod after_close {
             (o.nodes[0].compute_s, o.nodes[0].comm_s),
             (Some(600.0), Some(50.0))
         );
+        assert_eq!((o.nodes[1].calls, o.nodes[1].bytes), (Some(7), Some(4096)));
         let stored = refine_and_store(&site, "hetero-table1", &[rec])
             .unwrap()
             .unwrap();
@@ -284,6 +290,71 @@ mod after_close {
             t.t_cp_s.value
         );
     }
+}
+
+/// An iso_energy profile whose overhead terms are wrong, refined from runs the MPI runtime
+/// measured on 2, 3 and 4 nodes: the stored version holds the refitted laws as expressions,
+/// loads as a profile, and its fit record says what was refitted.
+#[test]
+fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
+    let text = "name: iso-wrong\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"2.5e-9 / f\"\n    t_m: 1e-7\n    t_msg: 2e-5\n    t_byte: 1e-9\n    p_idle: 100\n    dp_c: 20\n    dp_m: 5\n  application:\n    alpha: 0.9\n    w_c: 4e11\n    w_m: 1e9\n    w_co: 0\n    w_mo: 0\n    m: \"3 * p\"\n    b: \"1e6 * (p - 1)\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("iso-wrong.yaml");
+    std::fs::write(&path, text).unwrap();
+    let profile = Profile::load(&path).unwrap();
+    let site = greenup::site::load("etc/greenup.yaml").unwrap();
+    // Truth: W_co = 1e10 (p - 1), M = 100 p (p - 1), B = 1e11 (p - 1), alpha 0.95, at 2.5 GHz.
+    let run = |job_id: u64, p: usize| {
+        let pf = p as f64;
+        let compute = (4e11 + 1e10 * (pf - 1.0)) * 1e-9 + 1e9 * 1e-7;
+        let (m, b) = (100.0 * pf * (pf - 1.0), 1e11 * (pf - 1.0));
+        let t = 0.95 * (compute + m * 2e-5 + b * 1e-9) / pf;
+        Outcome {
+            job_id,
+            state: RunState::Completed,
+            time_s: t,
+            predicted_time_s: t,
+            nodes: (0..p)
+                .map(|i| NodeOutcome {
+                    name: format!("n{i}"),
+                    node_type: "type1".into(),
+                    freq_ghz: 2.5,
+                    energy_j: Some(1.0),
+                    compute_s: Some(compute / pf),
+                    comm_s: Some(t - compute / pf),
+                    calls: Some((m / pf) as u64),
+                    bytes: Some((b / pf) as u64),
+                })
+                .collect(),
+        }
+    };
+    let r = refine_profile(&profile, &site, &[run(1, 2), run(2, 3), run(3, 4)]).unwrap();
+    let note = r.note.clone().unwrap();
+    assert!(
+        note.starts_with("overheads from 3 runtime-measured runs on p = 2, 3, 4: w_co p - 1"),
+        "{note}"
+    );
+    assert!(note.contains("w_mo kept"), "{note}");
+    let app = &r.file.iso_energy.as_ref().unwrap().application;
+    let text_of = |p: &Param| match p {
+        Param::Text(t) => t.clone(),
+        other => panic!("expected an expression, found {other}"),
+    };
+    assert_eq!(text_of(&app.w_co.value), "1.000000e10 * (p - 1)");
+    assert_eq!(text_of(&app.m.value), "1.000000e2 * (p * (p - 1))");
+    assert_eq!(text_of(&app.b.value), "1.000000e11 * (p - 1)");
+    assert!((num(&app.alpha.value) - 0.95).abs() < 1e-9);
+    let versions = Versions::new(dir.path().join("versions"));
+    let fit = Fit {
+        samples: r.samples,
+        residual: r.residual,
+        note: r.note.clone(),
+    };
+    let v = versions.save(r.file, fit.clone()).unwrap();
+    assert_eq!(versions.fit("iso-wrong", v), Some(fit));
+    let stored = Profile::load(&versions.path("iso-wrong", v).unwrap()).unwrap();
+    let m = &stored.iso_energy().unwrap().app.m;
+    assert!((m.eval(&[1.0, 8.0]).unwrap() - 5600.0).abs() < 1e-6);
 }
 
 /// The number a refined profile value holds; refinement writes numbers only.

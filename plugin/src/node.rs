@@ -318,6 +318,25 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             if !rec.energy_start.zones.is_empty() {
                 start_meter(args, &paths, job, log);
             }
+            // Whatever this job asks, no other job's user keeps the speed control of
+            // CPUs this job now shares.
+            match lend::revoke_shared(&paths, job.job_id, &job.node, &scope) {
+                Ok(jobs) if !jobs.is_empty() => log(
+                    Level::Warning,
+                    &format!(
+                        "greenup: job {} on {}: took back the cpufreq control lent to job(s) {jobs:?}, which share this node",
+                        job.job_id, job.node
+                    ),
+                ),
+                Ok(_) => {}
+                Err(e) => log(
+                    Level::Warning,
+                    &format!(
+                        "greenup: job {} on {}: cannot take back another job's cpufreq control: {e}",
+                        job.job_id, job.node
+                    ),
+                ),
+            }
             let asked = decision.as_ref().ok().and_then(|d| d.comm_dvfs);
             if let Some(comm) = greenup::policy::comm_for_job(asked, job.options.comm) {
                 let note = start_comm(&paths, job, &scope, comm);

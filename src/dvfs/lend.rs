@@ -9,6 +9,12 @@
 //!   (intel_pstate), nothing is lent and the ranks measure only.
 //! - A directory beside the job's (see [`super::run_dir`]) for the ranks' measurements.
 //!
+//! **Only CPUs the job holds alone.** A policy is lent only when no other job on the node
+//! has saved settings of it or been lent it ([`lend`] looks, under a node-wide lock), and
+//! a job that arrives on a node where another job's user holds a loan takes that loan
+//! back first ([`revoke_shared`]): on a node shared by oversubscription both jobs count
+//! every CPU as theirs, and neither user may then set the frequency of the other's.
+//!
 //! Everything is done on opened descriptors (`O_NOFOLLOW`, `fchown`, `fchmod`) and only
 //! to regular files and real directories, so a link the user plants cannot turn a root
 //! prolog or epilog onto another file. The owner and mode found before are saved in the
@@ -95,6 +101,138 @@ fn lendable(cf: &Cpufreq, scope: &Scope) -> Vec<Policy> {
         .collect()
 }
 
+/// The node-wide lock around looking at other jobs' records and lending, so that two
+/// prologs on one node cannot both find the other absent.
+struct NodeLock {
+    _held: File,
+}
+
+/// How long a prolog waits for another's loan on the same node: lending takes
+/// milliseconds, and a prolog must not be held long (nothing is lent instead).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn lock_node(run_dir: &Path) -> Result<NodeLock, String> {
+    let dir = open_dir(run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let give_up = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        // SAFETY: flock on a descriptor this function owns; the lock ends when it closes.
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(NodeLock { _held: dir });
+        }
+        let e = std::io::Error::last_os_error();
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => {}
+            std::io::ErrorKind::WouldBlock if std::time::Instant::now() < give_up => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            _ => return Err(format!("{}: cannot lock: {e}", run_dir.display())),
+        }
+    }
+}
+
+/// What the other jobs on `node` hold, from their records under `run_dir`.
+#[derive(Default)]
+struct Others {
+    /// The other jobs with a record or a loan on the node.
+    jobs: Vec<u32>,
+    /// Policies (their N) another job saved settings of.
+    policies: Vec<u32>,
+    /// Loans of other jobs: (job, key, the loan).
+    loans: Vec<(u32, String, Lent)>,
+}
+
+fn others_on_node(run_dir: &Path, job_id: u32, node: &str) -> Others {
+    let mut out = Others::default();
+    let Ok(entries) = std::fs::read_dir(run_dir) else {
+        return out;
+    };
+    let mut jobs: Vec<u32> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .filter(|j| *j != job_id)
+        .collect();
+    jobs.sort_unstable();
+    for j in jobs {
+        let dir = JobDir::new(run_dir, j);
+        let mut keys = vec![node.to_string()];
+        keys.extend(dir.step_keys(node));
+        let mut here = false;
+        for key in keys {
+            // An unreadable record counts as present: better no loan than a shared one.
+            match state::load(run_dir, j, &key) {
+                Ok(Some(rec)) => {
+                    here = true;
+                    out.policies.extend(rec.cpufreq.iter().map(|p| p.id));
+                }
+                Ok(None) => {}
+                Err(_) => here = true,
+            }
+            match state::load_json::<Lent>(&dir.lent(&key)) {
+                Ok(Some(l)) => {
+                    here = true;
+                    out.loans.push((j, key, l));
+                }
+                Ok(None) => {}
+                Err(_) => here = true,
+            }
+        }
+        if here {
+            out.jobs.push(j);
+        }
+    }
+    out
+}
+
+/// Take back every loan another job holds on `node` of a policy `scope` gives this job
+/// (every loan on the node when `scope` is the whole node or unknown cores), so that no
+/// user keeps the speed control of CPUs another job now runs on. Called by each job's
+/// prolog after [`super::job::begin`], whether or not the job borrows anything. Returns
+/// the jobs whose loans were taken back.
+pub fn revoke_shared(
+    paths: &NodePaths,
+    job_id: u32,
+    node: &str,
+    scope: &Scope,
+) -> Result<Vec<u32>, String> {
+    let _lock = match open_dir(&paths.run_dir) {
+        Ok(_) => lock_node(&paths.run_dir)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", paths.run_dir.display())),
+    };
+    let mine: Option<Vec<PathBuf>> = match scope {
+        Scope::Cpus(c) => Some(
+            Cpufreq::new(&paths.sysfs_root)
+                .policies()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|p| p.cpus.iter().any(|x| c.contains(x)))
+                .map(|p| p.dir.join(CONTROL))
+                .collect(),
+        ),
+        Scope::Node | Scope::SharedNode => None,
+    };
+    let mut revoked = Vec::new();
+    let mut problems = Vec::new();
+    for (j, key, loan) in others_on_node(&paths.run_dir, job_id, node).loans {
+        let overlaps = mine
+            .as_ref()
+            .is_none_or(|m| loan.files.iter().any(|f| m.contains(&f.path)));
+        if !overlaps {
+            continue;
+        }
+        match take_back(paths, j, &key) {
+            Ok(_) => revoked.push(j),
+            Err(e) => problems.push(format!("job {j}: {e}")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(revoked)
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
 /// Lend `uid` the [`CONTROL`] of the CPUs `scope` gives the job, after `super::job::begin`
 /// saved their settings under `key` (the end restores them). Returns what was lent.
 /// Called again for the same job and key (a retried prolog), it returns the first loan
@@ -110,14 +248,27 @@ pub fn lend(
     if let Some(first) = state::load_json::<Lent>(&dir.lent(key)).map_err(|e| e.to_string())? {
         return Ok(first);
     }
-    if state::load(&paths.run_dir, job_id, key)
-        .map_err(|e| e.to_string())?
-        .is_none()
-    {
+    let Some(saved) = state::load(&paths.run_dir, job_id, key).map_err(|e| e.to_string())? else {
         return Err("nothing saved to restore; nothing lent".into());
+    };
+    let _lock = lock_node(&paths.run_dir)?;
+    let others = others_on_node(&paths.run_dir, job_id, &saved.node);
+    if *scope == Scope::Node
+        && let Some(j) = others.jobs.first()
+    {
+        // The job counts every CPU as its own, yet another job runs here (oversubscribed).
+        return Err(format!("job {j} also runs on this node; nothing lent"));
     }
+    let taken: Vec<&PathBuf> = others
+        .loans
+        .iter()
+        .flat_map(|(_, _, l)| l.files.iter().map(|f| &f.path))
+        .collect();
     let cf = Cpufreq::new(&paths.sysfs_root);
-    let policies = lendable(&cf, scope);
+    let policies: Vec<Policy> = lendable(&cf, scope)
+        .into_iter()
+        .filter(|p| !others.policies.contains(&p.id) && !taken.contains(&&p.dir.join(CONTROL)))
+        .collect();
     let mut lent = Lent {
         uid,
         ..Lent::default()
@@ -281,12 +432,40 @@ mod tests {
         assert_eq!(take_back(&paths, 9, "n1.step0").unwrap(), 0);
     }
 
+    fn paths_for(t: &Path) -> NodePaths {
+        NodePaths {
+            sysfs_root: t.to_path_buf(),
+            run_dir: t.join("run"),
+        }
+    }
+
+    /// A tree of `n` policies that ordinary users can reach, when this test runs as root
+    /// with setpriv to act as one; `None` (skipped) otherwise.
+    fn tree_for_users(n: u32) -> Option<(tempfile::TempDir, NodePaths)> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+            eprintln!("skipped: needs root and setpriv to act as an ordinary user");
+            return None;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        tree(t.path(), n, "userspace performance", &FREQS);
+        let paths = paths_for(t.path());
+        Some((t, paths))
+    }
+
     /// Whether uid 4242 (no groups) can write `file`, tried by a real unprivileged process.
     fn user_can_write(file: &Path) -> bool {
+        uid_can_write(4242, file)
+    }
+
+    /// Whether `uid` (no groups) can write `file`, tried by a real unprivileged process.
+    fn uid_can_write(uid: u32, file: &Path) -> bool {
         std::process::Command::new("setpriv")
             .args([
-                "--reuid=4242",
-                "--regid=4242",
+                &format!("--reuid={uid}"),
+                &format!("--regid={uid}"),
                 "--clear-groups",
                 "--",
                 "sh",
@@ -300,18 +479,8 @@ mod tests {
 
     #[test]
     fn an_unprivileged_user_writes_its_own_cores_only_and_only_while_the_job_runs() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
-            eprintln!("skipped: needs root and setpriv to act as an ordinary user");
+        let Some((t, paths)) = tree_for_users(4) else {
             return;
-        }
-        use std::os::unix::fs::PermissionsExt;
-        let t = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        tree(t.path(), 4, "userspace performance", &FREQS);
-        let paths = NodePaths {
-            sysfs_root: t.path().to_path_buf(),
-            run_dir: t.path().join("run"),
         };
         let scope = Scope::Cpus(vec![2, 3]);
         begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
@@ -342,6 +511,131 @@ mod tests {
             assert!(
                 !user_can_write(&setspeed(t.path(), i)),
                 "policy{i} after the job"
+            );
+        }
+    }
+
+    #[test]
+    fn a_shared_node_lends_nothing_whatever_the_site_allows() {
+        // The prolog's scope on a shared node is SharedNode with per_core_shared either
+        // true or false (per-core settings are made per step, later): nothing is lent.
+        let t = tempfile::tempdir().unwrap();
+        tree(t.path(), 4, "userspace performance", &FREQS);
+        let paths = paths_for(t.path());
+        let before: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
+        begin(&paths, 9, "n1", "n1", Some(1_200_000), &Scope::SharedNode).unwrap();
+        let lent = lend(&paths, 9, "n1", 4242, &Scope::SharedNode).unwrap();
+        assert!(lent.files.is_empty() && lent.cpus.is_empty(), "{lent:?}");
+        let after: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
+        assert_eq!(after, before);
+        assert_eq!(take_back(&paths, 9, "n1").unwrap(), 0);
+    }
+
+    #[test]
+    fn a_policy_spanning_another_jobs_cpu_or_already_set_by_another_job_is_not_lent() {
+        let t = tempfile::tempdir().unwrap();
+        tree(t.path(), 4, "userspace performance", &FREQS);
+        // policy1 governs CPUs 1 and 2 (one clock for both); policy2 is offline.
+        let dir = |i: u32| {
+            t.path()
+                .join(format!("devices/system/cpu/cpufreq/policy{i}"))
+        };
+        std::fs::write(dir(1).join("affected_cpus"), "1-2\n").unwrap();
+        std::fs::remove_dir_all(dir(2)).unwrap();
+        let paths = paths_for(t.path());
+        // Job 8 holds CPU 3 on the same node and set its policy for a step.
+        begin(
+            &paths,
+            8,
+            "n1",
+            "n1.step0",
+            Some(1_200_000),
+            &Scope::Cpus(vec![3]),
+        )
+        .unwrap();
+        // Job 9 holds CPUs 0, 1 and 3 (by mistake or oversubscription, 3 as well).
+        let scope = Scope::Cpus(vec![0, 1, 3]);
+        begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
+        let lent = lend(&paths, 9, "n1.step0", 4242, &scope).unwrap();
+        assert_eq!(
+            lent.cpus,
+            vec![0],
+            "policy1 spans CPU 2, policy3 is job 8's"
+        );
+        assert_eq!(owner(&setspeed(t.path(), 0)).0, 4242);
+        assert_ne!(owner(&setspeed(t.path(), 1)).0, 4242);
+        assert_ne!(owner(&setspeed(t.path(), 3)).0, 4242);
+        assert_eq!(take_back(&paths, 9, "n1.step0").unwrap(), 1);
+    }
+
+    #[test]
+    fn a_second_job_on_an_oversubscribed_node_ends_the_first_loan_and_gets_none() {
+        // Both jobs count every CPU of n1 as theirs (Slurm's OverSubscribe): whole-node scope.
+        let t = tempfile::tempdir().unwrap();
+        tree(t.path(), 2, "userspace performance", &FREQS);
+        let paths = paths_for(t.path());
+        let before: Vec<_> = (0..2).map(|i| owner(&setspeed(t.path(), i))).collect();
+        // Another node's job in the same run directory (a test cluster shares one) is no
+        // reason to refuse.
+        begin(&paths, 7, "n2", "n2", None, &Scope::Node).unwrap();
+        begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
+        assert!(
+            revoke_shared(&paths, 9, "n1", &Scope::Node)
+                .unwrap()
+                .is_empty()
+        );
+        let first = lend(&paths, 9, "n1", 4242, &Scope::Node).unwrap();
+        assert_eq!(first.cpus, vec![0, 1]);
+        // Job 10 starts on n1: its prolog takes job 9's loan back, and lends it nothing.
+        begin(&paths, 10, "n1", "n1", None, &Scope::Node).unwrap();
+        assert_eq!(
+            revoke_shared(&paths, 10, "n1", &Scope::Node).unwrap(),
+            vec![9]
+        );
+        let after: Vec<_> = (0..2).map(|i| owner(&setspeed(t.path(), i))).collect();
+        assert_eq!(after, before, "job 9's user lost the control");
+        let second = lend(&paths, 10, "n1", 4343, &Scope::Node).unwrap_err();
+        assert_eq!(second, "job 9 also runs on this node; nothing lent");
+        // Both end, in either order: nothing is left lent, owners as before the jobs.
+        assert_eq!(take_back(&paths, 9, "n1").unwrap(), 0);
+        assert_eq!(take_back(&paths, 10, "n1").unwrap(), 0);
+        let end: Vec<_> = (0..2).map(|i| owner(&setspeed(t.path(), i))).collect();
+        assert_eq!(end, before);
+    }
+
+    #[test]
+    fn on_a_shared_node_no_user_writes_a_core_another_job_runs_on() {
+        let Some((t, paths)) = tree_for_users(2) else {
+            return;
+        };
+        begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
+        lend(&paths, 9, "n1", 4242, &Scope::Node).unwrap();
+        assert!(uid_can_write(4242, &setspeed(t.path(), 0)), "job 9 alone");
+        // Job 10 shares n1 (a shared-node prolog, per_core_shared or not).
+        begin(&paths, 10, "n1", "n1", None, &Scope::SharedNode).unwrap();
+        revoke_shared(&paths, 10, "n1", &Scope::SharedNode).unwrap();
+        assert!(
+            lend(&paths, 10, "n1", 4343, &Scope::SharedNode)
+                .unwrap()
+                .files
+                .is_empty()
+        );
+        for i in 0..2 {
+            assert!(
+                !uid_can_write(4242, &setspeed(t.path(), i)),
+                "job 9's user, policy{i}"
+            );
+            assert!(
+                !uid_can_write(4343, &setspeed(t.path(), i)),
+                "job 10's user, policy{i}"
+            );
+        }
+        take_back(&paths, 10, "n1").unwrap();
+        take_back(&paths, 9, "n1").unwrap();
+        for i in 0..2 {
+            assert!(
+                !uid_can_write(4242, &setspeed(t.path(), i)),
+                "after the jobs"
             );
         }
     }

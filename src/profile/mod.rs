@@ -7,6 +7,7 @@
 //! section and the site's node types into a [`Predictor`]. The format is
 //! documented in docs/profiles.md.
 
+pub mod iso_overheads;
 pub mod locate;
 pub mod refine;
 pub mod versions;

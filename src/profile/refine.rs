@@ -12,7 +12,9 @@
 //! - amdahl (paper 003): F_p and the communication law by the paper's
 //!   regressions (the models' own [`amdahl::fit`]) once runs on three node
 //!   counts exist, plus the per-gear slowdown S_g.
-//! - iso_energy (paper 000): alpha = actual / theoretical execution time.
+//! - iso_energy (paper 000): the overhead terms W_co, W_mo, M and B from the MPI
+//!   runtime's measurements once they cover two node counts, then alpha = actual /
+//!   theoretical execution time.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,8 +26,9 @@ use crate::expr::Expr;
 use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
-use crate::model::iso_energy::IsoEnergy;
+use crate::model::iso_energy::{AppVector, IsoEnergy};
 use crate::model::{Config, ModelError, NodeSetting, Predictor};
+use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
 use crate::record::{RunState, SHORT_FRACTION, ran_far_shorter};
@@ -47,6 +50,12 @@ pub struct NodeOutcome {
     /// Seconds this node spent inside MPI (blocked or communicating), when measured.
     #[serde(default)]
     pub comm_s: Option<f64>,
+    /// MPI calls this node's ranks made, when the MPI runtime counted them.
+    #[serde(default)]
+    pub calls: Option<u64>,
+    /// Bytes this node's ranks moved in MPI calls, when the MPI runtime counted them.
+    #[serde(default)]
+    pub bytes: Option<u64>,
 }
 
 /// One finished job, as refinement sees it.
@@ -504,22 +513,56 @@ pub fn amdahl(
     })
 }
 
-/// Refine iso_energy's alpha, paper 000's overlap factor:
-/// alpha = actual execution time / theoretical execution time, where the theoretical
-/// time is the model's wall time without alpha. The paper finds alpha the same across
-/// levels of parallelism, so the refined alpha is the mean over runs, and the residual
-/// the relative spread of the runs' alphas around it.
-pub fn iso_energy(model: &IsoEnergy, outcomes: &[Outcome]) -> Result<Refined<f64>, RefineError> {
+/// A refined iso_energy application vector and how it was fitted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IsoRefinement {
+    /// The application vector with refined alpha and, when refitted, W_co, W_mo, M and B.
+    pub app: AppVector,
+    /// The refined alpha, as a number.
+    pub alpha: f64,
+    /// Whether W_co, W_mo, M and B were refitted from the runtime's measurements.
+    pub refitted_overheads: bool,
+    /// One line for the fit record: what was refitted from what, or why only alpha.
+    pub note: String,
+}
+
+/// Refine iso_energy (paper 000). First the overhead terms from the runs the MPI runtime
+/// measured on every node ([`super::iso_overheads`]: M and B from its counted calls and
+/// bytes, W_co and W_mo from its time outside MPI beyond the sequential work), once they
+/// cover two node counts; otherwise those terms are kept and the note says why. Then
+/// alpha = actual execution time / theoretical execution time, the theoretical time being
+/// the (refined) model's wall time without alpha. The paper finds alpha the same across
+/// levels of parallelism, so the refined alpha is the mean over runs, at most 1 (the
+/// paper's range), and the residual the relative spread of the runs' alphas around it.
+pub fn iso_energy(
+    model: &IsoEnergy,
+    outcomes: &[Outcome],
+) -> Result<Refined<IsoRefinement>, RefineError> {
     let (used, _) = usable(outcomes);
     if used.is_empty() {
         return Err(RefineError::NoSamples);
     }
+    let mut runs = Vec::new();
+    for o in &used {
+        runs.extend(Run::of(model, o)?);
+    }
+    let mut refined = model.clone();
+    let (refitted_overheads, mut note) = match iso_overheads::refit(model, &runs) {
+        Ok(r) => {
+            refined.app.w_co = r.w_co;
+            refined.app.w_mo = r.w_mo;
+            refined.app.m = r.m;
+            refined.app.b = r.b;
+            (true, r.note)
+        }
+        Err(why) => (false, format!("alpha only: {why}")),
+    };
     let mut alphas = Vec::new();
     for o in &used {
         let p = o.nodes.len();
         let f = o.nodes.iter().map(|n| n.freq_ghz).sum::<f64>() / p as f64;
         let alpha_now =
-            model
+            refined
                 .app
                 .alpha
                 .eval(&[model.n, p as f64])
@@ -534,7 +577,7 @@ pub fn iso_energy(model: &IsoEnergy, outcomes: &[Outcome]) -> Result<Refined<f64
             }
             .into());
         }
-        let theoretical = model.wall_time_s(model.n, p, f)? / alpha_now;
+        let theoretical = refined.wall_time_s(model.n, p, f)? / alpha_now;
         if theoretical > 0.0 {
             alphas.push(o.time_s / theoretical);
         }
@@ -542,10 +585,24 @@ pub fn iso_energy(model: &IsoEnergy, outcomes: &[Outcome]) -> Result<Refined<f64
     if alphas.is_empty() {
         return Err(RefineError::NoSamples);
     }
-    let alpha = alphas.iter().sum::<f64>() / alphas.len() as f64;
-    let spread: Vec<f64> = alphas.iter().map(|a| a / alpha - 1.0).collect();
+    let mean = alphas.iter().sum::<f64>() / alphas.len() as f64;
+    let spread: Vec<f64> = alphas.iter().map(|a| a / mean - 1.0).collect();
+    let alpha = if mean > 1.0 {
+        note.push_str(&format!(
+            "; alpha {mean:.3} > 1 kept at 1: the busy time misses part of the wall time"
+        ));
+        1.0
+    } else {
+        mean
+    };
+    refined.app.alpha = Expr::constant(alpha);
     Ok(Refined {
-        params: alpha,
+        params: IsoRefinement {
+            app: refined.app,
+            alpha,
+            refitted_overheads,
+            note,
+        },
         samples: alphas.len() as u32,
         residual: rms(&spread),
     })
@@ -564,6 +621,8 @@ pub struct RefinedProfile {
     pub residual: f64,
     /// Outcomes left out, with the reason.
     pub left_out: Vec<(u64, Outlier)>,
+    /// What was refitted from what, when the model says (iso_energy does).
+    pub note: Option<String>,
 }
 
 /// Refine the model a profile uses (hetero, amdahl or iso_energy) from its outcomes, and
@@ -576,6 +635,7 @@ pub fn refine_profile(
 ) -> Result<RefinedProfile, RefineError> {
     let mut file = profile.file.clone();
     let model = profile.chosen_model();
+    let mut note = None;
     let (samples, residual) = match model {
         "hetero" => {
             let current = profile
@@ -616,7 +676,16 @@ pub fn refine_profile(
                 .iso_energy
                 .as_mut()
                 .ok_or(RefineError::NoModel(model))?;
-            f.application.alpha = number(r.params);
+            let a = &mut f.application;
+            a.alpha = number(r.params.alpha);
+            if r.params.refitted_overheads {
+                let text = |e: &Expr| unspanned(Param::Text(e.source().to_string()));
+                a.w_co = text(&r.params.app.w_co);
+                a.w_mo = text(&r.params.app.w_mo);
+                a.m = text(&r.params.app.m);
+                a.b = text(&r.params.app.b);
+            }
+            note = Some(r.params.note);
             (r.samples, r.residual)
         }
         other => return Err(RefineError::NoModel(other)),
@@ -635,6 +704,7 @@ pub fn refine_profile(
         samples,
         residual,
         left_out,
+        note,
     })
 }
 
@@ -655,6 +725,8 @@ pub fn outcome_from_record(rec: &JobRecord) -> Option<Outcome> {
                 energy_j: out.and_then(|o| o.measured_energy_j()),
                 compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
                 comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
+                calls: out.and_then(|o| o.comm.as_ref()).map(|c| c.calls),
+                bytes: out.and_then(|o| o.comm.as_ref()).map(|c| c.bytes),
             }
         })
         .collect();
@@ -704,8 +776,9 @@ pub fn refine_and_store(
     let fit = Fit {
         samples: refined.samples,
         residual: refined.residual,
+        note: refined.note,
     };
-    let version = versions.save(refined.file, fit).map_err(to_model)?;
+    let version = versions.save(refined.file, fit.clone()).map_err(to_model)?;
     Ok(Some(StoredVersion {
         version,
         model: refined.model,
@@ -793,6 +866,8 @@ mod tests {
                 let e = pd * s.powi(-2) * cp * ITERS + ps * t;
                 NodeOutcome {
                     comm_s: None,
+                    calls: None,
+                    bytes: None,
                     name: name.to_string(),
                     node_type: ty.to_string(),
                     freq_ghz: *f,
@@ -801,6 +876,11 @@ mod tests {
                 }
             })
             .collect();
+        completed(job_id, t, nodes, noise)
+    }
+
+    /// A completed run of wall time `t` (measured off by the noise) on `nodes`.
+    fn completed(job_id: u64, t: f64, nodes: Vec<NodeOutcome>, noise: &mut Noise) -> Outcome {
         Outcome {
             job_id,
             state: RunState::Completed,
@@ -983,6 +1063,8 @@ mod tests {
             predicted_time_s,
             nodes: vec![NodeOutcome {
                 comm_s: None,
+                calls: None,
+                bytes: None,
                 name: "n1".into(),
                 node_type: "type1".into(),
                 freq_ghz: 2.5,
@@ -1054,6 +1136,8 @@ mod tests {
             nodes: (0..p)
                 .map(|i| NodeOutcome {
                     comm_s: None,
+                    calls: None,
+                    bytes: None,
                     name: format!("n{i}"),
                     node_type: "x".into(),
                     freq_ghz: 2.0,
@@ -1064,13 +1148,281 @@ mod tests {
         };
         // Theoretical 1 s on 4 nodes and 2 s on 2 nodes; measured 0.85 s and 1.7 s.
         let r = iso_energy(&model, &[run(4, 0.85), run(2, 1.7)]).unwrap();
-        assert!((r.params - 0.85).abs() < 1e-12);
+        assert!((r.params.alpha - 0.85).abs() < 1e-12);
+        assert!(!r.params.refitted_overheads);
+        assert!(
+            r.params.note.contains("no run was measured"),
+            "{}",
+            r.params.note
+        );
         assert!(r.residual < 1e-12);
         assert_eq!(r.samples, 2);
         // Runs disagreeing by +-10 % around 0.8: residual 10 %.
         let r = iso_energy(&model, &[run(4, 0.88), run(4, 0.72)]).unwrap();
-        assert!((r.params - 0.8).abs() < 1e-12);
+        assert!((r.params.alpha - 0.8).abs() < 1e-12);
         assert!((r.residual - 0.1).abs() < 1e-12);
+    }
+
+    /// Paper 000's machine vector for the overhead tests: CPI 2.5 (1 ns per instruction at
+    /// 2.5 GHz), 100 ns per memory access, 20 µs per message start-up, 1 ns per byte.
+    fn iso_machine() -> MachineVector {
+        let e = |s: &str| Expr::parse(s, &["f"]).unwrap();
+        MachineVector {
+            t_c: e("2.5e-9 / f"),
+            t_m: e("1e-7"),
+            t_msg: e("2e-5"),
+            t_byte: e("1e-9"),
+            p_idle: e("100"),
+            dp_c: e("20"),
+            dp_m: e("5"),
+        }
+    }
+
+    /// A profile whose overhead terms are wrong: W_co's law and coefficient, no W_mo,
+    /// M's law, and B's coefficient (its law is right).
+    fn wrong_iso() -> IsoEnergy {
+        let e = |s: &str| Expr::parse(s, &["n", "p"]).unwrap();
+        IsoEnergy {
+            n: 1.0,
+            machine: iso_machine(),
+            app: AppVector {
+                alpha: e("0.8"),
+                w_c: e("4e11"),
+                w_m: e("1e9"),
+                w_co: e("1e9 * (p - 1)"),
+                w_mo: e("0"),
+                m: e("10 * p"),
+                b: e("1e9 * (p - 1)"),
+            },
+        }
+    }
+
+    // The truth, written out here from paper 000's definitions, apart from the model code.
+    const TRUE_ALPHA: f64 = 0.97;
+    fn true_w_co(p: f64) -> f64 {
+        2e10 * p * p.log2()
+    }
+    fn true_w_mo(p: f64) -> f64 {
+        1e9 * (p - 1.0)
+    }
+    fn true_m(p: f64) -> f64 {
+        500.0 * p * (p - 1.0)
+    }
+    fn true_b(p: f64) -> f64 {
+        2e10 * (p - 1.0)
+    }
+    /// Total computation and memory time of all p processors (eq. 15 without the network).
+    fn true_compute(p: f64, f: f64) -> f64 {
+        (4e11 + true_w_co(p)) * 2.5e-9 / f + (1e9 + true_w_mo(p)) * 1e-7
+    }
+    /// Wall time alpha * Tp / p with Tp = compute + M t_msg + B t_byte (eqs. 15, 17).
+    fn true_wall(p: f64, f: f64) -> f64 {
+        TRUE_ALPHA * (true_compute(p, f) + true_m(p) * 2e-5 + true_b(p) * 1e-9) / p
+    }
+
+    /// One run on `p` nodes at `f` GHz as the runtime measures it: each node's share of the
+    /// compute time, calls and bytes, each off by up to 1 %.
+    fn iso_run(job_id: u64, p: usize, f: f64, noise: &mut Noise) -> Outcome {
+        let pf = p as f64;
+        let t = true_wall(pf, f);
+        let nodes = (0..p)
+            .map(|i| {
+                let c = true_compute(pf, f) / pf * noise.next();
+                NodeOutcome {
+                    name: format!("n{i}"),
+                    node_type: "x".into(),
+                    freq_ghz: f,
+                    energy_j: Some(1.0),
+                    compute_s: Some(c),
+                    comm_s: Some((t - c).max(0.0)),
+                    calls: Some((true_m(pf) / pf * noise.next()).round() as u64),
+                    bytes: Some((true_b(pf) / pf * noise.next()).round() as u64),
+                }
+            })
+            .collect();
+        completed(job_id, t, nodes, noise)
+    }
+
+    fn at(e: &Expr, p: f64) -> f64 {
+        e.eval(&[1.0, p]).unwrap()
+    }
+
+    fn close(got: f64, want: f64, tol: f64) -> bool {
+        ((got - want) / want).abs() <= tol
+    }
+
+    #[test]
+    fn iso_energy_overheads_come_from_the_runtime_counts_and_compute_time() {
+        let mut noise = Noise(5);
+        let mut runs = Vec::new();
+        for (k, (p, f)) in [(2, 2.5), (4, 2.5), (8, 2.5), (2, 2.0), (4, 2.0), (8, 2.0)]
+            .into_iter()
+            .enumerate()
+        {
+            runs.push(iso_run(k as u64 + 1, p, f, &mut noise));
+        }
+        let r = iso_energy(&wrong_iso(), &runs).unwrap();
+        let app = &r.params.app;
+        let note = &r.params.note;
+        assert!(r.params.refitted_overheads, "{note}");
+        // Three node counts choose each law; two frequencies separate W_co from W_mo.
+        assert_eq!(
+            app.w_co.source(),
+            format!(
+                "{} * (p * log2(p))",
+                app.w_co.source().split(' ').next().unwrap()
+            )
+        );
+        assert!(
+            app.w_mo.source().ends_with("* (p - 1)"),
+            "{}",
+            app.w_mo.source()
+        );
+        assert!(
+            app.m.source().ends_with("* (p * (p - 1))"),
+            "{}",
+            app.m.source()
+        );
+        // B keeps the profile's law, with its coefficient refitted (not nested).
+        assert!(app.b.source().ends_with(" * (p - 1)"), "{}", app.b.source());
+        assert!(note.contains("b profile's p - 1"), "{note}");
+        // The laws hold beyond the node counts measured (p = 16 is extrapolated).
+        for p in [2.0, 4.0, 8.0, 16.0] {
+            assert!(
+                close(at(&app.w_co, p), true_w_co(p), 0.05),
+                "W_co({p}) {}",
+                at(&app.w_co, p)
+            );
+            assert!(
+                close(at(&app.w_mo, p), true_w_mo(p), 0.05),
+                "W_mo({p}) {}",
+                at(&app.w_mo, p)
+            );
+            assert!(close(at(&app.m, p), true_m(p), 0.02), "M({p})");
+            assert!(close(at(&app.b, p), true_b(p), 0.02), "B({p})");
+        }
+        assert!(
+            close(r.params.alpha, TRUE_ALPHA, 0.02),
+            "alpha {}",
+            r.params.alpha
+        );
+        // The refined model predicts an unmeasured configuration from the truth's formula.
+        let refined = IsoEnergy {
+            app: app.clone(),
+            ..wrong_iso()
+        };
+        let got = refined.wall_time_s(1.0, 16, 2.2).unwrap();
+        assert!(
+            close(got, true_wall(16.0, 2.2), 0.03),
+            "{got} vs {}",
+            true_wall(16.0, 2.2)
+        );
+        let before = wrong_iso().wall_time_s(1.0, 16, 2.2).unwrap();
+        assert!(
+            !close(before, true_wall(16.0, 2.2), 0.2),
+            "the start is clearly wrong: {before}"
+        );
+
+        // Refining the refined model again keeps one coefficient per term.
+        let again = iso_energy(&refined, &runs).unwrap();
+        for e in [&again.params.app.w_co, &again.params.app.b] {
+            assert_eq!(e.source().matches(" * (").count(), 1, "{}", e.source());
+        }
+        assert!(close(at(&again.params.app.b, 8.0), true_b(8.0), 0.02));
+    }
+
+    #[test]
+    fn one_frequency_keeps_w_mo_and_w_co_takes_the_whole_overhead() {
+        let mut noise = Noise(9);
+        let runs: Vec<Outcome> = [2, 4, 8]
+            .into_iter()
+            .map(|p| iso_run(p as u64, p, 2.5, &mut noise))
+            .collect();
+        let r = iso_energy(&wrong_iso(), &runs).unwrap();
+        let app = &r.params.app;
+        assert!(r.params.refitted_overheads);
+        assert_eq!(app.w_mo.source(), "0");
+        assert!(r.params.note.contains("w_mo kept"), "{}", r.params.note);
+        // W_co t_c now carries the memory overhead too, so the computation time of the
+        // runs (eq. 15 without the network) is still what was measured.
+        for p in [2.0, 4.0, 8.0] {
+            let got = (4e11 + at(&app.w_co, p)) * 1e-9 + 1e9 * 1e-7;
+            assert!(
+                close(got, true_compute(p, 2.5), 0.05),
+                "p {p}: {got} {}",
+                r.params.note
+            );
+        }
+    }
+
+    #[test]
+    fn two_node_counts_refit_the_profiles_law_and_missing_measurements_fall_back() {
+        let mut noise = Noise(13);
+        let mut runs: Vec<Outcome> = [(2, 2.5), (4, 2.5), (2, 2.0), (4, 2.0)]
+            .into_iter()
+            .enumerate()
+            .map(|(k, (p, f))| iso_run(k as u64, p, f, &mut noise))
+            .collect();
+        // Two node counts: each term keeps the profile's law (M's is wrong, so it fits badly).
+        let r = iso_energy(&wrong_iso(), &runs).unwrap();
+        assert!(r.params.refitted_overheads);
+        assert!(
+            r.params.app.m.source().ends_with("* (10 * p)")
+                || r.params.app.m.source().ends_with("* (p)"),
+            "{}",
+            r.params.app.m.source()
+        );
+        assert!(close(at(&r.params.app.b, 4.0), true_b(4.0), 0.02));
+        // Two runs at two frequencies would fit W_co and W_mo exactly: W_mo is kept.
+        let two = [runs[0].clone(), runs[3].clone()];
+        let r = iso_energy(&wrong_iso(), &two).unwrap();
+        assert!(
+            r.params
+                .note
+                .contains("w_mo kept: two runs fit two coefficients exactly"),
+            "{}",
+            r.params.note
+        );
+        assert_eq!(r.params.app.w_mo, wrong_iso().app.w_mo);
+
+        // The runtime did not run on one node of each 4-node run: those runs teach alpha
+        // only, and what is left covers one node count.
+        for o in runs.iter_mut().filter(|o| o.nodes.len() == 4) {
+            o.nodes[3].calls = None;
+            o.nodes[3].bytes = None;
+            o.nodes[3].compute_s = None;
+        }
+        let r = iso_energy(&wrong_iso(), &runs).unwrap();
+        assert!(!r.params.refitted_overheads);
+        assert_eq!(r.samples, 4, "every run still refines alpha");
+        assert!(
+            r.params.note.starts_with("alpha only: "),
+            "{}",
+            r.params.note
+        );
+        assert!(
+            r.params.note.contains("one node count only (p = 2)"),
+            "{}",
+            r.params.note
+        );
+        assert_eq!(r.params.app.w_co, wrong_iso().app.w_co);
+        assert_eq!(r.params.app.m, wrong_iso().app.m);
+
+        // No measurement at all: today's alpha-only refit, and the note says so.
+        for o in runs.iter_mut() {
+            for n in o.nodes.iter_mut() {
+                (n.calls, n.bytes, n.compute_s) = (None, None, None);
+            }
+        }
+        let r = iso_energy(&wrong_iso(), &runs).unwrap();
+        // The wrong overheads leave the busy time short of the wall time: alpha stays at 1.
+        assert_eq!(
+            r.params.note,
+            "alpha only: no run was measured by the MPI runtime; \
+             alpha 1.582 > 1 kept at 1: the busy time misses part of the wall time"
+        );
+        assert_eq!(r.params.alpha, 1.0);
+        assert_eq!(r.params.app.b, wrong_iso().app.b);
     }
 
     #[test]
@@ -1090,6 +1442,8 @@ mod tests {
                 nodes: (0..n)
                     .map(|i| NodeOutcome {
                         comm_s: None,
+                        calls: None,
+                        bytes: None,
                         name: format!("n{i}"),
                         node_type: "type1".into(),
                         freq_ghz: f,

@@ -20,12 +20,15 @@ pub struct Versions {
 }
 
 /// How a refined version was fitted: what the report shows as its confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
     /// Outcomes it was fitted from.
     pub samples: u32,
     /// Relative RMS residual of the fit.
     pub residual: f64,
+    /// What was refitted from what, or why a term was kept (iso_energy says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Which file a decision should use for an application.

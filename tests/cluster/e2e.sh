@@ -743,6 +743,63 @@ t_comm_refine() {
   return $rc
 }
 
+# 22. An iso_energy profile whose overhead terms are wrong (lammps-iso: no parallel
+#     computation overhead, one message and one byte per node) is refitted from what the
+#     MPI runtime measured in LAMMPS on 2, 4 and 3 nodes: one node count refits alpha only
+#     and says so; two refit each term's coefficient; three choose its law. The refitted
+#     M and B match the calls and bytes counted, and the refitted computation time the
+#     time measured outside MPI.
+t_iso_refine() {
+  local i j n nodes rc=0 dir=/var/lib/greenup-test/profiles/lammps-iso jobs=()
+  if [ -e /.greenup-root ]; then say "SKIP in the Debian 13 root: the MPI runtime is host-only"; return 0; fi
+  i=1
+  for nodes in n1,n2 n1,n2,n3,n4 n1,n2,n3; do
+    n=$(( $(tr -cd , <<<"$nodes" | wc -c) + 1 ))
+    j=$(submit $GC_USER -N$n -w $nodes --exclusive -t 5 --energy-policy=max-dist-comm \
+        --energy-profile=lammps-iso -o "$OUT/t22-%j.out" "$OUT/apps/run-app.sh" lammps "$OUT/apps") || return 1
+    JOBS_WITH_DAEMON+=("$j"); jobs+=("$j")
+    wait_gone "$j" 180 || return 1
+    grep -q "^check lammps: ok" "$OUT/t22-$j.out" || { say "run $i: LAMMPS failed"; sed 's/^/      /' "$OUT/t22-$j.out"; rc=1; }
+    for _ in $(seq 1 50); do [ -e "$dir/v$((i + 1)).fit.json" ] && break; sleep 0.1; done
+    [ -e "$dir/v$((i + 1)).fit.json" ] || { say "run $i (job $j, $(jq_job "$j" .decision.verdict)): no version $((i + 1)) stored"; return 1; }
+    say "run $i: job $j on $nodes; v$((i + 1)): $(jq -r .note "$dir/v$((i + 1)).fit.json")"
+    job_json "$j" > "$OUT/t22-$j.json"
+    i=$((i + 1))
+  done
+  jq -r .note "$dir/v2.fit.json" | grep -q "^alpha only: the runtime measured runs on one node count only (p = 2)" || { say "v2 is not alpha only"; rc=1; }
+  jq -r .note "$dir/v3.fit.json" | grep -q "^overheads from 2 runtime-measured runs on p = 2, 4: " || { say "v3 did not refit the overheads"; rc=1; }
+  jq -r .note "$dir/v4.fit.json" | grep -q "^overheads from 3 runtime-measured runs on p = 2, 3, 4: " || { say "v4 did not refit the overheads"; rc=1; }
+  # Each run against the refitted version 4, with paper 000's formulas written out here.
+  /usr/bin/python3 - "$dir/v4.yaml" "${jobs[@]/#/$OUT/t22-}" > "$OUT/t22.check" <<'PY' || rc=1
+import json, math, re, sys
+text = open(sys.argv[1]).read()
+def term(key):
+    m = re.search(r"^\s+" + key + r":\s*(.+)$", text, re.M)
+    return m.group(1).strip().strip("'\"")
+env = {"log2": math.log2, "n": 1.0}
+value = lambda key, p: eval(term(key), {"__builtins__": {}}, dict(env, p=float(p)))
+bad = 0
+for path in sys.argv[2:]:
+    job = json.load(open(path + ".json"))
+    outs = job["outcomes"]
+    p = len(outs)
+    calls = sum(o["comm"]["calls"] for o in outs)
+    moved = sum(o["comm"]["bytes"] for o in outs)
+    compute = sum(o["comm"]["compute_s"] for o in outs)
+    # (W_c + W_co) spread evenly, each node at its own t_c = 3e-9 / f; W_m + W_mo at t_m.
+    model = sum(((8e9 + value("w_co", p)) * 3e-9 / o["freq_ghz"] + (0 + value("w_mo", p)) * 1e-7) / p for o in outs)
+    ok = calls > 100 * p and moved > 100 * p
+    for what, got, want, tol in (("M", value("m", p), calls, 0.5), ("B", value("b", p), moved, 0.5), ("compute", model, compute, 0.3)):
+        ok = ok and abs(got / want - 1) <= tol
+        print(f"p={p}: {what} refitted {got:.4g}, measured {want:.4g}")
+    bad += not ok
+sys.exit(bad)
+PY
+  sed 's/^/    /' "$OUT/t22.check"
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "1n the same job on a site without PrologSlurmctld: its nodes decide" t_maxdist_node_path
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
@@ -764,6 +821,7 @@ run_test "18 the bench responds: the same job at a lower frequency runs longer a
 run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
 run_test "20 the MPI runtime in LAMMPS: right answer, MPI time per node, only the job's cores lent and only while it runs" t_comm
 run_test "21 a hetero profile with swapped compute times is corrected from measured MPI time within 3 runs, and the decision changes" t_comm_refine
+run_test "22 an iso_energy profile's overhead terms are refitted from the MPI runtime's calls, bytes and compute time in LAMMPS on 2, 4 and 3 nodes" t_iso_refine
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do

@@ -375,7 +375,7 @@ pub fn app(args: AppArgs) -> Outcome {
         let fit = versions.fit(&args.name, v);
         infos.push(VersionInfo {
             version: v as u32,
-            samples: fit.map_or(0, |f| f.samples),
+            samples: fit.as_ref().map_or(0, |f| f.samples),
             residual: fit.map(|f| f.residual),
             pinned: pinned == Some(v),
         });

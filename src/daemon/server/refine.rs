@@ -126,6 +126,7 @@ pub(super) async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Op
             version = v.version,
             samples = v.fit.samples,
             residual = v.fit.residual,
+            note = v.fit.note.as_deref().unwrap_or(""),
             "profile refined"
         ),
         Ok(Ok(None)) => tracing::debug!(job_id, profile = %app, "no usable outcome to refine from"),
