@@ -57,7 +57,9 @@ batch() { # APP POLICY...
   tests/cluster/setup.sh >/dev/null
   apps_install
   # The evaluation's own policy variants (tests/cluster/apps/policies/, never shipped).
+  # greenupd learns the policies at its start, so it starts again to know these.
   install -m 0644 "$GC_REPO"/tests/cluster/apps/policies/*.yaml "$GC_SHARE/policies/"
+  tests/cluster/greenupd.sh start >/dev/null
   step "$app: learning its profile from measured runs"
   app_learn "$app" "$NODES" "$COUNT"
   step "$app under $*: $PAIRS pairs of baseline (monitor) and policy runs on $NODES"
