@@ -197,8 +197,9 @@ fn build(
         model: loaded.as_ref().map(|(p, _)| p.chosen_model().to_string()),
         confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
         slurm_energy: slurm,
-        not_refined: outcome_from_record(rec)
-            .filter(|o| o.state != greenup::record::RunState::Running)
+        // Only a job that names an application can teach its profile.
+        not_refined: outcome_from_record(rec, site)
+            .filter(|o| d.profile.is_some() && o.state != greenup::record::RunState::Running)
             .and_then(|o| check(&o).err())
             .map(|why| why.to_string()),
     };

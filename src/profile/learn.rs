@@ -1,0 +1,353 @@
+//! A profile's first version, learned from an application's measured runs at maximum
+//! frequency (monitor runs and baseline samples): what `greenup profile learn` writes.
+//! Nothing in it is typed in; later runs refine it ([`super::refine`]).
+//!
+//! - hetero (paper 004): per node type, the compute time (and communication time, where
+//!   the MPI runtime measured the split) of runs on the profile's node count; power is
+//!   left to the site's node types until refinement fits it.
+//! - amdahl (paper 003): F_p, T_C(0,1) and the communication law by the model's own
+//!   [`amdahl::fit`] over runs on at least three node counts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::refine::{Outcome, check, outcome_from_record};
+use super::{AmdahlFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile, unspanned};
+use crate::daemon::protocol::JobRecord;
+use crate::model::amdahl;
+use crate::site::Site;
+
+/// The models a first version can be learned for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Paper 004's per node type times.
+    Hetero,
+    /// Paper 003's scaling across node counts.
+    Amdahl,
+}
+
+impl Model {
+    /// The profile section's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Hetero => "hetero",
+            Model::Amdahl => "amdahl",
+        }
+    }
+}
+
+/// Why no first version could be learned, as one line saying what is missing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct LearnError(pub String);
+
+/// A learned first version and what it came from.
+#[derive(Debug, Clone)]
+pub struct Learned {
+    /// The profile file, version 1.
+    pub file: ProfileFile,
+    /// The jobs it was learned from.
+    pub jobs: Vec<u64>,
+    /// One line per learned parameter group, for the admin to review.
+    pub notes: Vec<String>,
+}
+
+/// Relative tolerance for "ran at f_max": sysfs gives kHz, decisions GHz.
+const AT_FMAX: f64 = 1e-3;
+
+/// Runs of `app` that ended well with every node at its type's maximum frequency, and one
+/// line per other stored run saying why it was left out.
+fn runs_at_fmax(site: &Site, app: &str, records: &[JobRecord]) -> (Vec<Outcome>, Vec<String>) {
+    let mut used = Vec::new();
+    let mut left_out = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| r.decision.profile.as_deref() == Some(app))
+    {
+        let Some(o) = outcome_from_record(r, site) else {
+            left_out.push(format!("job {}: not managed by greenup", r.job_id));
+            continue;
+        };
+        if let Err(why) = check(&o) {
+            left_out.push(format!("job {}: {why}", o.job_id));
+            continue;
+        }
+        let below = o.nodes.iter().find(|n| {
+            site.node_types
+                .get(&n.node_type)
+                .is_none_or(|t| n.freq_ghz < t.fmax() * (1.0 - AT_FMAX))
+        });
+        match below {
+            Some(n) => left_out.push(format!(
+                "job {}: {} ran at {} GHz, below its type's maximum",
+                o.job_id, n.name, n.freq_ghz
+            )),
+            None => used.push(o),
+        }
+    }
+    used.sort_by_key(|o| o.job_id);
+    (used, left_out)
+}
+
+/// "1, 2 and 4", "4" or "none".
+fn and_list<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
+    let v: Vec<String> = items.into_iter().map(|x| x.to_string()).collect();
+    match v.as_slice() {
+        [] => "none".into(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The error for too little data: `what`, then the runs left out, if any.
+fn missing(what: String, left_out: &[String]) -> LearnError {
+    if left_out.is_empty() {
+        LearnError(what)
+    } else {
+        LearnError(format!("{what} (left out: {})", left_out.join("; ")))
+    }
+}
+
+/// Learn the first version of `app`'s profile for `model` from its stored `records`
+/// (any order; other applications' are ignored). `nodes`: the node count a hetero
+/// profile is for (default: the largest count among the runs).
+pub fn learn(
+    site: &Site,
+    app: &str,
+    model: Model,
+    records: &[JobRecord],
+    nodes: Option<usize>,
+) -> Result<Learned, LearnError> {
+    if !crate::names::is_name(app) {
+        return Err(LearnError(format!(
+            "NAME: invalid value '{app}': expected a profile name of {}",
+            crate::names::NAME_RULE
+        )));
+    }
+    let (runs, left_out) = runs_at_fmax(site, app, records);
+    let (mut file, notes, jobs) = match model {
+        Model::Hetero => hetero(site, app, &runs, &left_out, nodes)?,
+        Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
+    };
+    let jobs_text = and_list(&jobs);
+    file.description = Some(unspanned(Param::Text(format!(
+        "{app}, learned by greenup profile learn from jobs {jobs_text} at maximum frequency"
+    ))));
+    // The learned file must load and plan on this site like any admin's file.
+    let path = Path::new(app);
+    let profile = Profile::from_file(path, file.clone())
+        .map_err(|e| LearnError(format!("the learned profile does not check: {e}")))?;
+    profile
+        .predictor(site)
+        .map_err(|e| LearnError(format!("the learned profile does not fit the site: {e}")))?;
+    Ok(Learned { file, jobs, notes })
+}
+
+fn empty_file(app: &str) -> ProfileFile {
+    ProfileFile {
+        name: unspanned(Param::Text(app.to_string())),
+        version: unspanned(Param::Number(1.0)),
+        description: None,
+        prefer: None,
+        iso_energy: None,
+        roofline: None,
+        amdahl: None,
+        hetero: None,
+    }
+}
+
+type Section = (ProfileFile, Vec<String>, Vec<u64>);
+
+/// Compute and communication seconds of one node at f_max, where they can be told apart:
+/// the MPI runtime's split, or a run on nodes of one type alone (every node then does
+/// the same work, and the whole wall time counts as compute).
+fn attributed(o: &Outcome, n: &super::refine::NodeOutcome) -> Option<(f64, f64)> {
+    match n.compute_s {
+        Some(c) => Some((c, n.comm_s.unwrap_or(o.time_s - c).max(0.0))),
+        None if o.nodes.iter().all(|m| m.node_type == n.node_type) => Some((o.time_s, 0.0)),
+        None => None,
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn hetero(
+    site: &Site,
+    app: &str,
+    runs: &[Outcome],
+    left_out: &[String],
+    nodes: Option<usize>,
+) -> Result<Section, LearnError> {
+    let counts: BTreeSet<usize> = runs.iter().map(|o| o.nodes.len()).collect();
+    let Some(n) = nodes.or_else(|| counts.last().copied()) else {
+        return Err(missing(
+            format!("hetero needs completed monitor runs of {app} at maximum frequency; have none"),
+            left_out,
+        ));
+    };
+    let on_n: Vec<&Outcome> = runs.iter().filter(|o| o.nodes.len() == n).collect();
+    if on_n.is_empty() {
+        return Err(missing(
+            format!(
+                "hetero for {n} nodes needs a monitor run of {app} on {n} nodes; have runs on {} nodes",
+                and_list(&counts)
+            ),
+            left_out,
+        ));
+    }
+    // Per type: (t_cp, t_cm) samples of the runs on n nodes that tell the types apart.
+    let mut direct: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut mixed: Vec<&Outcome> = Vec::new();
+    for o in &on_n {
+        let mut all = true;
+        for node in &o.nodes {
+            match attributed(o, node) {
+                Some(s) => direct.entry(node.node_type.clone()).or_default().push(s),
+                None => all = false,
+            }
+        }
+        if !all {
+            mixed.push(o);
+        }
+    }
+    // A run on several types that nothing split: its wall time is its slowest type's
+    // compute time (paper 004 at f_max, communication unknown so 0), and the types'
+    // relative speed comes from runs on each type alone on equal node counts.
+    let mut scaled: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let alone = |ty: &str, m: usize| -> Option<f64> {
+        let w: Vec<f64> = runs
+            .iter()
+            .filter(|o| o.nodes.len() == m && o.nodes.iter().all(|x| x.node_type == ty))
+            .map(|o| o.time_s)
+            .collect();
+        (!w.is_empty()).then(|| mean(&w))
+    };
+    for o in &mixed {
+        let types: BTreeSet<&str> = o.nodes.iter().map(|x| x.node_type.as_str()).collect();
+        let common = counts.iter().copied().find_map(|m| {
+            let w: Option<Vec<(&str, f64)>> =
+                types.iter().map(|t| alone(t, m).map(|w| (*t, w))).collect();
+            w
+        });
+        let Some(walls) = common else {
+            let have = direct.keys().cloned().collect::<Vec<_>>();
+            let lacking: Vec<&str> = types
+                .iter()
+                .copied()
+                .filter(|t| !direct.contains_key(*t))
+                .collect();
+            if lacking.is_empty() {
+                continue;
+            }
+            return Err(missing(
+                format!(
+                    "hetero cannot tell the compute time of type {} on {n} nodes: job {} ran on types {} together and nothing measured each node's compute time; run {app} under monitor on nodes of each type alone on equal node counts, or with the MPI runtime measuring (have types {})",
+                    and_list(&lacking),
+                    o.job_id,
+                    and_list(&types),
+                    and_list(&have)
+                ),
+                left_out,
+            ));
+        };
+        let slowest = walls.iter().map(|(_, w)| *w).fold(0.0, f64::max);
+        for (t, w) in walls {
+            scaled
+                .entry(t.to_string())
+                .or_default()
+                .push(o.time_s * w / slowest);
+        }
+    }
+    let mut node_types = BTreeMap::new();
+    let mut notes = Vec::new();
+    let number = |x: f64| unspanned(Param::Number(x));
+    for ty in site.node_types.keys() {
+        let (cp, cm, how) = if let Some(s) = direct.get(ty) {
+            let cp: Vec<f64> = s.iter().map(|x| x.0).collect();
+            let cm: Vec<f64> = s.iter().map(|x| x.1).collect();
+            (mean(&cp), mean(&cm), format!("{} node runs", s.len()))
+        } else if let Some(s) = scaled.get(ty) {
+            (
+                mean(s),
+                0.0,
+                format!(
+                    "{} run(s) on several types, scaled by runs on each type alone",
+                    s.len()
+                ),
+            )
+        } else {
+            notes.push(format!(
+                "type {ty}: no run on {n} nodes ran on it; jobs on it cannot be planned until one does"
+            ));
+            continue;
+        };
+        notes.push(format!(
+            "type {ty}: t_cp_s {cp:.3}, t_cm_s {cm:.3} at maximum frequency, from {how}; power: the site's"
+        ));
+        node_types.insert(
+            ty.clone(),
+            HeteroTypeFile {
+                t_cp_s: number(cp),
+                t_cm_s: number(cm),
+                p_dyn_w: None,
+                p_static_w: None,
+            },
+        );
+    }
+    if node_types.is_empty() {
+        return Err(missing(
+            format!("hetero learned no node type from the runs of {app} on {n} nodes"),
+            left_out,
+        ));
+    }
+    let jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
+    let mut file = empty_file(app);
+    file.hetero = Some(HeteroFile {
+        iterations: number(1.0),
+        nodes: Some(number(n as f64)),
+        node_types,
+    });
+    Ok((file, notes, jobs))
+}
+
+fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Section, LearnError> {
+    let counts: BTreeSet<usize> = runs.iter().map(|o| o.nodes.len()).collect();
+    if counts.len() < 3 {
+        return Err(missing(
+            format!(
+                "amdahl needs monitor runs of {app} on 3 node counts; have {}",
+                and_list(&counts)
+            ),
+            left_out,
+        ));
+    }
+    let fit_runs: Vec<amdahl::Run> = runs
+        .iter()
+        .map(|o| amdahl::Run {
+            nodes: o.nodes.len(),
+            time_s: o.time_s,
+            blocked_s: o.blocked_s(),
+        })
+        .collect();
+    let fit = amdahl::fit(&fit_runs).map_err(|e| {
+        LearnError(format!(
+            "amdahl: the runs of {app} on {} nodes do not fit: {e}",
+            and_list(&counts)
+        ))
+    })?;
+    let notes = vec![format!(
+        "T_C(0,1) {:.3} s, F_p {:.4}, communication {} with {:.4} s, from {} runs on {} nodes (mean error {:.1}%); power: the site's",
+        fit.t_c1_s,
+        fit.parallel_fraction,
+        fit.law.name(),
+        fit.coeff_s,
+        runs.len(),
+        and_list(&counts),
+        fit.avg_rel_error * 100.0
+    )];
+    let mut file = empty_file(app);
+    file.amdahl = Some(AmdahlFile::from_fit(&fit));
+    Ok((file, notes, runs.iter().map(|o| o.job_id).collect()))
+}
