@@ -191,8 +191,12 @@ fn hetero(
     if on_n.is_empty() {
         return Err(missing(
             format!(
-                "hetero for {n} nodes needs a monitor run of {app} on {n} nodes; have runs on {} nodes",
-                and_list(&counts)
+                "hetero for {n} nodes needs a monitor run of {app} on {n} nodes; have {}",
+                if counts.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("runs on {} nodes", and_list(&counts))
+                }
             ),
             left_out,
         ));
@@ -350,4 +354,268 @@ fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Se
     let mut file = empty_file(app);
     file.amdahl = Some(AmdahlFile::from_fit(&fit));
     Ok((file, notes, runs.iter().map(|o| o.job_id).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::protocol::{Decision, JobState, NodeOutcome, OpenJob, Verdict};
+    use crate::profile::refine::refine_profile;
+    use crate::record::{JobEnd, Source};
+
+    fn site() -> Site {
+        crate::site::load("etc/greenup.yaml").unwrap()
+    }
+
+    /// A closed monitor run of `app` that took `wall` seconds on `nodes` (name, GHz the
+    /// node reported, MPI runtime's compute and MPI seconds if it measured them).
+    fn run(
+        job_id: u64,
+        app: &str,
+        wall: f64,
+        nodes: &[(&str, Option<f64>, Option<(f64, f64)>)],
+    ) -> JobRecord {
+        let names: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+        JobRecord {
+            job_id,
+            uid: 1000,
+            user: None,
+            partition: None,
+            state: JobState::Closed,
+            end: Some(JobEnd::Completed),
+            opened_at: 0,
+            closed_at: Some(1),
+            request: OpenJob {
+                job_id,
+                uid: 1000,
+                user: None,
+                partition: None,
+                account: None,
+                nodes: names,
+                nodelist: None,
+                min_nodes: None,
+                time_limit_s: None,
+                policy: Some("monitor".into()),
+                profile: Some(app.into()),
+                energy_cap_j: None,
+                power_cap_w: None,
+                algorithm: None,
+            },
+            decision: Decision {
+                job_id,
+                verdict: Verdict::Unchanged,
+                reason: "policy monitor records only".into(),
+                policy: "monitor".into(),
+                monitor: true,
+                baseline_sample: false,
+                profile: Some(app.into()),
+                profile_version: None,
+                power_cap_w: None,
+                reserved_w: 0.0,
+                plan: None,
+                decided_at: 0,
+                refusal: None,
+                budgets: Vec::new(),
+                comm_dvfs: None,
+            },
+            outcomes: nodes
+                .iter()
+                .map(|(name, ghz, split)| NodeOutcome {
+                    job_id,
+                    node: name.to_string(),
+                    freq_ghz: *ghz,
+                    energy_j: Some(1000.0),
+                    elapsed_s: Some(wall),
+                    source: Some(Source::Rapl),
+                    restored: true,
+                    note: None,
+                    comm: split.map(|(compute_s, comm_s)| crate::comm::NodeComm {
+                        ranks: 1,
+                        compute_s,
+                        comm_s,
+                        ..Default::default()
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    const FAST: Option<f64> = Some(3.0);
+    const ECO: Option<f64> = Some(2.4);
+
+    /// What the test cluster's helper runs: each type alone on two nodes, then all four.
+    fn cluster_runs(app: &str) -> Vec<JobRecord> {
+        vec![
+            run(1, app, 40.0, &[("n1", FAST, None), ("n2", FAST, None)]),
+            run(2, app, 50.0, &[("n3", ECO, None), ("n4", ECO, None)]),
+            run(
+                3,
+                app,
+                26.0,
+                &[
+                    ("n1", FAST, None),
+                    ("n2", FAST, None),
+                    ("n3", ECO, None),
+                    ("n4", ECO, None),
+                ],
+            ),
+        ]
+    }
+
+    fn times(l: &Learned, ty: &str) -> (f64, f64) {
+        let t = &l.file.hetero.as_ref().unwrap().node_types[ty];
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        (n(&t.t_cp_s.value), n(&t.t_cm_s.value))
+    }
+
+    #[test]
+    fn hetero_scales_a_mixed_run_by_the_types_measured_alone() {
+        let l = learn(&site(), "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
+        // Four nodes: eco is the slower alone (50 s against 40 s on two nodes), so the
+        // 26 s of the four-node run are eco's, and fast's are 26 * 40 / 50 = 20.8 s.
+        assert_eq!(times(&l, "eco"), (26.0, 0.0));
+        let (fast, cm) = times(&l, "fast");
+        assert!((fast - 20.8).abs() < 1e-12, "{fast}");
+        assert_eq!(cm, 0.0);
+        let h = l.file.hetero.as_ref().unwrap();
+        assert_eq!(
+            h.nodes.as_ref().map(|n| n.value.clone()),
+            Some(Param::Number(4.0))
+        );
+        assert_eq!(l.jobs, vec![1, 2, 3]);
+        // On two nodes each type's own run says it directly.
+        let two = learn(&site(), "md", Model::Hetero, &cluster_runs("md"), Some(2)).unwrap();
+        assert_eq!((times(&two, "fast").0, times(&two, "eco").0), (40.0, 50.0));
+    }
+
+    #[test]
+    fn hetero_takes_each_nodes_compute_and_mpi_time_where_the_runtime_measured_them() {
+        let split = Some((18.0, 7.0));
+        let eco_split = Some((23.0, 2.5));
+        let recs = vec![run(
+            7,
+            "md",
+            26.0,
+            &[
+                ("n1", FAST, split),
+                ("n2", FAST, Some((20.0, 5.0))),
+                ("n3", ECO, eco_split),
+                ("n4", ECO, eco_split),
+            ],
+        )];
+        let l = learn(&site(), "md", Model::Hetero, &recs, None).unwrap();
+        // Means over each type's nodes: fast (18 + 20) / 2 and (7 + 5) / 2.
+        assert_eq!(times(&l, "fast"), (19.0, 6.0));
+        assert_eq!(times(&l, "eco"), (23.0, 2.5));
+    }
+
+    #[test]
+    fn missing_data_is_one_line_saying_what_is_missing() {
+        let s = site();
+        // Only the mixed run: nothing tells the types apart.
+        let e = learn(&s, "md", Model::Hetero, &cluster_runs("md")[2..], None).unwrap_err();
+        assert!(
+            e.0.starts_with("hetero cannot tell the compute time of type eco and fast on 4 nodes: job 3 ran on types eco and fast together"),
+            "{e}"
+        );
+        // amdahl needs three node counts.
+        let e = learn(&s, "md", Model::Amdahl, &cluster_runs("md"), None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "amdahl needs monitor runs of md on 3 node counts; have 2 and 4"
+        );
+        // Runs that cannot teach say why they were left out.
+        let mut failed = run(8, "md", 30.0, &[("n1", FAST, None)]);
+        failed.end = Some(JobEnd::Failed);
+        let slow = run(9, "md", 30.0, &[("n1", Some(2.2), None)]);
+        let silent = run(10, "md", 30.0, &[("n2", None, None)]);
+        let e = learn(&s, "md", Model::Amdahl, &[failed, slow, silent], None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "amdahl needs monitor runs of md on 3 node counts; have none (left out: job 8: job ended FAILED; job 9: n1 ran at 2.2 GHz, below its type's maximum; job 10: node n2 did not report the frequency it ran at)"
+        );
+        let e = learn(&s, "md", Model::Hetero, &[], Some(4)).unwrap_err();
+        assert_eq!(
+            e.0,
+            "hetero for 4 nodes needs a monitor run of md on 4 nodes; have none"
+        );
+        let e = learn(&s, "md", Model::Hetero, &cluster_runs("md"), Some(3)).unwrap_err();
+        assert_eq!(
+            e.0,
+            "hetero for 3 nodes needs a monitor run of md on 3 nodes; have runs on 2 and 4 nodes"
+        );
+        // Other applications' runs do not count.
+        let e = learn(&s, "lmp", Model::Hetero, &cluster_runs("md"), None).unwrap_err();
+        assert!(e.0.contains("have none"), "{e}");
+    }
+
+    #[test]
+    fn amdahl_is_the_least_squares_fit_over_three_node_counts() {
+        // Truth: T(n) = 900 / n + 100 + 20 log2 n: T_C(0,1) = 1000 s, F_p = 0.9, log law
+        // with 20 s. T(1) = 1000, T(2) = 570, T(4) = 365, T(8) = 272.5. The two runs on
+        // four nodes lie 5 s either side of 365: least squares over duplicated rows at
+        // one n is the fit through their mean, so the truth is recovered exactly, and
+        // only the log law fits four counts without error.
+        let node = |i: usize| {
+            let names = ["n1", "n2", "n3", "n4", "h001", "h002", "h003", "h004"];
+            let f = [FAST, FAST, ECO, ECO];
+            (names[i], f.get(i).copied().flatten().or(Some(2.5)), None)
+        };
+        let on = |n: usize| (0..n).map(node).collect::<Vec<_>>();
+        let recs = vec![
+            run(1, "md", 1000.0, &on(1)),
+            run(2, "md", 570.0, &on(2)),
+            run(3, "md", 360.0, &on(4)),
+            run(4, "md", 370.0, &on(4)),
+            run(5, "md", 272.5, &on(8)),
+        ];
+        let l = learn(&site(), "md", Model::Amdahl, &recs, None).unwrap();
+        let a = l.file.amdahl.as_ref().unwrap();
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert!((n(&a.t_c1_s.value) - 1000.0).abs() < 1e-6);
+        assert!((n(&a.parallel_fraction.value) - 0.9).abs() < 1e-9);
+        assert!((n(&a.comm.coeff_s.value) - 20.0).abs() < 1e-6);
+        assert_eq!(a.comm.law.value, Param::Text("log".into()));
+        assert_eq!(l.jobs, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn refinement_of_a_learned_hetero_profile_uses_only_runs_on_its_node_count() {
+        let s = site();
+        let l = learn(&s, "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
+        let profile = Profile::from_file(Path::new("md.yaml"), l.file).unwrap();
+        let mut recs = cluster_runs("md");
+        let all = |t| {
+            [
+                ("n1", FAST, None),
+                ("n2", FAST, None),
+                ("n3", ECO, None),
+                ("n4", ECO, None),
+            ]
+            .map(|n: (&str, Option<f64>, Option<(f64, f64)>)| (n.0, n.1, t))
+        };
+        recs.push(run(4, "md", 28.6, &all(None)));
+        let outcomes: Vec<Outcome> = recs
+            .iter()
+            .filter_map(|r| outcome_from_record(r, &s))
+            .collect();
+        let r = refine_profile(&profile, &s, &outcomes).unwrap();
+        // Without compute times every type is scaled by the mean measured / predicted
+        // wall time of the four-node runs: (26 / 26 + 28.6 / 26) / 2 = 1.05. The two-node
+        // runs (40 / 20.8 and 50 / 26) would have made it about 1.49.
+        let t = &r.file.hetero.as_ref().unwrap().node_types;
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert!((n(&t["eco"].t_cp_s.value) - 26.0 * 1.05).abs() < 1e-9);
+        assert!((n(&t["fast"].t_cp_s.value) - 20.8 * 1.05).abs() < 1e-9);
+        assert_eq!(r.samples, 2);
+    }
 }
