@@ -308,7 +308,7 @@ pub fn check(site: &Site, policies: &PolicySet, raw: &Raw) -> Result<Checked, In
             .as_deref()
             .and_then(|p| policies.get(p))
             .is_some_and(|p| p.monitor);
-        if !(records_only && !greenup::profile::locate::exists(site, name)) {
+        if !records_only || greenup::profile::locate::exists(site, name) {
             let located = greenup::profile::locate::for_job(site, name, origin).map_err(cannot)?;
             Profile::load(&located.path).map_err(cannot)?;
         }

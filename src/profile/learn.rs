@@ -367,14 +367,12 @@ mod tests {
         crate::site::load("etc/greenup.yaml").unwrap()
     }
 
-    /// A closed monitor run of `app` that took `wall` seconds on `nodes` (name, GHz the
-    /// node reported, MPI runtime's compute and MPI seconds if it measured them).
-    fn run(
-        job_id: u64,
-        app: &str,
-        wall: f64,
-        nodes: &[(&str, Option<f64>, Option<(f64, f64)>)],
-    ) -> JobRecord {
+    /// One node of a run: its name, the GHz it reported, and the MPI runtime's compute
+    /// and MPI seconds if it measured them.
+    type Node<'a> = (&'a str, Option<f64>, Option<(f64, f64)>);
+
+    /// A closed monitor run of `app` that took `wall` seconds on `nodes`.
+    fn run(job_id: u64, app: &str, wall: f64, nodes: &[Node]) -> JobRecord {
         let names: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
         JobRecord {
             job_id,
@@ -598,7 +596,7 @@ mod tests {
                 ("n3", ECO, None),
                 ("n4", ECO, None),
             ]
-            .map(|n: (&str, Option<f64>, Option<(f64, f64)>)| (n.0, n.1, t))
+            .map(|n: Node| (n.0, n.1, t))
         };
         recs.push(run(4, "md", 28.6, &all(None)));
         let outcomes: Vec<Outcome> = recs
