@@ -7,7 +7,6 @@
 mod daemon_support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use daemon_support::*;
 use greenup::daemon::protocol::{NodeOutcome, OpenJob, Verdict};
@@ -46,24 +45,6 @@ fn run(d: &Daemon, job_id: u64, n: usize, ghz: f64, secs: f64) {
         .unwrap();
     }
     assert!(c.close_job(job_id, Some(JobEnd::Completed)).unwrap());
-}
-
-fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
-    let bin = env!("CARGO_BIN_EXE_greenup");
-    let mut cmd = match user {
-        Some(u) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", u, "--"]).arg(bin);
-            c
-        }
-        None => Command::new(bin),
-    };
-    let out = cmd.args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
