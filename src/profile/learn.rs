@@ -584,6 +584,67 @@ mod tests {
     }
 
     #[test]
+    fn a_baseline_sample_is_an_outcome_of_every_node_at_the_frequency_it_reported() {
+        use crate::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+        let s = site();
+        let est = |time_s: f64| Estimate {
+            time_s,
+            energy_j: 1.0,
+            avg_power_w: 1.0,
+        };
+        // The policy planned n1 alone at 1.8 GHz; the site sampled the job instead, so
+        // it ran unchanged on both nodes at the frequency each reported.
+        let mut rec = run(
+            11,
+            "md",
+            40.0,
+            &[("n1", FAST, Some((30.0, 9.0))), ("n2", Some(2.6), None)],
+        );
+        rec.decision.policy = "max-dist".into();
+        rec.decision.baseline_sample = true;
+        rec.decision.plan = Some(Plan {
+            policy: "max-dist".into(),
+            feasible: true,
+            reason: String::new(),
+            node_count: 1,
+            nodes: vec![PlannedNode {
+                name: "n1".into(),
+                node_type: "fast".into(),
+                freq_ghz: 1.8,
+            }],
+            predicted: est(70.0),
+            baseline: est(90.0),
+            objective: 0.0,
+            search: SearchInfo {
+                algorithm: Algorithm::Exact,
+                candidates: 1,
+                elapsed_us: 1,
+                reused: false,
+            },
+        });
+        let o = outcome_from_record(&rec, &s).unwrap();
+        let seen: Vec<(&str, &str, f64)> = o
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.node_type.as_str(), n.freq_ghz))
+            .collect();
+        assert_eq!(seen, vec![("n1", "fast", 3.0), ("n2", "fast", 2.6)]);
+        assert_eq!(
+            (o.nodes[0].compute_s, o.nodes[0].comm_s),
+            (Some(30.0), Some(9.0))
+        );
+        // Its length is judged against the all-f_max baseline (90 s), not the plan's 70 s.
+        assert_eq!((o.time_s, o.predicted_time_s), (40.0, 90.0));
+        assert!(matches!(
+            check(&o),
+            Err(crate::profile::refine::Outlier::TooShort { .. })
+        ));
+        // A refused job ran unmanaged: greenup learns nothing from it.
+        rec.decision.verdict = Verdict::Refused;
+        assert!(outcome_from_record(&rec, &s).is_none());
+    }
+
+    #[test]
     fn refinement_of_a_learned_hetero_profile_uses_only_runs_on_its_node_count() {
         let s = site();
         let l = learn(&s, "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
