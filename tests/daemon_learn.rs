@@ -106,6 +106,24 @@ fn monitor_runs_build_the_first_version_that_decides_and_later_runs_refine_it() 
         "{err}"
     );
     assert!(!admin_file.exists());
+    // Nor by naming the file itself, however the path is spelled.
+    let sneaky = d.dir.path().join("admin/../admin/newapp.yaml");
+    let (rc, _, err) = cli(
+        Some(TEST_USER),
+        &[
+            "profile",
+            "learn",
+            "newapp",
+            "--model",
+            "amdahl",
+            "--out",
+            sneaky.to_str().unwrap(),
+            "--site",
+            site,
+        ],
+    );
+    assert_eq!(rc, 3, "{err}");
+    assert!(err.contains("only root or the SlurmUser"), "{err}");
     let (rc, _, err) = cli(
         Some(TEST_USER),
         &[
