@@ -54,10 +54,11 @@ app_run() {
 # Usage: app_learn APP [NODELIST COUNT]   (the nodes later runs use; default n[1-4] 4)
 app_learn() {
   local app=$1 nodes=${2:-n[1-4]} count=${3:-4} r
-  r=$(app_run "$app" -N2 -w 'n[1-2]' --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-fast $r"
-  r=$(app_run "$app" -N2 -w 'n[3-4]' --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-eco $r"
-  r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-all $r"
-  app_learn_profile "$app" --model hetero --nodes "$count" || return 1
+  local jobs=()
+  r=$(app_run "$app" -N2 -w 'n[1-2]' --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-fast $r"; jobs+=("${r%% *}")
+  r=$(app_run "$app" -N2 -w 'n[3-4]' --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-eco $r"; jobs+=("${r%% *}")
+  r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-all $r"; jobs+=("${r%% *}")
+  app_learn_profile "$app" "${jobs[@]}" -- --model hetero --nodes "$count" || return 1
   r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=min-time --energy-profile="$app"); echo "learn $app min-time $r"
   for _ in $(seq 1 50); do [ -e "/var/lib/greenup-test/profiles/$app/v2.yaml" ] && return 0; sleep 0.1; done
   echo "learn $app: greenupd did not refine the profile" >&2; return 1
@@ -68,18 +69,25 @@ app_learn() {
 # and the communication law to them. Prints "learn APP RUN JOB SECONDS JOULES CHECK" per
 # run, then greenup's notes. Usage: app_learn_amdahl APP
 app_learn_amdahl() {
-  local app=$1 r n
+  local app=$1 r n jobs=()
   for n in 1 2 4; do
     r=$(app_run "$app" -N"$n" -w "$(case $n in 1) echo n1;; 2) echo 'n[1-2]';; *) echo 'n[1-4]';; esac)" \
       --energy-policy=monitor --energy-profile="$app") || return 1
-    echo "learn $app monitor-$n $r"
+    echo "learn $app monitor-$n $r"; jobs+=("${r%% *}")
   done
-  app_learn_profile "$app" --model amdahl
+  app_learn_profile "$app" "${jobs[@]}" -- --model amdahl
 }
-# greenup profile learn APP OPTIONS... as root into the site's profile directory; prints
-# its notes as "learn APP note TEXT".
+# Wait until greenupd has settled how JOB ended against Slurm's final record (a node's
+# "completed" is stored as unknown until then, and learning uses completed runs only).
+app_settled() {
+  for _ in $(seq 1 100); do [ "$(app_record "$1" | jq -r .end)" != unknown ] && return 0; sleep 0.1; done
+}
+# Once JOBs are settled, greenup profile learn APP OPTIONS... as root into the site's
+# profile directory; prints its notes as "learn APP note TEXT".
+# Usage: app_learn_profile APP JOB... -- OPTION...
 app_learn_profile() {
   local app=$1 out; shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do app_settled "$1"; shift; done; shift
   out=$("$APPS_GREENUP" profile learn "$app" "$@" --force --site "$GC_ETC/greenup.yaml") || return 1
   sed "s/^/learn $app note /" <<<"$out"
 }
