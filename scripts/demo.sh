@@ -58,10 +58,11 @@ apps_install
 as_user() { runuser -u "$GC_USER" -- bash -c 'cd "$1" && shift && exec "$@"' as "$GC_WORK" "$@"; }
 APP=lammps
 
-# No profile is typed in: greenup learns LAMMPS's from measured runs first (three runs
+# No profile is typed in: greenup profile learn builds LAMMPS's from measured runs (three runs
 # under monitor, one planned run it refines the profile from).
 step "learning the $APP profile from measured runs (LAMMPS melt, one MPI rank per node)"
 app_learn "$APP" | while read -r _ _ run j t e ok; do
+  [ "$run" = note ] && { echo "  $j $t $e $ok"; continue; }
   printf '  %-13s job %-3s %6.1f s %7.0f J  answer %s\n' "$run" "$j" "$t" "$e" "$ok"
 done
 grep -v '^#' "$GC_SHARE/profiles/$APP.yaml" | sed 's/^/  /'

@@ -11,28 +11,6 @@ use std::process::Command;
 use daemon_support::*;
 use greenup::daemon::protocol::{JobRecord, NodeOutcome, Status};
 
-fn greenup_bin() -> String {
-    env!("CARGO_BIN_EXE_greenup").to_string()
-}
-
-/// Run the CLI as `user` (root when `None`); returns (exit code, stdout, stderr).
-fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
-    let mut cmd = match user {
-        Some(u) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", u, "--"]).arg(greenup_bin());
-            c
-        }
-        None => Command::new(greenup_bin()),
-    };
-    let out = cmd.args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn users_see_their_own_jobs_root_sees_all() {
     let uid = test_user_uid();

@@ -222,7 +222,7 @@ mod after_close {
         // Both at maximum frequency (S = 1) over the profile's 1000 iterations.
         rec.outcomes[0].comm = Some(comm(600.0, 50.0));
         rec.outcomes[1].comm = Some(comm(250.0, 400.0));
-        let o = outcome_from_record(&rec).unwrap();
+        let o = outcome_from_record(&rec, &site).unwrap();
         assert_eq!(
             (o.nodes[0].compute_s, o.nodes[0].comm_s),
             (Some(600.0), Some(50.0))
@@ -254,7 +254,7 @@ mod after_close {
 
         // A model estimate is no measurement: the outcome is an outlier, nothing is stored.
         let unmeasured = record(1, 1.2, "model");
-        let o = outcome_from_record(&unmeasured).unwrap();
+        let o = outcome_from_record(&unmeasured, &site).unwrap();
         assert_eq!(o.nodes[1].energy_j, None);
         assert_eq!(
             refine_and_store(&site, "hetero-table1", std::slice::from_ref(&unmeasured)).unwrap(),

@@ -425,6 +425,7 @@ fn run(args: &Args) -> Result<bool, String> {
             elapsed_s: 60.0,
             energy: Energy::Measured { joules: 12_000.0 },
             applied_khz: Some(2_000_000),
+            ran_khz: Some(2_000_000),
             note: "applied".into(),
             restore_error: None,
         };

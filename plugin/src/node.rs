@@ -668,7 +668,7 @@ pub fn wire_outcome(
         comm,
         job_id: u64::from(job.job_id),
         node: o.node.clone(),
-        freq_ghz: o.applied_khz.map(|k| k as f64 / 1.0e6),
+        freq_ghz: o.ran_khz.map(|k| k as f64 / 1.0e6),
         energy_j,
         elapsed_s: Some(o.elapsed_s),
         source,

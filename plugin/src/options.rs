@@ -300,8 +300,18 @@ pub fn check(site: &Site, policies: &PolicySet, raw: &Raw) -> Result<Checked, In
                 format!("profile '{name}' cannot be used: {why}"),
             )
         };
-        let located = greenup::profile::locate::for_job(site, name, origin).map_err(cannot)?;
-        Profile::load(&located.path).map_err(cannot)?;
+        // `--energy-policy=monitor` (any policy that only records) with the name of an
+        // application that has no profile yet records its runs under that name: they are
+        // what its first version is learned from (`greenup profile learn`).
+        let records_only = c
+            .policy
+            .as_deref()
+            .and_then(|p| policies.get(p))
+            .is_some_and(|p| p.monitor);
+        if !records_only || greenup::profile::locate::exists(site, name) {
+            let located = greenup::profile::locate::for_job(site, name, origin).map_err(cannot)?;
+            Profile::load(&located.path).map_err(cannot)?;
+        }
     }
     if let (Some(cap), Some(limit)) = (c.energy_cap_j, site.job_energy_limit_j)
         && cap > limit
@@ -445,6 +455,30 @@ mod tests {
         }
         // At the limit is allowed.
         assert!(check_with_config(&cfg, &raw(|r| r.energy_cap = Some("20MJ".into()))).is_ok());
+        // An application with no profile yet, run explicitly under monitor, is recorded
+        // under its name; under a policy that plans it is still refused, and a bad
+        // name is refused even under monitor.
+        let monitor = |p: &str| {
+            raw(|r| {
+                r.policy = Some("monitor".into());
+                r.profile = Some(p.into());
+            })
+        };
+        let c = check_with_config(&cfg, &monitor("newapp")).unwrap();
+        assert_eq!(c.profile.as_deref(), Some("newapp"));
+        let planned = raw(|r| {
+            r.policy = Some("max-dist".into());
+            r.profile = Some("newapp".into());
+        });
+        let e = check_with_config(&cfg, &planned).unwrap_err().to_string();
+        assert!(e.starts_with("option --energy-profile: profile 'newapp' cannot be used"));
+        let e = check_with_config(&cfg, &monitor("../x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("option --energy-profile: invalid name '../x'"),
+            "{e}"
+        );
         assert!(check_with_config(&cfg, &raw(|r| r.power_cap = Some("2kW".into()))).is_ok());
     }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::cpufreq::{Applied, Cpufreq};
+use super::cpufreq::{Applied, Cpufreq, PolicySettings};
 use super::run_dir::JobDir;
 use super::{powercap, state};
 use crate::meter::{self, Energy, Tally};
@@ -43,8 +43,12 @@ pub struct NodeOutcome {
     pub elapsed_s: f64,
     /// Energy the node used, or why it is unmeasured.
     pub energy: Energy,
-    /// The frequency that was in force, in kHz; None when none was set.
+    /// The frequency greenup set, in kHz; None when none was set.
     pub applied_khz: Option<u64>,
+    /// The frequency the job's CPUs ran at, in kHz: the one greenup set, else the one the
+    /// node had (see [`in_force_khz`]); None when the job's CPUs are not known (a shared
+    /// node without per-core DVFS) or the node has no cpufreq.
+    pub ran_khz: Option<u64>,
     /// `applied`, or why not.
     pub note: String,
     /// Why the saved settings could not all be restored, if so (they stay saved for a retry).
@@ -308,9 +312,33 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
         elapsed_s: (energy_end.unix_s - rec.energy_start.unix_s).max(0.0),
         energy,
         applied_khz: rec.applied.as_ref().map(|a: &Applied| a.khz),
+        ran_khz: rec
+            .applied
+            .as_ref()
+            .map(|a: &Applied| a.khz)
+            .or_else(|| in_force_khz(&rec.cpufreq)),
         note: rec.note,
         restore_error,
     }))
+}
+
+/// The frequency CPUs left alone run at under `saved` settings, in kHz: the set speed under
+/// the userspace governor, else the policy's upper bound (what performance, ondemand and
+/// intel_pstate give a busy CPU), the mean over the policies. This is what a job that
+/// greenup did not change (monitor, a baseline sample) ran at, for refinement to scale by.
+pub fn in_force_khz(saved: &[PolicySettings]) -> Option<u64> {
+    let each: Vec<u64> = saved
+        .iter()
+        .map(|p| match (p.governor.as_str(), p.setspeed_khz) {
+            ("userspace", Some(k)) => k,
+            _ => p.max_khz,
+        })
+        .filter(|k| *k > 0)
+        .collect();
+    (!each.is_empty()).then(|| {
+        let sum: u128 = each.iter().map(|k| u128::from(*k)).sum();
+        (sum / each.len() as u128) as u64
+    })
 }
 
 #[cfg(test)]
@@ -447,7 +475,37 @@ mod tests {
         assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
         let out = end(&p, 8, "n1").unwrap().unwrap();
         assert_eq!(out.applied_khz, None);
+        // Which CPUs the job had is unknown here: no frequency is claimed for it.
+        assert_eq!(out.ran_khz, None);
         assert!(matches!(out.energy, Energy::Measured { .. }));
+    }
+
+    #[test]
+    fn a_job_left_alone_reports_the_frequency_its_node_had() {
+        let (_t, p) = setup();
+        // ondemand with scaling_max_freq 3 GHz: a busy CPU runs at 3 GHz.
+        begin(&p, 11, "n1", "n1", None, &Scope::Node).unwrap();
+        let out = end(&p, 11, "n1").unwrap().unwrap();
+        assert_eq!((out.applied_khz, out.ran_khz), (None, Some(3_000_000)));
+        // An admin's lower cap on one policy and a set speed on another: 3 GHz on two
+        // policies, 2 GHz under the cap and 1 GHz set: (3 + 3 + 2 + 1) / 4 GHz.
+        let policy = |i: u32| {
+            p.sysfs_root
+                .join(format!("devices/system/cpu/cpufreq/policy{i}"))
+        };
+        fs::write(policy(2).join("scaling_max_freq"), "2000000\n").unwrap();
+        fs::write(policy(3).join("scaling_governor"), "userspace\n").unwrap();
+        fs::write(policy(3).join("scaling_setspeed"), "1000000\n").unwrap();
+        begin(&p, 12, "n1", "n1", None, &Scope::Node).unwrap();
+        let out = end(&p, 12, "n1").unwrap().unwrap();
+        assert_eq!(out.ran_khz, Some(2_250_000));
+        // A frequency that could not be set: the node ran at what it had, not the request.
+        fs::write(policy(2).join("scaling_max_freq"), "3000000\n").unwrap();
+        fs::write(policy(3).join("scaling_governor"), "ondemand\n").unwrap();
+        let bad = begin(&p, 13, "n1", "n1", Some(1_500_000), &Scope::Node).unwrap();
+        assert!(bad.note.starts_with("not applied"), "{}", bad.note);
+        let out = end(&p, 13, "n1").unwrap().unwrap();
+        assert_eq!((out.applied_khz, out.ran_khz), (None, Some(3_000_000)));
     }
 
     #[test]

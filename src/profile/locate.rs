@@ -55,6 +55,16 @@ pub fn admin_file(dir: &Path, name: &str, origin: Origin) -> Result<PathBuf, Inp
     inside(dir, &path)
 }
 
+/// Whether `site` has any version of profile `name`: the admin's file or a refined one.
+/// An application run under monitor before its first version exists has none.
+pub fn exists(site: &Site, name: &str) -> bool {
+    names::is_name(name)
+        && (std::fs::symlink_metadata(site.profile_dir.join(format!("{name}.yaml"))).is_ok()
+            || Versions::for_store(&site.daemon.store)
+                .list(name)
+                .is_ok_and(|v| !v.is_empty()))
+}
+
 /// The file a job naming profile `name` uses at `site`.
 pub fn for_job(site: &Site, name: &str, origin: Origin) -> Result<Located, InputError> {
     if !names::is_name(name) {

@@ -8,6 +8,7 @@
 //! documented in docs/profiles.md.
 
 pub mod iso_overheads;
+pub mod learn;
 pub mod locate;
 pub mod refine;
 pub mod versions;
@@ -290,6 +291,10 @@ pub struct CommFile {
 pub struct HeteroFile {
     /// Iterations the job runs.
     pub iterations: Spanned<Param>,
+    /// The node count the times hold for (a job's share of the work depends on it);
+    /// refinement then learns only from runs on that many nodes. Absent: every run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Spanned<Param>>,
     /// Measurements per site node type.
     pub node_types: BTreeMap<String, HeteroTypeFile>,
 }
@@ -325,6 +330,7 @@ pub struct Profile {
     amdahl: Option<AmdahlSpec>,
     hetero: Option<BTreeMap<String, TypeTimes>>,
     hetero_iterations: f64,
+    hetero_nodes: Option<usize>,
 }
 
 /// The site-independent part of an amdahl section.
@@ -504,12 +510,22 @@ impl Profile {
             .as_ref()
             .map(|s| check_amdahl(&c, s))
             .transpose()?;
-        let (hetero, hetero_iterations) = match &file.hetero {
+        let (hetero, hetero_iterations, hetero_nodes) = match &file.hetero {
             Some(h) => {
                 let (t, i) = check_hetero(&c, h)?;
-                (Some(t), i)
+                let nodes = h
+                    .nodes
+                    .as_ref()
+                    .map(|v| {
+                        c.number(v, "hetero.nodes", "a whole number >= 1", |x| {
+                            x >= 1.0 && x.fract() == 0.0 && x < 1.0e9
+                        })
+                    })
+                    .transpose()?
+                    .map(|n| n as usize);
+                (Some(t), i, nodes)
             }
-            None => (None, 0.0),
+            None => (None, 0.0, None),
         };
         let profile = Profile {
             path: path.to_path_buf(),
@@ -522,6 +538,7 @@ impl Profile {
             amdahl,
             hetero,
             hetero_iterations,
+            hetero_nodes,
         };
         let present = profile.models();
         if present.is_empty() {
@@ -620,6 +637,11 @@ impl Profile {
             types: self.hetero.clone()?,
             site_types: site.node_types.clone(),
         })
+    }
+
+    /// The node count a hetero section's times hold for (`hetero.nodes`), if it says.
+    pub fn hetero_nodes(&self) -> Option<usize> {
+        self.hetero_nodes
     }
 
     /// The amdahl model of this profile on the site's node types, if it has one.

@@ -21,7 +21,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::protocol::JobRecord;
+use crate::daemon::protocol::{JobRecord, Verdict};
 use crate::expr::Expr;
 use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
@@ -94,7 +94,7 @@ impl Outcome {
 
     /// The run's time blocked in communication (amdahl's T_B), the mean over its nodes,
     /// when every node measured it.
-    fn blocked_s(&self) -> Option<f64> {
+    pub(crate) fn blocked_s(&self) -> Option<f64> {
         let all: Option<Vec<f64>> = self.nodes.iter().map(|n| n.comm_s).collect();
         all.filter(|v| !v.is_empty())
             .map(|v| v.iter().sum::<f64>() / v.len() as f64)
@@ -165,6 +165,12 @@ pub fn check(o: &Outcome) -> Result<(), Outlier> {
     }
     for n in &o.nodes {
         let ok = |v: f64| v.is_finite() && v > 0.0;
+        if n.freq_ghz.is_nan() {
+            return Err(Outlier::BadValue(format!(
+                "node {} did not report the frequency it ran at",
+                n.name
+            )));
+        }
         if !ok(n.freq_ghz)
             || !n.energy_j.is_some_and(ok)
             || n.compute_s.is_some_and(|c| !c.is_finite() || c < 0.0)
@@ -641,7 +647,13 @@ pub fn refine_profile(
             let current = profile
                 .hetero_model(site)
                 .ok_or(RefineError::NoModel(model))?;
-            let r = hetero(&current, outcomes)?;
+            // Times that hold for n nodes learn nothing from runs on other counts.
+            let on_count: Vec<Outcome> = outcomes
+                .iter()
+                .filter(|o| profile.hetero_nodes().is_none_or(|n| o.nodes.len() == n))
+                .cloned()
+                .collect();
+            let r = hetero(&current, &on_count)?;
             let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
             for (k, t) in &r.params {
                 if let Some(f) = h.node_types.get_mut(k) {
@@ -708,33 +720,58 @@ pub fn refine_profile(
     })
 }
 
-/// A stored job as refinement sees it; `None` when greenup made no plan for it
-/// (the job ran unchanged, so there is nothing to compare with).
-pub fn outcome_from_record(rec: &JobRecord) -> Option<Outcome> {
-    let plan = rec.decision.applied_plan()?;
-    let time_s = rec.elapsed_s().unwrap_or(0.0);
-    let nodes = plan
-        .nodes
-        .iter()
-        .map(|n| {
-            let out = rec.outcomes.iter().find(|o| o.node == n.name);
-            NodeOutcome {
-                name: n.name.clone(),
-                node_type: n.node_type.clone(),
-                freq_ghz: out.and_then(|o| o.freq_ghz).unwrap_or(n.freq_ghz),
-                energy_j: out.and_then(|o| o.measured_energy_j()),
-                compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
-                comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
-                calls: out.and_then(|o| o.comm.as_ref()).map(|c| c.calls),
-                bytes: out.and_then(|o| o.comm.as_ref()).map(|c| c.bytes),
-            }
-        })
-        .collect();
+/// A stored job as refinement sees it. With an applied plan: the nodes it planned, each
+/// at the frequency the node reported (else the planned one). Without one (a monitor run,
+/// a baseline sample, a job run unchanged): every node the job held, of its type in
+/// `site`, at the frequency the node reported it ran at, compared for length with the
+/// all-f_max baseline greenup predicted when it made a plan. `None` for a refused job
+/// (greenup did not manage it) and for a job on a node `site` does not know.
+pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
+    if rec.decision.verdict == Verdict::Refused {
+        return None;
+    }
+    let node = |name: &str, node_type: &str, planned_ghz: Option<f64>| {
+        let out = rec.outcomes.iter().find(|o| o.node == name);
+        NodeOutcome {
+            name: name.to_string(),
+            node_type: node_type.to_string(),
+            // NaN when nothing says: `check` then leaves the run out, naming the node.
+            freq_ghz: out
+                .and_then(|o| o.freq_ghz)
+                .or(planned_ghz)
+                .unwrap_or(f64::NAN),
+            energy_j: out.and_then(|o| o.measured_energy_j()),
+            compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
+            comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
+            calls: out.and_then(|o| o.comm.as_ref()).map(|c| c.calls),
+            bytes: out.and_then(|o| o.comm.as_ref()).map(|c| c.bytes),
+        }
+    };
+    let (nodes, predicted_time_s) = match rec.decision.applied_plan() {
+        Some(plan) => (
+            plan.nodes
+                .iter()
+                .map(|n| node(&n.name, &n.node_type, Some(n.freq_ghz)))
+                .collect(),
+            plan.predicted.time_s,
+        ),
+        None => (
+            rec.request
+                .nodes
+                .iter()
+                .map(|n| Some(node(n, site.nodes.get(n)?, None)))
+                .collect::<Option<Vec<_>>>()?,
+            rec.decision
+                .plan
+                .as_ref()
+                .map_or(f64::NAN, |p| p.baseline.time_s),
+        ),
+    };
     Some(Outcome {
         job_id: rec.job_id,
         state: rec.run_state(),
-        time_s,
-        predicted_time_s: plan.predicted.time_s,
+        time_s: rec.elapsed_s().unwrap_or(0.0),
+        predicted_time_s,
         nodes,
     })
 }
@@ -762,12 +799,17 @@ pub fn refine_and_store(
     let to_model =
         |e: crate::input::InputError| RefineError::Model(ModelError::Config(e.to_string()));
     let origin = crate::input::Origin::Request("profile".into());
+    // Monitor runs of an application with no profile yet wait for its first version
+    // (`greenup profile learn`); nothing is refined before it exists.
+    if !super::locate::exists(site, app) {
+        return Ok(None);
+    }
     let located = super::locate::for_job(site, app, origin).map_err(to_model)?;
     let profile = Profile::load(&located.path).map_err(to_model)?;
     let outcomes: Vec<Outcome> = records
         .iter()
         .filter(|r| r.decision.profile.as_deref() == Some(app))
-        .filter_map(outcome_from_record)
+        .filter_map(|r| outcome_from_record(r, site))
         .collect();
     let refined = match refine_profile(&profile, site, &outcomes) {
         Err(RefineError::NoSamples) => return Ok(None),

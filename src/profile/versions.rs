@@ -75,6 +75,11 @@ impl Versions {
         }
     }
 
+    /// The directory every application's refined versions are kept under.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Refined versions of `name`, ascending.
     pub fn list(&self, name: &str) -> Result<Vec<u64>, InputError> {
         let dir = self.dir(name)?;

@@ -800,6 +800,40 @@ PY
   return $rc
 }
 
+# 23. Profiles are learned, not typed in: LAMMPS, which has no profile, runs under monitor
+#     as itself on the fast pair, the eco pair and all four nodes; `greenup profile learn`
+#     (root) builds its hetero profile from those runs, greenupd decides the next run from
+#     it and refines it. An ordinary user cannot write it, and amdahl from two node counts
+#     is one line saying what is missing.
+t_learn() {
+  local rc=0 f=$GC_SHARE/profiles/lammps.yaml err j line
+  if [ -e /.greenup-root ]; then say "SKIP in the Debian 13 root: the stand-in's speed is host-only"; return 0; fi
+  . "$HERE/apps/lib.sh"
+  rm -f "$f"
+  app_learn lammps 'n[1-4]' 4 > "$OUT/t23.log" 2>&1 || { say "app_learn failed:"; sed 's/^/      /' "$OUT/t23.log"; return 1; }
+  sed 's/^/      /' "$OUT/t23.log"
+  grep -q "lammps, learned by greenup profile learn from jobs" "$f" || { say "not greenup's: $(cat "$f")"; rc=1; }
+  grep -q "^  nodes: 4" "$f" || { say "no node count in $f"; rc=1; }
+  # The stand-in gives an eco core 0.8 of a fast core's speed: eco's time is the longer.
+  local fast eco
+  fast=$(awk '/^    fast:/ {t=1} t && /t_cp_s:/ {print $2; exit}' "$f")
+  eco=$(awk '/^    eco:/ {t=1} t && /t_cp_s:/ {print $2; exit}' "$f")
+  awk -v f="$fast" -v e="$eco" 'BEGIN { exit !(f > 0 && e > f) }' || { say "fast t_cp $fast s, eco $eco s: eco should be the slower"; rc=1; }
+  j=$(awk '$3 == "min-time" {print $4}' "$OUT/t23.log")
+  [ "$(jq_job "$j" '"\(.decision.verdict) \(.decision.profile_version)"')" = "planned 1" ] \
+    || { say "job $j: $(job_json "$j" | jq -c '.decision | {verdict, profile_version, reason}')"; rc=1; }
+  line=$(grep " note " "$OUT/t23.log" | head -1); say "${line#learn lammps note }"
+  # Only root or the SlurmUser writes what jobs read; the file is untouched.
+  local before; before=$(sha256sum < "$f")
+  err=$(as $GC_USER "$GC_SHARE/bin/greenup" profile learn lammps --model hetero --force --site $GC_ETC/greenup.yaml 2>&1); local urc=$?
+  [ "$urc" = 3 ] && grep -q "only root or the SlurmUser (root) may write" <<<"$err" || { say "user: exit $urc: $err"; rc=1; }
+  [ "$(sha256sum < "$f")" = "$before" ] || { say "the user changed $f"; rc=1; }
+  err=$("$GC_SHARE/bin/greenup" profile learn lammps --model amdahl --out - --site $GC_ETC/greenup.yaml 2>&1 >/dev/null)
+  grep -q "amdahl needs monitor runs of lammps on 3 node counts; have 2 and 4" <<<"$err" || { say "amdahl: $err"; rc=1; }
+  restored || rc=1
+  return $rc
+}
+
 run_test "1 max-dist on mixed node types: frequencies equal the decision, restored after" t_maxdist
 run_test "1n the same job on a site without PrologSlurmctld: its nodes decide" t_maxdist_node_path
 run_test "2 min-time under an energy cap with -N 1-4 uses the planned node count" t_mintime_nodes
@@ -822,6 +856,7 @@ run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gi
 run_test "20 the MPI runtime in LAMMPS: right answer, MPI time per node, only the job's cores lent and only while it runs" t_comm
 run_test "21 a hetero profile with swapped compute times is corrected from measured MPI time within 3 runs, and the decision changes" t_comm_refine
 run_test "22 an iso_energy profile's overhead terms are refitted from the MPI runtime's calls, bytes and compute time in LAMMPS on 2, 4 and 3 nodes" t_iso_refine
+run_test "23 a profile learned from monitor runs of LAMMPS decides the next run and is refined" t_learn
 # The hostile-user probes: each file defines its tests and runs them with run_test,
 # numbered A1, A2, ... by area. They use the helpers above.
 for adv in "$HERE"/adversarial/*.sh; do

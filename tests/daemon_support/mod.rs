@@ -363,3 +363,26 @@ pub fn cli_site(d: &Daemon) -> PathBuf {
     .unwrap();
     site
 }
+
+/// The `greenup` binary this package built.
+pub fn greenup_bin() -> String {
+    env!("CARGO_BIN_EXE_greenup").to_string()
+}
+
+/// Run the `greenup` CLI as `user` (root when `None`); returns (exit code, stdout, stderr).
+pub fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = match user {
+        Some(u) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", u, "--"]).arg(greenup_bin());
+            c
+        }
+        None => Command::new(greenup_bin()),
+    };
+    let out = cmd.args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -7,13 +7,15 @@ use greenup::profile::Profile;
 
 use crate::{Failure, Outcome};
 
-/// Profile commands. (`profile pin`, which talks to greenupd, is added next to these.)
+/// Profile commands. (`profile pin` and `profile learn`, which use greenupd's state, live with the commands that talk to it.)
 #[derive(Subcommand, Debug)]
 pub enum ProfileCommand {
     /// Check a profile file; with --site, also check it covers the site's node types.
     Check(CheckArgs),
     /// Use VERSION of a profile from now on (the admin file's version rolls back; `latest` unpins).
     Pin(crate::report_cmds::PinArgs),
+    /// Build a profile's first version from its stored runs at maximum frequency (monitor runs, baseline samples).
+    Learn(crate::report_cmds::LearnArgs),
 }
 
 /// Options of `greenup profile check`.
@@ -31,6 +33,7 @@ pub fn run(cmd: ProfileCommand) -> Outcome {
     match cmd {
         ProfileCommand::Check(args) => check(args),
         ProfileCommand::Pin(args) => crate::report_cmds::pin(args),
+        ProfileCommand::Learn(args) => crate::report_cmds::learn(args),
     }
 }
 

@@ -143,6 +143,141 @@ pub struct PinArgs {
     site: Option<PathBuf>,
 }
 
+/// Options of `greenup profile learn`.
+#[derive(Args, Debug)]
+pub struct LearnArgs {
+    /// Application profile name (the --energy-profile its monitor runs gave).
+    name: String,
+    /// The model to learn: hetero (per node type) or amdahl (across node counts).
+    #[arg(long, value_name = "MODEL", value_parser = ["hetero", "amdahl"])]
+    model: String,
+    /// hetero: the node count the profile is for (default: the largest among the runs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    nodes: Option<u32>,
+    /// Write the profile here (`-`: standard output) instead of the site's profile directory.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Replace a profile file that already exists.
+    #[arg(long)]
+    force: bool,
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+}
+
+/// The most stored runs `greenup profile learn` reads, newest first.
+const LEARN_MAX_RUNS: usize = 1_000;
+
+/// Run `greenup profile learn NAME --model MODEL`.
+pub fn learn(args: LearnArgs) -> Outcome {
+    use greenup::profile::learn::{Model, learn as learn_profile};
+    let site = greenup::site::load(site_path(&args.site))?;
+    if !greenup::names::is_name(&args.name) {
+        return Err(greenup::profile::locate::bad_name(&args.name, profile_option()).into());
+    }
+    let to_stdout = args.out.as_deref() == Some(Path::new("-"));
+    let dest = match &args.out {
+        Some(p) => p.clone(),
+        None => site.profile_dir.join(format!("{}.yaml", args.name)),
+    };
+    // What a job reads is root's or the SlurmUser's to write; say so before reading
+    // anything (the file system would refuse too, with a less helpful line).
+    if !to_stdout && feeds_jobs(&site, &dest) {
+        let (roles, _) = greenup::daemon::auth::Roles::from_site(&site);
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if !roles.may_write(uid) {
+            return Err(Failure::Runtime(format!(
+                "profile learn: only root or the SlurmUser ({}) may write {}, which jobs read; use --out FILE to write it elsewhere",
+                site.daemon.slurm_user,
+                dest.display()
+            )));
+        }
+    }
+    if !to_stdout && !args.force && std::fs::symlink_metadata(&dest).is_ok() {
+        return Err(Failure::option(
+            "--out",
+            dest.display(),
+            "a file that does not exist yet, or --force to replace it",
+        ));
+    }
+    let filter = ListRecords {
+        profile: Some(args.name.clone()),
+        state: Some(greenup::record::JobState::Closed),
+        ..ListRecords::default()
+    };
+    let records = connect(&site)?
+        .records(filter, LEARN_MAX_RUNS)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let model = match args.model.as_str() {
+        "amdahl" => Model::Amdahl,
+        _ => Model::Hetero,
+    };
+    let learned = learn_profile(
+        &site,
+        &args.name,
+        model,
+        &records,
+        args.nodes.map(|n| n as usize),
+    )
+    .map_err(|e| Failure::Runtime(format!("profile learn {}: {e}", args.name)))?;
+    let yaml = serde_saphyr::to_string(&learned.file)
+        .map_err(|e| Failure::Runtime(format!("cannot write the profile: {e}")))?;
+    let note = |line: &str| {
+        if to_stdout {
+            crate::complain(line)
+        } else {
+            emit(line)
+        }
+    };
+    for line in &learned.notes {
+        note(&format!("{}: {line}", args.name));
+    }
+    if to_stdout {
+        emit(yaml.trim_end());
+        return Ok(());
+    }
+    write_atomic(&dest, yaml.as_bytes())
+        .map_err(|e| Failure::Runtime(format!("{}: {e}", dest.display())))?;
+    note(&format!(
+        "{}: {} version 1 written to {} from {} run(s); greenupd refines it from every run after",
+        args.name,
+        model.name(),
+        dest.display(),
+        learned.jobs.len()
+    ));
+    let refined = Versions::for_store(&site.daemon.store).list(&args.name)?;
+    if let (Some(last), None) = (refined.last(), args.out.as_ref()) {
+        note(&format!(
+            "{}: decisions keep using refined version {last} until you pin this one: greenup profile pin {} 1",
+            args.name, args.name
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a file at `dest` is one jobs read: in the site's profile directory or among
+/// greenupd's refined versions.
+fn feeds_jobs(site: &Site, dest: &Path) -> bool {
+    let dir = |p: &Path| {
+        p.parent()
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                }
+            })
+            .and_then(|d| std::fs::canonicalize(d).ok())
+    };
+    let Some(parent) = dir(dest) else {
+        return false;
+    };
+    let versions = std::fs::canonicalize(Versions::for_store(&site.daemon.store).root()).ok();
+    std::fs::canonicalize(&site.profile_dir).is_ok_and(|d| parent == d)
+        || versions.is_some_and(|v| parent.starts_with(v))
+}
+
 fn connect(site: &Site) -> Result<Client, Failure> {
     let timeout = Duration::from_millis(site.daemon.timeout_ms.max(2_000));
     Client::connect(&Endpoint::Unix(site.daemon.socket.clone()), timeout)
@@ -197,8 +332,9 @@ fn build(
         model: loaded.as_ref().map(|(p, _)| p.chosen_model().to_string()),
         confidence: loaded.as_ref().map(|(_, c)| *c).unwrap_or_default(),
         slurm_energy: slurm,
-        not_refined: outcome_from_record(rec)
-            .filter(|o| o.state != greenup::record::RunState::Running)
+        // Only a job that names an application can teach its profile.
+        not_refined: outcome_from_record(rec, site)
+            .filter(|o| d.profile.is_some() && o.state != greenup::record::RunState::Running)
             .and_then(|o| check(&o).err())
             .map(|why| why.to_string()),
     };

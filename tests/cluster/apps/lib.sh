@@ -39,44 +39,55 @@ app_run() {
   echo "$j $(app_measured "$j" "$app")"
 }
 
-# Learn APP's profile on this cluster; writes $GC_SHARE/profiles/APP.yaml (version 1) and
-# lets greenupd refine it once. Nothing in it is typed in:
-#  1. APP runs under monitor (nothing changed, every node at f_max) on the two fast nodes,
-#     on the two eco nodes and on the job's nodes (NODELIST, default all four);
-#  2. the hetero section's per-type compute time is that of the four-node run, whose
-#     slowest type sets its length, scaled for the other type by the measured ratio of
-#     the two-node runs; communication time is left to refinement (0 here), and power to
-#     the node types' site figures until greenupd fits it;
+# Learn APP's profile on this cluster: greenup writes $GC_SHARE/profiles/APP.yaml (version
+# 1) from measured runs and greenupd refines it once. Nothing in it is typed in:
+#  1. APP runs under monitor as itself (--energy-profile=APP: nothing changed, every node
+#     at f_max, recorded under APP) on the two fast nodes, on the two eco nodes and on the
+#     job's nodes (NODELIST, default all four);
+#  2. `greenup profile learn APP --model hetero --nodes COUNT` builds the hetero section
+#     from those runs (docs/profiles.md: each type's time on COUNT nodes; a run on both
+#     types is split by the types' times alone); power is the node types' site figures
+#     until greenupd fits it;
 #  3. one run under min-time (no cap: every node at f_max, but planned from the profile)
 #     gives greenupd a planned outcome to refine the profile from (version 2).
-# Prints one line per run: "learn APP RUN JOB SECONDS JOULES CHECK".
+# Prints one line per run: "learn APP RUN JOB SECONDS JOULES CHECK", then greenup's notes.
 # Usage: app_learn APP [NODELIST COUNT]   (the nodes later runs use; default n[1-4] 4)
 app_learn() {
-  local app=$1 nodes=${2:-n[1-4]} count=${3:-4} r jf je jm tf tm te
-  r=$(app_run "$app" -N2 -w 'n[1-2]' --energy-policy=monitor); echo "learn $app monitor-fast $r"; read -r jf tf _ _ <<<"$r"
-  r=$(app_run "$app" -N2 -w 'n[3-4]' --energy-policy=monitor); echo "learn $app monitor-eco $r"; read -r je te _ _ <<<"$r"
-  r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=monitor); echo "learn $app monitor-all $r"; read -r jm tm _ _ <<<"$r"
-  awk -v f="$tf" -v e="$te" -v m="$tm" 'BEGIN { exit !(f > 0 && e > 0 && m > 0) }' \
-    || { echo "learn $app: a monitor run measured no time (jobs $jf $je $jm)" >&2; return 1; }
-  local fast eco
-  read -r fast eco < <(awk -v f="$tf" -v e="$te" -v m="$tm" 'BEGIN {
-    eco = m; fast = m * f / e; if (fast > eco) { fast = m; eco = m * e / f }
-    printf "%.3f %.3f\n", fast, eco }')
-  cat > "$GC_SHARE/profiles/$app.yaml" <<YAML
-# Learned on this cluster from monitor jobs $jf (n1-n2), $je (n3-n4) and $jm ($nodes).
-name: $app
-version: 1
-description: $app, learned from measured monitor runs (tests/cluster/apps/lib.sh)
-hetero:
-  iterations: 1
-  node_types:
-    fast: { t_cp_s: $fast, t_cm_s: 0 }
-    eco:  { t_cp_s: $eco, t_cm_s: 0 }
-YAML
-  chmod 0644 "$GC_SHARE/profiles/$app.yaml"
-  "$APPS_GREENUP" profile check "$GC_SHARE/profiles/$app.yaml" --site "$GC_ETC/greenup.yaml" >/dev/null || return 1
+  local app=$1 nodes=${2:-n[1-4]} count=${3:-4} r
+  local jobs=()
+  r=$(app_run "$app" -N2 -w 'n[1-2]' --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-fast $r"; jobs+=("${r%% *}")
+  r=$(app_run "$app" -N2 -w 'n[3-4]' --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-eco $r"; jobs+=("${r%% *}")
+  r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-all $r"; jobs+=("${r%% *}")
+  app_learn_profile "$app" "${jobs[@]}" -- --model hetero --nodes "$count" || return 1
   r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=min-time --energy-profile="$app"); echo "learn $app min-time $r"
   for _ in $(seq 1 50); do [ -e "/var/lib/greenup-test/profiles/$app/v2.yaml" ] && return 0; sleep 0.1; done
   echo "learn $app: greenupd did not refine the profile" >&2; return 1
 }
 
+# Learn APP's amdahl profile on this cluster: APP runs under monitor on 1, 2 and 4 nodes
+# (n1, n[1-2], n[1-4]), and `greenup profile learn APP --model amdahl` fits F_p, T_C(0,1)
+# and the communication law to them. Prints "learn APP RUN JOB SECONDS JOULES CHECK" per
+# run, then greenup's notes. Usage: app_learn_amdahl APP
+app_learn_amdahl() {
+  local app=$1 r n jobs=()
+  for n in 1 2 4; do
+    r=$(app_run "$app" -N"$n" -w "$(case $n in 1) echo n1;; 2) echo 'n[1-2]';; *) echo 'n[1-4]';; esac)" \
+      --energy-policy=monitor --energy-profile="$app") || return 1
+    echo "learn $app monitor-$n $r"; jobs+=("${r%% *}")
+  done
+  app_learn_profile "$app" "${jobs[@]}" -- --model amdahl
+}
+# Wait until greenupd has settled how JOB ended against Slurm's final record (a node's
+# "completed" is stored as unknown until then, and learning uses completed runs only).
+app_settled() {
+  for _ in $(seq 1 100); do [ "$(app_record "$1" | jq -r .end)" != unknown ] && return 0; sleep 0.1; done
+}
+# Once JOBs are settled, greenup profile learn APP OPTIONS... as root into the site's
+# profile directory; prints its notes as "learn APP note TEXT".
+# Usage: app_learn_profile APP JOB... -- OPTION...
+app_learn_profile() {
+  local app=$1 out; shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do app_settled "$1"; shift; done; shift
+  out=$("$APPS_GREENUP" profile learn "$app" "$@" --force --site "$GC_ETC/greenup.yaml") || return 1
+  sed "s/^/learn $app note /" <<<"$out"
+}
