@@ -15,7 +15,8 @@ cd "$REPO"
 GREENUP_SLURM_VERSION_H=$GC24_ROOT/usr/include/slurm/slurm_version.h MPICC=$HERE/mpicc.sh \
   cargo build $flag -q -p spank_greenup -p greenup -p greenup-mpi
 # Without the root's mpicc the runtime would build without interception, and only warn.
-nm -D --defined-only "${CARGO_TARGET_DIR:-target}/$PROFILE/libgreenup_mpi.so" | grep -qw MPI_Send \
+# (grep reads all of nm's output: a `grep -q` that stops early fails nm under pipefail.)
+nm -D --defined-only "${CARGO_TARGET_DIR:-target}/$PROFILE/libgreenup_mpi.so" | grep -w MPI_Send >/dev/null \
   || { echo "slurm24 build: libgreenup_mpi.so has no interception (the root's mpicc failed?)" >&2; exit 1; }
 mkdir -p "$DIR"
 for f in greenup greenupd greenup-prolog-slurmctld libspank_greenup.so libgreenup_mpi.so; do
