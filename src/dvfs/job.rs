@@ -165,34 +165,14 @@ fn lock_job_dir(
     job_id: u32,
     patience: Option<Duration>,
 ) -> std::io::Result<Option<DirLock>> {
-    use std::os::fd::AsRawFd;
     let dir = match std::fs::File::open(JobDir::new(run_dir, job_id).path()) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let give_up = patience.map(|p| Instant::now() + p);
-    let mode = if give_up.is_some() {
-        libc::LOCK_EX | libc::LOCK_NB
-    } else {
-        libc::LOCK_EX
-    };
-    loop {
-        // SAFETY: flock on a descriptor this function owns; the lock ends when it closes.
-        if unsafe { libc::flock(dir.as_raw_fd(), mode) } == 0 {
-            return Ok(Some(DirLock { _held: dir }));
-        }
-        let e = std::io::Error::last_os_error();
-        match (e.kind(), give_up) {
-            (std::io::ErrorKind::Interrupted, _) => {}
-            (std::io::ErrorKind::WouldBlock, Some(t)) if Instant::now() < t => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            // Waited long enough: go ahead without the lock.
-            (std::io::ErrorKind::WouldBlock, Some(_)) => return Ok(Some(DirLock { _held: dir })),
-            _ => return Err(e),
-        }
-    }
+    // Waited long enough (`false`): go ahead without the lock.
+    state::lock_within(&dir, patience)?;
+    Ok(Some(DirLock { _held: dir }))
 }
 
 fn load_tally(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<Option<Tally>> {

@@ -113,20 +113,14 @@ const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn lock_node(run_dir: &Path) -> Result<NodeLock, String> {
     let dir = open_dir(run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
-    let give_up = std::time::Instant::now() + LOCK_PATIENCE;
-    loop {
-        // SAFETY: flock on a descriptor this function owns; the lock ends when it closes.
-        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(NodeLock { _held: dir });
-        }
-        let e = std::io::Error::last_os_error();
-        match e.kind() {
-            std::io::ErrorKind::Interrupted => {}
-            std::io::ErrorKind::WouldBlock if std::time::Instant::now() < give_up => {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            _ => return Err(format!("{}: cannot lock: {e}", run_dir.display())),
-        }
+    match state::lock_within(&dir, Some(LOCK_PATIENCE)) {
+        Ok(true) => Ok(NodeLock { _held: dir }),
+        Ok(false) => Err(format!(
+            "{}: another prolog held the node's lock for {} s",
+            run_dir.display(),
+            LOCK_PATIENCE.as_secs()
+        )),
+        Err(e) => Err(format!("{}: cannot lock: {e}", run_dir.display())),
     }
 }
 

@@ -76,3 +76,34 @@ pub fn remove_if_present(file: &Path) -> std::io::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// Take an exclusive `flock` on `file` (a run-directory entry), waiting at most `patience`
+/// (None: as long as it takes). Ok(false) when the patience ran out; each caller decides
+/// what a prolog or epilog does then, since neither may be held past Slurm's timeout.
+pub fn lock_within(
+    file: &std::fs::File,
+    patience: Option<std::time::Duration>,
+) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let give_up = patience.map(|p| std::time::Instant::now() + p);
+    let mode = if give_up.is_some() {
+        libc::LOCK_EX | libc::LOCK_NB
+    } else {
+        libc::LOCK_EX
+    };
+    loop {
+        // SAFETY: flock on a descriptor the caller keeps open; the lock ends when it closes.
+        if unsafe { libc::flock(file.as_raw_fd(), mode) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match (e.kind(), give_up) {
+            (std::io::ErrorKind::Interrupted, _) => {}
+            (std::io::ErrorKind::WouldBlock, Some(t)) if std::time::Instant::now() < t => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            (std::io::ErrorKind::WouldBlock, Some(_)) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
