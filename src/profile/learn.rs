@@ -162,11 +162,12 @@ type Section = (ProfileFile, Vec<String>, Vec<u64>);
 /// the MPI runtime's split, or a run on nodes of one type alone (every node then does
 /// the same work, and the whole wall time counts as compute).
 fn attributed(o: &Outcome, n: &super::refine::NodeOutcome) -> Option<(f64, f64)> {
-    match n.compute_s {
-        Some(c) => Some((c, n.comm_s.unwrap_or(o.time_s - c).max(0.0))),
-        None if o.nodes.iter().all(|m| m.node_type == n.node_type) => Some((o.time_s, 0.0)),
-        None => None,
-    }
+    o.split(n).or_else(|| {
+        o.nodes
+            .iter()
+            .all(|m| m.node_type == n.node_type)
+            .then_some((o.time_s, 0.0))
+    })
 }
 
 fn mean(v: &[f64]) -> f64 {

@@ -92,6 +92,14 @@ impl Outcome {
         self.nodes.iter().map(|n| n.energy_j).sum()
     }
 
+    /// Node `n`'s compute and communication seconds in this run, when the MPI runtime
+    /// measured its compute time (communication is the rest of the wall time where the
+    /// runtime did not give it).
+    pub(crate) fn split(&self, n: &NodeOutcome) -> Option<(f64, f64)> {
+        n.compute_s
+            .map(|c| (c, n.comm_s.unwrap_or(self.time_s - c).max(0.0)))
+    }
+
     /// The run's time blocked in communication (amdahl's T_B), the mean over its nodes,
     /// when every node measured it.
     pub(crate) fn blocked_s(&self) -> Option<f64> {
@@ -298,11 +306,10 @@ pub fn hetero(
         let mut all_timed = true;
         for o in &used {
             for n in o.nodes.iter().filter(|n| &n.node_type == ty) {
-                match n.compute_s {
-                    Some(c) => {
+                match o.split(n) {
+                    Some((c, blocked)) => {
                         cp.push(c / (fmax / n.freq_ghz) / iters);
-                        let blocked = n.comm_s.unwrap_or(o.time_s - c);
-                        cm.push(blocked.max(0.0) / iters);
+                        cm.push(blocked / iters);
                     }
                     None => all_timed = false,
                 }
