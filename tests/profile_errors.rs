@@ -200,3 +200,21 @@ fn find_refuses_paths_and_names_the_option() {
         .to_string();
     has(&s, &["option --energy-profile", "'nosuch'", "etc/profiles"]);
 }
+
+#[test]
+fn hetero_nodes_must_be_a_whole_number_of_nodes() {
+    for bad in ["0", "2.5", "-4"] {
+        let s = err(&GOOD.replace(
+            "  iterations: 100",
+            &format!("  iterations: 100\n  nodes: {bad}"),
+        ));
+        println!("{s}");
+        has(
+            &s,
+            &["app.yaml:5:", "hetero.nodes", bad, "a whole number >= 1"],
+        );
+    }
+    let ok = GOOD.replace("  iterations: 100", "  iterations: 100\n  nodes: 4");
+    let p = Profile::from_str(Path::new("app.yaml"), &ok).unwrap();
+    assert_eq!(p.hetero_nodes(), Some(4));
+}
