@@ -8,6 +8,7 @@
 
 mod budget_cmds;
 mod daemon_cmds;
+mod gpu;
 mod meter;
 mod model;
 mod plan;
@@ -58,6 +59,8 @@ enum Command {
     Report(report_cmds::ReportArgs),
     /// An application's history: runs, prediction error per profile version, savings.
     App(report_cmds::AppArgs),
+    /// This node's NVIDIA GPUs through NVML: readings, limits, locked clocks; set and restore (root).
+    Gpu(gpu::GpuArgs),
     /// Count a running job's energy on this node until it ends (started by the job prolog).
     Meter(meter::MeterArgs),
     /// The energy budgets: use, holds, what is left, forecast and warning level.
@@ -150,6 +153,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmds::report(args),
         Command::App(args) => report_cmds::app(args),
         Command::Meter(args) => meter::run(args),
+        Command::Gpu(args) => gpu::run(args),
         Command::Budget(args) => budget_cmds::budget(args),
         Command::Quote(args) => budget_cmds::quote(args),
     };

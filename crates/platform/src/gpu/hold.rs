@@ -135,10 +135,20 @@ pub fn save(file: &Path, rec: &GpuRecord) -> Result<(), HoldError> {
             .map_err(err)?;
     }
     let json = serde_json::to_vec_pretty(rec).map_err(|e| err(std::io::Error::other(e)))?;
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = file.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
     let written = (|| {
         use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         f.write_all(&json)?;
         f.sync_all()?;
         std::fs::rename(&tmp, file)
@@ -159,13 +169,17 @@ pub fn admin_lock(run_dir: &Path, uuid: &str) -> Option<(u32, u32)> {
     }
 }
 
-fn snapshot(gpu: &Gpu<'_>, lock_before: Option<(u32, u32)>) -> Result<SavedGpu, NvmlError> {
-    let start = GpuReading::read(gpu)?;
+fn snapshot(gpu: &Gpu<'_>, minor: u32) -> Result<SavedGpu, NvmlError> {
+    // Only what the end needs: who the GPU is, its limit, and its counter now. Clocks and
+    // utilization at a job's first instant say nothing about the job.
+    let uuid = gpu.uuid()?;
+    let power_limit_mw = gpu.power_limit_mw()?;
+    let start = GpuReading::counter(gpu, minor, uuid.clone());
     Ok(SavedGpu {
-        minor: start.minor,
-        uuid: start.uuid.clone(),
-        power_limit_mw: gpu.power_limit_mw()?,
-        lock_before_mhz: lock_before,
+        minor,
+        uuid,
+        power_limit_mw,
+        lock_before_mhz: None,
         power_limit: Control::NotAsked,
         clocks: Control::NotAsked,
         start,
@@ -195,13 +209,11 @@ pub fn begin(
         missing: Vec::new(),
     };
     let mut handles = Vec::new();
-    for &minor in minors {
-        let found = nvml.gpu_by_minor(minor).and_then(|g| {
-            let uuid = g.uuid()?;
-            snapshot(&g, lock_before(&uuid)).map(|s| (g, s))
-        });
-        match found {
-            Ok((g, saved)) => {
+    for (minor, found) in nvml.gpus_by_minor(minors)? {
+        let saved = found.and_then(|g| snapshot(&g, minor).map(|s| (g, s)));
+        match saved {
+            Ok((g, mut saved)) => {
+                saved.lock_before_mhz = lock_before(&saved.uuid);
                 handles.push(g);
                 rec.gpus.push(saved);
             }
@@ -289,19 +301,24 @@ pub fn end(nvml: &Nvml, file: &Path) -> Result<Option<Vec<GpuEnd>>, HoldError> {
     let Some(rec) = load(file)? else {
         return Ok(None);
     };
+    let minors: Vec<u32> = rec.gpus.iter().map(|g| g.minor).collect();
+    let mut by_minor = nvml.gpus_by_minor(&minors)?.into_iter();
     let mut out = Vec::new();
     for saved in rec.gpus {
-        let gpu = nvml.gpus().and_then(|all| {
-            for g in all {
-                if g.uuid()? == saved.uuid {
-                    return Ok(g);
-                }
-            }
-            Err(NvmlError::NoSuchMinor { minor: saved.minor })
-        });
+        // Found by its minor number when that still names the same GPU (the usual case),
+        // else by its UUID.
+        let same = |g: &Gpu<'_>| g.uuid().is_ok_and(|u| u == saved.uuid);
+        let gpu = match by_minor.next().map(|(_, g)| g) {
+            Some(Ok(g)) if same(&g) => Ok(g),
+            _ => nvml.gpus().and_then(|all| {
+                all.into_iter()
+                    .find(|g| same(g))
+                    .ok_or(NvmlError::NoSuchMinor { minor: saved.minor })
+            }),
+        };
         let (end, restore_error) = match gpu {
             Ok(g) => (
-                GpuReading::read(&g).ok(),
+                Some(GpuReading::counter(&g, saved.minor, saved.uuid.clone())),
                 restore_one(&g, &saved)
                     .err()
                     .map(|e| format!("{}: {e}", saved.uuid)),

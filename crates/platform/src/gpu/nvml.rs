@@ -187,6 +187,30 @@ impl Nvml {
         (0..self.count()?).map(|i| self.gpu(i)).collect()
     }
 
+    /// The GPUs whose device files are `/dev/nvidia{minor}` for each of `minors`, in that
+    /// order, each found or not; one pass over the node's GPUs, reading only their minors.
+    #[allow(clippy::type_complexity)]
+    pub fn gpus_by_minor(
+        &self,
+        minors: &[u32],
+    ) -> Result<Vec<(u32, Result<Gpu<'_>, NvmlError>)>, NvmlError> {
+        let mut all = Vec::new();
+        for g in self.gpus()? {
+            all.push((g.minor(), g));
+        }
+        Ok(minors
+            .iter()
+            .map(|&m| {
+                let found = all
+                    .iter()
+                    .find(|(got, _)| got.as_ref().ok() == Some(&m))
+                    .map(|(_, g)| *g)
+                    .ok_or(NvmlError::NoSuchMinor { minor: m });
+                (m, found)
+            })
+            .collect())
+    }
+
     /// The GPU whose device file is `/dev/nvidia{minor}`: Slurm's gres/gpu index
     /// (`SLURM_JOB_GPUS`) names GPUs by this number, not by NVML's index.
     pub fn gpu_by_minor(&self, minor: u32) -> Result<Gpu<'_>, NvmlError> {

@@ -35,6 +35,26 @@ pub fn now_unix_s() -> f64 {
 }
 
 impl GpuReading {
+    /// Read only the energy counter of `gpu` (known as `minor`, `uuid`): what a job's start
+    /// and end need.
+    pub fn counter(gpu: &Gpu<'_>, minor: u32, uuid: String) -> GpuReading {
+        let unix_s = now_unix_s();
+        let (energy_mj, problem) = match gpu.energy_mj() {
+            Ok(e) => (Some(e), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        GpuReading {
+            minor,
+            uuid,
+            unix_s,
+            energy_mj,
+            power_mw: None,
+            sm_mhz: None,
+            util_pct: None,
+            problem,
+        }
+    }
+
     /// Read every signal of `gpu`; a signal that fails is None and the first failure is kept.
     pub fn read(gpu: &Gpu<'_>) -> Result<GpuReading, NvmlError> {
         let mut problem = None;
