@@ -68,7 +68,7 @@ GREENUP="$greenup" NVML="$nvml" RUN_DIR="$run_dir" OUT="$out" timeout 420 python
 import csv, datetime, json, os, shutil, statistics, subprocess, sys, time
 
 T0 = time.time()
-DEADLINE = T0 + 330  # leave room for the bench and the restore checks
+DEADLINE = T0 + 270  # the runs stop here, leaving room for the bench and the restore checks
 G, NVML, RUN, OUT = (os.environ[k] for k in ("GREENUP", "NVML", "RUN_DIR", "OUT"))
 FAKE = os.environ.get("GREENUP_GPU_CHECK_FAKE_WORK") == "1"
 SMI = shutil.which("nvidia-smi")
@@ -321,14 +321,21 @@ with open(os.path.join(OUT, "runs.csv"), "w", newline="") as f:
         w.writerow(row)
 
 # --- The prolog's GPU cost, timed in-process by greenup gpu bench. -----------------------
-bench = {"read_and_save": gg_json("bench", "--iterations", "50", "--gpus", minor, timeout=150)}
+# NVML's init alone can take from milliseconds to a second (no persistence daemon): three
+# iterations first, then as many as fit in about 40 s, at most 50.
+t = time.time()
+probe = gg_json("bench", "--iterations", "3", "--gpus", minor, timeout=60)
+each = max((time.time() - t) / 3, 1e-3)
+iters = str(int(min(50, max(5, 40 / each))))
+print(f"bench: {each * 1e3:.0f} ms per iteration in the probe; {iters} iterations")
+bench = {"probe": probe, "read_and_save": gg_json("bench", "--iterations", iters, "--gpus", minor, timeout=100)}
 bench_args = []
 if held["power_limit"] and limit_mw:
     bench_args += ["--power-limit", f"{limit_mw / 1000:g}W"]
 if held["clocks"] and top:
     bench_args += ["--lock-clocks", f"{top},{top}"]
-if bench_args and time.time() < T0 + 390:
-    bench["read_save_set_restore"] = gg_json("bench", "--iterations", "50", "--gpus", minor, *bench_args, timeout=150)
+if bench_args and time.time() < T0 + 360:
+    bench["read_save_set_restore"] = gg_json("bench", "--iterations", iters, "--gpus", minor, *bench_args, timeout=100)
 json.dump(bench, open(os.path.join(OUT, "bench.json"), "w"), indent=2)
 
 # --- Summary. -------------------------------------------------------------------------------
@@ -345,6 +352,8 @@ widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
 lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in table]
 lines.append("")
 for k, r in bench.items():
+    if k == "probe":
+        continue
     for s in ((r.get("json") or {}).get("steps") or []):
         lines.append(f"bench {k}: {s['step']}: median {s['median_ms']:.3f} ms, p90 {s['p90_ms']:.3f} ms")
     if not r.get("json"):
