@@ -33,7 +33,8 @@ if [ ! -x "$greenup" ]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-exec > >(tee "$out/log.txt") 2>&1
+
+check() {
 
 nvml=${GREENUP_GPU_CHECK_NVML:-}
 if [ -z "$nvml" ]; then
@@ -379,4 +380,8 @@ if command -v nvidia-smi >/dev/null; then
 fi
 rm -rf "$run_dir"
 echo "files: $(ls "$out" | tr '\n' ' ')"
-exit $rc
+return $rc
+}
+
+check 2>&1 | tee "$out/log.txt"
+exit "${PIPESTATUS[0]}"

@@ -106,6 +106,7 @@ fn site() -> Site {
     Site {
         path: PathBuf::from("/etc/slurm/greenup.yaml"),
         node_types,
+        gpu_types: Default::default(),
         nodes,
         partitions,
         power_cap_w: None,
@@ -133,6 +134,7 @@ fn site() -> Site {
             run_dir: PathBuf::from("/run/greenup"),
             per_core_shared: false,
             mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
+            nvml_library: "libnvidia-ml.so.1".into(),
         },
         budgets: Vec::new(),
         baseline: None,

@@ -89,6 +89,8 @@ struct RawBaseline {
 struct RawNodeType {
     frequencies: Spanned<Value>,
     power: RawPower,
+    #[serde(default)]
+    gpus: Option<Spanned<super::gpu::RawGpus>>,
 }
 
 #[derive(Deserialize)]
@@ -152,6 +154,8 @@ struct RawDvfs {
     per_core_shared: Option<Spanned<Value>>,
     #[serde(default)]
     mpi_runtime: Option<Spanned<Value>>,
+    #[serde(default)]
+    nvml_library: Option<Spanned<Value>>,
 }
 
 /// Read and check the site config at `path`.
@@ -353,8 +357,13 @@ impl Checker<'_> {
             ));
         }
         let mut node_types = BTreeMap::new();
-        for (name, t) in in_file_order(raw.node_types) {
+        let mut gpu_types = BTreeMap::new();
+        for (name, mut t) in in_file_order(raw.node_types) {
+            let gpus = t.value.gpus.take();
             let nt = self.node_type(&name, t)?;
+            if let Some(g) = gpus {
+                gpu_types.insert(name.clone(), self.gpus(&name, g)?);
+            }
             node_types.insert(name, nt);
         }
 
@@ -491,6 +500,7 @@ impl Checker<'_> {
             path: self.path.to_path_buf(),
             budgets,
             node_types,
+            gpu_types,
             nodes,
             partitions,
             power_cap_w,
@@ -914,6 +924,7 @@ impl Checker<'_> {
             run_dir: self.path_or(&d.run_dir, "dvfs.run_dir", DEFAULT_RUN_DIR)?,
             per_core_shared: self.boolean(&d.per_core_shared, "dvfs.per_core_shared", false)?,
             mpi_runtime: self.path_or(&d.mpi_runtime, "dvfs.mpi_runtime", DEFAULT_MPI_RUNTIME)?,
+            nvml_library: self.nvml_library(&d.nvml_library)?,
         })
     }
 }

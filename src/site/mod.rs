@@ -6,6 +6,7 @@
 //! types are what the rest of greenup reads.
 
 mod budgets;
+mod gpu;
 mod load;
 pub mod node;
 
@@ -177,10 +178,32 @@ pub struct DvfsSettings {
     /// communication-phase DVFS (`libgreenup_mpi.so`).
     #[serde(default = "default_mpi_runtime")]
     pub mpi_runtime: PathBuf,
+    /// Where each node loads NVML from (`libnvidia-ml.so.1`): the site's path, never the job's.
+    #[serde(default = "default_nvml_library")]
+    pub nvml_library: PathBuf,
 }
 
 fn default_mpi_runtime() -> PathBuf {
     PathBuf::from(load::DEFAULT_MPI_RUNTIME)
+}
+
+fn default_nvml_library() -> PathBuf {
+    PathBuf::from(greenup_platform::gpu::DEFAULT_LIBRARY)
+}
+
+/// The GPUs of one node type (`node_types.T.gpus`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuType {
+    /// GPUs per node.
+    pub count: u32,
+    /// The SM clock range greenup may lock within, in MHz (None: what NVML offers).
+    pub clocks_mhz: Option<(u32, u32)>,
+    /// The power limits greenup may set, in watts (None: what NVML accepts).
+    pub power_limit_w: Option<(f64, f64)>,
+    /// Dynamic power of one GPU at its top clock, fully busy, in watts.
+    pub dynamic_w: f64,
+    /// Static power of one GPU, in watts.
+    pub static_w: f64,
 }
 
 /// What greenupd does when a policy's measured slowdown for an application exceeds
@@ -224,6 +247,8 @@ pub struct Site {
     pub path: PathBuf,
     /// Node types by name.
     pub node_types: BTreeMap<String, NodeType>,
+    /// The GPUs of the node types that have them, by node type name.
+    pub gpu_types: BTreeMap<String, GpuType>,
     /// Node name -> node type name.
     pub nodes: BTreeMap<String, String>,
     /// Partitions by name.

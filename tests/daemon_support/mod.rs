@@ -147,6 +147,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
     Site {
         path: dir.join("greenup.yaml"),
         node_types,
+        gpu_types: Default::default(),
         nodes: names
             .iter()
             .map(|n| (n.clone(), "std".to_string()))
@@ -177,6 +178,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             run_dir: dir.join("run"),
             per_core_shared: false,
             mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
+            nvml_library: "libnvidia-ml.so.1".into(),
         },
         budgets: Vec::new(),
         baseline: None,

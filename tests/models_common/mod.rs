@@ -45,6 +45,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
     Site {
         path: PathBuf::from("test-site.yaml"),
         node_types: types.into_iter().map(|t| (t.name.clone(), t)).collect(),
+        gpu_types: Default::default(),
         nodes: nodes
             .iter()
             .map(|(n, t)| (n.to_string(), t.to_string()))
@@ -75,6 +76,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             run_dir: PathBuf::from("/run/greenup"),
             per_core_shared: false,
             mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
+            nvml_library: "libnvidia-ml.so.1".into(),
         },
         budgets: Vec::new(),
         baseline: None,

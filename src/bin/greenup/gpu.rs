@@ -19,7 +19,7 @@ use crate::{Failure, Outcome, emit, print_json};
 pub struct GpuArgs {
     #[command(subcommand)]
     action: Option<GpuAction>,
-    /// Where NVML is (default: the site config's `gpu.nvml_library` with --site, else libnvidia-ml.so.1).
+    /// Where NVML is (default: the site config's `dvfs.nvml_library` with --site, else libnvidia-ml.so.1).
     #[arg(long, global = true)]
     nvml: Option<PathBuf>,
     /// The site config to take NVML's path and the run directory from.
@@ -111,6 +111,7 @@ fn place(a: &GpuArgs) -> Result<Place, Failure> {
     let library = a
         .nvml
         .clone()
+        .or_else(|| site.as_ref().map(|s| s.dvfs.nvml_library.clone()))
         .unwrap_or_else(|| PathBuf::from(DEFAULT_LIBRARY));
     let run_dir = a
         .run_dir
