@@ -317,6 +317,7 @@ fn main() -> std::process::ExitCode {
             source: Some(greenup::record::Source::Rapl),
             restored: true,
             note: None,
+            gpu: None,
         };
         c.record_outcome(o).map_err(|e| e.to_string())?;
         if let Some(a) = &acks {

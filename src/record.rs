@@ -308,6 +308,44 @@ pub struct NodeOutcome {
     /// seconds, MPI%, time at the lowered frequency), when the runtime ran in them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm: Option<crate::comm::NodeComm>,
+    /// What the job's GPUs on this node used, measured through NVML, when it had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<NodeGpu>,
+}
+
+/// Where a node's GPU figures come from: NVML's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuSource {
+    /// `nvmlDeviceGetTotalEnergyConsumption` and the readings of the job's GPUs.
+    #[default]
+    Nvml,
+}
+
+/// The job's GPUs on one node: energy, average power, SM clock and utilization.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeGpu {
+    /// How many of the job's GPUs the node holds (Slurm's `SLURM_JOB_GPUS`).
+    pub gpus: u32,
+    /// Where the figures come from.
+    #[serde(default)]
+    pub source: GpuSource,
+    /// Joules all of them used, only when every one was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// That energy over the time between the start and end readings, watts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_power_w: Option<f64>,
+    /// Mean SM clock while the job ran, MHz (sampled by the meter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_mhz: Option<f64>,
+    /// Mean utilization while the job ran, percent (sampled by the meter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util_pct: Option<f64>,
+    /// Why something is missing or was not restored, if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 fn yes() -> bool {

@@ -137,6 +137,7 @@ fn a_five_thousand_node_job_never_breaks_listing_or_its_report() {
                         source: Some("rapl".into()),
                         restored: true,
                         note: Some(note(i, NOTE)),
+                        gpu: None,
                     })
                     .unwrap();
                 }

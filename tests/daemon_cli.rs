@@ -30,6 +30,7 @@ fn users_see_their_own_jobs_root_sees_all() {
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
+        gpu: None,
     };
     assert!(root.record_outcome(o).unwrap());
     let sock = format!("unix:{}", d.socket.display());

@@ -161,6 +161,7 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
         restored: true,
         note: None,
         comm: None,
+        gpu: None,
     })
     .unwrap();
     c.close_job(1, None).unwrap();
@@ -345,6 +346,7 @@ daemon:
             restored: true,
             note: None,
             comm: None,
+            gpu: None,
         })
         .unwrap();
     client().close_job(2, None).unwrap();

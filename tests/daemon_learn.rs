@@ -41,6 +41,7 @@ fn run(d: &Daemon, job_id: u64, n: usize, ghz: f64, secs: f64) {
             source: Some(Source::Rapl),
             restored: true,
             note: None,
+            gpu: None,
         })
         .unwrap();
     }

@@ -77,6 +77,7 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
                 restored: true,
                 note: None,
                 comm: None,
+                gpu: None,
             })
             .unwrap();
         }

@@ -213,6 +213,7 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
         source: None,
         restored: true,
         note: None,
+        gpu: None,
     };
     assert_eq!(
         code(&as_user(&Request::RecordOutcome(outcome))),
@@ -278,6 +279,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
+        gpu: None,
     })
     .unwrap();
     root.close_job(31, Some(greenup::record::JobEnd::Completed))

@@ -167,6 +167,7 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
             source: None,
             restored: true,
             note: None,
+            gpu: None,
         })
         .unwrap();
     }

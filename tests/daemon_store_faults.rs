@@ -66,6 +66,7 @@ fn outcome(job_id: u64, node: &str) -> NodeOutcome {
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
+        gpu: None,
     }
 }
 

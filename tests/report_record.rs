@@ -23,6 +23,7 @@ fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>)
         source: Some(greenup::record::Source::parse(source)),
         restored: true,
         note: note.map(str::to_string),
+        gpu: None,
     }
 }
 

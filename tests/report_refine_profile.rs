@@ -139,6 +139,7 @@ mod after_close {
             source: Some(greenup::record::Source::parse(src)),
             restored: true,
             note: None,
+            gpu: None,
         };
         JobRecord {
             job_id,

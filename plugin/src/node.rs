@@ -674,6 +674,7 @@ pub fn wire_outcome(
         source,
         restored: o.restore_error.is_none(),
         note: Some(note),
+        gpu: None,
     }
 }
 

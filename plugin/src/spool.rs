@@ -286,6 +286,7 @@ mod tests {
                 source: Some(greenup::record::Source::Rapl),
                 restored: true,
                 note: Some("applied".into()),
+                gpu: None,
             }],
             close,
             end: close.then_some(JobEnd::Completed),

@@ -434,6 +434,7 @@ mod tests {
                         comm_s,
                         ..Default::default()
                     }),
+                    gpu: None,
                 })
                 .collect(),
         }

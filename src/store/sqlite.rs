@@ -95,16 +95,26 @@ PRAGMA user_version = 5;
 COMMIT;
 ";
 
+/// Version 6: a node's outcome keeps what the job's GPUs used there (`gpu`,
+/// [`crate::record::NodeGpu`] as JSON); older rows have none.
+const MIGRATE_TO_6: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE outcomes ADD COLUMN gpu TEXT;
+PRAGMA user_version = 6;
+COMMIT;
+";
+
 /// Each step that brings an older store up to date, in order: (version, script).
 const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_TO_2),
     (3, super::charges::MIGRATE_TO_3),
     (4, MIGRATE_TO_4),
     (5, MIGRATE_TO_5),
+    (6, MIGRATE_TO_6),
 ];
 
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -432,12 +442,13 @@ impl SqliteStore {
         let n = self
             .conn
             .prepare_cached(
-                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at, comm)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at, comm, gpu)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )
             .and_then(|mut s| {
                 let comm = o.comm.as_ref().and_then(|c| serde_json::to_string(c).ok());
-                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm])
+                let gpu = o.gpu.as_ref().and_then(|g| serde_json::to_string(g).ok());
+                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm, gpu])
             })
             .map_err(write_err)?;
         // An outcome that comes after the close (from a node's spool) settles again.
@@ -504,7 +515,7 @@ impl SqliteStore {
         let mut s = self
             .conn
             .prepare_cached(
-                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note, comm FROM outcomes
+                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note, comm, gpu FROM outcomes
                  WHERE job_id = ?1 ORDER BY node",
             )
             .map_err(read_err)?;
@@ -522,6 +533,9 @@ impl SqliteStore {
                     comm: r
                         .get::<_, Option<String>>(7)?
                         .and_then(|c| serde_json::from_str(&c).ok()),
+                    gpu: r
+                        .get::<_, Option<String>>(8)?
+                        .and_then(|g| serde_json::from_str(&g).ok()),
                 })
             })
             .map_err(read_err)?;
@@ -991,6 +1005,7 @@ mod tests {
                 source: Some(Source::Rapl),
                 restored: true,
                 note: None,
+                gpu: None,
             },
             at: 1001,
         }
@@ -1166,6 +1181,7 @@ mod tests {
                 source: None,
                 restored: true,
                 note: None,
+                gpu: None,
             },
             at: 0,
         };

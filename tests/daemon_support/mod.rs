@@ -329,6 +329,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
             source: source.map(greenup::record::Source::parse),
             restored: true,
             note: None,
+            gpu: None,
         })
         .unwrap();
     }

@@ -74,6 +74,9 @@ pub struct GpuRecord {
     pub gpus: Vec<SavedGpu>,
     /// GPUs Slurm named that could not be found or read, and why.
     pub missing: Vec<String>,
+    /// The NVML library the record was made with, so a meter during the job loads the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<PathBuf>,
 }
 
 /// Why a hold could not be saved, read or finished.
@@ -100,6 +103,13 @@ pub fn record_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
         .join(format!("{node}.gpu.json"))
 }
 
+/// The running means of `node`'s GPUs' SM clock and utilization for `job_id`, kept by the meter.
+pub fn samples_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
+    run_dir
+        .join(job_id.to_string())
+        .join(format!("{node}.gpu-samples.json"))
+}
+
 /// The node's own record of an admin's `greenup gpu set`, outside any job.
 pub fn admin_path(run_dir: &Path) -> PathBuf {
     run_dir.join("gpu-admin.json")
@@ -122,6 +132,12 @@ pub fn load(file: &Path) -> Result<Option<GpuRecord>, HoldError> {
 
 /// Write a record through a temporary file and a rename; its directory is made root's alone.
 pub fn save(file: &Path, rec: &GpuRecord) -> Result<(), HoldError> {
+    write_json(file, rec)
+}
+
+/// Write `value` as JSON to `file` through a temporary file (0600) and a rename, making
+/// its directory (0700) if needed.
+pub(crate) fn write_json<T: Serialize>(file: &Path, value: &T) -> Result<(), HoldError> {
     let err = |source| HoldError::Record {
         path: file.to_path_buf(),
         source,
@@ -134,7 +150,7 @@ pub fn save(file: &Path, rec: &GpuRecord) -> Result<(), HoldError> {
             .create(dir)
             .map_err(err)?;
     }
-    let json = serde_json::to_vec_pretty(rec).map_err(|e| err(std::io::Error::other(e)))?;
+    let json = serde_json::to_vec_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -207,6 +223,7 @@ pub fn begin(
         request: req,
         gpus: Vec::new(),
         missing: Vec::new(),
+        library: Some(nvml.path().to_path_buf()),
     };
     let mut handles = Vec::new();
     for (minor, found) in nvml.gpus_by_minor(minors)? {

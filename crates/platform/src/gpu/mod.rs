@@ -13,6 +13,7 @@ pub mod error;
 pub mod hold;
 pub mod nvml;
 pub mod reading;
+pub mod samples;
 
 pub use error::{Code, NvmlError};
 pub use hold::{Control, GpuRecord, Request, SavedGpu};
