@@ -10,6 +10,7 @@ pub mod args;
 pub mod command;
 pub mod controller;
 pub mod end;
+pub mod gpu;
 pub mod node;
 pub mod options;
 pub mod slurm_env;

@@ -66,6 +66,8 @@ pub struct JobEnv {
     pub options: Checked,
     /// The batch script's `exit:signal` as the epilog's environment gives it.
     pub exit: Option<(u32, u32)>,
+    /// `SLURM_JOB_GPUS`: the job's GPUs on this node by /dev/nvidiaN number, if it has any.
+    pub gpus: Option<String>,
     /// The job's time limit in seconds, where Slurm puts it in the prolog's environment
     /// (23.02 and later); otherwise greenupd asks slurmctld.
     pub time_limit_s: Option<f64>,
@@ -130,6 +132,7 @@ impl JobEnv {
             cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
             options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
             exit: end::exit_from_env(&get),
+            gpus: get("SLURM_JOB_GPUS"),
             time_limit_s: time_limit::from_prolog_env(&get, slurm_version)
                 .and_then(|l| l.seconds()),
         })
@@ -314,6 +317,16 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         Ok(rec) => {
             if khz.is_some() && rec.applied.is_none() && scope == Scope::Node {
                 warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
+            }
+            let (gpu_warning, gpu_note) = crate::gpu::start(&site, &paths.run_dir, job);
+            if let Some(w) = gpu_warning {
+                warn(log, &paths.run_dir, job, &w);
+            }
+            if let Some(n) = gpu_note {
+                log(
+                    Level::Info,
+                    &format!("greenup: job {} on {}: {n}", job.job_id, job.node),
+                );
             }
             if !rec.energy_start.zones.is_empty() {
                 start_meter(args, &paths, job, log);
@@ -684,6 +697,7 @@ fn report_end(
     site: &NodeConfig,
     job: &JobEnv,
     outcomes: &[(dvfs_job::NodeOutcome, Option<NodeComm>)],
+    gpu: Option<greenup::record::NodeGpu>,
     log: Log,
 ) {
     // Only the first node closes: it runs the batch script, so slurmctld knows the
@@ -704,7 +718,11 @@ fn report_end(
         node: job.node.clone(),
         outcomes: outcomes
             .iter()
-            .map(|(o, c)| wire_outcome(job, o, c.clone()))
+            .map(|(o, c)| {
+                let mut w = wire_outcome(job, o, c.clone());
+                w.gpu = gpu.clone().filter(|_| o.node == job.node);
+                w
+            })
             .collect(),
         close,
         end: ended.filter(|_| close),
@@ -822,9 +840,10 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
             ),
         }
     }
+    let gpu = crate::gpu::end(&site, &paths.run_dir, job);
     let decided = saved_decision(&paths.run_dir, job.job_id, &job.node).is_some();
     if decided {
-        report_end(&site, job, &outcomes, log);
+        report_end(&site, job, &outcomes, gpu, log);
     }
     for f in [
         dir.warning(&job.node),
@@ -926,6 +945,7 @@ mod tests {
             cpus_per_node: Some("4,2".into()),
             options: Checked::default(),
             exit: None,
+            gpus: None,
             time_limit_s: None,
         };
         assert!(!holds_whole_node(&job, t.path()));

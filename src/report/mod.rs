@@ -46,6 +46,9 @@ pub struct NodeReport {
     /// it did not run there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<NodeMpi>,
+    /// What the job's GPUs on this node used (NVML); `None` when it had none there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::record::NodeGpu>,
 }
 
 /// One node's MPI ranks as greenup's runtime measured them.

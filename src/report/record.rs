@@ -158,6 +158,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 }
                 Some(mpi)
             }),
+            gpu: out.and_then(|o| o.gpu.clone()),
         });
     }
     let not_applied: Vec<String> = nodes

@@ -201,6 +201,18 @@ pub fn job_report(r: &JobReport) -> String {
     if mpi {
         header.extend(["MPI%", "LOW_FREQ", "COMM_SAVED"]);
     }
+    // The GPU columns only when a node had GPUs.
+    let gpu = r.nodes.iter().any(|n| n.gpu.is_some());
+    if gpu {
+        header.extend([
+            "GPUS",
+            "GPU_SOURCE",
+            "GPU_ENERGY",
+            "GPU_POWER",
+            "SM_CLOCK",
+            "GPU_UTIL",
+        ]);
+    }
     nodes.set_header(header);
     for n in &r.nodes {
         let mut row = vec![
@@ -224,6 +236,20 @@ pub fn job_report(r: &JobReport) -> String {
                 opt_dash(n.mpi.and_then(|m| m.saved_j), |j| {
                     format!("~{}", fmt_energy(j))
                 }),
+            ]);
+        }
+        if gpu {
+            let g = n.gpu.as_ref();
+            row.extend([
+                g.map_or("-".into(), |g| g.gpus.to_string()),
+                g.map_or("-".into(), |_| "nvml".into()),
+                match g {
+                    Some(g) => opt(g.energy_j, fmt_energy),
+                    None => "-".into(),
+                },
+                opt_dash(g.and_then(|g| g.avg_power_w), |w| format!("{w:.1} W")),
+                opt_dash(g.and_then(|g| g.sm_mhz), |m| format!("{m:.0} MHz")),
+                opt_dash(g.and_then(|g| g.util_pct), |u| format!("{u:.1}%")),
             ]);
         }
         nodes.add_row(row);

@@ -33,6 +33,7 @@ fn node(
         predicted_energy_j: Some(pred),
         measured_energy_j: meas,
         mpi: None,
+        gpu: None,
     }
 }
 

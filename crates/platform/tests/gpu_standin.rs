@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use greenup_platform::gpu::hold::{self, Control, Request};
-use greenup_platform::gpu::{Code, Nvml, NvmlError};
+use greenup_platform::gpu::{Code, Nvml, NvmlError, samples};
 
 /// The stand-in is steered by one process-wide variable, and NVML's init is process-wide:
 /// one test at a time.
@@ -426,4 +426,24 @@ fn a_gpu_slurm_named_that_the_node_lacks_is_listed_not_invented() {
         vec!["/dev/nvidia5: no GPU with minor number 5 (/dev/nvidia5) on this node".to_string()]
     );
     assert!(!node.file(Some(0), "writes").exists());
+}
+
+#[test]
+fn the_meter_keeps_the_means_of_the_held_gpus_only() {
+    let node = Node::new(&[0, 1]);
+    let run = run_dir(&node);
+    let nvml = node.open();
+    let file = hold::record_path(&run, 21, "n1");
+    let rec = hold::begin(&nvml, &file, 21, &[1], Request::default(), |_| None).unwrap();
+    let out = hold::samples_path(&run, 21, "n1");
+    // Busy at 1980 MHz, then idle (the lowest clock, 800 MHz, 0%): means 1390 MHz, 50%.
+    samples::sample(&nvml, &rec, &out).unwrap();
+    node.put(Some(1), "util", "0");
+    // GPU 0 is not the job's: whatever it does is not counted.
+    node.put(Some(0), "util", "0");
+    let s = samples::sample(&nvml, &rec, &out).unwrap();
+    assert_eq!((s.sm_n, s.util_n), (2, 2));
+    assert_eq!(s.sm_mhz(), Some((1980.0 + 800.0) / 2.0));
+    assert_eq!(s.util_pct(), Some(50.0));
+    assert_eq!(samples::load(&out).unwrap(), Some(s));
 }

@@ -1,7 +1,8 @@
 //! `greenup meter`: count one job's RAPL energy on this node while the job runs. The
 //! plugin's job prolog starts it as root; it stops by itself once the job's epilog has
 //! taken the last reading, so a counter that wraps many times in a long job is counted
-//! in full.
+//! in full. Where the job holds GPUs, it also samples their SM clock and utilization, so
+//! the end can report their means over the job.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,6 +46,9 @@ pub fn run(a: MeterArgs) -> Outcome {
         sysfs_root: a.sysfs_root,
         run_dir: a.run_dir,
     };
+    // The GPU sampler ends with this process: the CPU count below ends at the epilog.
+    let (run_dir, node) = (paths.run_dir.clone(), a.node.clone());
+    let _gpus = std::thread::spawn(move || sample_gpus(&run_dir, a.job_id, &node));
     count_until_end(
         &paths,
         a.job_id,
@@ -52,4 +56,33 @@ pub fn run(a: MeterArgs) -> Outcome {
         Duration::from_secs(a.every_at_most),
     )
     .map_err(|e| Failure::Runtime(e.to_string()))
+}
+
+/// How often the job's GPUs' SM clock and utilization are read.
+const GPU_EVERY: Duration = Duration::from_secs(5);
+
+/// Sample the job's GPUs until their record is gone (the epilog ended them), with the
+/// NVML library the prolog used. A job without GPUs returns at once.
+fn sample_gpus(run_dir: &std::path::Path, job_id: u32, node: &str) {
+    use greenup_platform::gpu::{Nvml, hold, samples};
+    let record = hold::record_path(run_dir, job_id, node);
+    let Ok(Some(rec)) = hold::load(&record) else {
+        return;
+    };
+    let Some(Ok(nvml)) = rec.library.as_deref().map(Nvml::open) else {
+        return;
+    };
+    let out = hold::samples_path(run_dir, job_id, node);
+    loop {
+        if !record.exists() {
+            return;
+        }
+        let _ = samples::sample(&nvml, &rec, &out);
+        // The epilog may have read and removed the sums in the meantime: leave nothing behind.
+        if !record.exists() {
+            let _ = std::fs::remove_file(&out);
+            return;
+        }
+        std::thread::sleep(GPU_EVERY);
+    }
 }
