@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use greenup::comm::{self, CommDvfs, WaitMode};
+use greenup_comm::{self as comm, CommDvfs, WaitMode};
 
 use crate::cpufreq::Controls;
 use crate::rank;

@@ -1,4 +1,4 @@
-//! This rank's counters and its file for the epilog (`greenup::comm::write_rank`),
+//! This rank's counters and its file for the epilog (`greenup_comm::write_rank`),
 //! written at MPI_Finalize, or marked incomplete when the program ends without it: at
 //! exit, or at a SIGTERM (Slurm's cancel and time limit) that nothing else handles.
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use greenup::comm::{self, RankStats};
+use greenup_comm::{self as comm, RankStats};
 
 /// Counters shared by every thread of the rank.
 pub struct Counters {
@@ -142,7 +142,7 @@ impl std::fmt::Write for FixedBuf {
     }
 }
 
-/// `stats` as the JSON `greenup::comm::RankStats` reads, written without allocating.
+/// `stats` as the JSON `greenup_comm::RankStats` reads, written without allocating.
 fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Result {
     write!(
         out,

@@ -154,7 +154,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 let t = ctx.site.and_then(|s| s.node_types.get(ty));
                 if let (Some(t), Some(f_run)) = (t, o.freq_ghz) {
                     let f_low = d.comm_dvfs.and_then(|p| p.low_ghz).unwrap_or(t.fmin());
-                    mpi.saved_j = c.saved_j(t, f_run, f_low);
+                    mpi.saved_j = crate::comm::saved_j(c, t, f_run, f_low);
                 }
                 Some(mpi)
             }),
