@@ -4,7 +4,7 @@
 
 pub use greenup_comm::*;
 
-use crate::site::NodeType;
+use crate::model::NodeType;
 
 /// Joules communication-phase DVFS saved on this node: the runtime's own figure when
 /// it gave one, else an estimate from the node type's dynamic power. Each rank lowers
@@ -29,11 +29,11 @@ pub fn saved_j(c: &NodeComm, node_type: &NodeType, f_run: f64, f_low: f64) -> Op
 mod tests {
     use super::*;
 
-    fn node_type() -> crate::site::NodeType {
-        crate::site::NodeType {
+    fn node_type() -> crate::model::NodeType {
+        crate::model::NodeType {
             name: "t".into(),
             freqs_ghz: vec![1.0, 2.4, 3.0],
-            power: crate::site::PowerModel::AtMax {
+            power: crate::model::PowerModel::AtMax {
                 dynamic_w: 120.0,
                 static_w: 50.0,
                 gamma: 3.0,

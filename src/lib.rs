@@ -16,6 +16,7 @@ pub mod optimize;
 pub mod plan;
 pub mod policy;
 pub mod profile;
+pub mod query;
 pub mod record;
 pub mod site;
 pub mod slurm;

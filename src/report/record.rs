@@ -2,9 +2,9 @@
 //! decision and per-node outcomes), optionally with the profile's predictor
 //! and the site, which add per-node predictions, EE and the baseline's EE.
 
-use crate::daemon::protocol::{self, JobRecord, Verdict};
 use crate::model::{Config, NodeSetting, Predictor};
 use crate::plan::Estimate;
+use crate::record::{JobRecord, JobState, Verdict};
 use crate::site::Site;
 
 use super::accounting::SlurmEnergy;
@@ -56,7 +56,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
     {
         warnings.push(Warning::Infeasible(p.reason.clone()));
     }
-    if rec.state == protocol::JobState::Reclaimed {
+    if rec.state == JobState::Reclaimed {
         warnings.push(Warning::Fallback(
             "the job vanished without a close; its reservation was reclaimed".into(),
         ));

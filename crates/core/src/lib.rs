@@ -4,3 +4,4 @@
 
 pub mod fs;
 pub mod units;
+pub mod utc;
