@@ -1,331 +1,39 @@
-//! The contract between greenup's in-job MPI runtime (`libgreenup_mpi.so`, preloaded into
-//! a job's tasks) and the node that runs it: the settings of communication-phase DVFS
-//! (paper 002), the environment that carries them into the tasks, and the per-rank
-//! measurements the runtime leaves behind for the epilog.
-//!
-//! The runtime writes one file per rank, `rank-R.json`, into the directory named by
-//! [`env::DIR`]. That directory belongs to the job's user, so the epilog (root) reads
-//! it as untrusted input: no links, bounded sizes and counts, and times that must fit
-//! inside the job's wall time.
+//! What the in-job MPI runtime's measurements are worth in the site's terms. The runtime's
+//! contract with the node (its settings, control files and rank files) is the crate
+//! `greenup-comm`, re-exported here so that the library speaks of one `comm`.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+pub use greenup_comm::*;
 
-use serde::{Deserialize, Serialize};
+use crate::model::NodeType;
 
-/// Names of the environment variables the plugin sets in a task for the runtime.
-pub mod env {
-    /// Directory where each rank writes `rank-R.json`. Unset: the runtime measures nothing.
-    pub const DIR: &str = "GREENUP_MPI_DIR";
-    /// The [`super::CommDvfs`] settings, as one line of JSON. Unset: no frequency changes.
-    pub const COMM_DVFS: &str = "GREENUP_COMM_DVFS";
-    /// The sysfs root the runtime writes cpufreq controls under (tests set a stand-in).
-    pub const SYSFS_ROOT: &str = "GREENUP_SYSFS_ROOT";
-    /// The sysfs root when [`SYSFS_ROOT`] is unset.
-    pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
-}
-
-/// The cpufreq files (in `devices/system/cpu/cpufreq/policyN/`) the runtime writes: the
-/// set speed when the policy's governor is `userspace`, otherwise the frequency ceiling.
-/// greenup's prolog lends only the first, for the job's own CPUs (`dvfs::lend`): a
-/// ceiling the user could write would lift the decision, so where there is no
-/// userspace governor the runtime measures and lowers nothing.
-pub const CONTROL_FILES: [&str; 2] = ["scaling_setspeed", "scaling_max_freq"];
-
-/// How a rank waits in a long blocking call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitMode {
-    /// The MPI library's own wait: usually a busy poll.
-    Poll,
-    /// Test, then sleep with a growing back-off: the core idles (paper 002's interrupt mode).
-    #[default]
-    Block,
-}
-
-/// Communication-phase DVFS, as a policy asks for it (`comm_dvfs:` in a policy file).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CommDvfs {
-    /// Whether the runtime lowers the frequency at all; it measures either way.
-    pub enabled: bool,
-    /// A contiguous transfer of at least this many bytes is lowered at once (paper 002: 16 KiB).
-    pub threshold_bytes: u64,
-    /// The same for strided or non-contiguous transfers (paper 002: 64 KiB).
-    pub strided_threshold_bytes: u64,
-    /// Any blocking call that has lasted this long is lowered (COUNTDOWN: 500 µs).
-    pub timeout_us: u64,
-    /// The frequency to lower to, in GHz; unset means the node type's lowest gear.
-    pub low_ghz: Option<f64>,
-    /// How a long blocking call waits.
-    pub wait: WaitMode,
-}
-
-impl Default for CommDvfs {
-    fn default() -> CommDvfs {
-        CommDvfs {
-            enabled: true,
-            threshold_bytes: 16 * 1024,
-            strided_threshold_bytes: 64 * 1024,
-            timeout_us: 500,
-            low_ghz: None,
-            wait: WaitMode::Block,
-        }
+/// Joules communication-phase DVFS saved on this node: the runtime's own figure when
+/// it gave one, else an estimate from the node type's dynamic power. Each rank lowers
+/// one core, and the node's dynamic power spreads over its CPUs, so the core-seconds
+/// lowered (`ranks × low_s`) save `(P_dyn(f_run) − P_dyn(f_low)) / cpus` watts each.
+/// Dynamic power only: a blocking wait that idles the core saves more, uncounted.
+/// `None` without the CPU count or a usable power model.
+pub fn saved_j(c: &NodeComm, node_type: &NodeType, f_run: f64, f_low: f64) -> Option<f64> {
+    if c.saved_j.is_some() {
+        return c.saved_j;
     }
-}
-
-impl CommDvfs {
-    /// Whether a transfer of `bytes` (strided or not) is large enough to lower at once.
-    pub fn lowers_at_once(&self, bytes: u64, strided: bool) -> bool {
-        let threshold = if strided {
-            self.strided_threshold_bytes
-        } else {
-            self.threshold_bytes
-        };
-        self.enabled && bytes >= threshold
+    let cpus = c.cpus.filter(|c| *c > 0)?;
+    if !(f_run.is_finite() && f_low.is_finite() && f_run > 0.0 && f_low > 0.0) {
+        return None;
     }
-
-    /// Why these settings cannot be used, if they cannot.
-    pub fn invalid(&self) -> Option<String> {
-        if let Some(f) = self.low_ghz
-            && !(f.is_finite() && f > 0.0)
-        {
-            return Some(format!("low_ghz {f} is not a positive frequency"));
-        }
-        if self.timeout_us > 60_000_000 {
-            return Some(format!(
-                "timeout_us {} is over a minute; a value from 0 to 60000000 is valid",
-                self.timeout_us
-            ));
-        }
-        None
-    }
-}
-
-/// What one rank measured, written by the runtime at MPI_Finalize (or at exit).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RankStats {
-    /// The rank in MPI_COMM_WORLD.
-    pub rank: u32,
-    /// Seconds from MPI_Init to the write.
-    pub wall_s: f64,
-    /// Seconds inside intercepted MPI calls.
-    pub mpi_s: f64,
-    /// Bytes the rank's intercepted calls moved (sent, received or accessed remotely).
-    pub bytes: u64,
-    /// Intercepted calls.
-    pub calls: u64,
-    /// Seconds the rank's core spent at the lowered frequency.
-    pub low_s: f64,
-    /// Times the core was lowered (each is also restored).
-    pub transitions: u64,
-    /// The runtime's own estimate of the joules that lowering saved, when it has a power model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saved_j: Option<f64>,
-    /// False when written at an abnormal exit rather than at MPI_Finalize.
-    pub complete: bool,
-    /// Times the runtime failed at something (a control it could not write, a file it
-    /// could not read) and let the MPI call go ahead unchanged.
-    #[serde(default)]
-    pub errors: u64,
-}
-
-/// One node's ranks added up: what the epilog sends with the node's outcome.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct NodeComm {
-    /// Ranks that left a file.
-    pub ranks: u32,
-    /// Ranks whose file was written at an abnormal exit.
-    pub incomplete: u32,
-    /// Mean seconds per rank outside MPI (the models' T_cp).
-    pub compute_s: f64,
-    /// Mean seconds per rank inside MPI (the models' T_cm).
-    pub comm_s: f64,
-    /// Bytes moved by all ranks.
-    pub bytes: u64,
-    /// Calls made by all ranks.
-    pub calls: u64,
-    /// Mean seconds per rank at the lowered frequency.
-    pub low_s: f64,
-    /// Lowerings by all ranks.
-    pub transitions: u64,
-    /// The runtime's failures by all ranks (each let its MPI call go ahead unchanged).
-    #[serde(default)]
-    pub errors: u64,
-    /// The ranks' summed estimate of joules saved, when every rank gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saved_j: Option<f64>,
-    /// The node's CPUs under cpufreq, as the epilog counted them; absent from older nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<u32>,
-}
-
-impl NodeComm {
-    /// Joules communication-phase DVFS saved on this node: the runtime's own figure when
-    /// it gave one, else an estimate from the node type's dynamic power. Each rank lowers
-    /// one core, and the node's dynamic power spreads over its CPUs, so the core-seconds
-    /// lowered (`ranks × low_s`) save `(P_dyn(f_run) − P_dyn(f_low)) / cpus` watts each.
-    /// Dynamic power only: a blocking wait that idles the core saves more, uncounted.
-    /// `None` without the CPU count or a usable power model.
-    pub fn saved_j(
-        &self,
-        node_type: &crate::site::NodeType,
-        f_run: f64,
-        f_low: f64,
-    ) -> Option<f64> {
-        if self.saved_j.is_some() {
-            return self.saved_j;
-        }
-        let cpus = self.cpus.filter(|c| *c > 0)?;
-        if !(f_run.is_finite() && f_low.is_finite() && f_run > 0.0 && f_low > 0.0) {
-            return None;
-        }
-        let watts = node_type.dynamic_w(f_run).ok()? - node_type.dynamic_w(f_low).ok()?;
-        let joules = f64::from(self.ranks) * self.low_s * watts.max(0.0) / f64::from(cpus);
-        joules.is_finite().then_some(joules)
-    }
-
-    /// Share of the ranks' time spent inside MPI, in percent (EAR's MPI%).
-    pub fn mpi_percent(&self) -> f64 {
-        let total = self.compute_s + self.comm_s;
-        if total > 0.0 {
-            100.0 * self.comm_s / total
-        } else {
-            0.0
-        }
-    }
-}
-
-/// The most rank files one node's directory may hold; more is refused, not read.
-pub const MAX_RANK_FILES: usize = 4096;
-/// The largest rank file read.
-const MAX_RANK_FILE_BYTES: u64 = 16 * 1024;
-
-/// The file rank `rank` writes in `dir`.
-pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
-    dir.join(format!("rank-{rank}.json"))
-}
-
-/// Write one rank's measurements atomically (temporary file, then rename).
-pub fn write_rank(dir: &Path, stats: &RankStats) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec(stats).map_err(std::io::Error::other)?;
-    crate::input::write_atomic_mode(&rank_file(dir, stats.rank), &bytes, 0o600)
-}
-
-/// Add up the rank files in `dir`, which the job's user could write. `wall_limit_s` is
-/// the node's measured wall time: a rank claiming more time than that (plus a second) is
-/// refused, so a job cannot teach a shared profile times it did not run. `Ok(None)`: no
-/// rank left a file.
-pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, String> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
-    };
-    let mut ranks = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-        let name = entry.file_name();
-        let Some(rank) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("rank-"))
-            .and_then(|n| n.strip_suffix(".json"))
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if ranks.len() >= MAX_RANK_FILES {
-            return Err(format!(
-                "{}: more than {MAX_RANK_FILES} rank files",
-                dir.display()
-            ));
-        }
-        let stats = read_rank(&entry.path())?;
-        if stats.rank != rank {
-            return Err(format!(
-                "{}: says rank {}, named for rank {rank}",
-                entry.path().display(),
-                stats.rank
-            ));
-        }
-        let limit = wall_limit_s + 1.0;
-        let sane = |v: f64| v.is_finite() && (0.0..=limit).contains(&v);
-        if !(sane(stats.wall_s)
-            && sane(stats.mpi_s)
-            && sane(stats.low_s)
-            && stats.mpi_s <= stats.wall_s
-            && stats.saved_j.is_none_or(|j| j.is_finite() && j >= 0.0))
-        {
-            return Err(format!(
-                "{}: times outside 0..{limit:.1} s (the node's wall time), or more MPI time than wall time",
-                entry.path().display()
-            ));
-        }
-        ranks.push(stats);
-    }
-    if ranks.is_empty() {
-        return Ok(None);
-    }
-    let n = ranks.len() as f64;
-    let mut sum = NodeComm {
-        ranks: ranks.len() as u32,
-        saved_j: Some(0.0),
-        ..NodeComm::default()
-    };
-    for r in &ranks {
-        sum.incomplete += u32::from(!r.complete);
-        sum.compute_s += (r.wall_s - r.mpi_s) / n;
-        sum.comm_s += r.mpi_s / n;
-        sum.low_s += r.low_s / n;
-        sum.bytes = sum.bytes.saturating_add(r.bytes);
-        sum.calls = sum.calls.saturating_add(r.calls);
-        sum.transitions = sum.transitions.saturating_add(r.transitions);
-        sum.errors = sum.errors.saturating_add(r.errors);
-        sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
-    }
-    Ok(Some(sum))
-}
-
-fn read_rank(path: &Path) -> Result<RankStats, String> {
-    let file =
-        crate::input::open_no_link(path, false).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut text = String::new();
-    file.take(MAX_RANK_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if text.len() as u64 > MAX_RANK_FILE_BYTES {
-        return Err(format!(
-            "{}: larger than {MAX_RANK_FILE_BYTES} bytes",
-            path.display()
-        ));
-    }
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let watts = node_type.dynamic_w(f_run).ok()? - node_type.dynamic_w(f_low).ok()?;
+    let joules = f64::from(c.ranks) * c.low_s * watts.max(0.0) / f64::from(cpus);
+    joules.is_finite().then_some(joules)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rank(rank: u32, wall_s: f64, mpi_s: f64) -> RankStats {
-        RankStats {
-            rank,
-            wall_s,
-            mpi_s,
-            bytes: 1000,
-            calls: 10,
-            low_s: mpi_s / 2.0,
-            transitions: 3,
-            saved_j: Some(1.5),
-            complete: true,
-            errors: 0,
-        }
-    }
-
-    fn node_type() -> crate::site::NodeType {
-        crate::site::NodeType {
+    fn node_type() -> crate::model::NodeType {
+        crate::model::NodeType {
             name: "t".into(),
             freqs_ghz: vec![1.0, 2.4, 3.0],
-            power: crate::site::PowerModel::AtMax {
+            power: crate::model::PowerModel::AtMax {
                 dynamic_w: 120.0,
                 static_w: 50.0,
                 gamma: 3.0,
@@ -344,7 +52,7 @@ mod tests {
         // By hand: 120 W × 0.8³ = 61.44 W at 2.4 GHz, 120 W / 27 = 4.444 W at 1.0 GHz;
         // 10 s × (61.44 − 4.444) W / 4 CPUs = 142.49 J.
         let want = 10.0 * (61.44 - 120.0 / 27.0) / 4.0;
-        let got = c.saved_j(&node_type(), 2.4, 1.0).unwrap();
+        let got = saved_j(&c, &node_type(), 2.4, 1.0).unwrap();
         assert!((got - want).abs() < 1e-9, "{got} != {want}");
         assert!((got - 142.49).abs() < 0.01);
         // Two ranks lower twice the core-seconds.
@@ -352,9 +60,9 @@ mod tests {
             ranks: 2,
             ..c.clone()
         };
-        assert!((two.saved_j(&node_type(), 2.4, 1.0).unwrap() - 2.0 * want).abs() < 1e-9);
+        assert!((saved_j(&two, &node_type(), 2.4, 1.0).unwrap() - 2.0 * want).abs() < 1e-9);
         // Running at the low gear already saves nothing.
-        assert_eq!(c.saved_j(&node_type(), 1.0, 1.0), Some(0.0));
+        assert_eq!(saved_j(&c, &node_type(), 1.0, 1.0), Some(0.0));
     }
 
     #[test]
@@ -364,85 +72,18 @@ mod tests {
             low_s: 10.0,
             ..NodeComm::default()
         };
-        assert_eq!(c.saved_j(&node_type(), 2.4, 1.0), None);
+        assert_eq!(saved_j(&c, &node_type(), 2.4, 1.0), None);
         let own = NodeComm {
             saved_j: Some(7.0),
             cpus: Some(4),
             ..c
         };
-        assert_eq!(own.saved_j(&node_type(), 2.4, 1.0), Some(7.0));
+        assert_eq!(saved_j(&own, &node_type(), 2.4, 1.0), Some(7.0));
         // A record from before the field loads, without it.
         let old: NodeComm = serde_json::from_str(
             r#"{"ranks":1,"incomplete":0,"compute_s":1,"comm_s":1,"bytes":0,"calls":0,"low_s":1,"transitions":0}"#,
         )
         .unwrap();
         assert_eq!(old.cpus, None);
-    }
-
-    #[test]
-    fn a_node_is_the_mean_of_its_ranks() {
-        let dir = tempfile::tempdir().unwrap();
-        write_rank(dir.path(), &rank(0, 10.0, 2.0)).unwrap();
-        write_rank(dir.path(), &rank(1, 10.0, 4.0)).unwrap();
-        let node = read_node(dir.path(), 10.0).unwrap().unwrap();
-        assert_eq!(node.ranks, 2);
-        assert!((node.compute_s - 7.0).abs() < 1e-12);
-        assert!((node.comm_s - 3.0).abs() < 1e-12);
-        assert!((node.mpi_percent() - 30.0).abs() < 1e-9);
-        assert_eq!((node.bytes, node.calls, node.transitions), (2000, 20, 6));
-        assert_eq!(node.saved_j, Some(3.0));
-    }
-
-    #[test]
-    fn claims_beyond_the_wall_time_and_links_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        write_rank(dir.path(), &rank(0, 100.0, 2.0)).unwrap();
-        assert!(
-            read_node(dir.path(), 10.0)
-                .unwrap_err()
-                .contains("wall time")
-        );
-        std::fs::remove_file(rank_file(dir.path(), 0)).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", rank_file(dir.path(), 0)).unwrap();
-        assert!(read_node(dir.path(), 10.0).is_err());
-    }
-
-    #[test]
-    fn errors_add_up_and_a_file_without_them_still_reads() {
-        let dir = tempfile::tempdir().unwrap();
-        write_rank(
-            dir.path(),
-            &RankStats {
-                errors: 2,
-                ..rank(0, 10.0, 2.0)
-            },
-        )
-        .unwrap();
-        std::fs::write(
-            rank_file(dir.path(), 1),
-            r#"{"rank":1,"wall_s":5.0,"mpi_s":1.0,"bytes":8,"calls":1,"low_s":0.0,"transitions":0,"complete":true}"#,
-        )
-        .unwrap();
-        let node = read_node(dir.path(), 10.0).unwrap().unwrap();
-        assert_eq!((node.ranks, node.errors), (2, 2));
-    }
-
-    #[test]
-    fn no_directory_is_no_measurement() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read_node(&dir.path().join("none"), 1.0).unwrap(), None);
-    }
-
-    #[test]
-    fn thresholds_follow_the_transfer_kind() {
-        let c = CommDvfs::default();
-        assert!(!c.lowers_at_once(16 * 1024 - 1, false));
-        assert!(c.lowers_at_once(16 * 1024, false));
-        assert!(!c.lowers_at_once(32 * 1024, true));
-        let off = CommDvfs {
-            enabled: false,
-            ..c
-        };
-        assert!(!off.lowers_at_once(1 << 30, false));
     }
 }

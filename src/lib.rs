@@ -16,14 +16,15 @@ pub mod optimize;
 pub mod plan;
 pub mod policy;
 pub mod profile;
+pub mod query;
 pub mod record;
 pub mod site;
 pub mod slurm;
-pub mod units;
+pub use greenup_core::units;
 
-pub mod dvfs;
+pub use greenup_platform::dvfs;
 pub mod expr;
-pub mod meter;
+pub use greenup_platform::meter;
 
 pub mod daemon;
 pub mod report;

@@ -1,5 +1,4 @@
-//! One vocabulary for a job's record: what was asked ([`OpenJob`] stays in the
-//! protocol), what was decided ([`Decision`], [`Verdict`]), what each node measured
+//! One vocabulary for a job's record: what was asked ([`OpenJob`]), what was decided ([`Decision`], [`Verdict`]), what each node measured
 //! ([`NodeOutcome`], [`Source`]), whether each node's setting took ([`Applied`]), how
 //! the job ended ([`JobEnd`], [`RunState`]) and the rules that read them: which runs
 //! are too short to compare ([`ran_far_shorter`]) and which runs may teach a profile.
@@ -10,8 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::protocol::{ErrorCode, OpenJob};
-use crate::plan::Plan;
+use crate::plan::{Algorithm, Plan};
 
 /// Where a job is in greenupd's life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,7 +280,7 @@ impl From<Source> for &'static str {
 #[serde(deny_unknown_fields)]
 pub struct NodeOutcome {
     /// Slurm job id.
-    #[serde(deserialize_with = "crate::daemon::protocol::job_id")]
+    #[serde(deserialize_with = "job_id")]
     pub job_id: u64,
     /// The node reporting.
     pub node: String,
@@ -481,6 +479,114 @@ pub const SHORT_FRACTION: f64 = 0.5;
 /// planned for: the one rule refinement and reports both use.
 pub fn ran_far_shorter(time_s: f64, predicted_s: f64) -> bool {
     predicted_s.is_finite() && time_s < SHORT_FRACTION * predicted_s
+}
+
+/// The largest job id greenupd takes: the store keeps ids as signed 64-bit integers.
+pub const MAX_JOB_ID: u64 = i64::MAX as u64;
+
+/// The one rule for a job id on the wire: 1 to [`MAX_JOB_ID`], checked as the request
+/// is read, so an id the store cannot hold is a `bad_request`, never a store failure.
+pub(crate) fn job_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let id = u64::deserialize(d)?;
+    if (1..=MAX_JOB_ID).contains(&id) {
+        Ok(id)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "job id {id} is out of range: expected a Slurm job id, 1 to {MAX_JOB_ID}"
+        )))
+    }
+}
+
+/// What the plugin knows about a job when it starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenJob {
+    /// Slurm job id.
+    #[serde(deserialize_with = "job_id")]
+    pub job_id: u64,
+    /// The job owner's uid.
+    pub uid: u32,
+    /// The job owner's name, when known (for listings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Slurm partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// Slurm account the job is charged to (for the account's energy budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// The allocated nodes, expanded, in Slurm order; empty when `nodelist` names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// The allocated nodes as Slurm's compressed hostlist (`SLURM_JOB_NODELIST`, e.g.
+    /// `n[1-10000]`), instead of `nodes`; greenupd expands it once per job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodelist: Option<String>,
+    /// The fewest nodes the job accepts (a shrink never goes below it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_nodes: Option<usize>,
+    /// The job's time limit in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_s: Option<f64>,
+    /// The policy asked for; the site default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// The application profile name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The user's energy cap in joules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_cap_j: Option<f64>,
+    /// The user's power cap in watts (the ledger may lower it, never raise it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_cap_w: Option<f64>,
+    /// The optimizer; the exact sweep when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<Algorithm>,
+}
+
+/// Why a request failed. Clients branch on these; messages are for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The line is not JSON, or not a request object.
+    BadJson,
+    /// The `v` field is missing or not a version this daemon speaks.
+    BadVersion,
+    /// Unknown `op`, or a field is missing or has the wrong type.
+    BadRequest,
+    /// The line is longer than [`MAX_LINE_BYTES`].
+    TooLong,
+    /// No MUNGE credential on a TCP request.
+    CredMissing,
+    /// The credential has expired.
+    CredExpired,
+    /// The credential was already used.
+    CredReplayed,
+    /// The credential is forged, damaged or from another realm.
+    CredInvalid,
+    /// The credential was made for another request.
+    CredMismatch,
+    /// MUNGE itself failed (munged down?).
+    AuthUnavailable,
+    /// The caller may not do this.
+    Forbidden,
+    /// No such job.
+    NotFound,
+    /// The job was opened before with different facts, or is already closed.
+    Conflict,
+    /// The power budget cannot fit the job and the site refuses.
+    OverBudget,
+    /// The decision could not be made (unknown policy, bad profile...).
+    PlanFailed,
+    /// The store could not save the change; nothing was acknowledged.
+    StoreFailed,
+    /// Too many connections; try again.
+    Busy,
+    /// The client was too slow.
+    Timeout,
+    /// A fault inside greenupd.
+    Internal,
 }
 
 #[cfg(test)]

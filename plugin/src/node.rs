@@ -454,7 +454,7 @@ fn read_comm(paths: &NodePaths, job: &JobEnv, elapsed_s: f64, log: Log) -> Optio
     let _ = std::fs::remove_file(dir.comm(&job.node));
     let read = match lend::close_stats_dir(&stats) {
         Ok(false) => return None,
-        Ok(true) => comm::read_node(&stats, elapsed_s),
+        Ok(true) => comm::read_node(&stats, elapsed_s).map_err(|e| e.to_string()),
         Err(e) => Err(format!("{}: {e}", stats.display())),
     };
     if let Err(e) = lend::remove_stats_dir(&stats) {

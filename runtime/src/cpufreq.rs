@@ -1,7 +1,7 @@
 //! The cpufreq controls this process may lower: those of policies whose CPUs all lie in
 //! the process's own affinity mask (a policy shared with a CPU outside it would slow
 //! someone else's core). The control is `scaling_setspeed` under the userspace governor,
-//! else `scaling_max_freq` (`greenup::comm::CONTROL_FILES`). Threads on one core share a
+//! else `scaling_max_freq` (`greenup_comm::CONTROL_FILES`). Threads on one core share a
 //! lowering: the first saves the exact previous value, the last puts it back.
 //!
 //! Each control is opened once, at its first lowering, and kept open: every lowering is
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use greenup::comm::CONTROL_FILES;
+use greenup_comm::CONTROL_FILES;
 
 use crate::rank::STATS;
 

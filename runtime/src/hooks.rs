@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use greenup::comm::{self, CommDvfs, WaitMode};
+use greenup_comm::{self as comm, CommDvfs, WaitMode};
+
+use crate::clock::now_ns;
 
 use crate::cpufreq::Controls;
 use crate::rank;
@@ -49,19 +51,6 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// One-sided transfers since the last synchronization: they decide whether it is lowered.
 static PENDING_BYTES: AtomicU64 = AtomicU64::new(0);
 static PENDING_STRIDED: AtomicBool = AtomicBool::new(false);
-
-/// Monotonic nanoseconds.
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
 
 /// Run `f`, counting a panic as an error instead of unwinding into C.
 fn guard(f: impl FnOnce()) {
@@ -136,7 +125,7 @@ pub extern "C" fn greenup_init(rank: libc::c_int) {
             return;
         };
         let _ = SETTINGS.set(s);
-        rank::start(rank, now_ns());
+        rank::start(rank, now_ns(), restore_for_exit);
         ACTIVE.store(true, Relaxed);
     });
 }

@@ -1,4 +1,4 @@
-//! This rank's counters and its file for the epilog (`greenup::comm::write_rank`),
+//! This rank's counters and its file for the epilog (`greenup_comm::write_rank`),
 //! written at MPI_Finalize, or marked incomplete when the program ends without it: at
 //! exit, or at a SIGTERM (Slurm's cancel and time limit) that nothing else handles.
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use greenup::comm::{self, RankStats};
+use greenup_comm::{self as comm, RankStats};
 
 /// Counters shared by every thread of the rank.
 pub struct Counters {
@@ -42,10 +42,14 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 /// The rank file and its temporary, ready for the signal handler, which may not allocate.
 static SIGNAL_PATHS: OnceLock<(CString, CString)> = OnceLock::new();
+/// What puts the node's controls back at SIGTERM (the hooks' `restore_for_exit`), given at
+/// start so that the rank's files need not know the controls.
+static RESTORE_AT_TERM: OnceLock<fn()> = OnceLock::new();
 
 /// MPI_Init returned as rank `rank` at `now_ns`: start the clock, and make sure an exit
-/// without MPI_Finalize still leaves a file.
-pub fn start(rank: u32, now_ns: u64) {
+/// without MPI_Finalize still leaves a file; `restore` runs first at SIGTERM.
+pub fn start(rank: u32, now_ns: u64, restore: fn()) {
+    let _ = RESTORE_AT_TERM.set(restore);
     RANK.store(rank, Relaxed);
     START_NS.store(now_ns, Relaxed);
     if STARTED.swap(true, Relaxed) {
@@ -86,12 +90,14 @@ pub fn start(rank: u32, now_ns: u64) {
 /// SIGTERM: restore what can be restored without waiting, write the file (incomplete)
 /// without allocating, then die of the signal as the default would have.
 extern "C" fn on_term(signal: libc::c_int) {
-    crate::hooks::restore_for_exit();
+    if let Some(restore) = RESTORE_AT_TERM.get() {
+        restore();
+    }
     if !WRITTEN.swap(true, Relaxed)
         && let Some((tmp, file)) = SIGNAL_PATHS.get()
     {
         let mut buf = FixedBuf::default();
-        if write_json(&mut buf, &snapshot(false, crate::hooks::now_ns())).is_ok() {
+        if write_json(&mut buf, &snapshot(false, crate::clock::now_ns())).is_ok() {
             // SAFETY: open, write, close and rename are async-signal-safe; the paths are
             // NUL-terminated and the buffer is valid for its length.
             unsafe {
@@ -142,7 +148,7 @@ impl std::fmt::Write for FixedBuf {
     }
 }
 
-/// `stats` as the JSON `greenup::comm::RankStats` reads, written without allocating.
+/// `stats` as the JSON `greenup_comm::RankStats` reads, written without allocating.
 fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Result {
     write!(
         out,
@@ -160,7 +166,7 @@ fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Re
 }
 
 extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(|| finish(false, crate::hooks::now_ns()));
+    let _ = std::panic::catch_unwind(|| finish(false, crate::clock::now_ns()));
 }
 
 /// This rank's measurements at `now_ns`.

@@ -78,36 +78,12 @@ impl Period {
     }
 }
 
-/// Days since 1970-01-01 of the proleptic Gregorian date `y-m-d`.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    // Count from 0000-03-01, so the leap day ends each 400-year era's year.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(m) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The proleptic Gregorian date of `days` since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
+pub use greenup_core::utc::{civil_from_days, days_from_civil, month_days};
 
 /// Parse a UTC date and time `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (a space may stand
 /// for `T`, a trailing `Z` is allowed) into Unix seconds.
 pub fn parse_utc(s: &str) -> Option<i64> {
-    crate::report::text::parse_utc(s.trim().trim_end_matches('Z'))
+    greenup_core::utc::parse_utc(s.trim().trim_end_matches('Z'))
 }
 
 /// Parse a time of day `HH:MM` into seconds after midnight.
@@ -119,16 +95,6 @@ pub fn parse_clock(s: &str) -> Option<i64> {
     }
     let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
     (h < 24 && m < 60).then_some(h * 3600 + m * 60)
-}
-
-/// Days in month `m` of year `y`.
-pub fn month_days(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ pub fn held(
     if b.on_miss != OnMiss::Monitor {
         return None;
     }
-    let fmax_w = super::decide::max_power_w(site, &req.nodes);
+    let fmax_w = site.max_power_w(&req.nodes);
     if let Some(over) = cap_forbids(fmax_w, 0.0, power_cap_w, None) {
         tracing::info!(
             job_id = req.job_id,
@@ -139,7 +139,7 @@ pub fn sampled(
         (Some(a), Some(l)) => Some(a.min(l)),
         (a, l) => a.or(l),
     };
-    let fmax_w = super::decide::max_power_w(site, &req.nodes);
+    let fmax_w = site.max_power_w(&req.nodes);
     if let Some(why) = cap_forbids(fmax_w, plan.baseline.energy_j, pr.power_cap_w, energy_cap) {
         tracing::debug!(job_id = req.job_id, "not a baseline sample: {why}");
         return None;

@@ -63,7 +63,7 @@ const NO_BUDGET_PROBE_W: f64 = 1.0;
 /// is truly left; under `enforce: strict` it fails, so nothing.
 pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
     match site.enforce {
-        Enforce::Open => max_power_w(site, &req.nodes),
+        Enforce::Open => site.max_power_w(&req.nodes),
         Enforce::Strict => 0.0,
     }
 }
@@ -114,15 +114,6 @@ fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
         (x, None) => x,
         (None, y) => y,
     }
-}
-
-/// Watts the job's nodes draw at their highest frequency, from the site's node types.
-pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
-    nodes
-        .iter()
-        .filter_map(|n| site.node_type_of(n))
-        .map(|t| t.dynamic_w(t.fmax()).unwrap_or(0.0) + t.static_w(t.fmax()).unwrap_or(0.0))
-        .sum()
 }
 
 impl Decider {
@@ -326,7 +317,7 @@ impl Decider {
             profile_version: None,
             power_cap_w: cap.map(|c| c.max(0.0)),
             plan: None,
-            reserve_w: max_power_w(site, &req.nodes),
+            reserve_w: site.max_power_w(&req.nodes),
             inputs,
             baseline_sample: false,
             refusal: None,

@@ -11,8 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Algorithm;
-pub use crate::record::{Decision, JobEnd, JobRecord, JobState, NodeOutcome, Verdict};
+pub use crate::query::{JobSummary, ListJobs, ListRecords, MAX_RECORDS};
+pub(crate) use crate::record::job_id;
+pub use crate::record::{
+    Decision, ErrorCode, JobEnd, JobRecord, JobState, MAX_JOB_ID, NodeOutcome, OpenJob, Verdict,
+};
 
 /// The protocol version this build speaks.
 pub const VERSION: u32 = 1;
@@ -20,32 +23,9 @@ pub const VERSION: u32 = 1;
 /// The longest line (request or reply) either side accepts, newline excluded.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// The largest job id greenupd takes: the store keeps ids as signed 64-bit integers.
-pub const MAX_JOB_ID: u64 = i64::MAX as u64;
-
 /// Bytes of a record's JSON text in one [`Reply::JobPart`]: escaped inside a reply
 /// string it at most doubles, so a part always fits in a line.
 pub const PART_BYTES: usize = MAX_LINE_BYTES / 4;
-
-/// The one rule for a job id on the wire: 1 to [`MAX_JOB_ID`], checked as the request
-/// is read, so an id the store cannot hold is a `bad_request`, never a store failure.
-pub(crate) fn job_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let id = u64::deserialize(d)?;
-    if (1..=MAX_JOB_ID).contains(&id) {
-        Ok(id)
-    } else {
-        Err(serde::de::Error::custom(format!(
-            "job id {id} is out of range: expected a Slurm job id, 1 to {MAX_JOB_ID}"
-        )))
-    }
-}
-
-/// [`job_id`] for an optional field.
-fn opt_job_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    struct Id(#[serde(deserialize_with = "job_id")] u64);
-    Ok(Option::<Id>::deserialize(d)?.map(|Id(id)| id))
-}
 
 /// One request line as a client writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,113 +151,6 @@ impl Request {
     }
 }
 
-/// What the plugin knows about a job when it starts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpenJob {
-    /// Slurm job id.
-    #[serde(deserialize_with = "job_id")]
-    pub job_id: u64,
-    /// The job owner's uid.
-    pub uid: u32,
-    /// The job owner's name, when known (for listings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// Slurm partition.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition: Option<String>,
-    /// Slurm account the job is charged to (for the account's energy budget).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account: Option<String>,
-    /// The allocated nodes, expanded, in Slurm order; empty when `nodelist` names them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nodes: Vec<String>,
-    /// The allocated nodes as Slurm's compressed hostlist (`SLURM_JOB_NODELIST`, e.g.
-    /// `n[1-10000]`), instead of `nodes`; greenupd expands it once per job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nodelist: Option<String>,
-    /// The fewest nodes the job accepts (a shrink never goes below it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_nodes: Option<usize>,
-    /// The job's time limit in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_limit_s: Option<f64>,
-    /// The policy asked for; the site default when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<String>,
-    /// The application profile name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
-    /// The user's energy cap in joules.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_cap_j: Option<f64>,
-    /// The user's power cap in watts (the ledger may lower it, never raise it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_cap_w: Option<f64>,
-    /// The optimizer; the exact sweep when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub algorithm: Option<Algorithm>,
-}
-
-/// Filters for [`Request::ListJobs`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListJobs {
-    /// Only this user's jobs (admins and root only may name another uid).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
-    /// Only jobs in this state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<JobState>,
-    /// Only jobs with a smaller id: the next page after a `truncated` reply.
-    #[serde(
-        default,
-        deserialize_with = "opt_job_id",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub before_job_id: Option<u64>,
-    /// At most this many jobs (default 100, at most 10,000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<u32>,
-}
-
-/// The most jobs one [`Request::ListRecords`] reply holds.
-pub const MAX_RECORDS: u32 = 1_000;
-
-/// Filters for [`Request::ListRecords`]; every filter given must match.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListRecords {
-    /// Only this uid's jobs (admins and root only may name another uid).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
-    /// Only jobs of this user name (ordinary users still see only their own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// Only jobs in this state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<JobState>,
-    /// Only jobs decided with this application profile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
-    /// Only jobs closed at or after this time (seconds since the Unix epoch).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub closed_since: Option<i64>,
-    /// Only jobs closed before this time (seconds since the Unix epoch).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub closed_before: Option<i64>,
-    /// Only jobs with a smaller id: the next page after a `truncated` reply.
-    #[serde(
-        default,
-        deserialize_with = "opt_job_id",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub before_job_id: Option<u64>,
-    /// At most this many jobs (default 100, at most [`MAX_RECORDS`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<u32>,
-}
-
 /// One node's part of a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeSettings {
@@ -360,37 +233,6 @@ impl NodeSettings {
             .map(|n| n.freq_ghz);
         NodeSettings::of(d, node, planned, allocated, None)
     }
-}
-
-/// One row of a job listing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobSummary {
-    /// Slurm job id.
-    pub job_id: u64,
-    /// The owner's uid.
-    pub uid: u32,
-    /// The owner's name, when known.
-    pub user: Option<String>,
-    /// Partition.
-    pub partition: Option<String>,
-    /// Open, closed or reclaimed.
-    pub state: JobState,
-    /// The policy applied.
-    pub policy: String,
-    /// What was decided.
-    pub verdict: Verdict,
-    /// Nodes the plan uses (0 when unchanged).
-    pub node_count: usize,
-    /// Watts reserved while open.
-    pub reserved_w: f64,
-    /// Predicted energy in joules, if planned.
-    pub predicted_energy_j: Option<f64>,
-    /// Measured energy so far (sum over recorded nodes), in joules.
-    pub measured_energy_j: Option<f64>,
-    /// Outcomes recorded.
-    pub outcomes: usize,
-    /// Unix seconds the job was opened.
-    pub opened_at: i64,
 }
 
 /// One cap in the ledger.
@@ -502,50 +344,6 @@ pub enum Reply {
     },
     /// A job's quote (quote).
     Quote(crate::budget::Quote),
-}
-
-/// Why a request failed. Clients branch on these; messages are for people.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
-    /// The line is not JSON, or not a request object.
-    BadJson,
-    /// The `v` field is missing or not a version this daemon speaks.
-    BadVersion,
-    /// Unknown `op`, or a field is missing or has the wrong type.
-    BadRequest,
-    /// The line is longer than [`MAX_LINE_BYTES`].
-    TooLong,
-    /// No MUNGE credential on a TCP request.
-    CredMissing,
-    /// The credential has expired.
-    CredExpired,
-    /// The credential was already used.
-    CredReplayed,
-    /// The credential is forged, damaged or from another realm.
-    CredInvalid,
-    /// The credential was made for another request.
-    CredMismatch,
-    /// MUNGE itself failed (munged down?).
-    AuthUnavailable,
-    /// The caller may not do this.
-    Forbidden,
-    /// No such job.
-    NotFound,
-    /// The job was opened before with different facts, or is already closed.
-    Conflict,
-    /// The power budget cannot fit the job and the site refuses.
-    OverBudget,
-    /// The decision could not be made (unknown policy, bad profile...).
-    PlanFailed,
-    /// The store could not save the change; nothing was acknowledged.
-    StoreFailed,
-    /// Too many connections; try again.
-    Busy,
-    /// The client was too slow.
-    Timeout,
-    /// A fault inside greenupd.
-    Internal,
 }
 
 /// A refusal or failure, in one line.

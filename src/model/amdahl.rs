@@ -28,7 +28,7 @@ use super::{
     power_error, rows_by_kind, site_type,
 };
 use crate::expr::Expr;
-use crate::site::NodeType;
+use crate::model::NodeType;
 
 /// How blocking-communication time grows with the node count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

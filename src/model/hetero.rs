@@ -28,7 +28,7 @@ use super::{
     Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, node_count, node_freq,
     power_error, rows_by_kind, site_type,
 };
-use crate::site::NodeType;
+use crate::model::NodeType;
 
 /// What one node type measures per iteration at its maximum frequency.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,13 +12,14 @@
 pub mod amdahl;
 pub mod hetero;
 pub mod iso_energy;
+pub mod node_type;
 pub mod roofline;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::site::NodeType;
+pub use node_type::{NodeType, PowerModel};
 
 /// One node of a configuration: its Slurm name, its type and its frequency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

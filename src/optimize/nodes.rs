@@ -16,9 +16,9 @@
 //! [`Goal`] and baseline, so counts and subsets compare fairly; max_ee compares
 //! with the model's EE where it defines one.
 
+use super::Algorithm;
 use super::{Goal, Limits, Objective, OptimizeError, Optimum};
 use crate::model::{Config, NodeSlot, Prediction, Predictor, SweepTable};
-use crate::plan::Algorithm;
 
 /// What to search: candidate nodes, how many of them, and what for.
 #[derive(Debug, Clone)]

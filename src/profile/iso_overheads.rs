@@ -17,7 +17,7 @@
 //! is chosen, by the lowest RMS relative error, among the profile's own and [`LAWS`]; a
 //! tie goes to the profile's. A law from [`LAWS`] is fitted at the profile's `n`.
 
-use super::refine::Outcome;
+use super::outcome::Outcome;
 use crate::expr::Expr;
 use crate::model::ModelError;
 use crate::model::iso_energy::IsoEnergy;

@@ -11,10 +11,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::refine::{Outcome, check, outcome_from_record};
+use super::outcome::{Outcome, check, outcome_from_record};
 use super::{AmdahlFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile, unspanned};
-use crate::daemon::protocol::JobRecord;
 use crate::model::amdahl;
+use crate::record::JobRecord;
 use crate::site::Site;
 
 /// The models a first version can be learned for.
@@ -161,7 +161,7 @@ type Section = (ProfileFile, Vec<String>, Vec<u64>);
 /// Compute and communication seconds of one node at f_max, where they can be told apart:
 /// the MPI runtime's split, or a run on nodes of one type alone (every node then does
 /// the same work, and the whole wall time counts as compute).
-fn attributed(o: &Outcome, n: &super::refine::NodeOutcome) -> Option<(f64, f64)> {
+fn attributed(o: &Outcome, n: &super::outcome::NodeOutcome) -> Option<(f64, f64)> {
     o.split(n).or_else(|| {
         o.nodes
             .iter()
@@ -360,8 +360,8 @@ fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Se
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::protocol::{Decision, JobState, NodeOutcome, OpenJob, Verdict};
     use crate::profile::refine::refine_profile;
+    use crate::record::{Decision, JobState, NodeOutcome, OpenJob, Verdict};
     use crate::record::{JobEnd, Source};
 
     fn site() -> Site {
@@ -639,7 +639,7 @@ mod tests {
         assert_eq!((o.time_s, o.predicted_time_s), (40.0, 90.0));
         assert!(matches!(
             check(&o),
-            Err(crate::profile::refine::Outlier::TooShort { .. })
+            Err(crate::profile::outcome::Outlier::TooShort { .. })
         ));
         // A refused job ran unmanaged: greenup learns nothing from it.
         rec.decision.verdict = Verdict::Refused;

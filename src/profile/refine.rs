@@ -17,194 +17,20 @@
 //!   theoretical execution time.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
-use crate::daemon::protocol::{JobRecord, Verdict};
 use crate::expr::Expr;
 use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::{AppVector, IsoEnergy};
-use crate::model::{Config, ModelError, NodeSetting, Predictor};
+use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
 use crate::profile::{Param, Profile, ProfileFile, unspanned};
-use crate::record::{RunState, SHORT_FRACTION, ran_far_shorter};
+use crate::record::JobRecord;
 use crate::site::Site;
 
-/// What one node measured in one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeOutcome {
-    /// Slurm node name.
-    pub name: String,
-    /// Node type from the site config.
-    pub node_type: String,
-    /// The frequency the node actually ran at, in GHz.
-    pub freq_ghz: f64,
-    /// Measured joules of this node; `None` when the node has no meter.
-    pub energy_j: Option<f64>,
-    /// Seconds this node spent computing (not blocked), when something measured it.
-    pub compute_s: Option<f64>,
-    /// Seconds this node spent inside MPI (blocked or communicating), when measured.
-    #[serde(default)]
-    pub comm_s: Option<f64>,
-    /// MPI calls this node's ranks made, when the MPI runtime counted them.
-    #[serde(default)]
-    pub calls: Option<u64>,
-    /// Bytes this node's ranks moved in MPI calls, when the MPI runtime counted them.
-    #[serde(default)]
-    pub bytes: Option<u64>,
-}
-
-/// One finished job, as refinement sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// Slurm job id.
-    pub job_id: u64,
-    /// How the job ended.
-    pub state: RunState,
-    /// Measured wall time in seconds.
-    pub time_s: f64,
-    /// The wall time the decision predicted, in seconds.
-    pub predicted_time_s: f64,
-    /// Every node the job ran on.
-    pub nodes: Vec<NodeOutcome>,
-}
-
-impl Outcome {
-    fn config(&self) -> Config {
-        Config {
-            nodes: self
-                .nodes
-                .iter()
-                .map(|n| NodeSetting {
-                    name: n.name.clone(),
-                    node_type: n.node_type.clone(),
-                    freq_ghz: n.freq_ghz,
-                })
-                .collect(),
-        }
-    }
-
-    fn energy_j(&self) -> Option<f64> {
-        self.nodes.iter().map(|n| n.energy_j).sum()
-    }
-
-    /// Node `n`'s compute and communication seconds in this run, when the MPI runtime
-    /// measured its compute time (communication is the rest of the wall time where the
-    /// runtime did not give it).
-    pub(crate) fn split(&self, n: &NodeOutcome) -> Option<(f64, f64)> {
-        n.compute_s
-            .map(|c| (c, n.comm_s.unwrap_or(self.time_s - c).max(0.0)))
-    }
-
-    /// The run's time blocked in communication (amdahl's T_B), the mean over its nodes,
-    /// when every node measured it.
-    pub(crate) fn blocked_s(&self) -> Option<f64> {
-        let all: Option<Vec<f64>> = self.nodes.iter().map(|n| n.comm_s).collect();
-        all.filter(|v| !v.is_empty())
-            .map(|v| v.iter().sum::<f64>() / v.len() as f64)
-            .filter(|b| (0.0..=self.time_s).contains(b))
-    }
-}
-
-/// Why an outcome does not refine the profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outlier {
-    /// The job did not complete (failed, cancelled, timed out, still running).
-    NotCompleted(RunState),
-    /// The run was far shorter than predicted.
-    TooShort { time_s: f64, predicted_s: f64 },
-    /// Some nodes have no energy measurement.
-    Unmeasured(Vec<String>),
-    /// A measured value is not a finite positive number.
-    BadValue(String),
-}
-
-impl fmt::Display for Outlier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Outlier::NotCompleted(s) => write!(f, "job ended {}", s.as_str()),
-            Outlier::TooShort {
-                time_s,
-                predicted_s,
-            } => write!(
-                f,
-                "ran {time_s:.0} s, under {:.0}% of the predicted {predicted_s:.0} s",
-                SHORT_FRACTION * 100.0
-            ),
-            Outlier::Unmeasured(nodes) => write!(f, "unmeasured nodes ({})", nodes.join(",")),
-            Outlier::BadValue(what) => write!(f, "{what}"),
-        }
-    }
-}
-
-/// Whether an outcome may refine the profile, and if not, why.
-pub fn check(o: &Outcome) -> Result<(), Outlier> {
-    if o.state != RunState::Completed {
-        return Err(Outlier::NotCompleted(o.state));
-    }
-    if o.nodes.is_empty() {
-        return Err(Outlier::BadValue("the outcome lists no nodes".into()));
-    }
-    if !(o.time_s.is_finite() && o.time_s > 0.0) {
-        return Err(Outlier::BadValue(format!(
-            "wall time {} s is not positive",
-            o.time_s
-        )));
-    }
-    if ran_far_shorter(o.time_s, o.predicted_time_s) {
-        return Err(Outlier::TooShort {
-            time_s: o.time_s,
-            predicted_s: o.predicted_time_s,
-        });
-    }
-    let unmeasured: Vec<String> = o
-        .nodes
-        .iter()
-        .filter(|n| n.energy_j.is_none())
-        .map(|n| n.name.clone())
-        .collect();
-    if !unmeasured.is_empty() {
-        return Err(Outlier::Unmeasured(unmeasured));
-    }
-    for n in &o.nodes {
-        let ok = |v: f64| v.is_finite() && v > 0.0;
-        if n.freq_ghz.is_nan() {
-            return Err(Outlier::BadValue(format!(
-                "node {} did not report the frequency it ran at",
-                n.name
-            )));
-        }
-        if !ok(n.freq_ghz)
-            || !n.energy_j.is_some_and(ok)
-            || n.compute_s.is_some_and(|c| !c.is_finite() || c < 0.0)
-            || n.comm_s.is_some_and(|c| !c.is_finite() || c < 0.0)
-        {
-            return Err(Outlier::BadValue(format!(
-                "node {} has a measurement that is not a positive number",
-                n.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The outcomes that may refine, and the job ids left out with their reason.
-pub fn usable(outcomes: &[Outcome]) -> (Vec<&Outcome>, Vec<(u64, Outlier)>) {
-    let mut ok = Vec::new();
-    let mut left_out = Vec::new();
-    for o in outcomes {
-        match check(o) {
-            Ok(()) => ok.push(o),
-            Err(why) => left_out.push((o.job_id, why)),
-        }
-    }
-    (ok, left_out)
-}
+pub use super::outcome::{NodeOutcome, Outcome, Outlier, check, outcome_from_record, usable};
 
 /// Refined parameters, the outcomes they came from and how well they fit them.
 #[derive(Debug, Clone, PartialEq)]
@@ -727,62 +553,6 @@ pub fn refine_profile(
     })
 }
 
-/// A stored job as refinement sees it. With an applied plan: the nodes it planned, each
-/// at the frequency the node reported (else the planned one). Without one (a monitor run,
-/// a baseline sample, a job run unchanged): every node the job held, of its type in
-/// `site`, at the frequency the node reported it ran at, compared for length with the
-/// all-f_max baseline greenup predicted when it made a plan. `None` for a refused job
-/// (greenup did not manage it) and for a job on a node `site` does not know.
-pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
-    if rec.decision.verdict == Verdict::Refused {
-        return None;
-    }
-    let node = |name: &str, node_type: &str, planned_ghz: Option<f64>| {
-        let out = rec.outcomes.iter().find(|o| o.node == name);
-        NodeOutcome {
-            name: name.to_string(),
-            node_type: node_type.to_string(),
-            // NaN when nothing says: `check` then leaves the run out, naming the node.
-            freq_ghz: out
-                .and_then(|o| o.freq_ghz)
-                .or(planned_ghz)
-                .unwrap_or(f64::NAN),
-            energy_j: out.and_then(|o| o.measured_energy_j()),
-            compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
-            comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
-            calls: out.and_then(|o| o.comm.as_ref()).map(|c| c.calls),
-            bytes: out.and_then(|o| o.comm.as_ref()).map(|c| c.bytes),
-        }
-    };
-    let (nodes, predicted_time_s) = match rec.decision.applied_plan() {
-        Some(plan) => (
-            plan.nodes
-                .iter()
-                .map(|n| node(&n.name, &n.node_type, Some(n.freq_ghz)))
-                .collect(),
-            plan.predicted.time_s,
-        ),
-        None => (
-            rec.request
-                .nodes
-                .iter()
-                .map(|n| Some(node(n, site.nodes.get(n)?, None)))
-                .collect::<Option<Vec<_>>>()?,
-            rec.decision
-                .plan
-                .as_ref()
-                .map_or(f64::NAN, |p| p.baseline.time_s),
-        ),
-    };
-    Some(Outcome {
-        job_id: rec.job_id,
-        state: rec.run_state(),
-        time_s: rec.elapsed_s().unwrap_or(0.0),
-        predicted_time_s,
-        nodes,
-    })
-}
-
 /// A new stored version made by [`refine_and_store`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredVersion {
@@ -845,6 +615,7 @@ mod tests {
     use super::*;
     use crate::model::amdahl::CommLaw;
     use crate::model::iso_energy::{AppVector, MachineVector};
+    use crate::record::RunState;
     use crate::site::{NodeType, PowerModel};
 
     /// Paper 004 Table I types 1 and 3 as a site declares them (power at maximum frequency).

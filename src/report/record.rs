@@ -2,9 +2,9 @@
 //! decision and per-node outcomes), optionally with the profile's predictor
 //! and the site, which add per-node predictions, EE and the baseline's EE.
 
-use crate::daemon::protocol::{self, JobRecord, Verdict};
 use crate::model::{Config, NodeSetting, Predictor};
 use crate::plan::Estimate;
+use crate::record::{JobRecord, JobState, Verdict};
 use crate::site::Site;
 
 use super::accounting::SlurmEnergy;
@@ -56,7 +56,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
     {
         warnings.push(Warning::Infeasible(p.reason.clone()));
     }
-    if rec.state == protocol::JobState::Reclaimed {
+    if rec.state == JobState::Reclaimed {
         warnings.push(Warning::Fallback(
             "the job vanished without a close; its reservation was reclaimed".into(),
         ));
@@ -154,7 +154,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 let t = ctx.site.and_then(|s| s.node_types.get(ty));
                 if let (Some(t), Some(f_run)) = (t, o.freq_ghz) {
                     let f_low = d.comm_dvfs.and_then(|p| p.low_ghz).unwrap_or(t.fmin());
-                    mpi.saved_j = c.saved_j(t, f_run, f_low);
+                    mpi.saved_j = crate::comm::saved_j(c, t, f_run, f_low);
                 }
                 Some(mpi)
             }),

@@ -78,62 +78,11 @@ fn opt_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "-".to_string())
 }
 
-/// A Unix time as `YYYY-MM-DDTHH:MM:SS` in UTC (what sacct prints for End).
-pub fn fmt_utc(unix: i64) -> String {
-    let (year, month, day) = crate::budget::period::civil_from_days(unix.div_euclid(86_400));
-    let secs = unix.rem_euclid(86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
+pub use greenup_core::utc::{fmt_utc, parse_utc};
 
 /// sacct's look: a dashed rule under the header, nothing else.
 const STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('-').junction(' '));
-
-/// Parse `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS]` (UTC, as sacct's --starttime takes it)
-/// into Unix seconds; `None` when it is not such a date.
-pub fn parse_utc(s: &str) -> Option<i64> {
-    let (date, time) = match s.split_once(['T', ' ']) {
-        Some((d, t)) => (d, Some(t)),
-        None => (s, None),
-    };
-    let mut d = date.splitn(3, '-');
-    let year: i64 = d.next()?.parse().ok()?;
-    let month: i64 = d.next()?.parse().ok()?;
-    let day: i64 = d.next()?.parse().ok()?;
-    if !(1..=12).contains(&month)
-        || day < 1
-        || day > i64::from(crate::budget::period::month_days(year, month as u32))
-    {
-        return None;
-    }
-    let secs = match time {
-        None => 0,
-        Some(t) => {
-            let mut p = t.split(':');
-            let h: i64 = p.next()?.parse().ok()?;
-            let m: i64 = p.next()?.parse().ok()?;
-            let sec: i64 = match p.next() {
-                Some(x) => x.parse().ok()?,
-                None => 0,
-            };
-            if p.next().is_some()
-                || !(0..24).contains(&h)
-                || !(0..60).contains(&m)
-                || !(0..60).contains(&sec)
-            {
-                return None;
-            }
-            h * 3600 + m * 60 + sec
-        }
-    };
-    let days = crate::budget::period::days_from_civil(year, month as u32, day as u32);
-    Some(days * 86_400 + secs)
-}
 
 fn new_table() -> Table {
     let mut t = Table::new();

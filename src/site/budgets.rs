@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::load::{Checker, shown};
+use super::check::{Checker, in_file_order, shown};
 use crate::budget::{Action, Budget, Level, Period, Scope, period};
 use crate::input::{InputError, Spanned};
 use crate::names;
@@ -122,7 +122,7 @@ impl Checker<'_> {
         if let Some(b) = raw.site {
             out.push(self.budget(Scope::Site, "budgets.site", b, allowed_policies)?);
         }
-        for (name, b) in super::load::in_file_order(raw.partitions) {
+        for (name, b) in in_file_order(raw.partitions) {
             let key = format!("budgets.partitions.{name}");
             if !partitions.contains_key(&name) {
                 let known: Vec<&str> = partitions.keys().map(String::as_str).collect();
@@ -135,7 +135,7 @@ impl Checker<'_> {
             }
             out.push(self.budget(Scope::Partition(name), &key, b, allowed_policies)?);
         }
-        for (name, b) in super::load::in_file_order(raw.accounts) {
+        for (name, b) in in_file_order(raw.accounts) {
             let key = format!("budgets.accounts.{name}");
             if !names::is_name(&name) {
                 return Err(self.err(

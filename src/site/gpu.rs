@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::GpuType;
-use super::load::{Checker, shown};
+use super::check::{Checker, shown};
 use crate::input::{InputError, Spanned};
 use crate::units;
 

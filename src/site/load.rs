@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::check::{Checker, in_file_order, shown};
 use super::{
     BaselineSettings, DaemonLimits, DaemonSettings, DvfsSettings, Enforce, NodeType, OnMiss,
     OverBudget, Partition, PowerModel, Site,
 };
 use crate::expr::Expr;
-use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
+use crate::input::{InputError, Origin, Spanned, parse_yaml};
 use crate::names;
 use crate::{hostlist, units};
 
@@ -187,55 +188,7 @@ pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<Site, InputError> {
     Checker { path, base: &base }.site(raw)
 }
 
-/// Turns the raw file into a [`Site`], checking each value where it was written.
-pub(super) struct Checker<'a> {
-    pub(super) path: &'a Path,
-    pub(super) base: &'a Path,
-}
-
-/// A YAML value as a person would write it (flow style), for error messages.
-pub(super) fn shown(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(shown).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| format!("{k}: {}", shown(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => other.to_string(),
-    }
-}
-
-/// Entries of a map in the order they appear in the file.
-pub(super) fn in_file_order<T>(map: BTreeMap<String, Spanned<T>>) -> Vec<(String, Spanned<T>)> {
-    let mut v: Vec<_> = map.into_iter().collect();
-    v.sort_by_key(|(_, s)| (s.referenced.line(), s.referenced.column()));
-    v
-}
-
 impl Checker<'_> {
-    pub(super) fn err<T>(
-        &self,
-        span: &Spanned<T>,
-        key: &str,
-        value: impl std::fmt::Display,
-        expected: impl Into<String>,
-    ) -> InputError {
-        let (value, expected) = (one_line(&value.to_string()), one_line(&expected.into()));
-        InputError::new(
-            file_origin(self.path, &span.referenced),
-            key,
-            value,
-            expected,
-        )
-    }
-
     /// A non-empty string value, or an error saying `valid`.
     pub(super) fn text(
         &self,
@@ -937,19 +890,6 @@ fn as_watts(v: &Value) -> Option<f64> {
         _ => return None,
     };
     (w.is_finite() && w >= 0.0).then_some(w)
-}
-
-/// Control characters (a quoted "\n" in a value) escaped, so that an error stays on one line.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// Frequencies to the kHz, so that a range's `min + i * step` prints as written.

@@ -6,6 +6,7 @@
 //! types are what the rest of greenup reads.
 
 mod budgets;
+mod check;
 mod gpu;
 mod load;
 pub mod node;
@@ -20,62 +21,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::expr::Expr;
-
-/// How a node type's power depends on its frequency.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PowerModel {
-    /// Dynamic and static watts measured at the maximum frequency; dynamic power
-    /// scales as (f / f_max)^gamma (gamma = 3 by default, as in papers 000 and 004).
-    AtMax {
-        dynamic_w: f64,
-        static_w: f64,
-        gamma: f64,
-    },
-    /// Dynamic and static watts as expressions in `f` (GHz).
-    Expr { dynamic_w: Expr, static_w: Expr },
-}
-
-/// A kind of node: the frequencies it offers and the power it draws.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeType {
-    /// Name used in the site config and in profiles.
-    pub name: String,
-    /// Available frequencies in GHz, ascending, without duplicates.
-    pub freqs_ghz: Vec<f64>,
-    /// Power model of one node of this type.
-    pub power: PowerModel,
-}
-
-impl NodeType {
-    /// The highest frequency in GHz.
-    pub fn fmax(&self) -> f64 {
-        self.freqs_ghz.last().copied().unwrap_or(0.0)
-    }
-
-    /// The lowest frequency in GHz.
-    pub fn fmin(&self) -> f64 {
-        self.freqs_ghz.first().copied().unwrap_or(0.0)
-    }
-
-    /// Dynamic watts at `f` GHz.
-    pub fn dynamic_w(&self, f: f64) -> Result<f64, String> {
-        match &self.power {
-            PowerModel::AtMax {
-                dynamic_w, gamma, ..
-            } => Ok(dynamic_w * (f / self.fmax()).powf(*gamma)),
-            PowerModel::Expr { dynamic_w, .. } => dynamic_w.eval(&[f]),
-        }
-    }
-
-    /// Static watts at `f` GHz.
-    pub fn static_w(&self, f: f64) -> Result<f64, String> {
-        match &self.power {
-            PowerModel::AtMax { static_w, .. } => Ok(*static_w),
-            PowerModel::Expr { static_w, .. } => static_w.eval(&[f]),
-        }
-    }
-}
+pub use crate::model::node_type::{NodeType, PowerModel};
 
 /// A Slurm partition as greenup sees it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -279,6 +225,15 @@ pub struct Site {
 }
 
 impl Site {
+    /// Watts the job's nodes draw at their highest frequency, from the site's node types.
+    pub fn max_power_w(&self, nodes: &[String]) -> f64 {
+        nodes
+            .iter()
+            .filter_map(|n| self.node_type_of(n))
+            .map(|t| t.dynamic_w(t.fmax()).unwrap_or(0.0) + t.static_w(t.fmax()).unwrap_or(0.0))
+            .sum()
+    }
+
     /// The nodes a job in `partition` may run on, in the site's order (every node the
     /// site types when none is named); `None` for a partition the site does not have.
     pub fn pool(&self, partition: Option<&str>) -> Option<Vec<String>> {

@@ -10,10 +10,9 @@
 mod charges;
 pub mod sqlite;
 
-use crate::daemon::protocol::{
-    Decision, JobRecord, JobState, JobSummary, ListJobs, ListRecords, NodeOutcome, OpenJob,
-};
+use crate::query::{JobSummary, ListJobs, ListRecords};
 use crate::record::JobEnd;
+use crate::record::{Decision, JobRecord, JobState, NodeOutcome, OpenJob};
 
 pub use sqlite::SqliteStore;
 

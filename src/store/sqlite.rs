@@ -5,9 +5,8 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics};
-use crate::daemon::protocol::{
-    Decision, JobRecord, JobState, JobSummary, ListJobs, ListRecords, NodeOutcome, OpenJob, Verdict,
-};
+use crate::query::{JobSummary, ListJobs, ListRecords};
+use crate::record::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 use crate::record::{JobEnd, Source};
 
 const SCHEMA: &str = "
@@ -946,7 +945,7 @@ pub fn now() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::protocol::{NodeOutcome, OpenJob};
+    use crate::record::{NodeOutcome, OpenJob};
 
     fn decision(job_id: u64, watts: f64) -> Decision {
         Decision {

@@ -3,4 +3,7 @@
 //! here decides: the decision library says what to set, and this crate sets it, saves
 //! what was there, and restores it.
 #![deny(missing_docs)]
+
+pub mod dvfs;
+pub mod meter;
 pub mod gpu;

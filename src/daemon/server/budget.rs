@@ -7,9 +7,7 @@ use std::sync::Arc;
 use super::{Ctx, Shared, lock};
 use crate::budget::book::{Book, Charge};
 use crate::budget::{AtAdmission, Quote, Scope, Standing, budgets_for, quote_line};
-use crate::daemon::decide::{
-    Proposal, expand_open, max_power_w, unmanaged_fate, unmanaged_w, validate_open,
-};
+use crate::daemon::decide::{Proposal, expand_open, unmanaged_fate, unmanaged_w, validate_open};
 use crate::daemon::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 use crate::daemon::time_limit::UNLIMITED_HOLD_S;
 use crate::site::{Enforce, Site};
@@ -100,7 +98,7 @@ fn evaluate(
         }
         let free = match acts.power_share {
             Some(share) => {
-                let full = max_power_w(site, &req.nodes);
+                let full = site.max_power_w(&req.nodes);
                 let base = [free_w, req.power_cap_w]
                     .into_iter()
                     .flatten()

@@ -7,8 +7,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::jobs::{close_job, open_job, recent_settings, start_node};
-use super::listen::Peer;
+use super::jobs::{Outcome, close_job, open_job, recent_settings, start_node};
 use super::{Ctx, Shared, lock, store_error};
 use crate::daemon::auth::{Caller, authenticate};
 use crate::daemon::decide::{bad_field, expand_open};
@@ -122,7 +121,14 @@ pub(super) async fn answer(
     }
 }
 
-pub(super) type Outcome = Result<Reply, ErrorReply>;
+/// Where a connection came from.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Peer {
+    /// TCP: every request must carry a credential.
+    Tcp,
+    /// Unix socket: the kernel told us who it is.
+    Unix(Caller),
+}
 
 async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
     let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();

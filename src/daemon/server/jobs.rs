@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
-use super::handlers::Outcome;
 use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
 use crate::daemon::baseline::AppState;
@@ -16,6 +15,9 @@ use crate::daemon::protocol::{
 };
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
+
+/// What a request comes to: the reply, or the error the caller reads.
+pub(super) type Outcome = Result<Reply, ErrorReply>;
 
 /// A job whose decision is being made, shared by every node that asks meanwhile.
 pub(super) type Pending = Arc<OnceCell<Arc<JobView>>>;

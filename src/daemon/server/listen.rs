@@ -9,19 +9,10 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::{TcpListener, UnixListener};
 
 use super::Shared;
-use super::handlers::{answer, check_line};
+use super::handlers::{Peer, answer, check_line};
 use super::slots::{Listener, Refusal, Slot};
 use crate::daemon::auth::Caller;
 use crate::daemon::protocol::{ErrorCode, ErrorReply, MAX_LINE_BYTES, ReplyLine};
-
-/// Where a connection came from.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Peer {
-    /// TCP: every request must carry a credential.
-    Tcp,
-    /// Unix socket: the kernel told us who it is.
-    Unix(Caller),
-}
 
 pub(super) async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener) {
     loop {

@@ -42,7 +42,7 @@ pub fn save(run_dir: &Path, key: &str, rec: &NodeRecord) -> std::io::Result<()> 
     let dir = JobDir::new(run_dir, rec.job_id);
     dir.create()?;
     let json = serde_json::to_vec_pretty(rec).map_err(std::io::Error::other)?;
-    crate::input::write_atomic(&dir.record(key), &json)
+    greenup_core::fs::write_atomic(&dir.record(key), &json)
 }
 
 /// Load `key`'s record for `job_id`; Ok(None) when there is none.

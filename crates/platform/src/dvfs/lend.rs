@@ -33,7 +33,7 @@ use super::run_dir::JobDir;
 use super::{state, sysfs};
 
 /// The one cpufreq file a job's user may write.
-pub const CONTROL: &str = crate::comm::CONTROL_FILES[0];
+pub const CONTROL: &str = greenup_comm::CONTROL_FILES[0];
 
 /// One file lent, with what it was before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,11 +62,11 @@ pub struct Lent {
 }
 
 fn open_regular(path: &Path) -> std::io::Result<File> {
-    crate::input::open_no_link(path, false)
+    greenup_core::fs::open_no_link(path, false)
 }
 
 fn open_dir(path: &Path) -> std::io::Result<File> {
-    crate::input::open_no_link(path, true)
+    greenup_core::fs::open_no_link(path, true)
 }
 
 fn check(r: libc::c_int) -> std::io::Result<()> {
@@ -291,7 +291,7 @@ pub fn lend(
     // Saved before anything changes: an epilog after a crash here still takes it back.
     let json = serde_json::to_vec_pretty(&lent).map_err(|e| e.to_string())?;
     dir.create().map_err(|e| e.to_string())?;
-    crate::input::write_atomic_mode(&dir.lent(key), &json, 0o600)
+    greenup_core::fs::write_atomic_mode(&dir.lent(key), &json, 0o600)
         .map_err(|e| format!("{}: {e}", dir.lent(key).display()))?;
     for (p, f) in policies.iter().zip(&lent.files) {
         let now = p.settings().map_err(|e| e.to_string())?;
