@@ -5,5 +5,5 @@
 #![deny(missing_docs)]
 
 pub mod dvfs;
-pub mod meter;
 pub mod gpu;
+pub mod meter;

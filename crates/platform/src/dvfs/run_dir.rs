@@ -13,7 +13,9 @@
 //! - `NODE.decision.json`: the decision as the prolog received it;
 //! - `NODE.warning`: a warning for the job's owner, printed once by a step;
 //! - `NODE.warned`: made by the step that printed it;
-//! - `NODE.comm.json`: the communication-phase DVFS settings for the job's MPI ranks.
+//! - `NODE.comm.json`: the communication-phase DVFS settings for the job's MPI ranks;
+//! - `NODE.gpu.json`: the job's GPUs' saved settings and counters ([`crate::gpu::hold`]);
+//! - `NODE.gpu-samples.json`: the meter's running sums of their SM clock and utilization.
 //!
 //! Beside the job directory, because its user must reach it and the job directory is
 //! root's alone: `run_dir/JOBID.NODE.mpi/`, where the job's MPI ranks leave their
@@ -98,6 +100,16 @@ impl JobDir {
     /// The communication-phase DVFS settings for the job's MPI ranks on `node`.
     pub fn comm(&self, node: &str) -> PathBuf {
         self.dir.join(format!("{node}.comm.json"))
+    }
+
+    /// The saved settings and counters of the job's GPUs on `node`.
+    pub fn gpu(&self, node: &str) -> PathBuf {
+        self.dir.join(format!("{node}.gpu.json"))
+    }
+
+    /// The meter's running sums of the job's GPUs' SM clock and utilization on `node`.
+    pub fn gpu_samples(&self, node: &str) -> PathBuf {
+        self.dir.join(format!("{node}.gpu-samples.json"))
     }
 
     /// The directory, beside this one, where the job's MPI ranks on `node` write.

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::error::NvmlError;
 use super::nvml::{Gpu, Nvml};
 use super::reading::GpuReading;
+use crate::dvfs::run_dir::JobDir;
 
 /// What greenup is asked to set on each of the job's GPUs; None leaves it alone.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,16 +99,12 @@ pub enum HoldError {
 /// The record of `node`'s GPUs for `job_id` under `run_dir` (the job's directory, beside
 /// its CPU record).
 pub fn record_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{node}.gpu.json"))
+    JobDir::new(run_dir, job_id).gpu(node)
 }
 
 /// The running means of `node`'s GPUs' SM clock and utilization for `job_id`, kept by the meter.
 pub fn samples_path(run_dir: &Path, job_id: u32, node: &str) -> PathBuf {
-    run_dir
-        .join(job_id.to_string())
-        .join(format!("{node}.gpu-samples.json"))
+    JobDir::new(run_dir, job_id).gpu_samples(node)
 }
 
 /// The node's own record of an admin's `greenup gpu set`, outside any job.
