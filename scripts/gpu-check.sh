@@ -44,7 +44,8 @@ if [ -z "$nvml" ]; then
   done
 fi
 nvml=${nvml:-libnvidia-ml.so.1}
-run_dir=$(mktemp -d /tmp/greenup-gpu-check.XXXXXX)
+# Saved settings live on tmpfs, as /run/greenup does on a node (the prolog's cost counts it).
+run_dir=$(mktemp -d /run/greenup-gpu-check.XXXXXX 2>/dev/null || mktemp -d /dev/shm/greenup-gpu-check.XXXXXX 2>/dev/null || mktemp -d /tmp/greenup-gpu-check.XXXXXX)
 
 echo "== greenup gpu check: $(date -u +%FT%TZ) on $(hostname), kernel $(uname -r)"
 echo "greenup: $greenup ($("$greenup" --version 2>&1))"

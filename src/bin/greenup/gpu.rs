@@ -435,7 +435,8 @@ fn bench(p: &Place, b: &BenchArgs, json: bool) -> Outcome {
         must_be_root("bench --power-limit/--lock-clocks")?;
     }
     let gpus = minors(&open(p)?, &b.gpus)?;
-    let scratch = std::env::temp_dir().join(format!("greenup-gpu-bench.{}", std::process::id()));
+    // Under the run directory, as a prolog's record is (tmpfs on a node: /run/greenup).
+    let scratch = p.run_dir.join(format!("gpu-bench.{}", std::process::id()));
     let file = hold::record_path(&scratch, 1, "bench");
     let (mut init, mut read, mut start, mut finish, mut prolog) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
