@@ -308,7 +308,7 @@ pub struct NodeOutcome {
     pub comm: Option<crate::comm::NodeComm>,
     /// What the job's GPUs on this node used, measured through NVML, when it had any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<NodeGpu>,
+    pub gpu: Option<Box<NodeGpu>>,
 }
 
 /// Where a node's GPU figures come from: NVML's counters.

@@ -720,7 +720,7 @@ fn report_end(
             .iter()
             .map(|(o, c)| {
                 let mut w = wire_outcome(job, o, c.clone());
-                w.gpu = gpu.clone().filter(|_| o.node == job.node);
+                w.gpu = gpu.clone().filter(|_| o.node == job.node).map(Box::new);
                 w
             })
             .collect(),

@@ -18,7 +18,8 @@ const MAX_GROUP: usize = 4096;
 type ReadFn = Box<dyn FnOnce(&mut dyn Store) + Send>;
 
 enum Op {
-    Write(Change, oneshot::Sender<Result<Applied, StoreError>>),
+    // Boxed: a change (a node's outcome) is large beside a read.
+    Write(Box<Change>, oneshot::Sender<Result<Applied, StoreError>>),
     Read(ReadFn),
 }
 
@@ -42,7 +43,7 @@ impl StoreHandle {
                     let mut next = Some(first);
                     while let Some(op) = next.take() {
                         match op {
-                            Op::Write(c, reply) => writes.push((c, reply)),
+                            Op::Write(c, reply) => writes.push((*c, reply)),
                             Op::Read(f) => reads.push(f),
                         }
                         if writes.len() + reads.len() < MAX_GROUP {
@@ -70,7 +71,7 @@ impl StoreHandle {
     pub async fn write(&self, change: Change) -> Result<Applied, StoreError> {
         let (tx, rx) = oneshot::channel();
         self.tx
-            .send(Op::Write(change, tx))
+            .send(Op::Write(Box::new(change), tx))
             .map_err(|_| StoreError::Write("the store thread has stopped".into()))?;
         rx.await
             .map_err(|_| StoreError::Write("the store thread has stopped".into()))?

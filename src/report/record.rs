@@ -158,7 +158,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 }
                 Some(mpi)
             }),
-            gpu: out.and_then(|o| o.gpu.clone()),
+            gpu: out.and_then(|o| o.gpu.as_deref().cloned()),
         });
     }
     let not_applied: Vec<String> = nodes

@@ -158,8 +158,15 @@ struct Shown {
     supported_sm_mhz: Option<Vec<u32>>,
 }
 
-/// Who holds which GPU (by UUID) with which lock, from the records under `run_dir`.
-fn holders(run_dir: &Path) -> Vec<(String, String, Option<(u32, u32)>)> {
+/// One GPU's holder: its UUID, who holds it (`admin`, `job N`) and the lock in force.
+struct Holder {
+    uuid: String,
+    who: String,
+    lock: Option<(u32, u32)>,
+}
+
+/// Who holds which GPU with which lock, from the records under `run_dir`.
+fn holders(run_dir: &Path) -> Vec<Holder> {
     let mut out = Vec::new();
     let mut add = |who: String, rec: GpuRecord| {
         for g in rec.gpus {
@@ -167,7 +174,11 @@ fn holders(run_dir: &Path) -> Vec<(String, String, Option<(u32, u32)>)> {
                 Control::Held => rec.request.lock_mhz,
                 _ => g.lock_before_mhz,
             };
-            out.push((g.uuid, who.clone(), lock));
+            out.push(Holder {
+                uuid: g.uuid,
+                who: who.clone(),
+                lock,
+            });
         }
     };
     if let Ok(Some(rec)) = hold::load(&hold::admin_path(run_dir)) {
@@ -203,15 +214,15 @@ fn show(p: &Place, json: bool) -> Outcome {
     for g in nvml.gpus().map_err(nvml_err)? {
         let reading = GpuReading::read(&g).map_err(nvml_err)?;
         // A job's hold is the newer one when both exist.
-        let holder = held.iter().rev().find(|(u, _, _)| *u == reading.uuid);
+        let holder = held.iter().rev().find(|h| h.uuid == reading.uuid);
         shown.push(Shown {
             index: g.index,
             name: g.name().ok(),
             power_limit_mw: g.power_limit_mw().ok(),
             power_limit_range: g.power_limit_range().ok(),
             power_limit_default_mw: g.default_power_limit_mw().ok(),
-            locked_mhz: holder.and_then(|h| h.2),
-            held_by: holder.map(|h| h.1.clone()),
+            locked_mhz: holder.and_then(|h| h.lock),
+            held_by: holder.map(|h| h.who.clone()),
             supported_sm_mhz: g.supported_sm_mhz().ok(),
             reading,
         });

@@ -74,6 +74,9 @@ pub struct Gpu<'a> {
     pub index: u32,
 }
 
+/// A GPU asked for by its minor number, and the GPU or why it was not found.
+pub type Found<'a> = (u32, Result<Gpu<'a>, NvmlError>);
+
 /// The power limits a GPU accepts, in milliwatts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LimitRange {
@@ -189,11 +192,7 @@ impl Nvml {
 
     /// The GPUs whose device files are `/dev/nvidia{minor}` for each of `minors`, in that
     /// order, each found or not; one pass over the node's GPUs, reading only their minors.
-    #[allow(clippy::type_complexity)]
-    pub fn gpus_by_minor(
-        &self,
-        minors: &[u32],
-    ) -> Result<Vec<(u32, Result<Gpu<'_>, NvmlError>)>, NvmlError> {
+    pub fn gpus_by_minor(&self, minors: &[u32]) -> Result<Vec<Found<'_>>, NvmlError> {
         let mut all = Vec::new();
         for g in self.gpus()? {
             all.push((g.minor(), g));
