@@ -25,11 +25,18 @@ pub enum NodeRequest {
     /// Exactly these nodes (a job's allocation), in Slurm order; with `min` set the
     /// plan may use fewer of them, but never fewer than `min`.
     List {
+        /// The allocated nodes.
         names: Vec<String>,
+        /// The fewest the plan may use.
         min: Option<usize>,
     },
     /// Any `min..=max` nodes of the partition (or of the site).
-    Count { min: usize, max: usize },
+    Count {
+        /// The fewest nodes.
+        min: usize,
+        /// The most nodes.
+        max: usize,
+    },
 }
 
 /// What a job asks for.

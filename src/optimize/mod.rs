@@ -277,15 +277,23 @@ pub enum OptimizeError {
     /// A time, energy or power in the table is negative or not finite.
     #[error("node {node}: {what} is {value}, which is not a finite non-negative number")]
     BadValue {
+        /// The node.
         node: String,
+        /// Which quantity.
         what: &'static str,
+        /// The value it had.
         value: f64,
     },
     /// Brute force was asked to search too many combinations.
     #[error(
         "brute force would evaluate {combinations} configurations (limit {limit}); use --algorithm exact"
     )]
-    TooLarge { combinations: f64, limit: u64 },
+    TooLarge {
+        /// Configurations the search would evaluate.
+        combinations: f64,
+        /// The most it may.
+        limit: u64,
+    },
     /// A model error while building a table for a node count.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),

@@ -97,7 +97,12 @@ pub enum Outlier {
     /// The job did not complete (failed, cancelled, timed out, still running).
     NotCompleted(RunState),
     /// The run was far shorter than predicted.
-    TooShort { time_s: f64, predicted_s: f64 },
+    TooShort {
+        /// Measured seconds.
+        time_s: f64,
+        /// Predicted seconds.
+        predicted_s: f64,
+    },
     /// Some nodes have no energy measurement.
     Unmeasured(Vec<String>),
     /// A measured value is not a finite positive number.
