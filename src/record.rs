@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Algorithm, Plan};
+use greenup_core::plan::{Algorithm, Plan};
 
 /// Where a job is in greenupd's life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

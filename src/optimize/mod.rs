@@ -16,18 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::SweepTable;
 
-/// Which optimizer searches the frequencies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Algorithm {
-    /// The exact sweep over sorted makespan bounds (the default).
-    #[default]
-    Exact,
-    /// Paper 004's Algorithm 1, as published (a heuristic, for comparison).
-    Paper,
-    /// Every combination; only for small node counts.
-    Brute,
-}
+pub use greenup_core::plan::Algorithm;
 
 /// What a policy optimizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,3 +6,4 @@
 
 pub mod dvfs;
 pub mod meter;
+pub mod sysfs;
