@@ -230,6 +230,8 @@ pub enum Source {
     Rapl,
     /// Slurm's accounting (ConsumedEnergy from the acct_gather_energy plugin).
     Slurm,
+    /// SimGrid's host energy plugin, for a job run on a simulated platform (tests/simgrid).
+    Simgrid,
     /// No meter, a model's estimate, or a meter this version does not know: not a measurement.
     Unmeasured,
 }
@@ -240,15 +242,17 @@ impl Source {
         match self {
             Source::Rapl => "rapl",
             Source::Slurm => "slurm",
+            Source::Simgrid => "simgrid",
             Source::Unmeasured => "unmeasured",
         }
     }
 
-    /// Read a meter's name; only RAPL and Slurm's accounting are measurements.
+    /// Read a meter's name; only RAPL, Slurm's accounting and SimGrid are measurements.
     pub fn parse(s: &str) -> Source {
         match s {
             "rapl" => Source::Rapl,
             "slurm" => Source::Slurm,
+            "simgrid" => Source::Simgrid,
             _ => Source::Unmeasured,
         }
     }

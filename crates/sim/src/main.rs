@@ -1,0 +1,304 @@
+//! greenup-sim: greenup on a simulated cluster (tests/simgrid/README.md).
+//!
+//! `platform` writes the SimGrid platform of a greenup site config's nodes. `run` runs
+//! one job of an SMPI program on it: greenupd decides the job through its protocol (as
+//! the SPANK plugin's first node does), the decision's frequencies become the hosts'
+//! pstates, SimGrid measures, and each node's time and energy go back to greenupd as
+//! its outcome (meter source `simgrid`), so greenupd stores and learns from it as from a
+//! Slurm job. Without `--connect`, it runs at fixed frequencies and tells nobody.
+
+mod platform;
+mod smpi;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use greenup::comm::NodeComm;
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::OpenJob;
+use greenup::plan::{Algorithm, Estimate};
+use greenup::record::{JobEnd, NodeOutcome, Source};
+use greenup::site::Site;
+use serde::Serialize;
+
+use platform::Links;
+
+#[derive(Parser)]
+#[command(
+    name = "greenup-sim",
+    about = "greenup on a SimGrid/SMPI simulated cluster"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args)]
+struct PlatformArgs {
+    /// The greenup site config whose node types and nodes make the platform.
+    #[arg(long)]
+    site: PathBuf,
+    /// A node type's speed at its highest frequency, in GFLOPS (TYPE=GFLOPS; repeat).
+    #[arg(long = "speed", value_parser = type_value, required = true)]
+    speed: Vec<(String, f64)>,
+    /// The job's nodes, a Slurm hostlist (`n[1-8]`); one rank on each.
+    #[arg(long)]
+    nodes: String,
+    /// Each host link's bandwidth (SimGrid notation).
+    #[arg(long, default_value = "1Gbps")]
+    bandwidth: String,
+    /// Each host link's latency (SimGrid notation).
+    #[arg(long, default_value = "50us")]
+    latency: String,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print the SimGrid platform XML of the site's nodes, every host at f_max.
+    Platform(PlatformArgs),
+    /// Run one job of an SMPI program, decided by greenupd (--connect) or at fixed frequencies.
+    Run {
+        #[command(flatten)]
+        platform: PlatformArgs,
+        /// greenupd's TCP address (`127.0.0.1:PORT`, MUNGE-authenticated) or `unix:PATH`.
+        #[arg(long)]
+        connect: Option<String>,
+        /// The job id under which greenupd stores the run.
+        #[arg(long, requires = "connect")]
+        job_id: Option<u64>,
+        /// The job's policy (greenupd's default when absent).
+        #[arg(long, requires = "connect")]
+        policy: Option<String>,
+        /// The job's application profile.
+        #[arg(long, requires = "connect")]
+        profile: Option<String>,
+        /// The optimizer: exact, paper or brute.
+        #[arg(long, requires = "connect", value_parser = algorithm)]
+        algorithm: Option<Algorithm>,
+        /// The user's energy cap, joules.
+        #[arg(long, requires = "connect")]
+        energy_cap_j: Option<f64>,
+        /// The user's power cap, watts.
+        #[arg(long, requires = "connect")]
+        power_cap_w: Option<f64>,
+        /// Without --connect: a node type's frequency in GHz (TYPE=GHZ; others at f_max).
+        #[arg(long = "freq", value_parser = type_value, conflicts_with = "connect")]
+        freq: Vec<(String, f64)>,
+        /// `smpi/host-speed`: flops SMPI credits to one second of this machine's CPU.
+        #[arg(long, default_value = "1Gf")]
+        host_speed: String,
+        /// Where the platform, host file and SimGrid's log go.
+        #[arg(long)]
+        work: PathBuf,
+        /// The SMPI program and its arguments.
+        #[arg(last = true, required = true)]
+        program: Vec<String>,
+    },
+}
+
+fn type_value(s: &str) -> Result<(String, f64), String> {
+    let (t, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected TYPE=NUMBER"))?;
+    let v: f64 = v
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| format!("'{s}': expected a positive number after '='"))?;
+    Ok((t.to_string(), v))
+}
+
+fn algorithm(s: &str) -> Result<Algorithm, String> {
+    match s {
+        "exact" => Ok(Algorithm::Exact),
+        "paper" => Ok(Algorithm::Paper),
+        "brute" => Ok(Algorithm::Brute),
+        _ => Err(format!("'{s}': expected exact, paper or brute")),
+    }
+}
+
+/// What `run` prints: one JSON line.
+#[derive(Serialize)]
+struct Report {
+    job_id: Option<u64>,
+    policy: Option<String>,
+    verdict: Option<String>,
+    reason: Option<String>,
+    profile_version: Option<String>,
+    predicted: Option<Estimate>,
+    baseline_predicted: Option<Estimate>,
+    measured: smpi::RunResult,
+}
+
+fn load(p: &PlatformArgs) -> Result<(Site, Vec<String>, BTreeMap<String, f64>, Links), String> {
+    let site = greenup::site::load(&p.site).map_err(|e| e.to_string())?;
+    let nodes = greenup::hostlist::expand(&p.nodes).map_err(|e| format!("--nodes: {e}"))?;
+    let gflops: BTreeMap<String, f64> = p.speed.iter().cloned().collect();
+    let links = Links {
+        bandwidth: p.bandwidth.clone(),
+        latency: p.latency.clone(),
+    };
+    Ok((site, nodes, gflops, links))
+}
+
+fn main() -> ExitCode {
+    match real_main(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("greenup-sim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<(), String> {
+    match cli.cmd {
+        Cmd::Platform(p) => {
+            let (site, nodes, gflops, links) = load(&p)?;
+            let hosts = platform::hosts(&site, &nodes, |_, _| 0)?;
+            print!("{}", platform::xml(&hosts, &gflops, &links)?);
+            Ok(())
+        }
+        Cmd::Run {
+            platform: p,
+            connect,
+            job_id,
+            policy,
+            profile,
+            algorithm,
+            energy_cap_j,
+            power_cap_w,
+            freq,
+            host_speed,
+            work,
+            program,
+        } => {
+            let (site, nodes, gflops, links) = load(&p)?;
+            let spec = smpi::RunSpec {
+                program: PathBuf::from(&program[0]),
+                args: program[1..].to_vec(),
+                gflops,
+                links,
+                host_speed,
+                work_dir: work,
+            };
+            let Some(addr) = connect else {
+                let freq: BTreeMap<String, f64> = freq.into_iter().collect();
+                for t in freq.keys() {
+                    if !site.node_types.contains_key(t) {
+                        return Err(format!("--freq: no node type {t} in {}", p.site.display()));
+                    }
+                }
+                let hosts = platform::hosts(&site, &nodes, |_, t| {
+                    freq.get(&t.name).map_or(0, |f| platform::pstate_of(t, *f))
+                })?;
+                let measured = smpi::run(&spec, &hosts)?;
+                return print(&Report {
+                    job_id: None,
+                    policy: None,
+                    verdict: None,
+                    reason: None,
+                    profile_version: None,
+                    predicted: None,
+                    baseline_predicted: None,
+                    measured,
+                });
+            };
+            let job_id = job_id.ok_or("--job-id is needed with --connect")?;
+            let mut client = Client::connect(&Endpoint::parse(&addr), Duration::from_secs(30))
+                .map_err(|e| e.to_string())?;
+            let decision = client
+                .open_job(OpenJob {
+                    job_id,
+                    uid: 0,
+                    user: None,
+                    partition: None,
+                    account: None,
+                    nodes: nodes.clone(),
+                    nodelist: None,
+                    min_nodes: None,
+                    time_limit_s: Some(86_400.0),
+                    policy: policy.clone(),
+                    profile,
+                    energy_cap_j,
+                    power_cap_w,
+                    algorithm,
+                })
+                .map_err(|e| e.to_string())?;
+            // The plugin applies a plan's frequencies only under `planned` and
+            // `budget_limited`; otherwise every node stays at f_max.
+            let planned: BTreeMap<&str, f64> = decision
+                .applied_plan()
+                .map(|pl| {
+                    pl.nodes
+                        .iter()
+                        .map(|n| (n.name.as_str(), n.freq_ghz))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let hosts = platform::hosts(&site, &nodes, |n, t| {
+                planned.get(n).map_or(0, |f| platform::pstate_of(t, *f))
+            })?;
+            let run = smpi::run(&spec, &hosts);
+            let end = match &run {
+                Ok(r) => {
+                    for h in &r.hosts {
+                        client
+                            .record_outcome(NodeOutcome {
+                                job_id,
+                                node: h.node.clone(),
+                                freq_ghz: Some(h.freq_ghz),
+                                energy_j: Some(h.energy_j),
+                                elapsed_s: Some(r.time_s),
+                                source: Some(Source::Simgrid),
+                                restored: true,
+                                note: None,
+                                comm: h.compute_s.map(|c| NodeComm {
+                                    ranks: 1,
+                                    incomplete: 0,
+                                    compute_s: c,
+                                    comm_s: (r.time_s - c).max(0.0),
+                                    bytes: 0,
+                                    calls: 0,
+                                    low_s: 0.0,
+                                    transitions: 0,
+                                    errors: 0,
+                                    saved_j: None,
+                                    cpus: Some(1),
+                                }),
+                            })
+                            .map_err(|e| e.to_string())?;
+                    }
+                    JobEnd::Completed
+                }
+                Err(_) => JobEnd::Failed,
+            };
+            client
+                .close_job(job_id, Some(end))
+                .map_err(|e| e.to_string())?;
+            let measured = run?;
+            let plan = decision.plan.as_ref();
+            print(&Report {
+                job_id: Some(job_id),
+                policy: Some(decision.policy.clone()),
+                verdict: Some(format!("{:?}", decision.verdict).to_lowercase()),
+                reason: Some(decision.reason.clone()).filter(|r| !r.is_empty()),
+                profile_version: decision.profile_version.clone(),
+                predicted: decision.applied_plan().map(|pl| pl.predicted.clone()),
+                baseline_predicted: plan.map(|pl| pl.baseline.clone()),
+                measured,
+            })
+        }
+    }
+}
+
+fn print(r: &Report) -> Result<(), String> {
+    println!(
+        "{}",
+        serde_json::to_string(r).map_err(|e| format!("report: {e}"))?
+    );
+    Ok(())
+}
