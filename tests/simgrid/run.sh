@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The SimGrid test (tests/simgrid/README.md): NAS EP and IS on 8 simulated nodes of the
+# test bench's two node types and of paper 004's Table I platform, with a real greenupd
+# (real MUNGE, real SQLite) deciding every job through its protocol. For each site and
+# program: two monitor runs (every node at f_max: the measured baseline, and its spread),
+# `greenup profile learn`, then a job under max-dist and one under min-energy. Checks
+# come from SimGrid's own measurements only (the baseline, its spread, and on the bench
+# a brute-force simulation over every pair of per-type frequencies), never from
+# greenup's prediction. Needs root. Last line: 'N passed, M failed'.
+#   BIN_DIR=target/debug   use a debug build instead of building release binaries
+#   KEEP=DIR               keep the work directories there
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$ROOT/scripts/lib.sh"
+
+step "packages, munged, NAS programs"
+need_debs libsimgrid-dev dpkg-dev python3 >/dev/null
+bash "$ROOT/tests/munge/start.sh" >/dev/null
+NAS=$(bash "$HERE/build.sh" | tail -1)
+step "greenup binaries ($BIN_DIR)"
+build_bins
+
+WORK=${KEEP:-$(mktemp -d)}
+mkdir -p "$WORK"
+[ -n "${KEEP:-}" ] || trap 'site_stop; rm -rf "$WORK"' EXIT
+RESULTS=$WORK/results.jsonl
+: > "$RESULTS"
+NODES='n[1-8]'
+
+# record SITE APP KIND: append greenup-sim's JSON line (stdin) tagged to the results.
+record() {
+  python3 -c '
+import json, sys
+site, app, kind = sys.argv[1:4]
+for line in sys.stdin:
+    if line.startswith("{"):
+        d = json.loads(line); d.update(site=site, app=app, kind=kind); print(json.dumps(d))
+' "$@" >> "$RESULTS"
+}
+
+for site in bench paper004; do
+  step "site $site: greenupd on $NODES"
+  site_start "$site" "$WORK/$site"
+  for app in ep is; do
+    case $site-$app in
+      bench-ep) prog=("$NAS/ep" 8 B) ;;
+      *-ep) prog=("$NAS/ep" 8 C) ;;
+      *-is) prog=("$NAS/is" 8 W) ;;
+    esac
+    w=$WORK/$site/runs
+    for i in 1 2; do
+      JOB=$((JOB + 1))
+      job "$site" "$NODES" "$w/$app-monitor$i" monitor "$app" -- "${prog[@]}" | record "$site" "$app" monitor
+    done
+    learn "$app" 8 >"$WORK/$site/learn-$app.txt" 2>&1 || { cat "$WORK/$site/learn-$app.txt"; exit 1; }
+    for policy in max-dist min-energy; do
+      JOB=$((JOB + 1))
+      job "$site" "$NODES" "$w/$app-$policy" "$policy" "$app" -- "${prog[@]}" | record "$site" "$app" "$policy"
+    done
+    if [ "$site" = bench ]; then
+      for ff in 1.0 1.4 1.8 2.2 2.6 3.0; do
+        for fe in 1.2 1.6 2.0 2.4; do
+          fixed "$site" "$NODES" "$w/$app-brute" "fast=$ff" "eco=$fe" -- "${prog[@]}" | record "$site" "$app" "brute"
+        done
+      done
+    fi
+  done
+  site_stop
+done
+
+step "checks"
+python3 "$HERE/check.py" "$RESULTS"
