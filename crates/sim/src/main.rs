@@ -55,6 +55,8 @@ struct PlatformArgs {
     latency: String,
 }
 
+// Parsed once per process: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
     /// Print the SimGrid platform XML of the site's nodes, every host at f_max.
@@ -133,7 +135,10 @@ struct Report {
     measured: smpi::RunResult,
 }
 
-fn load(p: &PlatformArgs) -> Result<(Site, Vec<String>, BTreeMap<String, f64>, Links), String> {
+/// The site, the job's nodes, each type's GFLOPS and the links.
+type Loaded = (Site, Vec<String>, BTreeMap<String, f64>, Links);
+
+fn load(p: &PlatformArgs) -> Result<Loaded, String> {
     let site = greenup::site::load(&p.site).map_err(|e| e.to_string())?;
     let nodes = greenup::hostlist::expand(&p.nodes).map_err(|e| format!("--nodes: {e}"))?;
     let gflops: BTreeMap<String, f64> = p.speed.iter().cloned().collect();
@@ -287,8 +292,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 verdict: Some(format!("{:?}", decision.verdict).to_lowercase()),
                 reason: Some(decision.reason.clone()).filter(|r| !r.is_empty()),
                 profile_version: decision.profile_version.clone(),
-                predicted: decision.applied_plan().map(|pl| pl.predicted.clone()),
-                baseline_predicted: plan.map(|pl| pl.baseline.clone()),
+                predicted: decision.applied_plan().map(|pl| pl.predicted),
+                baseline_predicted: plan.map(|pl| pl.baseline),
                 measured,
             })
         }
