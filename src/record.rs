@@ -502,10 +502,12 @@ mod tests {
     }
 
     #[test]
-    fn only_rapl_and_slurm_are_measurements() {
+    fn only_rapl_slurm_and_simgrid_are_measurements() {
         assert_eq!(Source::parse("rapl"), Source::Rapl);
         assert_eq!(Source::parse("slurm"), Source::Slurm);
-        for other in ["model", "nvml", "", "RAPL"] {
+        assert_eq!(Source::parse("simgrid"), Source::Simgrid);
+        assert_eq!(Source::Simgrid.as_str(), "simgrid");
+        for other in ["model", "nvml", "", "RAPL", "SimGrid"] {
             assert!(!Source::parse(other).is_measured(), "{other}");
         }
         let o: NodeOutcome =

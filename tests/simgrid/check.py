@@ -60,6 +60,9 @@ for (site, app), kinds in sorted(runs.items()):
               f"{fmt(s):>9} {fmt(v):>8} {d:7.3f} {fmt(et):>7} {fmt(ee):>7}  "
               + ", ".join(f"{t} {f:g}" for t, f in fq))
 
+    live = kinds.get("live", [])
+    for m in live:
+        row("live", m)
     for m in mon:
         row("monitor", m)
     brute = kinds.get("brute", [])
@@ -67,6 +70,11 @@ for (site, app), kinds in sorted(runs.items()):
         for r in kinds.get(policy, []):
             row(policy, r)
     print(f"{'':9} {app:3} spread between the identical monitor runs: {100 * spread:.2f} %")
+    if len(live) == 2:
+        lt = abs(live[0]["measured"]["time_s"] / live[1]["measured"]["time_s"] - 1)
+        le = abs(live[0]["measured"]["energy_j"] / live[1]["measured"]["energy_j"] - 1)
+        print(f"{'':9} {app:3} spread between two live runs (this machine's noise, not a bound): "
+              f"time {100 * lt:.2f} %, energy {100 * le:.2f} %")
     for policy in ("max-dist", "min-energy"):
         rs = kinds.get(policy, [])
         if not rs:

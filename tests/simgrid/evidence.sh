@@ -36,13 +36,22 @@ prog_of() {
   esac
 }
 
-# baseline SITE APP N PROFILE: two monitor runs on n[1-N] and the learned profile.
+# baseline SITE APP N PROFILE: two live runs at f_max on n[1-N] (the first records the
+# trace every later job replays; the pair is this machine's noise), two monitor jobs
+# replaying it, and the learned profile.
 baseline() {
   local site=$1 app=$2 n=$3 prof=$4 i
+  TRACE=$OUT/w/$site-$prof.trace
+  mkdir -p "$OUT/w"
+  # shellcheck disable=SC2046
+  fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - --record-trace "$TRACE" -- $(prog_of "$app" "$n") |
+    record part="$PART" site="$site" app="$app" nodes="$n" kind=live
+  # shellcheck disable=SC2046
+  fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - -- $(prog_of "$app" "$n") |
+    record part="$PART" site="$site" app="$app" nodes="$n" kind=live
   for i in 1 2; do
     JOB=$((JOB + 1))
-    # shellcheck disable=SC2046
-    job "$site" "n[1-$n]" "$OUT/w/$site-$prof" monitor "$prof" -- $(prog_of "$app" "$n") |
+    job "$site" "n[1-$n]" "$OUT/w/$site-$prof" monitor "$prof" --replay "$TRACE" |
       record part="$PART" site="$site" app="$app" nodes="$n" kind=monitor
   done
   learn "$prof" "$n" > "$OUT/learn-$site-$prof.txt" 2>&1
@@ -52,8 +61,7 @@ baseline() {
 policy_run() {
   local site=$1 app=$2 n=$3 prof=$4 policy=$5 alg=${6:-exact} round=${7:-1}
   JOB=$((JOB + 1))
-  # shellcheck disable=SC2046
-  ALGORITHM=$alg job "$site" "n[1-$n]" "$OUT/w/$site-$prof" "$policy" "$prof" -- $(prog_of "$app" "$n") |
+  ALGORITHM=$alg job "$site" "n[1-$n]" "$OUT/w/$site-$prof" "$policy" "$prof" --replay "$TRACE" |
     record part="$PART" site="$site" app="$app" nodes="$n" kind="$policy" algorithm="$alg" round="$round"
 }
 

@@ -61,27 +61,28 @@ site_stop() { kill -TERM "$GPID" 2>/dev/null; wait "$GPID" 2>/dev/null || true; 
 declare -A HOST_SPEED=([bench]=1Gf [paper004]=40Gf [paper004-70-30]=40Gf [paper004-90-10]=40Gf)
 
 JOB=${JOB:-1000}
-# job SITE NODES WORK POLICY APP -- PROGRAM ARGS: one job decided by greenupd over MUNGE
-# TCP, run under SMPI, its outcome sent back; prints greenup-sim's JSON line. greenupd
-# refines a profile at most once a second, so each job waits for the last one's refit.
-# The job id is $JOB: the caller counts (a job in a pipeline runs in a subshell).
+# job SITE NODES WORK POLICY APP RUN...: one job decided by greenupd over MUNGE TCP, run
+# under SMPI, its outcome sent back; prints greenup-sim's JSON line. RUN is what
+# greenup-sim runs: `--replay TRACE` or `-- PROGRAM ARGS`. greenupd refines a profile at
+# most once a second, so each job waits for the last one's refit. The job id is $JOB:
+# the caller counts (a job in a pipeline runs in a subshell).
 job() {
-  local site=$1 nodes=$2 work=$3 policy=$4 app=$5; shift 6
+  local site=$1 nodes=$2 work=$3 policy=$4 app=$5; shift 5
   # shellcheck disable=SC2086
   "$SIM" run --site "$CONF" ${SPEEDS[$site]} --host-speed "${HOST_SPEED[$site]}" --nodes "$nodes" --work "$work" \
-    --connect "$ADDR" --job-id "$JOB" --policy "$policy" --profile "$app" ${ALGORITHM:+--algorithm $ALGORITHM} -- "$@"
+    --connect "$ADDR" --job-id "$JOB" --policy "$policy" --profile "$app" ${ALGORITHM:+--algorithm $ALGORITHM} "$@"
   sleep 1.1
 }
 
-# fixed SITE NODES WORK FREQS... -- PROGRAM ARGS: a run at fixed frequencies (TYPE=GHZ),
-# told to nobody: the oracle's runs.
+# fixed SITE NODES WORK FREQS RUN...: a run at fixed frequencies (FREQS: TYPE=GHZ,... or
+# `-` for f_max), told to nobody: the oracle's runs and the trace recordings.
 fixed() {
-  local site=$1 nodes=$2 work=$3; shift 3
-  local f=()
-  while [ "$1" != "--" ]; do f+=(--freq "$1"); shift; done
-  shift
+  local site=$1 nodes=$2 work=$3 freqs=$4 f=() x; shift 4
+  if [ "$freqs" != - ]; then
+    for x in ${freqs//,/ }; do f+=(--freq "$x"); done
+  fi
   # shellcheck disable=SC2086
-  "$SIM" run --site "$CONF" ${SPEEDS[$site]} --host-speed "${HOST_SPEED[$site]}" --nodes "$nodes" --work "$work" "${f[@]}" -- "$@"
+  "$SIM" run --site "$CONF" ${SPEEDS[$site]} --host-speed "${HOST_SPEED[$site]}" --nodes "$nodes" --work "$work" "${f[@]}" "$@"
 }
 
 # learn APP NODES: greenup's first version of APP's profile from the monitor runs.

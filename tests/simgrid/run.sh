@@ -2,11 +2,13 @@
 # The SimGrid test (tests/simgrid/README.md): NAS EP and IS on 8 simulated nodes of the
 # test bench's two node types and of paper 004's Table I platform, with a real greenupd
 # (real MUNGE, real SQLite) deciding every job through its protocol. For each site and
-# program: two monitor runs (every node at f_max: the measured baseline, and its spread),
-# `greenup profile learn`, then a job under max-dist and one under min-energy. Checks
-# come from SimGrid's own measurements only (the baseline, its spread, and on the bench
-# a brute-force simulation over every pair of per-type frequencies), never from
-# greenup's prediction. Needs root. Last line: 'N passed, M failed'.
+# program: two live runs at f_max (the first records a time-independent trace; the pair
+# measures this machine's noise), then, each replaying that trace, two monitor jobs (the
+# measured f_max baseline), `greenup profile learn`, a max-dist job and a min-energy job.
+# Checks come from SimGrid's own measurements only (the baseline, the spread of identical
+# runs, and on the bench a brute-force simulation over every pair of per-type
+# frequencies), never from greenup's prediction. Needs root. Last line: 'N passed, M
+# failed'.
 #   BIN_DIR=target/debug   use a debug build instead of building release binaries
 #   KEEP=DIR               keep the work directories there
 set -euo pipefail
@@ -48,19 +50,25 @@ for site in bench paper004; do
       *-is) prog=("$NAS/is" 8 W) ;;
     esac
     w=$WORK/$site/runs
+    mkdir -p "$w"
+    # Two live runs at f_max, told to nobody: the first records the trace every job
+    # below replays; the pair measures this machine's noise (reported, not a bound).
+    fixed "$site" "$NODES" "$w/$app-live1" - --record-trace "$w/$app.trace" -- "${prog[@]}" | record "$site" "$app" live
+    fixed "$site" "$NODES" "$w/$app-live2" - -- "${prog[@]}" | record "$site" "$app" live
+    run=(--replay "$w/$app.trace")
     for i in 1 2; do
       JOB=$((JOB + 1))
-      job "$site" "$NODES" "$w/$app-monitor$i" monitor "$app" -- "${prog[@]}" | record "$site" "$app" monitor
+      job "$site" "$NODES" "$w/$app-monitor$i" monitor "$app" "${run[@]}" | record "$site" "$app" monitor
     done
     learn "$app" 8 >"$WORK/$site/learn-$app.txt" 2>&1 || { cat "$WORK/$site/learn-$app.txt"; exit 1; }
     for policy in max-dist min-energy; do
       JOB=$((JOB + 1))
-      job "$site" "$NODES" "$w/$app-$policy" "$policy" "$app" -- "${prog[@]}" | record "$site" "$app" "$policy"
+      job "$site" "$NODES" "$w/$app-$policy" "$policy" "$app" "${run[@]}" | record "$site" "$app" "$policy"
     done
     if [ "$site" = bench ]; then
       for ff in 1.0 1.4 1.8 2.2 2.6 3.0; do
         for fe in 1.2 1.6 2.0 2.4; do
-          fixed "$site" "$NODES" "$w/$app-brute" "fast=$ff" "eco=$fe" -- "${prog[@]}" | record "$site" "$app" "brute"
+          fixed "$site" "$NODES" "$w/$app-brute" "fast=$ff,eco=$fe" "${run[@]}" | record "$site" "$app" brute
         done
       done
     fi

@@ -95,8 +95,25 @@ enum Cmd {
         /// Where the platform, host file and SimGrid's log go.
         #[arg(long)]
         work: PathBuf,
-        /// The SMPI program and its arguments.
-        #[arg(last = true, required = true)]
+        /// Record a time-independent trace of the program's run in FILE (for --replay).
+        #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+        record_trace: Option<PathBuf>,
+        /// Replay the time-independent trace FILE instead of running a program: identical
+        /// flops and messages every run, so only the decision changes the outcome.
+        #[arg(long, value_name = "FILE")]
+        replay: Option<PathBuf>,
+        /// SimGrid's trace replay program.
+        #[arg(
+            long,
+            default_value = "/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"
+        )]
+        replay_main: PathBuf,
+        /// The SMPI program and its arguments (not with --replay).
+        #[arg(
+            last = true,
+            required_unless_present = "replay",
+            conflicts_with = "replay"
+        )]
         program: Vec<String>,
     },
 }
@@ -179,12 +196,26 @@ fn real_main(cli: Cli) -> Result<(), String> {
             freq,
             host_speed,
             work,
+            record_trace,
+            replay,
+            replay_main,
             program,
         } => {
             let (site, nodes, gflops, links) = load(&p)?;
+            let program = match (replay, program.split_first()) {
+                (Some(trace), _) => smpi::Program::Replay {
+                    trace,
+                    main: replay_main,
+                },
+                (None, Some((path, args))) => smpi::Program::Live {
+                    path: PathBuf::from(path),
+                    args: args.to_vec(),
+                    record: record_trace,
+                },
+                (None, None) => return Err("give a program after --, or --replay FILE".into()),
+            };
             let spec = smpi::RunSpec {
-                program: PathBuf::from(&program[0]),
-                args: program[1..].to_vec(),
+                program,
                 gflops,
                 links,
                 host_speed,

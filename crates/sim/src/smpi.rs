@@ -15,13 +15,34 @@ use serde::Serialize;
 
 use crate::platform::{self, Host, Links};
 
-/// How to run a program under SMPI.
+/// What SMPI runs.
+#[derive(Debug, Clone)]
+pub enum Program {
+    /// A program built with `smpicc`, and its arguments; its computation is timed on
+    /// this machine's CPU, so repeated runs differ by this machine's noise.
+    Live {
+        /// The program.
+        path: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Record a time-independent trace of this run here (`-trace-ti`).
+        record: Option<PathBuf>,
+    },
+    /// Replay a recorded time-independent trace with SimGrid's `smpireplaymain`: the
+    /// same flops and messages every time, so repeated runs are identical.
+    Replay {
+        /// The trace (the file `-trace-ti` wrote).
+        trace: PathBuf,
+        /// SimGrid's replay program.
+        main: PathBuf,
+    },
+}
+
+/// How to run a job under SMPI.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
-    /// The program, built with `smpicc`.
-    pub program: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
+    /// What runs.
+    pub program: Program,
     /// Each node type's speed at f_max, GFLOPS.
     pub gflops: BTreeMap<String, f64>,
     /// The network.
@@ -71,19 +92,44 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
     let hostfile = spec.work_dir.join("hostfile");
     let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
     write_atomic(&hostfile, &(names.join("\n") + "\n"))?;
-    let out = Command::new("smpirun")
-        .arg("-np")
+    let mut cmd = Command::new("smpirun");
+    cmd.arg("-np")
         .arg(hosts.len().to_string())
         .arg("-platform")
         .arg(&plat)
         .arg("-hostfile")
-        .arg(&hostfile)
-        .arg("--cfg=plugin:host_energy")
-        .arg("--cfg=smpi/display-timing:yes")
-        .arg(format!("--cfg=smpi/host-speed:{}", spec.host_speed))
-        .arg("--log=xbt_cfg.thres:warning")
-        .arg(&spec.program)
-        .args(&spec.args)
+        .arg(&hostfile);
+    let what = match &spec.program {
+        Program::Live { path, args, record } => {
+            if let Some(t) = record {
+                let t = std::path::absolute(t).map_err(|e| format!("{}: {e}", t.display()))?;
+                cmd.arg("-trace-ti")
+                    .arg(format!("--cfg=tracing/filename:{}", t.display()));
+            }
+            cmd.arg(format!("--cfg=smpi/host-speed:{}", spec.host_speed));
+            cmd.arg("--cfg=plugin:host_energy")
+                .arg("--cfg=smpi/display-timing:yes")
+                .arg("--log=xbt_cfg.thres:warning")
+                .arg(path)
+                .args(args);
+            path.display().to_string()
+        }
+        Program::Replay { trace, main } => {
+            let trace =
+                std::path::absolute(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+            if !trace.is_file() {
+                return Err(format!("--replay: no trace at {}", trace.display()));
+            }
+            cmd.arg("--cfg=plugin:host_energy")
+                .arg("--cfg=smpi/display-timing:yes")
+                .arg("--log=xbt_cfg.thres:warning")
+                .arg("-replay")
+                .arg(&trace)
+                .arg(main);
+            format!("the replay of {}", trace.display())
+        }
+    };
+    let out = cmd
         .current_dir(&spec.work_dir)
         .output()
         .map_err(|e| format!("smpirun: {e} (install Debian's libsimgrid-dev)"))?;
@@ -96,7 +142,7 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
     if !out.status.success() {
         return Err(format!(
             "smpirun {} exited with {}; its output is in {}",
-            spec.program.display(),
+            what,
             out.status,
             spec.work_dir.join("smpirun.log").display()
         ));
