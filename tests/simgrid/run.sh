@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The SimGrid test (tests/simgrid/README.md): NAS EP and IS on 8 simulated nodes of the
-# test bench's two node types and of paper 004's Table I platform, with a real greenupd
+# test bench's two node types and of paper 004's Table I platform, and EP on 128 nodes of
+# the latter, with a real greenupd
 # (real MUNGE, real SQLite) deciding every job through its protocol. For each site and
 # program: two live runs at f_max (the first records a time-independent trace; the pair
 # measures this machine's noise), then, each replaying that trace, two monitor jobs (the
@@ -27,7 +28,6 @@ mkdir -p "$WORK"
 [ -n "${KEEP:-}" ] || trap 'site_stop; rm -rf "$WORK"' EXIT
 RESULTS=$WORK/results.jsonl
 : > "$RESULTS"
-NODES='n[1-8]'
 
 # record SITE APP KIND: append greenup-sim's JSON line (stdin) tagged to the results.
 record() {
@@ -41,14 +41,22 @@ for line in sys.stdin:
 }
 
 for site in bench paper004; do
-  step "site $site: greenupd on $NODES"
+  step "site $site"
   site_start "$site" "$WORK/$site"
-  for app in ep is; do
+  cases="ep:8 is:8"
+  # Scale: one case at 128 nodes (EP, whose answer does not depend on the count).
+  [ "$site" = paper004 ] && cases="$cases ep:128"
+  for c in $cases; do
+    n=${c#*:}
+    NODES="n[1-$n]"
+    app=${c%:*}
     case $site-$app in
-      bench-ep) prog=("$NAS/ep" 8 B) ;;
-      *-ep) prog=("$NAS/ep" 8 C) ;;
-      *-is) prog=("$NAS/is" 8 W) ;;
+      bench-ep) prog=("$NAS/ep" "$n" B) ;;
+      *-ep) prog=("$NAS/ep" "$n" C) ;;
+      *-is) prog=("$NAS/is" "$n" W) ;;
     esac
+    # The profile is learned for one node count: one name per count.
+    [ "$n" = 8 ] || app=$app$n
     w=$WORK/$site/runs
     mkdir -p "$w"
     # Two live runs at f_max, told to nobody: the first records the trace every job
@@ -60,7 +68,7 @@ for site in bench paper004; do
       JOB=$((JOB + 1))
       job "$site" "$NODES" "$w/$app-monitor$i" monitor "$app" "${run[@]}" | record "$site" "$app" monitor
     done
-    learn "$app" 8 >"$WORK/$site/learn-$app.txt" 2>&1 || { cat "$WORK/$site/learn-$app.txt"; exit 1; }
+    learn "$app" "$n" >"$WORK/$site/learn-$app.txt" 2>&1 || { cat "$WORK/$site/learn-$app.txt"; exit 1; }
     for policy in max-dist min-energy; do
       JOB=$((JOB + 1))
       job "$site" "$NODES" "$w/$app-$policy" "$policy" "$app" "${run[@]}" | record "$site" "$app" "$policy"
