@@ -17,7 +17,7 @@ declare -A SPEEDS=(
 
 build_bins() {
   if [ "$BIN_DIR" = "$ROOT/target/release" ]; then
-    (cd "$ROOT" && cargo build --release --quiet --bin greenup --bin greenupd -p greenup-sim)
+    (cd "$ROOT" && cargo build --release --quiet -p greenup -p greenup-sim --bins)
   fi
 }
 

@@ -40,9 +40,13 @@ for line in sys.stdin:
 ' "$@" >> "$RESULTS"
 }
 
+# A run that fails is counted, and the test goes on to its summary line.
+RUN_FAILS=0
+failed() { echo "FAIL $*"; RUN_FAILS=$((RUN_FAILS + 1)); }
+
 for site in bench paper004; do
   step "site $site"
-  site_start "$site" "$WORK/$site"
+  site_start "$site" "$WORK/$site" || { failed "greenupd did not start on $site"; continue; }
   cases="ep:8 is:8"
   # Scale: one case at 128 nodes (EP, whose answer does not depend on the count).
   [ "$site" = paper004 ] && cases="$cases ep:128"
@@ -61,22 +65,29 @@ for site in bench paper004; do
     mkdir -p "$w"
     # Two live runs at f_max, told to nobody: the first records the trace every job
     # below replays; the pair measures this machine's noise (reported, not a bound).
-    fixed "$site" "$NODES" "$w/$app-live1" - --record-trace "$w/$app.trace" -- "${prog[@]}" | record "$site" "$app" live
-    fixed "$site" "$NODES" "$w/$app-live2" - -- "${prog[@]}" | record "$site" "$app" live
+    { fixed "$site" "$NODES" "$w/$app-live1" - --record-trace "$w/$app.trace" -- "${prog[@]}" | record "$site" "$app" live; } ||
+      { failed "$site $app: the recorded live run"; continue; }
+    { fixed "$site" "$NODES" "$w/$app-live2" - -- "${prog[@]}" | record "$site" "$app" live; } || failed "$site $app: the second live run"
     run=(--replay "$w/$app.trace")
     for i in 1 2; do
       JOB=$((JOB + 1))
-      job "$site" "$NODES" "$w/$app-monitor$i" monitor "$app" "${run[@]}" | record "$site" "$app" monitor
+      { job "$site" "$NODES" "$w/$app-monitor$i" monitor "$app" "${run[@]}" | record "$site" "$app" monitor; } ||
+        failed "$site $app: monitor job $JOB"
     done
-    learn "$app" "$n" >"$WORK/$site/learn-$app.txt" 2>&1 || { cat "$WORK/$site/learn-$app.txt"; exit 1; }
+    if ! learn "$app" "$n" >"$WORK/$site/learn-$app.txt" 2>&1; then
+      failed "$site $app: greenup profile learn: $(tail -1 "$WORK/$site/learn-$app.txt")"
+      continue
+    fi
     for policy in max-dist min-energy; do
       JOB=$((JOB + 1))
-      job "$site" "$NODES" "$w/$app-$policy" "$policy" "$app" "${run[@]}" | record "$site" "$app" "$policy"
+      { job "$site" "$NODES" "$w/$app-$policy" "$policy" "$app" "${run[@]}" | record "$site" "$app" "$policy"; } ||
+        failed "$site $app: $policy job $JOB"
     done
     if [ "$site" = bench ]; then
       for ff in 1.0 1.4 1.8 2.2 2.6 3.0; do
         for fe in 1.2 1.6 2.0 2.4; do
-          fixed "$site" "$NODES" "$w/$app-brute" "fast=$ff,eco=$fe" "${run[@]}" | record "$site" "$app" brute
+          { fixed "$site" "$NODES" "$w/$app-brute" "fast=$ff,eco=$fe" "${run[@]}" | record "$site" "$app" brute; } ||
+            failed "$site $app: the run at fast $ff, eco $fe GHz"
         done
       done
     fi
@@ -85,4 +96,4 @@ for site in bench paper004; do
 done
 
 step "checks"
-python3 "$HERE/check.py" "$RESULTS"
+python3 "$HERE/check.py" "$RESULTS" "$RUN_FAILS"
