@@ -1,8 +1,8 @@
 //! greenup-sim: greenup on a simulated cluster (tests/simgrid/README.md).
 //!
 //! `platform` writes the SimGrid platform of a greenup site config's nodes. `run` runs
-//! one job of an SMPI program on it: greenupd decides the job through its protocol (as
-//! the SPANK plugin's first node does), the decision's frequencies become the hosts'
+//! one job of an SMPI program on it: each node asks greenupd for its settings through
+//! the protocol (`start_node`, as each node's prolog does; the first decides the job), the decision's frequencies become the hosts'
 //! pstates, SimGrid measures, and each node's time and energy go back to greenupd as
 //! its outcome (meter source `simgrid`), so greenupd stores and learns from it as from a
 //! Slurm job. Without `--connect`, it runs at fixed frequencies and tells nobody.
@@ -146,9 +146,7 @@ struct Report {
     policy: Option<String>,
     verdict: Option<String>,
     reason: Option<String>,
-    profile_version: Option<String>,
     predicted: Option<Estimate>,
-    baseline_predicted: Option<Estimate>,
     measured: smpi::RunResult,
 }
 
@@ -237,44 +235,51 @@ fn real_main(cli: Cli) -> Result<(), String> {
                     policy: None,
                     verdict: None,
                     reason: None,
-                    profile_version: None,
                     predicted: None,
-                    baseline_predicted: None,
                     measured,
                 });
             };
             let job_id = job_id.ok_or("--job-id is needed with --connect")?;
             let mut client = Client::connect(&Endpoint::parse(&addr), Duration::from_secs(30))
                 .map_err(|e| e.to_string())?;
-            let decision = client
-                .open_job(OpenJob {
-                    job_id,
-                    uid: 0,
-                    user: None,
-                    partition: None,
-                    account: None,
-                    nodes: nodes.clone(),
-                    nodelist: None,
-                    min_nodes: None,
-                    time_limit_s: Some(86_400.0),
-                    policy: policy.clone(),
-                    profile,
-                    energy_cap_j,
-                    power_cap_w,
-                    algorithm,
-                })
-                .map_err(|e| e.to_string())?;
-            // The plugin applies a plan's frequencies only under `planned` and
-            // `budget_limited`; otherwise every node stays at f_max.
-            let planned: BTreeMap<&str, f64> = decision
-                .applied_plan()
-                .map(|pl| {
-                    pl.nodes
-                        .iter()
-                        .map(|n| (n.name.as_str(), n.freq_ghz))
-                        .collect()
-                })
-                .unwrap_or_default();
+            // Every node asks for its own settings, as each node's prolog does: the
+            // first request decides the job, the others are answered from it.
+            let job = OpenJob {
+                job_id,
+                uid: 0,
+                user: None,
+                partition: None,
+                account: None,
+                nodes: Vec::new(),
+                nodelist: Some(p.nodes.clone()),
+                min_nodes: None,
+                time_limit_s: Some(86_400.0),
+                policy: policy.clone(),
+                profile,
+                energy_cap_j,
+                power_cap_w,
+                algorithm,
+            };
+            let mut settings = Vec::with_capacity(nodes.len());
+            for n in &nodes {
+                settings.push(
+                    client
+                        .start_node(n, job.clone())
+                        .map_err(|e| format!("start_node {n}: {e}"))?,
+                );
+            }
+            if let Some(s) = settings.iter().find(|s| !s.used) {
+                return Err(format!(
+                    "the plan leaves node {} out (the job would shrink); give a node count the plan uses",
+                    s.node
+                ));
+            }
+            // A node applies its frequency only under `planned` and `budget_limited`
+            // (`freq_ghz` is then set); otherwise it stays at f_max, as the plugin does.
+            let planned: BTreeMap<&str, f64> = settings
+                .iter()
+                .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f)))
+                .collect();
             let hosts = platform::hosts(&site, &nodes, |n, t| {
                 planned.get(n).map_or(0, |f| platform::pstate_of(t, *f))
             })?;
@@ -312,19 +317,24 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 }
                 Err(_) => JobEnd::Failed,
             };
+            let stored = client.count_outcomes(job_id).map_err(|e| e.to_string())?;
             client
                 .close_job(job_id, Some(end))
                 .map_err(|e| e.to_string())?;
             let measured = run?;
-            let plan = decision.plan.as_ref();
+            if stored != nodes.len() as u64 {
+                return Err(format!(
+                    "greenupd holds {stored} outcomes of job {job_id}, not {}",
+                    nodes.len()
+                ));
+            }
+            let first = &settings[0];
             print(&Report {
                 job_id: Some(job_id),
-                policy: Some(decision.policy.clone()),
-                verdict: Some(format!("{:?}", decision.verdict).to_lowercase()),
-                reason: Some(decision.reason.clone()).filter(|r| !r.is_empty()),
-                profile_version: decision.profile_version.clone(),
-                predicted: decision.applied_plan().map(|pl| pl.predicted),
-                baseline_predicted: plan.map(|pl| pl.baseline),
+                policy,
+                verdict: Some(first.verdict.as_str().to_string()),
+                reason: Some(first.reason.clone()).filter(|r| !r.is_empty()),
+                predicted: first.predicted.filter(|_| first.verdict.applies_plan()),
                 measured,
             })
         }
