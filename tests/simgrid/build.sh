@@ -19,7 +19,7 @@ trap 'rm -rf "$APT"' EXIT
 mkdir -p "$APT/state/lists/partial" "$APT/cache/archives/partial" "$APT/src"
 # Only a deb-src line, in apt's own state and cache dirs: the system's apt is untouched.
 echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" > "$APT/sources.list"
-OPTS=(-o "Dir::Etc::SourceList=$APT/sources.list" -o Dir::Etc::SourceParts=/dev/null
+OPTS=(-o "Dir::Etc::SourceList=$APT/sources.list" -o Dir::Etc::SourceParts=/dev/null -o APT::Sandbox::User=root
       -o "Dir::State=$APT/state" -o "Dir::Cache=$APT/cache" -o Dir::State::status=/var/lib/dpkg/status)
 apt-get -qq "${OPTS[@]}" update
 (cd "$APT/src" && apt-get -qq "${OPTS[@]}" source --download-only "simgrid=${VERSION%+b*}" >/dev/null 2>&1)
