@@ -54,7 +54,12 @@ CONF
   echo "greenupd did not start"; cat "$dir/greenupd.log"; return 1
 }
 
-site_stop() { kill -TERM "$GPID" 2>/dev/null; wait "$GPID" 2>/dev/null || true; }
+site_stop() {
+  [ -n "${GPID:-}" ] || return 0
+  kill -TERM "$GPID" 2>/dev/null || true
+  wait "$GPID" 2>/dev/null || true
+  GPID=
+}
 
 # smpi/host-speed per site: the flops one second of this machine's CPU stands for, so
 # that a site's compute is as large against its network as the paper's (see README).

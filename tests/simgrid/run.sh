@@ -25,7 +25,7 @@ build_bins
 
 WORK=${KEEP:-$(mktemp -d)}
 mkdir -p "$WORK"
-[ -n "${KEEP:-}" ] || trap 'site_stop; rm -rf "$WORK"' EXIT
+trap 'site_stop; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 RESULTS=$WORK/results.jsonl
 : > "$RESULTS"
 
