@@ -12,8 +12,11 @@ pub use serde_saphyr::Spanned;
 pub enum Origin {
     /// A position inside a file the user or admin wrote (1-based line and column).
     File {
+        /// The file.
         path: PathBuf,
+        /// Line, from 1.
         line: u64,
+        /// Column, from 1.
         column: u64,
     },
     /// A whole file, when no position is known (unreadable, empty).

@@ -5,6 +5,7 @@
 //! daemon (`greenupd`) and the CLI (`greenup`) only translate between this
 //! library and the outside world.
 #![forbid(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 
 pub mod budget;
 pub mod comm;

@@ -16,7 +16,7 @@ use crate::policy::Policy;
 use crate::profile::Profile;
 use crate::site::Site;
 
-pub use crate::optimize::Algorithm;
+pub use greenup_core::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
 
 /// Which nodes a job may use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,11 +25,18 @@ pub enum NodeRequest {
     /// Exactly these nodes (a job's allocation), in Slurm order; with `min` set the
     /// plan may use fewer of them, but never fewer than `min`.
     List {
+        /// The allocated nodes.
         names: Vec<String>,
+        /// The fewest the plan may use.
         min: Option<usize>,
     },
     /// Any `min..=max` nodes of the partition (or of the site).
-    Count { min: usize, max: usize },
+    Count {
+        /// The fewest nodes.
+        min: usize,
+        /// The most nodes.
+        max: usize,
+    },
 }
 
 /// What a job asks for.
@@ -52,66 +59,6 @@ pub struct PlanRequest {
     /// No node above this frequency in GHz (set by an energy budget's warning level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_freq_ghz: Option<f64>,
-}
-
-/// Predicted totals of one configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// Wall time in seconds.
-    pub time_s: f64,
-    /// Energy in joules.
-    pub energy_j: f64,
-    /// Average power in watts.
-    pub avg_power_w: f64,
-}
-
-/// One node of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlannedNode {
-    /// Slurm node name.
-    pub name: String,
-    /// Node type from the site config.
-    #[serde(rename = "type")]
-    pub node_type: String,
-    /// Chosen CPU frequency in GHz.
-    pub freq_ghz: f64,
-}
-
-/// How the search went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchInfo {
-    /// `exact`, `paper` or `brute`.
-    pub algorithm: Algorithm,
-    /// Configurations the optimizer evaluated.
-    pub candidates: u64,
-    /// Microseconds the search took (the lookup's, when the plan was reused).
-    pub elapsed_us: u64,
-    /// Whether the plan was reused from an earlier job of the same shape instead of searched.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub reused: bool,
-}
-
-/// A decision: what to run, what it is predicted to cost, and against what baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// The policy applied.
-    pub policy: String,
-    /// Whether every constraint is met.
-    pub feasible: bool,
-    /// Why the plan is infeasible or was limited; empty when there is nothing to say.
-    pub reason: String,
-    /// Nodes the job should use.
-    pub node_count: usize,
-    /// Each node's type and frequency.
-    pub nodes: Vec<PlannedNode>,
-    /// Predicted outcome of the plan.
-    pub predicted: Estimate,
-    /// Predicted outcome with every allocated node at its maximum frequency.
-    pub baseline: Estimate,
-    /// The objective's value (lower is better for min_*, higher for max_*).
-    pub objective: f64,
-    /// How the search went.
-    pub search: SearchInfo,
 }
 
 /// Why no plan could be made (as opposed to an infeasible plan, which is still a plan).

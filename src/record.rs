@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Algorithm, Plan};
+use greenup_core::plan::{Algorithm, Plan};
 
 /// Where a job is in greenupd's life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,6 +228,8 @@ pub enum Source {
     Rapl,
     /// Slurm's accounting (ConsumedEnergy from the acct_gather_energy plugin).
     Slurm,
+    /// SimGrid's host energy plugin, for a job run on a simulated platform (tests/simgrid).
+    Simgrid,
     /// No meter, a model's estimate, or a meter this version does not know: not a measurement.
     Unmeasured,
 }
@@ -238,15 +240,17 @@ impl Source {
         match self {
             Source::Rapl => "rapl",
             Source::Slurm => "slurm",
+            Source::Simgrid => "simgrid",
             Source::Unmeasured => "unmeasured",
         }
     }
 
-    /// Read a meter's name; only RAPL and Slurm's accounting are measurements.
+    /// Read a meter's name; only RAPL, Slurm's accounting and SimGrid are measurements.
     pub fn parse(s: &str) -> Source {
         match s {
             "rapl" => Source::Rapl,
             "slurm" => Source::Slurm,
+            "simgrid" => Source::Simgrid,
             _ => Source::Unmeasured,
         }
     }
@@ -642,10 +646,12 @@ mod tests {
     }
 
     #[test]
-    fn only_rapl_and_slurm_are_measurements() {
+    fn only_rapl_slurm_and_simgrid_are_measurements() {
         assert_eq!(Source::parse("rapl"), Source::Rapl);
         assert_eq!(Source::parse("slurm"), Source::Slurm);
-        for other in ["model", "nvml", "", "RAPL"] {
+        assert_eq!(Source::parse("simgrid"), Source::Simgrid);
+        assert_eq!(Source::Simgrid.as_str(), "simgrid");
+        for other in ["model", "nvml", "", "RAPL", "SimGrid"] {
             assert!(!Source::parse(other).is_measured(), "{other}");
         }
         let o: NodeOutcome =

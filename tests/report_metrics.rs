@@ -287,7 +287,7 @@ fn snapshot_from_daemon_status() {
             line("batch", None, 900.0),
         ],
     };
-    let s = Snapshot::from_status(&status);
+    let s = greenup::daemon::metrics_http::snapshot_of(&status);
     assert_eq!(s.site.as_ref().unwrap().available_w(), Some(7_100.0));
     assert_eq!(s.partitions.len(), 1);
     assert_eq!(s.partitions[0].name, "batch");

@@ -8,7 +8,6 @@
 
 pub mod book;
 pub mod period;
-pub mod policies;
 
 use serde::{Deserialize, Serialize};
 

@@ -120,7 +120,7 @@ impl Decider {
     /// A decider for `site`: loads the policies from the site's policy directories.
     pub fn new(site: &Site) -> Result<Decider, String> {
         let mut policies = PolicySet::load(&site.policy_dirs).map_err(|e| e.to_string())?;
-        crate::budget::policies::add_forced(site, &mut policies)?;
+        crate::site::add_forced(site, &mut policies)?;
         Ok(Decider {
             policies,
             profiles: Mutex::new(HashMap::new()),

@@ -9,6 +9,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::daemon::protocol::{BudgetLine, Status};
+use crate::report::metrics::{Budget, Snapshot};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -93,4 +95,27 @@ where
         stream.shutdown().await
     })
     .await;
+}
+
+/// The parts of a metrics snapshot greenupd's status reply carries: the ledger, running
+/// jobs and stored jobs. Decisions, fallbacks, errors and the store's size come from the
+/// store.
+pub fn snapshot_of(status: &Status) -> Snapshot {
+    let budget = |l: &BudgetLine| Budget {
+        name: l.scope.clone(),
+        cap_w: l.cap_w,
+        reserved_w: l.reserved_w,
+    };
+    Snapshot {
+        site: status.ledger.iter().find(|l| l.scope == "site").map(budget),
+        partitions: status
+            .ledger
+            .iter()
+            .filter(|l| l.scope != "site")
+            .map(budget)
+            .collect(),
+        running_jobs: status.open_jobs,
+        store_jobs: status.total_jobs,
+        ..Snapshot::default()
+    }
 }

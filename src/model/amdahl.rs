@@ -194,10 +194,20 @@ pub struct AmdahlFit {
 pub enum FitError {
     /// Too few runs or too few distinct node counts.
     #[error("need at least {need} runs on {need} different node counts, got {got}")]
-    TooFewRuns { need: usize, got: usize },
+    TooFewRuns {
+        /// Runs (and node counts) the fit needs.
+        need: usize,
+        /// Runs given.
+        got: usize,
+    },
     /// A run is unusable.
     #[error("run {index}: {reason}")]
-    BadRun { index: usize, reason: String },
+    BadRun {
+        /// The run's position in the input, from 0.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// No law gave a physical fit (0 <= F_p <= 1, T_C(0,1) > 0, c >= 0).
     #[error("no communication law fits these runs with 0 <= F_p <= 1 and non-negative times")]
     NoValidLaw,

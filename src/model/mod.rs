@@ -212,13 +212,28 @@ impl SweepTable {
 pub enum ModelError {
     /// The profile has nothing for this node type.
     #[error("node {node}: the profile has no parameters for node type '{node_type}'")]
-    UnknownNodeType { node: String, node_type: String },
+    UnknownNodeType {
+        /// The node.
+        node: String,
+        /// Its type, as the site names it.
+        node_type: String,
+    },
     /// An expression in the profile could not be evaluated.
     #[error("{what}: {message}")]
-    Expression { what: String, message: String },
+    Expression {
+        /// Which parameter.
+        what: String,
+        /// The evaluator's message.
+        message: String,
+    },
     /// A value came out negative, infinite or not a number.
     #[error("{what} is {value}, which is not a finite non-negative number")]
-    NotFinite { what: String, value: f64 },
+    NotFinite {
+        /// Which quantity.
+        what: String,
+        /// The value it came out as.
+        value: f64,
+    },
     /// The configuration itself is unusable.
     #[error("{0}")]
     Config(String),

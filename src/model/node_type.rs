@@ -9,12 +9,20 @@ pub enum PowerModel {
     /// Dynamic and static watts measured at the maximum frequency; dynamic power
     /// scales as (f / f_max)^gamma (gamma = 3 by default, as in papers 000 and 004).
     AtMax {
+        /// Dynamic watts of one node at f_max.
         dynamic_w: f64,
+        /// Static watts of one node, at any frequency.
         static_w: f64,
+        /// The exponent of f / f_max.
         gamma: f64,
     },
     /// Dynamic and static watts as expressions in `f` (GHz).
-    Expr { dynamic_w: Expr, static_w: Expr },
+    Expr {
+        /// Dynamic watts of one node at `f`.
+        dynamic_w: Expr,
+        /// Static watts of one node at `f`.
+        static_w: Expr,
+    },
 }
 
 /// A kind of node: the frequencies it offers and the power it draws.

@@ -16,18 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::SweepTable;
 
-/// Which optimizer searches the frequencies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Algorithm {
-    /// The exact sweep over sorted makespan bounds (the default).
-    #[default]
-    Exact,
-    /// Paper 004's Algorithm 1, as published (a heuristic, for comparison).
-    Paper,
-    /// Every combination; only for small node counts.
-    Brute,
-}
+pub use greenup_core::plan::Algorithm;
 
 /// What a policy optimizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -277,15 +266,23 @@ pub enum OptimizeError {
     /// A time, energy or power in the table is negative or not finite.
     #[error("node {node}: {what} is {value}, which is not a finite non-negative number")]
     BadValue {
+        /// The node.
         node: String,
+        /// Which quantity.
         what: &'static str,
+        /// The value it had.
         value: f64,
     },
     /// Brute force was asked to search too many combinations.
     #[error(
         "brute force would evaluate {combinations} configurations (limit {limit}); use --algorithm exact"
     )]
-    TooLarge { combinations: f64, limit: u64 },
+    TooLarge {
+        /// Configurations the search would evaluate.
+        combinations: f64,
+        /// The most it may.
+        limit: u64,
+    },
     /// A model error while building a table for a node count.
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),

@@ -80,6 +80,16 @@ impl Outcome {
             .map(|c| (c, n.comm_s.unwrap_or(self.time_s - c).max(0.0)))
     }
 
+    /// The run's communication time as paper 004 counts it: the least any measured node
+    /// spent blocked. Every other node's blocked time adds its wait for the slowest
+    /// node, which depends on the frequencies the run chose, not on the application.
+    pub(crate) fn comm_floor_s(&self) -> Option<f64> {
+        self.nodes
+            .iter()
+            .filter_map(|n| self.split(n).map(|(_, blocked)| blocked))
+            .min_by(f64::total_cmp)
+    }
+
     /// The run's time blocked in communication (amdahl's T_B), the mean over its nodes,
     /// when every node measured it.
     pub(crate) fn blocked_s(&self) -> Option<f64> {
@@ -97,7 +107,12 @@ pub enum Outlier {
     /// The job did not complete (failed, cancelled, timed out, still running).
     NotCompleted(RunState),
     /// The run was far shorter than predicted.
-    TooShort { time_s: f64, predicted_s: f64 },
+    TooShort {
+        /// Measured seconds.
+        time_s: f64,
+        /// Predicted seconds.
+        predicted_s: f64,
+    },
     /// Some nodes have no energy measurement.
     Unmeasured(Vec<String>),
     /// A measured value is not a finite positive number.

@@ -37,7 +37,12 @@ pub enum InUse {
     /// The admin's profile file, as written.
     Admin,
     /// A refined version's file.
-    Refined { version: u64, path: PathBuf },
+    Refined {
+        /// The version number.
+        version: u64,
+        /// Its file.
+        path: PathBuf,
+    },
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> InputError {

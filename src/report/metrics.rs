@@ -93,30 +93,6 @@ pub struct Snapshot {
     pub store_jobs: u64,
 }
 
-impl Snapshot {
-    /// The parts of a snapshot greenupd's status reply carries: the ledger, running jobs and
-    /// stored jobs. Decisions, fallbacks, errors and the store's size come from the store.
-    pub fn from_status(status: &crate::daemon::protocol::Status) -> Snapshot {
-        let budget = |l: &crate::daemon::protocol::BudgetLine| Budget {
-            name: l.scope.clone(),
-            cap_w: l.cap_w,
-            reserved_w: l.reserved_w,
-        };
-        Snapshot {
-            site: status.ledger.iter().find(|l| l.scope == "site").map(budget),
-            partitions: status
-                .ledger
-                .iter()
-                .filter(|l| l.scope != "site")
-                .map(budget)
-                .collect(),
-            running_jobs: status.open_jobs,
-            store_jobs: status.total_jobs,
-            ..Snapshot::default()
-        }
-    }
-}
-
 /// A float the way Prometheus reads it (`+Inf`, `-Inf`, `NaN`).
 fn num(v: f64) -> String {
     if v.is_nan() {

@@ -7,9 +7,12 @@
 
 mod budgets;
 mod check;
+mod forced;
 mod gpu;
 mod load;
 pub mod node;
+
+pub use forced::add_forced;
 
 pub use load::{
     DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR,

@@ -873,7 +873,7 @@ impl Store for SqliteStore {
                  WHERE j.state = 'closed' AND d.verdict IN ('planned', 'budget_limited')
                    AND d.predicted_energy_j IS NOT NULL
                  GROUP BY j.job_id
-                 HAVING count(*) = sum(o.energy_j IS NOT NULL AND o.source IN ('rapl', 'slurm'))",
+                 HAVING count(*) = sum(o.energy_j IS NOT NULL AND o.source IN ('rapl', 'slurm', 'simgrid'))",
             )
             .map_err(read_err)?;
         let rows = s

@@ -7,3 +7,4 @@
 pub mod dvfs;
 pub mod gpu;
 pub mod meter;
+pub mod sysfs;

@@ -6,6 +6,7 @@ use tokio::net::TcpListener;
 
 use super::Shared;
 use super::handlers::status;
+use crate::daemon::metrics_http::snapshot_of;
 use crate::report::metrics::{Snapshot, render};
 
 /// The Prometheus listener, moved when a reload changes `daemon.metrics_listen`.
@@ -61,7 +62,7 @@ impl MetricsListener {
 pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
     let ctx = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
     let mut snap = match status(&shared, &ctx).await {
-        Ok(st) => Snapshot::from_status(&st),
+        Ok(st) => snapshot_of(&st),
         Err(e) => {
             tracing::warn!(error = %e.message, "metrics: status unavailable");
             Snapshot::default()

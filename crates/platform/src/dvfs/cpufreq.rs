@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::sysfs::{self, SysfsError};
+use crate::sysfs::{self, SysfsError};
 
 /// Tolerance when matching a requested frequency to one the driver offers:
 /// decisions are made in GHz and may not round-trip to the exact kHz value.

@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use super::cpufreq::{Cpufreq, Policy};
 use super::job::{NodePaths, Scope};
 use super::run_dir::JobDir;
-use super::{state, sysfs};
+use super::state;
+use crate::sysfs;
 
 /// The one cpufreq file a job's user may write.
 pub const CONTROL: &str = greenup_comm::CONTROL_FILES[0];

@@ -7,7 +7,8 @@ pub mod lend;
 pub mod powercap;
 pub mod run_dir;
 pub mod state;
-pub mod sysfs;
 
+/// The sysfs helpers, where the DVFS code has always offered them.
+pub use crate::sysfs;
 pub use cpufreq::{Applied, Cpufreq, Method, PolicySettings};
 pub use job::{NodeOutcome, NodePaths, Scope};

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::sysfs::{self, SysfsError};
 use crate::meter::rapl;
+use crate::sysfs::{self, SysfsError};
 
 /// A zone's long-term power limit as found before a job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dvfs::sysfs;
+use crate::sysfs;
 
 /// One top-level RAPL zone (a package or the platform), found under `class/powercap`.
 #[derive(Debug, Clone, PartialEq, Eq)]

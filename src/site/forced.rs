@@ -1,8 +1,8 @@
 //! The policies budget levels force, checked against the policies the site loads.
 
-use super::Action;
+use super::Site;
+use crate::budget::Action;
 use crate::policy::{Policy, PolicySet};
-use crate::site::Site;
 
 /// Add every level's `policy_file` to `policies`, and check every forced policy name is
 /// one of them, so a level never names a policy greenupd cannot plan with.

@@ -1,0 +1,79 @@
+//! A decision as greenup states it: the nodes to use, each node's type and frequency,
+//! the predicted cost against the all-f_max baseline, and how the optimizer searched.
+//! The decision library makes these; the protocol, the store, reports and the plugin
+//! carry them.
+
+use serde::{Deserialize, Serialize};
+
+/// Which optimizer searches the frequencies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    /// The exact sweep over sorted makespan bounds (the default).
+    #[default]
+    Exact,
+    /// Paper 004's Algorithm 1, as published (a heuristic, for comparison).
+    Paper,
+    /// Every combination; only for small node counts.
+    Brute,
+}
+
+/// Predicted totals of one configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Wall time in seconds.
+    pub time_s: f64,
+    /// Energy in joules.
+    pub energy_j: f64,
+    /// Average power in watts.
+    pub avg_power_w: f64,
+}
+
+/// One node of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedNode {
+    /// Slurm node name.
+    pub name: String,
+    /// Node type from the site config.
+    #[serde(rename = "type")]
+    pub node_type: String,
+    /// Chosen CPU frequency in GHz.
+    pub freq_ghz: f64,
+}
+
+/// How the search went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchInfo {
+    /// `exact`, `paper` or `brute`.
+    pub algorithm: Algorithm,
+    /// Configurations the optimizer evaluated.
+    pub candidates: u64,
+    /// Microseconds the search took (the lookup's, when the plan was reused).
+    pub elapsed_us: u64,
+    /// Whether the plan was reused from an earlier job of the same shape instead of searched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
+}
+
+/// A decision: what to run, what it is predicted to cost, and against what baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The policy applied.
+    pub policy: String,
+    /// Whether every constraint is met.
+    pub feasible: bool,
+    /// Why the plan is infeasible or was limited; empty when there is nothing to say.
+    pub reason: String,
+    /// Nodes the job should use.
+    pub node_count: usize,
+    /// Each node's type and frequency.
+    pub nodes: Vec<PlannedNode>,
+    /// Predicted outcome of the plan.
+    pub predicted: Estimate,
+    /// Predicted outcome with every allocated node at its maximum frequency.
+    pub baseline: Estimate,
+    /// The objective's value (lower is better for min_*, higher for max_*).
+    pub objective: f64,
+    /// How the search went.
+    pub search: SearchInfo,
+}

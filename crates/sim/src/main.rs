@@ -1,0 +1,351 @@
+//! greenup-sim: greenup on a simulated cluster (tests/simgrid/README.md).
+//!
+//! `platform` writes the SimGrid platform of a greenup site config's nodes. `run` runs
+//! one job of an SMPI program on it: each node asks greenupd for its settings through
+//! the protocol (`start_node`, as each node's prolog does; the first decides the job), the decision's frequencies become the hosts'
+//! pstates, SimGrid measures, and each node's time and energy go back to greenupd as
+//! its outcome (meter source `simgrid`), so greenupd stores and learns from it as from a
+//! Slurm job. Without `--connect`, it runs at fixed frequencies and tells nobody.
+
+mod platform;
+mod smpi;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use greenup::comm::NodeComm;
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::protocol::OpenJob;
+use greenup::plan::{Algorithm, Estimate};
+use greenup::record::{JobEnd, NodeOutcome, Source};
+use greenup::site::Site;
+use serde::Serialize;
+
+use platform::Links;
+
+#[derive(Parser)]
+#[command(
+    name = "greenup-sim",
+    about = "greenup on a SimGrid/SMPI simulated cluster"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args)]
+struct PlatformArgs {
+    /// The greenup site config whose node types and nodes make the platform.
+    #[arg(long)]
+    site: PathBuf,
+    /// A node type's speed at its highest frequency, in GFLOPS (TYPE=GFLOPS; repeat).
+    #[arg(long = "speed", value_parser = type_value, required = true)]
+    speed: Vec<(String, f64)>,
+    /// The job's nodes, a Slurm hostlist (`n[1-8]`); one rank on each.
+    #[arg(long)]
+    nodes: String,
+    /// Each host link's bandwidth (SimGrid notation).
+    #[arg(long, default_value = "1Gbps")]
+    bandwidth: String,
+    /// Each host link's latency (SimGrid notation).
+    #[arg(long, default_value = "50us")]
+    latency: String,
+}
+
+// Parsed once per process: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print the SimGrid platform XML of the site's nodes, every host at f_max.
+    Platform(PlatformArgs),
+    /// Run one job of an SMPI program, decided by greenupd (--connect) or at fixed frequencies.
+    Run {
+        #[command(flatten)]
+        platform: PlatformArgs,
+        /// greenupd's TCP address (`127.0.0.1:PORT`, MUNGE-authenticated) or `unix:PATH`.
+        #[arg(long)]
+        connect: Option<String>,
+        /// The job id under which greenupd stores the run.
+        #[arg(long, requires = "connect")]
+        job_id: Option<u64>,
+        /// The job's policy (greenupd's default when absent).
+        #[arg(long, requires = "connect")]
+        policy: Option<String>,
+        /// The job's application profile.
+        #[arg(long, requires = "connect")]
+        profile: Option<String>,
+        /// The optimizer: exact, paper or brute.
+        #[arg(long, requires = "connect", value_parser = algorithm)]
+        algorithm: Option<Algorithm>,
+        /// The user's energy cap, joules.
+        #[arg(long, requires = "connect")]
+        energy_cap_j: Option<f64>,
+        /// The user's power cap, watts.
+        #[arg(long, requires = "connect")]
+        power_cap_w: Option<f64>,
+        /// Without --connect: a node type's frequency in GHz (TYPE=GHZ; others at f_max).
+        #[arg(long = "freq", value_parser = type_value, conflicts_with = "connect")]
+        freq: Vec<(String, f64)>,
+        /// `smpi/host-speed`: flops SMPI credits to one second of this machine's CPU.
+        #[arg(long, default_value = "1Gf")]
+        host_speed: String,
+        /// Where the platform, host file and SimGrid's log go.
+        #[arg(long)]
+        work: PathBuf,
+        /// Record a time-independent trace of the program's run in FILE (for --replay).
+        #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+        record_trace: Option<PathBuf>,
+        /// Replay the time-independent trace FILE instead of running a program: identical
+        /// flops and messages every run, so only the decision changes the outcome.
+        #[arg(long, value_name = "FILE")]
+        replay: Option<PathBuf>,
+        /// SimGrid's trace replay program.
+        #[arg(
+            long,
+            default_value = "/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"
+        )]
+        replay_main: PathBuf,
+        /// The SMPI program and its arguments (not with --replay).
+        #[arg(
+            last = true,
+            required_unless_present = "replay",
+            conflicts_with = "replay"
+        )]
+        program: Vec<String>,
+    },
+}
+
+fn type_value(s: &str) -> Result<(String, f64), String> {
+    let (t, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected TYPE=NUMBER"))?;
+    let v: f64 = v
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| format!("'{s}': expected a positive number after '='"))?;
+    Ok((t.to_string(), v))
+}
+
+fn algorithm(s: &str) -> Result<Algorithm, String> {
+    match s {
+        "exact" => Ok(Algorithm::Exact),
+        "paper" => Ok(Algorithm::Paper),
+        "brute" => Ok(Algorithm::Brute),
+        _ => Err(format!("'{s}': expected exact, paper or brute")),
+    }
+}
+
+/// What `run` prints: one JSON line.
+#[derive(Serialize)]
+struct Report {
+    job_id: Option<u64>,
+    policy: Option<String>,
+    verdict: Option<String>,
+    reason: Option<String>,
+    predicted: Option<Estimate>,
+    measured: smpi::RunResult,
+}
+
+/// The site, the job's nodes, each type's GFLOPS and the links.
+type Loaded = (Site, Vec<String>, BTreeMap<String, f64>, Links);
+
+fn load(p: &PlatformArgs) -> Result<Loaded, String> {
+    let site = greenup::site::load(&p.site).map_err(|e| e.to_string())?;
+    let nodes = greenup::hostlist::expand(&p.nodes).map_err(|e| format!("--nodes: {e}"))?;
+    let gflops: BTreeMap<String, f64> = p.speed.iter().cloned().collect();
+    let links = Links {
+        bandwidth: p.bandwidth.clone(),
+        latency: p.latency.clone(),
+    };
+    Ok((site, nodes, gflops, links))
+}
+
+fn main() -> ExitCode {
+    match real_main(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("greenup-sim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<(), String> {
+    match cli.cmd {
+        Cmd::Platform(p) => {
+            let (site, nodes, gflops, links) = load(&p)?;
+            let hosts = platform::hosts(&site, &nodes, |_, _| 0)?;
+            print!("{}", platform::xml(&hosts, &gflops, &links)?);
+            Ok(())
+        }
+        Cmd::Run {
+            platform: p,
+            connect,
+            job_id,
+            policy,
+            profile,
+            algorithm,
+            energy_cap_j,
+            power_cap_w,
+            freq,
+            host_speed,
+            work,
+            record_trace,
+            replay,
+            replay_main,
+            program,
+        } => {
+            let (site, nodes, gflops, links) = load(&p)?;
+            let program = match (replay, program.split_first()) {
+                (Some(trace), _) => smpi::Program::Replay {
+                    trace,
+                    main: replay_main,
+                },
+                (None, Some((path, args))) => smpi::Program::Live {
+                    path: PathBuf::from(path),
+                    args: args.to_vec(),
+                    record: record_trace,
+                },
+                (None, None) => return Err("give a program after --, or --replay FILE".into()),
+            };
+            let spec = smpi::RunSpec {
+                program,
+                gflops,
+                links,
+                host_speed,
+                work_dir: work,
+            };
+            let Some(addr) = connect else {
+                let freq: BTreeMap<String, f64> = freq.into_iter().collect();
+                for t in freq.keys() {
+                    if !site.node_types.contains_key(t) {
+                        return Err(format!("--freq: no node type {t} in {}", p.site.display()));
+                    }
+                }
+                let hosts = platform::hosts(&site, &nodes, |_, t| {
+                    freq.get(&t.name).map_or(0, |f| platform::pstate_of(t, *f))
+                })?;
+                let measured = smpi::run(&spec, &hosts)?;
+                return print(&Report {
+                    job_id: None,
+                    policy: None,
+                    verdict: None,
+                    reason: None,
+                    predicted: None,
+                    measured,
+                });
+            };
+            let job_id = job_id.ok_or("--job-id is needed with --connect")?;
+            let mut client = Client::connect(&Endpoint::parse(&addr), Duration::from_secs(30))
+                .map_err(|e| e.to_string())?;
+            // Every node asks for its own settings, as each node's prolog does: the
+            // first request decides the job, the others are answered from it.
+            let job = OpenJob {
+                job_id,
+                uid: 0,
+                user: None,
+                partition: None,
+                account: None,
+                nodes: Vec::new(),
+                nodelist: Some(p.nodes.clone()),
+                min_nodes: None,
+                time_limit_s: Some(86_400.0),
+                policy: policy.clone(),
+                profile,
+                energy_cap_j,
+                power_cap_w,
+                algorithm,
+            };
+            let mut settings = Vec::with_capacity(nodes.len());
+            for n in &nodes {
+                settings.push(
+                    client
+                        .start_node(n, job.clone())
+                        .map_err(|e| format!("start_node {n}: {e}"))?,
+                );
+            }
+            if let Some(s) = settings.iter().find(|s| !s.used) {
+                return Err(format!(
+                    "the plan leaves node {} out (the job would shrink); give a node count the plan uses",
+                    s.node
+                ));
+            }
+            // A node applies its frequency only under `planned` and `budget_limited`
+            // (`freq_ghz` is then set); otherwise it stays at f_max, as the plugin does.
+            let planned: BTreeMap<&str, f64> = settings
+                .iter()
+                .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f)))
+                .collect();
+            let hosts = platform::hosts(&site, &nodes, |n, t| {
+                planned.get(n).map_or(0, |f| platform::pstate_of(t, *f))
+            })?;
+            let run = smpi::run(&spec, &hosts);
+            let end = match &run {
+                Ok(r) => {
+                    for h in &r.hosts {
+                        client
+                            .record_outcome(NodeOutcome {
+                                job_id,
+                                node: h.node.clone(),
+                                freq_ghz: Some(h.freq_ghz),
+                                energy_j: Some(h.energy_j),
+                                elapsed_s: Some(r.time_s),
+                                source: Some(Source::Simgrid),
+                                restored: true,
+                                note: None,
+                                comm: h.compute_s.map(|c| NodeComm {
+                                    ranks: 1,
+                                    incomplete: 0,
+                                    compute_s: c,
+                                    comm_s: (r.time_s - c).max(0.0),
+                                    bytes: 0,
+                                    calls: 0,
+                                    low_s: 0.0,
+                                    transitions: 0,
+                                    errors: 0,
+                                    saved_j: None,
+                                    cpus: Some(1),
+                                }),
+                                gpu: None,
+                            })
+                            .map_err(|e| e.to_string())?;
+                    }
+                    JobEnd::Completed
+                }
+                Err(_) => JobEnd::Failed,
+            };
+            let stored = client.count_outcomes(job_id).map_err(|e| e.to_string())?;
+            client
+                .close_job(job_id, Some(end))
+                .map_err(|e| e.to_string())?;
+            let measured = run?;
+            if stored != nodes.len() as u64 {
+                return Err(format!(
+                    "greenupd holds {stored} outcomes of job {job_id}, not {}",
+                    nodes.len()
+                ));
+            }
+            let first = &settings[0];
+            print(&Report {
+                job_id: Some(job_id),
+                policy,
+                verdict: Some(first.verdict.as_str().to_string()),
+                reason: Some(first.reason.clone()).filter(|r| !r.is_empty()),
+                predicted: first.predicted.filter(|_| first.verdict.applies_plan()),
+                measured,
+            })
+        }
+    }
+}
+
+fn print(r: &Report) -> Result<(), String> {
+    println!(
+        "{}",
+        serde_json::to_string(r).map_err(|e| format!("report: {e}"))?
+    );
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! One SMPI run: write the platform and host file, run `smpirun` with SimGrid's host
+//! energy plugin, and read back the simulated time and each host's energy.
+//!
+//! Each host's busy time (its rank computing) is read from the same energy figure: the
+//! plugin integrates `idle + load × (busy − idle)` watts, with load 1 while the rank
+//! computes and 0 while it waits in MPI, so `busy_s = (E − idle × T) / (busy − idle)`.
+//! That is the compute/communication split the learned profiles use, measured by the
+//! simulator, not assumed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::platform::{self, Host, Links};
+
+/// What SMPI runs.
+#[derive(Debug, Clone)]
+pub enum Program {
+    /// A program built with `smpicc`, and its arguments; its computation is timed on
+    /// this machine's CPU, so repeated runs differ by this machine's noise.
+    Live {
+        /// The program.
+        path: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Record a time-independent trace of this run here (`-trace-ti`).
+        record: Option<PathBuf>,
+    },
+    /// Replay a recorded time-independent trace with SimGrid's `smpireplaymain`: the
+    /// same flops and messages every time, so repeated runs are identical.
+    Replay {
+        /// The trace (the file `-trace-ti` wrote).
+        trace: PathBuf,
+        /// SimGrid's replay program.
+        main: PathBuf,
+    },
+}
+
+/// How to run a job under SMPI.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// What runs.
+    pub program: Program,
+    /// Each node type's speed at f_max, GFLOPS.
+    pub gflops: BTreeMap<String, f64>,
+    /// The network.
+    pub links: Links,
+    /// `smpi/host-speed`: the flop rate SMPI credits to a second of the real CPU.
+    pub host_speed: String,
+    /// Where the platform, host file and SimGrid's output go.
+    pub work_dir: PathBuf,
+}
+
+/// What SimGrid measured on one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostResult {
+    /// The node.
+    pub node: String,
+    /// Its type.
+    pub node_type: String,
+    /// The frequency its pstate stands for, GHz.
+    pub freq_ghz: f64,
+    /// Joules, from the host energy plugin.
+    pub energy_j: f64,
+    /// Seconds its rank computed (see the module doc); `None` where busy and idle power
+    /// are equal and cannot tell them apart.
+    pub compute_s: Option<f64>,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Simulated wall time, seconds.
+    pub time_s: f64,
+    /// Sum of the hosts' energy, joules.
+    pub energy_j: f64,
+    /// Per host, in the job's node order.
+    pub hosts: Vec<HostResult>,
+    /// The program's own verdict line, when it printed one (`Verification = ...`).
+    pub verification: Option<String>,
+}
+
+/// Run `spec` on `hosts`; an error is one line with the cause.
+pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
+    std::fs::create_dir_all(&spec.work_dir)
+        .map_err(|e| format!("{}: {e}", spec.work_dir.display()))?;
+    let xml = platform::xml(hosts, &spec.gflops, &spec.links)?;
+    let plat = spec.work_dir.join("platform.xml");
+    write_atomic(&plat, &xml)?;
+    let hostfile = spec.work_dir.join("hostfile");
+    let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+    write_atomic(&hostfile, &(names.join("\n") + "\n"))?;
+    let mut cmd = Command::new("smpirun");
+    cmd.arg("-np")
+        .arg(hosts.len().to_string())
+        .arg("-platform")
+        .arg(&plat)
+        .arg("-hostfile")
+        .arg(&hostfile);
+    let what = match &spec.program {
+        Program::Live { path, args, record } => {
+            if let Some(t) = record {
+                let t = std::path::absolute(t).map_err(|e| format!("{}: {e}", t.display()))?;
+                cmd.arg("-trace-ti")
+                    .arg(format!("--cfg=tracing/filename:{}", t.display()));
+            }
+            cmd.arg(format!("--cfg=smpi/host-speed:{}", spec.host_speed));
+            cmd.arg("--cfg=plugin:host_energy")
+                .arg("--cfg=smpi/display-timing:yes")
+                .arg("--log=xbt_cfg.thres:warning")
+                .arg(path)
+                .args(args);
+            path.display().to_string()
+        }
+        Program::Replay { trace, main } => {
+            let trace =
+                std::path::absolute(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+            if !trace.is_file() {
+                return Err(format!("--replay: no trace at {}", trace.display()));
+            }
+            cmd.arg("--cfg=plugin:host_energy")
+                .arg("--cfg=smpi/display-timing:yes")
+                .arg("--log=xbt_cfg.thres:warning")
+                .arg("-replay")
+                .arg(&trace)
+                .arg(main);
+            format!("the replay of {}", trace.display())
+        }
+    };
+    let out = cmd
+        .current_dir(&spec.work_dir)
+        .output()
+        .map_err(|e| format!("smpirun: {e} (install Debian's libsimgrid-dev)"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write_atomic(&spec.work_dir.join("smpirun.log"), &text)?;
+    if !out.status.success() {
+        return Err(format!(
+            "smpirun {} exited with {}; its output is in {}",
+            what,
+            out.status,
+            spec.work_dir.join("smpirun.log").display()
+        ));
+    }
+    parse(&text, hosts)
+        .map_err(|e| format!("{e}, in {}", spec.work_dir.join("smpirun.log").display()))
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The number after `key` on a log line, up to the next space.
+fn after(line: &str, key: &str) -> Option<f64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Read SimGrid's log of a run on `hosts`.
+pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, String> {
+    let mut time_s = None;
+    let mut energy: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut verification = None;
+    for line in text.lines() {
+        if let Some(t) = after(line, "Simulated time: ") {
+            time_s = Some(t);
+        } else if let Some(i) = line.find("Energy consumption of host ") {
+            let rest = &line[i + "Energy consumption of host ".len()..];
+            if let Some((name, val)) = rest.split_once(": ")
+                && let Some(j) = val.split_whitespace().next().and_then(|v| v.parse().ok())
+                && let Some(h) = hosts.iter().find(|h| h.name == name)
+            {
+                energy.insert(h.name.as_str(), j);
+            }
+        } else if line.contains("Verification") && line.contains('=') {
+            verification = line.split('=').nth(1).map(|v| v.trim().to_string());
+        }
+    }
+    let time_s = time_s.ok_or("no 'Simulated time' line in SimGrid's output")?;
+    let mut out = Vec::new();
+    for h in hosts {
+        let e = *energy
+            .get(h.name.as_str())
+            .ok_or_else(|| format!("no energy line for host {}", h.name))?;
+        let f = platform::pstates(h.node_type)[h.pstate];
+        let (idle, busy) = platform::wattage(h.node_type, f)?;
+        let compute_s =
+            (busy > idle).then(|| ((e - idle * time_s) / (busy - idle)).clamp(0.0, time_s));
+        out.push(HostResult {
+            node: h.name.clone(),
+            node_type: h.node_type.name.clone(),
+            freq_ghz: f,
+            energy_j: e,
+            compute_s,
+        });
+    }
+    Ok(RunResult {
+        time_s,
+        energy_j: out.iter().map(|h| h.energy_j).sum(),
+        hosts: out,
+        verification,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use greenup::site::{NodeType, PowerModel};
+
+    #[test]
+    fn busy_time_comes_from_the_energy_integral() {
+        let t = NodeType {
+            name: "fast".into(),
+            freqs_ghz: vec![1.0, 2.0],
+            power: PowerModel::AtMax {
+                dynamic_w: 80.0,
+                static_w: 20.0,
+                gamma: 3.0,
+            },
+        };
+        let hosts = [Host {
+            name: "n1".into(),
+            node_type: &t,
+            pstate: 0,
+        }];
+        // 10 s of which 4 s busy at f_max: 20 W × 10 s + 80 W × 4 s = 520 J.
+        let log = "[10.000000] [smpi_utils/INFO] Simulated time: 10 seconds.\n\
+                   [10.000000] [host_energy/INFO] Energy consumption of host n1: 520.000000 Joules\n \
+                   Verification    =               SUCCESSFUL\n";
+        let r = parse(log, &hosts).unwrap();
+        assert_eq!(r.time_s, 10.0);
+        assert!((r.hosts[0].compute_s.unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(r.verification.as_deref(), Some("SUCCESSFUL"));
+        let missing = parse("Simulated time: 1 seconds.", &hosts).unwrap_err();
+        assert!(missing.contains("host n1"), "{missing}");
+    }
+}

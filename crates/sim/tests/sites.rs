@@ -1,0 +1,116 @@
+//! The shipped simulated sites (tests/simgrid/sites) against paper 004's Table I and the
+//! bench's config, read through `greenup-sim platform`: expected values are the paper's
+//! and the bench's own numbers, worked out here, not greenup's.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn site(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/simgrid/sites/{name}.yaml"))
+}
+
+fn platform(site_name: &str, nodes: &str, speeds: &[&str]) -> Result<String, String> {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_greenup-sim"));
+    c.arg("platform")
+        .arg("--site")
+        .arg(site(site_name))
+        .arg("--nodes")
+        .arg(nodes);
+    for s in speeds {
+        c.arg("--speed").arg(s);
+    }
+    let out = c.output().expect("run greenup-sim");
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8(out.stderr).unwrap())
+    }
+}
+
+/// The attribute `attr` of host `id`.
+fn host_attr<'a>(xml: &'a str, id: &str, attr: &str) -> &'a str {
+    let at = xml.find(&format!("<host id=\"{id}\"")).expect("host");
+    let rest = &xml[at..];
+    let a = rest.find(&format!("{attr}=\"")).expect("attr") + attr.len() + 2;
+    &rest[a..a + rest[a..].find('"').unwrap()]
+}
+
+/// The host's value of property `prop`.
+fn host_prop<'a>(xml: &'a str, id: &str, prop: &str) -> &'a str {
+    let at = xml.find(&format!("<host id=\"{id}\"")).expect("host");
+    let rest = &xml[at..at + xml[at..].find("</host>").unwrap()];
+    let a = rest.find(&format!("id=\"{prop}\" value=\"")).expect("prop") + prop.len() + 13;
+    &rest[a..a + rest[a..].find('"').unwrap()]
+}
+
+const PAPER: [&str; 4] = ["t1=40", "t2=50", "t3=60", "t4=70"];
+
+#[test]
+fn paper004_table_i_on_144_nodes_in_equal_proportion() {
+    let xml = platform("paper004", "n[1-144]", &PAPER).unwrap();
+    assert_eq!(xml.matches("<host id=").count(), 144);
+    // Node i is of type (i - 1) mod 4 + 1: n1 t1, n6 t2, n11 t3, n144 t4.
+    // Table I: t1 2.50-1.20 GHz by 0.100 (14 gears), 40 GFLOPS, 20 W + 4 W.
+    let s1: Vec<f64> = host_attr(&xml, "n1", "speed")
+        .split(',')
+        .map(|v| v.trim_end_matches('f').parse().unwrap())
+        .collect();
+    assert_eq!(s1.len(), 14);
+    assert!((s1[0] - 40e9).abs() < 1.0 && (s1[13] - 40e9 * 1.2 / 2.5).abs() < 1.0);
+    // t2: 2.66 by 0.133 down to 1.596 (9 gears); t3: 2.9-1.2 by 0.1 (18); t4: 3.4 by
+    // 0.133 down to 1.671 (14).
+    for (node, gears) in [("n6", 9), ("n11", 18), ("n144", 14)] {
+        assert_eq!(
+            host_attr(&xml, node, "speed").split(',').count(),
+            gears,
+            "{node}"
+        );
+    }
+    // At f_max a t4 node draws 7 W idle and 7 + 35 W busy.
+    let w4 = host_prop(&xml, "n144", "wattage_per_state");
+    assert!(w4.starts_with("7:7:42,"), "{w4}");
+    // At t1's lowest gear the dynamic power is 20 W × (1.2 / 2.5)^3 = 2.21184 W.
+    let w1 = host_prop(&xml, "n1", "wattage_per_state");
+    let last: Vec<f64> = w1
+        .rsplit(", ")
+        .next()
+        .unwrap()
+        .split(':')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!((last[2] - (4.0 + 2.21184)).abs() < 1e-9, "{w1}");
+}
+
+#[test]
+fn power_scenarios_split_the_same_total() {
+    for (name, dynamic) in [("paper004-70-30", 0.7), ("paper004-90-10", 0.9)] {
+        let xml = platform(name, "n[1-4]", &PAPER).unwrap();
+        // t3 at f_max: 36 W in all (Table I's 30 + 6), split dynamic : static.
+        let w = host_prop(&xml, "n3", "wattage_per_state");
+        let first: Vec<f64> = w
+            .split(", ")
+            .next()
+            .unwrap()
+            .split(':')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert!(
+            (first[0] - 36.0 * (1.0 - dynamic)).abs() < 1e-6,
+            "{name}: {w}"
+        );
+        assert!((first[2] - 36.0).abs() < 1e-6, "{name}: {w}");
+    }
+}
+
+#[test]
+fn bench_types_and_bad_input() {
+    let xml = platform("bench", "n[1-8]", &["fast=1", "eco=0.8"]).unwrap();
+    assert_eq!(host_attr(&xml, "n1", "speed").split(',').count(), 6);
+    assert!(host_attr(&xml, "n8", "speed").starts_with("800000000f,"));
+    let missing = platform("bench", "n[1-8]", &["fast=1"]).unwrap_err();
+    assert!(missing.contains("--speed eco=GFLOPS"), "{missing}");
+    let stranger = platform("bench", "n[1-9]", &["fast=1", "eco=0.8"]).unwrap_err();
+    assert!(stranger.contains("node n9"), "{stranger}");
+    let bad = platform("bench", "n[1-8]", &["fast=fast"]).unwrap_err();
+    assert!(bad.contains("expected a positive number"), "{bad}");
+}

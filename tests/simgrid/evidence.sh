@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The SimGrid evidence of docs/evaluation.md (not part of the test command): paper 004's
+# tables where the programs exist, Algorithm 1 against the exact sweep on simulated
+# energy, and every shipped policy on every program with its prediction error after 1
+# and 5 runs. Needs root. Writes $OUT/results.jsonl and prints the tables.
+#   BIN_DIR=target/debug   use a debug build      OUT=DIR   where results go (sim-evidence)
+#   PARTS="scale scenarios policies"   which tables
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$ROOT/scripts/lib.sh"
+need_debs libsimgrid-dev dpkg-dev python3 >/dev/null
+bash "$ROOT/tests/munge/start.sh" >/dev/null
+NAS=$(bash "$HERE/build.sh" | tail -1)
+build_bins
+OUT=${OUT:-$ROOT/sim-evidence}
+PARTS=${PARTS:-scale scenarios policies}
+mkdir -p "$OUT"
+RESULTS=$OUT/results.jsonl
+: > "$RESULTS"
+trap 'site_stop' EXIT
+
+record() {
+  python3 -c '
+import json, sys
+tags = dict(a.split("=", 1) for a in sys.argv[1:])
+for line in sys.stdin:
+    if line.startswith("{"):
+        d = json.loads(line); d.update(tags); print(json.dumps(d))
+' "$@" >> "$RESULTS"
+}
+
+prog_of() {
+  case $1 in
+    ep) echo "$NAS/ep $2 C" ;;
+    is) echo "$NAS/is $2 W" ;;
+  esac
+}
+
+# baseline SITE APP N PROFILE: two live runs at f_max on n[1-N] (the first records the
+# trace every later job replays; the pair is this machine's noise), two monitor jobs
+# replaying it, and the learned profile.
+baseline() {
+  local site=$1 app=$2 n=$3 prof=$4 i
+  TRACE=$OUT/w/$site-$prof.trace
+  mkdir -p "$OUT/w"
+  # shellcheck disable=SC2046
+  fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - --record-trace "$TRACE" -- $(prog_of "$app" "$n") |
+    record part="$PART" site="$site" app="$app" nodes="$n" kind=live
+  # shellcheck disable=SC2046
+  fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - -- $(prog_of "$app" "$n") |
+    record part="$PART" site="$site" app="$app" nodes="$n" kind=live
+  for i in 1 2; do
+    JOB=$((JOB + 1))
+    job "$site" "n[1-$n]" "$OUT/w/$site-$prof" monitor "$prof" --replay "$TRACE" |
+      record part="$PART" site="$site" app="$app" nodes="$n" kind=monitor
+  done
+  learn "$prof" "$n" > "$OUT/learn-$site-$prof.txt" 2>&1
+}
+
+# policy_run SITE APP N PROFILE POLICY [ALGORITHM] [ROUND]
+policy_run() {
+  local site=$1 app=$2 n=$3 prof=$4 policy=$5 alg=${6:-exact} round=${7:-1}
+  JOB=$((JOB + 1))
+  ALGORITHM=$alg job "$site" "n[1-$n]" "$OUT/w/$site-$prof" "$policy" "$prof" --replay "$TRACE" |
+    record part="$PART" site="$site" app="$app" nodes="$n" kind="$policy" algorithm="$alg" round="$round"
+}
+
+for PART in $PARTS; do
+  case $PART in
+    scale)
+      step "EP on paper 004's platform, 8 to 128 nodes, max-dist: exact sweep and Algorithm 1"
+      site_start paper004 "$OUT/paper004-scale"
+      for n in 8 16 32 64 128; do
+        baseline paper004 ep "$n" "ep$n"
+        policy_run paper004 ep "$n" "ep$n" max-dist exact
+        policy_run paper004 ep "$n" "ep$n" max-dist paper
+      done
+      site_stop ;;
+    scenarios)
+      for site in paper004 paper004-70-30 paper004-90-10; do
+        step "power scenario $site, 8 nodes, EP and IS, max-dist: exact sweep and Algorithm 1"
+        site_start "$site" "$OUT/$site-scen"
+        for app in ep is; do
+          baseline "$site" "$app" 8 "$app"
+          policy_run "$site" "$app" 8 "$app" max-dist exact
+          policy_run "$site" "$app" 8 "$app" max-dist paper
+        done
+        site_stop
+      done ;;
+    policies)
+      for site in bench paper004; do
+        step "every shipped policy, five rounds, on $site"
+        site_start "$site" "$OUT/$site-pol"
+        for app in ep is; do
+          baseline "$site" "$app" 8 "$app"
+          for round in 1 2 3 4 5; do
+            for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
+              policy_run "$site" "$app" 8 "$app" "$policy" exact "$round"
+            done
+          done
+        done
+        site_stop
+      done ;;
+  esac
+done
+python3 "$HERE/tables.py" "$RESULTS"

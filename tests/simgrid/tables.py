@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The tables of tests/simgrid/evidence.sh from its results.jsonl (markdown on stdout).
+
+Saving and slowdown are against the measured f_max baseline (the mean of the two
+monitor runs before each group); the spread is the larger of the monitor runs' and the
+two live runs' (this machine's noise, where the group recorded a trace to replay); distance is saving minus slowdown, in points, as paper
+004's tables print it. Prediction error is greenup's predicted time and energy against
+SimGrid's measured ones."""
+import json
+import sys
+from collections import defaultdict
+
+PAPER_EP = {8: (27.04, 0.49), 16: (26.85, 0.56), 32: (26.98, 0.02), 64: (27.12, 3.11), 128: (27.09, 0.03)}
+PAPER_EP_SCEN = {"paper004": (27.04, 0.49), "paper004-70-30": (16.19, 0.02), "paper004-90-10": (35.02, 2.68)}
+
+# The shipped policies' max_slowdown, percent (policies/*.yaml; only edp sets one).
+MAX_SLOWDOWN = {"edp": 10.0}
+
+rows = [json.loads(line) for line in open(sys.argv[1])]
+groups = defaultdict(list)
+for r in rows:
+    groups[(r["part"], r["site"], r["app"], r["nodes"])].append(r)
+
+
+def base(g):
+    mon = [r for r in g if r["kind"] == "monitor"]
+    tb = sum(m["measured"]["time_s"] for m in mon) / len(mon)
+    eb = sum(m["measured"]["energy_j"] for m in mon) / len(mon)
+    spread = max(abs(a["measured"]["time_s"] / b["measured"]["time_s"] - 1) for a in mon for b in mon)
+    spread_e = max(abs(a["measured"]["energy_j"] / b["measured"]["energy_j"] - 1) for a in mon for b in mon)
+    live = [r for r in g if r["kind"] == "live"]
+    if len(live) == 2:
+        # Replayed runs are identical; the host's noise shows between the live runs.
+        a, b = live
+        spread = max(spread, abs(a["measured"]["time_s"] / b["measured"]["time_s"] - 1))
+        spread_e = max(spread_e, abs(a["measured"]["energy_j"] / b["measured"]["energy_j"] - 1))
+    return tb, eb, max(spread, spread_e)
+
+
+def rel(r, tb, eb):
+    slow = 100 * (r["measured"]["time_s"] / tb - 1)
+    save = 100 * (1 - r["measured"]["energy_j"] / eb)
+    return save, slow, save - slow
+
+
+def err(r):
+    p = r.get("predicted")
+    if not p:
+        return None
+    return (100 * (p["time_s"] / r["measured"]["time_s"] - 1), 100 * (p["energy_j"] / r["measured"]["energy_j"] - 1))
+
+
+def freqs(r):
+    by = defaultdict(set)
+    for h in r["measured"]["hosts"]:
+        by[h["node_type"]].add(h["freq_ghz"])
+    return ", ".join(f"{t} {'/'.join(f'{f:g}' for f in sorted(v))}" for t, v in sorted(by.items()))
+
+
+def pick(g, kind, alg="exact", rnd="1"):
+    for r in g:
+        if r["kind"] == kind and r.get("algorithm", "exact") == alg and r.get("round", "1") == rnd:
+            return r
+    return None
+
+
+parts = {k[0] for k in groups}
+if "scale" in parts:
+    print("### EP (class C) on paper 004's platform, max-dist\n")
+    print("| nodes | baseline s | baseline J | spread % | exact: saving % | slowdown % | distance | Alg. 1: saving % | slowdown % | distance | paper: saving % | degradation % | distance |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (part, site, app, n), g in sorted(groups.items(), key=lambda kv: int(kv[0][3])):
+        if part != "scale":
+            continue
+        tb, eb, sp = base(g)
+        ex, pa = pick(g, "max-dist", "exact"), pick(g, "max-dist", "paper")
+        ps, pd = PAPER_EP[int(n)]
+        cells = [f"{n}", f"{tb:.2f}", f"{eb:.0f}", f"{100 * sp:.1f}"]
+        for r in (ex, pa):
+            cells += [f"{x:.1f}" for x in rel(r, tb, eb)] if r else ["-"] * 3
+        cells += [f"{ps:.2f}", f"{pd:.2f}", f"{ps - pd:.2f}"]
+        print("| " + " | ".join(cells) + " |")
+    print()
+if "scenarios" in parts:
+    print("### Power scenarios on 8 nodes of paper 004's platform, max-dist\n")
+    print("| scenario | program | spread % | exact: saving % | slowdown % | frequencies | Alg. 1: saving % | slowdown % | frequencies | paper (EP): saving % | degradation % |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|")
+    for (part, site, app, n), g in sorted(groups.items()):
+        if part != "scenarios":
+            continue
+        tb, eb, sp = base(g)
+        ex, pa = pick(g, "max-dist", "exact"), pick(g, "max-dist", "paper")
+        name = {"paper004": "80/20 (Table I)", "paper004-70-30": "70/30", "paper004-90-10": "90/10"}[site]
+        cells = [name, app.upper(), f"{100 * sp:.1f}"]
+        for r in (ex, pa):
+            cells += ([f"{x:.1f}" for x in rel(r, tb, eb)[:2]] + [freqs(r)]) if r else ["-"] * 3
+        if app == "ep":
+            cells += [f"{PAPER_EP_SCEN[site][0]:.2f}", f"{PAPER_EP_SCEN[site][1]:.2f}"]
+        else:
+            cells += ["-", "-"]
+        print("| " + " | ".join(cells) + " |")
+    print()
+if "policies" in parts:
+    print("### Every shipped policy on every program, 8 nodes, five rounds\n")
+    print("| site | program | policy | verdict | frequencies (round 1) | slowdown % (mean of 5) | saving % (mean of 5) | max_slowdown kept | error after 1 run: time / energy % | after 5 runs |")
+    print("|---|---|---|---|---|---:|---:|---|---:|---:|")
+    for (part, site, app, n), g in sorted(groups.items()):
+        if part != "policies":
+            continue
+        tb, eb, sp = base(g)
+        for policy in ("min-energy", "max-dist", "max-dist-comm", "edp", "min-time", "iso-ee"):
+            rs = [r for r in g if r["kind"] == policy]
+            if not rs:
+                continue
+            rs.sort(key=lambda r: int(r["round"]))
+            m = [rel(r, tb, eb) for r in rs]
+            e1, e5 = err(rs[0]), err(rs[-1])
+            fe = lambda e: f"{e[0]:+.1f} / {e[1]:+.1f}" if e else "-"
+            verdict = rs[0]["verdict"]
+            if verdict != "planned" and rs[0].get("reason"):
+                verdict += " (" + rs[0]["reason"].split(";")[0].replace("optimizer: ", "") + ")"
+            limit = MAX_SLOWDOWN.get(policy)
+            worst = max(x[1] for x in m)
+            kept = f"{limit:.0f} %: {'yes' if worst <= limit else 'NO'} (worst {worst:+.1f})" if limit else "none set"
+            print(f"| {site} | {app.upper()} | {policy} | {verdict} | {freqs(rs[0])} | "
+                  f"{sum(x[1] for x in m) / len(m):+.1f} | {sum(x[0] for x in m) / len(m):+.1f} | {kept} | {fe(e1)} | {fe(e5)} |")
+        print(f"| {site} | {app.upper()} | (spread: identical runs, and the two live runs) | | | {100 * sp:.1f} | | | | |")
