@@ -55,7 +55,7 @@ jq_job() { job_json "$1" | jq -r "$2"; }
 # jq_job once greenupd has settled how the job ended against Slurm's final record (a
 # node's "completed" is stored as "unknown" until then, for a second or so).
 jq_settled() {
-  for _ in $(seq 1 50); do [ "$(jq_job "$1" .end)" != unknown ] && break; sleep 0.2; done
+  for _ in $(seq 1 300); do [ "$(jq_job "$1" .end)" != unknown ] && break; sleep 0.2; done
   jq_job "$1" "$2"
 }
 no_leftovers() { # nothing of greenup's saved state is left for JOB
@@ -246,7 +246,9 @@ t_outcomes() {
   local rc=0 j
   for j in "${JOBS_WITH_DAEMON[@]}"; do
     local nodes want got
-    nodes=$(scontrol show job "$j" | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)
+    # slurmctld forgets a job MinJobAge after it ends; the accounting keeps its nodes.
+    nodes=$(scontrol show job "$j" 2>/dev/null | grep -o ' NodeList=[^ ]*' | head -1 | cut -d= -f2)
+    [ -n "$nodes" ] || nodes=$(sacct -n -X -P -j "$j" -o NodeList 2>/dev/null | head -1)
     want=$(scontrol show hostnames "$nodes" | sort | tr '\n' ' ')
     got=$(jq_job "$j" '[.outcomes[].node] | sort | join(" ")')
     [ "$got " = "$want" ] || { say "job $j: outcomes for '$got', expected '$want'"; rc=1; continue; }
@@ -285,7 +287,7 @@ t_refine() {
     JOBS_WITH_DAEMON+=("$j")
     wait_gone "$j" || return 1
     # The close is answered before the refinement runs: wait for this run's version to appear.
-    for _ in $(seq 1 50); do [ -e /var/lib/greenup-test/profiles/wrong/v$((i + 1)).yaml ] && break; sleep 0.1; done
+    for _ in $(seq 1 600); do [ -e /var/lib/greenup-test/profiles/wrong/v$((i + 1)).yaml ] && break; sleep 0.1; done
     local rep; rep=$("$GC_SHARE/bin/greenup" report "$j" --json --site $GC_ETC/greenup.yaml) \
       || { say "greenup report $j failed"; return 1; }
     err=$(jq -r '.derived.energy_error_pct // "null"' <<<"$rep")
@@ -442,7 +444,7 @@ t_end_states() {
       --wrap 'sleep 8') || return 1
   JOBS_WITH_DAEMON+=("$c")
   wait_gone "$c" || rc=1
-  for _ in $(seq 1 50); do [ -e $vdir/v2.yaml ] && break; sleep 0.1; done
+  for _ in $(seq 1 600); do [ -e $vdir/v2.yaml ] && break; sleep 0.1; done
   say "job $c: $(jq_job "$c" '"\(.state) \(.end)"'); versions: $(ls $vdir 2>/dev/null | tr '\n' ' ')"
   [ "$(jq_job "$c" '"\(.state) \(.end)"')" = "closed completed" ] || rc=1
   [ -e $vdir/v2.yaml ] || { say "the completed run did not refine the profile"; rc=1; }
@@ -721,7 +723,7 @@ t_comm_refine() {
     dec+=("$(jq_job "$j" '[.decision.plan.nodes[] | "\(.name)@\(.freq_ghz)"] | join(",")')")
     [ "$(jq_job "$j" '[.outcomes[] | select(.comm.compute_s > 0) | .node] | sort | join(" ")')" = "n1 n3" ] \
       || { say "run $i: not both nodes measured: $(job_json "$j" | jq -c '[.outcomes[] | {node, comm}]')"; rc=1; }
-    for _ in $(seq 1 50); do [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$((i + 1)).yaml ] && break; sleep 0.1; done
+    for _ in $(seq 1 600); do [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$((i + 1)).yaml ] && break; sleep 0.1; done
     v=$((i + 1))
     [ -e /var/lib/greenup-test/profiles/lammps-swapped/v$v.yaml ] || { say "run $i (job $j): no version $v stored"; rc=1; continue; }
     say "run $i: job $j decided ${dec[-1]}; v$v: fast t_cp $(tcp_of $v fast) s, eco t_cp $(tcp_of $v eco) s;" \
@@ -759,7 +761,7 @@ t_iso_refine() {
     JOBS_WITH_DAEMON+=("$j"); jobs+=("$j")
     wait_gone "$j" 180 || return 1
     grep -q "^check lammps: ok" "$OUT/t22-$j.out" || { say "run $i: LAMMPS failed"; sed 's/^/      /' "$OUT/t22-$j.out"; rc=1; }
-    for _ in $(seq 1 50); do [ -e "$dir/v$((i + 1)).fit.json" ] && break; sleep 0.1; done
+    for _ in $(seq 1 600); do [ -e "$dir/v$((i + 1)).fit.json" ] && break; sleep 0.1; done
     [ -e "$dir/v$((i + 1)).fit.json" ] || { say "run $i (job $j, $(jq_job "$j" .decision.verdict)): no version $((i + 1)) stored"; return 1; }
     say "run $i: job $j on $nodes; v$((i + 1)): $(jq -r .note "$dir/v$((i + 1)).fit.json")"
     job_json "$j" > "$OUT/t22-$j.json"

@@ -18,7 +18,7 @@ app_submit() {
 # Wait until JOB and its epilogs are done, and greenupd has closed it.
 app_wait() {
   while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ]; do sleep 0.5; done
-  for _ in $(seq 1 50); do
+  for _ in $(seq 1 600); do
     [ "$(app_record "$1" | jq -r .state)" = closed ] && return 0; sleep 0.1
   done
 }
@@ -60,7 +60,7 @@ app_learn() {
   r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=monitor --energy-profile="$app") || return 1; echo "learn $app monitor-all $r"; jobs+=("${r%% *}")
   app_learn_profile "$app" "${jobs[@]}" -- --model hetero --nodes "$count" || return 1
   r=$(app_run "$app" -N"$count" -w "$nodes" --energy-policy=min-time --energy-profile="$app"); echo "learn $app min-time $r"
-  for _ in $(seq 1 50); do [ -e "/var/lib/greenup-test/profiles/$app/v2.yaml" ] && return 0; sleep 0.1; done
+  for _ in $(seq 1 600); do [ -e "/var/lib/greenup-test/profiles/$app/v2.yaml" ] && return 0; sleep 0.1; done
   echo "learn $app: greenupd did not refine the profile" >&2; return 1
 }
 
@@ -80,7 +80,7 @@ app_learn_amdahl() {
 # Wait until greenupd has settled how JOB ended against Slurm's final record (a node's
 # "completed" is stored as unknown until then, and learning uses completed runs only).
 app_settled() {
-  for _ in $(seq 1 100); do [ "$(app_record "$1" | jq -r .end)" != unknown ] && return 0; sleep 0.1; done
+  for _ in $(seq 1 600); do [ "$(app_record "$1" | jq -r .end)" != unknown ] && return 0; sleep 0.1; done
 }
 # Once JOBs are settled, greenup profile learn APP OPTIONS... as root into the site's
 # profile directory; prints its notes as "learn APP note TEXT".
