@@ -10,7 +10,7 @@ use greenup::site::node::NodeConfig;
 use greenup_platform::gpu::hold::{self, Request};
 use greenup_platform::gpu::{Nvml, parse_job_gpus, samples};
 
-use crate::node::JobEnv;
+use crate::job_env::JobEnv;
 
 /// Save the job's GPUs' counters (and end any earlier job's record that names one of
 /// them: that job is over, since Slurm gave its GPU to this one). Returns a warning for

@@ -11,6 +11,7 @@ pub mod command;
 pub mod controller;
 pub mod end;
 pub mod gpu;
+pub mod job_env;
 pub mod node;
 pub mod options;
 pub mod slurm_env;

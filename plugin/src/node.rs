@@ -18,131 +18,14 @@ use greenup::dvfs::run_dir::JobDir;
 use greenup::meter::Energy;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, Site};
-use greenup::slurm::time_limit;
 
 use crate::args::Args;
 use crate::end;
-use crate::options::Checked;
 use crate::slurm_env;
 use crate::spool;
 use greenup::record::{JobEnd, Source};
 
-/// How loud a message is: warnings reach the slurmd log and the job's stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    /// Something the job's owner and the admin should know.
-    Warning,
-    /// Routine progress, slurmd log only.
-    Info,
-}
-
-/// Where messages go (Slurm's log in the plugin, a vector in tests).
-pub type Log<'a> = &'a dyn Fn(Level, &str);
-
-/// What slurmd tells a job prolog or epilog about the job.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobEnv {
-    /// Slurm job id.
-    pub job_id: u32,
-    /// The owner's uid.
-    pub uid: u32,
-    /// The job's gid (`SLURM_JOB_GID`), when slurmd gives it.
-    pub gid: Option<u32>,
-    /// The owner's name.
-    pub user: Option<String>,
-    /// The partition.
-    pub partition: Option<String>,
-    /// The Slurm account the job is charged to.
-    pub account: Option<String>,
-    /// This node's name.
-    pub node: String,
-    /// The job's nodes as slurmd gives them (`SLURM_JOB_NODELIST`, compressed).
-    pub nodelist: String,
-    /// The job's nodes, expanded.
-    pub nodes: Vec<String>,
-    /// `SLURM_JOB_CPUS_PER_NODE`.
-    pub cpus_per_node: Option<String>,
-    /// The options given at submission (from `SPANK_GREENUP_*`).
-    pub options: Checked,
-    /// The batch script's `exit:signal` as the epilog's environment gives it.
-    pub exit: Option<(u32, u32)>,
-    /// `SLURM_JOB_GPUS`: the job's GPUs on this node by /dev/nvidiaN number, if it has any.
-    pub gpus: Option<String>,
-    /// The job's time limit in seconds, where Slurm puts it in the prolog's environment
-    /// (23.02 and later); otherwise greenupd asks slurmctld.
-    pub time_limit_s: Option<f64>,
-}
-
-impl JobEnv {
-    /// Read the job from variables looked up by `get`, as the Slurm this plugin was
-    /// built for sets them.
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, String> {
-        JobEnv::from_slurm_vars(get, crate::SLURM_PLUGIN_VERSION)
-    }
-
-    /// Read the job from variables looked up by `get`, as Slurm release `slurm_version`
-    /// (`SLURM_VERSION_NUMBER`) sets them.
-    pub fn from_slurm_vars(
-        get: impl Fn(&str) -> Option<String>,
-        slurm_version: u32,
-    ) -> Result<JobEnv, String> {
-        let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
-        let nodelist = get("SLURM_JOB_NODELIST")
-            .or_else(|| get("SLURM_NODELIST"))
-            .unwrap_or_else(|| node.clone());
-        JobEnv::read(get, slurm_version, node, nodelist)
-    }
-
-    /// Read the job as slurmctld describes it to PrologSlurmctld (same variables, no node
-    /// of its own): it speaks for the job's first node, as that node's prolog would.
-    pub fn from_controller_vars(
-        get: impl Fn(&str) -> Option<String>,
-        slurm_version: u32,
-    ) -> Result<JobEnv, String> {
-        let nodelist = get("SLURM_JOB_NODELIST").ok_or("SLURM_JOB_NODELIST is not set")?;
-        let first = greenup::hostlist::expand(&nodelist)?
-            .into_iter()
-            .next()
-            .ok_or("SLURM_JOB_NODELIST names no node")?;
-        JobEnv::read(get, slurm_version, first, nodelist)
-    }
-
-    fn read(
-        get: impl Fn(&str) -> Option<String>,
-        slurm_version: u32,
-        node: String,
-        nodelist: String,
-    ) -> Result<JobEnv, String> {
-        let num = |k: &str| {
-            get(k)
-                .and_then(|v| v.parse::<u32>().ok())
-                .ok_or_else(|| format!("{k} is not set"))
-        };
-        let nodes = greenup::hostlist::expand(&nodelist)?;
-        Ok(JobEnv {
-            job_id: num("SLURM_JOB_ID")?,
-            uid: num("SLURM_JOB_UID")?,
-            gid: get("SLURM_JOB_GID").and_then(|g| g.parse().ok()),
-            user: get("SLURM_JOB_USER"),
-            partition: get("SLURM_JOB_PARTITION"),
-            account: get("SLURM_JOB_ACCOUNT"),
-            node,
-            nodelist,
-            nodes,
-            cpus_per_node: get("SLURM_JOB_CPUS_PER_NODE"),
-            options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
-            exit: end::exit_from_env(&get),
-            gpus: get("SLURM_JOB_GPUS"),
-            time_limit_s: time_limit::from_prolog_env(&get, slurm_version)
-                .and_then(|l| l.seconds()),
-        })
-    }
-
-    /// Read the job from this process's environment.
-    pub fn from_process() -> Result<JobEnv, String> {
-        JobEnv::from_vars(|k| std::env::var(k).ok())
-    }
-}
+pub use crate::job_env::{JobEnv, Level, Log};
 
 /// The site config's node settings, through this node's copy when it is current.
 pub fn settings(args: &Args) -> Result<NodeConfig, greenup::input::InputError> {
@@ -869,6 +752,7 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Checked;
     use std::collections::HashMap;
 
     #[test]
