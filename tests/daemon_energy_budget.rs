@@ -602,7 +602,8 @@ fn a_version_2_store_gains_the_budget_charges_once() {
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute_batch(
         "DROP TABLE budget_charges; DROP TABLE policy_holds;
-         ALTER TABLE outcomes DROP COLUMN comm; PRAGMA user_version = 2;",
+         ALTER TABLE outcomes DROP COLUMN comm; ALTER TABLE outcomes DROP COLUMN gpu;
+         PRAGMA user_version = 2;",
     )
     .unwrap();
     drop(c);
