@@ -64,6 +64,7 @@ no_leftovers() { # nothing of greenup's saved state is left for JOB
 
 for f in read-freqs busy work; do install -m 0755 "$HERE/jobs/$f.sh" "$OUT/$f.sh"; done
 rm -rf "$OUT/apps"; cp -r "$HERE/apps" "$OUT/apps"; chmod -R a+rX "$OUT/apps"
+"$HERE/apps/build.sh" "$OUT/apps" || { echo "e2e: cannot build the bench's MPI programs"; echo "0 passed, 1 failed"; exit 1; }
 BASE=$(mktemp); snap_all > "$BASE"
 restored() {
   if ! snap_all | diff "$BASE" - >/dev/null; then say "not restored:"; snap_all | diff "$BASE" - | sed 's/^/      /'; return 1; fi

@@ -40,7 +40,7 @@ CGROUP_ROOT = os.environ.get("CGROUP_ROOT", "/sys/fs/cgroup")
 GROUP = "greenup-test"
 # A short CFS period: a rank out of quota cannot answer its peers until the period ends,
 # so with the kernel's 100 ms default every MPI exchange could wait tens of milliseconds.
-PERIOD_US = 10000
+PERIOD_US = int(os.environ.get("PERIOD_US", "10000"))
 STEPD = re.compile(rb"^slurmstepd: \[(\d+)\.")
 
 
