@@ -3,7 +3,9 @@
 # (tests/cluster/README.md, "Spread"). RUNS times (default 10), as root:
 #   t18     e2e test 18's job: the same awk loop on all four nodes at once, n1 and n3 at
 #           f_max, n2 at 1.4 of 3.0 GHz, n4 at 1.2 of 2.4 GHz; each slow node's time over
-#           its pair's f_max node's (closed form 3.0/1.4 = 2.14 and 2.4/1.2 = 2.00)
+#           its pair's f_max node's (closed form 3.0/1.4 = 2.14 and 2.4/1.2 = 2.00), each
+#           node's watts (closed form static + dynamic (f/f_max)^3: n1 160, n2 52.2, n3
+#           80, n4 27.5) and the share of a host core its loop got
 #   lammps  e2e test 23's runs: LAMMPS under monitor on the fast pair n[1-2], the eco pair
 #           n[3-4] and all four, recorded under an application name of this run's own,
 #           then `greenup profile learn --model hetero --nodes 4` on those three runs
@@ -60,7 +62,7 @@ submit() { runuser -u "$GC_USER" -- bash -c 'cd "$1" && shift && exec "$@"' as "
 gone() { while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ]; do sleep 0.2; done; }
 
 t18() { # RUN
-  local n j c iter=${GC_WORK_ITER:-60000000}
+  local n j c e iter=${GC_WORK_ITER:-60000000}
   local -A jobs secs
   setspeed n2 1400000; maxfreq n4 1200000
   for n in $GC_NODES; do
@@ -69,8 +71,9 @@ t18() { # RUN
   for j in "${jobs[@]}"; do gone "$j"; done
   boot_freqs
   for n in $GC_NODES; do
-    read -r _ _ secs[$n] _ < <(grep "^work $n " "$GC_WORK/spread-t18-${jobs[$n]}.out") || { echo "spread.sh: t18: no result from $n" >&2; return 1; }
+    read -r _ _ secs[$n] e < <(grep "^work $n " "$GC_WORK/spread-t18-${jobs[$n]}.out") || { echo "spread.sh: t18: no result from $n" >&2; return 1; }
     record "$1" "t18 $n s" "${secs[$n]}"
+    record "$1" "t18 $n W" "$(awk -v e="$e" -v t="${secs[$n]}" 'BEGIN { printf "%.2f", e / t }')"
     read -r _ _ c < <(grep "^cpu $n " "$GC_WORK/spread-t18-${jobs[$n]}.out") \
       && record "$1" "t18 $n cores (cpu s / wall s)" "$(awk -v c="$c" -v t="${secs[$n]}" 'BEGIN { printf "%.4f", c / t }')"
   done

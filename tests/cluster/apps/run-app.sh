@@ -21,10 +21,18 @@ RUN="srun --mpi=pmix --ntasks-per-node=1"
 # Every MPI wait on the bench sleeps between tests (apps/sleepwait.c, test-only): under the
 # stand-in's CPU quotas a polling rank would spend its quota waiting and then be stopped
 # when its message comes. Appended after greenup's runtime when the plugin preloads it.
-if [ "${GC_SLEEPWAIT:-1}" != 0 ]; then
-  [ -f "$HERE/sleepwait.so" ] || { echo "run-app.sh: $HERE/sleepwait.so is missing (tests/cluster/apps/build.sh)" >&2; exit 1; }
-  RUN="$RUN $HERE/preload.sh $HERE/sleepwait.so"
-fi
+# GC_SLEEPWAIT=0: the MPI's own polling waits; =greenup: greenup's runtime measuring only,
+# in block mode (it sleeps in point-to-point waits, not in collectives); both only for
+# measuring the bench itself (tests/cluster/spread.sh).
+case ${GC_SLEEPWAIT:-1} in
+  0) ;;
+  greenup)
+    export GREENUP_COMM_DVFS='{"enabled":false,"wait":"block"}'
+    RUN="$RUN $HERE/preload.sh ${GC_GREENUP_MPI:-/etc/greenup-test/lib/libgreenup_mpi.so}" ;;
+  *)
+    [ -f "$HERE/sleepwait.so" ] || { echo "run-app.sh: $HERE/sleepwait.so is missing (tests/cluster/apps/build.sh)" >&2; exit 1; }
+    RUN="$RUN $HERE/preload.sh $HERE/sleepwait.so" ;;
+esac
 case $APP in
   lammps)
     # LAMMPS's 3d Lennard-Jones melt example, on an 8 times larger box and run longer.
