@@ -1,9 +1,10 @@
 #!/bin/bash
 # The bench's run-to-run spread for every timing a cluster test asserts on
 # (tests/cluster/README.md, "Spread"). RUNS times (default 10), as root:
-#   t18     e2e test 18's job: the same awk loop on all four nodes at once, n1 and n3 at
-#           f_max, n2 at 1.4 of 3.0 GHz, n4 at 1.2 of 2.4 GHz; each slow node's time over
-#           its pair's f_max node's (closed form 3.0/1.4 = 2.14 and 2.4/1.2 = 2.00), each
+#   t18     e2e test 18's jobs: an awk loop on all four nodes at once, n1 and n3 at f_max,
+#           n2 at 1.4 of 3.0 GHz and n4 at 1.2 of 2.4 GHz with that fraction of the work;
+#           each slow node's speed over its pair's f_max node's (work over time; closed
+#           form 1.4/3.0 = 0.467 and 1.2/2.4 = 0.5), each
 #           node's watts (closed form static + dynamic (f/f_max)^3: n1 160, n2 52.2, n3
 #           80, n4 27.5) and the share of a host core its loop got
 #   lammps  e2e test 23's runs: LAMMPS under monitor on the fast pair n[1-2], the eco pair
@@ -13,7 +14,8 @@
 #           t_cp order (eco must be the slower)
 #   bsp     the cross-check (apps/bsp.c, equal work per rank, an allreduce every step) on
 #           all four nodes at f_max, then with only the fast nodes slowed to 2.4 GHz, where
-#           their speed equals the eco nodes' at f_max: the time ratio should be 1
+#           their speed equals the eco nodes' at f_max: the loop's slowdown should be 0;
+#           with steps of about 3 ms and of about 33 ms at an eco node's speed
 # Prints one line per run and measurement, then per measurement: runs, mean, standard
 # deviation, coefficient of variation, min and max. Every line also goes to
 # $OUT/spread.tsv (run, measurement, value).
@@ -65,8 +67,10 @@ t18() { # RUN
   local n j c e iter=${GC_WORK_ITER:-60000000}
   local -A jobs secs
   setspeed n2 1400000; maxfreq n4 1200000
+  local -A frac=([n1]=1 [n2]=$(awk 'BEGIN { print 1400000 / 3000000 }') [n3]=1 [n4]=0.5)
   for n in $GC_NODES; do
-    jobs[$n]=$(submit -w $n --exclusive -t 5 -o "$GC_WORK/spread-t18-%j.out" "$GC_WORK/work.sh" "$iter" "$GC_SYSFS")
+    jobs[$n]=$(submit -w $n --exclusive -t 5 -o "$GC_WORK/spread-t18-%j.out" "$GC_WORK/work.sh" \
+      "$(awk -v i="$iter" -v f="${frac[$n]}" 'BEGIN { printf "%d", i * f }')" "$GC_SYSFS")
   done
   for j in "${jobs[@]}"; do gone "$j"; done
   boot_freqs
@@ -78,10 +82,10 @@ t18() { # RUN
       && record "$1" "t18 $n cores (cpu s / wall s)" "$(awk -v c="$c" -v t="${secs[$n]}" 'BEGIN { printf "%.4f", c / t }')"
   done
   local rf re
-  rf=$(awk -v a="${secs[n2]}" -v b="${secs[n1]}" 'BEGIN { printf "%.3f", a / b }')
-  re=$(awk -v a="${secs[n4]}" -v b="${secs[n3]}" 'BEGIN { printf "%.3f", a / b }')
-  record "$1" "t18 fast ratio (closed form 2.143)" "$rf"; record "$1" "t18 eco ratio (closed form 2.000)" "$re"
-  echo "run $1 t18: n1 ${secs[n1]} s, n2 ${secs[n2]} s (ratio $rf), n3 ${secs[n3]} s, n4 ${secs[n4]} s (ratio $re)"
+  rf=$(awk -v a="${secs[n2]}" -v b="${secs[n1]}" -v x="${frac[n2]}" 'BEGIN { printf "%.4f", x * b / a }')
+  re=$(awk -v a="${secs[n4]}" -v b="${secs[n3]}" -v x="${frac[n4]}" 'BEGIN { printf "%.4f", x * b / a }')
+  record "$1" "t18 n2/n1 speed (closed form 0.4667)" "$rf"; record "$1" "t18 n4/n3 speed (closed form 0.5)" "$re"
+  echo "run $1 t18: n1 ${secs[n1]} s, n2 ${secs[n2]} s (speed $rf of n1's), n3 ${secs[n3]} s, n4 ${secs[n4]} s (speed $re of n3's)"
 }
 
 lammps() { # RUN
@@ -103,16 +107,24 @@ lammps() { # RUN
   echo "run $1 lammps: fast pair $f s, eco pair $e s, all four $a s; learned t_cp fast ${tf:-?} s, eco ${te:-?} s"
 }
 
+# The loop's own wall time, as bsp printed it for job $1.
+bsp_loop() { awk '/^bsp: / { print $(NF - 1) }' "$GC_WORK/bsp-$1/bsp.out" 2>/dev/null; }
 bsp() { # RUN
-  local b s
-  read -r _ b _ ok < <(app_run bsp -N4 -w 'n[1-4]' --energy-policy=monitor)
-  setspeed n1 2400000; setspeed n2 2400000
-  read -r _ s _ ok2 < <(app_run bsp -N4 -w 'n[1-4]' --energy-policy=monitor)
-  boot_freqs
-  [ "$ok $ok2" = "ok ok" ] || echo "spread.sh: run $1: bsp's answer: $ok $ok2" >&2
-  record "$1" "bsp f_max s" "$b"; record "$1" "bsp fast at 2.4 GHz s" "$s"
-  record "$1" "bsp slowdown %" "$(awk -v s="$s" -v b="$b" 'BEGIN { printf "%.2f", 100 * (s - b) / b }')"
-  echo "run $1 bsp: f_max $b s, fast nodes at 2.4 GHz $s s"
+  local b s jb js lb ls size steps work
+  # Two step lengths: about 3 ms at an eco node's speed (shorter than the stand-in's 10 ms
+  # period) and about 33 ms (longer).
+  for size in "fine 2000 600000" "coarse 200 6000000"; do
+    read -r size steps work <<<"$size"
+    read -r jb b _ ok < <(BSP_STEPS=$steps BSP_WORK=$work app_run bsp -N4 -w 'n[1-4]' --energy-policy=monitor)
+    setspeed n1 2400000; setspeed n2 2400000
+    read -r js s _ ok2 < <(BSP_STEPS=$steps BSP_WORK=$work app_run bsp -N4 -w 'n[1-4]' --energy-policy=monitor)
+    boot_freqs
+    [ "$ok $ok2" = "ok ok" ] || echo "spread.sh: run $1: bsp's answer: $ok $ok2" >&2
+    lb=$(bsp_loop "$jb"); ls=$(bsp_loop "$js")
+    record "$1" "bsp $size f_max loop s" "$lb"; record "$1" "bsp $size fast at 2.4 GHz loop s" "$ls"
+    record "$1" "bsp $size loop slowdown %" "$(awk -v s="$ls" -v b="$lb" 'BEGIN { printf "%.2f", 100 * (s - b) / b }')"
+    echo "run $1 bsp $size ($steps steps of $work): f_max $b s (loop $lb s), fast nodes at 2.4 GHz $s s (loop $ls s)"
+  done
 }
 
 echo "spread: $RUNS runs of: $WHAT (GC_SLEEPWAIT=${GC_SLEEPWAIT:-1}); host $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
