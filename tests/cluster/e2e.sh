@@ -594,10 +594,10 @@ standin_watts() {
 #     The bounds come from the bench's spread, measured by tests/cluster/spread.sh
 #     (tests/cluster/README.md, "Spread"): T18_SPEED_TOL and T18_POWER_TOL below, and
 #     T18_SPREAD says what they came from (printed when the test fails).
-T18_SPEED_TOL=0.12
+T18_SPEED_TOL=0.15
 T18_POWER_TOL=0.10
 T18_CORE_TOL=0.05
-T18_SPREAD="measured on 22.05, 6 pairs over 3 runs: speed within -2.3% to +7.8% of the closed form, mean +1.9%, sd 3.5%; bound = |mean| + 3 sd; power within 3.3% (tests/cluster/README.md, Spread)"
+T18_SPREAD="measured on 22.05, 8 pairs over 4 runs: speed -5.7% to +7.8% of the closed form, mean +1.5%, sd 4.3%; bound = |mean| + 3 sd; power within 3.3% (tests/cluster/README.md, Spread)"
 t_bench_responds() {
   local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
   local -A jobs
@@ -843,7 +843,7 @@ PY
 #     from the bench's spread, measured by tests/cluster/spread.sh (tests/cluster/README.md,
 #     "Spread"): at least T23_MIN_RATIO, T23_SPREAD saying what it came from.
 T23_MIN_RATIO=1.14
-T23_SPREAD="measured on 22.05 over 4 runs: the eco pair over the fast pair 1.291 +- 0.010 (1.277-1.301); bound = halfway between 1 (no difference) and that mean (tests/cluster/README.md, Spread)"
+T23_SPREAD="measured on 22.05 over 5 runs: the eco pair over the fast pair 1.305 +- 0.033 (1.277-1.363); bound = halfway between 1 (no difference) and the lowest measured (tests/cluster/README.md, Spread)"
 t_learn() {
   local rc=0 f=$GC_SHARE/profiles/lammps.yaml err j line
   . "$HERE/apps/lib.sh"
