@@ -594,10 +594,10 @@ standin_watts() {
 #     The bounds come from the bench's spread, measured by tests/cluster/spread.sh
 #     (tests/cluster/README.md, "Spread"): T18_SPEED_TOL and T18_POWER_TOL below, and
 #     T18_SPREAD says what they came from (printed when the test fails).
-T18_SPEED_TOL=0.15
+T18_SPEED_TOL=0.17
 T18_POWER_TOL=0.10
 T18_CORE_TOL=0.05
-T18_SPREAD="measured on 22.05, 8 pairs over 4 runs: speed -5.7% to +7.8% of the closed form, mean +1.5%, sd 4.3%; bound = |mean| + 3 sd; power within 3.3% (tests/cluster/README.md, Spread)"
+T18_SPREAD="measured over 16 pairs, 8 on 22.05 and 8 on 24.11: speed -12.0% to +11.3% of the closed form, mean +1.3%, sd 5.3%; bound = |mean| + 3 sd; power within 6% (tests/cluster/README.md, Spread)"
 t_bench_responds() {
   local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
   local -A jobs
@@ -842,13 +842,16 @@ PY
 #     pair's monitor time over the fast pair's (src/profile/learn.rs); its bound comes
 #     from the bench's spread, measured by tests/cluster/spread.sh (tests/cluster/README.md,
 #     "Spread"): at least T23_MIN_RATIO, T23_SPREAD saying what it came from.
-T23_MIN_RATIO=1.14
-T23_SPREAD="measured on 22.05 over 5 runs: the eco pair over the fast pair 1.305 +- 0.033 (1.277-1.363); bound = halfway between 1 (no difference) and the lowest measured (tests/cluster/README.md, Spread)"
+T23_LAMMPS_STEPS=1500
+T23_MIN_RATIO=1.08
+T23_SPREAD="measured with 1500 steps, 2 runs on each series: the eco pair over the fast pair 1.31 and 1.39 on 22.05, 1.17 and 1.39 on 24.11; bound = halfway between 1 (no difference) and the lowest measured; a stand-in giving eco the fast speed measured 0.93 (tests/cluster/README.md, Spread)"
 t_learn() {
   local rc=0 f=$GC_SHARE/profiles/lammps.yaml err j line
   . "$HERE/apps/lib.sh"
   rm -f "$f"
-  app_learn lammps 'n[1-4]' 4 > "$OUT/t23.log" 2>&1 || { say "app_learn failed:"; sed 's/^/      /' "$OUT/t23.log"; return 1; }
+  # 1500 steps (3 times run-app.sh's default): the eco pair's longer compute then stands
+  # out of each job's fixed start and end costs, which do not slow with the node type.
+  LAMMPS_STEPS=$T23_LAMMPS_STEPS app_learn lammps 'n[1-4]' 4 > "$OUT/t23.log" 2>&1 || { say "app_learn failed:"; sed 's/^/      /' "$OUT/t23.log"; return 1; }
   sed 's/^/      /' "$OUT/t23.log"
   grep -q "lammps, learned by greenup profile learn from jobs" "$f" || { say "not greenup's: $(cat "$f")"; rc=1; }
   grep -q "^  nodes: 4" "$f" || { say "no node count in $f"; rc=1; }
