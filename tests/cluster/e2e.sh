@@ -64,6 +64,7 @@ no_leftovers() { # nothing of greenup's saved state is left for JOB
 
 for f in read-freqs busy work; do install -m 0755 "$HERE/jobs/$f.sh" "$OUT/$f.sh"; done
 rm -rf "$OUT/apps"; cp -r "$HERE/apps" "$OUT/apps"; chmod -R a+rX "$OUT/apps"
+"$HERE/apps/build.sh" "$OUT/apps" || { echo "e2e: cannot build the bench's MPI programs"; echo "0 passed, 1 failed"; exit 1; }
 BASE=$(mktemp); snap_all > "$BASE"
 restored() {
   if ! snap_all | diff "$BASE" - >/dev/null; then say "not restored:"; snap_all | diff "$BASE" - | sed 's/^/      /'; return 1; fi
@@ -586,40 +587,74 @@ standin_watts() {
   tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/cmdline | awk -F: -v n="$1" '$1 == n { print $2, $3 }'
 }
 
-# 18. The bench responds to the applied frequency: the same compute-bound job (a fixed
-#     number of awk loop iterations) runs on all four nodes at once, n1 and n3 at f_max,
-#     n2 at 1.4 of 3.0 GHz (userspace set speed) and n4 at 1.2 of 2.4 GHz (capped
-#     scaling_max_freq). By the stand-in's closed form (powermodel.py) a job of fixed work
-#     takes f_max/f times as long and draws static + dynamic * (f/f_max)^3 watts while it
+# 18. The bench responds to the applied frequency: a compute-bound job (awk loop
+#     iterations) runs on all four nodes at once, n1 and n3 at f_max, n2 at 1.4 of 3.0 GHz
+#     (userspace set speed) and n4 at 1.2 of 2.4 GHz (capped scaling_max_freq). By the
+#     stand-in's closed form (powermodel.py) a node at f does f/f_max of the work per
+#     second of one at f_max, and draws static + dynamic * (f/f_max)^3 watts while it
 #     computes. Running the pairs side by side gives both halves the same host.
+#     The bounds come from the bench's spread, measured by tests/cluster/spread.sh
+#     (tests/cluster/README.md, "Spread"): T18_SPEED_TOL and T18_POWER_TOL below, and
+#     T18_SPREAD says what they came from (printed when the test fails).
+T18_SPEED_TOL=0.17
+T18_POWER_TOL=0.10
+T18_CORE_TOL=0.05
+T18_SPREAD="measured over 16 pairs, 8 on 22.05 and 8 on 24.11: speed -12.0% to +11.3% of the closed form, mean +1.3%, sd 5.3%; bound = |mean| + 3 sd; power within 6% (tests/cluster/README.md, Spread)"
 t_bench_responds() {
   local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
   local -A jobs
   for p in "$GC_SYSFS"/n2/devices/system/cpu/cpufreq/policy*; do echo userspace > $p/scaling_governor; echo 1400000 > $p/scaling_setspeed; done
   for p in "$GC_SYSFS"/n4/devices/system/cpu/cpufreq/policy*; do echo 1200000 > $p/scaling_max_freq; done
+  # Each slow node gets f/f_max of the work, so that by the closed form all four loops
+  # take the same time: they then run through the same stretch of the host's load, and
+  # load on the host cannot fall on one side of a pair only.
+  local -A frac=([n1]=1 [n2]=$(awk 'BEGIN { print 1400000 / 3000000 }') [n3]=1 [n4]=$(awk 'BEGIN { print 1200000 / 2400000 }'))
   for n in $GC_NODES; do
-    jobs[$n]=$(submit $GC_USER -w $n --exclusive -t 5 -o "$OUT/t18-%j.out" "$OUT/work.sh" "$iter" "$GC_SYSFS") || rc=1
+    jobs[$n]=$(submit $GC_USER -w $n --exclusive -t 5 -o "$OUT/t18-%j.out" "$OUT/work.sh" \
+      "$(awk -v i="$iter" -v f="${frac[$n]}" 'BEGIN { printf "%d", i * f }')" "$GC_SYSFS") || rc=1
   done
   for j in "${jobs[@]}"; do wait_gone "$j" 120 || rc=1; done
   for n in n2 n4; do reboot_sysfs $n; done
   [ $rc = 0 ] || return 1
-  local -A secs watts
+  local -A secs watts cores
   for n in $GC_NODES; do
     read -r _ _ secs[$n] j < <(grep "^work $n " "$OUT/t18-${jobs[$n]}.out") || { say "no result from $n"; return 1; }
     watts[$n]=$(awk -v e="$j" -v t="${secs[$n]}" 'BEGIN { printf "%.1f", e / t }')
+    read -r _ _ j < <(grep "^cpu $n " "$OUT/t18-${jobs[$n]}.out") || { say "no CPU time from $n"; return 1; }
+    cores[$n]=$(awk -v c="$j" -v t="${secs[$n]}" 'BEGIN { printf "%.3f", c / t }')
   done
+  # What each loop got of a host core against its quota (the stand-in's share of the
+  # host's cores per node at f_max, times speed and f/f_max): a loop that got much less
+  # than its quota ran on a loaded host; one that got more means the quota did not hold.
+  local share n x q
+  share=$(tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/environ | awk -F= '$1 == "SHARE" && $2 > 0 { print $2 }')
+  [ -n "$share" ] || share=$(awk -v c="$(nproc)" 'BEGIN { print 0.9 * c / 4 }')
+  while read -r n x; do
+    q=$(awk -v s="$share" -v p="$(tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/cmdline | awk -F: -v n=$n '$1 == n { print ($4 == "" ? 1 : $4) }')" -v x="$x" 'BEGIN { printf "%.3f", s * p * x }')
+    say "$n: its loop got ${cores[$n]} of a host core, its quota $q"
+    awk -v c="${cores[$n]}" -v q="$q" -v t="$T18_CORE_TOL" 'BEGIN { exit !(c <= q * (1 + t)) }' \
+      || { say "$n got more than its quota ($q) allows, +$(awk -v t="$T18_CORE_TOL" 'BEGIN { print 100 * t }')%: the stand-in's quota did not hold"; rc=1; }
+  done <<QUOTAS
+n1 1
+n2 $(awk 'BEGIN { print 1400000 / 3000000 }')
+n3 1
+n4 $(awk 'BEGIN { print 1200000 / 2400000 }')
+QUOTAS
   # pair: fast node, slow node, f/f_max on the slow one
   local fast slow x sw dw
   while read -r fast slow x; do
     read -r sw dw < <(standin_watts $slow)
-    say "$fast at f_max: ${secs[$fast]} s, ${watts[$fast]} W; $slow at f/f_max = $x: ${secs[$slow]} s, ${watts[$slow]} W"
+    say "$fast at f_max: ${secs[$fast]} s, ${watts[$fast]} W; $slow at f/f_max = $x, with $x of the work: ${secs[$slow]} s, ${watts[$slow]} W"
     awk -v tf="${secs[$fast]}" -v ts="${secs[$slow]}" -v pf="${watts[$fast]}" -v ps="${watts[$slow]}" \
-        -v x="$x" -v s="$sw" -v d="$dw" -v name="$slow" 'BEGIN {
-      want_t = 1 / x; want_pf = s + d; want_ps = s + d * x^3; got_t = ts / tf; bad = 0
-      printf "    %s: time ratio %.2f (closed form %.2f), power %.1f W and %.1f W (closed form %.1f W and %.1f W)\n",
-             name, got_t, want_t, pf, ps, want_pf, want_ps
-      if (got_t < 0.85 * want_t || got_t > 1.15 * want_t) { print "    time ratio off by more than 15%"; bad = 1 }
-      if (pf < 0.9 * want_pf || pf > 1.1 * want_pf || ps < 0.9 * want_ps || ps > 1.1 * want_ps) { print "    power off by more than 10%"; bad = 1 }
+        -v x="$x" -v s="$sw" -v d="$dw" -v name="$slow" -v tt="$T18_SPEED_TOL" -v pt="$T18_POWER_TOL" -v spread="$T18_SPREAD" 'BEGIN {
+      want_pf = s + d; want_ps = s + d * x^3; got = x * tf / ts; bad = 0
+      printf "    %s: speed %.3f of its pair'"'"'s (closed form %.3f), power %.1f W and %.1f W (closed form %.1f W and %.1f W)\n",
+             name, got, x, pf, ps, want_pf, want_ps
+      if (got < (1 - tt) * x || got > (1 + tt) * x) {
+        printf "    speed %.3f is outside %.3f-%.3f (closed form %.3f +- %.0f%%; %s)\n", got, (1 - tt) * x, (1 + tt) * x, x, 100 * tt, spread; bad = 1 }
+      if (pf < (1 - pt) * want_pf || pf > (1 + pt) * want_pf || ps < (1 - pt) * want_ps || ps > (1 + pt) * want_ps) {
+        printf "    power %.1f W / %.1f W is outside %.1f-%.1f W / %.1f-%.1f W (closed form +- %.0f%%; %s)\n", pf, ps,
+               (1 - pt) * want_pf, (1 + pt) * want_pf, (1 - pt) * want_ps, (1 + pt) * want_ps, 100 * pt, spread; bad = 1 }
       exit bad }' || rc=1
   done <<PAIRS
 n1 n2 $(awk 'BEGIN { print 1400000 / 3000000 }')
@@ -805,20 +840,31 @@ PY
 #     as itself on the fast pair, the eco pair and all four nodes; `greenup profile learn`
 #     (root) builds its hetero profile from those runs, greenupd decides the next run from
 #     it and refines it. An ordinary user cannot write it, and amdahl from two node counts
-#     is one line saying what is missing.
+#     is one line saying what is missing. The learned eco/fast t_cp ratio is the eco
+#     pair's monitor time over the fast pair's (src/profile/learn.rs); its bound comes
+#     from the bench's spread, measured by tests/cluster/spread.sh (tests/cluster/README.md,
+#     "Spread"): at least T23_MIN_RATIO, T23_SPREAD saying what it came from.
+T23_LAMMPS_STEPS=1500
+T23_MIN_RATIO=1.08
+T23_SPREAD="measured with 1500 steps, 2 runs on each series: the eco pair over the fast pair 1.31 and 1.39 on 22.05, 1.17 and 1.39 on 24.11; bound = halfway between 1 (no difference) and the lowest measured; a stand-in giving eco the fast speed measured 0.93 (tests/cluster/README.md, Spread)"
 t_learn() {
   local rc=0 f=$GC_SHARE/profiles/lammps.yaml err j line
   . "$HERE/apps/lib.sh"
   rm -f "$f"
-  app_learn lammps 'n[1-4]' 4 > "$OUT/t23.log" 2>&1 || { say "app_learn failed:"; sed 's/^/      /' "$OUT/t23.log"; return 1; }
+  # 1500 steps (3 times run-app.sh's default): the eco pair's longer compute then stands
+  # out of each job's fixed start and end costs, which do not slow with the node type.
+  LAMMPS_STEPS=$T23_LAMMPS_STEPS app_learn lammps 'n[1-4]' 4 > "$OUT/t23.log" 2>&1 || { say "app_learn failed:"; sed 's/^/      /' "$OUT/t23.log"; return 1; }
   sed 's/^/      /' "$OUT/t23.log"
   grep -q "lammps, learned by greenup profile learn from jobs" "$f" || { say "not greenup's: $(cat "$f")"; rc=1; }
   grep -q "^  nodes: 4" "$f" || { say "no node count in $f"; rc=1; }
-  # The stand-in gives an eco core 0.8 of a fast core's speed: eco's time is the longer.
+  # The stand-in gives an eco core 0.8 of a fast core's speed: eco's time is the longer,
+  # by more than the bench's spread (T23_MIN_RATIO, from T23_SPREAD).
   local fast eco
   fast=$(awk '/^    fast:/ {t=1} t && /t_cp_s:/ {print $2; exit}' "$f")
   eco=$(awk '/^    eco:/ {t=1} t && /t_cp_s:/ {print $2; exit}' "$f")
-  awk -v f="$fast" -v e="$eco" 'BEGIN { exit !(f > 0 && e > f) }' || { say "fast t_cp $fast s, eco $eco s: eco should be the slower"; rc=1; }
+  say "learned t_cp: fast $fast s, eco $eco s, eco/fast $(awk -v f="$fast" -v e="$eco" 'BEGIN { if (f > 0) printf "%.3f", e / f }')"
+  awk -v f="$fast" -v e="$eco" -v lo="$T23_MIN_RATIO" 'BEGIN { exit !(f > 0 && e / f >= lo) }' \
+    || { say "eco/fast t_cp ratio below $T23_MIN_RATIO: eco should be the slower by more than the bench's spread ($T23_SPREAD)"; rc=1; }
   j=$(awk '$3 == "min-time" {print $4}' "$OUT/t23.log")
   [ "$(jq_job "$j" '"\(.decision.verdict) \(.decision.profile_version)"')" = "planned 1" ] \
     || { say "job $j: $(job_json "$j" | jq -c '.decision | {verdict, profile_version, reason}')"; rc=1; }
@@ -851,7 +897,7 @@ run_test "14 a job holding more nodes than decided is shrunk at start" t_shrink
 run_test "15 a node rebooted mid-job stays at its boot defaults" t_reboot
 run_test "16 a reservation whose job Slurm does not run is reclaimed" t_reclaim
 run_test "17 a counter that wraps many times in one job is counted in full" t_wraps
-run_test "18 the bench responds: the same job at a lower frequency runs longer at less power" t_bench_responds
+run_test "18 the bench responds: a node at a lower frequency computes slower, at less power" t_bench_responds
 run_test "19 a real application (LAMMPS over Open MPI) runs on four nodes and gives the right answer" t_real_app
 run_test "20 the MPI runtime in LAMMPS: right answer, MPI time per node, only the job's cores lent and only while it runs" t_comm
 run_test "21 a hetero profile with swapped compute times is corrected from measured MPI time within 3 runs, and the decision changes" t_comm_refine

@@ -27,7 +27,9 @@ daemons and jobs it stands beside (the overhead benchmark runs with it).
 Usage: powermodel.py SYSFS PIDDIR NODE:STATIC_W:DYNAMIC_W[:SPEED] ...
        powermodel.py --cleanup      (move every process out of the bench's cgroups, remove them)
 Environment: TICK (seconds, 0.2), SHARE (host cores per node at speed 1, f_max; default
-90% of the host's cores split over the nodes), CGROUP_ROOT (/sys/fs/cgroup)."""
+90% of the host's cores split over the nodes), CGROUP_ROOT (/sys/fs/cgroup), GC_CGROUP
+(greenup-test: the cgroups' name), PERIOD_US (10000: the CFS period; for measuring the
+bench, tests/cluster/README.md)."""
 import os
 import re
 import signal
@@ -37,10 +39,12 @@ import time
 
 TICK = float(os.environ.get("TICK", "0.2"))
 CGROUP_ROOT = os.environ.get("CGROUP_ROOT", "/sys/fs/cgroup")
-GROUP = "greenup-test"
+# The bench's cgroups, below each hierarchy: another name keeps two benches on one host
+# (the host's and the Debian 13 root's, tests/slurm24) from removing each other's.
+GROUP = os.environ.get("GC_CGROUP", "greenup-test")
 # A short CFS period: a rank out of quota cannot answer its peers until the period ends,
 # so with the kernel's 100 ms default every MPI exchange could wait tens of milliseconds.
-PERIOD_US = 10000
+PERIOD_US = int(os.environ.get("PERIOD_US", "10000"))
 STEPD = re.compile(rb"^slurmstepd: \[(\d+)\.")
 
 

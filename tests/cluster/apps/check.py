@@ -12,6 +12,9 @@ nwchem  RHF/6-31G* (Cartesian d) energy of benzene at the input's geometry:
         cart=True); NWChem must agree within 1e-6 hartree.
 hpcc    HPCC verifies itself: every HPL run passes its scaled residual check, and no
         test reports a failure.
+bsp     The bench's cross-check loop (bsp.c): the allreduce of rank + 1 summed over
+        STEPS steps must be STEPS * P (P + 1) / 2, and every rank must end with the same
+        value of the recurrence.
 
 Usage: check.py APP DIR. Prints one line, "check APP: ok (...)" or
 "check APP: FAILED: why", and exits 0 or 1."""
@@ -77,10 +80,25 @@ def hpcc(d):
     return f"{passed.group(1)} HPL runs passed their residual checks, HPL {float(gf.group(1)) * 1000:.2f} Gflop/s", None
 
 
+def bsp(d):
+    text = open(f"{d}/bsp.out").read()
+    head = re.search(r"^bsp: (\d+) ranks, (\d+) steps of \d+: wall (\S+) s", text, re.M)
+    check = re.search(r"^bsp check: (\S+) \S+ (\w+)", text, re.M)
+    if not head or not check:
+        return None, "bsp did not finish"
+    p, steps = int(head.group(1)), int(head.group(2))
+    want = steps * p * (p + 1) / 2
+    if float(check.group(1)) != want:
+        return None, f"allreduce sum {check.group(1)}, expected {want:.0f}"
+    if check.group(2) != "same":
+        return None, "the ranks' recurrences differ"
+    return f"{p} ranks, {steps} steps, sum {want:.0f}, wall {head.group(3)} s", None
+
+
 def main():
     app, d = sys.argv[1], sys.argv[2]
     try:
-        ok, why = {"lammps": lammps, "nwchem": nwchem, "hpcc": hpcc}[app](d)
+        ok, why = {"lammps": lammps, "nwchem": nwchem, "hpcc": hpcc, "bsp": bsp}[app](d)
     except (OSError, ValueError, KeyError) as e:
         ok, why = None, str(e)
     if ok is None:

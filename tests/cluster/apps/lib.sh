@@ -4,9 +4,11 @@
 APPS_DIR=$GC_WORK/apps
 APPS_GREENUP=$GC_SHARE/bin/greenup
 
-# Copy the job script, inputs and checks where the test user's jobs can read them.
+# Copy the job script, inputs and checks where the test user's jobs can read them, and
+# compile the bench's MPI programs there (apps/build.sh).
 apps_install() {
   rm -rf "$APPS_DIR"; cp -r "$GC_REPO/tests/cluster/apps" "$APPS_DIR"; chmod -R a+rX "$APPS_DIR"
+  "$GC_REPO/tests/cluster/apps/build.sh" "$APPS_DIR"
 }
 # Submit APP as the test user with the given sbatch options; prints the job id. Output:
 # $GC_WORK/APP-JOBID.out, the run's files in $GC_WORK/APP-JOBID/.

@@ -3,18 +3,36 @@
 # per node, srun --mpi=pmix with Debian's Open MPI), in a directory of its own under the
 # job's working directory, then check its output (check.py). Exits non-zero when the
 # application fails or its answer is wrong.
-# Usage (inside sbatch): run-app.sh lammps|nwchem|hpcc DIR   (DIR: where this script, the
-# inputs and check.py are; sbatch runs a copy of the script from its spool)
-# Environment: LAMMPS_STEPS (500), HPCC_N (1000): the size of the input.
+# Usage (inside sbatch): run-app.sh lammps|nwchem|hpcc|bsp DIR   (DIR: where this script,
+# the inputs, check.py and the programs apps/build.sh compiled are; sbatch runs a copy of
+# the script from its spool)
+# Environment: LAMMPS_STEPS (500), HPCC_N (1000), BSP_STEPS (2000) and BSP_WORK (600000):
+# the size of the input. GC_SLEEPWAIT=0 runs the MPI's own polling waits instead of the
+# bench's sleeping ones (for measuring the bench itself; tests/cluster/README.md).
 set -u
-APP=${1:?usage: run-app.sh lammps|nwchem|hpcc DIR}
-HERE=${2:?usage: run-app.sh lammps|nwchem|hpcc DIR}
+APP=${1:?usage: run-app.sh lammps|nwchem|hpcc|bsp DIR}
+HERE=${2:?usage: run-app.sh lammps|nwchem|hpcc|bsp DIR}
 DIR=$PWD/$APP-$SLURM_JOB_ID
 mkdir -p "$DIR" && cd "$DIR" || exit 1
 # The test nodes share one host: ranks reach each other over TCP on loopback. (Shared
 # memory between "nodes" polls so hard that CPU quotas turn it into seconds of latency.)
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo
 RUN="srun --mpi=pmix --ntasks-per-node=1"
+# Every MPI wait on the bench sleeps between tests (apps/sleepwait.c, test-only): under the
+# stand-in's CPU quotas a polling rank would spend its quota waiting and then be stopped
+# when its message comes. Appended after greenup's runtime when the plugin preloads it.
+# GC_SLEEPWAIT=0: the MPI's own polling waits; =greenup: greenup's runtime measuring only,
+# in block mode (it sleeps in point-to-point waits, not in collectives); both only for
+# measuring the bench itself (tests/cluster/spread.sh).
+case ${GC_SLEEPWAIT:-1} in
+  0) ;;
+  greenup)
+    export GREENUP_COMM_DVFS='{"enabled":false,"wait":"block"}'
+    RUN="$RUN $HERE/preload.sh ${GC_GREENUP_MPI:-/etc/greenup-test/lib/libgreenup_mpi.so}" ;;
+  *)
+    [ -f "$HERE/sleepwait.so" ] || { echo "run-app.sh: $HERE/sleepwait.so is missing (tests/cluster/apps/build.sh)" >&2; exit 1; }
+    RUN="$RUN $HERE/preload.sh $HERE/sleepwait.so" ;;
+esac
 case $APP in
   lammps)
     # LAMMPS's 3d Lennard-Jones melt example, on an 8 times larger box and run longer.
@@ -32,7 +50,10 @@ case $APP in
     sed -e "6s/^1000 /${HPCC_N:-1000} /" -e '11s/^2 /1 /' -e "12s/^2 /${SLURM_NTASKS:-1} /" \
         /usr/share/doc/hpcc/examples/_hpccinf.txt > hpccinf.txt
     $RUN hpcc > hpcc.out 2>&1 ;;
-  *) echo "run-app.sh: unknown application '$APP': expected lammps, nwchem or hpcc" >&2; exit 2 ;;
+  bsp)
+    # The bench's cross-check (bsp.c): equal work per rank, an allreduce after each step.
+    $RUN "$HERE/bsp" "${BSP_STEPS:-2000}" "${BSP_WORK:-600000}" > bsp.out 2>&1 ;;
+  *) echo "run-app.sh: unknown application '$APP': expected lammps, nwchem, hpcc or bsp" >&2; exit 2 ;;
 esac
 rc=$?
 [ $rc = 0 ] || { echo "run-app.sh: $APP exited $rc; its output is in $DIR" >&2; tail -5 "$DIR"/*.out >&2; exit 1; }
