@@ -148,28 +148,7 @@ pub(crate) fn write_json<T: Serialize>(file: &Path, value: &T) -> Result<(), Hol
             .map_err(err)?;
     }
     let json = serde_json::to_vec_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = file.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-    let written = (|| {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&json)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map_err(err)
+    greenup_core::fs::write_atomic_mode(file, &json, 0o600).map_err(err)
 }
 
 /// The lock greenup last set on `uuid` outside jobs, from the node's admin record.
