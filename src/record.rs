@@ -185,6 +185,10 @@ pub struct Decision {
     /// node's type resolves its own low gear); absent when the policy does not ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm_dvfs: Option<crate::comm::CommDvfs>,
+    /// The watts Slurm granted the job and how they are shared among its nodes, when the
+    /// site holds power in Slurm's queue; each node's RAPL limit is its share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<crate::power::Grant>,
 }
 
 impl Decision {
@@ -544,6 +548,10 @@ pub struct OpenJob {
     /// The user's power cap in watts (the ledger may lower it, never raise it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
+    /// The watts Slurm granted the job as greenup's licenses (`power.enforce: queue`),
+    /// read from the job's licenses by PrologSlurmctld; the job is planned under them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_w: Option<f64>,
     /// The optimizer; the exact sweep when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<Algorithm>,

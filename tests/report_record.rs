@@ -82,6 +82,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         power_cap_w: None,
         algorithm: None,
         account: None,
+        granted_w: None,
     };
     JobRecord {
         job_id: 7,
@@ -109,6 +110,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             baseline_sample: false,
             refusal: None,
             budgets: Vec::new(),
+            grant: None,
         },
         outcomes,
     }

@@ -96,10 +96,10 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
 /// What the prolog asks greenupd for `job` under `policy`: this node's settings, the
 /// job's nodes named by Slurm's compressed hostlist, so the request is the same size
 /// however many nodes the job has.
-pub fn start_request(job: &JobEnv, policy: String) -> Request {
+pub fn start_request(job: &JobEnv, policy: String, site: &NodeConfig) -> Request {
     Request::StartNode {
         node: job.node.clone(),
-        job: open_request(job, policy),
+        job: open_request(job, policy, site),
     }
 }
 
@@ -115,7 +115,14 @@ pub fn policy_for(job: &JobEnv, site: &NodeConfig) -> Option<String> {
 }
 
 /// The job as the prolog describes it to greenupd under `policy`.
-fn open_request(job: &JobEnv, policy: String) -> OpenJob {
+fn open_request(job: &JobEnv, policy: String, site: &NodeConfig) -> OpenJob {
+    // A count Slurm would not write leaves the grant unknown: greenupd then plans under
+    // its ledger, as for a job submitted before the queue held power.
+    let granted_w = job.licenses.as_deref().and_then(|l| {
+        greenup::power::granted_w(&site.power, job.partition.as_deref(), l)
+            .ok()
+            .flatten()
+    });
     OpenJob {
         job_id: u64::from(job.job_id),
         uid: job.uid,
@@ -134,6 +141,7 @@ fn open_request(job: &JobEnv, policy: String) -> OpenJob {
         energy_cap_j: job.options.energy_cap_j,
         power_cap_w: job.options.power_cap_w,
         algorithm: None,
+        granted_w,
     }
 }
 
@@ -147,7 +155,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let Some(policy) = policy_for(job, &site) else {
         return;
     };
-    let request = start_request(job, policy);
+    let request = start_request(job, policy, &site);
     let asked = std::time::Instant::now();
     let mut client = None;
     let decision = connect(&site).and_then(|mut c| {
@@ -797,13 +805,25 @@ mod tests {
         .collect();
         let get = |k: &str| vars.get(k).map(|v| v.to_string());
         let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
-        let req = open_request(&job, "min-energy".into());
+        let req = open_request(
+            &job,
+            "min-energy".into(),
+            &NodeConfig::from_site(&test_cluster_site()),
+        );
         assert_eq!(req.time_limit_s, Some(660.0));
         assert_eq!(req.nodelist.as_deref(), Some("n1"));
         // Slurm 22.05 sets neither variable: one there came from elsewhere (the user's
         // own job environment) and is ignored; greenupd asks slurmctld instead.
         let job = JobEnv::from_slurm_vars(get, 0x16_05_08).unwrap();
-        assert_eq!(open_request(&job, "min-energy".into()).time_limit_s, None);
+        assert_eq!(
+            open_request(
+                &job,
+                "min-energy".into(),
+                &NodeConfig::from_site(&test_cluster_site())
+            )
+            .time_limit_s,
+            None
+        );
     }
 
     #[test]
@@ -831,6 +851,7 @@ mod tests {
             exit: None,
             gpus: None,
             time_limit_s: None,
+            licenses: None,
         };
         assert!(!holds_whole_node(&job, t.path()));
         job.cpus_per_node = Some("4(x2)".into());

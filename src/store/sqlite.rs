@@ -964,6 +964,7 @@ mod tests {
             baseline_sample: false,
             refusal: None,
             budgets: Vec::new(),
+            grant: None,
         }
     }
 
@@ -984,6 +985,7 @@ mod tests {
                 power_cap_w: None,
                 algorithm: None,
                 account: None,
+                granted_w: None,
             },
             decision: decision(job_id, watts),
             inputs: serde_json::json!({}),

@@ -152,14 +152,14 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         Request::NodeSettings { job_id, node } => {
             if let Some((owner, s)) = recent_settings(shared, job_id, &node) {
                 ctx.roles.require_read(caller, owner, job_id)?;
-                return Ok(Reply::NodeSettings(s.with_low_gear(&ctx.site)));
+                return Ok(Reply::NodeSettings(s.with_node_type(&ctx.site)));
             }
             let job = stored_job(shared, job_id, "is not open: open it first").await?;
             ctx.roles.require_read(caller, job.uid, job_id)?;
             let allocated = job.request.nodes.len();
             Ok(Reply::NodeSettings(
                 NodeSettings::from_decision(&job.decision, &node, allocated)
-                    .with_low_gear(&ctx.site),
+                    .with_node_type(&ctx.site),
             ))
         }
         Request::CountOutcomes { job_id } => {
