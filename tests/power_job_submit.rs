@@ -24,6 +24,10 @@ fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
         .output()
         .expect("lua5.3 runs (Debian's lua5.3, which scripts/lib.sh installs)");
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(said.contains("all passed"), "{said}");
 }
