@@ -243,7 +243,7 @@ pub(super) async fn quote_for(
     let spread = spread(&ctx.site, &p);
     let book = lock(&shared.budget);
     let hold = (queue && p.verdict.applies_plan())
-        .then(|| p.plan.as_ref())
+        .then_some(p.plan.as_ref())
         .flatten()
         .map(|plan| crate::budget::PowerHold {
             // The site cap's license; a site with partition caps alone counts in those.
