@@ -72,8 +72,15 @@ pub fn lua_table(site: &Site) -> String {
     let _ = writeln!(out, "  enforce = {:?},", p.enforce.as_str());
     // Who may change a job's greenup licenses after submission: root and SlurmUser (as
     // the user database says when the table is written).
-    let mut operators = vec![0u32];
-    operators.extend(crate::daemon::auth::uid_of(&site.daemon.slurm_user).filter(|u| *u != 0));
+    // The user database lookup lives with greenupd's code; the plugin, built without it,
+    // never writes this table.
+    #[cfg(feature = "daemon")]
+    let slurm_user = crate::daemon::auth::uid_of(&site.daemon.slurm_user);
+    #[cfg(not(feature = "daemon"))]
+    let slurm_user: Option<u32> = None;
+    let operators: Vec<u32> = std::iter::once(0)
+        .chain(slurm_user.filter(|u| *u != 0))
+        .collect();
     let ops: Vec<String> = operators.iter().map(u32::to_string).collect();
     let _ = writeln!(out, "  operators = {{ {} }},", ops.join(", "));
     let entry = |out: &mut String, key: &str, part_license: Option<String>, nodes: &[String]| {
