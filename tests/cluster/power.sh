@@ -102,7 +102,9 @@ job_epoch() { # JOB FIELD
 #     limit and on n2 (the same node type, default limit) side by side, n1 with x of n2's
 #     work, where x = ((limit - static) / dynamic)^(1/3) is the clock at which the closed
 #     form draws the limit; so by the closed form both take the same time, through the
-#     same stretch of the host's load (as test 18). Asserted:
+#     same stretch of the host's load (as test 18). The loops are three times test 18's
+#     (about 20 s), so that the limit's first second (the window's payback of the load's
+#     first tick, below) weighs little in the speed. Asserted:
 #     - the default long-term limit is the node's TDP (static + dynamic) and n2 at f_max
 #       is not throttled by it (its speed is n1's reference);
 #     - n1's loop ran at x of n2's speed, within test 18's speed bound (the same
@@ -124,7 +126,7 @@ job_epoch() { # JOB FIELD
 P1_LIMIT_W=100
 P1_WINDOW_US=1000000
 t_rapl_limit() {
-  local rc=0 z=$GC_SYSFS/n1/$RAPL_ZONE s d tdp x tick iter=${GC_WORK_ITER:-60000000}
+  local rc=0 z=$GC_SYSFS/n1/$RAPL_ZONE s d tdp x tick iter=$((3 * ${GC_WORK_ITER:-60000000}))
   read -r s d < <(standin_watts n1)
   tdp=$(awk -v s="$s" -v d="$d" 'BEGIN { print s + d }')
   tick=$(standin_tick)

@@ -37,7 +37,7 @@ daemons and jobs it stands beside (the overhead benchmark runs with it).
 
 Usage: powermodel.py SYSFS PIDDIR NODE:STATIC_W:DYNAMIC_W[:SPEED] ...
        powermodel.py --cleanup      (move every process out of the bench's cgroups, remove them)
-Environment: TICK (seconds, 0.2), RISE (0.5), SHARE (host cores per node at speed 1, f_max; default
+Environment: TICK (seconds, 0.2), RISE (2.0), SHARE (host cores per node at speed 1, f_max; default
 90% of the host's cores split over the nodes), CGROUP_ROOT (/sys/fs/cgroup), GC_CGROUP
 (greenup-test: the cgroups' name), PERIOD_US (10000: the CFS period; for measuring the
 bench, tests/cluster/README.md)."""
@@ -58,9 +58,11 @@ GROUP = os.environ.get("GC_CGROUP", "greenup-test")
 # so with the kernel's 100 ms default every MPI exchange could wait tens of milliseconds.
 PERIOD_US = int(os.environ.get("PERIOD_US", "10000"))
 STEPD = re.compile(rb"^slurmstepd: \[(\d+)\.")
-# How fast a throttled node's clock ceiling may rise again (f/f_max per second): a load
-# that dips for a tick does not open the clock at once, to be met by a full tick over.
-RISE = float(os.environ.get("RISE", "0.5"))
+# How fast a throttled node's clock ceiling may rise again (f/f_max per second): from a
+# window's payback (a tick far below the limit) back to the limit's clock in two ticks.
+# A load that dips for a tick does not open the clock: the ceiling is set for each CPU's
+# highest utilization of the last UTIL_MEMORY_S.
+RISE = float(os.environ.get("RISE", "2.0"))
 # Where a limit binds, the clock is set for this much less than the limit, so the
 # utilization's jitter from tick to tick does not carry the node over.
 MARGIN = 0.01
