@@ -420,17 +420,25 @@ class Rapl:
             self.busy.popleft()
         load = {c: max(b.get(c, 0.0) for b in self.busy) for c in busy}
         limits = self.limits()
-        # A window shorter than a tick is held per tick, the finest the stand-in sees.
-        ticks = max([max(1, round(w / TICK)) for _, w in limits], default=1)
-        while len(self.past) > ticks:
+        longest = max([w for _, w in limits], default=0.0)
+        while len(self.past) > 1 and sum(s for s, _ in self.past) - self.past[0][0] >= longest:
             self.past.popleft()
-        # Each window's average stays within its limit: the next tick may draw the limit,
-        # less what the ticks already in the window drew over it.
+        # Each window's average stays within its limit: the next tick may draw the limit
+        # over the window, less what the window's earlier part drew (the oldest tick in it
+        # in proportion), and never more than the limit. A window shorter than a tick is
+        # held per tick, the finest the stand-in sees.
         allowed = float("inf")
+        nxt = max(TICK, dt)  # the next tick lasts about as long as the last one
         for limit, window in limits:
-            past = list(self.past)[len(self.past) - (max(1, round(window / TICK)) - 1):] if window > TICK else []
-            room = limit * (sum(s for s, _ in past) + TICK) - sum(j for _, j in past)
-            allowed = min(allowed, limit, room / TICK)
+            span, seen, drawn = window - nxt, 0.0, 0.0
+            for s, j in reversed(self.past):
+                if seen >= span or s <= 0:
+                    break
+                take = min(s, span - seen)
+                seen += take
+                drawn += j * take / s
+            room = limit * (seen + nxt) - drawn
+            allowed = min(allowed, limit, room / nxt)
         top = min(1.0, self.ceiling + RISE * dt)
         # (a node at its limit exactly, as at the default limit, its TDP, is not over it)
         self.limited = power_at(top, load) > allowed * (1 + 1e-9)
