@@ -294,6 +294,7 @@ fn main() -> std::process::ExitCode {
             power_cap_w: None,
             algorithm: None,
             account: None,
+            granted_w: None,
         };
         c.open_job(req).map_err(|e| e.to_string())?;
         if let Some(a) = &acks {
@@ -318,6 +319,7 @@ fn main() -> std::process::ExitCode {
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         };
         c.record_outcome(o).map_err(|e| e.to_string())?;
         if let Some(a) = &acks {

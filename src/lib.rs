@@ -16,6 +16,7 @@ pub mod names;
 pub mod optimize;
 pub mod plan;
 pub mod policy;
+pub mod power;
 pub mod profile;
 pub mod query;
 pub mod record;

@@ -185,6 +185,10 @@ pub struct Decision {
     /// node's type resolves its own low gear); absent when the policy does not ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm_dvfs: Option<crate::comm::CommDvfs>,
+    /// The watts Slurm granted the job and how they are shared among its nodes, when the
+    /// site holds power in Slurm's queue; each node's RAPL limit is its share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<crate::power::Grant>,
 }
 
 impl Decision {
@@ -313,6 +317,23 @@ pub struct NodeOutcome {
     /// What the job's GPUs on this node used, measured through NVML, when it had any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Box<NodeGpu>>,
+    /// Whether the node held the RAPL power limit its decision asked for, when it asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<NodePower>,
+}
+
+/// A node's RAPL power limit for a job: the watts asked and whether the node held them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodePower {
+    /// The node's share of the watts Slurm granted the job: the long-term limit asked.
+    pub asked_w: f64,
+    /// The long-term limit in force during the job, in watts; None: not held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_w: Option<f64>,
+    /// Why it was not held, or how it was lowered to the hardware's maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Where a node's GPU figures come from: NVML's counters.
@@ -544,6 +565,10 @@ pub struct OpenJob {
     /// The user's power cap in watts (the ledger may lower it, never raise it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
+    /// The watts Slurm granted the job as greenup's licenses (`power.enforce: queue`),
+    /// read from the job's licenses by PrologSlurmctld; the job is planned under them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_w: Option<f64>,
     /// The optimizer; the exact sweep when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<Algorithm>,

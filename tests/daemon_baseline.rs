@@ -51,6 +51,7 @@ fn job(id: u64) -> OpenJob {
         energy_cap_j: None,
         power_cap_w: None,
         algorithm: None,
+        granted_w: None,
     }
 }
 

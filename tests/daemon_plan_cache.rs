@@ -37,6 +37,7 @@ fn job(id: u64, nodes: &[&str], policy: &str, min: Option<usize>, cap: Option<f6
         power_cap_w: cap,
         algorithm: None,
         account: None,
+        granted_w: None,
     }
 }
 

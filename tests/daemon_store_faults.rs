@@ -67,6 +67,7 @@ fn outcome(job_id: u64, node: &str) -> NodeOutcome {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     }
 }
 
@@ -95,6 +96,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             baseline_sample: false,
             refusal: None,
             budgets: Vec::new(),
+            grant: None,
         };
         let job = NewJob {
             request: open_req(1, 0, 2),

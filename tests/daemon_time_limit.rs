@@ -132,6 +132,7 @@ fn md_job(job_id: u64) -> OpenJob {
         power_cap_w: None,
         algorithm: None,
         account: None,
+        granted_w: None,
     }
 }
 

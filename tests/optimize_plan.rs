@@ -138,6 +138,7 @@ fn site() -> Site {
         },
         budgets: Vec::new(),
         baseline: None,
+        power: Default::default(),
     }
 }
 

@@ -140,6 +140,7 @@ mod after_close {
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         };
         JobRecord {
             job_id,
@@ -165,6 +166,7 @@ mod after_close {
                 power_cap_w: None,
                 algorithm: None,
                 account: None,
+                granted_w: None,
             },
             decision: Decision {
                 comm_dvfs: None,
@@ -197,6 +199,7 @@ mod after_close {
                 baseline_sample: false,
                 refusal: None,
                 budgets: Vec::new(),
+                grant: None,
             },
             outcomes: vec![
                 out("h001", 2.5, 14_000.0, "rapl"),

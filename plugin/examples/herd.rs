@@ -318,7 +318,17 @@ fn run(args: &Args) -> Result<bool, String> {
             return Err("the controller did not decide the job".into());
         }
     }
-    let first = node::start_request(&job, args.policy.clone());
+    // The node prologs' view of the site: only its power settings shape the request.
+    let node_site = match &args.controller {
+        Some(config) => greenup::site::load(config)
+            .map(|s| greenup::site::node::NodeConfig::from_site(&s))
+            .map_err(|e| e.to_string())?,
+        None => greenup::site::node::NodeConfig::from_site(
+            &greenup::site::parse(std::path::Path::new("herd.yaml"), "{}")
+                .map_err(|e| e.to_string())?,
+        ),
+    };
+    let first = node::start_request(&job, args.policy.clone(), &node_site);
     let Request::StartNode { job: facts, .. } = first else {
         return Err("the plugin's prolog no longer sends start_node".into());
     };
@@ -428,6 +438,7 @@ fn run(args: &Args) -> Result<bool, String> {
             ran_khz: Some(2_000_000),
             note: "applied".into(),
             restore_error: None,
+            power: None,
         };
         let o: NodeOutcome = node::wire_outcome(&job, &run, None);
         lines.push(credentialed(&munge, &Request::RecordOutcome(o))?);

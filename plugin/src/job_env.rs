@@ -50,6 +50,10 @@ pub struct JobEnv {
     /// The job's time limit in seconds, where Slurm puts it in the prolog's environment
     /// (23.02 and later); otherwise greenupd asks slurmctld.
     pub time_limit_s: Option<f64>,
+    /// The job's licenses (`SLURM_JOB_LICENSES`), which slurmctld gives PrologSlurmctld
+    /// and slurmd does not give a node's prolog: the watts the job holds under
+    /// `power.enforce: queue`.
+    pub licenses: Option<String>,
 }
 
 impl JobEnv {
@@ -114,6 +118,7 @@ impl JobEnv {
             gpus: get("SLURM_JOB_GPUS"),
             time_limit_s: time_limit::from_prolog_env(&get, slurm_version)
                 .and_then(|l| l.seconds()),
+            licenses: get("SLURM_JOB_LICENSES").filter(|l| !l.is_empty()),
         })
     }
 

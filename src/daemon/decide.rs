@@ -18,9 +18,10 @@ use super::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 use crate::model::Predictor;
 use crate::plan::{Plan, PlanRequest, plan_with};
 use crate::policy::{Policy, PolicySet};
+use crate::power::Grant;
 use crate::profile::Profile;
 use crate::profile::locate;
-use crate::site::{DaemonLimits, Enforce, OverBudget, Site};
+use crate::site::{DaemonLimits, Enforce, OverBudget, PowerEnforce, Site};
 
 /// What the decider proposes; the server reserves and stores it.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +109,35 @@ fn plan_failed(msg: impl Into<String>) -> ErrorReply {
 }
 
 /// The smaller of two optional caps.
+/// The watts Slurm granted `req` when the site holds power in Slurm's queue: they, not
+/// the ledger's free watts, are what the job may draw. None under the ledger, or for a
+/// job that holds none of greenup's licenses (submitted before the queue was turned on).
+pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<f64> {
+    (site.power.enforce == PowerEnforce::Queue)
+        .then_some(req.granted_w)
+        .flatten()
+        .filter(|g| g.is_finite() && *g >= 0.0)
+}
+
+/// How `req`'s grant is shared among the nodes that run it: the plan's nodes at their
+/// planned frequencies when the verdict applies the plan, else every node at its top one.
+pub fn grant_of(
+    site: &Site,
+    req: &OpenJob,
+    verdict: Verdict,
+    plan: Option<&Plan>,
+) -> Option<Grant> {
+    let g = queue_grant_w(site, req)?;
+    match plan.filter(|_| verdict.applies_plan()) {
+        Some(p) => Grant::over(
+            site,
+            g,
+            p.nodes.iter().map(|n| (n.name.as_str(), Some(n.freq_ghz))),
+        ),
+        None => Grant::over(site, g, req.nodes.iter().map(|n| (n.as_str(), None))),
+    }
+}
+
 fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),
@@ -250,6 +280,8 @@ impl Decider {
     ) -> Proposal {
         self.decide_with(site, req, free_w, app)
             .unwrap_or_else(|e| {
+                let granted = queue_grant_w(site, req);
+                let free_w = granted.or(free_w);
                 let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
                 Proposal {
                     verdict: Verdict::Refused,
@@ -260,7 +292,7 @@ impl Decider {
                     profile_version: None,
                     power_cap_w: pr.power_cap_w.map(|c| c.max(0.0)),
                     plan: None,
-                    reserve_w: unmanaged_w(site, req),
+                    reserve_w: granted.unwrap_or_else(|| unmanaged_w(site, req)),
                     inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
                     baseline_sample: false,
                     refusal: Some(e.code),
@@ -281,6 +313,22 @@ impl Decider {
 
     /// [`Decider::decide`] knowing the application's history `app`.
     pub fn decide_with(
+        &self,
+        site: &Site,
+        req: &OpenJob,
+        free_w: Option<f64>,
+        app: &AppState,
+    ) -> Result<Proposal, ErrorReply> {
+        let granted = queue_grant_w(site, req);
+        let p = self.decide_within(site, req, granted.or(free_w), app)?;
+        Ok(match granted {
+            Some(g) => Proposal { reserve_w: g, ..p },
+            None => p,
+        })
+    }
+
+    /// [`Decider::decide_with`] under `free_w`, the watts the job may draw.
+    fn decide_within(
         &self,
         site: &Site,
         req: &OpenJob,
@@ -374,6 +422,20 @@ impl Decider {
         } else {
             format!("only {left:.0} W of the power budget is left")
         };
+        // Under the queue the job already holds its watts in Slurm: it never runs over
+        // them and is never refused for power, so it runs at its lowest power, each node
+        // held to its share by its RAPL limit.
+        if let Some(g) = queue_grant_w(site, req) {
+            return Ok(Proposal {
+                verdict: Verdict::BudgetLimited,
+                reason: format!(
+                    "Slurm granted {g:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware"
+                ),
+                reserve_w: plan.predicted.avg_power_w,
+                plan: Some(plan),
+                ..base
+            });
+        }
         match site.daemon.over_budget {
             OverBudget::Lowest => Ok(Proposal {
                 verdict: Verdict::BudgetLimited,

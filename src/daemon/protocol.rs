@@ -181,6 +181,14 @@ pub struct NodeSettings {
     /// resolved; absent when the job's policy does not ask for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm_dvfs: Option<crate::comm::CommDvfs>,
+    /// This node's share of the watts Slurm granted the job: the RAPL long-term limit its
+    /// prolog sets (`power.enforce: queue`); absent: the node's limit is left alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// The job's grant, carried from the decision to [`NodeSettings::with_node_type`],
+    /// which weighs this node's share by its type.
+    #[serde(skip)]
+    grant: Option<crate::power::Grant>,
 }
 
 impl NodeSettings {
@@ -206,12 +214,16 @@ impl NodeSettings {
             used_nodes,
             predicted: plan.map(|p| p.predicted),
             comm_dvfs: d.comm_dvfs,
+            power_limit_w: None,
+            grant: d.grant,
         }
     }
 
-    /// Fill in the communication-phase low gear the policy left unset: the lowest
-    /// frequency of this node's type in `site` (unknown type: the runtime's own choice).
-    pub fn with_low_gear(mut self, site: &crate::site::Site) -> NodeSettings {
+    /// Fill in what this node's type in `site` decides: the communication-phase low gear
+    /// the policy left unset (its type's lowest frequency; unknown type: the runtime's own
+    /// choice), and the node's share of the job's grant, in proportion to what it draws at
+    /// the frequency it is told (its top one when none).
+    pub fn with_node_type(mut self, site: &crate::site::Site) -> NodeSettings {
         if let Some(c) = self.comm_dvfs.as_mut()
             && c.low_ghz.is_none()
         {
@@ -220,6 +232,12 @@ impl NodeSettings {
                 .map(|t| t.fmin())
                 .filter(|f| *f > 0.0);
         }
+        self.power_limit_w = match (self.grant, self.used) {
+            (Some(g), true) => {
+                crate::power::node_weight_w(site, &self.node, self.freq_ghz).map(|w| g.share_w(w))
+            }
+            _ => None,
+        };
         self
     }
 
@@ -562,7 +580,7 @@ mod tests {
         let mut d = planned(2);
         assert_eq!(
             NodeSettings::from_decision(&d, "n1", 2)
-                .with_low_gear(&site)
+                .with_node_type(&site)
                 .comm_dvfs,
             None
         );
@@ -570,7 +588,7 @@ mod tests {
         // n1 is fast (1.0 to 3.0 GHz), n3 eco (1.2 to 2.4), n9 unknown to the site.
         let low = |d: &Decision, node: &str| {
             NodeSettings::from_decision(d, node, 2)
-                .with_low_gear(&site)
+                .with_node_type(&site)
                 .comm_dvfs
                 .unwrap()
                 .low_ghz
@@ -605,6 +623,7 @@ mod tests {
                     power_cap_w: None,
                     algorithm: None,
                     account: None,
+                    granted_w: None,
                 },
             };
             request_body(&req).unwrap().len()

@@ -399,6 +399,7 @@ mod tests {
                 energy_cap_j: None,
                 power_cap_w: None,
                 algorithm: None,
+                granted_w: None,
             },
             decision: Decision {
                 job_id,
@@ -416,6 +417,7 @@ mod tests {
                 refusal: None,
                 budgets: Vec::new(),
                 comm_dvfs: None,
+                grant: None,
             },
             outcomes: nodes
                 .iter()
@@ -435,6 +437,7 @@ mod tests {
                         ..Default::default()
                     }),
                     gpu: None,
+                    power: None,
                 })
                 .collect(),
         }

@@ -72,6 +72,8 @@ struct RawSite {
     budgets: Option<Spanned<super::budgets::RawBudgets>>,
     #[serde(default)]
     baseline: Option<Spanned<RawBaseline>>,
+    #[serde(default)]
+    power: Option<Spanned<super::power::RawPowerSection>>,
 }
 
 #[derive(Deserialize)]
@@ -225,7 +227,7 @@ impl Checker<'_> {
     }
 
     /// One of `choices`, given as `(written, meaning)` pairs.
-    fn choice<T: Copy>(
+    pub(super) fn choice<T: Copy>(
         &self,
         v: &Option<Spanned<Value>>,
         key: &str,
@@ -466,6 +468,10 @@ impl Checker<'_> {
             daemon: self.daemon(raw.daemon)?,
             dvfs: self.dvfs(raw.dvfs)?,
             baseline: raw.baseline.map(|b| self.baseline(b.value)).transpose()?,
+            power: match raw.power {
+                Some(p) => self.power_settings(p.value)?,
+                None => Default::default(),
+            },
         })
     }
 

@@ -11,8 +11,10 @@ mod forced;
 mod gpu;
 mod load;
 pub mod node;
+mod power;
 
 pub use forced::add_forced;
+pub use power::{PowerEnforce, PowerSettings};
 
 pub use load::{
     DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR,
@@ -225,6 +227,8 @@ pub struct Site {
     /// Measured baselines: which jobs run at f_max to measure savings against
     /// (`None`: none are sampled; monitor runs are still baselines).
     pub baseline: Option<BaselineSettings>,
+    /// How the power caps are held, and how often nodes report measured power.
+    pub power: PowerSettings,
 }
 
 impl Site {

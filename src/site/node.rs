@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{DaemonSettings, DvfsSettings, Enforce, Site};
+use super::{DaemonSettings, DvfsSettings, Enforce, PowerSettings, Site};
 use crate::input::InputError;
 
 /// Where the plugin keeps its copies unless told otherwise (tmpfs: gone at reboot).
@@ -30,6 +30,9 @@ pub struct NodeConfig {
     pub daemon: DaemonSettings,
     /// DVFS settings.
     pub dvfs: DvfsSettings,
+    /// How power caps are held, and how often the node reports its power.
+    #[serde(default)]
+    pub power: PowerSettings,
 }
 
 impl NodeConfig {
@@ -41,6 +44,7 @@ impl NodeConfig {
             enforce: site.enforce,
             daemon: site.daemon.clone(),
             dvfs: site.dvfs.clone(),
+            power: site.power.clone(),
         }
     }
 }

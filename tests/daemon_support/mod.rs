@@ -182,6 +182,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
         },
         budgets: Vec::new(),
         baseline: None,
+        power: Default::default(),
     }
 }
 
@@ -302,6 +303,7 @@ pub fn open_req(job_id: u64, uid: u32, n: usize) -> OpenJob {
         power_cap_w: None,
         algorithm: None,
         account: None,
+        granted_w: None,
     }
 }
 
@@ -330,6 +332,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         })
         .unwrap();
     }

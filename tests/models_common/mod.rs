@@ -80,6 +80,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
         },
         budgets: Vec::new(),
         baseline: None,
+        power: Default::default(),
     }
 }
 

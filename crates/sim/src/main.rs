@@ -259,6 +259,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 energy_cap_j,
                 power_cap_w,
                 algorithm,
+                granted_w: None,
             };
             let mut settings = Vec::with_capacity(nodes.len());
             for n in &nodes {
@@ -311,6 +312,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                                     cpus: Some(1),
                                 }),
                                 gpu: None,
+                                power: None,
                             })
                             .map_err(|e| e.to_string())?;
                     }

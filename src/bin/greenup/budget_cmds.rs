@@ -217,6 +217,7 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         energy_cap_j,
         power_cap_w,
         algorithm: None,
+        granted_w: None,
     };
     let q = args.conn.client()?.quote(job).map_err(remote)?;
     if args.conn.json {

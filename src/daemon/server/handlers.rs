@@ -152,14 +152,14 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         Request::NodeSettings { job_id, node } => {
             if let Some((owner, s)) = recent_settings(shared, job_id, &node) {
                 ctx.roles.require_read(caller, owner, job_id)?;
-                return Ok(Reply::NodeSettings(s.with_low_gear(&ctx.site)));
+                return Ok(Reply::NodeSettings(s.with_node_type(&ctx.site)));
             }
             let job = stored_job(shared, job_id, "is not open: open it first").await?;
             ctx.roles.require_read(caller, job.uid, job_id)?;
             let allocated = job.request.nodes.len();
             Ok(Reply::NodeSettings(
                 NodeSettings::from_decision(&job.decision, &node, allocated)
-                    .with_low_gear(&ctx.site),
+                    .with_node_type(&ctx.site),
             ))
         }
         Request::CountOutcomes { job_id } => {
@@ -405,6 +405,8 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
         ("freq_ghz", o.freq_ghz),
         ("energy_j", o.energy_j),
         ("elapsed_s", o.elapsed_s),
+        ("power.asked_w", o.power.as_ref().map(|p| p.asked_w)),
+        ("power.held_w", o.power.as_ref().and_then(|p| p.held_w)),
     ] {
         if let Some(x) = v
             && !(x.is_finite() && x >= 0.0)

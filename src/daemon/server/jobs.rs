@@ -219,7 +219,7 @@ pub(super) async fn start_node(
     let view = decided(shared, ctx, req).await?;
     Ok(view
         .settings(&node, &list, &limits)?
-        .with_low_gear(&site.site))
+        .with_node_type(&site.site))
 }
 
 /// `node`'s settings from a job's decision kept in memory, if it is there.
@@ -353,6 +353,7 @@ async fn decide_and_store(
             ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
         }
     }
+    let grant = crate::daemon::decide::grant_of(&ctx.site, &req, p.verdict, p.plan.as_ref());
     let decision = Decision {
         job_id,
         verdict: p.verdict,
@@ -369,6 +370,7 @@ async fn decide_and_store(
         refusal: p.refusal,
         budgets: admitted.states,
         comm_dvfs: p.comm_dvfs,
+        grant,
     };
     let inputs = p.inputs;
     let partition = req.partition.clone();

@@ -1,0 +1,306 @@
+//! The site config's `power:` section: how the site's and the partitions' power caps are
+//! held (greenupd's ledger alone, or Slurm's queue and each node's RAPL limit), and how
+//! often the nodes report measured power. Every error names the file, line, key and
+//! value, and says what is valid.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::check::{Checker, shown};
+use crate::input::{InputError, Spanned};
+
+/// How the power caps are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PowerEnforce {
+    /// greenupd's ledger of predicted watts alone: nothing waits, nothing is limited in
+    /// hardware (for sites without Slurm licenses; the default).
+    #[default]
+    Ledger,
+    /// Jobs hold their watts as Slurm licenses, so a job that does not fit the power left
+    /// waits PENDING in Slurm's queue, and each node is held to its share of its job's
+    /// watts by its RAPL long-term limit.
+    Queue,
+}
+
+impl PowerEnforce {
+    /// The word the config and the reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PowerEnforce::Ledger => "ledger",
+            PowerEnforce::Queue => "queue",
+        }
+    }
+}
+
+/// The `power:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerSettings {
+    /// How the caps are held.
+    pub enforce: PowerEnforce,
+    /// The Slurm license that counts the site cap's watts; a capped partition P counts
+    /// its own under `LICENSE_P`. One license is one watt.
+    pub license: String,
+    /// Share of each cap (0-0.5) kept out of the licenses, for power drawn outside jobs.
+    pub reserve: f64,
+    /// The RAPL time window set with each node's long-term limit, in seconds.
+    pub rapl_window_s: f64,
+    /// The short-term limit as a multiple of the node's long-term share; None leaves the
+    /// short-term limit as the node had it.
+    pub short_term: Option<f64>,
+    /// The short-term limit's time window, in milliseconds.
+    pub short_window_ms: f64,
+    /// How often each node reports its measured power to greenupd, in seconds.
+    pub meter_interval_s: f64,
+    /// How long a cap's measured power may stay above the watts granted under it before
+    /// greenupd logs a warning, in seconds.
+    pub over_grant_window_s: f64,
+}
+
+impl Default for PowerSettings {
+    fn default() -> Self {
+        PowerSettings {
+            enforce: PowerEnforce::Ledger,
+            license: DEFAULT_LICENSE.to_string(),
+            reserve: 0.0,
+            rapl_window_s: 1.0,
+            short_term: None,
+            short_window_ms: 10.0,
+            meter_interval_s: 5.0,
+            over_grant_window_s: 60.0,
+        }
+    }
+}
+
+/// The site cap's license when the config names none.
+pub const DEFAULT_LICENSE: &str = "greenup_w";
+
+impl PowerSettings {
+    /// The license counting the watts of partition `partition`'s cap (None: the site's).
+    pub fn license_for(&self, partition: Option<&str>) -> String {
+        match partition {
+            Some(p) => format!("{}_{p}", self.license),
+            None => self.license.clone(),
+        }
+    }
+
+    /// Watts of a cap of `cap_w` that Slurm may grant to jobs: the cap less the reserve,
+    /// rounded down to whole licenses.
+    pub fn grantable_w(&self, cap_w: f64) -> u64 {
+        (cap_w * (1.0 - self.reserve)).floor().max(0.0) as u64
+    }
+}
+
+/// `power:` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPowerSection {
+    #[serde(default)]
+    enforce: Option<Spanned<Value>>,
+    #[serde(default)]
+    license: Option<Spanned<Value>>,
+    #[serde(default)]
+    reserve: Option<Spanned<Value>>,
+    #[serde(default)]
+    rapl_window_s: Option<Spanned<Value>>,
+    #[serde(default)]
+    short_term: Option<Spanned<Value>>,
+    #[serde(default)]
+    short_window_ms: Option<Spanned<Value>>,
+    #[serde(default)]
+    meter_interval_s: Option<Spanned<Value>>,
+    #[serde(default)]
+    over_grant_window_s: Option<Spanned<Value>>,
+}
+
+/// Whether `s` can name a Slurm license greenup adds partition names to: letters,
+/// digits and `_`, starting with a letter (Slurm splits license lists on `,` and `:`).
+fn is_license(s: &str) -> bool {
+    s.len() <= 64
+        && s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl Checker<'_> {
+    /// The `power:` section; its defaults when absent.
+    pub(super) fn power_settings(&self, raw: RawPowerSection) -> Result<PowerSettings, InputError> {
+        let d = PowerSettings::default();
+        let enforce = self.choice(
+            &raw.enforce,
+            "power.enforce",
+            &[
+                ("ledger", PowerEnforce::Ledger),
+                ("queue", PowerEnforce::Queue),
+            ],
+            d.enforce,
+        )?;
+        let license = match &raw.license {
+            Some(v) => {
+                let valid = "a Slurm license name of letters, digits and _, starting with a letter, at most 64 long, e.g. greenup_w";
+                let s = self.text(v, "power.license", valid)?;
+                if !is_license(&s) {
+                    return Err(self.err(v, "power.license", &s, valid));
+                }
+                s
+            }
+            None => d.license,
+        };
+        let number =
+            |v: &Option<Spanned<Value>>, key: &str, lo: f64, hi: f64, dflt: f64, what: &str| {
+                let Some(v) = v else { return Ok(dflt) };
+                v.value
+                    .as_f64()
+                    .filter(|x| x.is_finite() && (lo..=hi).contains(x))
+                    .ok_or_else(|| {
+                        self.err(
+                            v,
+                            key,
+                            shown(&v.value),
+                            format!("{what} in {lo}-{hi}, e.g. {dflt}"),
+                        )
+                    })
+            };
+        let short_term = match &raw.short_term {
+            Some(_) => Some(number(
+                &raw.short_term,
+                "power.short_term",
+                1.0,
+                3.0,
+                1.2,
+                "a multiple of the node's long-term limit",
+            )?),
+            None => None,
+        };
+        Ok(PowerSettings {
+            enforce,
+            license,
+            reserve: number(
+                &raw.reserve,
+                "power.reserve",
+                0.0,
+                0.5,
+                d.reserve,
+                "a share of each cap",
+            )?,
+            rapl_window_s: number(
+                &raw.rapl_window_s,
+                "power.rapl_window_s",
+                0.001,
+                60.0,
+                d.rapl_window_s,
+                "seconds",
+            )?,
+            short_term,
+            short_window_ms: number(
+                &raw.short_window_ms,
+                "power.short_window_ms",
+                0.1,
+                1000.0,
+                d.short_window_ms,
+                "milliseconds",
+            )?,
+            meter_interval_s: number(
+                &raw.meter_interval_s,
+                "power.meter_interval_s",
+                1.0,
+                300.0,
+                d.meter_interval_s,
+                "seconds",
+            )?,
+            over_grant_window_s: number(
+                &raw.over_grant_window_s,
+                "power.over_grant_window_s",
+                1.0,
+                86_400.0,
+                d.over_grant_window_s,
+                "seconds",
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn license_names_slurm_cannot_split() {
+        assert!(is_license("greenup_w"));
+        assert!(!is_license("greenup:w"));
+        assert!(!is_license("a,b"));
+        assert!(!is_license("_w"));
+        assert!(!is_license(""));
+    }
+
+    #[test]
+    fn each_bad_value_is_one_line_with_its_place_and_what_is_valid() {
+        let bad = [
+            (
+                "power:\n  enforce: hardware\n",
+                "2:12",
+                "power.enforce",
+                "ledger or queue",
+            ),
+            ("power:\n  reserve: 0.9\n", "2:12", "power.reserve", "0-0.5"),
+            (
+                "power:\n  license: \"a,b\"\n",
+                "2:12",
+                "power.license",
+                "letters, digits",
+            ),
+            (
+                "power:\n  meter_interval_s: 0\n",
+                "2:21",
+                "power.meter_interval_s",
+                "1-300",
+            ),
+            (
+                "power:\n  short_term: 5\n",
+                "2:15",
+                "power.short_term",
+                "1-3",
+            ),
+            (
+                "power:\n  rapl_window: 1\n",
+                "2:3",
+                "rapl_window",
+                "unknown field",
+            ),
+        ];
+        let base = "node_types: {x: {frequencies: [1.0, 2.0], power: {dynamic_w: 90, static_w: 10}}}\nnodes: {x: n1}\n";
+        for (text, at, key, valid) in bad {
+            let (line, col) = at.split_once(':').unwrap();
+            let at = format!("{}:{col}", line.parse::<u32>().unwrap() + 2);
+            let e = crate::site::parse("site.yaml", &format!("{base}{text}"))
+                .unwrap_err()
+                .to_string();
+            assert!(!e.contains('\n'), "{e}");
+            for part in [&format!("site.yaml:{at}")[..], key, valid] {
+                assert!(e.contains(part), "{text:?}: {e} lacks {part:?}");
+            }
+        }
+        let ok = crate::site::parse(
+            "site.yaml",
+            &format!("{base}power: {{enforce: queue, short_term: 1.5}}\n"),
+        )
+        .unwrap();
+        assert_eq!(ok.power.enforce, PowerEnforce::Queue);
+        assert_eq!(ok.power.short_term, Some(1.5));
+        assert_eq!(
+            crate::site::parse("s.yaml", base).unwrap().power,
+            PowerSettings::default()
+        );
+    }
+
+    #[test]
+    fn the_reserve_is_kept_out_of_whole_licenses() {
+        let p = PowerSettings {
+            reserve: 0.1,
+            ..PowerSettings::default()
+        };
+        assert_eq!(p.grantable_w(1000.0), 900);
+        assert_eq!(p.grantable_w(999.9), 899);
+        assert_eq!(p.license_for(Some("debug")), "greenup_w_debug");
+        assert_eq!(p.license_for(None), "greenup_w");
+    }
+}
