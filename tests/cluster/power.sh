@@ -235,59 +235,96 @@ t_rapl_user() {
   return $rc
 }
 
-# P3. The cluster's power cap (Slurm license greenup_w, one per watt) with 12 jobs
-#     submitted at once that need about twice what it holds: -N1 and -N2 CPU-bound loops
-#     of 20 s (jobs/busy.sh, fixed wall time; two tasks per node, so a job uses two of a
-#     node's four CPUs and its share of the node's power), some under --energy-policy with a
-#     --power-cap, some with no policy (a job greenup does not plan holds its nodes' full
-#     power). This test samples all four nodes' counters every second itself and checks:
-#     - the cluster's measured power over every stretch of at least the RAPL window never
-#       exceeds the cap by more than the window lets through: each node is held to its
-#       share of the grants by its limit, and draws at most its TDP in the two ticks
-#       before it sees a new load (P1), so a stretch of D seconds draws at most
-#       cap + sum over nodes of TDP * 2 ticks / D. Idle nodes' static power is in the
-#       measurement and in no grant: the site's power.reserve is there for it;
-#     - every job finished (COMPLETED); every job that waited was PENDING with a reason
-#       a user reads in squeue, and some waited for power ("Licenses"; others may wait
-#       for CPUs, "Resources");
-#     - each job's wait (start - submit, from sacct) is printed.
-#     Skipped, with a message, unless Slurm has the license greenup_w and the site config
-#     says power.enforce: queue (the cluster starts under the ledger; turning the queue
-#     on, with a cap that fits about half the jobs, is still to be written here).
-t_power_cap_queue() {
-  local cap enforce
-  cap=$(scontrol show lic greenup_w 2>/dev/null | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)
-  enforce=$(awk '/^[^ #]/ { in_power = ($1 == "power:") } in_power && $1 == "enforce:" { print $2 }' "$GC_ETC/greenup.yaml")
-  if [ -z "$cap" ] || [ "$enforce" != queue ]; then
-    say "SKIPPED: the power cap's queue is not on (Slurm license greenup_w: ${cap:-none}; $GC_ETC/greenup.yaml power.enforce: ${enforce:-ledger, the default}); it needs both"
-    return 0
+# P3. The cluster's power cap held by Slurm's queue and the nodes' RAPL limits
+#     (power.enforce: queue). The test turns the queue on: a site cap of 400 W (the
+#     debug partition's too) with power.reserve 0.3, so Slurm counts 280 W of licenses
+#     (greenup_w, greenup_w_debug) and 120 W are kept for the idle nodes' static power
+#     (40 + 40 + 20 + 20 W), which no job holds; the license table and slurm.conf's
+#     Licenses= line come from `greenup site licenses`. Then 12 jobs arrive at once, each
+#     holding its whole nodes (--exclusive) and keeping two of a node's CPUs busy for 20 s
+#     (a fast node then draws about 40 + 60 = 100 W, an eco node 20 + 30 = 50 W):
+#     - 4 ask for nothing: they hold their nodes' full power (160 W a node, the
+#       partition's largest TDP), as every job greenup does not plan;
+#     - 6 ask for watts with -L, standing in for quotes from profiles whose power is
+#       wrong by -50% to +50% of the fast node's 100 W: 50, 70, 90, 110, 130, 150 W; the
+#       job_submit script keeps each within [45, 160] W a node;
+#     - 2 ask through greenup's cli_filter, which sets -L to the quote of a min-energy
+#       plan of the md profile.
+#     Together they ask about 1,400 W against 280: most wait. This test samples all four
+#     nodes' counters every second itself (it does not ask greenup) and checks:
+#     - the cluster's measured power over every stretch of at least the RAPL window stays
+#       within the cap, plus what the window lets through: each node is held to its
+#       job's grant by its limit, and may draw up to its TDP in the two ticks before the
+#       stand-in sees a new load (P1), so a stretch of D seconds draws at most
+#       400 W + sum over nodes of TDP x 2 ticks / D;
+#     - every job finished (COMPLETED); every job that waited more than 2 s was PENDING
+#       with a reason a user reads in squeue, and some waited for power ("Licenses");
+#     - every job held licenses (none ran unmanaged outside the queue) and its node's
+#       long-term limit was its grant (the prolog's "power limit held at" line in slurmd's
+#       log), clamped to the node's TDP;
+#     - each job's wait (start - submit) is printed.
+#     The site config, license table and Licenses= line are put back after.
+P3_CAP_W=400
+P3_RESERVE=0.3
+p3_site() { # on|off
+  local cfg=$GC_ETC/greenup.yaml
+  if [ "$1" = on ]; then
+    cp "$cfg" "$OUT/greenup.yaml.p3-saved"
+    sed -e "s/^power_cap: .*/power_cap: ${P3_CAP_W}W/" -e "s/^    power_cap: .*/    power_cap: ${P3_CAP_W}W/" \
+      "$OUT/greenup.yaml.p3-saved" > "$cfg"
+    printf 'power: {enforce: queue, reserve: %s}\n' "$P3_RESERVE" >> "$cfg"
+  else
+    cp "$OUT/greenup.yaml.p3-saved" "$cfg"
   fi
-  local rc=0 n tick window excess tdp_sum=0 s d
+  local line
+  line=$("$GC_GREENUP_BIN" site licenses "$cfg" --lua "$GC_ETC/greenup_power.lua.new") || return 1
+  { echo "-- greenup-test"; cat "$GC_ETC/greenup_power.lua.new"; } > "$GC_ETC/greenup_power.lua"
+  rm -f "$GC_ETC/greenup_power.lua.new"
+  sed -i "s/^Licenses=.*/$line/" "$GC_ETC/slurm.conf"
+  scontrol reconfigure || return 1
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"
+  local want=${line#Licenses=greenup_w:}; want=${want%%,*}
+  for _ in $(seq 1 30); do
+    [ "$(scontrol show lic greenup_w 2>/dev/null | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)" = "$want" ] && break
+    sleep 1
+  done
+  sleep 2  # greenupd's reload
+}
+t_power_cap_queue() {
+  GC_GREENUP_BIN=$GC_SHARE/bin/greenup
+  [ -x "$GC_GREENUP_BIN" ] || GC_GREENUP_BIN=/usr/bin/greenup
+  grep -q '^JobSubmitPlugins=lua' "$GC_ETC/slurm.conf" \
+    || { say "greenup's job_submit script is not installed (setup.sh installs it with the plugin)"; return 1; }
+  local rc=0 tick window excess tdp_sum=0 s d n
+  gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  p3_site on || { say "could not turn the queue on"; p3_site off; return 1; }
+  local licensed
+  licensed=$(scontrol show lic greenup_w | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)
+  [ "$licensed" = "$(awk -v c=$P3_CAP_W -v r=$P3_RESERVE 'BEGIN { printf "%d", c * (1 - r) }')" ] \
+    || { say "Slurm counts ${licensed:-no} greenup_w licenses; the cap less the reserve is $P3_CAP_W x (1 - $P3_RESERVE)"; rc=1; }
   tick=$(standin_tick)
   window=$(awk -v w="$(cat "$GC_SYSFS/n1/$RAPL_ZONE/constraint_0_time_window_us")" 'BEGIN { print w / 1e6 }')
   for n in $GC_NODES; do read -r s d < <(standin_watts $n); tdp_sum=$(awk -v a=$tdp_sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
   excess=$(awk -v t=$tdp_sum -v k="$tick" 'BEGIN { print t * 2 * k }')
-  say "cluster cap $cap W (license greenup_w), nodes' TDP $tdp_sum W in all, RAPL window $window s, tick $tick s"
-  gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  say "cluster cap $P3_CAP_W W, $licensed W of it as licenses; nodes' TDP $tdp_sum W in all, RAPL window $window s, tick $tick s"
   local stop=$OUT/p3.stop samples=$OUT/p3.samples sampler
   rm -f "$stop"
   rapl_sample "$samples" "$stop" $GC_NODES & sampler=$!
   sleep 2
   local since; since=$(date +%s.%N)
-  # 12 jobs: N1 and N2, managed (min-energy under a power cap) and unmanaged (no policy).
   local -a jobs=() args
+  local -A asked
   local i j
-  for i in $(seq 1 12); do
-    args=(-t 5 -o "$OUT/p3-%j.out")
-    [ $((i % 3)) = 0 ] && args+=(-N2) || args+=(-N1)
-    case $((i % 4)) in
-      0) args+=(--energy-policy=min-energy --power-cap=150W) ;;
-      1) args+=(--energy-policy=min-time --power-cap=120W) ;;
-      2) args+=(--energy-policy=monitor) ;;
-      3) ;;  # no policy: the site's default
+  local -a asks=(none none none none 50 70 90 110 130 150 quote quote)
+  for i in $(seq 0 11); do
+    args=(--exclusive -N1 -t 5 -o "$OUT/p3-%j.out" --ntasks-per-node=2)
+    case ${asks[$i]} in
+      none) ;;
+      quote) args+=(--energy-policy=min-energy --energy-profile=md) ;;
+      *) args+=(-L "greenup_w:${asks[$i]}") ;;
     esac
-    j=$(submit $GC_USER "${args[@]}" --ntasks-per-node=2 --wrap "srun $OUT/busy.sh 20") || { say "job $i not submitted"; rc=1; continue; }
-    jobs+=("$j")
+    j=$(submit $GC_USER "${args[@]}" --wrap "srun $OUT/busy.sh 20") || { say "job $i not submitted"; rc=1; continue; }
+    jobs+=("$j"); asked[$j]=${asks[$i]}
   done
   # Watch the queue: every reason each job was pending for, until all have left it.
   local -A reason
@@ -306,22 +343,35 @@ t_power_cap_queue() {
   local until; until=$(date +%s.%N)
   touch "$stop"; wait "$sampler" 2>/dev/null
   [ $left = 0 ] || { say "$left jobs still queued or running after 10 minutes"; squeue -h | sed 's/^/      /'; rc=1; }
-  # Every job finished; one that waited says why in squeue; some waited for power.
-  local for_power=0 sub start
+  # Every job finished, held licenses, and its node's limit was its grant.
+  local for_power=0 sub start lic held node tdp
   for j in "${jobs[@]}"; do
     [ "$(sacct -n -X -P -j "$j" -o State | head -1)" = COMPLETED ] || { say "job $j ended $(sacct -n -X -P -j "$j" -o State | head -1)"; rc=1; }
     sub=$(job_epoch "$j" Submit); start=$(job_epoch "$j" Start)
-    say "job $j: waited $((start - sub)) s${reason[$j]:+, pending for: ${reason[$j]}}"
+    lic=$(scontrol show job "$j" 2>/dev/null | grep -o 'Licenses=[^ ]*' | head -1 | cut -d= -f2)
+    [ -n "$lic" ] || lic=$(sacct -n -X -P -j "$j" -o Licenses 2>/dev/null | head -1)
+    node=$(sacct -n -X -P -j "$j" -o NodeList | head -1)
+    held=$(grep -h "job $j on $node" "$GC_LOG"/slurmd-*.log 2>/dev/null | grep -o 'power limit held at [0-9.]* W' | head -1 | grep -o '[0-9.]*')
+    say "job $j (asked ${asked[$j]}) on $node: licenses ${lic:-none}, node limit ${held:-?} W, waited $((start - sub)) s${reason[$j]:+, pending for: ${reason[$j]}}"
+    [[ "$lic" == *greenup_w:* ]] || { say "job $j ran without greenup's licenses"; rc=1; }
     [[ " ${reason[$j]:-} " == *" Licenses "* ]] && for_power=$((for_power + 1))
     [ $((start - sub)) -le 2 ] || [ -n "${reason[$j]:-}" ] || { say "job $j waited $((start - sub)) s and squeue gave no reason"; rc=1; }
+    if [ -n "$lic" ] && [ -n "$node" ]; then
+      local grant; grant=$(grep -o 'greenup_w:[0-9]*' <<<"$lic" | head -1 | cut -d: -f2)
+      read -r s d < <(standin_watts "$node"); tdp=$(awk -v s="$s" -v d="$d" 'BEGIN { print s + d }')
+      local want; want=$(awk -v g="$grant" -v t="$tdp" 'BEGIN { print (g < t ? g : t) }')
+      [ -n "$held" ] && awk -v h="$held" -v w="$want" 'BEGIN { exit !(h <= w + 0.5 && h >= w - 0.5) }' \
+        || { say "job $j: $node's limit ${held:-unknown} W, want its grant $grant W clamped to the TDP $tdp W = $want W"; rc=1; }
+    fi
   done
-  [ $for_power -gt 0 ] || { say "no job waited for power (reason Licenses): 12 jobs of about twice the cap"; rc=1; }
+  [ $for_power -gt 0 ] || { say "no job waited for power (reason Licenses): 12 jobs of about five times the licenses"; rc=1; }
   say "$for_power of 12 jobs waited for power"
   local out
-  out=$(rapl_stretches "$samples" "$window" "$cap" "$excess" "$since" "$until" $GC_NODES) || rc=1
-  say "cluster power over stretches of >= $window s: $(grep '^stretches' <<<"$out") (cap $cap W + $excess J / stretch)"
+  out=$(rapl_stretches "$samples" "$window" "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
+  say "cluster power over stretches of >= $window s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
   grep '^over' <<<"$out" | sed 's/^/      /'
   rm -f "$stop"
+  p3_site off || { say "could not put the ledger back"; rc=1; }
   return $rc
 }
 
