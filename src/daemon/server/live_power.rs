@@ -351,8 +351,10 @@ impl Live {
     }
 
     /// Once per meter interval: drop the reports that no longer count, sum the caps
-    /// afresh (no rounding drift builds up), forget jobs no node reports for, judge
-    /// each cap and put it into its timeline. Linear in the nodes, once an interval.
+    /// afresh (no rounding drift builds up), forget jobs no node reports for, end the
+    /// episodes of caps no node reports under, and put each cap into its timeline.
+    /// Linear in the nodes, once an interval. Episodes run on the samples' own times,
+    /// so only reports start them.
     fn tick(&mut self, now: i64) {
         self.nodes.retain(|_, n| n.stale_at >= now);
         for c in &mut self.caps {
@@ -370,7 +372,9 @@ impl Live {
         self.jobs.retain(|id, _| jobs.contains(id));
         let (step, keep, window) = (self.step_s, self.keep(), self.window_s);
         for c in &mut self.caps {
-            c.judge(now, window);
+            if c.nodes == 0 {
+                c.judge(now, window);
+            }
             c.mark(now, step, keep);
         }
     }
