@@ -367,3 +367,41 @@ fn prometheus_shows_each_caps_measured_granted_and_stranded_watts() {
         assert!(page.contains(line), "{line} missing from:\n{page}");
     }
 }
+
+#[test]
+fn greenup_power_prints_the_caps_as_a_table_json_and_a_plot() {
+    let d = cluster();
+    two_jobs(&d);
+    let t = now();
+    let mut c = d.tcp_client();
+    c.power_report(report("n1", 1, t, 250.0)).unwrap();
+    c.power_report(report("n5", 2, t, 150.0)).unwrap();
+    let sock = format!("unix:{}", d.socket.display());
+    let (code, out, err) = cli(None, &["power", "--connect", &sock]);
+    assert_eq!(code, 0, "{err}");
+    // site: 2400 W granted, 250 + 150 = 400 W measured, 2000 W stranded, 2 nodes.
+    let site_row = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("site"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let cells: Vec<&str> = site_row.split_whitespace().collect();
+    assert_eq!(
+        &cells[..6],
+        ["site", "10000", "2400", "400", "2000", "2"],
+        "{out}"
+    );
+    let (code, out, err) = cli(None, &["power", "--connect", &sock, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: PowerView = serde_json::from_str(&out).unwrap();
+    assert_eq!(cap(&v, "debug").measured_w, 250.0);
+    let svg = d.dir.path().join("power.svg");
+    let (code, _, err) = cli(
+        None,
+        &["power", "--connect", &sock, "--plot", svg.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let (code, _, err) = cli(None, &["power", "--connect", &sock, "--hours", "7"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--hours: invalid value '7'"), "{err}");
+}
