@@ -139,11 +139,19 @@ fn reports_add_up_under_their_caps_beside_the_watts_granted() {
         (last.measured_w, last.granted_w, last.stranded_w),
         (500.0, 1200.0, 700.0)
     );
-    // Closing job 1 gives its 1200 W back: the site's grant is job 2's alone.
+    // Closing job 1 gives its 1200 W back, and its nodes no longer count: the site
+    // holds job 2's grant and n5's 280 W alone.
     c.close_job(1, None).unwrap();
     let v = d.unix_client().power_status(None).unwrap();
-    assert_eq!(cap(&v, "site").granted_w, 1200.0);
-    assert_eq!(cap(&v, "debug").granted_w, 0.0);
+    let (site, debug) = (cap(&v, "site"), cap(&v, "debug"));
+    assert_eq!(
+        (site.granted_w, site.measured_w, site.nodes),
+        (1200.0, 280.0, 1)
+    );
+    assert_eq!(
+        (debug.granted_w, debug.measured_w, debug.nodes),
+        (0.0, 0.0, 0)
+    );
     // ...and n1's reports for it are refused from then on.
     let (code, msg) = refusal(c.power_report(report("n1", 1, t + 10, 60.0)));
     assert_eq!(code, ErrorCode::Conflict, "{msg}");

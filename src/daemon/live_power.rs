@@ -15,6 +15,33 @@ pub const MAX_SAMPLE_JOBS: usize = 64;
 /// Hours of timeline greenupd keeps per cap.
 pub const HOURS_KEPT: f64 = 6.0;
 
+/// A node's meter sends its samples at most this often, in seconds: at 10,000 nodes
+/// sampling every 5 s, one report per node a minute (167 a second, 12 samples each)
+/// keeps greenupd under 5 % of a core, where a report per sample (2,000 a second) takes
+/// a quarter of one, and every 30 s a tenth (docs/BENCHMARKS.md). The live view lags
+/// by up to this much; each sample keeps its own time, so the over-grant warning does not.
+pub const REPORT_PERIOD_S: f64 = 60.0;
+
+/// Samples a meter sampling every `interval_s` gathers into one report.
+pub fn samples_per_report(interval_s: f64) -> usize {
+    if interval_s.is_finite() && interval_s > 0.0 {
+        ((REPORT_PERIOD_S / interval_s).ceil() as usize).clamp(1, MAX_SAMPLES)
+    } else {
+        1
+    }
+}
+
+/// How long after its time a node's latest sample still counts as its present power:
+/// two report periods and one interval, so one late or lost report does not drop it.
+pub fn counts_for_s(interval_s: f64) -> f64 {
+    let i = if interval_s.is_finite() && interval_s > 0.0 {
+        interval_s
+    } else {
+        1.0
+    };
+    2.0 * samples_per_report(i) as f64 * i + i
+}
+
 /// A node's measured power since its last report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -153,6 +180,18 @@ pub fn prometheus(caps: &[CapPower]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_carries_a_minute_of_samples() {
+        assert_eq!(samples_per_report(5.0), 12);
+        assert_eq!(samples_per_report(7.0), 9);
+        assert_eq!(samples_per_report(60.0), 1);
+        assert_eq!(samples_per_report(300.0), 1);
+        assert_eq!(samples_per_report(0.0), 1);
+        // 2 x 12 x 5 s + 5 s.
+        assert_eq!(counts_for_s(5.0), 125.0);
+        assert_eq!(counts_for_s(300.0), 900.0);
+    }
 
     #[test]
     fn stranded_is_granted_less_measured_never_below_zero() {

@@ -2,8 +2,9 @@
 //! plugin's job prolog starts it as root; it stops by itself once the job's epilog has
 //! taken the last reading, so a counter that wraps many times in a long job is counted
 //! in full. Where the job holds GPUs, it also samples their SM clock and utilization, so
-//! the end can report their means over the job. With `--report-every`, it also sends
-//! the node's measured power to greenupd at that interval, for the live view of the caps.
+//! the end can report their means over the job. With `--report-every`, it also measures
+//! the node's power at that interval and sends it to greenupd, a few samples a report,
+//! for the live view of the caps.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use clap::Args;
 use std::time::Instant;
 
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::live_power::{PowerReport, PowerSample};
+use greenup::daemon::live_power::{PowerReport, PowerSample, samples_per_report};
 use greenup::dvfs::job::{NodePaths, count_until_end};
 use greenup::dvfs::state;
 use greenup::meter::rapl::{self, Energy, Reading};
@@ -37,8 +38,8 @@ pub struct MeterArgs {
     /// The longest wait between two readings, in seconds.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     every_at_most: u64,
-    /// Send the node's measured power to greenupd every this many seconds (the site's
-    /// power.meter_interval_s, 1 to 300); absent, nothing is sent.
+    /// Measure the node's power every this many seconds (the site's
+    /// power.meter_interval_s, 1 to 300) and send it to greenupd; absent, nothing is sent.
     #[arg(long, value_name = "SECS", value_parser = report_every)]
     report_every: Option<f64>,
     /// greenupd's address for the power reports: HOST:PORT (with MUNGE) or unix:PATH.
@@ -141,13 +142,17 @@ struct PowerReporter {
 }
 
 impl PowerReporter {
-    /// Read RAPL every interval and send the mean power since the last reading, over one
-    /// connection kept open; after a failure, connect again after a wait that doubles up
-    /// to a minute. Ends once the job has ended on this node.
+    /// Read RAPL every interval and send the mean powers since the last readings, a
+    /// report per [`samples_per_report`] samples (greenupd's work stays small at 10,000
+    /// nodes). Each report has a connection of its own: greenupd closes idle ones long
+    /// before the next. A report greenupd does not take is dropped, and after a failure
+    /// to reach it the next try waits, doubling up to a minute. Ends once the job has
+    /// ended on this node.
     fn run(self) {
+        let per_report = samples_per_report(self.every.as_secs_f64());
         let mut last = rapl::read(&self.sysfs_root);
         let mut due = Instant::now() + self.every;
-        let mut conn: Option<Client> = None;
+        let mut batch = Vec::with_capacity(per_report);
         let mut backoff = Duration::from_secs(1);
         let mut retry_at = Instant::now();
         loop {
@@ -168,32 +173,35 @@ impl PowerReporter {
                 due = Instant::now() + self.every;
             }
             let now = rapl::read(&self.sysfs_root);
-            let sample = self.sample(&last, &now);
+            batch.extend(self.sample(&last, &now));
             last = now;
-            let Some(sample) = sample else { continue };
-            if conn.is_none() && Instant::now() >= retry_at {
-                conn = Client::connect(&self.endpoint, self.timeout).ok();
-            }
-            let Some(c) = conn.as_mut() else {
-                retry_at = Instant::now() + backoff;
-                backoff = (backoff * 2).min(LONGEST_BACKOFF);
+            if batch.len() < per_report {
                 continue;
-            };
+            }
             let report = PowerReport {
                 node: self.node.clone(),
-                samples: vec![sample],
+                samples: std::mem::take(&mut batch),
             };
-            match c.power_report(report) {
-                Ok(_) => backoff = Duration::from_secs(1),
-                // greenupd answered: the connection is sound, this report was refused.
-                Err(greenup::daemon::client::ClientError::Server(_)) => {}
-                Err(_) => {
-                    conn = None;
-                    retry_at = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(LONGEST_BACKOFF);
-                }
+            if Instant::now() < retry_at {
+                continue;
+            }
+            if self.send(report) {
+                backoff = Duration::from_secs(1);
+            } else {
+                retry_at = Instant::now() + backoff;
+                backoff = (backoff * 2).min(LONGEST_BACKOFF);
             }
         }
+    }
+
+    /// Send one report; false when greenupd could not be reached. A refusal is an
+    /// answer: greenupd has logged why.
+    fn send(&self, report: PowerReport) -> bool {
+        use greenup::daemon::client::ClientError;
+        let Ok(mut c) = Client::connect(&self.endpoint, self.timeout) else {
+            return false;
+        };
+        matches!(c.power_report(report), Ok(_) | Err(ClientError::Server(_)))
     }
 
     /// The node's mean power between two readings (every RAPL zone summed), or `None`

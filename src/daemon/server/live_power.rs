@@ -12,7 +12,7 @@ use super::{Ctx, Shared, lock, store_error};
 use crate::daemon::decide::bad_field;
 use crate::daemon::live_power::{
     CapPower, CapTimeline, HOURS_KEPT, MAX_SAMPLE_JOBS, MAX_SAMPLES, PowerPoint, PowerReport,
-    PowerView, stranded_w,
+    PowerView, counts_for_s, stranded_w,
 };
 use crate::daemon::protocol::{BudgetLine, ErrorCode, ErrorReply, JobState, Reply};
 use crate::store::sqlite::now;
@@ -27,8 +27,6 @@ const MAX_INTERVAL_S: f64 = 3600.0;
 const MAX_OVER_TYPE: f64 = 10.0;
 /// The most a node of a type the site does not know may report.
 const UNTYPED_MAX_W: f64 = 100_000.0;
-/// A node's latest report counts for this many of its intervals, then it is dropped.
-const COUNTS_FOR: f64 = 3.0;
 /// The most refusals logged a minute; the rest are counted into the next line.
 const REFUSALS_LOGGED: u32 = 20;
 /// The most timeline points one reply carries, over all caps.
@@ -268,9 +266,28 @@ impl Live {
         self.jobs.get(&job_id).cloned()
     }
 
-    /// Forget a job that closed: its nodes' reports are refused from now on.
+    /// Forget a job that closed: its nodes no longer count, and their reports for it
+    /// are refused from now on. Linear in the reporting nodes, once per job.
     pub(super) fn forget_job(&mut self, job_id: u64) {
-        self.jobs.remove(&job_id);
+        if self.jobs.remove(&job_id).is_none() {
+            return;
+        }
+        let gone: Vec<(f64, Option<usize>)> = self
+            .nodes
+            .values()
+            .filter(|n| n.jobs.contains(&job_id))
+            .map(|n| (n.watts, n.cap))
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        self.nodes.retain(|_, n| !n.jobs.contains(&job_id));
+        for (w, cap) in gone {
+            self.subtract(0, w);
+            if let Some(c) = cap {
+                self.subtract(c, w);
+            }
+        }
     }
 
     /// Whether the granted watts were read at the ledger's change count `changes`.
@@ -297,7 +314,7 @@ impl Live {
         let step = self.step_s;
         let mut counted = 0;
         for s in &r.samples {
-            let stale_at = s.at + (COUNTS_FOR * s.interval_s.max(step)).ceil() as i64;
+            let stale_at = s.at + counts_for_s(s.interval_s.max(step)).ceil() as i64;
             let old = match self.nodes.get_mut(&r.node) {
                 Some(n) if n.at >= s.at => continue,
                 Some(n) => {
@@ -640,10 +657,10 @@ mod tests {
         // An older report changes nothing.
         assert_eq!(l.take(&rep("a", 103, 999.0), None, 105), 0);
         assert_eq!((l.caps[0].measured_w, l.caps[0].nodes), (450.0, 2));
-        // b's report counts until 100 + 3 x 5 s; a's until 120.
-        l.tick(116);
+        // b's report counts until 100 + 125 s; a's until 230.
+        l.tick(226);
         assert_eq!((l.caps[0].measured_w, l.caps[0].nodes), (250.0, 1));
-        l.tick(121);
+        l.tick(231);
         assert_eq!((l.caps[0].measured_w, l.caps[0].nodes), (0.0, 0));
     }
 
