@@ -40,11 +40,15 @@ pub struct MeterArgs {
     every_at_most: u64,
     /// Measure the node's power every this many seconds (the site's
     /// power.meter_interval_s, 1 to 300) and send it to greenupd; absent, nothing is sent.
-    #[arg(long, value_name = "SECS", value_parser = report_every)]
+    #[arg(long, value_name = "SECS", value_parser = report_every, requires = "connect")]
     report_every: Option<f64>,
     /// greenupd's address for the power reports: HOST:PORT (with MUNGE) or unix:PATH.
     #[arg(long, value_name = "ADDR", requires = "report_every")]
     connect: Option<String>,
+    /// Samples a report carries (default: a minute's worth, so greenupd's work stays
+    /// small at 10,000 nodes).
+    #[arg(long, value_name = "N", requires = "report_every", value_parser = clap::value_parser!(u32).range(1..=64))]
+    batch: Option<u32>,
     /// How long one power report may wait for greenupd, in milliseconds.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
     timeout_ms: u64,
@@ -83,6 +87,9 @@ pub fn run(a: MeterArgs) -> Outcome {
             sysfs_root: paths.sysfs_root.clone(),
             record: state::path(&paths.run_dir, a.job_id, &a.node),
             every: Duration::from_secs_f64(every),
+            per_report: a
+                .batch
+                .map_or_else(|| samples_per_report(every), |b| b as usize),
             endpoint: Endpoint::parse(&addr),
             timeout: Duration::from_millis(a.timeout_ms),
         };
@@ -137,19 +144,20 @@ struct PowerReporter {
     /// The job's saved record on this node: gone once the epilog has run.
     record: PathBuf,
     every: Duration,
+    /// Samples a report carries.
+    per_report: usize,
     endpoint: Endpoint,
     timeout: Duration,
 }
 
 impl PowerReporter {
-    /// Read RAPL every interval and send the mean powers since the last readings, a
-    /// report per [`samples_per_report`] samples (greenupd's work stays small at 10,000
-    /// nodes). Each report has a connection of its own: greenupd closes idle ones long
+    /// Read RAPL every interval and send the mean powers since the last readings,
+    /// `per_report` samples a report. Each report has a connection of its own: greenupd closes idle ones long
     /// before the next. A report greenupd does not take is dropped, and after a failure
     /// to reach it the next try waits, doubling up to a minute. Ends once the job has
     /// ended on this node.
     fn run(self) {
-        let per_report = samples_per_report(self.every.as_secs_f64());
+        let per_report = self.per_report;
         let mut last = rapl::read(&self.sysfs_root);
         let mut due = Instant::now() + self.every;
         let mut batch = Vec::with_capacity(per_report);
@@ -254,6 +262,7 @@ mod tests {
             sysfs_root: "/nonexistent".into(),
             record: "/nonexistent".into(),
             every: Duration::from_secs(5),
+            per_report: 12,
             endpoint: Endpoint::parse("unix:/nonexistent"),
             timeout: Duration::from_secs(1),
         }

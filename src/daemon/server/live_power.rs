@@ -427,7 +427,8 @@ impl Live {
         r.logged += 1;
         let more = std::mem::take(&mut r.left_out);
         tracing::warn!(
-            node = %node.chars().take(64).collect::<String>(),
+            // Debug-quoted: a refused name is the sender's text, not greenupd's.
+            node = ?node.chars().take(64).collect::<String>(),
             refused_since_last_line = more,
             "power report refused, nothing of it counted: {}",
             e.message
