@@ -8,7 +8,9 @@ greenup's cli_filter for Slurm (cli_filter/lua). For a job that asks for greenup
   energy, time and nodes, and what each energy budget the job falls under has left;
 - with --energy-quote it prints that line and submits nothing, like --test-only;
 - when a budget would refuse the job and the site fails refused jobs
-  (enforce: strict), it stops the submission with the quote in the message.
+  (enforce: strict), it stops the submission with the quote in the message;
+- under power.enforce: queue, it asks for the plan's watts as the job's power license
+  (--licenses=greenup_w:W), which greenup's job_submit script then bounds.
 Anything unexpected (greenup missing, greenupd unreachable) leaves the job as the
 user wrote it: only the two cases above stop a submission.
 
@@ -112,6 +114,8 @@ local function quote(options, spank_opt, policy, profile)
     line = line,
     refused = string.match(out, '"refused"%s*:%s*true') ~= nil,
     fails = string.match(out, '"fails"%s*:%s*true') ~= nil,
+    hold_license = string.match(out, '"hold"%s*:%s*{%s*"license"%s*:%s*"([%w_]+)"'),
+    hold_w = tonumber(string.match(out, '"hold"%s*:%s*{[^}]*"watts"%s*:%s*(%d+)')),
   }
 end
 
@@ -149,6 +153,16 @@ function slurm_cli_pre_submit(options, pack_offset)
       return slurm.ERROR
     end
     slurm.log_info("greenup: %s", q.line)
+    -- Under power.enforce: queue the job holds its plan's watts as a license rather
+    -- than its nodes' full power (greenup's job_submit script keeps it within bounds).
+    -- A license the user named is left as it is.
+    local licenses = options["licenses"]
+    if q.hold_license and q.hold_w and not string.find(licenses or "", q.hold_license, 1, true) then
+      local hold = q.hold_license .. ":" .. q.hold_w
+      if licenses and licenses ~= "" then hold = licenses .. "," .. hold end
+      options["licenses"] = hold
+      slurm.log_info("greenup: the job holds %d W of the power cap while it runs", q.hold_w)
+    end
   end
   return slurm.SUCCESS
 end

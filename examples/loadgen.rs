@@ -352,6 +352,7 @@ fn main() -> std::process::ExitCode {
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         };
         c.record_outcome(o).map_err(|e| e.to_string())?;
         if let Some(a) = &acks {

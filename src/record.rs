@@ -317,6 +317,23 @@ pub struct NodeOutcome {
     /// What the job's GPUs on this node used, measured through NVML, when it had any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Box<NodeGpu>>,
+    /// Whether the node held the RAPL power limit its decision asked for, when it asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<NodePower>,
+}
+
+/// A node's RAPL power limit for a job: the watts asked and whether the node held them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodePower {
+    /// The node's share of the watts Slurm granted the job: the long-term limit asked.
+    pub asked_w: f64,
+    /// The long-term limit in force during the job, in watts; None: not held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_w: Option<f64>,
+    /// Why it was not held, or how it was lowered to the hardware's maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Where a node's GPU figures come from: NVML's counters.

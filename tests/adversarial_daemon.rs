@@ -138,6 +138,7 @@ fn a_five_thousand_node_job_never_breaks_listing_or_its_report() {
                         restored: true,
                         note: Some(note(i, NOTE)),
                         gpu: None,
+                        power: None,
                     })
                     .unwrap();
                 }

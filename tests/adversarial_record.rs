@@ -140,6 +140,7 @@ fn node_names_that_could_leave_a_directory_are_refused_on_open_and_outcome() {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     };
     match d.tcp_client().record_outcome(outcome) {
         Err(ClientError::Server(e)) => assert_eq!(e.code, ErrorCode::BadRequest, "{}", e.message),

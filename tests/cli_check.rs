@@ -261,7 +261,7 @@ fn set_counter(root: &std::path::Path, energy_uj: u64) {
 
 #[test]
 fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
-    use greenup::dvfs::job::{NodePaths, Scope, begin, end, tally_path};
+    use greenup::dvfs::job::{Apply, NodePaths, Scope, begin, end, tally_path};
     use greenup::meter::Energy;
     use std::time::{Duration, Instant};
     let t = tempfile::tempdir().unwrap();
@@ -271,7 +271,15 @@ fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
     };
     // A 1 J counter: it wraps at 1_000_000 uJ.
     rapl_tree(&paths.sysfs_root, 0, 1_000_000);
-    begin(&paths, 77, "n1", "n1", None, &Scope::SharedNode).unwrap();
+    begin(
+        &paths,
+        77,
+        "n1",
+        "n1",
+        &Apply::default(),
+        &Scope::SharedNode,
+    )
+    .unwrap();
     let mut meter = std::process::Command::new(env!("CARGO_BIN_EXE_greenup"))
         .args([
             "meter",

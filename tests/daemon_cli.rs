@@ -31,6 +31,7 @@ fn users_see_their_own_jobs_root_sees_all() {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     };
     assert!(root.record_outcome(o).unwrap());
     let sock = format!("unix:{}", d.socket.display());

@@ -162,6 +162,7 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
         note: None,
         comm: None,
         gpu: None,
+        power: None,
     })
     .unwrap();
     c.close_job(1, None).unwrap();
@@ -347,6 +348,7 @@ daemon:
             note: None,
             comm: None,
             gpu: None,
+            power: None,
         })
         .unwrap();
     client().close_job(2, None).unwrap();

@@ -42,6 +42,7 @@ fn run(d: &Daemon, job_id: u64, n: usize, ghz: f64, secs: f64) {
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         })
         .unwrap();
     }

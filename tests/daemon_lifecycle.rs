@@ -165,6 +165,7 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     };
     assert!(c.record_outcome(o).unwrap());
     assert!(c.close_job(8, None).unwrap());

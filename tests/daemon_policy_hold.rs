@@ -78,6 +78,7 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
                 note: None,
                 comm: None,
                 gpu: None,
+                power: None,
             })
             .unwrap();
         }

@@ -214,6 +214,7 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     };
     assert_eq!(
         code(&as_user(&Request::RecordOutcome(outcome))),
@@ -280,6 +281,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     })
     .unwrap();
     root.close_job(31, Some(greenup::record::JobEnd::Completed))

@@ -168,6 +168,7 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         })
         .unwrap();
     }

@@ -67,6 +67,7 @@ fn outcome(job_id: u64, node: &str) -> NodeOutcome {
         restored: true,
         note: None,
         gpu: None,
+        power: None,
     }
 }
 

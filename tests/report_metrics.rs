@@ -34,6 +34,7 @@ fn snapshot() -> Snapshot {
         prediction_error: h,
         store_bytes: 1_234_567,
         store_jobs: 42,
+        power_limit_nodes: BTreeMap::from([("held".into(), 5), ("not_held".into(), 2)]),
     }
 }
 
@@ -229,6 +230,13 @@ fn exposition_grammar_and_values() {
         1.0
     );
     assert_eq!(get("greenup_store_bytes", None), 1_234_567.0);
+    assert_eq!(
+        get(
+            "greenup_power_limit_nodes_total",
+            Some(("status", "not_held"))
+        ),
+        2.0
+    );
 
     // Errors |0.5|,3,3,15,|-40|,250 (NaN dropped): cumulative counts by hand.
     let expect = [

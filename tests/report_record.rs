@@ -24,6 +24,7 @@ fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>)
         restored: true,
         note: note.map(str::to_string),
         gpu: None,
+        power: None,
     }
 }
 
@@ -290,4 +291,51 @@ fn comm_saved_is_estimated_from_the_site_power_model_and_the_node_cpus() {
             .saved_j,
         None
     );
+}
+
+#[test]
+fn the_report_says_which_nodes_held_their_power_limit() {
+    let with = |node: &str, asked_w: f64, held_w: Option<f64>, note: Option<&str>| {
+        let mut o = outcome(node, 2.0, Some(3_000.0), "rapl", None);
+        o.power = Some(greenup::record::NodePower {
+            asked_w,
+            held_w,
+            note: note.map(str::to_string),
+        });
+        o
+    };
+    let rec = record(
+        Verdict::Planned,
+        vec![
+            with("n1", 120.0, Some(120.0), None),
+            with(
+                "n2",
+                120.0,
+                None,
+                Some("constraint_0_power_limit_uw: write failed"),
+            ),
+            // A decision from before power limits: nothing asked, nothing said.
+            outcome("n3", 2.0, Some(3_000.0), "rapl", None),
+        ],
+    );
+    let r = from_record(&rec, &Context::default());
+    assert_eq!(r.nodes[0].power.as_ref().unwrap().held_w, Some(120.0));
+    assert_eq!(r.nodes[2].power, None);
+    let page = report::text::job_report(&r);
+    assert!(
+        page.contains(
+            "Power       RAPL limit held on 1 of 2 nodes: n1 120.0 W; not held on n2 asked 120.0 W: constraint_0_power_limit_uw: write failed\n"
+        ),
+        "{page}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["nodes"][1]["power"]["asked_w"], 120.0);
+    assert!(json["nodes"][1]["power"].get("held_w").is_none());
+    // Without any limit asked, the page has no power line.
+    let plain = record(
+        Verdict::Planned,
+        vec![outcome("n1", 2.0, Some(3_000.0), "rapl", None)],
+    );
+    let page = report::text::job_report(&from_record(&plain, &Context::default()));
+    assert!(!page.contains("RAPL limit"), "{page}");
 }

@@ -140,6 +140,7 @@ mod after_close {
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         };
         JobRecord {
             job_id,

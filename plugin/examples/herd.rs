@@ -438,6 +438,7 @@ fn run(args: &Args) -> Result<bool, String> {
             ran_khz: Some(2_000_000),
             note: "applied".into(),
             restore_error: None,
+            power: None,
         };
         let o: NodeOutcome = node::wire_outcome(&job, &run, None);
         lines.push(credentialed(&munge, &Request::RecordOutcome(o))?);

@@ -1,7 +1,8 @@
 //! job_prolog and job_epilog on each node (slurmd, as root): ask greenupd for the
-//! job's decision, save and apply this node's frequency, and at the end restore,
-//! measure and report. Every failure is logged and the job runs unchanged; nothing
-//! here fails the prolog, so greenup never drains a node.
+//! job's decision, save and apply this node's frequency and power limit, and at the end
+//! restore, measure and report. Every failure is logged and the job runs unchanged;
+//! nothing here fails the prolog, so greenup never drains a node (under `enforce:
+//! strict` the job's steps fail instead, see [`crate::step::enforce`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,8 +13,9 @@ use greenup::daemon::protocol::{
     JobRecord, NodeOutcome as WireOutcome, NodeSettings, OpenJob, Request, Verdict,
 };
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
-use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
 use greenup::dvfs::lend;
+use greenup::dvfs::powercap::{LimitRequest, PowerHeld, ShortTerm};
 use greenup::dvfs::run_dir::JobDir;
 use greenup::meter::Energy;
 use greenup::site::node::NodeConfig;
@@ -23,7 +25,8 @@ use crate::args::Args;
 use crate::end;
 use crate::slurm_env;
 use crate::spool;
-use greenup::record::{JobEnd, Source};
+use greenup::record::{JobEnd, NodePower, Source};
+use greenup::site::PowerSettings;
 
 pub use crate::job_env::{JobEnv, Level, Log};
 
@@ -63,7 +66,24 @@ fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
     log(Level::Warning, &line);
     let dir = JobDir::new(run_dir, job.job_id);
     let _ = dir.create();
-    let _ = greenup::input::write_atomic(&dir.warning(&job.node), format!("{line}\n").as_bytes());
+    // The job's first step prints every warning of the prolog, not only the last.
+    let file = dir.warning(&job.node);
+    let before = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = greenup::input::write_atomic(&file, format!("{before}{line}\n").as_bytes());
+}
+
+/// The power limits a node sets for `limit_w`, its share of the job's watts, with the
+/// site's windows and short-term multiple; None when the decision asks for none.
+pub fn power_request(limit_w: Option<f64>, power: &PowerSettings) -> Option<LimitRequest> {
+    let watts = limit_w?;
+    Some(LimitRequest {
+        watts,
+        window_s: power.rapl_window_s,
+        short_term: power.short_term.map(|m| ShortTerm {
+            watts: watts * m,
+            window_s: power.short_window_ms / 1e3,
+        }),
+    })
 }
 
 /// How long the plugin waits for greenupd in each call: the site's `daemon.timeout_ms`,
@@ -145,6 +165,57 @@ fn open_request(job: &JobEnv, policy: String, site: &NodeConfig) -> OpenJob {
     }
 }
 
+/// Save this node's settings and apply what decision `d` asks of it (none: nothing):
+/// its frequency and, for every verdict (a refused job runs unmanaged but within its
+/// grant), its power limit. What could not be set is warned about, which under
+/// `enforce: strict` fails the job's steps here.
+pub fn apply_settings(
+    paths: &NodePaths,
+    site: &NodeConfig,
+    job: &JobEnv,
+    d: Option<&NodeSettings>,
+    scope: &Scope,
+    log: Log,
+) -> Result<greenup::dvfs::state::NodeRecord, dvfs_job::JobError> {
+    let asked = d.map_or_else(Apply::default, |d| Apply {
+        khz: d.freq_ghz.and_then(ghz_to_khz),
+        power: power_request(d.power_limit_w, &site.power),
+    });
+    let rec = dvfs_job::begin(paths, job.job_id, &job.node, &job.node, &asked, scope)?;
+    if asked.khz.is_some() && rec.applied.is_none() && *scope == Scope::Node {
+        warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
+    }
+    match &rec.power {
+        // A shared node's limit is not the job's to set: said in the report only.
+        Some(PowerHeld::NotHeld { asked_w, reason }) if *scope == Scope::Node => {
+            let then = if site.enforce == Enforce::Strict {
+                "the job will fail (enforce: strict)"
+            } else {
+                "the job runs, this node not held"
+            };
+            warn(
+                log,
+                &paths.run_dir,
+                job,
+                &format!("power limit of {asked_w:.1} W not set, {then}: {reason}"),
+            );
+        }
+        Some(PowerHeld::Held {
+            held_w,
+            note: Some(n),
+            ..
+        }) => log(
+            Level::Info,
+            &format!(
+                "greenup: job {} on {}: power limit held at {held_w:.1} W: {n}",
+                job.job_id, job.node
+            ),
+        ),
+        _ => {}
+    }
+    Ok(rec)
+}
+
 /// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
 pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
@@ -164,7 +235,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         d
     });
     let daemon_ms = asked.elapsed().as_secs_f64() * 1e3;
-    let khz = match &decision {
+    let decided = match &decision {
         Ok(d) => {
             if let Ok(json) = serde_json::to_vec(d) {
                 let dir = JobDir::new(&paths.run_dir, job.job_id);
@@ -182,7 +253,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                     ),
                 );
             }
-            d.freq_ghz.and_then(ghz_to_khz)
+            Some(d)
         }
         Err(e) => {
             let what = if site.enforce == Enforce::Strict {
@@ -204,11 +275,8 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     } else {
         Scope::SharedNode
     };
-    match dvfs_job::begin(&paths, job.job_id, &job.node, &job.node, khz, &scope) {
+    match apply_settings(&paths, &site, job, decided, &scope, log) {
         Ok(rec) => {
-            if khz.is_some() && rec.applied.is_none() && scope == Scope::Node {
-                warn(log, &paths.run_dir, job, &format!("frequency {}", rec.note));
-            }
             let (gpu_warning, gpu_note) = crate::gpu::start(&site, &paths.run_dir, job);
             if let Some(w) = gpu_warning {
                 warn(log, &paths.run_dir, job, &w);
@@ -588,6 +656,22 @@ pub fn wire_outcome(
         restored: o.restore_error.is_none(),
         note: Some(note),
         gpu: None,
+        power: o.power.as_ref().map(|p| match p {
+            PowerHeld::Held {
+                asked_w,
+                held_w,
+                note,
+            } => NodePower {
+                asked_w: *asked_w,
+                held_w: Some(*held_w),
+                note: note.clone(),
+            },
+            PowerHeld::NotHeld { asked_w, reason } => NodePower {
+                asked_w: *asked_w,
+                held_w: None,
+                note: Some(reason.clone()),
+            },
+        }),
     }
 }
 

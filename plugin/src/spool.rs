@@ -287,6 +287,7 @@ mod tests {
                 restored: true,
                 note: Some("applied".into()),
                 gpu: None,
+                power: None,
             }],
             close,
             end: close.then_some(JobEnd::Completed),

@@ -168,7 +168,7 @@ pub fn apply_step_cores(
         step.job_id,
         &step.node,
         &step_key(step),
-        Some(khz),
+        &dvfs_job::Apply::freq(Some(khz)),
         &Scope::Cpus(cpus),
     ) {
         Ok(rec) => Some(format!("step {} cores {cores}: {}", step.step_id, rec.note)),

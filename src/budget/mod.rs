@@ -473,6 +473,19 @@ pub struct Quote {
     pub fails: bool,
     /// Each budget it falls under, with this job charged.
     pub budgets: Vec<AtAdmission>,
+    /// The watts the job should hold in Slurm's queue (`power.enforce: queue`): the
+    /// plan's predicted power, as the license greenup's cli_filter asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<PowerHold>,
+}
+
+/// Watts a job holds as a Slurm license.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerHold {
+    /// The license (`greenup_w`).
+    pub license: String,
+    /// Whole watts.
+    pub watts: u64,
 }
 
 #[cfg(test)]

@@ -437,6 +437,7 @@ mod tests {
                         ..Default::default()
                     }),
                     gpu: None,
+                    power: None,
                 })
                 .collect(),
         }

@@ -1,6 +1,7 @@
 //! Prometheus text exposition (format 0.0.4) of greenupd's state: the power
 //! budget per partition and for the site, running jobs, decisions by policy,
-//! fallbacks, the prediction-error histogram and the store size.
+//! fallbacks, the prediction-error histogram, the store size, and the nodes that held
+//! (or did not hold) their jobs' power limits.
 //!
 //! A pure function of a [`Snapshot`]; greenupd takes the snapshot and serves the text.
 
@@ -91,6 +92,10 @@ pub struct Snapshot {
     pub store_bytes: u64,
     /// Jobs in the store.
     pub store_jobs: u64,
+    /// Node outcomes whose decision asked for a RAPL power limit, by whether the node
+    /// held it (`held`, `not_held`).
+    #[serde(default)]
+    pub power_limit_nodes: BTreeMap<String, u64>,
 }
 
 /// A float the way Prometheus reads it (`+Inf`, `-Inf`, `NaN`).
@@ -274,5 +279,18 @@ pub fn render(s: &Snapshot) -> String {
         "Jobs kept in greenupd's store.",
     );
     let _ = writeln!(out, "greenup_store_jobs {}", s.store_jobs);
+    header(
+        &mut out,
+        "greenup_power_limit_nodes_total",
+        "counter",
+        "Nodes whose job asked for a RAPL power limit, by whether the node held it (status held or not_held).",
+    );
+    for (status, n) in &s.power_limit_nodes {
+        let _ = writeln!(
+            out,
+            "greenup_power_limit_nodes_total{{status=\"{}\"}} {n}",
+            label(status)
+        );
+    }
     out
 }

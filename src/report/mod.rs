@@ -49,6 +49,10 @@ pub struct NodeReport {
     /// What the job's GPUs on this node used (NVML); `None` when it had none there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<crate::record::NodeGpu>,
+    /// The node's RAPL power limit for the job and whether it held; `None` when the
+    /// decision asked for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::record::NodePower>,
 }
 
 /// One node's MPI ranks as greenup's runtime measured them.

@@ -159,6 +159,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 Some(mpi)
             }),
             gpu: out.and_then(|o| o.gpu.as_deref().cloned()),
+            power: out.and_then(|o| o.power.clone()),
         });
     }
     let not_applied: Vec<String> = nodes

@@ -132,6 +132,9 @@ pub fn job_report(r: &JobReport) -> String {
         r.nodes.len(),
         r.allocated_nodes
     );
+    if let Some(p) = power_line(&r.nodes) {
+        let _ = writeln!(out, "Power       {p}");
+    }
     out.push('\n');
 
     let mut nodes = new_table();
@@ -292,6 +295,48 @@ pub fn job_report(r: &JobReport) -> String {
         }
     }
     out
+}
+
+/// Which nodes held the RAPL power limit their decision asked for; None when none was asked.
+fn power_line(nodes: &[super::NodeReport]) -> Option<String> {
+    let asked: Vec<_> = nodes
+        .iter()
+        .filter_map(|n| n.power.as_ref().map(|p| (n.name.as_str(), p)))
+        .collect();
+    if asked.is_empty() {
+        return None;
+    }
+    let held: Vec<String> = asked
+        .iter()
+        .filter_map(|(name, p)| {
+            let w = p.held_w?;
+            let note = p
+                .note
+                .as_deref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            Some(format!("{name} {}{note}", fmt_power(w)))
+        })
+        .collect();
+    let not_held: Vec<String> = asked
+        .iter()
+        .filter(|(_, p)| p.held_w.is_none())
+        .map(|(name, p)| {
+            format!(
+                "{name} asked {}: {}",
+                fmt_power(p.asked_w),
+                p.note.as_deref().unwrap_or("no reason given")
+            )
+        })
+        .collect();
+    let mut line = format!("RAPL limit held on {} of {} nodes", held.len(), asked.len());
+    if !held.is_empty() {
+        line.push_str(&format!(": {}", held.join(", ")));
+    }
+    if !not_held.is_empty() {
+        line.push_str(&format!("; not held on {}", not_held.join("; ")));
+    }
+    Some(line)
 }
 
 fn measured_saving(r: &JobReport) -> String {

@@ -233,6 +233,66 @@ mod tests {
     }
 
     #[test]
+    fn each_bad_value_is_one_line_with_its_place_and_what_is_valid() {
+        let bad = [
+            (
+                "power:\n  enforce: hardware\n",
+                "2:12",
+                "power.enforce",
+                "ledger or queue",
+            ),
+            ("power:\n  reserve: 0.9\n", "2:12", "power.reserve", "0-0.5"),
+            (
+                "power:\n  license: \"a,b\"\n",
+                "2:12",
+                "power.license",
+                "letters, digits",
+            ),
+            (
+                "power:\n  meter_interval_s: 0\n",
+                "2:21",
+                "power.meter_interval_s",
+                "1-300",
+            ),
+            (
+                "power:\n  short_term: 5\n",
+                "2:15",
+                "power.short_term",
+                "1-3",
+            ),
+            (
+                "power:\n  rapl_window: 1\n",
+                "2:3",
+                "rapl_window",
+                "unknown field",
+            ),
+        ];
+        let base = "node_types: {x: {frequencies: [1.0, 2.0], power: {dynamic_w: 90, static_w: 10}}}\nnodes: {x: n1}\n";
+        for (text, at, key, valid) in bad {
+            let (line, col) = at.split_once(':').unwrap();
+            let at = format!("{}:{col}", line.parse::<u32>().unwrap() + 2);
+            let e = crate::site::parse("site.yaml", &format!("{base}{text}"))
+                .unwrap_err()
+                .to_string();
+            assert!(!e.contains('\n'), "{e}");
+            for part in [&format!("site.yaml:{at}")[..], key, valid] {
+                assert!(e.contains(part), "{text:?}: {e} lacks {part:?}");
+            }
+        }
+        let ok = crate::site::parse(
+            "site.yaml",
+            &format!("{base}power: {{enforce: queue, short_term: 1.5}}\n"),
+        )
+        .unwrap();
+        assert_eq!(ok.power.enforce, PowerEnforce::Queue);
+        assert_eq!(ok.power.short_term, Some(1.5));
+        assert_eq!(
+            crate::site::parse("s.yaml", base).unwrap().power,
+            PowerSettings::default()
+        );
+    }
+
+    #[test]
     fn the_reserve_is_kept_out_of_whole_licenses() {
         let p = PowerSettings {
             reserve: 0.1,

@@ -147,6 +147,9 @@ pub struct StoreMetrics {
     pub fallbacks_by_reason: std::collections::BTreeMap<String, u64>,
     /// Energy prediction errors (%) of closed planned jobs whose every node was measured.
     pub prediction_error: crate::report::metrics::ErrorHistogram,
+    /// Node outcomes whose decision asked for a power limit, by whether the node held
+    /// it (`held`, `not_held`).
+    pub power_limit_nodes: std::collections::BTreeMap<String, u64>,
 }
 
 /// Why the store failed.

@@ -103,6 +103,15 @@ PRAGMA user_version = 6;
 COMMIT;
 ";
 
+/// Version 7: a node's outcome keeps whether it held the RAPL power limit its decision
+/// asked for (`power`, [`crate::record::NodePower`] as JSON); older rows have none.
+const MIGRATE_TO_7: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE outcomes ADD COLUMN power TEXT;
+PRAGMA user_version = 7;
+COMMIT;
+";
+
 /// Each step that brings an older store up to date, in order: (version, script).
 const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_TO_2),
@@ -110,10 +119,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, MIGRATE_TO_4),
     (5, MIGRATE_TO_5),
     (6, MIGRATE_TO_6),
+    (7, MIGRATE_TO_7),
 ];
 
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -441,13 +451,14 @@ impl SqliteStore {
         let n = self
             .conn
             .prepare_cached(
-                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at, comm, gpu)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                "INSERT OR IGNORE INTO outcomes (job_id, node, freq_ghz, energy_j, elapsed_s, source, restored, note, recorded_at, comm, gpu, power)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )
             .and_then(|mut s| {
                 let comm = o.comm.as_ref().and_then(|c| serde_json::to_string(c).ok());
                 let gpu = o.gpu.as_ref().and_then(|g| serde_json::to_string(g).ok());
-                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm, gpu])
+                let power = o.power.as_ref().and_then(|p| serde_json::to_string(p).ok());
+                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm, gpu, power])
             })
             .map_err(write_err)?;
         // An outcome that comes after the close (from a node's spool) settles again.
@@ -514,7 +525,7 @@ impl SqliteStore {
         let mut s = self
             .conn
             .prepare_cached(
-                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note, comm, gpu FROM outcomes
+                "SELECT node, freq_ghz, energy_j, elapsed_s, source, restored, note, comm, gpu, power FROM outcomes
                  WHERE job_id = ?1 ORDER BY node",
             )
             .map_err(read_err)?;
@@ -535,6 +546,9 @@ impl SqliteStore {
                     gpu: r
                         .get::<_, Option<String>>(8)?
                         .and_then(|g| serde_json::from_str(&g).ok()),
+                    power: r
+                        .get::<_, Option<String>>(9)?
+                        .and_then(|p| serde_json::from_str(&p).ok()),
                 })
             })
             .map_err(read_err)?;
@@ -864,6 +878,22 @@ impl Store for SqliteStore {
             m.fallbacks_by_reason
                 .insert(reason, u64::try_from(n).unwrap_or(0));
         }
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT CASE WHEN json_extract(power, '$.held_w') IS NULL THEN 'not_held' ELSE 'held' END,
+                        count(*)
+                 FROM outcomes WHERE power IS NOT NULL GROUP BY 1",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(read_err)?;
+        for row in rows {
+            let (held, n) = row.map_err(read_err)?;
+            m.power_limit_nodes
+                .insert(held, u64::try_from(n).unwrap_or(0));
+        }
         // A job counts only when every node reported a measured energy (as in reports).
         let mut s = self
             .conn
@@ -1007,6 +1037,7 @@ mod tests {
                 restored: true,
                 note: None,
                 gpu: None,
+                power: None,
             },
             at: 1001,
         }
@@ -1183,6 +1214,7 @@ mod tests {
                 restored: true,
                 note: None,
                 gpu: None,
+                power: None,
             },
             at: 0,
         };
@@ -1301,5 +1333,60 @@ mod tests {
         // Opening again migrates nothing twice.
         drop(s);
         assert!(SqliteStore::open(&path).is_ok());
+    }
+
+    #[test]
+    fn a_version_6_store_gains_whether_nodes_held_their_power_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            // A store as version 6 left it: no power column.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= 6) {
+                c.execute_batch(script).unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO jobs (job_id, uid, state, opened_at, request) VALUES (1, 1000, 'open', 0, '{}');
+                 INSERT INTO outcomes (job_id, node, restored, recorded_at) VALUES (1, 'old', 1, 0);",
+            )
+            .unwrap();
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let version: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let with = |node: &str, held_w: Option<f64>| {
+            let mut o = match outcome(1, node, 10.0) {
+                Change::Outcome { outcome, .. } => outcome,
+                _ => unreachable!(),
+            };
+            o.power = Some(crate::record::NodePower {
+                asked_w: 200.0,
+                held_w,
+                note: held_w.is_none().then(|| "write failed".to_string()),
+            });
+            Change::Outcome { outcome: o, at: 1 }
+        };
+        let r = s.apply(&[
+            with("held1", Some(200.0)),
+            with("held2", Some(150.0)),
+            with("lost", None),
+        ]);
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+        let read = s.outcomes_of(1).unwrap();
+        let of = |n: &str| read.iter().find(|o| o.node == n).unwrap().power.clone();
+        assert_eq!(of("old"), None);
+        assert_eq!(of("held2").unwrap().held_w, Some(150.0));
+        assert_eq!(of("lost").unwrap().note.as_deref(), Some("write failed"));
+        let m = s.metrics().unwrap();
+        assert_eq!(
+            m.power_limit_nodes,
+            [("held".to_string(), 2), ("not_held".to_string(), 1)]
+                .into_iter()
+                .collect()
+        );
     }
 }

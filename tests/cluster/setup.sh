@@ -53,7 +53,7 @@ for u in $GC_USER $GC_USER2; do id "$u" >/dev/null 2>&1 || useradd -m -s /bin/ba
 "$HERE/sysfs.sh"
 
 # Keep any Slurm and greenup files we did not write, so teardown can put them back.
-for f in slurm.conf greenup.yaml cli_filter.lua; do
+for f in slurm.conf greenup.yaml cli_filter.lua job_submit.lua; do
   if [ -f $GC_ETC/$f ] && [ ! -f "$GC_RUN/$f.saved" ] && ! grep -qs "greenup-test" $GC_ETC/$f; then
     cp -p $GC_ETC/$f "$GC_RUN/$f.saved"
   fi
@@ -104,6 +104,22 @@ elif [ "$PLUGIN" = 1 ]; then
       "$GC_REPO/etc/cli_filter.lua" > $GC_ETC/cli_filter.lua
 fi
 CLI_FILTER=""
+# Power held in Slurm's queue (power.enforce: queue): greenup's job_submit script and one
+# license per watt of each cap, both from the test site config. The site config starts
+# under the ledger, where the script changes no job; the power tests (power.sh) turn the
+# queue on by rewriting the site config and the script's table.
+JOB_SUBMIT=""
+if [ "$PLUGIN" = 1 ]; then
+  GC_GREENUP=$GC_SHARE/bin/greenup
+  [ "$INSTALLED" = 1 ] && GC_GREENUP=/usr/bin/greenup
+  JS_SRC="$GC_REPO/etc/job_submit.lua"
+  [ "$INSTALLED" = 1 ] && JS_SRC=/usr/share/greenup/job_submit.lua
+  { echo "-- greenup-test"; sed -e "s|^local TABLE = .*|local TABLE = \"$GC_ETC/greenup_power.lua\"|" "$JS_SRC"; } > $GC_ETC/job_submit.lua
+  "$GC_GREENUP" site licenses $GC_ETC/greenup.yaml --lua $GC_ETC/greenup_power.lua > "$GC_RUN/licenses.conf"
+  sed -i '1s/^/-- greenup-test\n/' $GC_ETC/greenup_power.lua
+  JOB_SUBMIT="JobSubmitPlugins=lua
+$(cat "$GC_RUN/licenses.conf")"
+fi
 # Jobs are decided once on the controller (PrologSlurmctld), before their nodes start. A
 # job submitted with --comment=greenup-node-path starts as on a site without it: its
 # nodes' prologs decide. The wrapper keeps what greenup-prolog-slurmctld says, which
@@ -156,6 +172,7 @@ SelectTypeParameters=CR_Core
 PrologFlags=Alloc
 ${PROLOG_SLURMCTLD}
 ${CLI_FILTER}
+${JOB_SUBMIT}
 # The host has fewer cores than the virtual nodes advertise; trust slurm.conf.
 SlurmdParameters=config_overrides
 ReturnToService=2

@@ -17,8 +17,8 @@ done
 if [ -f "$GC_RUN/munge-started" ]; then gc_stop_pidfile /run/munge/munged.pid; rm -f "$GC_RUN/munge-started"; fi
 rm -f $GC_ETC/plugstack.conf.d/greenup.conf
 [ -f "$GC_RUN/plugstack-greenup.conf.saved" ] && mv -f "$GC_RUN/plugstack-greenup.conf.saved" $GC_ETC/plugstack.conf.d/greenup.conf
-for f in greenup.yaml cli_filter.lua; do grep -qs greenup-test $GC_ETC/$f && rm -f $GC_ETC/$f; done
-for f in slurm.conf greenup.yaml cli_filter.lua; do
+for f in greenup.yaml cli_filter.lua job_submit.lua greenup_power.lua; do grep -qs greenup-test $GC_ETC/$f && rm -f $GC_ETC/$f; done
+for f in slurm.conf greenup.yaml cli_filter.lua job_submit.lua; do
   [ -f "$GC_RUN/$f.saved" ] && mv -f "$GC_RUN/$f.saved" $GC_ETC/$f
 done
 if [ -f "$GC_RUN/plugin.installed" ]; then

@@ -332,6 +332,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
             restored: true,
             note: None,
             gpu: None,
+            power: None,
         })
         .unwrap();
     }

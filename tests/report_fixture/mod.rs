@@ -34,6 +34,7 @@ fn node(
         measured_energy_j: meas,
         mpi: None,
         gpu: None,
+        power: None,
     }
 }
 

@@ -312,6 +312,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                                     cpus: Some(1),
                                 }),
                                 gpu: None,
+                                power: None,
                             })
                             .map_err(|e| e.to_string())?;
                     }

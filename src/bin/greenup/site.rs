@@ -14,6 +14,19 @@ use crate::Outcome;
 pub enum SiteCommand {
     /// Check a site config and the policies it names; print a summary.
     Check(CheckArgs),
+    /// Print slurm.conf's `Licenses=` line for the site's power caps, and write the table
+    /// job_submit.lua sizes each job's watts from (`power.enforce: queue`).
+    Licenses(LicensesArgs),
+}
+
+/// Options of `greenup site licenses`.
+#[derive(Args, Debug)]
+pub struct LicensesArgs {
+    /// The site config file.
+    file: PathBuf,
+    /// Also write the Lua table for job_submit.lua here (through a temporary file).
+    #[arg(long, value_name = "FILE")]
+    lua: Option<PathBuf>,
 }
 
 /// Options of `greenup site check`.
@@ -27,7 +40,31 @@ pub struct CheckArgs {
 pub fn run(cmd: SiteCommand) -> Outcome {
     match cmd {
         SiteCommand::Check(args) => check(args),
+        SiteCommand::Licenses(args) => licenses(args),
     }
+}
+
+fn licenses(args: LicensesArgs) -> Outcome {
+    let site = greenup::site::load(&args.file)?;
+    let Some(line) = greenup::power::slurm::licenses_line(&site) else {
+        return Err(InputError::new(
+            Origin::Path(args.file.clone()),
+            "power_cap",
+            "(none)",
+            "a site or partition power cap for Slurm's licenses to count",
+        )
+        .into());
+    };
+    if let Some(out) = &args.lua {
+        greenup::input::write_atomic_mode(
+            out,
+            greenup::power::slurm::lua_table(&site).as_bytes(),
+            0o644,
+        )
+        .map_err(|e| crate::Failure::Runtime(format!("{}: {e}", out.display())))?;
+    }
+    crate::say!("{line}");
+    Ok(())
 }
 
 fn check(args: CheckArgs) -> Outcome {

@@ -211,6 +211,7 @@ fn quote(
         refused,
         fails: false,
         budgets: states.to_vec(),
+        hold: None,
     }
 }
 
@@ -227,15 +228,33 @@ pub(super) async fn quote_for(
     } else {
         validate_open(&req, &limits)?;
     }
-    let free = lock(&shared.ledger).free_w(req.partition.as_deref());
+    // Under the queue a job that does not fit waits in Slurm for its watts: its quote is
+    // the plan it would run, not the one the power left now allows.
+    let queue = ctx.site.power.enforce == crate::site::PowerEnforce::Queue;
+    let free = if queue {
+        None
+    } else {
+        lock(&shared.ledger).free_w(req.partition.as_deref())
+    };
     let (c2, r2) = (ctx.clone(), req.clone());
     let p = tokio::task::spawn_blocking(move || c2.decider.decide_or_refuse(&c2.site, &r2, free))
         .await
         .map_err(|e| ErrorReply::new(ErrorCode::Internal, format!("quote task failed: {e}")))?;
     let spread = spread(&ctx.site, &p);
     let book = lock(&shared.budget);
+    let hold = (queue && p.verdict.applies_plan())
+        .then_some(p.plan.as_ref())
+        .flatten()
+        .map(|plan| crate::budget::PowerHold {
+            // The site cap's license; a site with partition caps alone counts in those.
+            license: match ctx.site.power_cap_w {
+                Some(_) => ctx.site.power.license_for(None),
+                None => ctx.site.power.license_for(req.partition.as_deref()),
+            },
+            watts: plan.predicted.avg_power_w.max(0.0).ceil() as u64,
+        });
     let (_, q) = evaluate(&book, &ctx, &req, p, free, now(), spread);
-    Ok(q)
+    Ok(Quote { hold, ..q })
 }
 
 /// Every budget's standing now, the site's first; `account`/`partition` keep only

@@ -413,6 +413,8 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
         ("freq_ghz", o.freq_ghz),
         ("energy_j", o.energy_j),
         ("elapsed_s", o.elapsed_s),
+        ("power.asked_w", o.power.as_ref().map(|p| p.asked_w)),
+        ("power.held_w", o.power.as_ref().and_then(|p| p.held_w)),
     ] {
         if let Some(x) = v
             && !(x.is_finite() && x >= 0.0)

@@ -73,6 +73,7 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
             snap.decisions_by_policy = m.decisions_by_policy;
             snap.fallbacks_by_reason = m.fallbacks_by_reason;
             snap.prediction_error = m.prediction_error;
+            snap.power_limit_nodes = m.power_limit_nodes;
         }
         Err(e) => tracing::warn!(error = %e, "metrics: store unavailable"),
     }

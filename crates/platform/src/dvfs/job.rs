@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cpufreq::{Applied, Cpufreq, PolicySettings};
+use super::powercap::{self, LimitRequest, PowerHeld};
 use super::run_dir::JobDir;
-use super::{powercap, state};
+use super::state;
 use crate::meter::{self, Energy, Tally};
 
 /// Which CPUs of the node the job may change.
@@ -30,6 +31,22 @@ pub struct NodePaths {
     pub sysfs_root: PathBuf,
     /// Where saved settings live (`/run/greenup`).
     pub run_dir: PathBuf,
+}
+
+/// What a job's decision asks of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Apply {
+    /// The CPU frequency in kHz; None leaves the clocks as they are.
+    pub khz: Option<u64>,
+    /// The node's power limits; None leaves them as they are.
+    pub power: Option<LimitRequest>,
+}
+
+impl Apply {
+    /// A frequency alone (None: nothing).
+    pub fn freq(khz: Option<u64>) -> Apply {
+        Apply { khz, power: None }
+    }
 }
 
 /// A job's measured outcome on one node.
@@ -53,6 +70,8 @@ pub struct NodeOutcome {
     pub note: String,
     /// Why the saved settings could not all be restored, if so (they stay saved for a retry).
     pub restore_error: Option<String>,
+    /// Whether the node held the power limit the decision asked for; None: none was asked.
+    pub power: Option<PowerHeld>,
 }
 
 /// Why the start of a job could not be recorded.
@@ -68,15 +87,17 @@ pub enum JobError {
     },
 }
 
-/// Save this node's settings and counters, then set `khz` (if given) on the CPUs
-/// `scope` allows. Calling it again for the same job and key returns the first record
-/// unchanged, so a retried prolog never saves the job's own settings as "previous".
+/// Save this node's settings and counters, then set what `asked` says on the CPUs
+/// `scope` allows: the frequency, and the power limit where the job holds the whole node
+/// (a shared node's limit is not one job's). Calling it again for the same job and key
+/// returns the first record unchanged, so a retried prolog never saves the job's own
+/// settings as "previous".
 pub fn begin(
     paths: &NodePaths,
     job_id: u32,
     node: &str,
     key: &str,
-    khz: Option<u64>,
+    asked: &Apply,
     scope: &Scope,
 ) -> Result<state::NodeRecord, JobError> {
     let state_err = |source| JobError::State {
@@ -86,6 +107,7 @@ pub fn begin(
     if let Some(existing) = state::load(&paths.run_dir, job_id, key).map_err(state_err)? {
         return Ok(existing);
     }
+    let khz = asked.khz;
     let cf = Cpufreq::new(&paths.sysfs_root);
     let cpus = match scope {
         Scope::Node => None,
@@ -101,11 +123,12 @@ pub fn begin(
         job_id,
         node: node.to_string(),
         cpufreq: Vec::new(),
-        powercap: powercap::snapshot(&paths.sysfs_root).unwrap_or_default(),
+        powercap: Vec::new(),
         energy_start: meter::rapl::read(&paths.sysfs_root),
         requested_khz: khz,
         applied: None,
         note: String::new(),
+        power: None,
     };
     let policies = match policies.and_then(|p| cf.snapshot(&p).map(|s| (p, s))) {
         Ok((p, saved)) => {
@@ -123,9 +146,29 @@ pub fn begin(
         (_, None, _) => "not applied: no frequency decided".into(),
         _ => "saving".into(),
     };
+    // The limit to set, once the node's own limits are saved.
+    let mut limit = None;
+    if let Some(req) = asked.power {
+        let not_held = |reason: String| PowerHeld::NotHeld {
+            asked_w: req.watts,
+            reason,
+        };
+        rec.power = Some(match (scope, powercap::snapshot(&paths.sysfs_root)) {
+            (Scope::Node, Ok(saved)) => {
+                rec.powercap = saved;
+                limit = Some(req);
+                // What a crash before the limit is read back leaves reported.
+                not_held("the prolog stopped while setting it".into())
+            }
+            (Scope::Node, Err(e)) => not_held(format!("the node's limits are unreadable: {e}")),
+            _ => not_held("shared node: its power limit is not one job's".into()),
+        });
+    }
     // Save before touching anything, so that a crash mid-apply still restores.
     state::save(&paths.run_dir, key, &rec).map_err(state_err)?;
+    let mut changed = false;
     if let (Some(target), "saving") = (khz, rec.note.as_str()) {
+        changed = true;
         match cf.apply(&policies, target) {
             Ok(applied) => {
                 rec.note = "applied".into();
@@ -137,6 +180,26 @@ pub fn begin(
                 rec.note = format!("not applied: {e}");
             }
         }
+    }
+    if let Some(req) = limit {
+        changed = true;
+        rec.power = Some(match powercap::apply(&paths.sysfs_root, &req) {
+            Ok(held) => PowerHeld::Held {
+                asked_w: req.watts,
+                held_w: held.watts,
+                note: (!held.clamped.is_empty()).then(|| held.clamped.join("; ")),
+            },
+            Err(e) => {
+                // Leave the node's limits as they were and say why.
+                let _ = powercap::restore(&paths.sysfs_root, &rec.powercap);
+                PowerHeld::NotHeld {
+                    asked_w: req.watts,
+                    reason: e.to_string(),
+                }
+            }
+        });
+    }
+    if changed {
         state::save(&paths.run_dir, key, &rec).map_err(state_err)?;
     }
     Ok(rec)
@@ -299,6 +362,7 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
             .or_else(|| in_force_khz(&rec.cpufreq)),
         note: rec.note,
         restore_error,
+        power: rec.power,
     }))
 }
 
@@ -355,7 +419,15 @@ mod tests {
     #[test]
     fn begin_applies_and_end_restores_measures_and_forgets() {
         let (_t, p) = setup();
-        let rec = begin(&p, 42, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        let rec = begin(
+            &p,
+            42,
+            "n1",
+            "n1",
+            &Apply::freq(Some(2_000_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         assert_eq!(rec.note, "applied");
         assert_eq!(read(&p, 3, "scaling_setspeed"), "2000000");
         let saved = state::load(&p.run_dir, 42, "n1").unwrap().unwrap();
@@ -388,7 +460,15 @@ mod tests {
     fn readings_during_the_job_count_every_wrap_and_stop_at_its_end() {
         let (_t, p) = setup();
         let longest = Duration::from_secs(30);
-        begin(&p, 43, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        begin(
+            &p,
+            43,
+            "n1",
+            "n1",
+            &Apply::freq(Some(2_000_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         // The counter wraps at 1000 uJ three times: 900 -> 400 is 500 uJ, 400 -> 100 is
         // 700 uJ, 100 -> 250 is 150 uJ: 1350 uJ, where start and end alone show 350 uJ.
         set_counter(&p, 400);
@@ -409,7 +489,15 @@ mod tests {
     fn a_meter_stuck_holding_the_lock_does_not_hold_the_job_end() {
         use std::os::fd::AsRawFd;
         let (_t, p) = setup();
-        begin(&p, 45, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        begin(
+            &p,
+            45,
+            "n1",
+            "n1",
+            &Apply::freq(Some(2_000_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         let held = std::fs::File::open(p.run_dir.join("45")).unwrap();
         // SAFETY: flock on a descriptor this test owns, as a stuck meter would hold it.
         assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
@@ -422,7 +510,15 @@ mod tests {
     #[test]
     fn an_unreadable_running_count_is_unmeasured_and_the_node_still_restored() {
         let (_t, p) = setup();
-        begin(&p, 44, "n1", "n1", Some(2_000_000), &Scope::Node).unwrap();
+        begin(
+            &p,
+            44,
+            "n1",
+            "n1",
+            &Apply::freq(Some(2_000_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         fs::write(tally_path(&p.run_dir, 44, "n1"), "{").unwrap();
         assert!(sample(&p, 44, "n1", Duration::from_secs(1)).is_err());
         let out = end(&p, 44, "n1").unwrap().unwrap();
@@ -439,8 +535,24 @@ mod tests {
     #[test]
     fn a_second_begin_keeps_the_first_saved_settings() {
         let (_t, p) = setup();
-        begin(&p, 7, "n1", "n1", Some(1_000_000), &Scope::Node).unwrap();
-        let again = begin(&p, 7, "n1", "n1", Some(3_000_000), &Scope::Node).unwrap();
+        begin(
+            &p,
+            7,
+            "n1",
+            "n1",
+            &Apply::freq(Some(1_000_000)),
+            &Scope::Node,
+        )
+        .unwrap();
+        let again = begin(
+            &p,
+            7,
+            "n1",
+            "n1",
+            &Apply::freq(Some(3_000_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         assert_eq!(again.cpufreq[0].governor, "ondemand");
         assert_eq!(read(&p, 0, "scaling_setspeed"), "1000000");
         end(&p, 7, "n1").unwrap();
@@ -450,7 +562,15 @@ mod tests {
     #[test]
     fn shared_node_records_but_touches_nothing() {
         let (_t, p) = setup();
-        let rec = begin(&p, 8, "n1", "n1", Some(1_000_000), &Scope::SharedNode).unwrap();
+        let rec = begin(
+            &p,
+            8,
+            "n1",
+            "n1",
+            &Apply::freq(Some(1_000_000)),
+            &Scope::SharedNode,
+        )
+        .unwrap();
         assert_eq!(rec.note, "not applied: shared node");
         assert_eq!(read(&p, 0, "scaling_governor"), "ondemand");
         let out = end(&p, 8, "n1").unwrap().unwrap();
@@ -464,7 +584,7 @@ mod tests {
     fn a_job_left_alone_reports_the_frequency_its_node_had() {
         let (_t, p) = setup();
         // ondemand with scaling_max_freq 3 GHz: a busy CPU runs at 3 GHz.
-        begin(&p, 11, "n1", "n1", None, &Scope::Node).unwrap();
+        begin(&p, 11, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
         let out = end(&p, 11, "n1").unwrap().unwrap();
         assert_eq!((out.applied_khz, out.ran_khz), (None, Some(3_000_000)));
         // An admin's lower cap on one policy and a set speed on another: 3 GHz on two
@@ -476,13 +596,21 @@ mod tests {
         fs::write(policy(2).join("scaling_max_freq"), "2000000\n").unwrap();
         fs::write(policy(3).join("scaling_governor"), "userspace\n").unwrap();
         fs::write(policy(3).join("scaling_setspeed"), "1000000\n").unwrap();
-        begin(&p, 12, "n1", "n1", None, &Scope::Node).unwrap();
+        begin(&p, 12, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
         let out = end(&p, 12, "n1").unwrap().unwrap();
         assert_eq!(out.ran_khz, Some(2_250_000));
         // A frequency that could not be set: the node ran at what it had, not the request.
         fs::write(policy(2).join("scaling_max_freq"), "3000000\n").unwrap();
         fs::write(policy(3).join("scaling_governor"), "ondemand\n").unwrap();
-        let bad = begin(&p, 13, "n1", "n1", Some(1_500_000), &Scope::Node).unwrap();
+        let bad = begin(
+            &p,
+            13,
+            "n1",
+            "n1",
+            &Apply::freq(Some(1_500_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         assert!(bad.note.starts_with("not applied"), "{}", bad.note);
         let out = end(&p, 13, "n1").unwrap().unwrap();
         assert_eq!((out.applied_khz, out.ran_khz), (None, Some(3_000_000)));
@@ -496,14 +624,22 @@ mod tests {
             9,
             "n1",
             "n1.step0",
-            Some(1_000_000),
+            &Apply::freq(Some(1_000_000)),
             &Scope::Cpus(vec![2, 3]),
         )
         .unwrap();
         assert_eq!(rec.applied.unwrap().policies, vec![2, 3]);
         assert_eq!(read(&p, 1, "scaling_governor"), "ondemand");
         assert_eq!(read(&p, 2, "scaling_governor"), "userspace");
-        let bad = begin(&p, 10, "n1", "n1", Some(1_500_000), &Scope::Node).unwrap();
+        let bad = begin(
+            &p,
+            10,
+            "n1",
+            "n1",
+            &Apply::freq(Some(1_500_000)),
+            &Scope::Node,
+        )
+        .unwrap();
         assert!(
             bad.note
                 .starts_with("not applied: policy0: 1500000 kHz is not offered"),
@@ -518,5 +654,118 @@ mod tests {
         );
         end(&p, 9, "n1.step0").unwrap();
         assert_eq!(read(&p, 2, "scaling_governor"), "ondemand");
+    }
+
+    fn with_limits(p: &NodePaths) {
+        crate::dvfs::powercap::tests::limits(&p.sysfs_root, 0, 250_000_000, 400_000_000);
+    }
+
+    fn limit_file(p: &NodePaths, f: &str) -> String {
+        fs::read_to_string(p.sysfs_root.join("class/powercap/intel-rapl:0").join(f))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    const LIMIT: LimitRequest = LimitRequest {
+        watts: 180.0,
+        window_s: 2.0,
+        short_term: Some(powercap::ShortTerm {
+            watts: 216.0,
+            window_s: 0.01,
+        }),
+    };
+
+    #[test]
+    fn the_power_limit_is_set_held_and_restored_with_the_node() {
+        let (_t, p) = setup();
+        with_limits(&p);
+        let asked = Apply {
+            khz: Some(2_000_000),
+            power: Some(LIMIT),
+        };
+        let rec = begin(&p, 50, "n1", "n1", &asked, &Scope::Node).unwrap();
+        assert_eq!(
+            rec.power,
+            Some(PowerHeld::Held {
+                asked_w: 180.0,
+                held_w: 180.0,
+                note: None
+            })
+        );
+        assert_eq!(limit_file(&p, "constraint_0_power_limit_uw"), "180000000");
+        assert_eq!(limit_file(&p, "constraint_0_time_window_us"), "2000000");
+        assert_eq!(limit_file(&p, "constraint_1_power_limit_uw"), "216000000");
+        // The saved record holds the node's limits from before the job.
+        let saved = state::load(&p.run_dir, 50, "n1").unwrap().unwrap();
+        assert_eq!(saved.powercap[0].limit_uw, 0);
+        assert_eq!(saved.powercap[0].window_us, Some(976_562));
+        let out = end(&p, 50, "n1").unwrap().unwrap();
+        assert_eq!(out.power, rec.power);
+        assert_eq!(out.restore_error, None);
+        assert_eq!(limit_file(&p, "constraint_0_power_limit_uw"), "0");
+        assert_eq!(limit_file(&p, "constraint_0_time_window_us"), "976562");
+        assert_eq!(limit_file(&p, "constraint_1_power_limit_uw"), "0");
+        assert_eq!(limit_file(&p, "constraint_1_time_window_us"), "2440");
+    }
+
+    #[test]
+    fn a_limit_that_cannot_be_written_is_not_held_and_the_frequency_still_applies() {
+        let (_t, p) = setup();
+        with_limits(&p);
+        crate::dvfs::powercap::tests::lock_limit(&p.sysfs_root, 0);
+        let asked = Apply {
+            khz: Some(2_000_000),
+            power: Some(LIMIT),
+        };
+        let rec = begin(&p, 51, "n1", "n1", &asked, &Scope::Node).unwrap();
+        assert_eq!(rec.note, "applied");
+        match &rec.power {
+            Some(PowerHeld::NotHeld { asked_w, reason }) => {
+                assert_eq!(*asked_w, 180.0);
+                assert!(reason.contains("write failed"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The window written before the limit failed is put back at once.
+        assert_eq!(limit_file(&p, "constraint_0_time_window_us"), "976562");
+        let out = end(&p, 51, "n1").unwrap().unwrap();
+        assert!(matches!(out.power, Some(PowerHeld::NotHeld { .. })));
+        assert_eq!(out.restore_error, None);
+    }
+
+    #[test]
+    fn a_shared_node_keeps_its_limit_and_a_job_without_one_saves_none() {
+        let (_t, p) = setup();
+        with_limits(&p);
+        let asked = Apply {
+            khz: None,
+            power: Some(LIMIT),
+        };
+        let rec = begin(&p, 52, "n1", "n1", &asked, &Scope::SharedNode).unwrap();
+        assert!(
+            matches!(&rec.power, Some(PowerHeld::NotHeld { reason, .. }) if reason.starts_with("shared node")),
+            "{:?}",
+            rec.power
+        );
+        assert!(rec.powercap.is_empty());
+        assert_eq!(limit_file(&p, "constraint_0_power_limit_uw"), "0");
+        end(&p, 52, "n1").unwrap();
+        let rec = begin(&p, 53, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
+        assert_eq!((rec.power, rec.powercap.len()), (None, 0));
+    }
+
+    #[test]
+    fn a_record_from_before_power_limits_still_ends() {
+        let (_t, p) = setup();
+        begin(&p, 54, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
+        // Strip the record to what an older plugin wrote: no power field.
+        let file = state::path(&p.run_dir, 54, "n1");
+        let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("power");
+        v["powercap"] = serde_json::json!([{"zone": "intel-rapl:0", "limit_uw": 0}]);
+        fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+        let out = end(&p, 54, "n1").unwrap().unwrap();
+        assert_eq!((out.power, out.restore_error), (None, None));
     }
 }

@@ -386,7 +386,7 @@ pub fn remove_stats_dir(path: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::dvfs::cpufreq::tests::tree;
-    use crate::dvfs::job::begin;
+    use crate::dvfs::job::{Apply, begin};
 
     const FREQS: [u64; 2] = [1_200_000, 3_000_000];
 
@@ -411,7 +411,7 @@ mod tests {
         };
         let before: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
         let scope = Scope::Cpus(vec![0, 1]);
-        begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
+        begin(&paths, 9, "n1", "n1.step0", &Apply::freq(None), &scope).unwrap();
         let lent = lend(&paths, 9, "n1.step0", 4242, &scope).unwrap();
         assert_eq!(lent.cpus, vec![0, 1]);
         assert_eq!(owner(&setspeed(t.path(), 0)).0, 4242);
@@ -478,7 +478,7 @@ mod tests {
             return;
         };
         let scope = Scope::Cpus(vec![2, 3]);
-        begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
+        begin(&paths, 9, "n1", "n1.step0", &Apply::freq(None), &scope).unwrap();
         for i in 0..4 {
             assert!(
                 !user_can_write(&setspeed(t.path(), i)),
@@ -518,7 +518,15 @@ mod tests {
         tree(t.path(), 4, "userspace performance", &FREQS);
         let paths = paths_for(t.path());
         let before: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
-        begin(&paths, 9, "n1", "n1", Some(1_200_000), &Scope::SharedNode).unwrap();
+        begin(
+            &paths,
+            9,
+            "n1",
+            "n1",
+            &Apply::freq(Some(1_200_000)),
+            &Scope::SharedNode,
+        )
+        .unwrap();
         let lent = lend(&paths, 9, "n1", 4242, &Scope::SharedNode).unwrap();
         assert!(lent.files.is_empty() && lent.cpus.is_empty(), "{lent:?}");
         let after: Vec<_> = (0..4).map(|i| owner(&setspeed(t.path(), i))).collect();
@@ -544,13 +552,13 @@ mod tests {
             8,
             "n1",
             "n1.step0",
-            Some(1_200_000),
+            &Apply::freq(Some(1_200_000)),
             &Scope::Cpus(vec![3]),
         )
         .unwrap();
         // Job 9 holds CPUs 0, 1 and 3 (by mistake or oversubscription, 3 as well).
         let scope = Scope::Cpus(vec![0, 1, 3]);
-        begin(&paths, 9, "n1", "n1.step0", None, &scope).unwrap();
+        begin(&paths, 9, "n1", "n1.step0", &Apply::freq(None), &scope).unwrap();
         let lent = lend(&paths, 9, "n1.step0", 4242, &scope).unwrap();
         assert_eq!(
             lent.cpus,
@@ -572,8 +580,8 @@ mod tests {
         let before: Vec<_> = (0..2).map(|i| owner(&setspeed(t.path(), i))).collect();
         // Another node's job in the same run directory (a test cluster shares one) is no
         // reason to refuse.
-        begin(&paths, 7, "n2", "n2", None, &Scope::Node).unwrap();
-        begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
+        begin(&paths, 7, "n2", "n2", &Apply::freq(None), &Scope::Node).unwrap();
+        begin(&paths, 9, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
         assert!(
             revoke_shared(&paths, 9, "n1", &Scope::Node)
                 .unwrap()
@@ -582,7 +590,7 @@ mod tests {
         let first = lend(&paths, 9, "n1", 4242, &Scope::Node).unwrap();
         assert_eq!(first.cpus, vec![0, 1]);
         // Job 10 starts on n1: its prolog takes job 9's loan back, and lends it nothing.
-        begin(&paths, 10, "n1", "n1", None, &Scope::Node).unwrap();
+        begin(&paths, 10, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
         assert_eq!(
             revoke_shared(&paths, 10, "n1", &Scope::Node).unwrap(),
             vec![9]
@@ -603,11 +611,19 @@ mod tests {
         let Some((t, paths)) = tree_for_users(2) else {
             return;
         };
-        begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
+        begin(&paths, 9, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
         lend(&paths, 9, "n1", 4242, &Scope::Node).unwrap();
         assert!(uid_can_write(4242, &setspeed(t.path(), 0)), "job 9 alone");
         // Job 10 shares n1 (a shared-node prolog, per_core_shared or not).
-        begin(&paths, 10, "n1", "n1", None, &Scope::SharedNode).unwrap();
+        begin(
+            &paths,
+            10,
+            "n1",
+            "n1",
+            &Apply::freq(None),
+            &Scope::SharedNode,
+        )
+        .unwrap();
         revoke_shared(&paths, 10, "n1", &Scope::SharedNode).unwrap();
         assert!(
             lend(&paths, 10, "n1", 4343, &Scope::SharedNode)
@@ -648,7 +664,7 @@ mod tests {
         let target = t.path().join("precious");
         std::fs::write(&target, "x").unwrap();
         std::os::unix::fs::symlink(&target, &file).unwrap();
-        begin(&paths, 9, "n1", "n1", None, &Scope::Node).unwrap();
+        begin(&paths, 9, "n1", "n1", &Apply::freq(None), &Scope::Node).unwrap();
         assert!(lend(&paths, 9, "n1", 4242, &Scope::Node).is_err());
         assert_eq!(owner(&target).0, std::fs::metadata(t.path()).unwrap().uid());
     }

@@ -11,4 +11,5 @@ pub mod state;
 /// The sysfs helpers, where the DVFS code has always offered them.
 pub use crate::sysfs;
 pub use cpufreq::{Applied, Cpufreq, Method, PolicySettings};
-pub use job::{NodeOutcome, NodePaths, Scope};
+pub use job::{Apply, NodeOutcome, NodePaths, Scope};
+pub use powercap::{LimitRequest, PowerHeld, ShortTerm};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::cpufreq::{Applied, PolicySettings};
-use super::powercap::LimitSettings;
+use super::powercap::{LimitSettings, PowerHeld};
 use super::run_dir::JobDir;
 use crate::meter::Reading;
 
@@ -20,7 +20,8 @@ pub struct NodeRecord {
     pub node: String,
     /// The cpufreq settings found before the job.
     pub cpufreq: Vec<PolicySettings>,
-    /// The power limits found before the job.
+    /// The power limits found before the job, saved only when the job sets one.
+    #[serde(default)]
     pub powercap: Vec<LimitSettings>,
     /// The energy counters at job start.
     pub energy_start: Reading,
@@ -30,6 +31,10 @@ pub struct NodeRecord {
     pub applied: Option<Applied>,
     /// `applied`, or why not (e.g. `not applied: shared node`).
     pub note: String,
+    /// Whether the power limit the decision asked for is held; None: none was asked
+    /// (and in records saved before limits were set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerHeld>,
 }
 
 /// The file holding `key`'s record for `job_id` (key is the node name, or node.stepN).

@@ -1,0 +1,153 @@
+--[[
+greenup's job_submit script for Slurm (job_submit/lua), for sites that hold their power
+caps in Slurm's queue (`power.enforce: queue` in greenup.yaml).
+
+Every job holds its watts as Slurm licenses: one license is one watt, `greenup_w` counts
+the site's cap and `greenup_w_PARTITION` each capped partition's (slurm.conf's
+`Licenses=` line, printed by `greenup site licenses`). Slurm then keeps a job that does
+not fit the power left PENDING (reason `Licenses`) until running jobs give their watts
+back, and greenup plans the job under the watts it was granted; each node's RAPL limit
+holds it to its share.
+
+A job's watts:
+- what it asked for (`--licenses=greenup_w:W`, which greenup's cli_filter sets from the
+  job's quote), kept within [nodes x the most a node draws at its lowest clock,
+  nodes x the most a node draws at its top clock];
+- otherwise its nodes' full power: a job greenup does not plan holds what it may draw.
+The node bounds come from the table `greenup site licenses --lua` writes (TABLE below), so
+the caps and node powers live in greenup.yaml alone.
+
+This runs inside slurmctld for every submission: it reads one small file and does
+arithmetic, and never runs a program. It never refuses a job for power. If the table
+cannot be read it leaves the job as submitted and logs why (greenupd then plans the job
+under its ledger, as before the queue held power).
+
+Only an operator (root or SlurmUser) may change a job's greenup licenses afterwards:
+Slurm lets a job's owner change the licenses of a pending job and drop those of a
+running one, either of which would let power go unaccounted.
+
+Install: copy to /etc/slurm/job_submit.lua, set JobSubmitPlugins=lua in slurm.conf, add
+the Licenses= line, and write the table with
+    greenup site licenses /etc/slurm/greenup.yaml --lua /etc/slurm/greenup_power.lua
+again whenever the caps change (then `scontrol reconfigure`).
+]]
+
+local TABLE = "/etc/slurm/greenup_power.lua"
+
+-- Slurm's "not set" for a 32-bit count, for Slurms whose Lua lacks slurm.NO_VAL.
+local NO_VAL = slurm.NO_VAL or 0xfffffffe
+
+local function load_table()
+  local ok, t = pcall(dofile, TABLE)
+  if not ok or type(t) ~= "table" or type(t.partitions) ~= "table" then
+    return nil, tostring(t)
+  end
+  return t
+end
+
+-- The set of greenup's license names in table `t`.
+local function greenup_names(t)
+  local names = {}
+  local function add(entry)
+    for _, l in ipairs(entry.licenses or {}) do names[l] = true end
+  end
+  for _, e in pairs(t.partitions) do add(e) end
+  if t.any then add(t.any) end
+  return names
+end
+
+-- Split a job's license request into greenup's counts and the rest, kept as written.
+local function split_licenses(text, names)
+  local mine, rest = {}, {}
+  for item in string.gmatch(text or "", "[^,]+") do
+    local name, count = string.match(item, "^%s*([^:*@%s]+)[^:*]*[:*]?%s*(%d*)%s*$")
+    if name and names[name] then
+      mine[name] = tonumber(count) or 1
+    else
+      table.insert(rest, item)
+    end
+  end
+  return mine, rest
+end
+
+-- The table entries of the partitions a job may run in (several for `-p a,b`).
+local function entries_for(t, partition, part_list)
+  local out = {}
+  if partition == nil or partition == "" then
+    for name, part in pairs(part_list or {}) do
+      if part.flag_default == 1 then partition = name end
+    end
+  end
+  for p in string.gmatch(partition or "", "[^,]+") do
+    table.insert(out, t.partitions[p] or t.any)
+  end
+  if #out == 0 then table.insert(out, t.any) end
+  return out
+end
+
+-- The job's node count as submitted: -N's minimum, else its maximum, else one.
+local function node_count(job_desc)
+  for _, n in ipairs({ job_desc.min_nodes, job_desc.max_nodes }) do
+    if n ~= nil and n > 0 and n < NO_VAL then return n end
+  end
+  return 1
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local t, err = load_table()
+  if not t then
+    slurm.log_error("greenup: %s unreadable, job left as submitted (no power licenses): %s", TABLE, err)
+    return slurm.SUCCESS
+  end
+  if t.enforce ~= "queue" then return slurm.SUCCESS end
+  if job_desc.licenses and string.find(job_desc.licenses, "|", 1, true) then
+    slurm.log_user("greenup: --licenses with '|' cannot be combined with the power cap's licenses (%s); use ',' between licenses", job_desc.licenses)
+    return slurm.ERROR
+  end
+  local names = greenup_names(t)
+  local asked, rest = split_licenses(job_desc.licenses, names)
+  local n = node_count(job_desc)
+  local lo, hi, need = 0, 0, {}
+  for _, e in ipairs(entries_for(t, job_desc.partition, part_list)) do
+    lo = math.max(lo, n * e.min_node_w)
+    hi = math.max(hi, n * e.max_node_w)
+    for _, l in ipairs(e.licenses) do need[l] = true end
+  end
+  local want = nil
+  for _, w in pairs(asked) do want = math.max(want or 0, w) end
+  local watts = math.floor(math.min(math.max(want or hi, lo), hi) + 0.5)
+  if want and watts ~= want then
+    slurm.log_user("greenup: power asked %d W, held %d W: a job on %d node(s) holds %d-%d W", want, watts, n, lo, hi)
+  end
+  local list = {}
+  for _, item in ipairs(rest) do table.insert(list, item) end
+  local sorted = {}
+  for l in pairs(need) do table.insert(sorted, l) end
+  table.sort(sorted)
+  for _, l in ipairs(sorted) do table.insert(list, l .. ":" .. watts) end
+  job_desc.licenses = table.concat(list, ",")
+  slurm.log_info("greenup: job of uid %d on %d node(s) holds %d W as %s", submit_uid, n, watts, job_desc.licenses)
+  return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  if job_desc.licenses == nil then return slurm.SUCCESS end
+  local t = load_table()
+  if not t or t.enforce ~= "queue" then return slurm.SUCCESS end
+  for _, uid in ipairs(t.operators or { 0 }) do
+    if modify_uid == uid then return slurm.SUCCESS end
+  end
+  local names = greenup_names(t)
+  local new = split_licenses(job_desc.licenses, names)
+  local old = split_licenses(job_rec.licenses, names)
+  for l in pairs(names) do
+    if new[l] ~= old[l] then
+      slurm.log_user("greenup: the power licenses (%s) are set at submission; only an operator may change them", l)
+      return slurm.ERROR
+    end
+  end
+  return slurm.SUCCESS
+end
+
+slurm.log_info("greenup: job_submit.lua loaded")
+return slurm.SUCCESS

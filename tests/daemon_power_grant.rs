@@ -1,0 +1,174 @@
+//! Under `power.enforce: queue` a job is planned under the watts Slurm granted it (its
+//! licenses), never refused for power, and each node is told its share of the grant in
+//! proportion to what its type draws at the frequency it is told. Real munged, real
+//! SQLite, greenupd on loopback; shares are checked against the node type's closed form.
+
+mod daemon_support;
+
+use daemon_support::{open_req, start};
+use greenup::daemon::protocol::{NodeSettings, OpenJob, Verdict};
+use greenup::site::{OverBudget, PowerEnforce};
+
+/// daemon_support's node type `std`: 100 W static, 200 W dynamic at 2.4 GHz, cube law.
+fn std_w(f: f64) -> f64 {
+    100.0 + 200.0 * (f / 2.4_f64).powi(3)
+}
+
+fn job(job_id: u64, granted_w: Option<f64>, policy: &str, min_nodes: Option<usize>) -> OpenJob {
+    OpenJob {
+        nodes: Vec::new(),
+        nodelist: Some("n[1-4]".into()),
+        profile: Some("lammps".into()),
+        policy: Some(policy.into()),
+        granted_w,
+        min_nodes,
+        ..open_req(job_id, 0, 1)
+    }
+}
+
+fn start_all(d: &daemon_support::Daemon, j: &OpenJob) -> Vec<NodeSettings> {
+    (1..=4)
+        .map(|i| {
+            d.tcp_client()
+                .start_node(&format!("n{i}"), j.clone())
+                .unwrap()
+        })
+        .collect()
+}
+
+fn queue(enforce: PowerEnforce) -> daemon_support::Daemon {
+    queue_with(enforce, OverBudget::Refuse)
+}
+
+fn queue_with(enforce: PowerEnforce, over_budget: OverBudget) -> daemon_support::Daemon {
+    start(4, move |_, site, _| {
+        site.power.enforce = enforce;
+        // A ledger cap far below the grants and, by default, a site that refuses
+        // over-budget jobs: under the queue neither may matter.
+        site.power_cap_w = Some(400.0);
+        site.daemon.over_budget = over_budget;
+    })
+}
+
+/// Each used node's limit is the grant times its weight over the used nodes' weights.
+fn assert_shares(nodes: &[NodeSettings], granted: f64) {
+    let used: Vec<&NodeSettings> = nodes.iter().filter(|n| n.used).collect();
+    let weights: Vec<f64> = used
+        .iter()
+        .map(|n| std_w(n.freq_ghz.unwrap_or(2.4)))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    for (n, w) in used.iter().zip(&weights) {
+        let want = granted * w / total;
+        let got = n.power_limit_w.expect("a used node is told its share");
+        assert!(
+            (got - want).abs() < 1e-6,
+            "{}: {got} W, want {want} W",
+            n.node
+        );
+    }
+    let sum: f64 = used.iter().filter_map(|n| n.power_limit_w).sum();
+    assert!(
+        (sum - granted).abs() < 1e-6,
+        "shares sum to {sum} W, granted {granted} W"
+    );
+    for n in nodes.iter().filter(|n| !n.used) {
+        assert_eq!(n.power_limit_w, None, "{} is not used", n.node);
+    }
+}
+
+#[test]
+fn a_granted_job_is_planned_under_its_grant_and_its_nodes_share_it() {
+    let d = queue(PowerEnforce::Queue);
+    let nodes = start_all(&d, &job(1, Some(900.0), "min-energy", None));
+    assert!(
+        matches!(nodes[0].verdict, Verdict::Planned | Verdict::BudgetLimited),
+        "{:?}: {}",
+        nodes[0].verdict,
+        nodes[0].reason
+    );
+    let predicted = nodes[0].predicted.as_ref().expect("a plan").avg_power_w;
+    assert!(
+        predicted <= 900.0 + 1e-6,
+        "planned {predicted} W over a 900 W grant"
+    );
+    assert_shares(&nodes, 900.0);
+}
+
+#[test]
+fn a_grant_too_small_for_any_plan_runs_at_the_lowest_power_under_every_over_budget_setting() {
+    for over_budget in [
+        OverBudget::Refuse,
+        OverBudget::Lowest,
+        OverBudget::Unchanged,
+    ] {
+        let d = queue_with(PowerEnforce::Queue, over_budget);
+        // Four nodes at their lowest, 1.2 GHz, draw 4 x 125 W = 500 W: more than 200 W.
+        let nodes = start_all(&d, &job(2, Some(200.0), "min-energy", Some(4)));
+        let why = format!("over_budget {over_budget:?}: {}", nodes[0].reason);
+        assert_eq!(nodes[0].verdict, Verdict::BudgetLimited, "{why}");
+        assert!(nodes[0].reason.contains("Slurm granted 200 W"), "{why}");
+        for n in &nodes {
+            assert_eq!(n.freq_ghz, Some(1.2), "{}: {why}", n.node);
+            let got = n.power_limit_w.unwrap();
+            assert!(
+                (got - 50.0).abs() < 1e-6,
+                "{}: {got} W, want 200 / 4",
+                n.node
+            );
+        }
+    }
+}
+
+#[test]
+fn a_refused_job_still_holds_its_grant_on_every_node() {
+    let d = queue(PowerEnforce::Queue);
+    // A profile greenup does not have: the job runs unmanaged, yet within its watts.
+    let j = OpenJob {
+        profile: Some("no-such-app".into()),
+        ..job(5, Some(800.0), "min-energy", None)
+    };
+    let nodes = start_all(&d, &j);
+    assert_eq!(nodes[0].verdict, Verdict::Refused, "{}", nodes[0].reason);
+    for n in &nodes {
+        assert_eq!(n.freq_ghz, None);
+        let got = n.power_limit_w.unwrap();
+        assert!(
+            (got - 200.0).abs() < 1e-6,
+            "{}: {got} W, want 800 / 4",
+            n.node
+        );
+    }
+}
+
+#[test]
+fn a_monitored_job_holds_its_grant_over_its_nodes_at_their_top_clock() {
+    let d = queue(PowerEnforce::Queue);
+    let nodes = start_all(&d, &job(3, Some(1000.0), "monitor", None));
+    for n in &nodes {
+        assert_eq!(n.freq_ghz, None, "monitor changes no clock");
+        let got = n.power_limit_w.unwrap();
+        assert!(
+            (got - 250.0).abs() < 1e-6,
+            "{}: {got} W, want 1000 / 4",
+            n.node
+        );
+    }
+}
+
+#[test]
+fn under_the_ledger_a_grant_is_ignored_and_no_node_is_limited() {
+    let d = queue(PowerEnforce::Ledger);
+    let nodes = start_all(&d, &job(4, Some(900.0), "min-energy", None));
+    for n in &nodes {
+        assert_eq!(n.power_limit_w, None, "{}", n.node);
+    }
+    // The ledger's 400 W cap binds again: the plan fits it or runs at its lowest.
+    let predicted = nodes[0].predicted.as_ref().expect("a plan").avg_power_w;
+    assert!(
+        predicted <= 400.0 + 1e-6 || nodes[0].verdict == Verdict::Refused,
+        "{predicted} W under a 400 W ledger: {:?} {}",
+        nodes[0].verdict,
+        nodes[0].reason
+    );
+}
