@@ -426,7 +426,7 @@ fn rapl_zone(root: &std::path::Path, energy_uj: u64) {
 
 #[test]
 fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
-    use greenup::dvfs::job::{NodePaths, Scope, begin, end};
+    use greenup::dvfs::job::{Apply, NodePaths, Scope, begin, end};
     let d = cluster();
     d.tcp_client().open_job(job(77, "debug", &["n1"])).unwrap();
     let t = tempfile::tempdir().unwrap();
@@ -435,7 +435,15 @@ fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
         run_dir: t.path().join("run"),
     };
     rapl_zone(&paths.sysfs_root, 0);
-    begin(&paths, 77, "n1", "n1", None, &Scope::SharedNode).unwrap();
+    begin(
+        &paths,
+        77,
+        "n1",
+        "n1",
+        &Apply::default(),
+        &Scope::SharedNode,
+    )
+    .unwrap();
     let sock = format!("unix:{}", d.socket.display());
     let mut meter = std::process::Command::new(greenup_bin())
         .args(["meter", "77", "--node", "n1", "--run-dir"])
