@@ -256,7 +256,8 @@ t_rapl_user() {
 #       within the cap, plus what the window lets through: each node is held to its
 #       job's grant by its limit, and may draw up to its TDP in the two ticks before the
 #       stand-in sees a new load (P1), so a stretch of D seconds draws at most
-#       400 W + sum over nodes of TDP x 2 ticks / D;
+#       400 W + sum over nodes of TDP x 2 ticks / D (checked over stretches of at least
+#       the window, and of at least 5 s, where the allowance is 38 W);
 #     - every job finished (COMPLETED); every job that waited more than 2 s was PENDING
 #       with a reason a user reads in squeue, and some waited for power ("Licenses");
 #     - every job held licenses (none ran unmanaged outside the queue) and its node's
@@ -374,6 +375,10 @@ t_power_cap_queue() {
   local out
   out=$(rapl_stretches "$samples" "$window" "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
   say "cluster power over stretches of >= $window s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
+  grep '^over' <<<"$out" | sed 's/^/      /'
+  # Over longer stretches the window's allowance shrinks: five seconds leave 38 W.
+  out=$(rapl_stretches "$samples" 5 "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
+  say "cluster power over stretches of >= 5 s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
   grep '^over' <<<"$out" | sed 's/^/      /'
   rm -f "$stop"
   p3_site off || { say "could not put the ledger back"; rc=1; }
