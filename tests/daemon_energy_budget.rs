@@ -605,6 +605,7 @@ fn a_version_2_store_gains_the_budget_charges_once() {
     c.execute_batch(
         "DROP TABLE budget_charges; DROP TABLE policy_holds;
          ALTER TABLE outcomes DROP COLUMN comm; ALTER TABLE outcomes DROP COLUMN gpu;
+         ALTER TABLE outcomes DROP COLUMN power;
          PRAGMA user_version = 2;",
     )
     .unwrap();
