@@ -37,12 +37,16 @@ fn start_all(d: &daemon_support::Daemon, j: &OpenJob) -> Vec<NodeSettings> {
 }
 
 fn queue(enforce: PowerEnforce) -> daemon_support::Daemon {
+    queue_with(enforce, OverBudget::Refuse)
+}
+
+fn queue_with(enforce: PowerEnforce, over_budget: OverBudget) -> daemon_support::Daemon {
     start(4, move |_, site, _| {
         site.power.enforce = enforce;
-        // A ledger cap far below the grants and a site that refuses over-budget jobs:
-        // under the queue neither may matter.
+        // A ledger cap far below the grants and, by default, a site that refuses
+        // over-budget jobs: under the queue neither may matter.
         site.power_cap_w = Some(400.0);
-        site.daemon.over_budget = OverBudget::Refuse;
+        site.daemon.over_budget = over_budget;
     })
 }
 
@@ -92,27 +96,46 @@ fn a_granted_job_is_planned_under_its_grant_and_its_nodes_share_it() {
 }
 
 #[test]
-fn a_grant_too_small_for_any_plan_runs_at_the_lowest_power_and_is_not_refused() {
+fn a_grant_too_small_for_any_plan_runs_at_the_lowest_power_under_every_over_budget_setting() {
+    for over_budget in [
+        OverBudget::Refuse,
+        OverBudget::Lowest,
+        OverBudget::Unchanged,
+    ] {
+        let d = queue_with(PowerEnforce::Queue, over_budget);
+        // Four nodes at their lowest, 1.2 GHz, draw 4 x 125 W = 500 W: more than 200 W.
+        let nodes = start_all(&d, &job(2, Some(200.0), "min-energy", Some(4)));
+        let why = format!("over_budget {over_budget:?}: {}", nodes[0].reason);
+        assert_eq!(nodes[0].verdict, Verdict::BudgetLimited, "{why}");
+        assert!(nodes[0].reason.contains("Slurm granted 200 W"), "{why}");
+        for n in &nodes {
+            assert_eq!(n.freq_ghz, Some(1.2), "{}: {why}", n.node);
+            let got = n.power_limit_w.unwrap();
+            assert!(
+                (got - 50.0).abs() < 1e-6,
+                "{}: {got} W, want 200 / 4",
+                n.node
+            );
+        }
+    }
+}
+
+#[test]
+fn a_refused_job_still_holds_its_grant_on_every_node() {
     let d = queue(PowerEnforce::Queue);
-    // Four nodes at their lowest, 1.2 GHz, draw 4 x 125 W = 500 W: more than 200 W.
-    let nodes = start_all(&d, &job(2, Some(200.0), "min-energy", Some(4)));
-    assert_eq!(
-        nodes[0].verdict,
-        Verdict::BudgetLimited,
-        "{}",
-        nodes[0].reason
-    );
-    assert!(
-        nodes[0].reason.contains("Slurm granted 200 W"),
-        "{}",
-        nodes[0].reason
-    );
+    // A profile greenup does not have: the job runs unmanaged, yet within its watts.
+    let j = OpenJob {
+        profile: Some("no-such-app".into()),
+        ..job(5, Some(800.0), "min-energy", None)
+    };
+    let nodes = start_all(&d, &j);
+    assert_eq!(nodes[0].verdict, Verdict::Refused, "{}", nodes[0].reason);
     for n in &nodes {
-        assert_eq!(n.freq_ghz, Some(1.2), "{}", n.node);
+        assert_eq!(n.freq_ghz, None);
         let got = n.power_limit_w.unwrap();
         assert!(
-            (got - 50.0).abs() < 1e-6,
-            "{}: {got} W, want 200 / 4",
+            (got - 200.0).abs() < 1e-6,
+            "{}: {got} W, want 800 / 4",
             n.node
         );
     }

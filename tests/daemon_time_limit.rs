@@ -42,6 +42,8 @@ daemon:
   store: {dir}/greenup.db
   slurm_user: root
   grace_s: 60
+power:
+  enforce: queue
 ",
         root = repo().display(),
         profiles = profiles.display(),
@@ -49,14 +51,16 @@ daemon:
     )
 }
 
-/// A squeue that knows jobs 101 (`-t 11`), 102 (no limit) and hangs on 103 and 104, as a client
+/// A squeue that knows jobs 101 (`-t 11`), 102 (no limit), 105 (`-t 11`, 120 W of the
+/// debug partition's power licenses) and hangs on 103 and 104, as a client
 /// of an unresponsive slurmctld does; it lists no job for reclaim.
 const SQUEUE: &str = r#"#!/bin/sh
 echo "$*" >> "$(dirname "$0")/asked"
 case "$*" in
-"-h -j 101 -o %l %a") echo "11:00 physics" ;;
-"-h -j 102 -o %l %a") echo "UNLIMITED physics" ;;
-"-h -j 103 -o %l %a"|"-h -j 104 -o %l %a") exec sleep 300 ;;
+"-h -j 101 -o %l %a %W") echo "11:00 physics" ;;
+"-h -j 102 -o %l %a %W") echo "UNLIMITED physics (null)" ;;
+"-h -j 105 -o %l %a %W") echo "11:00 physics matlab:1,greenup_w:130,greenup_w_debug:120" ;;
+"-h -j 103 -o %l %a %W"|"-h -j 104 -o %l %a %W") exec sleep 300 ;;
 "-h -j "*) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1 ;;
 esac
 "#;
@@ -235,4 +239,20 @@ fn a_start_whose_node_hung_up_is_dropped_and_never_stored() {
         0,
         "a hung-up node's start was decided and stored"
     );
+}
+
+#[test]
+fn under_the_queue_a_node_path_job_is_granted_the_watts_squeue_lists() {
+    let d = start();
+    // No PrologSlurmctld: the node sent no grant; squeue lists 130 W of the site's
+    // license and 120 W of the partition's, and the smaller one binds.
+    let dec = open(&d, 105);
+    let g = dec.grant.expect("the job's grant, from squeue");
+    assert_eq!(g.granted_w, 120.0);
+    assert_eq!(dec.reserved_w, 120.0, "the ledger mirrors the grant");
+    // n1 at 3.0 GHz draws 160 W flat out: a 120 W grant caps the plan below that.
+    let p = dec.plan.expect("a plan");
+    assert!(p.predicted.avg_power_w <= 120.0 + 1e-6, "{:?}", p.predicted);
+    // A job whose licenses are none of greenup's is planned under the ledger.
+    assert_eq!(open(&d, 102).grant, None);
 }

@@ -200,15 +200,13 @@ pub fn apply_settings(
                 &format!("power limit of {asked_w:.1} W not set, {then}: {reason}"),
             );
         }
-        Some(PowerHeld::Held {
-            held_w,
-            note: Some(n),
-            ..
-        }) => log(
+        Some(PowerHeld::Held { held_w, note, .. }) => log(
             Level::Info,
             &format!(
-                "greenup: job {} on {}: power limit held at {held_w:.1} W: {n}",
-                job.job_id, job.node
+                "greenup: job {} on {}: power limit held at {held_w:.1} W{}",
+                job.job_id,
+                job.node,
+                note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
             ),
         ),
         _ => {}

@@ -1,7 +1,9 @@
 //! The time limit a job is decided under: the one its node sent (from the job
 //! credential, Slurm 23.02 and later), else slurmctld's, asked once per job while the
 //! job is being decided (never once per node). The same question fills in the job's
-//! Slurm account when the request has none and an account has an energy budget.
+//! Slurm account when the request has none and an account has an energy budget, and
+//! under `power.enforce: queue` the watts Slurm granted it when no PrologSlurmctld sent
+//! them (slurmd gives a node's prolog no licenses).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,7 +38,10 @@ pub async fn complete(
             .budgets
             .iter()
             .any(|b| matches!(b.scope, crate::budget::Scope::Account(_)));
-    if (req.time_limit_s.is_some() && !needs_account) || !ask_slurm {
+    // A node's prolog is not given the job's licenses: under the queue, greenupd asks.
+    let needs_grant =
+        site.power.enforce == crate::site::PowerEnforce::Queue && req.granted_w.is_none();
+    if (req.time_limit_s.is_some() && !needs_account && !needs_grant) || !ask_slurm {
         return req;
     }
     let job_id = req.job_id;
@@ -54,6 +59,12 @@ pub async fn complete(
             }
             if req.account.is_none() {
                 req.account = a.account;
+            }
+            if needs_grant && let Some(l) = &a.licenses {
+                match crate::power::granted_w(&site.power, req.partition.as_deref(), l) {
+                    Ok(g) => req.granted_w = g,
+                    Err(e) => tracing::warn!(job_id, error = %e, "the job's grant is unreadable"),
+                }
             }
         }
         Err(e) => tracing::warn!(

@@ -65,18 +65,22 @@ pub struct Asked {
     pub limit: TimeLimit,
     /// The Slurm account, when squeue printed one.
     pub account: Option<String>,
+    /// The job's licenses as Slurm lists them (`greenup_w:640,...`), when it has any.
+    pub licenses: Option<String>,
 }
 
-/// The squeue command that prints one job's time limit and account and nothing else.
+/// The squeue command that prints one job's time limit, account and licenses and
+/// nothing else.
 pub fn squeue(bin_dir: Option<&std::path::Path>, job_id: u64) -> Command {
     let mut c = super::command::slurm(bin_dir, "squeue");
-    c.args(["-h", "-j", &job_id.to_string(), "-o", "%l %a"]);
+    c.args(["-h", "-j", &job_id.to_string(), "-o", "%l %a %W"]);
     c
 }
 
-/// Read what `squeue -h -j JOBID -o "%l %a"` printed: the limit (`11:00`, `1-00:00:00`,
-/// `UNLIMITED`, or `INVALID`, squeue's word for a limit over a year), then the account
-/// (absent from a squeue asked for `%l` alone).
+/// Read what `squeue -h -j JOBID -o "%l %a %W"` printed: the limit (`11:00`,
+/// `1-00:00:00`, `UNLIMITED`, or `INVALID`, squeue's word for a limit over a year), then
+/// the account and the licenses (each absent from a squeue asked for less; `(null)`
+/// when the job has none).
 pub fn parse_squeue(text: &str) -> Result<Asked, String> {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let (Some(line), None) = (lines.next(), lines.next()) else {
@@ -86,9 +90,11 @@ pub fn parse_squeue(text: &str) -> Result<Asked, String> {
         ));
     };
     let mut words = line.split_whitespace();
-    let (Some(word), account, None) = (words.next(), words.next(), words.next()) else {
+    let (Some(word), account, licenses, None) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
         return Err(format!(
-            "squeue printed {line:?}: expected a time limit and an account"
+            "squeue printed {line:?}: expected a time limit, an account and licenses"
         ));
     };
     let limit = if word == "INVALID" {
@@ -102,7 +108,14 @@ pub fn parse_squeue(text: &str) -> Result<Asked, String> {
     let account = account
         .filter(|a| crate::names::is_name(a))
         .map(str::to_string);
-    Ok(Asked { limit, account })
+    let licenses = licenses
+        .filter(|l| *l != "(null)" && !l.is_empty())
+        .map(str::to_string);
+    Ok(Asked {
+        limit,
+        account,
+        licenses,
+    })
 }
 
 /// Ask slurmctld (through `cmd`, normally [`squeue`]) for a job's time limit and
@@ -148,7 +161,13 @@ mod tests {
         assert_eq!(account("11:00 chem\n"), Ok(Some("chem".into())));
         assert_eq!(account("11:00\n"), Ok(None));
         assert_eq!(account("11:00 (null)\n"), Ok(None));
-        assert!(parse_squeue("11:00 chem extra\n").is_err());
+        let licenses = |t: &str| parse_squeue(t).map(|a| a.licenses);
+        assert_eq!(
+            licenses("11:00 chem greenup_w:640,greenup_w_debug:640\n"),
+            Ok(Some("greenup_w:640,greenup_w_debug:640".into()))
+        );
+        assert_eq!(licenses("11:00 chem (null)\n"), Ok(None));
+        assert!(parse_squeue("11:00 chem (null) extra\n").is_err());
         assert!(parse_squeue("NOT_SET\n").is_err());
         assert!(
             parse_squeue("")
@@ -192,6 +211,6 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert_eq!(c.get_program(), "squeue");
-        assert_eq!(args, ["-h", "-j", "42", "-o", "%l %a"]);
+        assert_eq!(args, ["-h", "-j", "42", "-o", "%l %a %W"]);
     }
 }

@@ -909,6 +909,7 @@ for adv in "$HERE"/adversarial/*.sh; do
   [ -e "$adv" ] && . "$adv"
 done
 . "$HERE/budgets.sh"
+. "$HERE/power.sh"
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

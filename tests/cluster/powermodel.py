@@ -17,6 +17,17 @@ it plays the kernel's part for each node's sysfs tree and CPU time:
   where u_c, a job CPU's utilization, is the job's CPU time (cpuacct) over what its quota
   allows at the CPUs' frequencies, at most 1. A job that busy-polls draws dynamic power; one
   that sleeps draws only static power. The counter wraps at max_energy_range_uj, like RAPL.
+- RAPL power limits: each tick it reads the zone's enabled flag and its long-term and
+  short-term constraints (constraint_{0,1}_power_limit_uw, _time_window_us). Where the
+  node's power averaged over a constraint's window would exceed its limit, it lowers the
+  node's effective clock (a ceiling on every CPU's f/f_max, which the quotas, the power
+  and scaling_cur_freq then use) to the highest one whose power, at the CPUs' present
+  utilization, keeps the window's average within the limit: first through the P-states
+  (power static + dynamic x^3), below the lowest P-state by clock modulation (speed and
+  dynamic power both proportional to the duty cycle, down to 1/8). A limit the node cannot
+  meet even there (below its static power) leaves it at that lowest speed. The ceiling
+  rises back by at most RISE (f/f_max per second) per tick. What it reached goes to
+  SYSFS/NODE/standin-rapl (test-only, not a kernel file).
 
 It finds a node's processes by its slurmd's pid file and a job's as the descendants of
 the slurmstepd processes that carry its id ("slurmstepd: [JOB.STEP]"), and a job's CPUs on a node by
@@ -26,7 +37,7 @@ daemons and jobs it stands beside (the overhead benchmark runs with it).
 
 Usage: powermodel.py SYSFS PIDDIR NODE:STATIC_W:DYNAMIC_W[:SPEED] ...
        powermodel.py --cleanup      (move every process out of the bench's cgroups, remove them)
-Environment: TICK (seconds, 0.2), SHARE (host cores per node at speed 1, f_max; default
+Environment: TICK (seconds, 0.2), RISE (2.0), SHARE (host cores per node at speed 1, f_max; default
 90% of the host's cores split over the nodes), CGROUP_ROOT (/sys/fs/cgroup), GC_CGROUP
 (greenup-test: the cgroups' name), PERIOD_US (10000: the CFS period; for measuring the
 bench, tests/cluster/README.md)."""
@@ -36,6 +47,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 
 TICK = float(os.environ.get("TICK", "0.2"))
 CGROUP_ROOT = os.environ.get("CGROUP_ROOT", "/sys/fs/cgroup")
@@ -46,6 +58,18 @@ GROUP = os.environ.get("GC_CGROUP", "greenup-test")
 # so with the kernel's 100 ms default every MPI exchange could wait tens of milliseconds.
 PERIOD_US = int(os.environ.get("PERIOD_US", "10000"))
 STEPD = re.compile(rb"^slurmstepd: \[(\d+)\.")
+# How fast a throttled node's clock ceiling may rise again (f/f_max per second): from a
+# window's payback (a tick far below the limit) back to the limit's clock in two ticks.
+# A load that dips for a tick does not open the clock: the ceiling is set for each CPU's
+# highest utilization of the last UTIL_MEMORY_S.
+RISE = float(os.environ.get("RISE", "2.0"))
+# Where a limit binds, the clock is set for this much less than the limit, so the
+# utilization's jitter from tick to tick does not carry the node over.
+MARGIN = 0.01
+# Clock modulation's least duty cycle (Intel's T-states: 12.5%), below the lowest P-state.
+MIN_DUTY = 1 / 8
+# The utilization a node's clock is set for: the highest of each CPU's over this long.
+UTIL_MEMORY_S = 1.0
 
 
 def read(path, default=0):
@@ -196,26 +220,36 @@ class Node:
         self.slurmd = None
         self.seen = {}  # pid -> job id, or None for the node's own (non-job) processes
         self.jobs = {}  # job id -> {"cpus": [...], "usage": ns, "quota": us}
+        self.ran = None  # {cpu: f/f_max} in force since the last tick, under the RAPL ceiling
+        self.rapl = Rapl(os.path.join(self.tree, "class/powercap/intel-rapl:0"))
 
     def frequencies(self):
-        """Set each policy's scaling_cur_freq as the kernel would; return {cpu: f/f_max}."""
+        """Each policy's requested frequency, as the kernel would choose it from the governor:
+        {cpu: f/f_max}, {cpu: lowest f/f_max}, and [(policy dir, f kHz, f_max kHz)]."""
         base = os.path.join(self.tree, "devices/system/cpu/cpufreq")
         try:
             policies = sorted(p for p in os.listdir(base) if p.startswith("policy"))
         except OSError:
-            return {}
-        x = {}
+            return {}, {}, []
+        x, lo_of, pols = {}, {}, []
         for p in policies:
             d = os.path.join(base, p)
             hi = read_int(f"{d}/cpuinfo_max_freq", 1)
             lo = read_int(f"{d}/cpuinfo_min_freq", 0)
             knob = "scaling_setspeed" if read(f"{d}/scaling_governor", "") == "userspace" else "scaling_max_freq"
             f = min(max(read_int(f"{d}/{knob}", hi), lo), hi)
-            if read(f"{d}/scaling_cur_freq", "") != str(f):
-                write(f"{d}/scaling_cur_freq", f)
+            pols.append((d, f, hi))
             for c in cpu_list(read(f"{d}/affected_cpus", p[len("policy"):])):
                 x[c] = f / hi
-        return x
+                lo_of[c] = lo / hi
+        return x, lo_of, pols
+
+    def show_clock(self, pols, ceiling):
+        """scaling_cur_freq: the clock each policy runs at, under the RAPL ceiling."""
+        for d, f, hi in pols:
+            cur = str(round(min(f, ceiling * hi) / 1000) * 1000)
+            if read(f"{d}/scaling_cur_freq", "") != cur:
+                write(f"{d}/scaling_cur_freq", cur)
 
     def adopt_slurmd(self):
         pid = read_int(self.pidfile, 0)
@@ -260,18 +294,18 @@ class Node:
                 poke(os.path.join(cg, f"job_{job}", "cgroup.procs"), pid)
         self.seen = {p: j for p, j in self.seen.items() if p in live}
 
-    def watts(self, x, dt):
-        """Set each job's quota from its CPUs' frequencies; the node's power over the last dt."""
-        ncpu = max(len(x), 1)
-        per_cpu = self.share * self.speed / ncpu
-        busy = {c: 0.0 for c in x}
-        # The node's own processes (slurmd, the meter, a job process not sorted yet) run on
-        # its cores too, at their frequencies.
-        cap = per_cpu * sum(x.values())
+    def caps(self, x):
+        """CPU time per second (host cores) for the node and for each job at clocks x."""
+        per_cpu = self.share * self.speed / max(len(x), 1)
         caps = {}
         for job, j in self.jobs.items():
             cpus = [c for c in (j["cpus"] or x.keys()) if c in x]
             caps[job] = (cpus, per_cpu * sum(x[c] for c in cpus))
+        return per_cpu * sum(x.values()), caps
+
+    def apply(self, x):
+        """Set the node's and each job's CFS quota for clocks x (f/f_max per CPU)."""
+        cap, caps = self.caps(x)
         # The kernel refuses a parent a quota below its child's: lower the jobs' first and
         # raise them last.
         for job, j in self.jobs.items():
@@ -280,6 +314,11 @@ class Node:
         self.quota = set_quota(self.cgs[0], cap, self.quota)
         for job, j in self.jobs.items():
             j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), caps[job][1], j["quota"])
+
+    def measure(self, x, dt):
+        """Each CPU's busy fraction over the last dt, in which the quotas of clocks x held."""
+        busy = {c: 0.0 for c in x}
+        cap, caps = self.caps(x)
         total = read_int(os.path.join(self.cgs[-1], "cpuacct.usage"), self.account["usage"])
         own = (total - self.account["usage"]) / 1e9  # cpuacct counts children in parents
         self.account["usage"] = total
@@ -298,25 +337,127 @@ class Node:
                     except OSError:
                         pass
                 del self.jobs[job]
+        # The node's own processes (slurmd, the meter, a job process not sorted yet) run on
+        # its cores too, at their clocks.
         u = utilization(self.account, own, cap, dt)
-        for c in x:
-            busy[c] += u
-        dyn = self.dynamic / ncpu
-        return self.static + sum(dyn * x[c] ** 3 * min(busy[c], 1.0) for c in x)
+        return {c: min(busy[c] + u, 1.0) for c in x}
+
+    def power(self, x, lo, busy):
+        """Watts at clocks x (f/f_max, after any RAPL ceiling) and busy fractions."""
+        dyn = self.dynamic / max(len(x), 1)
+        return self.static + sum(dyn * dynamic_share(x[c], lo[c]) * busy[c] for c in x)
 
     def tick(self, dt):
-        x = self.frequencies()
-        if not x:
+        want, lo, pols = self.frequencies()
+        if not want:
             return
         self.adopt_slurmd()
         self.sort_processes()
-        watts = self.watts(x, dt)
+        # The clocks of the tick that just ended, under the ceiling set at its start.
+        ran = self.ran if self.ran is not None and self.ran.keys() == want.keys() else want
+        busy = self.measure(ran, dt)
+        watts = self.power(ran, lo, busy)
         z = os.path.join(self.tree, "class/powercap/intel-rapl:0")
         energy, span = read_int(f"{z}/energy_uj"), read_int(f"{z}/max_energy_range_uj", 0)
         energy += watts * dt * 1e6
         if span > 0:
             energy %= span
         write(f"{z}/energy_uj", f"{energy:.0f}")
+        ceiling = self.rapl.next_ceiling(dt, watts, busy, lambda c, b: self.power(
+            {k: min(v, c) for k, v in want.items()}, lo, b), min(lo.values()) * MIN_DUTY)
+        self.ran = {c: min(f, ceiling) for c, f in want.items()}
+        self.apply(self.ran)
+        self.show_clock(pols, ceiling)
+        write(os.path.join(self.tree, "standin-rapl"), self.rapl.status())
+
+
+def dynamic_share(x, lo):
+    """Dynamic power at effective clock x (f/f_max) over that at f_max: x^3 through the
+    P-states; below the lowest one (lo) the clock is modulated at lo's voltage, so power
+    falls with the duty cycle only."""
+    return x ** 3 if x >= lo else lo ** 2 * x
+
+
+class Rapl:
+    """A node's package zone: its power limits and the clock ceiling that meets them."""
+
+    def __init__(self, zone):
+        self.zone = zone
+        self.files = {}  # the last value each control file read as a number
+        self.past = deque()  # (seconds, joules) of the last ticks, newest last
+        self.busy = deque()  # each tick's {cpu: busy}, newest last
+        self.ceiling = 1.0
+        self.watts = 0.0
+        self.limited = False  # a limit binds
+        self.unmet = False  # a limit binds that even the lowest clock cannot meet
+
+    def number(self, name):
+        """A control file's value; a file being rewritten (empty, partial) keeps the last."""
+        v = read(os.path.join(self.zone, name), "")
+        if v.isdigit():
+            self.files[name] = int(v)
+        return self.files.get(name, 0)
+
+    def limits(self):
+        """[(watts, window seconds)] of each constraint set (limit and window above 0)."""
+        if self.number("enabled") != 1:
+            return []
+        out = []
+        for i in (0, 1):
+            uw, us = self.number(f"constraint_{i}_power_limit_uw"), self.number(f"constraint_{i}_time_window_us")
+            if uw > 0 and us > 0:
+                out.append((uw / 1e6, us / 1e6))
+        return out
+
+    def next_ceiling(self, dt, watts, busy, power_at, floor):
+        """The clock ceiling (f/f_max) for the next tick, given the tick just ended (dt
+        seconds at `watts`, CPUs `busy`) and power_at(ceiling, busy) for the next one."""
+        self.watts = watts
+        self.past.append((dt, watts * dt))
+        self.busy.append(busy)
+        keep = max(1, round(UTIL_MEMORY_S / TICK))
+        while len(self.busy) > keep:
+            self.busy.popleft()
+        load = {c: max(b.get(c, 0.0) for b in self.busy) for c in busy}
+        limits = self.limits()
+        longest = max([w for _, w in limits], default=0.0)
+        while len(self.past) > 1 and sum(s for s, _ in self.past) - self.past[0][0] >= longest:
+            self.past.popleft()
+        # Each window's average stays within its limit: the next tick may draw the limit
+        # over the window, less what the window's earlier part drew (the oldest tick in it
+        # in proportion), and never more than the limit. A window shorter than a tick is
+        # held per tick, the finest the stand-in sees.
+        allowed = float("inf")
+        nxt = max(TICK, dt)  # the next tick lasts about as long as the last one
+        for limit, window in limits:
+            span, seen, drawn = window - nxt, 0.0, 0.0
+            for s, j in reversed(self.past):
+                if seen >= span or s <= 0:
+                    break
+                take = min(s, span - seen)
+                seen += take
+                drawn += j * take / s
+            room = limit * (seen + nxt) - drawn
+            allowed = min(allowed, limit, room / nxt)
+        top = min(1.0, self.ceiling + RISE * dt)
+        # (a node at its limit exactly, as at the default limit, its TDP, is not over it)
+        self.limited = power_at(top, load) > allowed * (1 + 1e-9)
+        self.unmet = self.limited and power_at(floor, load) > allowed * (1 - MARGIN)
+        if not self.limited:
+            self.ceiling = top
+        elif self.unmet:
+            self.ceiling = floor
+        else:
+            lo, hi = floor, top  # power rises with the ceiling: bisect
+            for _ in range(30):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if power_at(mid, load) <= allowed * (1 - MARGIN) else (lo, mid)
+            self.ceiling = lo
+        return self.ceiling
+
+    def status(self):
+        state = "unmet" if self.unmet else "limited" if self.limited else "free"
+        return f"ceiling={self.ceiling:.4f} watts={self.watts:.1f} {state}"
 
 
 def cleanup(hier):

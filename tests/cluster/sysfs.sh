@@ -6,6 +6,14 @@
 # during the first job. Its range (10 kJ, two minutes at n4's 80 W) is small enough to
 # wrap in the tests and large enough that no test or demo job wraps it twice: greenup
 # reads the counters at a job's start and end only (docs/failure-and-security.md).
+# Each package zone has RAPL's two power limits as a kernel shows them (powermodel.py
+# enforces them): the long-term one (PL1) at the package's TDP, which is the node's full
+# power, static + dynamic at f_max (setup.sh's node specs: fast 40 + 120 W, eco 20 +
+# 60 W), so a job at f_max is never throttled by the default, over Intel's default window
+# (976562 us); the short-term one (PL2) at 1.25 x TDP over 2440 us, which the stand-in
+# can never reach. max_power_uw: the TDP for PL1 (the kernel shows the package's thermal
+# spec power there), 1.25 x TDP for PL2. The files are root's, mode 0644, in directories
+# of mode 0755: an ordinary user can neither write nor replace them.
 # Usage: sysfs.sh [ROOT]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -13,8 +21,8 @@ ROOT=${1:-$GC_SYSFS}
 
 w() { printf '%s\n' "$2" > "$1"; chmod 0644 "$1"; }
 
-node_tree() { # node freqs(desc, kHz) governors governor max_range start_uj
-  local node=$1 freqs=$2 govs=$3 gov=$4 range=$5 start=$6
+node_tree() { # node freqs(desc, kHz) governors governor max_range start_uj tdp_w
+  local node=$1 freqs=$2 govs=$3 gov=$4 range=$5 start=$6 tdp=$(($7 * 1000000))
   local t=$ROOT/$node hi lo
   hi=$(echo $freqs | tr ' ' '\n' | sort -n | tail -1)
   lo=$(echo $freqs | tr ' ' '\n' | sort -n | head -1)
@@ -37,13 +45,19 @@ node_tree() { # node freqs(desc, kHz) governors governor max_range start_uj
   done
   local z=$t/class/powercap/intel-rapl:0
   mkdir -p "$z" "$z/intel-rapl:0:0"
+  chmod 0755 "$t/class" "$t/class/powercap" "$z" "$z/intel-rapl:0:0"
   w $z/name package-0
   w $z/enabled 1
   w $z/energy_uj "$start"
   w $z/max_energy_range_uj "$range"
   w $z/constraint_0_name long_term
-  w $z/constraint_0_power_limit_uw 0
-  w $z/constraint_0_max_power_uw 250000000
+  w $z/constraint_0_power_limit_uw "$tdp"
+  w $z/constraint_0_time_window_us 976562
+  w $z/constraint_0_max_power_uw "$tdp"
+  w $z/constraint_1_name short_term
+  w $z/constraint_1_power_limit_uw $((tdp * 5 / 4))
+  w $z/constraint_1_time_window_us 2440
+  w $z/constraint_1_max_power_uw $((tdp * 5 / 4))
   w $z/intel-rapl:0:0/name core
   w $z/intel-rapl:0:0/energy_uj 0
   w $z/intel-rapl:0:0/max_energy_range_uj "$range"
@@ -51,8 +65,8 @@ node_tree() { # node freqs(desc, kHz) governors governor max_range start_uj
 
 FAST="3000000 2600000 2200000 1800000 1400000 1000000"
 ECO="2400000 2000000 1600000 1200000"
-node_tree n1 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 1000000
-node_tree n2 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 5000000
-node_tree n3 "$ECO" "performance powersave" powersave 262143328850 0
-node_tree n4 "$ECO" "performance powersave" powersave 10000000000 9995000000
+node_tree n1 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 1000000 160
+node_tree n2 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 5000000 160
+node_tree n3 "$ECO" "performance powersave" powersave 262143328850 0 80
+node_tree n4 "$ECO" "performance powersave" powersave 10000000000 9995000000 80
 echo "sysfs: trees for $GC_NODES under $ROOT"

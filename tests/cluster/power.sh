@@ -1,0 +1,380 @@
+# RAPL power limits on the cluster (sourced by e2e.sh, which defines the helpers): the
+# stand-in hardware holds a node to its limit as a package does (P1, no greenup logic
+# involved), an ordinary user cannot change a limit (P2), and the cluster's power cap
+# holds when jobs queue for it (P3, which needs the cap's Slurm license). Every figure
+# they expect comes from the stand-in's closed form (powermodel.py): a node at effective
+# clock x = f/f_max does x of its work per second at f_max and, busy, draws
+# static + dynamic x^3 watts; its TDP, the default long-term limit, is static + dynamic.
+
+RAPL_ZONE=class/powercap/intel-rapl:0
+
+# The stand-in's tick (seconds), as powermodel.py runs it.
+standin_tick() {
+  local t
+  t=$(tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/environ | awk -F= '$1 == "TICK" && $2 > 0 { print $2 }')
+  echo "${t:-0.2}"
+}
+
+# Sample the RAPL counter of each node in NODES every second until STOPFILE exists, one
+# line per node and sample: "node mtime_ns energy_uj range_uj cur_khz". The time is the
+# counter file's own update time (the stand-in replaces the file each tick), read from
+# the same open file as the value, so a stretch between two samples holds whole ticks.
+# Run it in the background (rapl_sample ... & pid=$!) and wait for it after the stop file.
+rapl_sample() { # OUTFILE STOPFILE NODES...
+  local out=$1 stop=$2; shift 2
+  /usr/bin/python3 - "$GC_SYSFS" "$stop" "$@" > "$out" <<'PY'
+import os, sys, time
+root, stop, nodes = sys.argv[1], sys.argv[2], sys.argv[3:]
+def value(path):
+    with open(path) as f:
+        return os.fstat(f.fileno()).st_mtime_ns, f.read().strip()
+while not os.path.exists(stop):
+    for n in nodes:
+        z = f"{root}/{n}/class/powercap/intel-rapl:0"
+        t, e = value(f"{z}/energy_uj")
+        span = value(f"{z}/max_energy_range_uj")[1]
+        cur = value(f"{root}/{n}/devices/system/cpu/cpufreq/policy0/scaling_cur_freq")[1]
+        print(n, t, e, span, cur, flush=True)
+    time.sleep(1)
+PY
+}
+
+# Power over every stretch of at least WINDOW seconds between two samples of
+# rapl_sample's output (each start sample, to the first sample WINDOW or more later),
+# summed over NODES, with the bound each must meet: LIMIT + EXCESS_J / stretch, where
+# EXCESS_J is the energy over the limit the stand-in can let through before it sees a
+# rising load (derived by each test). From FROM to TO (epoch seconds; 0: all).
+# Prints "stretches N max W mean W min W longest_s S" and one "over ..." line per stretch
+# above its bound; exit 1 if any.
+rapl_stretches() { # SAMPLES WINDOW LIMIT EXCESS_J FROM TO NODES...
+  /usr/bin/python3 - "$@" <<'PY'
+import sys
+path, window, limit, excess, t0, t1 = sys.argv[1], *map(float, sys.argv[2:7])
+nodes = sys.argv[7:]
+series = {n: [] for n in nodes}  # per node: [(time s, unwrapped J)]
+last = {}  # per node: (raw uJ, uJ added for wraps so far)
+for line in open(path):
+    n, t, e, span, _ = line.split()
+    if n not in series:
+        continue
+    e, span = int(e), int(span)
+    raw, offset = last.get(n, (e, 0))
+    if e < raw:  # the counter wrapped (it cannot wrap twice between two samples)
+        offset += span
+    last[n] = (e, offset)
+    series[n].append((int(t) / 1e9, (e + offset) / 1e6))
+rounds = min(len(s) for s in series.values())
+# (time, unwrapped J) per node per sample round, within [t0, t1]
+keep = [i for i in range(rounds) if all((t0 == 0 or s[i][0] >= t0) and (t1 == 0 or s[i][0] <= t1) for s in series.values())]
+out, bad = [], 0
+for a, i in enumerate(keep):
+    for j in keep[a + 1:]:
+        spans = [series[n][j][0] - series[n][i][0] for n in nodes]
+        if min(spans) < window:
+            continue
+        watts = sum((series[n][j][1] - series[n][i][1]) / d for n, d in zip(nodes, spans))
+        bound = limit + excess / min(spans)
+        out.append((watts, min(spans)))
+        if watts > bound:
+            bad = 1
+            print(f"over: {watts:.1f} W over {min(spans):.2f} s from sample {i}, bound {bound:.1f} W")
+        break
+if not out:
+    print("stretches 0: no stretch of the window's length was sampled")
+    sys.exit(1)
+w = [x for x, _ in out]
+print(f"stretches {len(out)} max {max(w):.1f} W mean {sum(w) / len(w):.1f} W min {min(w):.1f} W longest_s {max(d for _, d in out):.2f}")
+sys.exit(bad)
+PY
+}
+
+# A job's time of an event (Submit, Start, End) in epoch seconds: slurmctld's record
+# while it keeps the job, else sacct's.
+job_epoch() { # JOB FIELD
+  local t
+  t=$(scontrol show job "$1" 2>/dev/null | grep -o "\b$2Time=[^ ]*" | head -1 | cut -d= -f2)
+  case $t in ''|Unknown|None) t=$(sacct -n -X -P -j "$1" -o "$2" 2>/dev/null | head -1) ;; esac
+  date -d "$t" +%s 2>/dev/null
+}
+
+# P1. A long-term RAPL limit written by root on n1 (100 W over a 1 s window, no greenup
+#     involved) holds the node to it, as a package does. An awk loop runs on n1 under the
+#     limit and on n2 (the same node type, default limit) side by side, n1 with x of n2's
+#     work, where x = ((limit - static) / dynamic)^(1/3) is the clock at which the closed
+#     form draws the limit; so by the closed form both take the same time, through the
+#     same stretch of the host's load (as test 18). The loops are three times test 18's
+#     (about 20 s), so that the limit's first second (the window's payback of the load's
+#     first tick, below) weighs little in the speed. Asserted:
+#     - the default long-term limit is the node's TDP (static + dynamic) and n2 at f_max
+#       is not throttled by it (its speed is n1's reference);
+#     - n1's loop ran at x of n2's speed, within test 18's speed bound (the same
+#       measurement: an awk loop's speed under the stand-in's quota), and got no more of
+#       a host core than the node's share at clock x allows (+5%, test 18's bound): the
+#       speed itself varies with what an awk iteration costs on the host from moment to
+#       moment; the CPU time does not;
+#     - n1's power, sampled by this test every second from the counter, over every
+#       stretch of at least the window, stays within the limit plus what the window lets
+#       through: the stand-in sets each tick's clock for the highest utilization it saw in
+#       the last second, so a tick draws at most the limit unless the load rose since;
+#       the ticks in which the loop's load first appears can draw up to the TDP, and it
+#       takes the node at most two ticks to see it (a new process runs one tick in the
+#       node's cgroup before it is moved into its job's). So a stretch of D seconds draws
+#       at most limit + (TDP - limit) * 2 * tick / D (at D = 1 s and the 0.2 s tick:
+#       124 W; a stand-in that ignores the limit draws 160 W). The loop's own average
+#       (work.sh: counter over its wall time) meets the same bound with D its run time
+#       (about 101 W), and is at least 90% of the limit (test 18's power bound);
+#     - scaling_cur_freq shows the lowered clock while the loop runs (median within 5%
+#       of x * f_max);
+#     - the limit and window are put back, and n1 then runs unthrottled.
+P1_LIMIT_W=100
+P1_WINDOW_US=1000000
+t_rapl_limit() {
+  local rc=0 z=$GC_SYSFS/n1/$RAPL_ZONE s d tdp x tick iter=$((3 * ${GC_WORK_ITER:-60000000}))
+  read -r s d < <(standin_watts n1)
+  tdp=$(awk -v s="$s" -v d="$d" 'BEGIN { print s + d }')
+  tick=$(standin_tick)
+  local limit0 window0
+  limit0=$(cat $z/constraint_0_power_limit_uw); window0=$(cat $z/constraint_0_time_window_us)
+  [ "$limit0" = "$(awk -v t="$tdp" 'BEGIN { printf "%d", t * 1e6 }')" ] \
+    || { say "n1's default long-term limit is $limit0 uW; its TDP (static $s + dynamic $d W) is $tdp W"; rc=1; }
+  x=$(awk -v l=$P1_LIMIT_W -v s="$s" -v d="$d" 'BEGIN { printf "%.4f", ((l - s) / d) ^ (1 / 3) }')
+  say "limit $P1_LIMIT_W W over $((P1_WINDOW_US / 1000)) ms on n1 (static $s W, dynamic $d W, TDP $tdp W): closed-form clock x = $x of f_max; stand-in tick $tick s"
+  gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  local stop=$OUT/p1.stop samples=$OUT/p1.samples sampler
+  rm -f "$stop"
+  rapl_sample "$samples" "$stop" n1 & sampler=$!
+  echo $((P1_LIMIT_W * 1000000)) > $z/constraint_0_power_limit_uw
+  echo $P1_WINDOW_US > $z/constraint_0_time_window_us
+  local since; since=$(date +%s.%N)
+  sleep 2  # samples of the idle node under the limit first
+  local -A jobs
+  jobs[n1]=$(submit $GC_USER -w n1 --exclusive -t 5 -o "$OUT/p1-%j.out" "$OUT/work.sh" \
+    "$(awk -v i="$iter" -v x="$x" 'BEGIN { printf "%d", i * x }')" "$GC_SYSFS") || rc=1
+  jobs[n2]=$(submit $GC_USER -w n2 --exclusive -t 5 -o "$OUT/p1-%j.out" "$OUT/work.sh" "$iter" "$GC_SYSFS") || rc=1
+  for n in n1 n2; do [ -z "${jobs[$n]}" ] || wait_gone "${jobs[$n]}" 180 || rc=1; done
+  sleep 2
+  local until; until=$(date +%s.%N)
+  echo "$limit0" > $z/constraint_0_power_limit_uw
+  echo "$window0" > $z/constraint_0_time_window_us
+  sleep 1
+  touch "$stop"; wait "$sampler" 2>/dev/null
+  [ $rc = 0 ] || return 1
+  local -A secs joules cpu
+  for n in n1 n2; do
+    [ "$(state "${jobs[$n]}")" = COMPLETED ] || { say "job ${jobs[$n]} on $n ended $(state "${jobs[$n]}")"; cat "$OUT/p1-${jobs[$n]}.out"; return 1; }
+    read -r _ _ secs[$n] joules[$n] < <(grep "^work $n " "$OUT/p1-${jobs[$n]}.out") || { say "no result from $n"; return 1; }
+    read -r _ _ cpu[$n] < <(grep "^cpu $n " "$OUT/p1-${jobs[$n]}.out") || { say "no CPU time from $n"; return 1; }
+  done
+  # The share of a host core each loop got, against the node's share at its clock.
+  local share
+  share=$(tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/environ | awk -F= '$1 == "SHARE" && $2 > 0 { print $2 }')
+  [ -n "$share" ] || share=$(awk -v c="$(nproc)" 'BEGIN { print 0.9 * c / 4 }')
+  awk -v c1="${cpu[n1]}" -v t1="${secs[n1]}" -v c2="${cpu[n2]}" -v t2="${secs[n2]}" -v s="$share" -v x="$x" -v t="$T18_CORE_TOL" 'BEGIN {
+    g1 = c1 / t1; g2 = c2 / t2
+    printf "    n1 loop got %.3f of a host core, its quota at clock x %.3f; n2 %.3f, its quota at f_max %.3f\n", g1, s * x, g2, s
+    if (g1 > s * x * (1 + t)) { printf "    n1 got more than its quota at clock x (%.3f) allows, +%.0f%%: the limit did not slow it\n", s * x, 100 * t; exit 1 } }' || rc=1
+  # Speed and the loops' own power.
+  awk -v t1="${secs[n1]}" -v t2="${secs[n2]}" -v e1="${joules[n1]}" -v e2="${joules[n2]}" -v x="$x" -v l=$P1_LIMIT_W \
+      -v tdp="$tdp" -v tick="$tick" -v tt="$T18_SPEED_TOL" -v pt="$T18_POWER_TOL" -v spread="$T18_SPREAD" 'BEGIN {
+    got = x * t2 / t1; p1 = e1 / t1; p2 = e2 / t2; hi = l + (tdp - l) * 2 * tick / t1; bad = 0
+    printf "    n1 under the limit: %.2f s, %.1f W; n2 at f_max, default limit: %.2f s, %.1f W (TDP %.0f W)\n", t1, p1, t2, p2, tdp
+    printf "    n1 speed %.3f of n2'"'"'s (closed form %.3f, bound %.3f-%.3f)\n", got, x, (1 - tt) * x, (1 + tt) * x
+    if (got < (1 - tt) * x || got > (1 + tt) * x) {
+      printf "    n1 speed %.3f is outside %.3f-%.3f (closed form %.3f +- %.0f%%; %s)\n", got, (1 - tt) * x, (1 + tt) * x, x, 100 * tt, spread; bad = 1 }
+    if (p1 > hi || p1 < (1 - pt) * l) {
+      printf "    n1 loop power %.1f W is outside %.1f-%.1f W (limit %d W - %.0f%%; limit + (TDP - limit) * 2 ticks / %.1f s)\n", p1, (1 - pt) * l, hi, l, 100 * pt, t1; bad = 1 }
+    if (p2 < (1 - pt) * tdp) {
+      printf "    n2 loop power %.1f W is below %.1f W: the default limit throttled a job at f_max (TDP %.0f W - %.0f%%)\n", p2, (1 - pt) * tdp, tdp, 100 * pt; bad = 1 }
+    exit bad }' || rc=1
+  # Power over every window-length stretch the sampler saw while the limit was set.
+  local excess out
+  excess=$(awk -v l=$P1_LIMIT_W -v t="$tdp" -v k="$tick" 'BEGIN { print (t - l) * 2 * k }')
+  out=$(rapl_stretches "$samples" "$(awk -v w=$P1_WINDOW_US 'BEGIN { print w / 1e6 }')" $P1_LIMIT_W "$excess" "$since" "$until" n1) || rc=1
+  say "n1 sampled power over stretches of >= $((P1_WINDOW_US / 1000)) ms under the limit: $(grep '^stretches' <<<"$out") (bound $P1_LIMIT_W W + $excess J / stretch)"
+  grep '^over' <<<"$out" | sed 's/^/      /'
+  # The throttled clock in scaling_cur_freq while n1's loop ran (sacct's start and end,
+  # a second in from each).
+  local a b med want
+  a=$(job_epoch "${jobs[n1]}" Start); b=$(job_epoch "${jobs[n1]}" End)
+  med=$(awk -v a="$a" -v b="$b" '$1 == "n1" && $2 / 1e9 > a + 1 && $2 / 1e9 < b - 1 { print $5 }' "$samples" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+  want=$(awk -v x="$x" -v f="$(cat "$GC_SYSFS"/n1/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq)" 'BEGIN { printf "%d", x * f }')
+  say "n1's scaling_cur_freq while its loop ran: median ${med:-none} kHz (closed form $want kHz)"
+  awk -v m="${med:-0}" -v w="$want" 'BEGIN { exit !(m >= 0.95 * w && m <= 1.05 * w) }' \
+    || { say "scaling_cur_freq does not show the limited clock: ${med:-no samples} kHz against $want kHz +- 5%"; rc=1; }
+  # Put back: the files as found, and the node free again.
+  [ "$(cat $z/constraint_0_power_limit_uw) $(cat $z/constraint_0_time_window_us)" = "$limit0 $window0" ] \
+    || { say "n1's limit not restored: $(cat $z/constraint_0_power_limit_uw) uW over $(cat $z/constraint_0_time_window_us) us"; rc=1; }
+  grep -q ' free$' "$GC_SYSFS/n1/standin-rapl" || { say "n1 still throttled after the limit was restored: $(cat "$GC_SYSFS/n1/standin-rapl")"; rc=1; }
+  rm -f "$stop"
+  return $rc
+}
+
+# P2. An ordinary user cannot write a node's RAPL limits, from the login side nor from a
+#     job on that node, nor replace the files (the zone's directory is root's); the
+#     values stay as they were.
+t_rapl_user() {
+  local rc=0 z=$GC_SYSFS/n1/$RAPL_ZONE f out before j
+  before=$(cd $z && cat enabled constraint_0_power_limit_uw constraint_0_time_window_us constraint_1_power_limit_uw constraint_1_time_window_us)
+  for f in constraint_0_power_limit_uw constraint_0_time_window_us constraint_1_power_limit_uw enabled; do
+    if out=$(as $GC_USER bash -c "echo 999000000 > $z/$f" 2>&1); then
+      say "$GC_USER wrote $z/$f"; rc=1
+    fi
+    case $out in *"Permission denied"*) ;; *) say "writing $f as $GC_USER said: $out (expected Permission denied)"; rc=1 ;; esac
+  done
+  if out=$(as $GC_USER bash -c "echo 999000000 > $z/.x && mv -f $z/.x $z/constraint_0_power_limit_uw" 2>&1); then
+    say "$GC_USER replaced $z/constraint_0_power_limit_uw"; rc=1
+  fi
+  case $out in *"Permission denied"*) ;; *) say "replacing the limit file as $GC_USER said: $out (expected Permission denied)"; rc=1 ;; esac
+  j=$(submit $GC_USER -w n1 -t 1 -o "$OUT/p2-%j.out" --wrap "echo 999000000 > $z/constraint_0_power_limit_uw && echo wrote || echo refused") || return 1
+  wait_gone "$j" 60 || rc=1
+  grep -q "Permission denied" "$OUT/p2-$j.out" && grep -qx refused "$OUT/p2-$j.out" \
+    || { say "inside job $j on n1:"; sed 's/^/      /' "$OUT/p2-$j.out"; rc=1; }
+  [ "$(cd $z && cat enabled constraint_0_power_limit_uw constraint_0_time_window_us constraint_1_power_limit_uw constraint_1_time_window_us)" = "$before" ] \
+    || { say "n1's limits changed: $(cd $z && grep . enabled constraint_*)"; rc=1; }
+  say "$GC_USER: Permission denied on each limit file, from the login side and inside job $j on n1"
+  return $rc
+}
+
+# P3. The cluster's power cap held by Slurm's queue and the nodes' RAPL limits
+#     (power.enforce: queue). The test turns the queue on: a site cap of 400 W (the
+#     debug partition's too) with power.reserve 0.3, so Slurm counts 280 W of licenses
+#     (greenup_w, greenup_w_debug) and 120 W are kept for the idle nodes' static power
+#     (40 + 40 + 20 + 20 W), which no job holds; the license table and slurm.conf's
+#     Licenses= line come from `greenup site licenses`. Then 12 jobs arrive at once, each
+#     holding its whole nodes (--exclusive) and keeping two of a node's CPUs busy for 20 s
+#     (a fast node then draws about 40 + 60 = 100 W, an eco node 20 + 30 = 50 W):
+#     - 4 ask for nothing: they hold their nodes' full power (160 W a node, the
+#       partition's largest TDP), as every job greenup does not plan;
+#     - 6 ask for watts with -L, standing in for quotes from profiles whose power is
+#       wrong by -50% to +50% of the fast node's 100 W: 50, 70, 90, 110, 130, 150 W; the
+#       job_submit script keeps each within [45, 160] W a node;
+#     - 2 ask through greenup's cli_filter, which sets -L to the quote of a min-energy
+#       plan of the md profile.
+#     Together they ask about 1,400 W against 280: most wait. This test samples all four
+#     nodes' counters every second itself (it does not ask greenup) and checks:
+#     - the cluster's measured power over every stretch of at least the RAPL window stays
+#       within the cap, plus what the window lets through: each node is held to its
+#       job's grant by its limit, and may draw up to its TDP in the two ticks before the
+#       stand-in sees a new load (P1), so a stretch of D seconds draws at most
+#       400 W + sum over nodes of TDP x 2 ticks / D;
+#     - every job finished (COMPLETED); every job that waited more than 2 s was PENDING
+#       with a reason a user reads in squeue, and some waited for power ("Licenses");
+#     - every job held licenses (none ran unmanaged outside the queue) and its node's
+#       long-term limit was its grant (the prolog's "power limit held at" line in slurmd's
+#       log), clamped to the node's TDP;
+#     - each job's wait (start - submit) is printed.
+#     The site config, license table and Licenses= line are put back after.
+P3_CAP_W=400
+P3_RESERVE=0.3
+p3_site() { # on|off
+  local cfg=$GC_ETC/greenup.yaml
+  if [ "$1" = on ]; then
+    cp "$cfg" "$OUT/greenup.yaml.p3-saved"
+    sed -e "s/^power_cap: .*/power_cap: ${P3_CAP_W}W/" -e "s/^    power_cap: .*/    power_cap: ${P3_CAP_W}W/" \
+      "$OUT/greenup.yaml.p3-saved" > "$cfg"
+    printf 'power: {enforce: queue, reserve: %s}\n' "$P3_RESERVE" >> "$cfg"
+  else
+    cp "$OUT/greenup.yaml.p3-saved" "$cfg"
+  fi
+  local line
+  line=$("$GC_GREENUP_BIN" site licenses "$cfg" --lua "$GC_ETC/greenup_power.lua.new") || return 1
+  { echo "-- greenup-test"; cat "$GC_ETC/greenup_power.lua.new"; } > "$GC_ETC/greenup_power.lua"
+  rm -f "$GC_ETC/greenup_power.lua.new"
+  sed -i "s/^Licenses=.*/$line/" "$GC_ETC/slurm.conf"
+  scontrol reconfigure || return 1
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"
+  local want=${line#Licenses=greenup_w:}; want=${want%%,*}
+  for _ in $(seq 1 30); do
+    [ "$(scontrol show lic greenup_w 2>/dev/null | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)" = "$want" ] && break
+    sleep 1
+  done
+  sleep 2  # greenupd's reload
+}
+t_power_cap_queue() {
+  GC_GREENUP_BIN=$GC_SHARE/bin/greenup
+  [ -x "$GC_GREENUP_BIN" ] || GC_GREENUP_BIN=/usr/bin/greenup
+  grep -q '^JobSubmitPlugins=lua' "$GC_ETC/slurm.conf" \
+    || { say "greenup's job_submit script is not installed (setup.sh installs it with the plugin)"; return 1; }
+  local rc=0 tick window excess tdp_sum=0 s d n
+  gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  p3_site on || { say "could not turn the queue on"; p3_site off; return 1; }
+  local licensed
+  licensed=$(scontrol show lic greenup_w | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)
+  [ "$licensed" = "$(awk -v c=$P3_CAP_W -v r=$P3_RESERVE 'BEGIN { printf "%d", c * (1 - r) }')" ] \
+    || { say "Slurm counts ${licensed:-no} greenup_w licenses; the cap less the reserve is $P3_CAP_W x (1 - $P3_RESERVE)"; rc=1; }
+  tick=$(standin_tick)
+  window=$(awk -v w="$(cat "$GC_SYSFS/n1/$RAPL_ZONE/constraint_0_time_window_us")" 'BEGIN { print w / 1e6 }')
+  for n in $GC_NODES; do read -r s d < <(standin_watts $n); tdp_sum=$(awk -v a=$tdp_sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
+  excess=$(awk -v t=$tdp_sum -v k="$tick" 'BEGIN { print t * 2 * k }')
+  say "cluster cap $P3_CAP_W W, $licensed W of it as licenses; nodes' TDP $tdp_sum W in all, RAPL window $window s, tick $tick s"
+  local stop=$OUT/p3.stop samples=$OUT/p3.samples sampler
+  rm -f "$stop"
+  rapl_sample "$samples" "$stop" $GC_NODES & sampler=$!
+  sleep 2
+  local since; since=$(date +%s.%N)
+  local -a jobs=() args
+  local -A asked
+  local i j
+  local -a asks=(none none none none 50 70 90 110 130 150 quote quote)
+  for i in $(seq 0 11); do
+    args=(--exclusive -N1 -t 5 -o "$OUT/p3-%j.out" --ntasks-per-node=2)
+    case ${asks[$i]} in
+      none) ;;
+      quote) args+=(--energy-policy=min-energy --energy-profile=md) ;;
+      *) args+=(-L "greenup_w:${asks[$i]}") ;;
+    esac
+    j=$(submit $GC_USER "${args[@]}" --wrap "srun $OUT/busy.sh 20") || { say "job $i not submitted"; rc=1; continue; }
+    jobs+=("$j"); asked[$j]=${asks[$i]}
+  done
+  # Watch the queue: every reason each job was pending for, until all have left it.
+  local -A reason
+  local left r
+  for _ in $(seq 1 600); do
+    left=0
+    while read -r j r; do
+      [ -n "$j" ] || continue
+      left=$((left + 1))
+      [ "$r" = None ] || [[ " ${reason[$j]:-} " == *" $r "* ]] || reason[$j]="${reason[$j]:-}${reason[$j]:+ }$r"
+    done < <(squeue -h -t PD,R,CG -j "$(IFS=,; echo "${jobs[*]}")" -o '%i %r' 2>/dev/null)
+    [ $left = 0 ] && break
+    sleep 1
+  done
+  sleep 2
+  local until; until=$(date +%s.%N)
+  touch "$stop"; wait "$sampler" 2>/dev/null
+  [ $left = 0 ] || { say "$left jobs still queued or running after 10 minutes"; squeue -h | sed 's/^/      /'; rc=1; }
+  # Every job finished, held licenses, and its node's limit was its grant.
+  local for_power=0 sub start lic held node tdp
+  for j in "${jobs[@]}"; do
+    [ "$(sacct -n -X -P -j "$j" -o State | head -1)" = COMPLETED ] || { say "job $j ended $(sacct -n -X -P -j "$j" -o State | head -1)"; rc=1; }
+    sub=$(job_epoch "$j" Submit); start=$(job_epoch "$j" Start)
+    lic=$(scontrol show job "$j" 2>/dev/null | grep -o 'Licenses=[^ ]*' | head -1 | cut -d= -f2)
+    [ -n "$lic" ] || lic=$(sacct -n -X -P -j "$j" -o Licenses 2>/dev/null | head -1)
+    node=$(sacct -n -X -P -j "$j" -o NodeList | head -1)
+    held=$(grep -h "job $j on $node" "$GC_LOG"/slurmd-*.log 2>/dev/null | grep -o 'power limit held at [0-9.]* W' | head -1 | grep -o '[0-9.]*')
+    say "job $j (asked ${asked[$j]}) on $node: licenses ${lic:-none}, node limit ${held:-?} W, waited $((start - sub)) s${reason[$j]:+, pending for: ${reason[$j]}}"
+    [[ "$lic" == *greenup_w:* ]] || { say "job $j ran without greenup's licenses"; rc=1; }
+    [[ " ${reason[$j]:-} " == *" Licenses "* ]] && for_power=$((for_power + 1))
+    [ $((start - sub)) -le 2 ] || [ -n "${reason[$j]:-}" ] || { say "job $j waited $((start - sub)) s and squeue gave no reason"; rc=1; }
+    if [ -n "$lic" ] && [ -n "$node" ]; then
+      local grant; grant=$(grep -o 'greenup_w:[0-9]*' <<<"$lic" | head -1 | cut -d: -f2)
+      read -r s d < <(standin_watts "$node"); tdp=$(awk -v s="$s" -v d="$d" 'BEGIN { print s + d }')
+      local want; want=$(awk -v g="$grant" -v t="$tdp" 'BEGIN { print (g < t ? g : t) }')
+      [ -n "$held" ] && awk -v h="$held" -v w="$want" 'BEGIN { exit !(h <= w + 0.5 && h >= w - 0.5) }' \
+        || { say "job $j: $node's limit ${held:-unknown} W, want its grant $grant W clamped to the TDP $tdp W = $want W"; rc=1; }
+    fi
+  done
+  [ $for_power -gt 0 ] || { say "no job waited for power (reason Licenses): 12 jobs of about five times the licenses"; rc=1; }
+  say "$for_power of 12 jobs waited for power"
+  local out
+  out=$(rapl_stretches "$samples" "$window" "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
+  say "cluster power over stretches of >= $window s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
+  grep '^over' <<<"$out" | sed 's/^/      /'
+  rm -f "$stop"
+  p3_site off || { say "could not put the ledger back"; rc=1; }
+  return $rc
+}
+
+run_test "P1 a RAPL long-term limit holds a node to it over its window and slows it by the closed form's clock" t_rapl_limit
+run_test "P2 an ordinary user cannot write a node's RAPL limits" t_rapl_user
+run_test "P3 twelve jobs under the cluster's power cap: queued for power, never over it beyond the RAPL window" t_power_cap_queue
