@@ -206,7 +206,9 @@ pub fn apply_settings(
                 "greenup: job {} on {}: power limit held at {held_w:.1} W{}",
                 job.job_id,
                 job.node,
-                note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+                note.as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
             ),
         ),
         _ => {}
