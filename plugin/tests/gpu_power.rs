@@ -13,7 +13,13 @@ use spank_greenup::args::Args;
 use spank_greenup::gpu;
 use spank_greenup::node::{self, JobEnv, Level};
 
+/// Where an ordinary user's run of this binary finds the stand-in library, built by root.
+const STANDIN_ENV: &str = "GREENUP_TEST_NVML_STANDIN";
+
 fn standin() -> PathBuf {
+    if let Some(lib) = std::env::var_os(STANDIN_ENV) {
+        return lib.into();
+    }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvml/build.sh");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
     let built = std::process::Command::new("sh")
@@ -176,6 +182,8 @@ fn spooled_power(t: &Path) -> serde_json::Value {
     v["outcomes"][0]["power"].clone()
 }
 
+const HELD_TEST: &str = "a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored";
+
 #[test]
 fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
     let t = tempfile::tempdir().unwrap();
@@ -272,4 +280,39 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
         note.contains("/dev/nvidia3 not held") && note.contains("NO_PERMISSION"),
         "{note}"
     );
+}
+
+#[test]
+fn an_ordinary_users_prolog_sets_no_gpu_limit() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        // The test above runs as this ordinary user and checks it already.
+        return;
+    }
+    // The test above, run by an ordinary user (nobody) from copies it may read: the
+    // stand-in accepts any caller's limit, so only greenup's own check holds it back.
+    let t = tempfile::tempdir().unwrap();
+    let open = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    open(t.path(), 0o755);
+    let lib = t.path().join("libnvidia-ml-standin.so");
+    std::fs::copy(standin(), &lib).unwrap();
+    open(&lib, 0o755);
+    let exe = t.path().join("gpu_power");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    open(&exe, 0o755);
+    let out = std::process::Command::new(&exe)
+        .args(["--exact", HELD_TEST, "--nocapture"])
+        .env(STANDIN_ENV, &lib)
+        .env("TMPDIR", "/tmp")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
 }
