@@ -289,7 +289,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                 );
             }
             if !rec.energy_start.zones.is_empty() {
-                start_meter(args, &paths, job, log);
+                start_meter(args, &paths, job, &site, log);
             }
             // Whatever this job asks, no other job's user keeps the speed control of
             // CPUs this job now shares.
@@ -460,12 +460,15 @@ pub fn ask_settings(c: &mut Client, request: &Request) -> Result<NodeSettings, S
 /// runs here then: it reads the energy counters during the job, so a counter that wraps
 /// more than once is still counted in full. Without it the job is measured from its
 /// start and end readings alone.
-fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
+fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, site: &NodeConfig, log: Log) {
     let Some(bin) = &args.meter else {
         return;
     };
     let id = job.job_id.to_string();
-    let argv: [&std::ffi::OsStr; 8] = [
+    // The meter also reports the node's power to greenupd at the site's interval.
+    let every = site.power.meter_interval_s.to_string();
+    let timeout = site_timeout(site).as_millis().to_string();
+    let argv: [&std::ffi::OsStr; 14] = [
         "meter".as_ref(),
         id.as_ref(),
         "--node".as_ref(),
@@ -474,6 +477,12 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, log: Log) {
         paths.run_dir.as_os_str(),
         "--sysfs-root".as_ref(),
         paths.sysfs_root.as_os_str(),
+        "--report-every".as_ref(),
+        every.as_ref(),
+        "--connect".as_ref(),
+        site.daemon.listen.as_ref(),
+        "--timeout-ms".as_ref(),
+        timeout.as_ref(),
     ];
     // A job over within a second cannot wrap a counter twice: it never starts the meter.
     let record = JobDir::new(&paths.run_dir, job.job_id).record(&job.node);

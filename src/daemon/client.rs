@@ -414,6 +414,28 @@ impl Client {
         }
     }
 
+    /// Send a node's measured power; returns the samples greenupd counted.
+    pub fn power_report(
+        &mut self,
+        report: crate::daemon::live_power::PowerReport,
+    ) -> Result<u64, ClientError> {
+        match self.call(&Request::PowerReport(report))? {
+            Reply::PowerTaken { samples } => Ok(samples),
+            other => Err(unexpected("power_taken", &other)),
+        }
+    }
+
+    /// The power caps now and over the last `hours` (default: all greenupd keeps).
+    pub fn power_status(
+        &mut self,
+        hours: Option<f64>,
+    ) -> Result<crate::daemon::live_power::PowerView, ClientError> {
+        match self.call(&Request::PowerStatus { hours })? {
+            Reply::Power(v) => Ok(*v),
+            other => Err(unexpected("power", &other)),
+        }
+    }
+
     /// The energy budgets, optionally only one account's or partition's (with the site's).
     pub fn budgets(
         &mut self,

@@ -23,6 +23,8 @@ pub struct Ledger {
     site_cap_w: Option<f64>,
     partition_caps_w: BTreeMap<String, Option<f64>>,
     held: HashMap<u64, Held>,
+    /// Counts every change to caps or reservations, so a reader can tell its copy is current.
+    changes: u64,
 }
 
 impl Ledger {
@@ -35,6 +37,7 @@ impl Ledger {
 
     /// Take the caps from a (re)loaded site config; reservations stay.
     pub fn set_caps(&mut self, site: &Site) {
+        self.changes += 1;
         self.site_cap_w = site.power_cap_w;
         self.partition_caps_w = site
             .partitions
@@ -45,6 +48,7 @@ impl Ledger {
 
     /// Replace all reservations with the store's.
     pub fn rebuild(&mut self, reservations: &[Reservation]) {
+        self.changes += 1;
         self.held = reservations
             .iter()
             .map(|r| {
@@ -103,11 +107,18 @@ impl Ledger {
             opened_at,
         };
         self.held.insert(job_id, h);
+        self.changes += 1;
     }
 
     /// Drop a job's reservation; returns the watts it held.
     pub fn release(&mut self, job_id: u64) -> Option<f64> {
+        self.changes += 1;
         self.held.remove(&job_id).map(|h| h.watts)
+    }
+
+    /// How many times the caps or reservations have changed: equal counts, same ledger.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Whether a job holds a reservation.
@@ -175,6 +186,7 @@ mod tests {
             site_cap_w: site,
             partition_caps_w: parts.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
             held: HashMap::new(),
+            changes: 0,
         }
     }
 

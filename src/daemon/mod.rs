@@ -5,6 +5,7 @@
 //! SPANK plugin can talk to greenupd; the server side needs the feature.
 
 pub mod client;
+pub mod live_power;
 pub mod munge;
 pub mod protocol;
 

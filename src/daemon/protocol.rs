@@ -127,6 +127,16 @@ pub enum Request {
         /// Policy name.
         policy: String,
     },
+    /// A node's measured power since its last report, from its `greenup meter`.
+    /// Root or SlurmUser only; a node outside the named jobs is refused.
+    PowerReport(crate::daemon::live_power::PowerReport),
+    /// The power caps now and over the last hours (measured, granted, stranded): cluster
+    /// totals with no job's own data, so anyone may read them.
+    PowerStatus {
+        /// Hours of timeline wanted (default and most: what greenupd keeps, 6).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hours: Option<f64>,
+    },
 }
 
 impl Request {
@@ -147,6 +157,8 @@ impl Request {
             Request::Budgets { .. } => "budgets",
             Request::Quote(_) => "quote",
             Request::ClearHold { .. } => "clear_hold",
+            Request::PowerReport(_) => "power_report",
+            Request::PowerStatus { .. } => "power_status",
         }
     }
 }
@@ -372,6 +384,13 @@ pub enum Reply {
     },
     /// A job's quote (quote).
     Quote(crate::budget::Quote),
+    /// A power report was counted (power_report).
+    PowerTaken {
+        /// Samples counted.
+        samples: u64,
+    },
+    /// The power caps now and over the last hours (power_status).
+    Power(Box<crate::daemon::live_power::PowerView>),
 }
 
 /// A refusal or failure, in one line.

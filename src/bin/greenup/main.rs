@@ -13,6 +13,7 @@ mod meter;
 mod model;
 mod plan;
 mod policy;
+mod power;
 mod profile;
 mod report_cmds;
 mod site;
@@ -67,6 +68,8 @@ enum Command {
     Budget(budget_cmds::BudgetArgs),
     /// What a job would be predicted and charged if it started now (nothing is submitted).
     Quote(budget_cmds::QuoteArgs),
+    /// The power caps now and over the last hours: granted, measured and stranded watts.
+    Power(power::PowerArgs),
 }
 
 /// Why a command did not succeed; each maps to one exit status.
@@ -156,6 +159,7 @@ fn main() -> ExitCode {
         Command::Gpu(args) => gpu::run(args),
         Command::Budget(args) => budget_cmds::budget(args),
         Command::Quote(args) => budget_cmds::quote(args),
+        Command::Power(args) => power::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,14 +2,22 @@
 //! plugin's job prolog starts it as root; it stops by itself once the job's epilog has
 //! taken the last reading, so a counter that wraps many times in a long job is counted
 //! in full. Where the job holds GPUs, it also samples their SM clock and utilization, so
-//! the end can report their means over the job.
+//! the end can report their means over the job. With `--report-every`, it also measures
+//! the node's power at that interval and sends it to greenupd, a few samples a report,
+//! for the live view of the caps.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use std::time::Instant;
+
+use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::live_power::{PowerReport, PowerSample, samples_per_report};
 use greenup::dvfs::job::{NodePaths, count_until_end};
 use greenup::dvfs::state;
+use greenup::meter::rapl::{self, Energy, Reading};
+use greenup::meter::tally::Tally;
 
 use crate::{Failure, Outcome};
 
@@ -30,6 +38,27 @@ pub struct MeterArgs {
     /// The longest wait between two readings, in seconds.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     every_at_most: u64,
+    /// Measure the node's power every this many seconds (the site's
+    /// power.meter_interval_s, 1 to 300) and send it to greenupd; absent, nothing is sent.
+    #[arg(long, value_name = "SECS", value_parser = report_every, requires = "connect")]
+    report_every: Option<f64>,
+    /// greenupd's address for the power reports: HOST:PORT (with MUNGE) or unix:PATH.
+    #[arg(long, value_name = "ADDR", requires = "report_every")]
+    connect: Option<String>,
+    /// Samples a report carries (default: a minute's worth, so greenupd's work stays
+    /// small at 10,000 nodes).
+    #[arg(long, value_name = "N", requires = "report_every", value_parser = clap::value_parser!(u32).range(1..=64))]
+    batch: Option<u32>,
+    /// How long one power report may wait for greenupd, in milliseconds.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    timeout_ms: u64,
+}
+
+fn report_every(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (1.0..=300.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected seconds from 1 to 300, got '{s}'")),
+    }
 }
 
 /// Count until the job ends on this node.
@@ -49,6 +78,23 @@ pub fn run(a: MeterArgs) -> Outcome {
     // The GPU sampler ends with this process: the CPU count below ends at the epilog.
     let (run_dir, node) = (paths.run_dir.clone(), a.node.clone());
     let _gpus = std::thread::spawn(move || sample_gpus(&run_dir, a.job_id, &node));
+    // The power reports run beside the count and end with this process; a report that
+    // cannot be sent is dropped, so greenupd never holds the count up.
+    if let (Some(every), Some(addr)) = (a.report_every, a.connect.clone()) {
+        let reporter = PowerReporter {
+            job_id: a.job_id,
+            node: a.node.clone(),
+            sysfs_root: paths.sysfs_root.clone(),
+            record: state::path(&paths.run_dir, a.job_id, &a.node),
+            every: Duration::from_secs_f64(every),
+            per_report: a
+                .batch
+                .map_or_else(|| samples_per_report(every), |b| b as usize),
+            endpoint: Endpoint::parse(&addr),
+            timeout: Duration::from_millis(a.timeout_ms),
+        };
+        let _power = std::thread::spawn(move || reporter.run());
+    }
     count_until_end(
         &paths,
         a.job_id,
@@ -84,5 +130,156 @@ fn sample_gpus(run_dir: &std::path::Path, job_id: u32, node: &str) {
             return;
         }
         std::thread::sleep(GPU_EVERY);
+    }
+}
+
+/// The longest wait before a lost connection to greenupd is tried again.
+const LONGEST_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Sends this node's measured power to greenupd at a fixed interval while the job runs.
+struct PowerReporter {
+    job_id: u32,
+    node: String,
+    sysfs_root: PathBuf,
+    /// The job's saved record on this node: gone once the epilog has run.
+    record: PathBuf,
+    every: Duration,
+    /// Samples a report carries.
+    per_report: usize,
+    endpoint: Endpoint,
+    timeout: Duration,
+}
+
+impl PowerReporter {
+    /// Read RAPL every interval and send the mean powers since the last readings,
+    /// `per_report` samples a report. Each report has a connection of its own: greenupd closes idle ones long
+    /// before the next. A report greenupd does not take is dropped, and after a failure
+    /// to reach it the next try waits, doubling up to a minute. Ends once the job has
+    /// ended on this node.
+    fn run(self) {
+        let per_report = self.per_report;
+        let mut last = rapl::read(&self.sysfs_root);
+        let mut due = Instant::now() + self.every;
+        let mut batch = Vec::with_capacity(per_report);
+        let mut backoff = Duration::from_secs(1);
+        let mut retry_at = Instant::now();
+        loop {
+            // Look for the job's end every second, as the count does.
+            while Instant::now() < due {
+                if !self.record.exists() {
+                    return;
+                }
+                let left = due.saturating_duration_since(Instant::now());
+                std::thread::sleep(left.min(Duration::from_secs(1)));
+            }
+            if !self.record.exists() {
+                return;
+            }
+            due += self.every;
+            // A slow greenupd or a suspended node must not make the meter send a burst.
+            if due < Instant::now() {
+                due = Instant::now() + self.every;
+            }
+            let now = rapl::read(&self.sysfs_root);
+            batch.extend(self.sample(&last, &now));
+            last = now;
+            if batch.len() < per_report {
+                continue;
+            }
+            let report = PowerReport {
+                node: self.node.clone(),
+                samples: std::mem::take(&mut batch),
+            };
+            if Instant::now() < retry_at {
+                continue;
+            }
+            if self.send(report) {
+                backoff = Duration::from_secs(1);
+            } else {
+                retry_at = Instant::now() + backoff;
+                backoff = (backoff * 2).min(LONGEST_BACKOFF);
+            }
+        }
+    }
+
+    /// Send one report; false when greenupd could not be reached. A refusal is an
+    /// answer: greenupd has logged why.
+    fn send(&self, report: PowerReport) -> bool {
+        use greenup::daemon::client::ClientError;
+        let Ok(mut c) = Client::connect(&self.endpoint, self.timeout) else {
+            return false;
+        };
+        matches!(c.power_report(report), Ok(_) | Err(ClientError::Server(_)))
+    }
+
+    /// The node's mean power between two readings (every RAPL zone summed), or `None`
+    /// where a counter could not be read.
+    fn sample(&self, from: &Reading, to: &Reading) -> Option<PowerSample> {
+        let span = to.unix_s - from.unix_s;
+        if span <= 0.0 || from.problem.is_some() || to.problem.is_some() {
+            return None;
+        }
+        let mut t = Tally::start(from.clone());
+        t.add(to.clone());
+        match t.energy() {
+            Energy::Measured { joules } => Some(PowerSample {
+                jobs: vec![u64::from(self.job_id)],
+                at: to.unix_s.round() as i64,
+                watts: joules / span,
+                interval_s: span,
+            }),
+            Energy::Unmeasured { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use greenup::meter::rapl::ZoneReading;
+
+    fn reading(unix_s: f64, uj: &[u64]) -> Reading {
+        Reading {
+            unix_s,
+            zones: uj
+                .iter()
+                .enumerate()
+                .map(|(i, e)| ZoneReading {
+                    id: format!("intel-rapl:{i}"),
+                    name: format!("package-{i}"),
+                    energy_uj: *e,
+                    max_energy_range_uj: 10_000_000,
+                })
+                .collect(),
+            problem: None,
+        }
+    }
+
+    fn reporter() -> PowerReporter {
+        PowerReporter {
+            job_id: 42,
+            node: "n1".into(),
+            sysfs_root: "/nonexistent".into(),
+            record: "/nonexistent".into(),
+            every: Duration::from_secs(5),
+            per_report: 12,
+            endpoint: Endpoint::parse("unix:/nonexistent"),
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_sample_is_the_mean_power_of_every_zone_over_the_interval() {
+        // Package 0 counts 1 J to 6 J, package 1 wraps at 10 J: 9 J to 1 J is 2 J. So
+        // 5 J + 2 J = 7 J over 5 s: 1.4 W.
+        let from = reading(1000.0, &[1_000_000, 9_000_000]);
+        let to = reading(1005.0, &[6_000_000, 1_000_000]);
+        let s = reporter().sample(&from, &to).unwrap();
+        assert_eq!((s.jobs, s.at, s.interval_s), (vec![42], 1005, 5.0));
+        assert!((s.watts - 1.4).abs() < 1e-12, "{}", s.watts);
+        let mut broken = to.clone();
+        broken.problem = Some("energy_uj unreadable".into());
+        assert_eq!(reporter().sample(&from, &broken), None);
+        assert_eq!(reporter().sample(&to, &to), None);
     }
 }

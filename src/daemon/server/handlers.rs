@@ -311,6 +311,14 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         Request::Quote(job) => Ok(Reply::Quote(
             super::budget::quote_for(shared, ctx.clone(), job).await?,
         )),
+        Request::PowerReport(r) => {
+            ctx.roles.require_write(caller, "report measured power")?;
+            super::live_power::report(shared, &ctx, r).await
+        }
+        // Cluster totals only, no job's own data: anyone may read them.
+        Request::PowerStatus { hours } => Ok(Reply::Power(Box::new(super::live_power::view(
+            shared, hours,
+        )?))),
     }
 }
 

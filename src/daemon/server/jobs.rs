@@ -42,11 +42,13 @@ pub(super) struct JobView {
     planned: HashMap<String, f64>,
     /// The used nodes as a hostlist, when the plan uses fewer than the job holds.
     used_nodes: Option<String>,
+    /// The job's partition.
+    pub(super) partition: Option<String>,
 }
 
 impl JobView {
     /// Index `decision` for the job opened by `req` (its `nodes` expanded).
-    fn new(decision: Decision, req: &OpenJob) -> JobView {
+    pub(super) fn new(decision: Decision, req: &OpenJob) -> JobView {
         let nodes = req.nodes.clone();
         let index = nodes
             .iter()
@@ -76,7 +78,18 @@ impl JobView {
             index,
             planned,
             used_nodes,
+            partition: req.partition.clone(),
         }
+    }
+
+    /// Whether `node` is one of the job's allocated nodes.
+    pub(super) fn has_node(&self, node: &str) -> bool {
+        self.index.contains_key(node)
+    }
+
+    /// The job's nodes as one short text for messages.
+    pub(super) fn nodes_text(&self) -> String {
+        self.nodelist_text()
     }
 
     /// `node`'s settings, for a node that names the job's nodes as `nodelist`: a
@@ -448,6 +461,7 @@ pub(super) async fn close_job(
         .await
         .map_err(store_error)?;
     lock(&shared.ledger).release(job_id);
+    lock(&shared.live).forget_job(job_id);
     super::budget::settle(shared, job_id).await;
     let (judged, app) = {
         let mut recent = lock(&shared.recent);

@@ -86,5 +86,8 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
         .map(|m| m.len())
         .sum();
     let budgets = super::budget::standings(&shared, &ctx, None, None);
-    render(&snap) + &crate::budget::prometheus(&budgets)
+    let power = super::live_power::view(&shared, Some(0.0001))
+        .map(|v| crate::daemon::live_power::prometheus(&v.caps))
+        .unwrap_or_default();
+    render(&snap) + &crate::budget::prometheus(&budgets) + &power
 }

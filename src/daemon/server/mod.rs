@@ -9,6 +9,7 @@ mod budget;
 mod handlers;
 mod jobs;
 mod listen;
+mod live_power;
 mod metrics;
 mod missed;
 mod reclaim;
@@ -120,6 +121,8 @@ struct Shared {
     refine_waiting: Mutex<std::collections::HashSet<String>>,
     /// When each application's last refinement ended.
     refined_at: Mutex<HashMap<String, Instant>>,
+    /// Measured power, live: the nodes' latest reports and each cap's sums and timeline.
+    live: Mutex<live_power::Live>,
 }
 
 impl Shared {
@@ -181,6 +184,7 @@ pub async fn serve_until(
     let socket = site.daemon.socket.clone();
     let store_path = site.daemon.store.clone();
     let metrics_listen = site.daemon.metrics_listen.clone();
+    let live_site = site.clone();
     let ctx = build_ctx(site)?;
 
     let mut store = SqliteStore::open(&store_path).map_err(|e| e.to_string())?;
@@ -240,6 +244,7 @@ pub async fn serve_until(
         refining: tokio::sync::Mutex::new(()),
         refine_waiting: Mutex::new(Default::default()),
         refined_at: Mutex::new(HashMap::new()),
+        live: Mutex::new(live_power::Live::new(&live_site)),
     });
     let mut metrics = MetricsListener::default();
     metrics.follow(&shared, metrics_listen.as_deref()).await?;
@@ -247,6 +252,7 @@ pub async fn serve_until(
     let tcp_task = tokio::spawn(listen::accept_tcp(shared.clone(), tcp));
     let unix_task = tokio::spawn(listen::accept_unix(shared.clone(), unix));
     let reclaim_task = tokio::spawn(reclaim::reclaim_loop(shared.clone()));
+    let live_task = tokio::spawn(live_power::tick_loop(shared.clone()));
 
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
@@ -271,6 +277,7 @@ pub async fn serve_until(
     tcp_task.abort();
     unix_task.abort();
     reclaim_task.abort();
+    live_task.abort();
     metrics.stop();
     let drained = async {
         while shared.slots.held() > 0 {
@@ -329,6 +336,7 @@ fn reload(shared: &Arc<Shared>) {
                 tracing::warn!("listen addresses and the store path change only on restart");
             }
             lock(&shared.ledger).set_caps(&ctx.site);
+            lock(&shared.live).configure(&ctx.site);
             *shared.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
             tracing::info!(config = %path.display(), "config reloaded");
         }
