@@ -140,3 +140,44 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     };
     assert!(status.success());
 }
+
+#[test]
+fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
+    use greenup::daemon::live_power::{PowerReport, PowerSample};
+    // n1's CPUs draw 300 W at most; with 8 GPUs of 700 W it draws 5,900 W. greenupd
+    // refuses above 10 times the node's top power: 59 kW with the GPUs, 3 kW without.
+    let d = start(2, |_, s, _| {
+        s.gpu_types.insert(
+            "std".into(),
+            greenup::site::GpuType {
+                count: 8,
+                clocks_mhz: None,
+                power_limit_w: None,
+                dynamic_w: 630.0,
+                static_w: 70.0,
+            },
+        );
+    });
+    d.tcp_client()
+        .open_job(OpenJob {
+            nodes: vec!["n1".into()],
+            ..open_req(78, 0, 1)
+        })
+        .unwrap();
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let report = |watts: f64| PowerReport {
+        node: "n1".into(),
+        samples: vec![PowerSample {
+            jobs: vec![78],
+            at,
+            watts,
+            interval_s: 5.0,
+        }],
+    };
+    d.unix_client().power_report(report(5_000.0)).unwrap();
+    let e = d.unix_client().power_report(report(60_000.0)).unwrap_err();
+    assert!(e.to_string().contains("59000"), "{e}");
+}
