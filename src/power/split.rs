@@ -68,8 +68,9 @@ pub fn node_model(
 }
 
 /// Each GPU's part of a node's share and the limit it is set to.
+// Unknown fields are let through, as in the rest of a node's settings: a newer greenupd
+// must not leave an older plugin without its decision.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct GpuPart {
     /// Each GPU's part of the node's share, watts: the node's share times one GPU's
     /// modelled power over the node's.
