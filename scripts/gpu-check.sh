@@ -1,10 +1,13 @@
 #!/bin/bash
 # greenup on a real NVIDIA GPU: the project's first measurement on real hardware.
 #
-#   bash scripts/gpu-check.sh /path/to/greenup OUT_DIR
+#   bash scripts/gpu-check.sh /path/to/greenup OUT_DIR [/path/to/gpu_prolog]
 #
 # Run as root on a machine with an NVIDIA GPU (H100/H200), nvidia-smi and PyTorch in
-# python3; no network needed; about 3 to 6 minutes. It writes at most 8 files to OUT_DIR:
+# python3; no network needed; about 3 to 5 minutes. gpu_prolog is the job prolog's GPU
+# part (`cargo build --release -p spank_greenup --example gpu_prolog`); by default it is
+# looked for beside greenup and in its examples/ folder, and its step is skipped without
+# it. It writes at most 9 files to OUT_DIR:
 #   nvidia-smi-q.txt   nvidia-smi -q, before anything is changed
 #   greenup-gpu.txt    greenup gpu (table and --json) before, while held, and after
 #   controls.json      set and restore of a power limit and locked clocks: what greenup
@@ -13,6 +16,9 @@
 #                      energy and power by nvidia-smi's sampling
 #   smi-samples.csv    nvidia-smi's samples during the runs
 #   bench.json         the prolog's GPU cost timed in-process (greenup gpu bench)
+#   share.json         the prolog's GPU part for a node's power share: each GPU's limit set
+#                      to its part of the share (and clamped at its lowest), restored by the
+#                      epilog's part, nvidia-smi before/after, both parts timed (gpu_prolog)
 #   summary.txt        the summary table (also printed)
 #   log.txt            everything this script printed
 # Whatever it cannot do (no nvidia-smi, no PyTorch, a refused control) it says and skips.
@@ -21,12 +27,19 @@
 # GREENUP_GPU_CHECK_FAKE_WORK=1 replaces the GPU workload with sleeps of the same length.
 set -u
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 GREENUP_BINARY OUT_DIR" >&2
+if [ $# -ne 2 ] && [ $# -ne 3 ]; then
+  echo "usage: $0 GREENUP_BINARY OUT_DIR [GPU_PROLOG_BINARY]" >&2
   exit 2
 fi
 greenup=$(readlink -f "$1")
 out=$2
+gpu_prolog=${3:-}
+if [ -z "$gpu_prolog" ]; then
+  for c in "$(dirname "$greenup")/gpu_prolog" "$(dirname "$greenup")/examples/gpu_prolog"; do
+    if [ -x "$c" ]; then gpu_prolog=$c; break; fi
+  done
+fi
+[ -n "$gpu_prolog" ] && gpu_prolog=$(readlink -f "$gpu_prolog")
 if [ ! -x "$greenup" ]; then
   echo "$1: not an executable greenup binary" >&2
   exit 2
@@ -48,7 +61,7 @@ nvml=${nvml:-libnvidia-ml.so.1}
 run_dir=$(mktemp -d /run/greenup-gpu-check.XXXXXX 2>/dev/null || mktemp -d /dev/shm/greenup-gpu-check.XXXXXX 2>/dev/null || mktemp -d /tmp/greenup-gpu-check.XXXXXX)
 
 echo "== greenup gpu check: $(date -u +%FT%TZ) on $(hostname), kernel $(uname -r)"
-echo "greenup: $greenup ($("$greenup" --version 2>&1))"
+echo "greenup: $greenup ($("$greenup" --version 2>&1)); gpu_prolog: ${gpu_prolog:-none}"
 echo "NVML: $nvml; saved settings under $run_dir"
 
 if command -v nvidia-smi >/dev/null; then
@@ -66,12 +79,13 @@ fi
 echo "greenup gpu exit $? (before):"
 head -n 12 "$out/greenup-gpu.txt"
 
-GREENUP="$greenup" NVML="$nvml" RUN_DIR="$run_dir" OUT="$out" timeout 420 python3 - <<'PY'
+GREENUP="$greenup" GPU_PROLOG="$gpu_prolog" NVML="$nvml" RUN_DIR="$run_dir" OUT="$out" timeout 420 python3 - <<'PY'
 import csv, datetime, json, os, shutil, statistics, subprocess, sys, time
 
 T0 = time.time()
-DEADLINE = T0 + 270  # the runs stop here, leaving room for the bench and the restore checks
+DEADLINE = T0 + 210  # the runs stop here, leaving room for the bench and the restore checks
 G, NVML, RUN, OUT = (os.environ[k] for k in ("GREENUP", "NVML", "RUN_DIR", "OUT"))
+GP = os.environ.get("GPU_PROLOG") or None
 FAKE = os.environ.get("GREENUP_GPU_CHECK_FAKE_WORK") == "1"
 SMI = shutil.which("nvidia-smi")
 skipped = []
@@ -177,6 +191,56 @@ if len(set_args) > 3:
 else:
     skipped.append("set/restore (the GPU reports no power limit and no clocks)")
 json.dump(controls, open(os.path.join(OUT, "controls.json"), "w"), indent=2)
+
+# --- The prolog's GPU part for a node's power share (gpu_prolog), then the epilog's. ------
+# greenup's split gives the GPU a part of the node's share; the prolog's code sets it as
+# the GPU's limit (clamped into NVML's range) and the epilog's restores what was there.
+share = {"cases": []}
+if not GP or not os.access(GP, os.X_OK):
+    skipped.append("prolog GPU share (no gpu_prolog binary)")
+elif not (limit_mw and rng):
+    skipped.append("prolog GPU share (the GPU reports no power limit range)")
+else:
+    share_run = os.path.join(RUN, "share")  # `greenup gpu restore` may have removed RUN
+    os.makedirs(share_run, mode=0o700, exist_ok=True)
+    site = os.path.join(share_run, "site.yaml")
+    with open(site, "w") as f:
+        f.write("node_types:\n  gpucheck:\n    frequencies: [1.0, 2.0]\n"
+                "    power: {dynamic_w: 100, static_w: 50}\n"
+                f"    gpus: {{count: {len(shown['json'])}, power: {{dynamic_w: 630, static_w: 70}}}}\n"
+                f"nodes:\n  gpucheck: gpucheck\ndvfs:\n  nvml_library: {NVML}\n")
+    lo_w, hi_w = rng["min_mw"] / 1000, rng["max_mw"] / 1000
+    # A part inside the range (60% of the limit in force), and one below its lowest.
+    for part in (round(limit_mw * 0.6 / 1000, 1), round(lo_w * 0.5, 1)):
+        want_mw = round(min(max(part, lo_w), hi_w) * 1000)
+        smi_b = smi("power.limit", uuid)
+        cmd = [GP, "--site", site, "--node", "gpucheck", "--gpus", minor, "--gpu-part-w", str(part),
+               "--iterations", "20", "--run-dir", share_run]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+            rc, stdout, stderr = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired:
+            rc, stdout, stderr = "timeout", "", ""
+        case = {"part_w": part, "expected_limit_mw": want_mw, "cmd": " ".join(cmd), "rc": rc,
+                "stderr": stderr, "smi_before": smi_b, "smi_after": smi("power.limit", uuid)}
+        try:
+            case["result"] = json.loads(stdout)
+        except ValueError:
+            case["result"], case["stdout"] = None, stdout
+        r = case["result"] or {}
+        first = r.get("first") or {}
+        during = (first.get("during_mw") or {}).get(minor)
+        case["set_as_expected"] = during == want_mw
+        case["restored"] = (first.get("after_mw") or {}).get(minor) == (r.get("before_mw") or {}).get(minor) \
+            and (r.get("after_all_mw") or {}).get(minor) == (r.get("before_mw") or {}).get(minor)
+        share["cases"].append(case)
+        pro, epi = r.get("prolog_gpu") or {}, r.get("epilog_gpu") or {}
+        print(f"share: part {part} W -> limit during {during} mW (expected {want_mw}), restored "
+              f"{case['restored']}, nvidia-smi {(case['smi_before'] or {}).get('power.limit')} -> "
+              f"{(case['smi_after'] or {}).get('power.limit')} W; prolog GPU part median "
+              f"{pro.get('median_ms')} ms p90 {pro.get('p90_ms')} ms, epilog median {epi.get('median_ms')} ms; "
+              f"note: {first.get('start_note')}; warning: {first.get('start_warning')}; rc {rc} {stderr.strip()}")
+json.dump(share, open(os.path.join(OUT, "share.json"), "w"), indent=2)
 
 # --- Workload: a fixed number of bf16 matrix products at several settings. ---------------
 settings = [("default", None, None)]
@@ -336,7 +400,7 @@ if held["power_limit"] and limit_mw:
     bench_args += ["--power-limit", f"{limit_mw / 1000:g}W"]
 if held["clocks"] and top:
     bench_args += ["--lock-clocks", f"{top},{top}"]
-if bench_args and time.time() < T0 + 360:
+if bench_args and time.time() < T0 + 250:
     bench["read_save_set_restore"] = gg_json("bench", "--iterations", iters, "--gpus", minor, *bench_args, timeout=100)
 json.dump(bench, open(os.path.join(OUT, "bench.json"), "w"), indent=2)
 
@@ -360,6 +424,15 @@ for k, r in bench.items():
         lines.append(f"bench {k}: {s['step']}: median {s['median_ms']:.3f} ms, p90 {s['p90_ms']:.3f} ms")
     if not r.get("json"):
         lines.append(f"bench {k}: failed (exit {r['rc']}): {r['stderr'].strip()}")
+def ms(x):
+    return f"{x:.3f}" if isinstance(x, (int, float)) else "?"
+for c in share["cases"]:
+    r = c.get("result") or {}
+    pro, epi = r.get("prolog_gpu") or {}, r.get("epilog_gpu") or {}
+    lines.append(f"share: GPU part {c['part_w']} W: limit set as expected ({c['expected_limit_mw']} mW) "
+                 f"{c['set_as_expected']}, restored {c['restored']}; prolog GPU part median "
+                 f"{ms(pro.get('median_ms'))} ms, p90 {ms(pro.get('p90_ms'))} ms; "
+                 f"epilog GPU part median {ms(epi.get('median_ms'))} ms, p90 {ms(epi.get('p90_ms'))} ms")
 lines.append("skipped: " + ("; ".join(skipped) if skipped else "nothing"))
 lines.append(f"python part took {time.time() - T0:.0f} s")
 text = "\n".join(lines)

@@ -86,3 +86,38 @@ fn json_and_csv_carry_the_same_gpu_numbers() {
     let second = rows.records().next().unwrap().unwrap();
     assert_eq!(&second[col("node_gpu_energy_j")], "");
 }
+
+#[test]
+fn the_jobs_energy_with_its_gpus_adds_them_with_each_source_said() {
+    let mut r = with_gpu();
+    let nodes_j: f64 = r.nodes.iter().map(|n| n.measured_energy_j.unwrap()).sum();
+    r.measured = greenup::report::JobReport::totals_from_nodes(&r.nodes, r.measured.time_s);
+    // ENERGY stays the nodes' (RAPL) figure the models predict; the GPUs' 2.976 MJ is
+    // beside it, and the total is both.
+    assert_eq!(r.measured.energy_j, Some(nodes_j));
+    assert_eq!(r.measured.gpu_energy_j, Some(2.976e6));
+    assert_eq!(r.measured.total_energy_j, Some(nodes_j + 2.976e6));
+    let t = text::job_report(&r);
+    let line = t.lines().find(|l| l.starts_with("With GPUs")).unwrap();
+    assert!(
+        line.contains("(rapl)") && line.contains("GPUs 2.98 MJ (nvml)"),
+        "{line}"
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["measured"]["total_energy_j"], nodes_j + 2.976e6);
+    // One GPU node unmeasured: no GPU total, and no job total with GPUs.
+    r.nodes[0].gpu.as_mut().unwrap().energy_j = None;
+    let m = greenup::report::JobReport::totals_from_nodes(&r.nodes, r.measured.time_s);
+    assert_eq!((m.gpu_energy_j, m.total_energy_j), (None, None));
+    // A job without GPUs: neither field, nor the line.
+    let plain = measured_job();
+    let m = greenup::report::JobReport::totals_from_nodes(&plain.nodes, Some(1.0));
+    assert_eq!((m.gpu_energy_j, m.total_energy_j), (None, None));
+    assert!(!text::job_report(&plain).contains("With GPUs"));
+    assert!(
+        serde_json::to_string(&plain)
+            .unwrap()
+            .find("total_energy_j")
+            .is_none()
+    );
+}

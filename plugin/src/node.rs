@@ -206,7 +206,9 @@ pub fn apply_settings(
                 "greenup: job {} on {}: power limit held at {held_w:.1} W{}",
                 job.job_id,
                 job.node,
-                note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+                note.as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
             ),
         ),
         _ => {}
@@ -275,7 +277,8 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     };
     match apply_settings(&paths, &site, job, decided, &scope, log) {
         Ok(rec) => {
-            let (gpu_warning, gpu_note) = crate::gpu::start(&site, &paths.run_dir, job);
+            let gpu_power = decided.and_then(|d| d.gpu_power);
+            let (gpu_warning, gpu_note) = crate::gpu::start(&site, &paths.run_dir, job, gpu_power);
             if let Some(w) = gpu_warning {
                 warn(log, &paths.run_dir, job, &w);
             }
@@ -679,7 +682,7 @@ fn report_end(
     site: &NodeConfig,
     job: &JobEnv,
     outcomes: &[(dvfs_job::NodeOutcome, Option<NodeComm>)],
-    gpu: Option<greenup::record::NodeGpu>,
+    (gpu, gpu_power): (Option<greenup::record::NodeGpu>, Option<NodePower>),
     log: Log,
 ) {
     // Only the first node closes: it runs the batch script, so slurmctld knows the
@@ -702,7 +705,10 @@ fn report_end(
             .iter()
             .map(|(o, c)| {
                 let mut w = wire_outcome(job, o, c.clone());
-                w.gpu = gpu.clone().filter(|_| o.node == job.node).map(Box::new);
+                if o.node == job.node {
+                    w.gpu = gpu.clone().map(Box::new);
+                    w.power = crate::gpu::node_power(w.power.take(), gpu_power.clone());
+                }
                 w
             })
             .collect(),
@@ -822,10 +828,12 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
             ),
         }
     }
-    let gpu = crate::gpu::end(&site, &paths.run_dir, job);
-    let decided = saved_decision(&paths.run_dir, job.job_id, &job.node).is_some();
+    let saved = saved_decision(&paths.run_dir, job.job_id, &job.node);
+    let part = saved.as_ref().and_then(|d| d.gpu_power);
+    let (gpu, gpu_power) = crate::gpu::end_held(&site, &paths.run_dir, job, part);
+    let decided = saved.is_some();
     if decided {
-        report_end(&site, job, &outcomes, gpu, log);
+        report_end(&site, job, &outcomes, (gpu, gpu_power), log);
     }
     for f in [
         dir.warning(&job.node),

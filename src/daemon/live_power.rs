@@ -60,7 +60,8 @@ pub struct PowerSample {
     pub jobs: Vec<u64>,
     /// Unix seconds at the interval's end.
     pub at: i64,
-    /// The node's mean power over the interval, in watts (RAPL's zones summed).
+    /// The node's mean power over the interval, in watts (RAPL's zones summed, and the
+    /// job's GPUs' energy counters where it holds GPUs).
     pub watts: f64,
     /// The interval's length in seconds.
     pub interval_s: f64,

@@ -193,10 +193,15 @@ pub struct NodeSettings {
     /// resolved; absent when the job's policy does not ask for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm_dvfs: Option<crate::comm::CommDvfs>,
-    /// This node's share of the watts Slurm granted the job: the RAPL long-term limit its
-    /// prolog sets (`power.enforce: queue`); absent: the node's limit is left alone.
+    /// This node's share of the watts Slurm granted the job (on a GPU node, the CPU
+    /// package's part of it): the RAPL long-term limit its prolog sets (`power.enforce:
+    /// queue`); absent: the node's limit is left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_limit_w: Option<f64>,
+    /// On a GPU node, each GPU's part of the node's share and the power limit each of the
+    /// job's GPUs is set to ([`crate::power::split`]); absent: GPU limits are left alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_power: Option<crate::power::split::GpuPart>,
     /// The job's grant, carried from the decision to [`NodeSettings::with_node_type`],
     /// which weighs this node's share by its type.
     #[serde(skip)]
@@ -227,6 +232,7 @@ impl NodeSettings {
             predicted: plan.map(|p| p.predicted),
             comm_dvfs: d.comm_dvfs,
             power_limit_w: None,
+            gpu_power: None,
             grant: d.grant,
         }
     }
@@ -234,7 +240,8 @@ impl NodeSettings {
     /// Fill in what this node's type in `site` decides: the communication-phase low gear
     /// the policy left unset (its type's lowest frequency; unknown type: the runtime's own
     /// choice), and the node's share of the job's grant, in proportion to what it draws at
-    /// the frequency it is told (its top one when none).
+    /// the frequency it is told (its top one when none), split between its CPU package and
+    /// its GPUs.
     pub fn with_node_type(mut self, site: &crate::site::Site) -> NodeSettings {
         if let Some(c) = self.comm_dvfs.as_mut()
             && c.low_ghz.is_none()
@@ -244,12 +251,15 @@ impl NodeSettings {
                 .map(|t| t.fmin())
                 .filter(|f| *f > 0.0);
         }
-        self.power_limit_w = match (self.grant, self.used) {
+        let split = match (self.grant, self.used) {
             (Some(g), true) => {
-                crate::power::node_weight_w(site, &self.node, self.freq_ghz).map(|w| g.share_w(w))
+                crate::power::split::node_model(site, &self.node, self.freq_ghz, None)
+                    .map(|m| crate::power::split::split(g.share_w(m.total_w()), &m))
             }
             _ => None,
         };
+        self.power_limit_w = split.map(|s| s.cpu_w);
+        self.gpu_power = split.and_then(|s| s.gpu);
         self
     }
 
@@ -665,6 +675,41 @@ mod tests {
         assert_eq!(NodeSettings::from_decision(&d, "n3", 4).freq_ghz, Some(2.2));
         let gone = NodeSettings::from_decision(&d, "n9", 5);
         assert_eq!((gone.used, gone.freq_ghz), (false, None));
+    }
+
+    #[test]
+    fn a_gpu_nodes_share_is_told_as_its_cpu_part_and_each_gpus_limit() {
+        // g1: CPU 100 W dynamic at 2.0 GHz (cube law) + 50 W static; 2 GPUs, 300 W
+        // dynamic + 50 W static, limits 100-400 W. c1: the same CPU, no GPUs.
+        let site = crate::site::parse(
+            "/etc/slurm/greenup.yaml",
+            "node_types:\n  c:\n    frequencies: [1.0, 2.0]\n    power: {dynamic_w: 100, static_w: 50}\n  g:\n    frequencies: [1.0, 2.0]\n    power: {dynamic_w: 100, static_w: 50}\n    gpus: {count: 2, power_limit: {min: 100, max: 400}, power: {dynamic_w: 300, static_w: 50}}\nnodes:\n  c: c1\n  g: g1\n",
+        )
+        .unwrap();
+        let mut d = planned(1);
+        // Nodes at their top: c1 150 W, g1 150 + 2 x 350 = 850 W; 500 W granted, so g1's
+        // share is 425 W: CPU 425 x 150/850 = 75 W, each GPU 425 x 350/850 = 175 W.
+        d.grant = Some(crate::power::Grant {
+            granted_w: 500.0,
+            weight_w: 1000.0,
+        });
+        let g1 = NodeSettings::of(&d, "g1", Some(2.0), 2, None).with_node_type(&site);
+        assert!((g1.power_limit_w.unwrap() - 75.0).abs() < 1e-9, "{g1:?}");
+        let gpu = g1.gpu_power.unwrap();
+        assert!((gpu.part_w - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
+        let c1 = NodeSettings::of(&d, "c1", Some(2.0), 2, None).with_node_type(&site);
+        assert!((c1.power_limit_w.unwrap() - 75.0).abs() < 1e-9);
+        assert_eq!(c1.gpu_power, None);
+        // The wire: absent when none, read back when there.
+        let line = serde_json::to_string(&g1).unwrap();
+        assert!(line.contains(r#""gpu_power":{"part_w":175"#), "{line}");
+        assert_eq!(
+            serde_json::from_str::<NodeSettings>(&line)
+                .unwrap()
+                .gpu_power,
+            Some(gpu)
+        );
+        assert!(!serde_json::to_string(&c1).unwrap().contains("gpu_power"));
     }
 
     #[test]

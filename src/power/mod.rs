@@ -7,6 +7,7 @@
 //! grant with [`granted_w`], and greenupd shares it among the nodes with [`Grant`].
 
 pub mod slurm;
+pub mod split;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,14 +24,12 @@ pub struct Grant {
 }
 
 /// What a node would draw running flat out at `freq_ghz` (its type's top frequency when
-/// None), by its type's power model: the weight its share of a grant is in proportion to,
-/// so that a plan's slower nodes are not held to a fast node's share. None for a node
-/// the site does not type.
+/// None), by its type's power model, its GPUs at their top clock included
+/// ([`split::node_model`]): the weight its share of a grant is in proportion to, so that
+/// a plan's slower nodes are not held to a fast node's share. None for a node the site
+/// does not type.
 pub fn node_weight_w(site: &Site, node: &str, freq_ghz: Option<f64>) -> Option<f64> {
-    let t = site.node_type_of(node)?;
-    let f = freq_ghz.unwrap_or_else(|| t.fmax());
-    let w = t.dynamic_w(f).ok()? + t.static_w(f).ok()?;
-    (w.is_finite() && w > 0.0).then_some(w)
+    split::node_model(site, node, freq_ghz, None).map(|m| m.total_w())
 }
 
 impl Grant {

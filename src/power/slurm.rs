@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use crate::site::Site;
 
-/// The watts one node of a pool draws: at its type's lowest frequency and at its top one,
-/// the largest over the pool's node types (a job's nodes are not known at submission).
+/// The watts one node of a pool draws (its GPUs included): at its type's lowest frequency
+/// and at its top one, the largest over the pool's node types (a job's nodes are not known at submission).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeBounds {
     /// The most a node of the pool draws at its lowest frequency, flat out.
@@ -20,9 +20,21 @@ pub struct NodeBounds {
 /// The bounds of the nodes `names` (None when none of them is typed).
 pub fn bounds(site: &Site, names: &[String]) -> Option<NodeBounds> {
     let mut out: Option<NodeBounds> = None;
-    for t in names.iter().filter_map(|n| site.node_type_of(n)) {
-        let at = |f: f64| t.dynamic_w(f).unwrap_or(0.0) + t.static_w(f).unwrap_or(0.0);
-        let (lo, hi) = (at(t.fmin()), at(t.fmax()));
+    for (n, t) in names
+        .iter()
+        .filter_map(|n| site.node_type_of(n).map(|t| (n, t)))
+    {
+        // A GPU node's GPUs count too: at their lowest clock with its lowest frequency.
+        let at = |f: f64, mhz: Option<u32>| {
+            super::split::node_model(site, n, Some(f), mhz).map_or(0.0, |m| m.total_w())
+        };
+        let gpu_min_mhz = site
+            .nodes
+            .get(n)
+            .and_then(|t| site.gpu_types.get(t))
+            .and_then(|g| g.clocks_mhz)
+            .map(|(lo, _)| lo);
+        let (lo, hi) = (at(t.fmin(), gpu_min_mhz), at(t.fmax(), None));
         out = Some(match out {
             Some(b) => NodeBounds {
                 min_w: b.min_w.max(lo),

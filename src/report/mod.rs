@@ -91,6 +91,15 @@ pub struct Measured {
     pub energy_j: Option<f64>,
     /// Average power in watts (energy / time).
     pub avg_power_w: Option<f64>,
+    /// Energy of the job's GPUs on all its nodes in joules (NVML), beside `energy_j`
+    /// (RAPL), which the models predict; `None` when the job held no GPUs, or some of
+    /// them were unmeasured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_energy_j: Option<f64>,
+    /// The job's whole measured energy, `energy_j` plus `gpu_energy_j`, in joules; only
+    /// for a job that held GPUs, and `None` unless both parts were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_energy_j: Option<f64>,
 }
 
 /// The caps the job ran under.
@@ -247,10 +256,19 @@ impl JobReport {
             (Some(e), Some(t)) if t > 0.0 => Some(e / t),
             _ => None,
         };
+        let gpus: Vec<Option<f64>> = nodes
+            .iter()
+            .filter_map(|n| n.gpu.as_ref().map(|g| g.energy_j))
+            .collect();
+        let gpu_energy_j = (!gpus.is_empty())
+            .then(|| gpus.into_iter().sum::<Option<f64>>())
+            .flatten();
         Measured {
             time_s,
             energy_j,
             avg_power_w,
+            gpu_energy_j,
+            total_energy_j: energy_j.zip(gpu_energy_j).map(|(c, g)| c + g),
         }
     }
 

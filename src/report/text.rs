@@ -262,6 +262,17 @@ pub fn job_report(r: &JobReport) -> String {
     let _ = writeln!(out, "{totals}");
     out.push('\n');
 
+    // The GPUs' energy is added only here: ENERGY above is what the models predict.
+    if r.nodes.iter().any(|n| n.gpu.is_some()) {
+        let m = &r.measured;
+        let _ = writeln!(
+            out,
+            "With GPUs   {}: nodes {} (rapl) + GPUs {} (nvml)",
+            opt(m.total_energy_j, fmt_energy),
+            opt(m.energy_j, fmt_energy),
+            opt(m.gpu_energy_j, fmt_energy)
+        );
+    }
     let _ = writeln!(
         out,
         "Baseline    all {} allocated nodes at maximum frequency (predicted)",

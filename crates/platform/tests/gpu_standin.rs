@@ -447,3 +447,26 @@ fn the_meter_keeps_the_means_of_the_held_gpus_only() {
     assert_eq!(s.util_pct(), Some(50.0));
     assert_eq!(samples::load(&out).unwrap(), Some(s));
 }
+
+#[test]
+fn the_live_power_of_a_jobs_gpus_is_their_counters_over_the_interval() {
+    let node = Node::new(&[0, 1, 2]);
+    let run = run_dir(&node);
+    let nvml = node.open();
+    let file = hold::record_path(&run, 22, "n1");
+    let rec = hold::begin(&nvml, &file, 22, &[0, 2], Request::default(), |_| None).unwrap();
+    let from = samples::energy_mj(&nvml, &rec).unwrap();
+    // Both of the job's GPUs fully busy at the top clock: IDLE_MW + DYN_MW each, for 5 s.
+    node.advance_s(5);
+    // GPU 1 is not the job's: its counter is never read.
+    let to = samples::energy_mj(&nvml, &rec).unwrap();
+    let each_w = (IDLE_MW + DYN_MW) / 1e3;
+    let w = samples::mean_power_w(from, to, 5.0).unwrap();
+    assert!((w - 2.0 * each_w).abs() < 1e-3, "{w}");
+    assert_eq!(node.get(1, "energy_mj"), "5000");
+    assert_eq!(samples::mean_power_w(to, from, 5.0), None);
+    assert_eq!(samples::mean_power_w(from, to, 0.0), None);
+    // A counter that cannot be read: no figure at all.
+    node.put(Some(2), "refuse_energy", "NOT_SUPPORTED");
+    assert_eq!(samples::energy_mj(&nvml, &rec), None);
+}

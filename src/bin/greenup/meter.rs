@@ -86,6 +86,7 @@ pub fn run(a: MeterArgs) -> Outcome {
             node: a.node.clone(),
             sysfs_root: paths.sysfs_root.clone(),
             record: state::path(&paths.run_dir, a.job_id, &a.node),
+            gpu_record: greenup_platform::gpu::hold::record_path(&paths.run_dir, a.job_id, &a.node),
             every: Duration::from_secs_f64(every),
             per_report: a
                 .batch
@@ -143,6 +144,8 @@ struct PowerReporter {
     sysfs_root: PathBuf,
     /// The job's saved record on this node: gone once the epilog has run.
     record: PathBuf,
+    /// The job's GPU record on this node, when it holds GPUs: their power counts too.
+    gpu_record: PathBuf,
     every: Duration,
     /// Samples a report carries.
     per_report: usize,
@@ -158,6 +161,8 @@ impl PowerReporter {
     /// ended on this node.
     fn run(self) {
         let per_report = self.per_report;
+        let gpus = GpuCounters::open(&self.gpu_record);
+        let mut last_gpus = gpus.as_ref().and_then(GpuCounters::read);
         let mut last = rapl::read(&self.sysfs_root);
         let mut due = Instant::now() + self.every;
         let mut batch = Vec::with_capacity(per_report);
@@ -181,8 +186,11 @@ impl PowerReporter {
                 due = Instant::now() + self.every;
             }
             let now = rapl::read(&self.sysfs_root);
-            batch.extend(self.sample(&last, &now));
+            let now_gpus = gpus.as_ref().and_then(GpuCounters::read);
+            let sample = self.sample(&last, &now);
+            batch.extend(sample.and_then(|s| with_gpus(s, gpus.is_some(), last_gpus, now_gpus)));
             last = now;
+            last_gpus = now_gpus;
             if batch.len() < per_report {
                 continue;
             }
@@ -233,6 +241,46 @@ impl PowerReporter {
     }
 }
 
+/// The job's GPUs on this node, read beside RAPL so the node's live power includes them.
+struct GpuCounters {
+    nvml: greenup_platform::gpu::Nvml,
+    rec: greenup_platform::gpu::GpuRecord,
+}
+
+impl GpuCounters {
+    /// The GPUs of the record at `file`, with the NVML library the prolog used; None
+    /// when the job holds none here, or their counters cannot be read now (GPUs without
+    /// an energy counter leave the node's power RAPL's alone, as before).
+    fn open(file: &std::path::Path) -> Option<GpuCounters> {
+        use greenup_platform::gpu::{Nvml, hold};
+        let rec = hold::load(file).ok()??;
+        let nvml = Nvml::open(rec.library.as_deref()?).ok()?;
+        let g = GpuCounters { nvml, rec };
+        g.read().map(|_| g)
+    }
+
+    /// The sum of their energy counters now, in mJ.
+    fn read(&self) -> Option<u64> {
+        greenup_platform::gpu::samples::energy_mj(&self.nvml, &self.rec)
+    }
+}
+
+/// `s` with the job's GPUs' mean power over its interval added, from their counters'
+/// sums at its start and end, when the job holds GPUs (`held`); None when those could
+/// not be read, so a node's power is never reported short of its GPUs.
+fn with_gpus(
+    mut s: PowerSample,
+    held: bool,
+    from_mj: Option<u64>,
+    to_mj: Option<u64>,
+) -> Option<PowerSample> {
+    if held {
+        let (from, to) = from_mj.zip(to_mj)?;
+        s.watts += greenup_platform::gpu::samples::mean_power_w(from, to, s.interval_s)?;
+    }
+    Some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +309,7 @@ mod tests {
             node: "n1".into(),
             sysfs_root: "/nonexistent".into(),
             record: "/nonexistent".into(),
+            gpu_record: "/nonexistent".into(),
             every: Duration::from_secs(5),
             per_report: 12,
             endpoint: Endpoint::parse("unix:/nonexistent"),
@@ -281,5 +330,23 @@ mod tests {
         broken.problem = Some("energy_uj unreadable".into());
         assert_eq!(reporter().sample(&from, &broken), None);
         assert_eq!(reporter().sample(&to, &to), None);
+    }
+
+    #[test]
+    fn the_jobs_gpus_add_their_mean_power_over_the_same_interval() {
+        let s = PowerSample {
+            jobs: vec![42],
+            at: 1005,
+            watts: 1.4,
+            interval_s: 5.0,
+        };
+        // 3,500 J over 5 s: 700 W more.
+        let with = with_gpus(s.clone(), true, Some(1_000_000), Some(4_500_000)).unwrap();
+        assert!((with.watts - 701.4).abs() < 1e-9, "{}", with.watts);
+        // No GPUs: RAPL's alone. GPUs whose counters were not read, or went back (a
+        // driver reload): no sample.
+        assert_eq!(with_gpus(s.clone(), false, None, None), Some(s.clone()));
+        assert_eq!(with_gpus(s.clone(), true, Some(1), None), None);
+        assert_eq!(with_gpus(s, true, Some(9), Some(1)), None);
     }
 }

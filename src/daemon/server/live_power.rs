@@ -449,8 +449,9 @@ fn check(site: &crate::site::Site, r: &PowerReport, now: i64) -> Result<(), Erro
             &format!("1 to {MAX_SAMPLES} samples"),
         ));
     }
-    let top_w = site.node_type_of(&r.node).map_or(UNTYPED_MAX_W, |t| {
-        MAX_OVER_TYPE * (t.dynamic_w(t.fmax()).unwrap_or(0.0) + t.static_w(t.fmax()).unwrap_or(0.0))
+    // A GPU node's top power counts its GPUs, whose power its meter reports too.
+    let top_w = site.node_type_of(&r.node).map_or(UNTYPED_MAX_W, |_| {
+        MAX_OVER_TYPE * crate::power::node_weight_w(site, &r.node, None).unwrap_or(0.0)
     });
     let mut jobs = HashSet::new();
     for s in &r.samples {

@@ -69,3 +69,21 @@ pub fn sample(nvml: &Nvml, rec: &GpuRecord, file: &Path) -> Result<Samples, Hold
     hold::write_json(file, &s)?;
     Ok(s)
 }
+
+/// The sum of the energy counters of the GPUs in `rec` now, in mJ: what a live power
+/// figure takes the GPUs' part from. None when one of them cannot be read, so a figure
+/// is never short of a GPU without saying so.
+pub fn energy_mj(nvml: &Nvml, rec: &GpuRecord) -> Option<u64> {
+    let minors: Vec<u32> = rec.gpus.iter().map(|g| g.minor).collect();
+    let mut sum = 0u64;
+    for (_, g) in nvml.gpus_by_minor(&minors).ok()? {
+        sum = sum.checked_add(g.ok()?.energy_mj().ok()?)?;
+    }
+    Some(sum)
+}
+
+/// The GPUs' mean power, in watts, between two sums of their counters `span_s` apart;
+/// None when the counters went back (the driver was reloaded) or no time passed.
+pub fn mean_power_w(from_mj: u64, to_mj: u64, span_s: f64) -> Option<f64> {
+    (to_mj >= from_mj && span_s > 0.0).then(|| (to_mj - from_mj) as f64 / 1e3 / span_s)
+}

@@ -1,0 +1,271 @@
+//! A GPU node's power under a grant: the node weighs its CPUs and its GPUs, and its share
+//! of the job's watts splits between the CPU package (its RAPL limit) and each GPU (its
+//! NVML power limit) in proportion to what each is modelled to draw.
+//!
+//! The one home for that split: greenupd tells each node its parts
+//! ([`crate::daemon::protocol::NodeSettings`]), and the node's prolog clamps each GPU's
+//! part again into the range NVML accepts with [`GpuPart::clamped`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::site::{GpuType, Site};
+
+/// What one node is modelled to draw flat out: its CPUs at the frequency it is told, and
+/// each of its GPUs at the GPU clock it is told.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeModel {
+    /// The CPU part (the node type's power model), watts.
+    pub cpu_w: f64,
+    /// One GPU, watts (0 on a node without GPUs).
+    pub gpu_w: f64,
+    /// GPUs on the node.
+    pub gpus: u32,
+    /// The power limits the site lets greenup set on a GPU, watts (None: NVML's range).
+    pub gpu_range_w: Option<(f64, f64)>,
+}
+
+impl NodeModel {
+    /// The whole node: CPUs plus every GPU.
+    pub fn total_w(&self) -> f64 {
+        self.cpu_w + f64::from(self.gpus) * self.gpu_w
+    }
+}
+
+/// One GPU of type `g` fully busy at `mhz` (its top clock when None): static power plus
+/// the dynamic power at the top clock scaled by the cube of the clock's share of it, as
+/// for CPUs. Without a site clock range the top clock is unknown, so any clock counts as
+/// the top one.
+pub fn gpu_model_w(g: &GpuType, mhz: Option<u32>) -> f64 {
+    let dynamic_w = match (mhz, g.clocks_mhz) {
+        (Some(f), Some((_, top))) if top > 0 => {
+            g.dynamic_w * (f64::from(f.min(top)) / f64::from(top)).powi(3)
+        }
+        _ => g.dynamic_w,
+    };
+    g.static_w + dynamic_w
+}
+
+/// `node`'s model at CPU frequency `freq_ghz` and GPU clock `gpu_mhz` (each its top one
+/// when None). None for a node the site does not type, or whose model draws nothing.
+pub fn node_model(
+    site: &Site,
+    node: &str,
+    freq_ghz: Option<f64>,
+    gpu_mhz: Option<u32>,
+) -> Option<NodeModel> {
+    let t = site.node_type_of(node)?;
+    let f = freq_ghz.unwrap_or_else(|| t.fmax());
+    let cpu_w = t.dynamic_w(f).ok()? + t.static_w(f).ok()?;
+    let g = site.nodes.get(node).and_then(|n| site.gpu_types.get(n));
+    let m = NodeModel {
+        cpu_w,
+        gpu_w: g.map_or(0.0, |g| gpu_model_w(g, gpu_mhz)),
+        gpus: g.map_or(0, |g| g.count),
+        gpu_range_w: g.and_then(|g| g.power_limit_w),
+    };
+    let w = m.total_w();
+    (cpu_w.is_finite() && cpu_w >= 0.0 && w.is_finite() && w > 0.0).then_some(m)
+}
+
+/// Each GPU's part of a node's share and the limit it is set to.
+// Unknown fields are let through, as in the rest of a node's settings: a newer greenupd
+// must not leave an older plugin without its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GpuPart {
+    /// Each GPU's part of the node's share, watts: the node's share times one GPU's
+    /// modelled power over the node's.
+    pub part_w: f64,
+    /// The power limit each of the job's GPUs is set to, watts: the part clamped into the
+    /// range greenup may set.
+    pub limit_w: f64,
+}
+
+impl GpuPart {
+    /// The part `part_w` with its limit clamped into `range_w` (none: the part itself).
+    pub fn of(part_w: f64, range_w: Option<(f64, f64)>) -> GpuPart {
+        GpuPart {
+            part_w,
+            limit_w: part_w,
+        }
+        .clamped(range_w)
+    }
+
+    /// This part with its limit clamped further into `range_w` (NVML's, at the node).
+    pub fn clamped(self, range_w: Option<(f64, f64)>) -> GpuPart {
+        let limit_w = match range_w {
+            Some((lo, hi)) if lo <= hi => self.limit_w.clamp(lo, hi),
+            _ => self.limit_w,
+        };
+        GpuPart { limit_w, ..self }
+    }
+
+    /// Watts each GPU may draw beyond its part because its lowest limit is above it:
+    /// what the node may draw over its share, per GPU.
+    pub fn over_w(&self) -> f64 {
+        (self.limit_w - self.part_w).max(0.0)
+    }
+
+    /// One line when the limit is not the part: held at the lowest limit (the node may
+    /// draw more than its share) or at the highest (the GPU leaves watts unused).
+    pub fn note(&self) -> Option<String> {
+        let (limit, part) = (self.limit_w, self.part_w);
+        if (limit - part).abs() < 0.05 {
+            None
+        } else if limit > part {
+            Some(format!(
+                "GPU limit {limit:.1} W is its lowest, {:.1} W above its {part:.1} W part of the node's share",
+                limit - part
+            ))
+        } else {
+            Some(format!(
+                "GPU limit {limit:.1} W is its highest, {:.1} W of its {part:.1} W part unused",
+                part - limit
+            ))
+        }
+    }
+}
+
+/// How a node's share of a grant splits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    /// The CPU package's part, watts: its RAPL long-term limit.
+    pub cpu_w: f64,
+    /// Each GPU's part and limit; None on a node without GPUs.
+    pub gpu: Option<GpuPart>,
+}
+
+/// Split `share_w` between the CPU package and each GPU of a node modelled by `m`, in
+/// proportion to their modelled power. A GPU limit clamped at its lowest is not paid for
+/// by the CPU: a CPU package held below what it idles at would starve the GPUs it feeds,
+/// so the node may then draw [`GpuPart::over_w`] per GPU over its share, which is said.
+pub fn split(share_w: f64, m: &NodeModel) -> Split {
+    let total = m.total_w();
+    if m.gpus == 0 || total <= 0.0 {
+        return Split {
+            cpu_w: share_w,
+            gpu: None,
+        };
+    }
+    Split {
+        cpu_w: share_w * m.cpu_w / total,
+        gpu: Some(GpuPart::of(share_w * m.gpu_w / total, m.gpu_range_w)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // CPU: 200 W dynamic at 3.0 GHz (cube law), 100 W static; 4 GPUs: 600 W dynamic at
+    // 1980 MHz, 100 W static, limits 200-700 W.
+    const SITE: &str = "\
+node_types:
+  cpu:
+    frequencies: [1.5, 3.0]
+    power: {dynamic_w: 200, static_w: 100}
+  gpu4:
+    frequencies: [1.5, 3.0]
+    power: {dynamic_w: 200, static_w: 100}
+    gpus:
+      count: 4
+      clocks_mhz: {min: 990, max: 1980}
+      power_limit: {min: 200W, max: 700W}
+      power: {dynamic_w: 600, static_w: 100}
+  gpu2:
+    frequencies: [1.5, 3.0]
+    power: {dynamic_w: 200, static_w: 100}
+    gpus:
+      count: 2
+      power: {dynamic_w: 600, static_w: 100}
+nodes:
+  cpu: c1
+  gpu4: g1
+  gpu2: h1
+";
+
+    fn site() -> Site {
+        crate::site::parse("/etc/slurm/greenup.yaml", SITE).unwrap()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn a_gpu_nodes_weight_counts_its_gpus_at_the_clock_told() {
+        let s = site();
+        // Top clocks: CPU 300 W, each GPU 700 W, node 300 + 4 x 700 = 3100 W.
+        let m = node_model(&s, "g1", None, None).unwrap();
+        assert_eq!((m.cpu_w, m.gpu_w, m.gpus), (300.0, 700.0, 4));
+        assert!(close(m.total_w(), 3100.0));
+        // CPU at 1.5 GHz: 200/8 + 100 = 125 W; GPUs at 990 MHz: 600/8 + 100 = 175 W.
+        let m = node_model(&s, "g1", Some(1.5), Some(990)).unwrap();
+        assert!(close(m.total_w(), 125.0 + 4.0 * 175.0), "{m:?}");
+        // A clock above the top one counts as the top one; without a clock range every
+        // clock is the top one.
+        assert!(close(
+            node_model(&s, "g1", None, Some(5000)).unwrap().gpu_w,
+            700.0
+        ));
+        assert!(close(
+            node_model(&s, "h1", None, Some(990)).unwrap().gpu_w,
+            700.0
+        ));
+        // A CPU node is its CPU model alone, and the grant's weight is the whole node.
+        let c = node_model(&s, "c1", None, None).unwrap();
+        assert_eq!((c.gpus, c.gpu_w), (0, 0.0));
+        assert!(close(
+            crate::power::node_weight_w(&s, "g1", None).unwrap(),
+            3100.0
+        ));
+        assert!(node_model(&s, "nowhere", None, None).is_none());
+        // A pool's bounds for the job_submit script count the GPUs too: lowest CPU
+        // frequency with the lowest GPU clock (125 + 4 x 175 W), and the top ones.
+        let b = crate::power::slurm::bounds(&s, &["g1".to_string()]).unwrap();
+        assert!(close(b.min_w, 825.0) && close(b.max_w, 3100.0), "{b:?}");
+    }
+
+    #[test]
+    fn a_share_splits_in_proportion_and_each_gpu_is_clamped_into_its_range() {
+        let s = site();
+        let m = node_model(&s, "g1", None, None).unwrap();
+        // 1550 W of a 3100 W node: CPU 1550 x 300/3100 = 150 W, each GPU 1550 x 700/3100
+        // = 350 W, inside 200-700 W; the parts sum to the share.
+        let p = split(1550.0, &m);
+        assert!(close(p.cpu_w, 150.0), "{p:?}");
+        let g = p.gpu.unwrap();
+        assert!(close(g.part_w, 350.0) && close(g.limit_w, 350.0), "{g:?}");
+        assert!(close(p.cpu_w + 4.0 * g.limit_w, 1550.0));
+        assert_eq!((g.over_w(), g.note()), (0.0, None));
+        // 620 W: each GPU's part is 140 W, below its 200 W lowest limit: held at 200 W,
+        // 60 W over its part, said; the CPU keeps its 60 W part.
+        let p = split(620.0, &m);
+        let g = p.gpu.unwrap();
+        assert!(close(p.cpu_w, 60.0) && close(g.part_w, 140.0), "{p:?}");
+        assert_eq!(g.limit_w, 200.0);
+        assert!(close(g.over_w(), 60.0));
+        assert!(g.note().unwrap().contains("60.0 W above its 140.0 W part"));
+        // 3720 W: each part is 840 W, above the 700 W highest limit: held at 700 W.
+        let g = split(3720.0, &m).gpu.unwrap();
+        assert!(close(g.part_w, 840.0) && g.limit_w == 700.0);
+        assert_eq!(g.over_w(), 0.0);
+        assert!(
+            g.note()
+                .unwrap()
+                .contains("140.0 W of its 840.0 W part unused")
+        );
+        // NVML's range at the node clamps again; no range leaves the limit alone.
+        let g = GpuPart::of(140.0, None);
+        assert_eq!(g.limit_w, 140.0);
+        assert_eq!(g.clamped(Some((150.0, 400.0))).limit_w, 150.0);
+        assert_eq!(
+            GpuPart::of(350.0, None)
+                .clamped(Some((100.0, 300.0)))
+                .limit_w,
+            300.0
+        );
+        // A CPU node's share is all the CPU's.
+        let c = split(250.0, &node_model(&s, "c1", None, None).unwrap());
+        assert_eq!((c.cpu_w, c.gpu), (250.0, None));
+    }
+}
