@@ -318,17 +318,15 @@ fn run(args: &Args) -> Result<bool, String> {
             return Err("the controller did not decide the job".into());
         }
     }
-    // The node prologs' view of the site: only its power settings shape the request.
-    let node_site = match &args.controller {
+    // Only the site's power settings shape the request (the grant from its licenses):
+    // the controller's site config's, else the defaults.
+    let power = match &args.controller {
         Some(config) => greenup::site::load(config)
-            .map(|s| greenup::site::node::NodeConfig::from_site(&s))
-            .map_err(|e| e.to_string())?,
-        None => greenup::site::node::NodeConfig::from_site(
-            &greenup::site::parse(std::path::Path::new("herd.yaml"), "{}")
-                .map_err(|e| e.to_string())?,
-        ),
+            .map_err(|e| e.to_string())?
+            .power,
+        None => greenup::site::PowerSettings::default(),
     };
-    let first = node::start_request(&job, args.policy.clone(), &node_site);
+    let first = node::start_request(&job, args.policy.clone(), &power);
     let Request::StartNode { job: facts, .. } = first else {
         return Err("the plugin's prolog no longer sends start_node".into());
     };

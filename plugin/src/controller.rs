@@ -60,7 +60,7 @@ pub fn prolog_slurmctld(
     let Some(policy) = node::policy_for(&job, &site) else {
         return true;
     };
-    let request = node::start_request(&job, policy, &site);
+    let request = node::start_request(&job, policy, &site.power);
     let answer = node::connect(&site).and_then(|mut c| node::ask_settings(&mut c, &request));
     let ms = started.elapsed().as_secs_f64() * 1e3;
     match answer {
@@ -140,9 +140,9 @@ mod tests {
         first.remove("SLURM_SCRIPT_CONTEXT");
         let node =
             JobEnv::from_slurm_vars(|k| first.get(k).map(|v| v.to_string()), 0x16_05_08).unwrap();
-        let site = greenup::site::node::NodeConfig::from_site(&crate::node::test_cluster_site());
-        let a = node::start_request(&job, "max-dist".into(), &site);
-        let b = node::start_request(&node, "max-dist".into(), &site);
+        let power = greenup::site::PowerSettings::default();
+        let a = node::start_request(&job, "max-dist".into(), &power);
+        let b = node::start_request(&node, "max-dist".into(), &power);
         assert_eq!(
             serde_json::to_value(&a).unwrap(),
             serde_json::to_value(&b).unwrap()

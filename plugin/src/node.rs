@@ -116,10 +116,11 @@ fn holds_whole_node(job: &JobEnv, sysfs_root: &Path) -> bool {
 /// What the prolog asks greenupd for `job` under `policy`: this node's settings, the
 /// job's nodes named by Slurm's compressed hostlist, so the request is the same size
 /// however many nodes the job has.
-pub fn start_request(job: &JobEnv, policy: String, site: &NodeConfig) -> Request {
+/// `power` (the site's `power:` section) reads the job's grant from its licenses.
+pub fn start_request(job: &JobEnv, policy: String, power: &PowerSettings) -> Request {
     Request::StartNode {
         node: job.node.clone(),
-        job: open_request(job, policy, site),
+        job: open_request(job, policy, power),
     }
 }
 
@@ -135,11 +136,11 @@ pub fn policy_for(job: &JobEnv, site: &NodeConfig) -> Option<String> {
 }
 
 /// The job as the prolog describes it to greenupd under `policy`.
-fn open_request(job: &JobEnv, policy: String, site: &NodeConfig) -> OpenJob {
+fn open_request(job: &JobEnv, policy: String, power: &PowerSettings) -> OpenJob {
     // A count Slurm would not write leaves the grant unknown: greenupd then plans under
     // its ledger, as for a job submitted before the queue held power.
     let granted_w = job.licenses.as_deref().and_then(|l| {
-        greenup::power::granted_w(&site.power, job.partition.as_deref(), l)
+        greenup::power::granted_w(power, job.partition.as_deref(), l)
             .ok()
             .flatten()
     });
@@ -226,7 +227,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let Some(policy) = policy_for(job, &site) else {
         return;
     };
-    let request = start_request(job, policy, &site);
+    let request = start_request(job, policy, &site.power);
     let asked = std::time::Instant::now();
     let mut client = None;
     let decision = connect(&site).and_then(|mut c| {
@@ -907,7 +908,7 @@ mod tests {
         let req = open_request(
             &job,
             "min-energy".into(),
-            &NodeConfig::from_site(&test_cluster_site()),
+            &PowerSettings::default(),
         );
         assert_eq!(req.time_limit_s, Some(660.0));
         assert_eq!(req.nodelist.as_deref(), Some("n1"));
@@ -918,7 +919,7 @@ mod tests {
             open_request(
                 &job,
                 "min-energy".into(),
-                &NodeConfig::from_site(&test_cluster_site())
+                &PowerSettings::default()
             )
             .time_limit_s,
             None
