@@ -321,9 +321,11 @@ fn run(args: &Args) -> Result<bool, String> {
     // Only the site's power settings shape the request (the grant from its licenses):
     // the controller's site config's, else the defaults.
     let power = match &args.controller {
-        Some(config) => greenup::site::load(config)
-            .map_err(|e| e.to_string())?
-            .power,
+        Some(config) => {
+            greenup::site::load(config)
+                .map_err(|e| e.to_string())?
+                .power
+        }
         None => greenup::site::PowerSettings::default(),
     };
     let first = node::start_request(&job, args.policy.clone(), &power);

@@ -905,23 +905,14 @@ mod tests {
         .collect();
         let get = |k: &str| vars.get(k).map(|v| v.to_string());
         let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
-        let req = open_request(
-            &job,
-            "min-energy".into(),
-            &PowerSettings::default(),
-        );
+        let req = open_request(&job, "min-energy".into(), &PowerSettings::default());
         assert_eq!(req.time_limit_s, Some(660.0));
         assert_eq!(req.nodelist.as_deref(), Some("n1"));
         // Slurm 22.05 sets neither variable: one there came from elsewhere (the user's
         // own job environment) and is ignored; greenupd asks slurmctld instead.
         let job = JobEnv::from_slurm_vars(get, 0x16_05_08).unwrap();
         assert_eq!(
-            open_request(
-                &job,
-                "min-energy".into(),
-                &PowerSettings::default()
-            )
-            .time_limit_s,
+            open_request(&job, "min-energy".into(), &PowerSettings::default()).time_limit_s,
             None
         );
     }
