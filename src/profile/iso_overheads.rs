@@ -208,7 +208,7 @@ fn fit(
             })
             .collect();
         let rhs: Vec<f64> = y.iter().zip(scale).map(|(y, s)| y / s).collect();
-        if let Some(k) = cols.as_deref().and_then(|c| solve(c, &rhs)) {
+        if let Some(k) = cols.as_deref().and_then(|c| solve_nonneg(c, &rhs)) {
             let cols = cols.unwrap_or_default();
             let errs: Vec<f64> = (0..rhs.len())
                 .map(|r| cols.iter().zip(&k).map(|(c, k)| c[r] * k).sum::<f64>() - rhs[r])
@@ -255,6 +255,36 @@ fn solve(cols: &[Vec<f64>], rhs: &[f64]) -> Option<Vec<f64>> {
         }
         _ => None,
     }
+}
+
+/// [`solve`] with every coefficient at least 0: each term counts extra calls, bytes,
+/// instructions or memory accesses of the parallel run, none of which can be negative. A
+/// negative coefficient (a host faster than the profile's t_c makes the measured compute
+/// time fall short of the sequential work's) would let the model predict negative time
+/// and energy at other node counts, and every later refinement of the profile would fail
+/// on it; alpha takes up that shortfall instead. Exact for one or two columns: the best
+/// of the unconstrained solution, when it is non-negative, and each column alone.
+fn solve_nonneg(cols: &[Vec<f64>], rhs: &[f64]) -> Option<Vec<f64>> {
+    let k = solve(cols, rhs)?;
+    if k.iter().all(|v| *v >= 0.0) {
+        return Some(k);
+    }
+    let err = |k: &[f64]| {
+        (0..rhs.len())
+            .map(|r| {
+                let e = cols.iter().zip(k).map(|(c, k)| c[r] * k).sum::<f64>() - rhs[r];
+                e * e
+            })
+            .sum::<f64>()
+    };
+    (0..cols.len())
+        .map(|j| {
+            let alone = solve(std::slice::from_ref(&cols[j]), rhs).map_or(0.0, |k| k[0].max(0.0));
+            let mut k = vec![0.0; cols.len()];
+            k[j] = alone;
+            k
+        })
+        .min_by(|a, b| err(a).total_cmp(&err(b)))
 }
 
 /// `k * (law)` as a profile expression.
