@@ -241,7 +241,7 @@ t_rapl_user() {
 #     (greenup_w, greenup_w_debug) and 120 W are kept for the idle nodes' static power
 #     (40 + 40 + 20 + 20 W), which no job holds; the license table and slurm.conf's
 #     Licenses= line come from `greenup site licenses`. Then 12 jobs arrive at once, each
-#     holding its whole nodes (--exclusive) and keeping two of a node's CPUs busy for 20 s
+#     holding its whole nodes (--exclusive) and keeping two of a node's CPUs busy for 12 s
 #     (a fast node then draws about 40 + 60 = 100 W, an eco node 20 + 30 = 50 W):
 #     - 4 ask for nothing: they hold their nodes' full power (160 W a node, the
 #       partition's largest TDP), as every job greenup does not plan;
@@ -324,7 +324,7 @@ t_power_cap_queue() {
       quote) args+=(--energy-policy=min-energy --energy-profile=md) ;;
       *) args+=(-L "greenup_w:${asks[$i]}") ;;
     esac
-    j=$(submit $GC_USER "${args[@]}" --wrap "srun $OUT/busy.sh 20") || { say "job $i not submitted"; rc=1; continue; }
+    j=$(submit $GC_USER "${args[@]}" --wrap "srun $OUT/busy.sh 12") || { say "job $i not submitted"; rc=1; continue; }
     jobs+=("$j"); asked[$j]=${asks[$i]}
   done
   # Watch the queue: every reason each job was pending for, until all have left it.
@@ -401,14 +401,14 @@ t_power_daemon_down() {
   local rc=0 a j n s d
   gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
   p3_site on || { say "could not turn the queue on"; p3_site off; return 1; }
-  a=$(submit $GC_USER --exclusive -N1 -t 5 --ntasks-per-node=2 -o "$OUT/p4-%j.out" --wrap "srun $OUT/busy.sh 25") || rc=1
+  a=$(submit $GC_USER --exclusive -N1 -t 5 --ntasks-per-node=2 -o "$OUT/p4-%j.out" --wrap "srun $OUT/busy.sh 15") || rc=1
   for _ in $(seq 1 30); do [ "$(squeue -h -j "$a" -o %T)" = RUNNING ] && break; sleep 1; done
   sleep 3  # A's prolog has set its node's limit
   local a_node; a_node=$(squeue -h -j "$a" -o %N)
   "$HERE/greenupd.sh" stop
   local -a later=()
   for _ in 1 2 3; do
-    j=$(submit $GC_USER --exclusive -N1 -t 5 --ntasks-per-node=2 -o "$OUT/p4-%j.out" --wrap "srun $OUT/busy.sh 10") || rc=1
+    j=$(submit $GC_USER --exclusive -N1 -t 5 --ntasks-per-node=2 -o "$OUT/p4-%j.out" --wrap "srun $OUT/busy.sh 6") || rc=1
     later+=("$j")
   done
   # At most one 160 W job runs at a time under 280 W of licenses, greenupd or not.
