@@ -3,68 +3,14 @@
 //! them is restored first, and a job or node without GPUs is left as it was. Expected
 //! energies come from the stand-in's closed form (tests/nvml/README.md).
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{get, gpus, put, standin};
 use greenup::site::node::NodeConfig;
 use spank_greenup::gpu;
 use spank_greenup::node::JobEnv;
-
-fn standin() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvml/build.sh");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
-    let built = std::process::Command::new("sh")
-        .arg(&script)
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    PathBuf::from(String::from_utf8(built.stdout).unwrap().trim())
-}
-
-fn put(dir: &Path, file: &str, v: &str) {
-    std::fs::write(dir.join(file), format!("{v}\n")).unwrap();
-}
-
-fn get(dir: &Path, gpu: u32, file: &str) -> String {
-    std::fs::read_to_string(dir.join(gpu.to_string()).join(file))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// Four fully busy stand-in GPUs: 70 W + 630 W at the top clock, 700 W each.
-fn gpus(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    put(dir, "count", "4");
-    put(dir, "now_ns", "1000000000000");
-    for i in 0..4 {
-        let g = dir.join(i.to_string());
-        std::fs::create_dir_all(&g).unwrap();
-        for (f, v) in [
-            ("minor", i.to_string()),
-            ("uuid", format!("GPU-job-{i}")),
-            ("name", "Stand-in".into()),
-            ("sm_clocks", "1980 1200".into()),
-            ("mem_clock", "2619".into()),
-            ("idle_mw", "70000".into()),
-            ("dyn_mw", "630000".into()),
-            ("util", "100".into()),
-            ("limit_mw", "700000".into()),
-            ("limit_min_mw", "200000".into()),
-            ("limit_max_mw", "700000".into()),
-            ("limit_default_mw", "700000".into()),
-            ("locked", String::new()),
-            ("energy_mj", "0".into()),
-            ("stamp_ns", "1000000000000".into()),
-        ] {
-            put(&g, f, &v);
-        }
-    }
-}
 
 fn site_with(t: &Path, library: &Path) -> NodeConfig {
     let yaml = format!(
@@ -91,7 +37,7 @@ fn job(id: u32, gpus: Option<&str>) -> JobEnv {
 fn a_jobs_gpus_are_measured_and_only_they() {
     let t = tempfile::tempdir().unwrap();
     let state = t.path().join("nvml");
-    gpus(&state);
+    gpus(&state, "job");
     // SAFETY: the one test in this binary that sets the environment, before NVML is used.
     unsafe { std::env::set_var("GREENUP_NVML_STANDIN_DIR", &state) };
     let site = site_with(t.path(), &standin());

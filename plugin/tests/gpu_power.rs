@@ -5,76 +5,16 @@
 //! the node's CPU and GPU limits as one. Expected watts are the closed form of the split
 //! worked by hand below.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{STANDIN_ENV, get, gpus, put, standin};
 use greenup::daemon::protocol::{Decision, NodeSettings};
 use greenup::dvfs::job::Scope;
 use spank_greenup::args::Args;
 use spank_greenup::gpu;
 use spank_greenup::node::{self, JobEnv, Level};
-
-/// Where an ordinary user's run of this binary finds the stand-in library, built by root.
-const STANDIN_ENV: &str = "GREENUP_TEST_NVML_STANDIN";
-
-fn standin() -> PathBuf {
-    if let Some(lib) = std::env::var_os(STANDIN_ENV) {
-        return lib.into();
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvml/build.sh");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
-    let built = std::process::Command::new("sh")
-        .arg(&script)
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    PathBuf::from(String::from_utf8(built.stdout).unwrap().trim())
-}
-
-fn put(dir: &Path, file: &str, v: &str) {
-    std::fs::write(dir.join(file), format!("{v}\n")).unwrap();
-}
-
-fn get(dir: &Path, gpu: u32, file: &str) -> String {
-    std::fs::read_to_string(dir.join(gpu.to_string()).join(file))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// Four stand-in GPUs, limits 200-700 W, each at its 700 W default.
-fn gpus(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    put(dir, "count", "4");
-    put(dir, "now_ns", "1000000000000");
-    for i in 0..4 {
-        let g = dir.join(i.to_string());
-        std::fs::create_dir_all(&g).unwrap();
-        for (f, v) in [
-            ("minor", i.to_string()),
-            ("uuid", format!("GPU-power-{i}")),
-            ("name", "Stand-in".into()),
-            ("sm_clocks", "1980 1200".into()),
-            ("mem_clock", "2619".into()),
-            ("idle_mw", "70000".into()),
-            ("dyn_mw", "630000".into()),
-            ("util", "100".into()),
-            ("limit_mw", "700000".into()),
-            ("limit_min_mw", "200000".into()),
-            ("limit_max_mw", "700000".into()),
-            ("limit_default_mw", "700000".into()),
-            ("locked", String::new()),
-            ("energy_mj", "0".into()),
-            ("stamp_ns", "1000000000000".into()),
-        ] {
-            put(&g, f, &v);
-        }
-    }
-}
 
 /// Node n1's CPUs (1 or 2 GHz) and its package's RAPL zone, limits unset.
 fn node_tree(sys: &Path) {
@@ -188,7 +128,7 @@ const HELD_TEST: &str = "a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and
 fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
     let t = tempfile::tempdir().unwrap();
     let state = t.path().join("nvml");
-    gpus(&state);
+    gpus(&state, "power");
     // SAFETY: the one test in this binary, before NVML is used.
     unsafe { std::env::set_var("GREENUP_NVML_STANDIN_DIR", &state) };
     let (args, job, site) = setup(t.path(), &standin());

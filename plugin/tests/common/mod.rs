@@ -1,0 +1,75 @@
+//! The test-only NVML stand-in (tests/nvml) as the plugin's GPU tests use it: the built
+//! library, and four stand-in GPUs under a state directory.
+
+// Each test binary compiles this module and uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// Where an ordinary user's run of this binary finds the stand-in library, built by root.
+pub const STANDIN_ENV: &str = "GREENUP_TEST_NVML_STANDIN";
+
+/// The stand-in library: the one named by [`STANDIN_ENV`] (an ordinary user's re-run of a
+/// test binary), else built into the test target directory.
+pub fn standin() -> PathBuf {
+    if let Some(lib) = std::env::var_os(STANDIN_ENV) {
+        return lib.into();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvml/build.sh");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
+    let built = std::process::Command::new("sh")
+        .arg(&script)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    PathBuf::from(String::from_utf8(built.stdout).unwrap().trim())
+}
+
+/// Write one of the stand-in's state files.
+pub fn put(dir: &Path, file: &str, v: &str) {
+    std::fs::write(dir.join(file), format!("{v}\n")).unwrap();
+}
+
+/// Read GPU `gpu`'s state file `file`, trimmed (empty when absent).
+pub fn get(dir: &Path, gpu: u32, file: &str) -> String {
+    std::fs::read_to_string(dir.join(gpu.to_string()).join(file))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Four fully busy stand-in GPUs named `GPU-{tag}-N`: 70 W + 630 W at the top clock,
+/// limits 200-700 W, each at its 700 W default.
+pub fn gpus(dir: &Path, tag: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    put(dir, "count", "4");
+    put(dir, "now_ns", "1000000000000");
+    for i in 0..4 {
+        let g = dir.join(i.to_string());
+        std::fs::create_dir_all(&g).unwrap();
+        for (f, v) in [
+            ("minor", i.to_string()),
+            ("uuid", format!("GPU-{tag}-{i}")),
+            ("name", "Stand-in".into()),
+            ("sm_clocks", "1980 1200".into()),
+            ("mem_clock", "2619".into()),
+            ("idle_mw", "70000".into()),
+            ("dyn_mw", "630000".into()),
+            ("util", "100".into()),
+            ("limit_mw", "700000".into()),
+            ("limit_min_mw", "200000".into()),
+            ("limit_max_mw", "700000".into()),
+            ("limit_default_mw", "700000".into()),
+            ("locked", String::new()),
+            ("energy_mj", "0".into()),
+            ("stamp_ns", "1000000000000".into()),
+        ] {
+            put(&g, f, &v);
+        }
+    }
+}
