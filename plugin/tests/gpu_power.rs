@@ -9,51 +9,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{STANDIN_ENV, get, gpus, put, standin};
+use common::{STANDIN_ENV, get, gpus, node_tree, put, standin};
 use greenup::daemon::protocol::{Decision, NodeSettings};
 use greenup::dvfs::job::Scope;
 use spank_greenup::args::Args;
 use spank_greenup::gpu;
 use spank_greenup::node::{self, JobEnv, Level};
-
-/// Node n1's CPUs (1 or 2 GHz) and its package's RAPL zone, limits unset.
-fn node_tree(sys: &Path) {
-    for i in 0..4 {
-        let d = sys.join(format!("devices/system/cpu/cpufreq/policy{i}"));
-        std::fs::create_dir_all(&d).unwrap();
-        for (f, v) in [
-            ("affected_cpus", i.to_string()),
-            ("scaling_available_governors", "userspace ondemand".into()),
-            ("scaling_available_frequencies", "2000000 1000000".into()),
-            ("scaling_governor", "ondemand".into()),
-            ("cpuinfo_min_freq", "1000000".into()),
-            ("cpuinfo_max_freq", "2000000".into()),
-            ("scaling_min_freq", "1000000".into()),
-            ("scaling_max_freq", "2000000".into()),
-            ("scaling_setspeed", "<unsupported>".into()),
-        ] {
-            put(&d, f, &v);
-        }
-    }
-    let z = sys.join("class/powercap/intel-rapl:0");
-    std::fs::create_dir_all(&z).unwrap();
-    for (f, v) in [
-        ("name", "package-0"),
-        ("energy_uj", "1000"),
-        ("max_energy_range_uj", "262143328850"),
-        ("enabled", "1"),
-        ("constraint_0_name", "long_term"),
-        ("constraint_0_power_limit_uw", "0"),
-        ("constraint_0_time_window_us", "976562"),
-        ("constraint_0_max_power_uw", "250000000"),
-        ("constraint_1_name", "short_term"),
-        ("constraint_1_power_limit_uw", "0"),
-        ("constraint_1_time_window_us", "2440"),
-        ("constraint_1_max_power_uw", "400000000"),
-    ] {
-        put(&z, f, v);
-    }
-}
 
 /// Nodes n[0-1]: CPUs 100 W dynamic at 2 GHz (cube law) + 20 W static, 120 W flat out;
 /// four GPUs each 630 W dynamic + 70 W static, 700 W flat out; the GPU limit range is

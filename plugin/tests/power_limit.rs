@@ -5,6 +5,8 @@
 //! `enforce: strict` the job's steps fail on that node. The sysfs tree is a stand-in laid
 //! out as the kernel's powercap class (and tests/cluster/sysfs.sh) lays it out.
 
+mod common;
+
 use std::path::Path;
 
 use greenup::daemon::protocol::NodeSettings;
@@ -14,55 +16,13 @@ use spank_greenup::args::Args;
 use spank_greenup::node::{self, JobEnv, Level};
 use spank_greenup::step::{self, StepInfo};
 
-fn put(dir: &Path, file: &str, v: &str) {
-    std::fs::write(dir.join(file), format!("{v}\n")).unwrap();
-}
+use common::node_tree;
 
 fn zone_file(sys: &Path, f: &str) -> String {
     std::fs::read_to_string(sys.join("class/powercap/intel-rapl:0").join(f))
         .unwrap()
         .trim()
         .to_string()
-}
-
-/// Node n1: four CPUs at 1 or 2 GHz under ondemand, one package with RAPL limits unset
-/// (0) and the kernel's default windows.
-fn node_tree(sys: &Path) {
-    for i in 0..4 {
-        let d = sys.join(format!("devices/system/cpu/cpufreq/policy{i}"));
-        std::fs::create_dir_all(&d).unwrap();
-        for (f, v) in [
-            ("affected_cpus", i.to_string()),
-            ("scaling_available_governors", "userspace ondemand".into()),
-            ("scaling_available_frequencies", "2000000 1000000".into()),
-            ("scaling_governor", "ondemand".into()),
-            ("cpuinfo_min_freq", "1000000".into()),
-            ("cpuinfo_max_freq", "2000000".into()),
-            ("scaling_min_freq", "1000000".into()),
-            ("scaling_max_freq", "2000000".into()),
-            ("scaling_setspeed", "<unsupported>".into()),
-        ] {
-            put(&d, f, &v);
-        }
-    }
-    let z = sys.join("class/powercap/intel-rapl:0");
-    std::fs::create_dir_all(&z).unwrap();
-    for (f, v) in [
-        ("name", "package-0"),
-        ("energy_uj", "1000"),
-        ("max_energy_range_uj", "262143328850"),
-        ("enabled", "1"),
-        ("constraint_0_name", "long_term"),
-        ("constraint_0_power_limit_uw", "0"),
-        ("constraint_0_time_window_us", "976562"),
-        ("constraint_0_max_power_uw", "250000000"),
-        ("constraint_1_name", "short_term"),
-        ("constraint_1_power_limit_uw", "0"),
-        ("constraint_1_time_window_us", "2440"),
-        ("constraint_1_max_power_uw", "400000000"),
-    ] {
-        put(&z, f, v);
-    }
 }
 
 /// The site: power held in Slurm's queue and by RAPL, a 2 s long-term window and a

@@ -1,5 +1,6 @@
 //! The test-only NVML stand-in (tests/nvml) as the plugin's GPU tests use it: the built
-//! library, and four stand-in GPUs under a state directory.
+//! library, and four stand-in GPUs under a state directory; and a node's cpufreq and
+//! RAPL sysfs tree for the power-limit tests.
 
 // Each test binary compiles this module and uses part of it.
 #![allow(dead_code)]
@@ -71,5 +72,45 @@ pub fn gpus(dir: &Path, tag: &str) {
         ] {
             put(&g, f, &v);
         }
+    }
+}
+
+/// Node n1: four CPUs at 1 or 2 GHz under ondemand, one package with RAPL limits unset
+/// (0) and the kernel's default windows.
+pub fn node_tree(sys: &Path) {
+    for i in 0..4 {
+        let d = sys.join(format!("devices/system/cpu/cpufreq/policy{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        for (f, v) in [
+            ("affected_cpus", i.to_string()),
+            ("scaling_available_governors", "userspace ondemand".into()),
+            ("scaling_available_frequencies", "2000000 1000000".into()),
+            ("scaling_governor", "ondemand".into()),
+            ("cpuinfo_min_freq", "1000000".into()),
+            ("cpuinfo_max_freq", "2000000".into()),
+            ("scaling_min_freq", "1000000".into()),
+            ("scaling_max_freq", "2000000".into()),
+            ("scaling_setspeed", "<unsupported>".into()),
+        ] {
+            put(&d, f, &v);
+        }
+    }
+    let z = sys.join("class/powercap/intel-rapl:0");
+    std::fs::create_dir_all(&z).unwrap();
+    for (f, v) in [
+        ("name", "package-0"),
+        ("energy_uj", "1000"),
+        ("max_energy_range_uj", "262143328850"),
+        ("enabled", "1"),
+        ("constraint_0_name", "long_term"),
+        ("constraint_0_power_limit_uw", "0"),
+        ("constraint_0_time_window_us", "976562"),
+        ("constraint_0_max_power_uw", "250000000"),
+        ("constraint_1_name", "short_term"),
+        ("constraint_1_power_limit_uw", "0"),
+        ("constraint_1_time_window_us", "2440"),
+        ("constraint_1_max_power_uw", "400000000"),
+    ] {
+        put(&z, f, v);
     }
 }
