@@ -593,13 +593,17 @@ standin_watts() {
 #     stand-in's closed form (powermodel.py) a node at f does f/f_max of the work per
 #     second of one at f_max, and draws static + dynamic * (f/f_max)^3 watts while it
 #     computes. Running the pairs side by side gives both halves the same host.
+#     The slow node's speed is asserted as the share of a host core its loop got against
+#     its pair's (the stand-in's quota, which is what the frequency sets), not as wall-clock
+#     speed: what one awk iteration costs differs between the host's CPUs and from moment
+#     to moment (CI saw a pair 23% apart at equal quotas per iteration), while the CPU
+#     time a quota grants does not. Wall-clock speed is printed beside it.
 #     The bounds come from the bench's spread, measured by tests/cluster/spread.sh
-#     (tests/cluster/README.md, "Spread"): T18_SPEED_TOL and T18_POWER_TOL below, and
+#     (tests/cluster/README.md, "Spread"): T18_CORE_TOL and T18_POWER_TOL below, and
 #     T18_SPREAD says what they came from (printed when the test fails).
-T18_SPEED_TOL=0.17
 T18_POWER_TOL=0.10
 T18_CORE_TOL=0.05
-T18_SPREAD="measured over 16 pairs, 8 on 22.05 and 8 on 24.11: speed -12.0% to +11.3% of the closed form, mean +1.3%, sd 5.3%; bound = |mean| + 3 sd; power within 6% (tests/cluster/README.md, Spread)"
+T18_SPREAD="each loop's share of a host core measured 0.978-0.998 of its quota (20 loops, this host and CI's), so a pair's ratio within 2% of the closed form; bound 5%; wall-clock speed -12% to +23% (not asserted); power within 6% (tests/cluster/README.md, Spread)"
 t_bench_responds() {
   local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
   local -A jobs
@@ -646,12 +650,13 @@ QUOTAS
     read -r sw dw < <(standin_watts $slow)
     say "$fast at f_max: ${secs[$fast]} s, ${watts[$fast]} W; $slow at f/f_max = $x, with $x of the work: ${secs[$slow]} s, ${watts[$slow]} W"
     awk -v tf="${secs[$fast]}" -v ts="${secs[$slow]}" -v pf="${watts[$fast]}" -v ps="${watts[$slow]}" \
-        -v x="$x" -v s="$sw" -v d="$dw" -v name="$slow" -v tt="$T18_SPEED_TOL" -v pt="$T18_POWER_TOL" -v spread="$T18_SPREAD" 'BEGIN {
-      want_pf = s + d; want_ps = s + d * x^3; got = x * tf / ts; bad = 0
-      printf "    %s: speed %.3f of its pair'"'"'s (closed form %.3f), power %.1f W and %.1f W (closed form %.1f W and %.1f W)\n",
-             name, got, x, pf, ps, want_pf, want_ps
+        -v cf="${cores[$fast]}" -v cs="${cores[$slow]}" \
+        -v x="$x" -v s="$sw" -v d="$dw" -v name="$slow" -v tt="$T18_CORE_TOL" -v pt="$T18_POWER_TOL" -v spread="$T18_SPREAD" 'BEGIN {
+      want_pf = s + d; want_ps = s + d * x^3; got = cs / cf; wall = x * tf / ts; bad = 0
+      printf "    %s: speed %.3f of its pair'"'"'s by host core (closed form %.3f; by wall clock %.3f, not asserted), power %.1f W and %.1f W (closed form %.1f W and %.1f W)\n",
+             name, got, x, wall, pf, ps, want_pf, want_ps
       if (got < (1 - tt) * x || got > (1 + tt) * x) {
-        printf "    speed %.3f is outside %.3f-%.3f (closed form %.3f +- %.0f%%; %s)\n", got, (1 - tt) * x, (1 + tt) * x, x, 100 * tt, spread; bad = 1 }
+        printf "    speed by host core %.3f is outside %.3f-%.3f (closed form %.3f +- %.0f%%; %s)\n", got, (1 - tt) * x, (1 + tt) * x, x, 100 * tt, spread; bad = 1 }
       if (pf < (1 - pt) * want_pf || pf > (1 + pt) * want_pf || ps < (1 - pt) * want_ps || ps > (1 + pt) * want_ps) {
         printf "    power %.1f W / %.1f W is outside %.1f-%.1f W / %.1f-%.1f W (closed form +- %.0f%%; %s)\n", pf, ps,
                (1 - pt) * want_pf, (1 + pt) * want_pf, (1 - pt) * want_ps, (1 + pt) * want_ps, 100 * pt, spread; bad = 1 }
