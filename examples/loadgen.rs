@@ -548,6 +548,7 @@ mod power {
                                     .duration_since(std::time::UNIX_EPOCH)
                                     .map_or(0, |d| d.as_secs() as i64);
                                 let report = PowerReport {
+                                    limit_w: None,
                                     node: super::node(*node),
                                     samples: (0..batch)
                                         .map(|k| PowerSample {
@@ -600,7 +601,10 @@ mod power {
 
     fn batch_of(args: &Args) -> u32 {
         args.power_batch.unwrap_or_else(|| {
-            greenup::daemon::live_power::samples_per_report(args.power_every) as u32
+            greenup::daemon::live_power::samples_per_report(
+                args.power_every,
+                greenup::daemon::live_power::REPORT_PERIOD_S,
+            ) as u32
         })
     }
 

@@ -70,6 +70,7 @@ fn sample(job: u64, at: i64, watts: f64) -> PowerSample {
 
 fn report(node: &str, job: u64, at: i64, watts: f64) -> PowerReport {
     PowerReport {
+        limit_w: None,
         node: node.into(),
         samples: vec![sample(job, at, watts)],
     }
@@ -79,7 +80,7 @@ fn cap<'a>(v: &'a PowerView, scope: &str) -> &'a CapPower {
     v.caps.iter().find(|c| c.scope == scope).unwrap()
 }
 
-fn refusal(r: Result<u64, ClientError>) -> (ErrorCode, String) {
+fn refusal(r: Result<(u64, Option<f64>), ClientError>) -> (ErrorCode, String) {
     match r {
         Err(ClientError::Server(e)) => (e.code, e.message),
         other => panic!("expected a refusal, got {other:?}"),
@@ -107,7 +108,7 @@ fn reports_add_up_under_their_caps_beside_the_watts_granted() {
     let t = now();
     let mut c = d.tcp_client();
     for (node, w) in [("n1", 250.0), ("n2", 200.0), ("n3", 150.0), ("n4", 100.0)] {
-        assert_eq!(c.power_report(report(node, 1, t, w)).unwrap(), 1);
+        assert_eq!(c.power_report(report(node, 1, t, w)).unwrap().0, 1);
     }
     c.power_report(report("n5", 2, t, 280.0)).unwrap();
     let v = d.unix_client().power_status(None).unwrap();
@@ -127,7 +128,7 @@ fn reports_add_up_under_their_caps_beside_the_watts_granted() {
     assert_eq!(debug.stranded_w, 500.0);
     // n1's next report replaces its last (250 W by 50 W); an older one changes nothing.
     c.power_report(report("n1", 1, t + 5, 50.0)).unwrap();
-    assert_eq!(c.power_report(report("n1", 1, t + 1, 999.0)).unwrap(), 0);
+    assert_eq!(c.power_report(report("n1", 1, t + 1, 999.0)).unwrap().0, 0);
     let v = d.unix_client().power_status(Some(1.0)).unwrap();
     assert_eq!(cap(&v, "site").measured_w, 780.0);
     assert_eq!(cap(&v, "debug").measured_w, 500.0);
@@ -171,6 +172,7 @@ fn a_node_outside_the_job_and_an_unknown_job_are_refused_and_not_counted() {
     assert_eq!(code, ErrorCode::NotFound, "{msg}");
     // A report naming the node's job and a job it is not in is refused whole.
     let both = PowerReport {
+        limit_w: None,
         node: "n2".into(),
         samples: vec![sample(1, t, 100.0), sample(2, t + 1, 100.0)],
     };
@@ -214,6 +216,7 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
     for (s, field) in bad {
         // A good sample before the bad one is not kept either.
         let r = PowerReport {
+            limit_w: None,
             node: "n2".into(),
             samples: vec![sample(1, t, 100.0), s],
         };
@@ -228,6 +231,18 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
     // serde_json writes a NaN as null, which is no number of watts.
     let (code, _) = refusal(c.power_report(report("n2", 1, t, f64::NAN)));
     assert_eq!(code, ErrorCode::BadRequest);
+    // A read-back limit that no node could hold confirms nothing: refused whole.
+    for w in [-1.0, 0.0, 1.0e9] {
+        let r = PowerReport {
+            limit_w: Some(w),
+            ..report("n2", 1, t + 2, 100.0)
+        };
+        let (code, msg) = refusal(c.power_report(r));
+        assert!(
+            code == ErrorCode::BadRequest && msg.contains("limit_w"),
+            "{w}: {msg}"
+        );
+    }
     let v = d.unix_client().power_status(None).unwrap();
     assert_eq!(
         (cap(&v, "site").measured_w, cap(&v, "site").nodes),

@@ -169,6 +169,7 @@ fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
         .unwrap()
         .as_secs() as i64;
     let report = |watts: f64| PowerReport {
+        limit_w: None,
         node: "n1".into(),
         samples: vec![PowerSample {
             jobs: vec![78],

@@ -468,8 +468,13 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, site: &NodeConfig, 
     let id = job.job_id.to_string();
     // The meter also reports the node's power to greenupd at the site's interval.
     let every = site.power.meter_interval_s.to_string();
+    let batch = greenup::daemon::live_power::samples_per_report(
+        site.power.meter_interval_s,
+        site.power.report_period_s,
+    )
+    .to_string();
     let timeout = site_timeout(site).as_millis().to_string();
-    let argv: [&std::ffi::OsStr; 14] = [
+    let argv: [&std::ffi::OsStr; 16] = [
         "meter".as_ref(),
         id.as_ref(),
         "--node".as_ref(),
@@ -484,6 +489,8 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, site: &NodeConfig, 
         site.daemon.listen.as_ref(),
         "--timeout-ms".as_ref(),
         timeout.as_ref(),
+        "--batch".as_ref(),
+        batch.as_ref(),
     ];
     // A job over within a second cannot wrap a counter twice: it never starts the meter.
     let record = JobDir::new(&paths.run_dir, job.job_id).record(&job.node);

@@ -414,13 +414,14 @@ impl Client {
         }
     }
 
-    /// Send a node's measured power; returns the samples greenupd counted.
+    /// Send a node's measured power; returns the samples greenupd counted and, when
+    /// greenupd gives part of the job's watts back, the lower limit the node is to hold.
     pub fn power_report(
         &mut self,
         report: crate::daemon::live_power::PowerReport,
-    ) -> Result<u64, ClientError> {
+    ) -> Result<(u64, Option<f64>), ClientError> {
         match self.call(&Request::PowerReport(report))? {
-            Reply::PowerTaken { samples } => Ok(samples),
+            Reply::PowerTaken { samples, limit_w } => Ok((samples, limit_w)),
             other => Err(unexpected("power_taken", &other)),
         }
     }

@@ -110,6 +110,16 @@ impl Ledger {
         self.changes += 1;
     }
 
+    /// Lower a job's reservation to `watts` (a give-back); a larger value changes nothing.
+    pub fn shrink(&mut self, job_id: u64, watts: f64) {
+        if let Some(h) = self.held.get_mut(&job_id)
+            && watts < h.watts
+        {
+            h.watts = watts;
+            self.changes += 1;
+        }
+    }
+
     /// Drop a job's reservation; returns the watts it held.
     pub fn release(&mut self, job_id: u64) -> Option<f64> {
         self.changes += 1;

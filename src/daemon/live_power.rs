@@ -22,10 +22,11 @@ pub const HOURS_KEPT: f64 = 6.0;
 /// by up to this much; each sample keeps its own time, so the over-grant warning does not.
 pub const REPORT_PERIOD_S: f64 = 60.0;
 
-/// Samples a meter sampling every `interval_s` gathers into one report.
-pub fn samples_per_report(interval_s: f64) -> usize {
-    if interval_s.is_finite() && interval_s > 0.0 {
-        ((REPORT_PERIOD_S / interval_s).ceil() as usize).clamp(1, MAX_SAMPLES)
+/// Samples a meter sampling every `interval_s` gathers into one report sent every
+/// `period_s` (`power.report_period_s`, [`REPORT_PERIOD_S`] by default).
+pub fn samples_per_report(interval_s: f64, period_s: f64) -> usize {
+    if interval_s.is_finite() && interval_s > 0.0 && period_s.is_finite() {
+        ((period_s / interval_s).ceil() as usize).clamp(1, MAX_SAMPLES)
     } else {
         1
     }
@@ -39,7 +40,7 @@ pub fn counts_for_s(interval_s: f64) -> f64 {
     } else {
         1.0
     };
-    2.0 * samples_per_report(i) as f64 * i + i
+    2.0 * samples_per_report(i, REPORT_PERIOD_S) as f64 * i + i
 }
 
 /// A node's measured power since its last report.
@@ -50,6 +51,10 @@ pub struct PowerReport {
     pub node: String,
     /// Its samples, oldest first (usually one).
     pub samples: Vec<PowerSample>,
+    /// The node's RAPL long-term limit in watts as read back after the meter lowered it
+    /// for its job on greenupd's word (a give-back); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_w: Option<f64>,
 }
 
 /// The node's mean power over one interval.
@@ -94,6 +99,10 @@ pub struct CapPower {
     /// `power.over_grant_window_s` since greenupd started (each logged once).
     #[serde(default)]
     pub over_grant_episodes: u64,
+    /// Watts given back to Slurm's queue from running jobs since greenupd started
+    /// (`power.give_back_after_s`).
+    #[serde(default)]
+    pub given_back_w: f64,
 }
 
 /// One cap at one time of its timeline.
@@ -139,34 +148,49 @@ pub struct PowerView {
 
 /// The Prometheus gauges of the caps now.
 pub fn prometheus(caps: &[CapPower]) -> String {
-    type Gauge = (&'static str, &'static str, fn(&CapPower) -> Option<f64>);
-    let gauges: [Gauge; 5] = [
+    type Metric = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&CapPower) -> Option<f64>,
+    );
+    let metrics: [Metric; 6] = [
         (
             "measured_watts",
+            "gauge",
             "Watts the reporting nodes draw under the cap.",
             |c| Some(c.measured_w),
         ),
         (
             "granted_watts",
+            "gauge",
             "Watts granted to the open jobs under the cap.",
             |c| Some(c.granted_w),
         ),
-        ("cap_watts", "The cap in watts.", |c| c.cap_w),
+        ("cap_watts", "gauge", "The cap in watts.", |c| c.cap_w),
         (
             "stranded_watts",
+            "gauge",
             "Watts granted under the cap but not drawn.",
             |c| Some(c.stranded_w),
         ),
         (
             "nodes_reporting",
+            "gauge",
             "Nodes whose latest power report counts under the cap.",
             |c| Some(c.nodes as f64),
         ),
+        (
+            "given_back_watts_total",
+            "counter",
+            "Watts given back to Slurm's queue from running jobs under the cap.",
+            |c| Some(c.given_back_w),
+        ),
     ];
     let mut out = String::new();
-    for (name, help, get) in gauges {
+    for (name, kind, help, get) in metrics {
         out.push_str(&format!(
-            "# HELP greenup_power_{name} {help}\n# TYPE greenup_power_{name} gauge\n"
+            "# HELP greenup_power_{name} {help}\n# TYPE greenup_power_{name} {kind}\n"
         ));
         for c in caps {
             if let Some(v) = get(c) {
@@ -184,11 +208,11 @@ mod tests {
 
     #[test]
     fn a_report_carries_a_minute_of_samples() {
-        assert_eq!(samples_per_report(5.0), 12);
-        assert_eq!(samples_per_report(7.0), 9);
-        assert_eq!(samples_per_report(60.0), 1);
-        assert_eq!(samples_per_report(300.0), 1);
-        assert_eq!(samples_per_report(0.0), 1);
+        assert_eq!(samples_per_report(5.0, REPORT_PERIOD_S), 12);
+        assert_eq!(samples_per_report(7.0, REPORT_PERIOD_S), 9);
+        assert_eq!(samples_per_report(60.0, REPORT_PERIOD_S), 1);
+        assert_eq!(samples_per_report(300.0, REPORT_PERIOD_S), 1);
+        assert_eq!(samples_per_report(0.0, REPORT_PERIOD_S), 1);
         // 2 x 12 x 5 s + 5 s.
         assert_eq!(counts_for_s(5.0), 125.0);
         assert_eq!(counts_for_s(300.0), 900.0);
@@ -220,8 +244,11 @@ mod tests {
             nodes: 3,
             over_grant_since: None,
             over_grant_episodes: 0,
+            given_back_w: 60.0,
         };
         let text = prometheus(&[c]);
+        assert!(text.contains("# TYPE greenup_power_given_back_watts_total counter\n"));
+        assert!(text.contains("greenup_power_given_back_watts_total{cap=\"site\"} 60\n"));
         assert!(text.contains("greenup_power_stranded_watts{cap=\"site\"} 200\n"));
         assert!(text.contains("greenup_power_nodes_reporting{cap=\"site\"} 3\n"));
         assert!(!text.contains("greenup_power_cap_watts{"));

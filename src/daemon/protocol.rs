@@ -388,6 +388,11 @@ pub enum Reply {
     PowerTaken {
         /// Samples counted.
         samples: u64,
+        /// The lower long-term limit, in watts, this node is to hold for its job from now
+        /// on: greenupd gives the job's unused watts back to Slurm's queue once every
+        /// node holds its own (`power.give_back_after_s`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_w: Option<f64>,
     },
     /// The power caps now and over the last hours (power_status).
     Power(Box<crate::daemon::live_power::PowerView>),

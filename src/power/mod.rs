@@ -6,6 +6,7 @@
 //! job_submit script reads are generated from them ([`slurm`]), PrologSlurmctld reads a
 //! grant with [`granted_w`], and greenupd shares it among the nodes with [`Grant`].
 
+pub mod give_back;
 pub mod slurm;
 pub mod split;
 

@@ -55,6 +55,13 @@ pub struct PowerSettings {
     /// How long a cap's measured power may stay above the watts granted under it before
     /// greenupd logs a warning, in seconds.
     pub over_grant_window_s: f64,
+    /// How often each node sends its samples to greenupd, in seconds (a batch a period).
+    pub report_period_s: f64,
+    /// How long a running job's nodes must draw well below its grant before greenupd gives
+    /// the unused watts back to Slurm's queue, in seconds; None: never.
+    pub give_back_after_s: Option<f64>,
+    /// The share above a job's highest measured power that a give-back leaves it.
+    pub give_back_headroom: f64,
 }
 
 impl Default for PowerSettings {
@@ -68,6 +75,9 @@ impl Default for PowerSettings {
             short_window_ms: 10.0,
             meter_interval_s: 5.0,
             over_grant_window_s: 60.0,
+            report_period_s: crate::daemon::live_power::REPORT_PERIOD_S,
+            give_back_after_s: None,
+            give_back_headroom: 0.2,
         }
     }
 }
@@ -111,6 +121,12 @@ pub(super) struct RawPowerSection {
     meter_interval_s: Option<Spanned<Value>>,
     #[serde(default)]
     over_grant_window_s: Option<Spanned<Value>>,
+    #[serde(default)]
+    report_period_s: Option<Spanned<Value>>,
+    #[serde(default)]
+    give_back_after_s: Option<Spanned<Value>>,
+    #[serde(default)]
+    give_back_headroom: Option<Spanned<Value>>,
 }
 
 /// Whether `s` can name a Slurm license greenup adds partition names to: letters,
@@ -171,6 +187,34 @@ impl Checker<'_> {
             )?),
             None => None,
         };
+        let meter_interval_s = number(
+            &raw.meter_interval_s,
+            "power.meter_interval_s",
+            1.0,
+            300.0,
+            d.meter_interval_s,
+            "seconds",
+        )?;
+        let report_period_s = number(
+            &raw.report_period_s,
+            "power.report_period_s",
+            meter_interval_s,
+            600.0,
+            d.report_period_s.max(meter_interval_s),
+            "seconds, at least power.meter_interval_s,",
+        )?;
+        // A give-back judges a job on at least two of its nodes' reports.
+        let give_back_after_s = match &raw.give_back_after_s {
+            Some(_) => Some(number(
+                &raw.give_back_after_s,
+                "power.give_back_after_s",
+                2.0 * report_period_s,
+                86_400.0,
+                (2.0 * report_period_s).max(600.0),
+                "seconds, at least twice power.report_period_s,",
+            )?),
+            None => None,
+        };
         Ok(PowerSettings {
             enforce,
             license,
@@ -199,14 +243,7 @@ impl Checker<'_> {
                 d.short_window_ms,
                 "milliseconds",
             )?,
-            meter_interval_s: number(
-                &raw.meter_interval_s,
-                "power.meter_interval_s",
-                1.0,
-                300.0,
-                d.meter_interval_s,
-                "seconds",
-            )?,
+            meter_interval_s,
             over_grant_window_s: number(
                 &raw.over_grant_window_s,
                 "power.over_grant_window_s",
@@ -214,6 +251,16 @@ impl Checker<'_> {
                 86_400.0,
                 d.over_grant_window_s,
                 "seconds",
+            )?,
+            report_period_s,
+            give_back_after_s,
+            give_back_headroom: number(
+                &raw.give_back_headroom,
+                "power.give_back_headroom",
+                0.0,
+                1.0,
+                d.give_back_headroom,
+                "a share of the job's highest measured power",
             )?,
         })
     }
@@ -259,6 +306,18 @@ mod tests {
                 "2:15",
                 "power.short_term",
                 "1-3",
+            ),
+            (
+                "power:\n  report_period_s: 10\n  give_back_after_s: 15\n",
+                "3:22",
+                "power.give_back_after_s",
+                "20-86400",
+            ),
+            (
+                "power:\n  meter_interval_s: 30\n  report_period_s: 10\n",
+                "3:20",
+                "power.report_period_s",
+                "30-600",
             ),
             (
                 "power:\n  rapl_window: 1\n",

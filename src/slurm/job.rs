@@ -17,6 +17,8 @@ pub struct CtldView {
     pub reason: Option<String>,
     /// `ExitCode=exit:signal` of the batch script.
     pub exit: Option<(u32, u32)>,
+    /// `Licenses=`: the licenses the job holds, `name:count` comma-separated.
+    pub licenses: Option<String>,
 }
 
 /// Read the fields from `scontrol -o show job` output.
@@ -25,6 +27,8 @@ pub fn parse_scontrol(text: &str) -> CtldView {
     for word in text.split_whitespace() {
         if let Some(s) = word.strip_prefix("JobState=") {
             v.state.get_or_insert_with(|| s.to_string());
+        } else if let Some(l) = word.strip_prefix("Licenses=") {
+            v.licenses.get_or_insert_with(|| l.to_string());
         } else if let Some(r) = word.strip_prefix("Reason=") {
             v.reason.get_or_insert_with(|| r.to_string());
         } else if let Some(e) = word.strip_prefix("ExitCode=")
@@ -50,6 +54,12 @@ mod tests {
         let line =
             "JobId=7 JobName=x UserId=alice(1000) JobState=CANCELLED Reason=None ExitCode=0:0";
         assert_eq!(parse_scontrol(line).state.as_deref(), Some("CANCELLED"));
+        let held =
+            "JobId=8 JobState=RUNNING Licenses=greenup_w:160,greenup_w_debug:160 Network=(null)";
+        assert_eq!(
+            parse_scontrol(held).licenses.as_deref(),
+            Some("greenup_w:160,greenup_w_debug:160")
+        );
         assert_eq!(
             parse_scontrol("slurm_load_jobs error: Invalid job id").state,
             None

@@ -274,7 +274,7 @@ p3_site() { # on|off
     cp "$cfg" "$OUT/greenup.yaml.p3-saved"
     sed -e "s/^power_cap: .*/power_cap: ${P3_CAP_W}W/" -e "s/^    power_cap: .*/    power_cap: ${P3_CAP_W}W/" \
       "$OUT/greenup.yaml.p3-saved" > "$cfg"
-    printf 'power: {enforce: queue, reserve: %s}\n' "$P3_RESERVE" >> "$cfg"
+    printf 'power: {enforce: queue, reserve: %s%s}\n' "$P3_RESERVE" "${P3_EXTRA:-}" >> "$cfg"
   else
     cp "$OUT/greenup.yaml.p3-saved" "$cfg"
   fi
@@ -443,7 +443,97 @@ t_power_daemon_down() {
   return $rc
 }
 
+# P5. Stranded power given back while a job runs (P3's site: 280 W of licenses, with
+#     power.give_back_after_s 6, headroom 0.2, samples every second sent every 2 s).
+#     Job A asks for nothing, so it holds n1's full 160 W, and sleeps: n1 draws its
+#     static 40 W. Job B then asks for 160 W on n2: 160 + 160 > 280, so B waits for power.
+#     After 6 s of A's reports greenupd tells n1's meter the lower limit, the meter sets
+#     it and reads it back, and only then does greenupd lower A's licenses in Slurm
+#     (an operator may change a running job's licenses; Slurm 22.05 and 24.11 alike), so
+#     B starts while A still runs. Asserted, each against this test's own readings:
+#     - A's licenses shrank while it ran, to what the rule keeps of n1's measured power:
+#       between 1.2 x the lowest and 1.2 x the highest of n1's power as this test
+#       sampled it from the counter during A (rounded up to whole watts), and no less
+#       than n1's draw at its lowest clock (44.4 W, the floor the queue grants);
+#     - n1's long-term limit read that value while A ran, and its TDP again after;
+#     - B waited for power (Licenses) and started before A ended, within 20 s of the
+#       give-back (the oracle: greenupd's log line);
+#     - the cluster's power stayed within the cap (as P3); both jobs COMPLETED.
+P5_SLEEP=30
+t_power_give_back() {
+  GC_GREENUP_BIN=$GC_SHARE/bin/greenup
+  [ -x "$GC_GREENUP_BIN" ] || GC_GREENUP_BIN=/usr/bin/greenup
+  local rc=0 a b z=$GC_SYSFS/n1/$RAPL_ZONE
+  gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  P3_EXTRA=", meter_interval_s: 1, report_period_s: 2, give_back_after_s: 6, give_back_headroom: 0.2" p3_site on \
+    || { say "could not turn the queue on"; p3_site off; return 1; }
+  local stop=$OUT/p5.stop samples=$OUT/p5.samples sampler
+  rm -f "$stop"
+  rapl_sample "$samples" "$stop" $GC_NODES & sampler=$!
+  local since; since=$(date +%s.%N)
+  a=$(submit $GC_USER -w n1 --exclusive -N1 -t 5 -o "$OUT/p5-%j.out" --wrap "sleep $P5_SLEEP") || rc=1
+  for _ in $(seq 1 30); do [ "$(squeue -h -j "$a" -o %T)" = RUNNING ] && break; sleep 1; done
+  b=$(submit $GC_USER -w n2 --exclusive -N1 -t 5 -L greenup_w:160 -o "$OUT/p5-%j.out" --wrap "sleep 5") || rc=1
+  # Watch: A's licenses and n1's limit while A runs, B's reasons while it waits.
+  local lic_a="" limit_a="" reasons="" r l
+  for _ in $(seq 1 90); do
+    [ "$(squeue -h -j "$a" -o %T 2>/dev/null)" = RUNNING ] || break
+    l=$(scontrol show job "$a" 2>/dev/null | grep -o 'Licenses=[^ ]*' | head -1 | cut -d= -f2)
+    [[ "$l" == *greenup_w:160* ]] || { lic_a=$l; limit_a=$(cat "$z/constraint_0_power_limit_uw"); }
+    r=$(squeue -h -j "$b" -o %r 2>/dev/null)
+    [ -z "$r" ] || [ "$r" = None ] || [[ " $reasons " == *" $r "* ]] || reasons="$reasons $r"
+    sleep 1
+  done
+  wait_gone "$a" 120 || rc=1
+  wait_gone "$b" 120 || rc=1
+  sleep 1
+  local until; until=$(date +%s.%N)
+  touch "$stop"; wait "$sampler" 2>/dev/null
+  local kept sa ea sb lo hi given_at
+  kept=$(grep -o 'greenup_w:[0-9]*' <<<"$lic_a" | head -1 | cut -d: -f2)
+  sa=$(job_epoch "$a" Start); ea=$(job_epoch "$a" End); sb=$(job_epoch "$b" Start)
+  given_at=$(grep "job $a: [0-9]* W given back" "$GC_LOG/greenupd.log" | tail -1 | grep -o '^[0-9T:.Z-]*' | head -1)
+  say "job A $a on n1 ran $sa-$ea: licenses while it ran ${lic_a:-unchanged}, n1's limit then ${limit_a:-?} uW; job B $b on n2 started $sb, waited for:${reasons:- nothing}"
+  grep "job $a: " "$GC_LOG/greenupd.log" | grep -E "lowering|given back|could not" | sed 's/^/      /'
+  # n1's power as this test sampled it, over 1 s steps within A's run (a second in).
+  read -r lo hi < <(awk -v a="$sa" -v e="$ea" '$1 == "n1" { t = $2 / 1e9; if (pt != "" && t > a + 1 && t < e - 1 && t > pt) { w = ($3 - pe) / (t - pt) / 1e6; if (w >= 0) { if (lo == "" || w < lo) lo = w; if (w > hi) hi = w } } pt = t; pe = $3 }
+    END { printf "%.2f %.2f\n", lo, hi }' "$samples")
+  say "n1 drew $lo-$hi W during A by this test's samples: kept between $(awk -v l="$lo" 'BEGIN { printf "%d", l * 1.2 }') and $(awk -v h="$hi" 'BEGIN { printf "%d", h * 1.2 + 1 }') W (1.2 x, rounded up), at least 45 W"
+  if [ -z "$kept" ]; then
+    say "A's licenses were not lowered while it ran"; rc=1
+  else
+    awk -v k="$kept" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(k >= 45 && k >= int(lo * 1.2) && k <= hi * 1.2 + 1) }' \
+      || { say "A kept $kept W: outside 1.2 x n1's measured $lo-$hi W (at least 45 W)"; rc=1; }
+    awk -v l="${limit_a:-0}" -v k="$kept" 'BEGIN { exit !(l > 0 && l / 1e6 <= k + 0.5 && l / 1e6 >= k - 0.5) }' \
+      || { say "n1's limit ${limit_a:-unread} uW while A held $kept W"; rc=1; }
+  fi
+  [ "$(cat "$z/constraint_0_power_limit_uw")" = 160000000 ] || { say "n1's limit after A: $(cat "$z/constraint_0_power_limit_uw") uW, its TDP 160 W"; rc=1; }
+  [[ " $reasons " == *" Licenses "* ]] || { say "B did not wait for power (reasons:${reasons:- none})"; rc=1; }
+  [ -n "$sb" ] && [ -n "$ea" ] && [ "$sb" -lt "$ea" ] || { say "B started at ${sb:-never}, not before A ended at ${ea:-?}"; rc=1; }
+  if [ -n "$given_at" ] && [ -n "$sb" ]; then
+    local g; g=$(date -d "$given_at" +%s 2>/dev/null)
+    say "B started $((sb - g)) s after greenupd gave A's watts back (oracle: the give-back's log time)"
+    [ -n "$g" ] && [ $((sb - g)) -le 20 ] && [ $((sb - g)) -ge -1 ] || { say "B did not start within 20 s of the give-back"; rc=1; }
+  else
+    say "greenupd logged no give-back for job $a"; rc=1
+  fi
+  for j in "$a" "$b"; do
+    [ "$(sacct -n -X -P -j "$j" -o State | head -1)" = COMPLETED ] || { say "job $j ended $(sacct -n -X -P -j "$j" -o State | head -1)"; rc=1; }
+  done
+  local tick excess tdp_sum=0 s d n out
+  tick=$(standin_tick)
+  for n in $GC_NODES; do read -r s d < <(standin_watts $n); tdp_sum=$(awk -v a=$tdp_sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
+  excess=$(awk -v t=$tdp_sum -v k="$tick" 'BEGIN { print t * 2 * k }')
+  out=$(rapl_stretches "$samples" 1 "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
+  say "cluster power over stretches of >= 1 s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
+  grep '^over' <<<"$out" | sed 's/^/      /'
+  rm -f "$stop"
+  p3_site off || { say "could not put the ledger back"; rc=1; }
+  return $rc
+}
+
 run_test "P1 a RAPL long-term limit holds a node to it over its window and slows it by the closed form's clock" t_rapl_limit
 run_test "P2 an ordinary user cannot write a node's RAPL limits" t_rapl_user
 run_test "P3 twelve jobs under the cluster's power cap: queued for power, never over it beyond the RAPL window" t_power_cap_queue
 run_test "P4 greenupd down under the power cap's queue: the queue still holds, later jobs run unheld, every limit restored" t_power_daemon_down
+run_test "P5 stranded power given back: a job drawing little keeps its peak and headroom, its node is lowered first, and a job waiting for power starts" t_power_give_back

@@ -13,7 +13,7 @@ use clap::Args;
 use std::time::Instant;
 
 use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::live_power::{PowerReport, PowerSample, samples_per_report};
+use greenup::daemon::live_power::{PowerReport, PowerSample, REPORT_PERIOD_S, samples_per_report};
 use greenup::dvfs::job::{NodePaths, count_until_end};
 use greenup::dvfs::state;
 use greenup::meter::rapl::{self, Energy, Reading};
@@ -88,9 +88,10 @@ pub fn run(a: MeterArgs) -> Outcome {
             record: state::path(&paths.run_dir, a.job_id, &a.node),
             gpu_record: greenup_platform::gpu::hold::record_path(&paths.run_dir, a.job_id, &a.node),
             every: Duration::from_secs_f64(every),
-            per_report: a
-                .batch
-                .map_or_else(|| samples_per_report(every), |b| b as usize),
+            per_report: a.batch.map_or_else(
+                || samples_per_report(every, REPORT_PERIOD_S),
+                |b| b as usize,
+            ),
             endpoint: Endpoint::parse(&addr),
             timeout: Duration::from_millis(a.timeout_ms),
         };
@@ -168,6 +169,9 @@ impl PowerReporter {
         let mut batch = Vec::with_capacity(per_report);
         let mut backoff = Duration::from_secs(1);
         let mut retry_at = Instant::now();
+        // The limit read back after greenupd's give-back lowered it, sent with the next
+        // sample at once so greenupd can return the watts to the queue.
+        let mut lowered: Option<f64> = None;
         loop {
             // Look for the job's end every second, as the count does.
             while Instant::now() < due {
@@ -191,33 +195,65 @@ impl PowerReporter {
             batch.extend(sample.and_then(|s| with_gpus(s, gpus.is_some(), last_gpus, now_gpus)));
             last = now;
             last_gpus = now_gpus;
-            if batch.len() < per_report {
+            if batch.len() < per_report && (lowered.is_none() || batch.is_empty()) {
                 continue;
             }
             let report = PowerReport {
                 node: self.node.clone(),
                 samples: std::mem::take(&mut batch),
+                limit_w: lowered.take(),
             };
             if Instant::now() < retry_at {
                 continue;
             }
-            if self.send(report) {
-                backoff = Duration::from_secs(1);
-            } else {
-                retry_at = Instant::now() + backoff;
-                backoff = (backoff * 2).min(LONGEST_BACKOFF);
+            match self.send(report) {
+                Some(limit) => {
+                    backoff = Duration::from_secs(1);
+                    lowered = limit.and_then(|w| self.lower(w));
+                }
+                None => {
+                    retry_at = Instant::now() + backoff;
+                    backoff = (backoff * 2).min(LONGEST_BACKOFF);
+                }
             }
         }
     }
 
-    /// Send one report; false when greenupd could not be reached. A refusal is an
-    /// answer: greenupd has logged why.
-    fn send(&self, report: PowerReport) -> bool {
+    /// Send one report: None when greenupd could not be reached, else the lower limit it
+    /// asks the node to hold, if any. A refusal is an answer: greenupd has logged why.
+    fn send(&self, report: PowerReport) -> Option<Option<f64>> {
         use greenup::daemon::client::ClientError;
-        let Ok(mut c) = Client::connect(&self.endpoint, self.timeout) else {
-            return false;
-        };
-        matches!(c.power_report(report), Ok(_) | Err(ClientError::Server(_)))
+        let mut c = Client::connect(&self.endpoint, self.timeout).ok()?;
+        match c.power_report(report) {
+            Ok((_, limit_w)) => Some(limit_w),
+            Err(ClientError::Server(_)) => Some(None),
+            Err(_) => None,
+        }
+    }
+
+    /// Lower this node's long-term limit to `watts` for the rest of the job (never
+    /// raising it; the epilog restores what the prolog saved); the limit read back, or
+    /// None (logged) when it could not be written, so greenupd keeps the job's watts.
+    fn lower(&self, watts: f64) -> Option<f64> {
+        if !self.record.exists() {
+            return None;
+        }
+        match greenup_platform::dvfs::powercap::lower(&self.sysfs_root, watts) {
+            Ok(held) => {
+                eprintln!(
+                    "greenup meter: job {} on {}: long-term power limit lowered to {held:.1} W (greenupd gives the job's unused watts back)",
+                    self.job_id, self.node
+                );
+                Some(held)
+            }
+            Err(e) => {
+                eprintln!(
+                    "greenup meter: job {} on {}: cannot lower the power limit to {watts:.1} W: {e}",
+                    self.job_id, self.node
+                );
+                None
+            }
+        }
     }
 
     /// The node's mean power between two readings (every RAPL zone summed), or `None`

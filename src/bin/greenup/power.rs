@@ -78,6 +78,7 @@ fn text(v: &PowerView, rows: usize) -> String {
         "GRANTED_W",
         "MEASURED_W",
         "STRANDED_W",
+        "GIVEN_BACK_W",
         "NODES",
         "OVER_GRANT",
     ]);
@@ -88,6 +89,7 @@ fn text(v: &PowerView, rows: usize) -> String {
             w(c.granted_w),
             w(c.measured_w),
             w(c.stranded_w),
+            w(c.given_back_w),
             c.nodes.to_string(),
             c.over_grant_since
                 .map_or_else(|| "-".into(), |s| format!("since {}", clock(s))),
@@ -267,6 +269,7 @@ mod tests {
                 nodes: 4,
                 over_grant_since: None,
                 over_grant_episodes: 0,
+                given_back_w: 0.0,
             }],
             timelines: vec![CapTimeline {
                 scope: "site".into(),

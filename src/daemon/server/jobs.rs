@@ -92,6 +92,44 @@ impl JobView {
         self.nodelist_text()
     }
 
+    /// The nodes the job's plan runs on (all its nodes without a plan): those its grant
+    /// is shared among.
+    pub(super) fn used(&self) -> Vec<&str> {
+        if self.decision.plan.is_none() {
+            return self.nodes.iter().map(String::as_str).collect();
+        }
+        self.nodes
+            .iter()
+            .filter(|n| self.planned.contains_key(*n))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Each used node's long-term limit were the job granted `granted_w` instead, by the
+    /// one rule that set them at its start ([`NodeSettings::with_node_type`]). None when
+    /// the job has no grant, or a node's share would not be its CPU package's alone (a
+    /// GPU node: its GPUs' limits are not lowered while it runs).
+    pub(super) fn limits_under(
+        &self,
+        site: &crate::site::Site,
+        granted_w: f64,
+    ) -> Option<Vec<(String, f64)>> {
+        let mut d = self.decision.clone();
+        d.grant.as_mut()?.granted_w = granted_w;
+        let n = self.nodes.len();
+        self.used()
+            .into_iter()
+            .map(|node| {
+                let s = NodeSettings::of(&d, node, self.planned.get(node).copied(), n, None)
+                    .with_node_type(site);
+                match (s.power_limit_w, s.gpu_power) {
+                    (Some(w), None) => Some((node.to_string(), w)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     /// `node`'s settings, for a node that names the job's nodes as `nodelist`: a
     /// conflict when that is not the job's list or the node is not in it.
     fn settings(

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::give_back::GiveBacks;
 use super::jobs::{JobView, Outcome};
 use super::{Ctx, Shared, lock, store_error};
 use crate::daemon::decide::bad_field;
@@ -64,6 +65,8 @@ struct Cap {
     over_since: Option<i64>,
     warned: bool,
     episodes: u64,
+    /// Watts given back from running jobs since greenupd started.
+    given_back_w: f64,
     points: VecDeque<Point>,
 }
 
@@ -78,6 +81,7 @@ impl Cap {
             over_since: None,
             warned: false,
             episodes: 0,
+            given_back_w: 0.0,
             points: VecDeque::new(),
         }
     }
@@ -147,6 +151,7 @@ impl Cap {
             nodes: self.nodes,
             over_grant_since: self.over_since,
             over_grant_episodes: self.episodes,
+            given_back_w: self.given_back_w,
         }
     }
 
@@ -201,6 +206,8 @@ pub(super) struct Live {
     /// The ledger's change count the granted watts were read at.
     ledger_seen: Option<u64>,
     refusals: Refusals,
+    /// Jobs whose unused watts may be given back.
+    give_back: GiveBacks,
 }
 
 impl Live {
@@ -215,6 +222,7 @@ impl Live {
             jobs: HashMap::new(),
             ledger_seen: None,
             refusals: Refusals::default(),
+            give_back: GiveBacks::default(),
         };
         l.configure(site);
         l
@@ -269,6 +277,7 @@ impl Live {
     /// Forget a job that closed: its nodes no longer count, and their reports for it
     /// are refused from now on. Linear in the reporting nodes, once per job.
     pub(super) fn forget_job(&mut self, job_id: u64) {
+        self.give_back.forget(job_id);
         if self.jobs.remove(&job_id).is_none() {
             return;
         }
@@ -367,6 +376,21 @@ impl Live {
         };
     }
 
+    /// Job `job_id`'s licenses were lowered by `given_w` to `kept_w`.
+    pub(super) fn gave_back(&mut self, job_id: u64, given_w: f64, kept_w: f64) {
+        self.give_back.done(job_id, kept_w, now());
+        let partition = self.jobs.get(&job_id).and_then(|v| v.partition.clone());
+        let cap = partition.and_then(|p| self.by_partition.get(&p).copied());
+        for c in std::iter::once(0).chain(cap) {
+            self.caps[c].given_back_w += given_w;
+        }
+    }
+
+    /// Job `job_id`'s licenses could not be lowered.
+    pub(super) fn give_back_failed(&mut self, job_id: u64) {
+        self.give_back.failed(job_id);
+    }
+
     /// Once per meter interval: drop the reports that no longer count, sum the caps
     /// afresh (no rounding drift builds up), forget jobs no node reports for, end the
     /// episodes of caps no node reports under, and put each cap into its timeline.
@@ -387,6 +411,7 @@ impl Live {
             jobs.extend(n.jobs.iter().copied());
         }
         self.jobs.retain(|id, _| jobs.contains(id));
+        self.give_back.retain(|id| jobs.contains(&id));
         let (step, keep, window) = (self.step_s, self.keep(), self.window_s);
         for c in &mut self.caps {
             if c.nodes == 0 {
@@ -501,6 +526,17 @@ fn check(site: &crate::site::Site, r: &PowerReport, now: i64) -> Result<(), Erro
             ));
         }
     }
+    if let Some(w) = r.limit_w
+        && !(w.is_finite() && w > 0.0 && w <= top_w)
+    {
+        return Err(bad_field(
+            "limit_w",
+            w,
+            &format!(
+                "the node's long-term limit read back, a finite number of watts above 0, at most {top_w:.0}"
+            ),
+        ));
+    }
     if jobs.len() > MAX_SAMPLE_JOBS {
         return Err(bad_field(
             "samples.jobs",
@@ -576,6 +612,7 @@ async fn take(shared: &Arc<Shared>, ctx: &Ctx, r: &PowerReport, at: i64) -> Outc
     // The latest sample's first job (the meter's own) says which partition counts it.
     let first = r.samples.last().and_then(|s| s.jobs.first().copied());
     let mut partition = None;
+    let mut own = None;
     for id in ids {
         let v = job_view(shared, id).await?;
         if !v.has_node(&r.node) {
@@ -590,11 +627,23 @@ async fn take(shared: &Arc<Shared>, ctx: &Ctx, r: &PowerReport, at: i64) -> Outc
         }
         if Some(id) == first {
             partition = v.partition.clone();
+            own = Some(v);
         }
     }
     follow_ledger(shared);
-    let samples = lock(&shared.live).take(r, partition.as_deref(), at);
-    Ok(Reply::PowerTaken { samples })
+    let (samples, step) = {
+        let mut l = lock(&shared.live);
+        let samples = l.take(r, partition.as_deref(), at);
+        let step = own.map(|v| l.give_back.judge(r, &v, &ctx.site, at));
+        (samples, step.unwrap_or_default())
+    };
+    if let Some(s) = step.shrink {
+        tokio::spawn(super::give_back::shrink(shared.clone(), s));
+    }
+    Ok(Reply::PowerTaken {
+        samples,
+        limit_w: step.limit_w,
+    })
 }
 
 /// power_status: the caps now and over the last `hours` (all kept when absent).
@@ -640,6 +689,7 @@ mod tests {
 
     fn rep(node: &str, at: i64, watts: f64) -> PowerReport {
         PowerReport {
+            limit_w: None,
             node: node.into(),
             samples: vec![PowerSample {
                 jobs: vec![1],

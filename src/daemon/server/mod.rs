@@ -6,6 +6,7 @@
 //! of vanished jobs, [`metrics`] serves the Prometheus page.
 
 mod budget;
+mod give_back;
 mod handlers;
 mod jobs;
 mod listen;

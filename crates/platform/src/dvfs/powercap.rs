@@ -253,19 +253,7 @@ fn write_limit(file: &Path, uw: u64) -> Result<(), PowercapError> {
 /// zone's maximum, with the windows, and the zones made to enforce them; then read
 /// back. On an error some zones may be written: restore the [`snapshot`] taken before.
 pub fn apply(sysfs_root: &Path, req: &LimitRequest) -> Result<InForce, PowercapError> {
-    let all: Vec<_> = rapl::zones(sysfs_root)
-        .into_iter()
-        .filter(|z| long_term(&z.dir).is_some())
-        .collect();
-    let packages: Vec<_> = all
-        .iter()
-        .filter(|z| z.name.starts_with("package"))
-        .cloned()
-        .collect();
-    let zones = if packages.is_empty() { all } else { packages };
-    if zones.is_empty() {
-        return Err(PowercapError::NoZones);
-    }
+    let zones = limited_zones(sysfs_root)?;
     let n = zones.len() as f64;
     let long_uw = micro("power limit (W)", req.watts / n, 1e6)?;
     let window_us = micro("power limit window (s)", req.window_s, 1e6)?;
@@ -308,6 +296,46 @@ pub fn apply(sysfs_root: &Path, req: &LimitRequest) -> Result<InForce, PowercapE
         zones: out,
         clamped,
     })
+}
+
+/// The zones a node's limit is split over: its package zones, else every zone with a
+/// long-term limit (psys alone).
+fn limited_zones(sysfs_root: &Path) -> Result<Vec<rapl::Zone>, PowercapError> {
+    let all: Vec<_> = rapl::zones(sysfs_root)
+        .into_iter()
+        .filter(|z| long_term(&z.dir).is_some())
+        .collect();
+    let packages: Vec<_> = all
+        .iter()
+        .filter(|z| z.name.starts_with("package"))
+        .cloned()
+        .collect();
+    let zones = if packages.is_empty() { all } else { packages };
+    if zones.is_empty() {
+        return Err(PowercapError::NoZones);
+    }
+    Ok(zones)
+}
+
+/// Lower a running job's node to a long-term limit of `watts` (split evenly over the
+/// zones [`apply`] writes), keeping each zone's window, short-term limit and `enabled`
+/// as the job's prolog set them; a zone already at or below its part is left alone, so
+/// this never raises a limit. Returns the node's long-term limit read back, in watts.
+/// The job's epilog restores the limits saved before the job, as after [`apply`].
+pub fn lower(sysfs_root: &Path, watts: f64) -> Result<f64, PowercapError> {
+    let zones = limited_zones(sysfs_root)?;
+    let part_uw = micro("power limit (W)", watts / zones.len() as f64, 1e6)?;
+    let mut held_uw = 0;
+    for z in &zones {
+        let long = long_term(&z.dir).ok_or(PowercapError::NoZones)?;
+        let now_uw = sysfs::read_u64(&long.limit)?;
+        // 0 reads as "no limit set": anything is lower.
+        if now_uw == 0 || now_uw > part_uw {
+            write_limit(&long.limit, part_uw)?;
+        }
+        held_uw += sysfs::read_u64(&long.limit)?;
+    }
+    Ok(held_uw as f64 / 1e6)
 }
 
 /// Write `want` to `file` when it holds something else.
@@ -442,6 +470,46 @@ pub(crate) mod tests {
         assert_eq!(read(root, 1, "enabled"), "0");
         assert_eq!(read(root, 0, "constraint_0_power_limit_uw"), "0");
         assert_eq!(read(root, 0, "constraint_1_time_window_us"), "2440");
+    }
+
+    #[test]
+    fn lowering_writes_only_the_long_term_limits_and_never_raises_one() {
+        let t = two_packages();
+        let root = t.path();
+        let req = LimitRequest {
+            watts: 200.0,
+            window_s: 1.0,
+            short_term: Some(ShortTerm {
+                watts: 240.0,
+                window_s: 0.01,
+            }),
+        };
+        apply(root, &req).unwrap();
+        let saved = snapshot(root).unwrap();
+        // 200 W over two packages is 100 W each; 130 W is 65 W each.
+        assert_eq!(lower(root, 130.0).unwrap(), 130.0);
+        for n in 0..2 {
+            assert_eq!(read(root, n, "constraint_0_power_limit_uw"), "65000000");
+            assert_eq!(read(root, n, "constraint_1_power_limit_uw"), "120000000");
+            assert_eq!(read(root, n, "constraint_0_time_window_us"), "1000000");
+        }
+        // Asked for more than it holds: nothing is written.
+        assert_eq!(lower(root, 180.0).unwrap(), 130.0);
+        assert_eq!(read(root, 0, "constraint_0_power_limit_uw"), "65000000");
+        // One zone lower already (an admin's): only the other comes down.
+        write(root, 1, "constraint_0_power_limit_uw", "40000000");
+        assert_eq!(lower(root, 110.0).unwrap(), 95.0);
+        assert_eq!(read(root, 0, "constraint_0_power_limit_uw"), "55000000");
+        assert_eq!(read(root, 1, "constraint_0_power_limit_uw"), "40000000");
+        assert!(lower(root, f64::NAN).is_err());
+        // A restore puts back what was saved before the lowering, as after apply.
+        restore(root, &saved).unwrap();
+        assert_eq!(read(root, 0, "constraint_0_power_limit_uw"), "100000000");
+        let bare = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            lower(bare.path(), 50.0),
+            Err(PowercapError::NoZones)
+        ));
     }
 
     #[test]
