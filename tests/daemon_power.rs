@@ -402,15 +402,16 @@ fn greenup_power_prints_the_caps_as_a_table_json_and_a_plot() {
     let sock = format!("unix:{}", d.socket.display());
     let (code, out, err) = cli(None, &["power", "--connect", &sock]);
     assert_eq!(code, 0, "{err}");
-    // site: 2400 W granted, 250 + 150 = 400 W measured, 2000 W stranded, 2 nodes.
+    // site: 2400 W granted, 250 + 150 = 400 W measured, 2000 W stranded, none given
+    // back, 2 nodes.
     let site_row = out
         .lines()
         .find(|l| l.split_whitespace().next() == Some("site"))
         .unwrap_or_else(|| panic!("{out}"));
     let cells: Vec<&str> = site_row.split_whitespace().collect();
     assert_eq!(
-        &cells[..6],
-        ["site", "10000", "2400", "400", "2000", "2"],
+        &cells[..7],
+        ["site", "10000", "2400", "400", "2000", "0", "2"],
         "{out}"
     );
     let (code, out, err) = cli(None, &["power", "--connect", &sock, "--json"]);

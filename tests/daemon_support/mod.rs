@@ -111,13 +111,22 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A free loopback port.
+/// A free loopback port, below the kernel's ephemeral range (32768 and up) and never the
+/// same twice in one test binary. A port the kernel picked (bind to port 0) could be
+/// handed to a client connection, or to a parallel test, before greenupd binds it; that
+/// test's client then reached another test's greenupd (seen once in daemon_budget).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Each test binary starts at its own place in 10000-29999.
+    let start = std::process::id() % 400 * 50;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 10_000 + (start + n) % 20_000;
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
 }
 
 /// A site with `n` nodes `n1..` of one type (200 W dynamic + 100 W static at 2.4 GHz).
