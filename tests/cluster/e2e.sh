@@ -789,8 +789,16 @@ t_comm_refine() {
 #     computation overhead, one message and one byte per node) is refitted from what the
 #     MPI runtime measured in LAMMPS on 2, 4 and 3 nodes: one node count refits alpha only
 #     and says so; two refit each term's coefficient; three choose its law. The refitted
-#     M and B match the calls and bytes counted, and the refitted computation time the
-#     time measured outside MPI.
+#     M and B match the calls and bytes counted, and the refitted computation time, over
+#     the three runs, the time measured outside MPI. Each run's own figure is printed,
+#     not asserted: an overhead cannot be negative, so the refit is a non-negative fit of
+#     laws that grow with p (src/profile/iso_overheads.rs), and the bench's run-to-run
+#     noise can make the measured times fall with p, which no such law follows. Seen over
+#     five runs of this test: a node count's compute time 17.6-21.9 s (p = 2), 18.1-22.4 s
+#     (p = 4), 18.4-23.8 s (p = 3), and once (CI, 2026-11-26) 20.9, 18.6, 19.6 s for
+#     p = 2, 3, 4, fitted 14.3, 18.9, 22.2 s (-32 % at p = 2) while the three together
+#     were within 6.2 %. The profile left unrefitted (v1: no overhead) predicts those three
+#     runs 54 % short (49-62 % each), so the 30 % bound over all runs still catches it.
 t_iso_refine() {
   local i j n nodes rc=0 dir=/var/lib/greenup-test/profiles/lammps-iso jobs=()
   i=1
@@ -820,6 +828,7 @@ def term(key):
 env = {"log2": math.log2, "n": 1.0}
 value = lambda key, p: eval(term(key), {"__builtins__": {}}, dict(env, p=float(p)))
 bad = 0
+models, computes = 0.0, 0.0
 for path in sys.argv[2:]:
     job = json.load(open(path + ".json"))
     outs = job["outcomes"]
@@ -829,12 +838,16 @@ for path in sys.argv[2:]:
     compute = sum(o["comm"]["compute_s"] for o in outs)
     # (W_c + W_co) spread evenly, each node at its own t_c = 3e-9 / f; W_m + W_mo at t_m.
     model = sum(((8e9 + value("w_co", p)) * 3e-9 / o["freq_ghz"] + (0 + value("w_mo", p)) * 1e-7) / p for o in outs)
+    models, computes = models + model, computes + compute
     ok = calls > 100 * p and moved > 100 * p
-    for what, got, want, tol in (("M", value("m", p), calls, 0.5), ("B", value("b", p), moved, 0.5), ("compute", model, compute, 0.3)):
+    for what, got, want, tol in (("M", value("m", p), calls, 0.5), ("B", value("b", p), moved, 0.5)):
         ok = ok and abs(got / want - 1) <= tol
         print(f"p={p}: {what} refitted {got:.4g}, measured {want:.4g}")
+    print(f"p={p}: compute refitted {model:.4g}, measured {compute:.4g} ({100 * (model / compute - 1):+.1f} %, not asserted alone)")
     bad += not ok
-sys.exit(bad)
+ok = abs(models / computes - 1) <= 0.3
+print(f"all runs: compute refitted {models:.4g}, measured {computes:.4g} ({100 * (models / computes - 1):+.1f} %, bound 30 %)")
+sys.exit(bad + (not ok))
 PY
   sed 's/^/    /' "$OUT/t22.check"
   restored || rc=1
