@@ -451,10 +451,11 @@ t_power_daemon_down() {
 #     it and reads it back, and only then does greenupd lower A's licenses in Slurm
 #     (an operator may change a running job's licenses; Slurm 22.05 and 24.11 alike), so
 #     B starts while A still runs. Asserted, each against this test's own readings:
-#     - A's licenses shrank while it ran, to what the rule keeps of n1's measured power:
-#       between 1.2 x the lowest and 1.2 x the highest of n1's power as this test
-#       sampled it from the counter during A (rounded up to whole watts), and no less
-#       than n1's draw at its lowest clock (44.4 W, the floor the queue grants);
+#     - A's licenses shrank while it ran, to what the rule keeps of n1's measured power
+#       (its highest sample x 1.2, rounded up): between 1.2 x the lowest of this test's own
+#       counter samples of n1 during A and 1.2 x the most any stretch of a sample's
+#       length could hold by them (below), and no less than n1's draw at its lowest
+#       clock (44.4 W, the floor the queue grants);
 #     - n1's long-term limit read that value while A ran, and its TDP again after;
 #     - B waited for power (Licenses) and started before A ended, within 20 s of the
 #       give-back (the oracle: greenupd's log line);
@@ -495,10 +496,16 @@ t_power_give_back() {
   given_at=$(grep "job $a: [0-9]* W given back" "$GC_LOG/greenupd.log" | tail -1 | grep -o '^[0-9T:.Z-]*' | head -1)
   say "job A $a on n1 ran $sa-$ea: licenses while it ran ${lic_a:-unchanged}, n1's limit then ${limit_a:-?} uW; job B $b on n2 started $sb, waited for:${reasons:- nothing}"
   grep "job $a: " "$GC_LOG/greenupd.log" | grep -E "lowering|given back|could not" | sed 's/^/      /'
-  # n1's power as this test sampled it, over 1 s steps within A's run (a second in).
-  read -r lo hi < <(awk -v a="$sa" -v e="$ea" '$1 == "n1" { t = $2 / 1e9; if (pt != "" && t > a + 1 && t < e - 1 && t > pt) { w = ($3 - pe) / (t - pt) / 1e6; if (w >= 0) { if (lo == "" || w < lo) lo = w; if (w > hi) hi = w } } pt = t; pe = $3 }
-    END { printf "%.2f %.2f\n", lo, hi }' "$samples")
-  say "n1 drew $lo-$hi W during A by this test's samples: kept between $(awk -v l="$lo" 'BEGIN { printf "%d", l * 1.2 }') and $(awk -v h="$hi" 'BEGIN { printf "%d", h * 1.2 + 1 }') W (1.2 x, rounded up), at least 45 W"
+  # n1's power as this test sampled it over A's whole run (a second either side: Slurm
+  # counts whole seconds, and the idle node draws its static 40 W like a sleeping job).
+  # lo: the lowest of its samples, which the meter's highest cannot be under (a node
+  # never draws less than its static power). hi: the most a sample of the meter's can
+  # hold. A meter's sample lies within two consecutive samples of ours, so it holds at
+  # most their energy above lo, over the shorter one's length, on top of lo.
+  read -r lo hi < <(awk -v a="$sa" -v e="$ea" '$1 == "n1" { t = $2 / 1e9; if (pt != "" && t > a - 1 && pt < e + 1 && t > pt && $3 >= pe) { n++; j[n] = ($3 - pe) / 1e6; d[n] = t - pt; w = j[n] / d[n]; if (lo == "" || w < lo) lo = w } pt = t; pe = $3 }
+    END { hi = lo; for (i = 2; i <= n; i++) { s = d[i] < d[i - 1] ? d[i] : d[i - 1]; m = lo + (j[i] - lo * d[i] + j[i - 1] - lo * d[i - 1]) / s; if (m > hi) hi = m }
+          printf "%.2f %.2f\n", lo, hi }' "$samples")
+  say "n1 drew at least $lo W and at most $hi W over any sample's length during A by this test's samples: kept between $(awk -v l="$lo" 'BEGIN { printf "%d", l * 1.2 }') and $(awk -v h="$hi" 'BEGIN { printf "%d", h * 1.2 + 1 }') W (1.2 x, rounded up), at least 45 W"
   if [ -z "$kept" ]; then
     say "A's licenses were not lowered while it ran"; rc=1
   else
