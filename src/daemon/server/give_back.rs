@@ -81,8 +81,7 @@ impl GiveBacks {
             return Step::default();
         };
         let job_id = v.decision.job_id;
-        let used = v.used();
-        if !used.contains(&r.node.as_str()) {
+        if !v.uses(&r.node) {
             return Step::default();
         }
         let s = self.jobs.entry(job_id).or_insert_with(|| Stranding {
@@ -114,10 +113,11 @@ impl GiveBacks {
             *peak = peak.max(x.watts);
         }
         let latest = r.samples.last().map_or(now, |x| x.at);
-        if s.peaks.len() < used.len() || ((latest - s.since) as f64) < after_s {
+        if s.peaks.len() < v.used_count() || ((latest - s.since) as f64) < after_s {
             return Step::default();
         }
-        let names: Vec<String> = used.iter().map(|n| n.to_string()).collect();
+        // Once a stretch, not per report: linear in the job's size.
+        let names: Vec<String> = v.used().iter().map(|n| n.to_string()).collect();
         let floor_w =
             crate::power::slurm::bounds(site, &names).map_or(0.0, |b| b.min_w * names.len() as f64);
         let kept = kept_w(

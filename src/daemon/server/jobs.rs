@@ -92,16 +92,31 @@ impl JobView {
         self.nodelist_text()
     }
 
-    /// The nodes the job's plan runs on (all its nodes without a plan): those its grant
-    /// is shared among.
-    pub(super) fn used(&self) -> Vec<&str> {
+    /// Whether the job's plan runs on `node` (every node runs without a plan): the nodes
+    /// its grant is shared among. Constant time: asked on every power report.
+    pub(super) fn uses(&self, node: &str) -> bool {
         if self.decision.plan.is_none() {
-            return self.nodes.iter().map(String::as_str).collect();
+            self.index.contains_key(node)
+        } else {
+            self.planned.contains_key(node)
         }
+    }
+
+    /// How many nodes the job's plan runs on.
+    pub(super) fn used_count(&self) -> usize {
+        if self.decision.plan.is_none() {
+            self.nodes.len()
+        } else {
+            self.planned.len()
+        }
+    }
+
+    /// The nodes the job's plan runs on, in Slurm order (linear in the job's size).
+    pub(super) fn used(&self) -> Vec<&str> {
         self.nodes
             .iter()
-            .filter(|n| self.planned.contains_key(*n))
             .map(String::as_str)
+            .filter(|n| self.uses(n))
             .collect()
     }
 
