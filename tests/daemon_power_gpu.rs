@@ -14,19 +14,14 @@ use greenup::daemon::protocol::OpenJob;
 use greenup_platform::gpu::Nvml;
 use greenup_platform::gpu::hold::{self, Request};
 
+#[path = "nvml/build_standin.rs"]
+mod nvml_build;
+
 fn standin() -> PathBuf {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
-    let built = std::process::Command::new("sh")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nvml/build.sh"))
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    PathBuf::from(String::from_utf8(built.stdout).unwrap().trim())
+    nvml_build::build(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nvml/build.sh"),
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin"),
+    )
 }
 
 fn put(dir: &Path, file: &str, v: &str) {

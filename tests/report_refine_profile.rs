@@ -298,16 +298,25 @@ mod after_close {
     }
 }
 
+/// An iso_energy profile `name` with no computation overheads (W_co = W_mo = 0): 4e11
+/// instructions and 1e9 memory accesses at t_c = 2.5e-9 / f, written into a new directory.
+fn iso_without_overheads(name: &str) -> (tempfile::TempDir, Profile) {
+    let text = format!(
+        "name: {name}\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"2.5e-9 / f\"\n    t_m: 1e-7\n    t_msg: 2e-5\n    t_byte: 1e-9\n    p_idle: 100\n    dp_c: 20\n    dp_m: 5\n  application:\n    alpha: 0.9\n    w_c: 4e11\n    w_m: 1e9\n    w_co: 0\n    w_mo: 0\n    m: \"3 * p\"\n    b: \"1e6 * (p - 1)\"\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.yaml"));
+    std::fs::write(&path, text).unwrap();
+    let profile = Profile::load(&path).unwrap();
+    (dir, profile)
+}
+
 /// An iso_energy profile whose overhead terms are wrong, refined from runs the MPI runtime
 /// measured on 2, 3 and 4 nodes: the stored version holds the refitted laws as expressions,
 /// loads as a profile, and its fit record says what was refitted.
 #[test]
 fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
-    let text = "name: iso-wrong\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"2.5e-9 / f\"\n    t_m: 1e-7\n    t_msg: 2e-5\n    t_byte: 1e-9\n    p_idle: 100\n    dp_c: 20\n    dp_m: 5\n  application:\n    alpha: 0.9\n    w_c: 4e11\n    w_m: 1e9\n    w_co: 0\n    w_mo: 0\n    m: \"3 * p\"\n    b: \"1e6 * (p - 1)\"\n";
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("iso-wrong.yaml");
-    std::fs::write(&path, text).unwrap();
-    let profile = Profile::load(&path).unwrap();
+    let (dir, profile) = iso_without_overheads("iso-wrong");
     let site = greenup::site::load("etc/greenup.yaml").unwrap();
     // Truth: W_co = 1e10 (p - 1), M = 100 p (p - 1), B = 1e11 (p - 1), alpha 0.95, at 2.5 GHz.
     let run = |job_id: u64, p: usize| {
@@ -378,11 +387,7 @@ fn num(p: &Param) -> f64 {
 /// negative W_co once made the next refinement fail on every run (Ep < 0 at p = 4).
 #[test]
 fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
-    let text = "name: iso-fast\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"2.5e-9 / f\"\n    t_m: 1e-7\n    t_msg: 2e-5\n    t_byte: 1e-9\n    p_idle: 100\n    dp_c: 20\n    dp_m: 5\n  application:\n    alpha: 0.9\n    w_c: 4e11\n    w_m: 1e9\n    w_co: 0\n    w_mo: 0\n    m: \"3 * p\"\n    b: \"1e6 * (p - 1)\"\n";
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("iso-fast.yaml");
-    std::fs::write(&path, text).unwrap();
-    let profile = Profile::load(&path).unwrap();
+    let (dir, profile) = iso_without_overheads("iso-fast");
     let site = greenup::site::load("etc/greenup.yaml").unwrap();
     // The sequential work is 4e11 x 1e-9 + 1e9 x 1e-7 = 500 s at 2.5 GHz; the host does it
     // in 40 % of that, less on more nodes: the measured overhead is negative and grows so.

@@ -16,20 +16,14 @@ const CLOCKS: [u32; 4] = [1980, 1600, 1200, 800];
 const IDLE_MW: f64 = 70_000.0;
 const DYN_MW: f64 = 630_000.0;
 
+#[path = "../../../tests/nvml/build_standin.rs"]
+mod nvml_build;
+
 fn standin() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/nvml/build.sh");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
-    let built = std::process::Command::new("sh")
-        .arg(&script)
-        .arg(&out)
-        .output()
-        .expect("run tests/nvml/build.sh");
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    PathBuf::from(String::from_utf8(built.stdout).unwrap().trim())
+    nvml_build::build(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/nvml/build.sh"),
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin"),
+    )
 }
 
 /// A node of stand-in GPUs; GPU i (NVML's index) has minor number `minors[i]`.

@@ -7,6 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "../../../tests/nvml/build_standin.rs"]
+mod nvml_build;
+
 /// Where an ordinary user's run of this binary finds the stand-in library, built by root.
 pub const STANDIN_ENV: &str = "GREENUP_TEST_NVML_STANDIN";
 
@@ -16,19 +19,10 @@ pub fn standin() -> PathBuf {
     if let Some(lib) = std::env::var_os(STANDIN_ENV) {
         return lib.into();
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvml/build.sh");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin");
-    let built = std::process::Command::new("sh")
-        .arg(&script)
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    PathBuf::from(String::from_utf8(built.stdout).unwrap().trim())
+    nvml_build::build(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/nvml/build.sh"),
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("nvml-standin"),
+    )
 }
 
 /// Write one of the stand-in's state files.
