@@ -268,6 +268,23 @@ t_rapl_user() {
 #     The site config, license table and Licenses= line are put back after.
 P3_CAP_W=400
 P3_RESERVE=0.3
+# The four nodes' TDP summed (static + dynamic, the stand-in's closed form), in watts.
+nodes_tdp_w() {
+  local sum=0 s d n
+  for n in $GC_NODES; do read -r s d < <(standin_watts $n); sum=$(awk -v a=$sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
+  echo "$sum"
+}
+# The cluster's power over every stretch of at least WINDOW seconds from SINCE to UNTIL
+# against P3's cap plus what the RAPL window lets through: each node may draw up to its
+# TDP for the two ticks before the stand-in sees a new load (P1). Printed; 1 if over.
+cap_stretches() { # SAMPLES WINDOW SINCE UNTIL
+  local excess out rc=0
+  excess=$(awk -v t="$(nodes_tdp_w)" -v k="$(standin_tick)" 'BEGIN { print t * 2 * k }')
+  out=$(rapl_stretches "$1" "$2" "$P3_CAP_W" "$excess" "$3" "$4" $GC_NODES) || rc=1
+  say "cluster power over stretches of >= $2 s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
+  grep '^over' <<<"$out" | sed 's/^/      /'
+  return $rc
+}
 p3_site() { # on|off
   local cfg=$GC_ETC/greenup.yaml
   if [ "$1" = on ]; then
@@ -297,7 +314,7 @@ t_power_cap_queue() {
   [ -x "$GC_GREENUP_BIN" ] || GC_GREENUP_BIN=/usr/bin/greenup
   grep -q '^JobSubmitPlugins=lua' "$GC_ETC/slurm.conf" \
     || { say "greenup's job_submit script is not installed (setup.sh installs it with the plugin)"; return 1; }
-  local rc=0 tick window excess tdp_sum=0 s d n
+  local rc=0 tick window tdp_sum s d n
   gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
   p3_site on || { say "could not turn the queue on"; p3_site off; return 1; }
   local licensed
@@ -306,8 +323,7 @@ t_power_cap_queue() {
     || { say "Slurm counts ${licensed:-no} greenup_w licenses; the cap less the reserve is $P3_CAP_W x (1 - $P3_RESERVE)"; rc=1; }
   tick=$(standin_tick)
   window=$(awk -v w="$(cat "$GC_SYSFS/n1/$RAPL_ZONE/constraint_0_time_window_us")" 'BEGIN { print w / 1e6 }')
-  for n in $GC_NODES; do read -r s d < <(standin_watts $n); tdp_sum=$(awk -v a=$tdp_sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
-  excess=$(awk -v t=$tdp_sum -v k="$tick" 'BEGIN { print t * 2 * k }')
+  tdp_sum=$(nodes_tdp_w)
   say "cluster cap $P3_CAP_W W, $licensed W of it as licenses; nodes' TDP $tdp_sum W in all, RAPL window $window s, tick $tick s"
   local stop=$OUT/p3.stop samples=$OUT/p3.samples sampler
   rm -f "$stop"
@@ -373,14 +389,9 @@ t_power_cap_queue() {
   # Each wait against an oracle that knows exactly when power is freed (printed, not
   # asserted: a figure for docs/BENCHMARKS.md).
   /usr/bin/python3 "$HERE/power_wait.py" "$licensed" 4 "$OUT/p3-jobs.tsv" | sed 's/^/    /'
-  local out
-  out=$(rapl_stretches "$samples" "$window" "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
-  say "cluster power over stretches of >= $window s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
-  grep '^over' <<<"$out" | sed 's/^/      /'
+  cap_stretches "$samples" "$window" "$since" "$until" || rc=1
   # Over longer stretches the window's allowance shrinks: five seconds leave 38 W.
-  out=$(rapl_stretches "$samples" 5 "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
-  say "cluster power over stretches of >= 5 s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
-  grep '^over' <<<"$out" | sed 's/^/      /'
+  cap_stretches "$samples" 5 "$since" "$until" || rc=1
   rm -f "$stop"
   p3_site off || { say "could not put the ledger back"; rc=1; }
   return $rc
@@ -527,13 +538,7 @@ t_power_give_back() {
   for j in "$a" "$b"; do
     [ "$(sacct -n -X -P -j "$j" -o State | head -1)" = COMPLETED ] || { say "job $j ended $(sacct -n -X -P -j "$j" -o State | head -1)"; rc=1; }
   done
-  local tick excess tdp_sum=0 s d n out
-  tick=$(standin_tick)
-  for n in $GC_NODES; do read -r s d < <(standin_watts $n); tdp_sum=$(awk -v a=$tdp_sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
-  excess=$(awk -v t=$tdp_sum -v k="$tick" 'BEGIN { print t * 2 * k }')
-  out=$(rapl_stretches "$samples" 1 "$P3_CAP_W" "$excess" "$since" "$until" $GC_NODES) || rc=1
-  say "cluster power over stretches of >= 1 s: $(grep '^stretches' <<<"$out") (cap $P3_CAP_W W + $excess J / stretch)"
-  grep '^over' <<<"$out" | sed 's/^/      /'
+  cap_stretches "$samples" 1 "$since" "$until" || rc=1
   rm -f "$stop"
   p3_site off || { say "could not put the ledger back"; rc=1; }
   return $rc
