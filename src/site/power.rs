@@ -314,6 +314,12 @@ mod tests {
                 "20-86400",
             ),
             (
+                "power:\n  give_back_headroom: 2\n",
+                "2:23",
+                "power.give_back_headroom",
+                "0-1",
+            ),
+            (
                 "power:\n  meter_interval_s: 30\n  report_period_s: 10\n",
                 "3:20",
                 "power.report_period_s",
