@@ -556,6 +556,7 @@ mod power {
                                             at: at - (every * f64::from(batch - 1 - k)) as i64,
                                             watts: 150.0 + f64::from(*node % 100),
                                             interval_s: every,
+                                            gpu_watts: None,
                                         })
                                         .collect(),
                                 };

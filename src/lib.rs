@@ -26,6 +26,7 @@ pub use greenup_core::units;
 
 pub use greenup_platform::dvfs;
 pub mod expr;
+pub mod gpu_start;
 pub use greenup_platform::meter;
 
 pub mod daemon;

@@ -191,6 +191,62 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
 }
 
 #[test]
+fn a_gpu_nodes_settlement_counts_its_gpus_and_unmeasured_gpus_fall_back_to_the_prediction() {
+    use greenup::record::{GpuSource, NodeGpu};
+    let d = start(4, |_, s, _| strict(s, vec![chem(200_000.0)]));
+    let gpu = |energy_j: Option<f64>| NodeGpu {
+        gpus: 2,
+        source: GpuSource::Nvml,
+        energy_j,
+        avg_power_w: None,
+        sm_mhz: None,
+        util_pct: None,
+        note: None,
+    };
+    let outcome = |job_id: u64, cpu_j: f64, g: Option<NodeGpu>| NodeOutcome {
+        job_id,
+        node: "n1".into(),
+        freq_ghz: None,
+        energy_j: Some(cpu_j),
+        elapsed_s: Some(40.0),
+        source: None,
+        restored: true,
+        note: None,
+        comm: None,
+        gpu: g.map(Box::new),
+        power: None,
+    };
+    // The node's RAPL 12 kJ and its two GPUs' 50 kJ: 62 kJ, measured.
+    open(&d, job(1, "chem"));
+    let mut c = d.tcp_client();
+    c.record_outcome(outcome(1, 12_000.0, Some(gpu(Some(50_000.0)))))
+        .unwrap();
+    c.close_job(1, None).unwrap();
+    assert_eq!(charged(&d, 1, "account:chem"), 62_000.0);
+    assert_eq!(
+        count(
+            &d.store,
+            "SELECT measured FROM budget_charges WHERE job_id = 1"
+        ),
+        1
+    );
+    // GPUs held but not measured: the job's energy is unknown, so the prediction
+    // (30 kJ) is charged, flagged.
+    open(&d, job(2, "chem"));
+    c.record_outcome(outcome(2, 12_000.0, Some(gpu(None))))
+        .unwrap();
+    c.close_job(2, None).unwrap();
+    assert_eq!(charged(&d, 2, "account:chem"), JOB_J);
+    assert_eq!(
+        count(
+            &d.store,
+            "SELECT measured FROM budget_charges WHERE job_id = 2"
+        ),
+        0
+    );
+}
+
+#[test]
 fn warning_levels_force_a_policy_and_shrink_the_power_share() {
     let d = start(4, |_, s, _| {
         s.budgets = vec![

@@ -65,6 +65,7 @@ fn sample(job: u64, at: i64, watts: f64) -> PowerSample {
         at,
         watts,
         interval_s: 5.0,
+        gpu_watts: None,
     }
 }
 
@@ -211,6 +212,13 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
                 ..sample(1, t + 1, 100.0)
             },
             "samples.jobs",
+        ),
+        (
+            PowerSample {
+                gpu_watts: Some(100.5),
+                ..sample(1, t + 1, 100.0)
+            },
+            "samples.gpu_watts",
         ),
     ];
     for (s, field) in bad {
@@ -402,16 +410,16 @@ fn greenup_power_prints_the_caps_as_a_table_json_and_a_plot() {
     let sock = format!("unix:{}", d.socket.display());
     let (code, out, err) = cli(None, &["power", "--connect", &sock]);
     assert_eq!(code, 0, "{err}");
-    // site: 2400 W granted, 250 + 150 = 400 W measured, 2000 W stranded, none given
-    // back, 2 nodes.
+    // site: 2400 W granted, 250 + 150 = 400 W measured, none of it GPUs', 2000 W
+    // stranded, none given back, 2 nodes.
     let site_row = out
         .lines()
         .find(|l| l.split_whitespace().next() == Some("site"))
         .unwrap_or_else(|| panic!("{out}"));
     let cells: Vec<&str> = site_row.split_whitespace().collect();
     assert_eq!(
-        &cells[..7],
-        ["site", "10000", "2400", "400", "2000", "0", "2"],
+        &cells[..8],
+        ["site", "10000", "2400", "400", "0", "2000", "0", "2"],
         "{out}"
     );
     let (code, out, err) = cli(None, &["power", "--connect", &sock, "--json"]);

@@ -120,6 +120,17 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
         std::thread::sleep(Duration::from_millis(200));
         site().measured_w > 0.0
     });
+    // All of it is the GPU's, and the GPU gauge says so.
+    let now = site();
+    assert_eq!(now.measured_gpu_w, now.measured_w);
+    let metrics = greenup::daemon::live_power::prometheus(std::slice::from_ref(&now));
+    assert!(
+        metrics.contains(&format!(
+            "greenup_power_measured_gpu_watts{{cap=\"site\"}} {}\n",
+            now.measured_w
+        )),
+        "{metrics}"
+    );
     // The epilog ends the job here: the meter stops by itself.
     let nvml = Nvml::open(&standin()).unwrap();
     hold::end(&nvml, &record).unwrap();
@@ -171,6 +182,7 @@ fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
             at,
             watts,
             interval_s: 5.0,
+            gpu_watts: None,
         }],
     };
     d.unix_client().power_report(report(5_000.0)).unwrap();

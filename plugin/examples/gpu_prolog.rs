@@ -3,9 +3,13 @@
 //! (`NodeSettings::with_node_type`), the prolog's code sets the job's GPUs' power limits
 //! (`spank_greenup::gpu::start`) and the epilog's restores them and reports the node's
 //! limits (`gpu::end_held`), each timed. Not installed; root only, as a prolog runs.
+//! With `--worker GREENUP`, the prolog's part hands the GPUs to its worker
+//! (`gpu::hand_off`, `greenup gpu start-job`) as a prolog with a meter does; the worker's
+//! own time and the time until its limits are in force are reported beside it, and the
+//! epilog's part settles the handoff first (`gpu::settle`).
 //!
 //! ```text
-//! gpu_prolog --site FILE --node NAME --gpus 0,1 --gpu-part-w W [--iterations N] [--run-dir DIR]
+//! gpu_prolog --site FILE --node NAME --gpus 0,1 --gpu-part-w W [--iterations N] [--run-dir DIR] [--worker GREENUP]
 //! ```
 //!
 //! The job's grant is the one that gives each GPU a part of W watts on a one-node job
@@ -15,6 +19,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use greenup::daemon::protocol::{Decision, NodeSettings};
+use greenup::dvfs::run_dir::JobDir;
 use greenup::power::split;
 use greenup::site::node::NodeConfig;
 use greenup_platform::gpu::{Nvml, parse_job_gpus};
@@ -28,6 +33,7 @@ struct Opts {
     part_w: f64,
     iterations: usize,
     run_dir: PathBuf,
+    worker: Option<PathBuf>,
 }
 
 fn opts() -> Result<Opts, String> {
@@ -38,6 +44,7 @@ fn opts() -> Result<Opts, String> {
         part_w: 0.0,
         iterations: 20,
         run_dir: std::env::temp_dir().join("greenup-gpu-prolog"),
+        worker: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(k) = args.next() {
@@ -64,12 +71,13 @@ fn opts() -> Result<Opts, String> {
                     .ok_or_else(|| bad("a count in 1-1000"))?
             }
             "--run-dir" => o.run_dir = v.into(),
+            "--worker" => o.worker = Some(v.into()),
             _ => return Err(format!("{k}: unknown option")),
         }
     }
     if o.site.as_os_str().is_empty() || o.node.is_empty() || o.gpus.is_empty() || o.part_w == 0.0 {
         return Err(
-            "usage: gpu_prolog --site FILE --node NAME --gpus 0,1 --gpu-part-w W [--iterations N] [--run-dir DIR]"
+            "usage: gpu_prolog --site FILE --node NAME --gpus 0,1 --gpu-part-w W [--iterations N] [--run-dir DIR] [--worker GREENUP]"
                 .into(),
         );
     }
@@ -134,28 +142,72 @@ fn run() -> Result<serde_json::Value, String> {
     let library = nc.dvfs.nvml_library.clone();
     let before = limits(&library, &minors);
     let (mut start_ms, mut end_ms) = (Vec::new(), Vec::new());
+    let (mut worker_ms, mut in_force_ms) = (Vec::new(), Vec::new());
     let mut first = serde_json::Value::Null;
     for i in 0..o.iterations {
         let t = Instant::now();
-        let (warning, note) = gpu::start(&nc, &o.run_dir, &job, told.gpu_power);
+        let (warning, note) = match &o.worker {
+            Some(w) => {
+                gpu::hand_off(w, &nc, &o.run_dir, &job, told.gpu_power)
+                    .map_err(|e| format!("{}: {e}", w.display()))?;
+                (None, None)
+            }
+            None => gpu::start(&nc, &o.run_dir, &job, told.gpu_power),
+        };
         start_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let mut settled = None;
+        if o.worker.is_some() {
+            let file = JobDir::new(&o.run_dir, job.job_id).gpu_start(&job.node);
+            let (took, waited) = wait_done(&file)?;
+            worker_ms.push(took);
+            in_force_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            let _ = waited;
+        }
         let during = (i == 0).then(|| limits(&library, &minors));
         let t = Instant::now();
+        if o.worker.is_some() {
+            settled = gpu::settle(&o.run_dir, &job);
+        }
         let (measured, power) = gpu::end_held(&nc, &o.run_dir, &job, told.gpu_power);
         end_ms.push(t.elapsed().as_secs_f64() * 1e3);
         if i == 0 {
             first = serde_json::json!({
                 "start_warning": warning, "start_note": note, "during_mw": during,
                 "after_mw": limits(&library, &minors), "end_power": power, "end_gpu": measured,
+                "settled": settled,
             });
         }
     }
+    let worker = (!worker_ms.is_empty()).then(|| {
+        serde_json::json!({"worker_gpu": stats(&mut worker_ms), "until_in_force": stats(&mut in_force_ms)})
+    });
     Ok(serde_json::json!({
         "node": o.node, "gpus": minors, "node_model_w": model.total_w(), "gpu_model_w": model.gpu_w,
         "share_w": share_w, "cpu_part_w": told.power_limit_w, "gpu_power": told.gpu_power,
         "before_mw": before, "first": first, "after_all_mw": limits(&library, &minors),
         "prolog_gpu": stats(&mut start_ms), "epilog_gpu": stats(&mut end_ms),
+        "handed_to_worker": worker,
     }))
+}
+
+/// Wait up to 10 s for the worker to write what came of `file`: its own milliseconds,
+/// and this wait's.
+fn wait_done(file: &std::path::Path) -> Result<(f64, f64), String> {
+    let t = Instant::now();
+    while t.elapsed().as_secs() < 10 {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+            && v["state"] == "done"
+        {
+            let took = v["took_ms"].as_f64().unwrap_or(f64::NAN);
+            return Ok((took, t.elapsed().as_secs_f64() * 1e3));
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    Err(format!(
+        "{}: no worker finished within 10 s",
+        file.display()
+    ))
 }
 
 fn main() {

@@ -23,8 +23,9 @@ pub struct Args {
     pub sysfs_root: Option<String>,
     /// Where a node keeps its root-only copy of the site config's node settings.
     pub site_cache: PathBuf,
-    /// The `greenup` command that counts a job's energy during the job; None: only at
-    /// its start and end.
+    /// The `greenup` command that counts a job's energy during the job and does the
+    /// prolog's GPU work; None: energy only at the job's start and end, and the prolog
+    /// does its GPUs itself.
     pub meter: Option<PathBuf>,
 }
 

@@ -6,100 +6,97 @@
 
 use std::path::Path;
 
+use greenup::dvfs::run_dir::JobDir;
+use greenup::gpu_start::GpuStart;
 use greenup::power::split::GpuPart;
 use greenup::record::{GpuSource, NodeGpu, NodePower};
 use greenup::site::node::NodeConfig;
-use greenup_platform::gpu::hold::{self, GpuEnd, Request};
-use greenup_platform::gpu::{Control, Nvml, parse_job_gpus, samples};
+use greenup_platform::gpu::handoff::{self, Settled};
+use greenup_platform::gpu::hold::{self, GpuEnd};
+use greenup_platform::gpu::{Control, Nvml, samples};
 
 use crate::job_env::JobEnv;
 
-/// Save the job's GPUs' counters (and end any earlier job's record that names one of
-/// them: that job is over, since Slurm gave its GPU to this one), then set each one's
-/// power limit to `power`'s limit clamped into the range NVML accepts, when the decision
-/// gives one and the prolog runs as root. Returns a warning for the job's owner when its
-/// GPUs cannot be measured or held, and a line for the log.
+/// Do the job's GPU start here and now ([`GpuStart::run`]); a prolog with a worker hands
+/// it over instead ([`hand_off`]). Returns a warning for the job's owner when its GPUs
+/// cannot be measured or held, and a line for the log.
 pub fn start(
     site: &NodeConfig,
     run_dir: &Path,
     job: &JobEnv,
     power: Option<GpuPart>,
 ) -> (Option<String>, Option<String>) {
-    let minors = match parse_job_gpus(job.gpus.as_deref().unwrap_or("")) {
-        Ok(m) if m.is_empty() => return (None, None),
-        Ok(m) => m,
-        Err(e) => return (Some(format!("GPUs not measured: {e}")), None),
-    };
-    let nvml = match Nvml::open(&site.dvfs.nvml_library) {
-        Ok(n) => n,
-        Err(e) => return (Some(format!("GPUs not measured: {e}")), None),
-    };
-    let mut log = Vec::new();
-    for earlier in hold::leftover_jobs(run_dir, &job.node) {
-        let file = hold::record_path(run_dir, earlier, &job.node);
-        let stale = earlier != job.job_id
-            && hold::load(&file)
-                .ok()
-                .flatten()
-                .is_some_and(|r| r.gpus.iter().any(|g| minors.contains(&g.minor)));
-        if stale {
-            let what = match hold::end(&nvml, &file) {
-                Ok(_) => "restored".to_string(),
-                Err(e) => format!("not restored: {e}"),
-            };
-            log.push(format!("GPUs of ended job {earlier} {what}"));
-        }
-    }
-    let file = hold::record_path(run_dir, job.job_id, &job.node);
-    let lock_before = |uuid: &str| hold::admin_lock(run_dir, uuid);
-    let mut request = Request::default();
-    if let Some(part) = power {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            log.push("GPU power limits not set: the prolog does not run as root".into());
-        } else {
-            let part = part.clamped(nvml_range_w(&nvml, &minors));
-            request.power_limit_mw = Some((part.limit_w * 1e3).round() as u32);
-            log.push(format!(
-                "GPU power limit {:.1} W each ({:.1} W part of the node's share){}",
-                part.limit_w,
-                part.part_w,
-                part.note().map(|n| format!(": {n}")).unwrap_or_default()
-            ));
-        }
-    }
-    let warning = match hold::begin(&nvml, &file, job.job_id, &minors, request, lock_before) {
-        Ok(rec) => {
-            let mut problems: Vec<String> = rec.missing.clone();
-            problems.extend(rec.gpus.iter().filter_map(|g| match &g.power_limit {
-                Control::NotHeld(why) => Some(format!(
-                    "/dev/nvidia{}: power limit not set: {why}",
-                    g.minor
-                )),
-                _ => None,
-            }));
-            (!problems.is_empty())
-                .then(|| format!("GPUs not all measured or held: {}", problems.join("; ")))
-        }
-        Err(e) => Some(format!("GPUs not measured: {e}")),
-    };
-    let note = (!log.is_empty()).then(|| log.join("; "));
-    (warning, note)
+    let s = ask(site, run_dir, job, power).run();
+    (s.warning, s.note)
 }
 
-/// The power limits, in watts, that every one of the GPUs `minors` accepts (None when
-/// none of them says): a limit inside it is refused by none.
-fn nvml_range_w(nvml: &Nvml, minors: &[u32]) -> Option<(f64, f64)> {
-    let found = nvml.gpus_by_minor(minors).ok()?;
-    let mut range: Option<(f64, f64)> = None;
-    for r in found
-        .iter()
-        .filter_map(|(_, g)| g.as_ref().ok()?.power_limit_range().ok())
-    {
-        let (lo, hi) = (f64::from(r.min_mw) / 1e3, f64::from(r.max_mw) / 1e3);
-        range = Some(range.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))));
+/// What the job's start asks of its GPUs on this node.
+fn ask(site: &NodeConfig, run_dir: &Path, job: &JobEnv, power: Option<GpuPart>) -> GpuStart {
+    GpuStart {
+        job_id: job.job_id,
+        node: job.node.clone(),
+        gpus: job.gpus.clone().unwrap_or_default(),
+        library: site.dvfs.nvml_library.clone(),
+        run_dir: run_dir.to_path_buf(),
+        power,
     }
-    range
+}
+
+/// Hand the job's GPU start to `worker` (`greenup`, run as `greenup gpu start-job FILE`)
+/// so that the prolog does not wait for NVML: Ok(false) when the job has no GPUs here,
+/// Ok(true) once the worker is started. On an error nothing was handed over, and the
+/// caller does the start itself.
+pub fn hand_off(
+    worker: &Path,
+    site: &NodeConfig,
+    run_dir: &Path,
+    job: &JobEnv,
+    power: Option<GpuPart>,
+) -> std::io::Result<bool> {
+    let ask = ask(site, run_dir, job, power);
+    if !ask.has_gpus() {
+        return Ok(false);
+    }
+    let dir = JobDir::new(run_dir, job.job_id);
+    dir.create()?;
+    let file = dir.gpu_start(&job.node);
+    handoff::post(&file, &ask)?;
+    let argv = ["gpu".as_ref(), "start-job".as_ref(), file.as_os_str()];
+    crate::command::start_later(worker, &argv, std::time::Duration::ZERO, &file).inspect_err(
+        |_| {
+            let _ = std::fs::remove_file(&file);
+        },
+    )?;
+    Ok(true)
+}
+
+/// How long the epilog waits for a GPU worker still at work: NVML's start and a
+/// node's GPUs take tens of milliseconds, so this is a hung driver, not a slow one.
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Settle the job's GPU handoff before its end is measured: waits for a worker still at
+/// work, and makes sure a worker that had not started never does. Returns a line for
+/// the node's log, if any.
+pub fn settle(run_dir: &Path, job: &JobEnv) -> Option<String> {
+    let file = JobDir::new(run_dir, job.job_id).gpu_start(&job.node);
+    match handoff::settle(&file, SETTLE_WAIT) {
+        Ok(Settled::Nothing) => None,
+        Ok(Settled::Done(o)) => Some(format!(
+            "GPU start done by its worker in {:.1} ms{}{}",
+            o.took_ms,
+            o.note.map(|n| format!("; {n}")).unwrap_or_default(),
+            o.warning.map(|w| format!("; {w}")).unwrap_or_default()
+        )),
+        Ok(Settled::NotStarted) => Some(
+            "GPU start never ran (its worker did not start before the job ended): the GPUs were neither read nor changed"
+                .into(),
+        ),
+        Ok(Settled::Busy) => Some(format!(
+            "GPU start still running after {} s: its GPUs are measured and restored by the next job given them",
+            SETTLE_WAIT.as_secs()
+        )),
+        Err(e) => Some(format!("GPU start {}: {e}", file.display())),
+    }
 }
 
 /// Measure and restore the job's GPUs on this node; None when the job held none here.

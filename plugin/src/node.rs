@@ -64,12 +64,7 @@ pub fn node_paths(args: &Args, site: &NodeConfig, node: &str) -> NodePaths {
 fn warn(log: Log, run_dir: &Path, job: &JobEnv, message: &str) {
     let line = format!("greenup: job {} on {}: {message}", job.job_id, job.node);
     log(Level::Warning, &line);
-    let dir = JobDir::new(run_dir, job.job_id);
-    let _ = dir.create();
-    // The job's first step prints every warning of the prolog, not only the last.
-    let file = dir.warning(&job.node);
-    let before = std::fs::read_to_string(&file).unwrap_or_default();
-    let _ = greenup::input::write_atomic(&file, format!("{before}{line}\n").as_bytes());
+    let _ = JobDir::new(run_dir, job.job_id).add_warning(&job.node, &line);
 }
 
 /// The power limits a node sets for `limit_w`, its share of the job's watts, with the
@@ -279,7 +274,21 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     match apply_settings(&paths, &site, job, decided, &scope, log) {
         Ok(rec) => {
             let gpu_power = decided.and_then(|d| d.gpu_power);
-            let (gpu_warning, gpu_note) = crate::gpu::start(&site, &paths.run_dir, job, gpu_power);
+            // NVML's start alone takes about 10 ms on a real driver: the worker does the
+            // GPUs while the prolog returns. Without one, the prolog does them itself.
+            let handed = args
+                .meter
+                .as_deref()
+                .map(|w| crate::gpu::hand_off(w, &site, &paths.run_dir, job, gpu_power));
+            let (gpu_warning, gpu_note) = match handed {
+                Some(Ok(_)) => (None, None),
+                Some(Err(e)) => {
+                    let (w, n) = crate::gpu::start(&site, &paths.run_dir, job, gpu_power);
+                    let why = format!("GPU start not handed to a worker ({e}), done here");
+                    (w, Some(n.map_or(why.clone(), |n| format!("{why}; {n}"))))
+                }
+                None => crate::gpu::start(&site, &paths.run_dir, job, gpu_power),
+            };
             if let Some(w) = gpu_warning {
                 warn(log, &paths.run_dir, job, &w);
             }
@@ -835,6 +844,12 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
                 ),
             ),
         }
+    }
+    if let Some(line) = crate::gpu::settle(&paths.run_dir, job) {
+        log(
+            Level::Info,
+            &format!("greenup: job {} on {}: {line}", job.job_id, job.node),
+        );
     }
     let saved = saved_decision(&paths.run_dir, job.job_id, &job.node);
     let part = saved.as_ref().and_then(|d| d.gpu_power);

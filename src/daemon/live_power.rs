@@ -70,6 +70,9 @@ pub struct PowerSample {
     pub watts: f64,
     /// The interval's length in seconds.
     pub interval_s: f64,
+    /// Of `watts`, what the job's GPUs drew (NVML); absent where it holds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_watts: Option<f64>,
 }
 
 /// Watts granted but not drawn: the one rule, floored at zero.
@@ -88,6 +91,9 @@ pub struct CapPower {
     pub granted_w: f64,
     /// Watts the reporting nodes draw, each node's latest report summed.
     pub measured_w: f64,
+    /// Of `measured_w`, what their jobs' GPUs draw.
+    #[serde(default)]
+    pub measured_gpu_w: f64,
     /// Granted watts not drawn.
     pub stranded_w: f64,
     /// Nodes whose latest report still counts.
@@ -154,12 +160,18 @@ pub fn prometheus(caps: &[CapPower]) -> String {
         &'static str,
         fn(&CapPower) -> Option<f64>,
     );
-    let metrics: [Metric; 6] = [
+    let metrics: [Metric; 7] = [
         (
             "measured_watts",
             "gauge",
             "Watts the reporting nodes draw under the cap.",
             |c| Some(c.measured_w),
+        ),
+        (
+            "measured_gpu_watts",
+            "gauge",
+            "Of the measured watts, what the jobs' GPUs draw (NVML).",
+            |c| Some(c.measured_gpu_w),
         ),
         (
             "granted_watts",
@@ -240,6 +252,7 @@ mod tests {
             cap_w: None,
             granted_w: 900.0,
             measured_w: 700.0,
+            measured_gpu_w: 400.0,
             stranded_w: 200.0,
             nodes: 3,
             over_grant_since: None,
@@ -251,6 +264,7 @@ mod tests {
         assert!(text.contains("greenup_power_given_back_watts_total{cap=\"site\"} 60\n"));
         assert!(text.contains("greenup_power_stranded_watts{cap=\"site\"} 200\n"));
         assert!(text.contains("greenup_power_nodes_reporting{cap=\"site\"} 3\n"));
+        assert!(text.contains("greenup_power_measured_gpu_watts{cap=\"site\"} 400\n"));
         assert!(!text.contains("greenup_power_cap_watts{"));
     }
 }

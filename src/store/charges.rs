@@ -58,23 +58,45 @@ pub(super) fn insert(
     Ok(())
 }
 
-/// Settle job `id`'s charges: with the energy its nodes measured when every node the
-/// job was charged for reported a measured energy, else with the prediction (flagged).
-/// Run again when a late outcome arrives, so the settlement follows what was measured.
+/// Settle job `id`'s charges: with the energy its nodes measured, their GPUs' included
+/// (NVML), when every node the job was charged for reported a measured energy and every
+/// node that held GPUs measured them; else with the prediction (flagged). Run again when
+/// a late outcome arrives, so the settlement follows what was measured.
 pub(super) fn settle(c: &Connection, id: i64) -> Result<(), StoreError> {
-    let (count, measured, sum): (i64, i64, Option<f64>) = c
+    let (count, measured, sum, gpu_nodes, gpu_measured, gpu_sum): (
+        i64,
+        i64,
+        Option<f64>,
+        i64,
+        i64,
+        Option<f64>,
+    ) = c
         .prepare_cached(
-            "SELECT count(*), count(energy_j), sum(energy_j) FROM outcomes WHERE job_id = ?1",
+            "SELECT count(*), count(energy_j), sum(energy_j),
+                    count(gpu), count(json_extract(gpu, '$.energy_j')), sum(json_extract(gpu, '$.energy_j'))
+             FROM outcomes WHERE job_id = ?1",
         )
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
+        .and_then(|mut s| {
+            s.query_row([id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            })
+        })
         .map_err(read_err)?;
+    // A node whose GPUs went unmeasured leaves the job's energy unknown, as a node
+    // without a reading does.
+    let measured = if gpu_measured == gpu_nodes {
+        measured
+    } else {
+        0
+    };
+    let total = sum.unwrap_or(0.0) + gpu_sum.unwrap_or(0.0);
     c.prepare_cached(
         "UPDATE budget_charges SET
              measured  = (?2 > 0 AND ?2 = ?3 AND ?3 >= nodes),
              settled_j = CASE WHEN ?2 > 0 AND ?2 = ?3 AND ?3 >= nodes THEN ?4 ELSE charged_j END
          WHERE job_id = ?1",
     )
-    .and_then(|mut s| s.execute(params![id, measured, count, sum.unwrap_or(0.0)]))
+    .and_then(|mut s| s.execute(params![id, measured, count, total]))
     .map_err(write_err)?;
     Ok(())
 }

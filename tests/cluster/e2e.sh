@@ -635,7 +635,7 @@ t_bench_responds() {
   [ -n "$share" ] || share=$(awk -v c="$(nproc)" 'BEGIN { print 0.9 * c / 4 }')
   while read -r n x; do
     q=$(awk -v s="$share" -v p="$(tr '\0' '\n' < /proc/"$(cat "$GC_RUN/powermodel.pid")"/cmdline | awk -F: -v n=$n '$1 == n { print ($4 == "" ? 1 : $4) }')" -v x="$x" 'BEGIN { printf "%.3f", s * p * x }')
-    say "$n: its loop got ${cores[$n]} of a host core, its quota $q"
+    say "$n: its loop got ${cores[$n]} of a host core, $(awk -v c="${cores[$n]}" -v q="$q" 'BEGIN { printf "%.3f", c / q }') of its quota $q (a host without other work gives 0.978-0.998; less: the host was loaded)"
     awk -v c="${cores[$n]}" -v q="$q" -v t="$T18_CORE_TOL" 'BEGIN { exit !(c <= q * (1 + t)) }' \
       || { say "$n got more than its quota ($q) allows, +$(awk -v t="$T18_CORE_TOL" 'BEGIN { print 100 * t }')%: the stand-in's quota did not hold"; rc=1; }
   done <<QUOTAS
@@ -928,6 +928,7 @@ for adv in "$HERE"/adversarial/*.sh; do
 done
 . "$HERE/budgets.sh"
 . "$HERE/power.sh"
+. "$HERE/gpu.sh"
 run_test "7 every job's measured outcome is in greenupd's store" t_outcomes
 rm -f "$BASE"
 echo "$PASSED passed, $FAILED failed"

@@ -2,7 +2,9 @@
  *
  * It exports the NVML calls greenup uses, backed by plain files under the directory
  * named by GREENUP_NVML_STANDIN_DIR (read by this library only; greenup itself never
- * reads it). Layout: DIR/count holds the number of GPUs; DIR/now_ns, if present, is the
+ * reads it), or, without that variable, by the file beside this library named as it
+ * with ".dir" added (for processes started with no environment, as the prolog's GPU
+ * worker is). Layout: DIR/count holds the number of GPUs; DIR/now_ns, if present, is the
  * clock in nanoseconds (tests advance it; otherwise CLOCK_REALTIME); DIR/N/ holds GPU N's
  * files, described in tests/nvml/README.md.
  *
@@ -18,6 +20,8 @@
  *   energy     advances by power * (now - stamp) / 1e9 mJ at every energy read and
  *              before every change of limit or lock (files energy_mj, stamp_ns)
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,7 +44,26 @@ static int initialised;
 
 typedef struct { unsigned gpu; unsigned memory; } util_t;
 
-static const char *dir(void) { return getenv("GREENUP_NVML_STANDIN_DIR"); }
+static char beside[4096];
+
+static const char *dir(void)
+{
+	const char *env = getenv("GREENUP_NVML_STANDIN_DIR");
+	if (env) return env;
+	if (!beside[0]) {
+		Dl_info info;
+		char p[4096];
+		if (!dladdr((void *)&devs, &info) || !info.dli_fname) return NULL;
+		snprintf(p, sizeof p, "%s.dir", info.dli_fname);
+		FILE *f = fopen(p, "r");
+		if (!f) return NULL;
+		size_t got = fread(beside, 1, sizeof beside - 1, f);
+		fclose(f);
+		beside[got] = 0;
+		while (got && (beside[got - 1] == '\n' || beside[got - 1] == ' ')) beside[--got] = 0;
+	}
+	return beside[0] ? beside : NULL;
+}
 
 static int path(char *out, size_t n, const struct dev *d, const char *file)
 {

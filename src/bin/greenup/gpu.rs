@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use greenup::dvfs::run_dir::JobDir;
+use greenup::gpu_start::GpuStart;
 use greenup_platform::gpu::hold::{self, Control, GpuRecord, Request};
 use greenup_platform::gpu::{DEFAULT_LIBRARY, GpuReading, LimitRange, Nvml, parse_job_gpus};
 use serde::Serialize;
@@ -42,6 +44,16 @@ enum GpuAction {
     Restore,
     /// Time what a job prolog and epilog do to GPUs: load NVML, read, save and set, restore.
     Bench(BenchArgs),
+    /// The job prolog's GPU work, handed to this command so that the prolog does not wait
+    /// for NVML (root only; the plugin starts it).
+    StartJob(StartJobArgs),
+}
+
+/// Options of `greenup gpu start-job`.
+#[derive(Args, Debug)]
+struct StartJobArgs {
+    /// The handoff file the prolog wrote (run_dir/JOBID/NODE.gpu-start.json).
+    file: PathBuf,
 }
 
 /// Options of `greenup gpu set`.
@@ -137,7 +149,49 @@ pub fn run(a: GpuArgs) -> Outcome {
         Some(GpuAction::Set(s)) => set(&p, s, a.json),
         Some(GpuAction::Restore) => restore(&p, a.json),
         Some(GpuAction::Bench(b)) => bench(&p, b, a.json),
+        Some(GpuAction::StartJob(s)) => start_job(&s.file),
     }
+}
+
+/// Do the GPU work a prolog handed over in `file`, once, and write what came of it back
+/// for the epilog; a warning also goes to the job's owner.
+fn start_job(file: &Path) -> Outcome {
+    use greenup_platform::gpu::handoff;
+    must_be_root("start-job")?;
+    trusted(file)?;
+    let Some((claim, ask)) = handoff::claim::<GpuStart>(file)
+        .map_err(|e| Failure::Runtime(format!("{}: {e}", file.display())))?
+    else {
+        // Done already, or the job ended first: nothing to do.
+        return Ok(());
+    };
+    let started = ask.run();
+    if let Some(w) = &started.warning {
+        let line = format!("greenup: job {} on {}: {w}", ask.job_id, ask.node);
+        let _ = JobDir::new(&ask.run_dir, ask.job_id).add_warning(&ask.node, &line);
+    }
+    claim
+        .finish(handoff::Outcome {
+            warning: started.warning,
+            note: started.note,
+            took_ms: 0.0,
+        })
+        .map_err(|e| Failure::Runtime(format!("{}: {e}", file.display())))
+}
+
+/// Refuse a handoff file that is not a regular file of root's that only root may write:
+/// root acts on what it says.
+fn trusted(file: &Path) -> Outcome {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(file)
+        .map_err(|e| Failure::Input(format!("{}: {e}", file.display())))?;
+    if !meta.is_file() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return Err(Failure::Input(format!(
+            "{}: not a prolog's handoff: expected a regular file of root's that no one else may write",
+            file.display()
+        )));
+    }
+    Ok(())
 }
 
 /// One GPU as `greenup gpu` shows it.

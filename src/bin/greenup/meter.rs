@@ -271,6 +271,7 @@ impl PowerReporter {
                 at: to.unix_s.round() as i64,
                 watts: joules / span,
                 interval_s: span,
+                gpu_watts: None,
             }),
             Energy::Unmeasured { .. } => None,
         }
@@ -312,7 +313,9 @@ fn with_gpus(
 ) -> Option<PowerSample> {
     if held {
         let (from, to) = from_mj.zip(to_mj)?;
-        s.watts += greenup_platform::gpu::samples::mean_power_w(from, to, s.interval_s)?;
+        let gpu_w = greenup_platform::gpu::samples::mean_power_w(from, to, s.interval_s)?;
+        s.watts += gpu_w;
+        s.gpu_watts = Some(gpu_w);
     }
     Some(s)
 }
@@ -375,10 +378,12 @@ mod tests {
             at: 1005,
             watts: 1.4,
             interval_s: 5.0,
+            gpu_watts: None,
         };
-        // 3,500 J over 5 s: 700 W more.
+        // 3,500 J over 5 s: 700 W more, said apart too.
         let with = with_gpus(s.clone(), true, Some(1_000_000), Some(4_500_000)).unwrap();
         assert!((with.watts - 701.4).abs() < 1e-9, "{}", with.watts);
+        assert_eq!(with.gpu_watts, Some(700.0));
         // No GPUs: RAPL's alone. GPUs whose counters were not read, or went back (a
         // driver reload): no sample.
         assert_eq!(with_gpus(s.clone(), false, None, None), Some(s.clone()));

@@ -343,6 +343,7 @@ mod tests {
                 at,
                 watts,
                 interval_s: 2.0,
+                gpu_watts: None,
             }],
             limit_w,
         }

@@ -36,6 +36,8 @@ const REPLY_POINTS: usize = 6000;
 /// A node's latest report.
 struct NodeNow {
     watts: f64,
+    /// Of `watts`, the job's GPUs'.
+    gpu_watts: f64,
     at: i64,
     /// After this, the report no longer counts.
     stale_at: i64,
@@ -61,6 +63,7 @@ struct Cap {
     cap_w: Option<f64>,
     granted_w: f64,
     measured_w: f64,
+    measured_gpu_w: f64,
     nodes: u64,
     over_since: Option<i64>,
     warned: bool,
@@ -77,6 +80,7 @@ impl Cap {
             cap_w,
             granted_w: 0.0,
             measured_w: 0.0,
+            measured_gpu_w: 0.0,
             nodes: 0,
             over_since: None,
             warned: false,
@@ -147,6 +151,7 @@ impl Cap {
             cap_w: self.cap_w,
             granted_w: self.granted_w,
             measured_w: self.measured_w,
+            measured_gpu_w: self.measured_gpu_w,
             stranded_w: stranded_w(self.granted_w, self.measured_w),
             nodes: self.nodes,
             over_grant_since: self.over_since,
@@ -281,11 +286,11 @@ impl Live {
         if self.jobs.remove(&job_id).is_none() {
             return;
         }
-        let gone: Vec<(f64, Option<usize>)> = self
+        let gone: Vec<((f64, f64), Option<usize>)> = self
             .nodes
             .values()
             .filter(|n| n.jobs.contains(&job_id))
-            .map(|n| (n.watts, n.cap))
+            .map(|n| ((n.watts, n.gpu_watts), n.cap))
             .collect();
         if gone.is_empty() {
             return;
@@ -324,11 +329,13 @@ impl Live {
         let mut counted = 0;
         for s in &r.samples {
             let stale_at = s.at + counts_for_s(s.interval_s.max(step)).ceil() as i64;
+            let gpu_w = s.gpu_watts.unwrap_or(0.0);
             let old = match self.nodes.get_mut(&r.node) {
                 Some(n) if n.at >= s.at => continue,
                 Some(n) => {
-                    let old = (n.watts, n.cap);
-                    (n.watts, n.at, n.stale_at, n.cap) = (s.watts, s.at, stale_at, cap);
+                    let old = ((n.watts, n.gpu_watts), n.cap);
+                    (n.watts, n.gpu_watts, n.at, n.stale_at, n.cap) =
+                        (s.watts, gpu_w, s.at, stale_at, cap);
                     n.jobs.clone_from(&s.jobs);
                     Some(old)
                 }
@@ -337,6 +344,7 @@ impl Live {
                         r.node.clone(),
                         NodeNow {
                             watts: s.watts,
+                            gpu_watts: gpu_w,
                             at: s.at,
                             stale_at,
                             cap,
@@ -354,6 +362,7 @@ impl Live {
             }
             for c in std::iter::once(0).chain(cap) {
                 self.caps[c].measured_w += s.watts;
+                self.caps[c].measured_gpu_w += gpu_w;
                 self.caps[c].nodes += 1;
                 self.caps[c].judge(s.at, self.window_s);
             }
@@ -366,13 +375,14 @@ impl Live {
         counted
     }
 
-    fn subtract(&mut self, cap: usize, watts: f64) {
+    /// Take one node's `(watts, gpu_watts)` out of cap `cap`'s sums.
+    fn subtract(&mut self, cap: usize, (watts, gpu_watts): (f64, f64)) {
         let c = &mut self.caps[cap];
         c.nodes = c.nodes.saturating_sub(1);
-        c.measured_w = if c.nodes == 0 {
-            0.0
+        (c.measured_w, c.measured_gpu_w) = if c.nodes == 0 {
+            (0.0, 0.0)
         } else {
-            c.measured_w - watts
+            (c.measured_w - watts, c.measured_gpu_w - gpu_watts)
         };
     }
 
@@ -400,12 +410,14 @@ impl Live {
         self.nodes.retain(|_, n| n.stale_at >= now);
         for c in &mut self.caps {
             c.measured_w = 0.0;
+            c.measured_gpu_w = 0.0;
             c.nodes = 0;
         }
         let mut jobs = HashSet::new();
         for n in self.nodes.values() {
             for c in std::iter::once(0).chain(n.cap) {
                 self.caps[c].measured_w += n.watts;
+                self.caps[c].measured_gpu_w += n.gpu_watts;
                 self.caps[c].nodes += 1;
             }
             jobs.extend(n.jobs.iter().copied());
@@ -504,6 +516,18 @@ fn check(site: &crate::site::Site, r: &PowerReport, now: i64) -> Result<(), Erro
                 &format!(
                     "a finite number of watts from 0 to {top_w:.0} ({MAX_OVER_TYPE} x node {}'s top power)",
                     r.node
+                ),
+            ));
+        }
+        if let Some(g) = s.gpu_watts
+            && !(g.is_finite() && (0.0..=s.watts).contains(&g))
+        {
+            return Err(bad_field(
+                "samples.gpu_watts",
+                g,
+                &format!(
+                    "the GPUs' part of the sample's {} W, a finite number of watts from 0 to it",
+                    s.watts
                 ),
             ));
         }
@@ -696,8 +720,44 @@ mod tests {
                 at,
                 watts,
                 interval_s: 5.0,
+                gpu_watts: None,
             }],
         }
+    }
+
+    #[test]
+    fn the_gpus_part_is_summed_beside_the_watts_and_leaves_with_its_node() {
+        let mut l = live(60.0);
+        let with_gpu = |node: &str, at: i64, watts: f64, gpu: f64| {
+            let mut r = rep(node, at, watts);
+            r.samples[0].gpu_watts = Some(gpu);
+            r
+        };
+        l.take(&with_gpu("a", 100, 900.0, 700.0), None, 100);
+        l.take(&rep("b", 100, 300.0), None, 100);
+        assert_eq!(
+            (l.caps[0].measured_w, l.caps[0].measured_gpu_w),
+            (1200.0, 700.0)
+        );
+        // a's newer report replaces its GPUs' part too.
+        l.take(&with_gpu("a", 105, 500.0, 350.0), None, 105);
+        assert_eq!(
+            (l.caps[0].measured_w, l.caps[0].measured_gpu_w),
+            (800.0, 350.0)
+        );
+        // The interval's fresh sum agrees; once a's report no longer counts (125 s at a
+        // 5 s interval), its GPUs leave with it.
+        l.tick(106);
+        assert_eq!(
+            (l.caps[0].measured_w, l.caps[0].measured_gpu_w),
+            (800.0, 350.0)
+        );
+        l.take(&rep("b", 110, 300.0), None, 110);
+        l.tick(231);
+        assert_eq!(
+            (l.caps[0].now().measured_w, l.caps[0].now().measured_gpu_w),
+            (300.0, 0.0)
+        );
     }
 
     #[test]

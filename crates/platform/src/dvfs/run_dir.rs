@@ -15,6 +15,8 @@
 //! - `NODE.warned`: made by the step that printed it;
 //! - `NODE.comm.json`: the communication-phase DVFS settings for the job's MPI ranks;
 //! - `NODE.gpu.json`: the job's GPUs' saved settings and counters ([`crate::gpu::hold`]);
+//! - `NODE.gpu-start.json`: the prolog's GPU work handed to a worker, then what came of
+//!   it ([`crate::gpu::handoff`]);
 //! - `NODE.gpu-samples.json`: the meter's running sums of their SM clock and utilization.
 //!
 //! Beside the job directory, because its user must reach it and the job directory is
@@ -87,6 +89,25 @@ impl JobDir {
         self.dir.join(format!("{node}.warning"))
     }
 
+    /// Add `line` to the warnings for the job's owner from `node`; the job's first step
+    /// prints them all. The job directory's lock keeps the prolog and the GPU worker from
+    /// writing over each other's lines.
+    pub fn add_warning(&self, node: &str, line: &str) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        self.create()?;
+        let dir = greenup_core::fs::open_no_link(&self.dir, true)?;
+        // SAFETY: flock on a descriptor owned here; closing it releases the lock.
+        while unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e);
+            }
+        }
+        let file = self.warning(node);
+        let before = std::fs::read_to_string(&file).unwrap_or_default();
+        greenup_core::fs::write_atomic(&file, format!("{before}{line}\n").as_bytes())
+    }
+
     /// Made once a step on `node` printed the warning.
     pub fn warned(&self, node: &str) -> PathBuf {
         self.dir.join(format!("{node}.warned"))
@@ -105,6 +126,11 @@ impl JobDir {
     /// The saved settings and counters of the job's GPUs on `node`.
     pub fn gpu(&self, node: &str) -> PathBuf {
         self.dir.join(format!("{node}.gpu.json"))
+    }
+
+    /// Where `node`'s prolog hands the job's GPU work to a worker ([`crate::gpu::handoff`]).
+    pub fn gpu_start(&self, node: &str) -> PathBuf {
+        self.dir.join(format!("{node}.gpu-start.json"))
     }
 
     /// The meter's running sums of the job's GPUs' SM clock and utilization on `node`.

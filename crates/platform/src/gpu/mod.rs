@@ -10,6 +10,7 @@
 //! back, so greenup knows a lock only when greenup set it (see [`hold`]).
 
 pub mod error;
+pub mod handoff;
 pub mod hold;
 pub mod nvml;
 pub mod reading;
