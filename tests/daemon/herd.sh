@@ -20,7 +20,6 @@ source "$(dirname "$0")/common.bash"
 NODES=${NODES:-10000} PROFILE=${PROFILE:-lammps} TIMEOUT_MS=${TIMEOUT_MS:-2000} OLD=${OLD:-} CONTROLLER=${CONTROLLER:-}
 bash "$ROOT/tests/munge/start.sh" >/dev/null
 build_release
-(cd "$ROOT" && cargo build --release --quiet --bin greenup && cargo build --release --quiet -p spank_greenup --example herd)
 DIR=$(mktemp -d /tmp/greenup-herd.XXXXXX)
 trap 'kill "$GPID" 2>/dev/null || true; rm -rf "$DIR"' EXIT
 write_config "$DIR" "$NODES"
