@@ -21,7 +21,8 @@
 #     - the job's report measures the GPU (source nvml), at the stand-in's power under
 #       that limit: round(70 + 630 x (1200/1980)^3) W, within 2 % (the few milliseconds
 #       at 700 W before the limit is set);
-#     - an ordinary user's `greenup gpu set` is refused, and changes nothing.
+#     - an ordinary user's `greenup gpu set` is refused, and changes nothing;
+#     - a second job, scancelled while it holds its GPU at its part, leaves it at 700 W.
 #     Slurm's and greenup's config are put back and the daemons restarted after.
 G1_STATE=$GC_STATE/nvml
 G1_DEV=$GC_STATE/gpu-dev
@@ -135,6 +136,21 @@ t_gpu_job() {
   say "job $j's GPU: $(job_json "$j" | jq -c '.outcomes[0].gpu')"
   awk -v a="${avg:-0}" -v w="$gw" 'BEGIN { exit !(a >= w * 0.98 && a <= w * 1.02) }' \
     || { say "GPU average power ${avg:-none} W, want the stand-in's $gw W under the limit (within 2 %)"; rc=1; }
+  # A job cancelled while it holds its GPU: the epilog restores it all the same.
+  local k kg
+  k=$(submit $GC_USER -w n1 -N1 -n1 --gres=gpu:1 -L greenup_w:780 -t 5 -o "$OUT/g1-%j.out" \
+    --wrap 'echo "gpus=$SLURM_JOB_GPUS"; sleep 120') || rc=1
+  if [ -n "$k" ] && wait_running "$k"; then
+    for _ in $(seq 1 50); do grep -q '^gpus=' "$OUT/g1-$k.out" 2>/dev/null && break; sleep 0.2; done
+    kg=$(sed -n 's/^gpus=//p' "$OUT/g1-$k.out")
+    for _ in $(seq 1 50); do [ "$(cat "$G1_STATE/$kg/limit_mw" 2>/dev/null)" != 700000 ] && break; sleep 0.2; done
+    say "job $k (scancelled): GPU $kg at $(cat "$G1_STATE/$kg/limit_mw" 2>/dev/null) mW before scancel"
+    scancel "$k"; wait_gone "$k" 60 || rc=1
+    [ "$(cat "$G1_STATE/$kg/limit_mw" 2>/dev/null)" = 700000 ] \
+      || { say "job $k's GPU $kg not restored after scancel: $(cat "$G1_STATE/$kg/limit_mw" 2>/dev/null) mW"; rc=1; }
+  else
+    rc=1
+  fi
   g1_cluster off || { say "could not put Slurm and greenup back"; rc=1; }
   return $rc
 }
