@@ -22,6 +22,7 @@ pub mod query;
 pub mod record;
 pub mod site;
 pub mod slurm;
+pub mod users;
 pub use greenup_core::units;
 
 pub use greenup_platform::dvfs;

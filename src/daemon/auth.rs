@@ -6,11 +6,11 @@
 //! job; everyone else reads only their own.
 
 use std::collections::HashSet;
-use std::ffi::{CStr, CString};
 
 use super::munge::{Munge, MungeFailure};
 use super::protocol::{ErrorCode, ErrorReply};
 use crate::site::Site;
+pub use crate::users::{name_of, uid_of};
 
 /// An authenticated caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,63 +140,6 @@ impl Roles {
             ))
         }
     }
-}
-
-/// The uid of a user name (or of a decimal uid written as text).
-pub fn uid_of(name: &str) -> Option<u32> {
-    if let Ok(n) = name.parse::<u32>() {
-        return Some(n);
-    }
-    let c = CString::new(name).ok()?;
-    let mut pwd: libc::passwd = unsafe_zeroed_passwd();
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call; buf outlives it.
-    let rc = unsafe {
-        libc::getpwnam_r(
-            c.as_ptr(),
-            &mut pwd,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() {
-        None
-    } else {
-        Some(pwd.pw_uid)
-    }
-}
-
-/// The user name of a uid, when the system knows it.
-pub fn name_of(uid: u32) -> Option<String> {
-    let mut pwd: libc::passwd = unsafe_zeroed_passwd();
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: all pointers are valid for the call; buf outlives it.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            uid,
-            &mut pwd,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
-        return None;
-    }
-    // SAFETY: pw_name points into buf and is NUL-terminated.
-    Some(
-        unsafe { CStr::from_ptr(pwd.pw_name) }
-            .to_string_lossy()
-            .into_owned(),
-    )
-}
-
-fn unsafe_zeroed_passwd() -> libc::passwd {
-    // SAFETY: passwd is a plain C struct; all-zero (null pointers) is a valid value.
-    unsafe { std::mem::zeroed() }
 }
 
 #[cfg(test)]

@@ -15,12 +15,7 @@ pub const MAX_SAMPLE_JOBS: usize = 64;
 /// Hours of timeline greenupd keeps per cap.
 pub const HOURS_KEPT: f64 = 6.0;
 
-/// A node's meter sends its samples at most this often, in seconds: at 10,000 nodes
-/// sampling every 5 s, one report per node a minute (167 a second, 12 samples each)
-/// keeps greenupd under 5 % of a core, where a report per sample (2,000 a second) takes
-/// a quarter of one, and every 30 s a tenth (docs/BENCHMARKS.md). The live view lags
-/// by up to this much; each sample keeps its own time, so the over-grant warning does not.
-pub const REPORT_PERIOD_S: f64 = 60.0;
+pub use crate::site::REPORT_PERIOD_S;
 
 /// Samples a meter sampling every `interval_s` gathers into one report sent every
 /// `period_s` (`power.report_period_s`, [`REPORT_PERIOD_S`] by default).

@@ -87,7 +87,7 @@ pub fn lua_table(site: &Site) -> String {
     // The user database lookup lives with greenupd's code; the plugin, built without it,
     // never writes this table.
     #[cfg(feature = "daemon")]
-    let slurm_user = crate::daemon::auth::uid_of(&site.daemon.slurm_user);
+    let slurm_user = crate::users::uid_of(&site.daemon.slurm_user);
     #[cfg(not(feature = "daemon"))]
     let slurm_user: Option<u32> = None;
     let operators: Vec<u32> = std::iter::once(0)

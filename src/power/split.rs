@@ -3,7 +3,7 @@
 //! NVML power limit) in proportion to what each is modelled to draw.
 //!
 //! The one home for that split: greenupd tells each node its parts
-//! ([`crate::daemon::protocol::NodeSettings`]), and the node's prolog clamps each GPU's
+//! (greenupd's `NodeSettings` for the node), and the node's prolog clamps each GPU's
 //! part again into the range NVML accepts with [`GpuPart::clamped`].
 
 use serde::{Deserialize, Serialize};

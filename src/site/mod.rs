@@ -14,7 +14,7 @@ pub mod node;
 mod power;
 
 pub use forced::add_forced;
-pub use power::{PowerEnforce, PowerSettings};
+pub use power::{PowerEnforce, PowerSettings, REPORT_PERIOD_S};
 
 pub use load::{
     DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR,

@@ -9,6 +9,14 @@ use serde_json::Value;
 use super::check::{Checker, shown};
 use crate::input::{InputError, Spanned};
 
+/// `power.report_period_s` by default: a node's meter sends its samples at most this
+/// often, in seconds. At 10,000 nodes sampling every 5 s, one report per node a minute
+/// (167 a second, 12 samples each) keeps greenupd under 5 % of a core, where a report
+/// per sample (2,000 a second) takes a quarter of one, and every 30 s a tenth
+/// (docs/BENCHMARKS.md). The live view lags by up to this much; each sample keeps its
+/// own time, so the over-grant warning does not.
+pub const REPORT_PERIOD_S: f64 = 60.0;
+
 /// How the power caps are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -75,7 +83,7 @@ impl Default for PowerSettings {
             short_window_ms: 10.0,
             meter_interval_s: 5.0,
             over_grant_window_s: 60.0,
-            report_period_s: crate::daemon::live_power::REPORT_PERIOD_S,
+            report_period_s: REPORT_PERIOD_S,
             give_back_after_s: None,
             give_back_headroom: 0.2,
         }
