@@ -7,6 +7,12 @@
 //!   left to the site's node types until refinement fits it.
 //! - amdahl (paper 003): F_p, T_C(0,1) and the communication law by the model's own
 //!   [`amdahl::fit`] over runs on at least three node counts.
+//! - iso_energy (paper 000): the machine vector from the site's node type (its power
+//!   model; one cycle per instruction, since greenup has no instruction counters; no
+//!   memory split, since it has no memory counters either) and the network's price per
+//!   counted call and byte from the time inside MPI; the application vector from runs the
+//!   MPI runtime measured on at least two node counts: W_c and W_co from the time outside
+//!   MPI, then M, B and alpha as refinement fits them ([`super::refine::iso_energy`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -24,6 +30,8 @@ pub enum Model {
     Hetero,
     /// Paper 003's scaling across node counts.
     Amdahl,
+    /// Paper 000's machine and application vectors.
+    IsoEnergy,
 }
 
 impl Model {
@@ -32,6 +40,7 @@ impl Model {
         match self {
             Model::Hetero => "hetero",
             Model::Amdahl => "amdahl",
+            Model::IsoEnergy => "iso_energy",
         }
     }
 }
@@ -128,6 +137,7 @@ pub fn learn(
     let (mut file, notes, jobs) = match model {
         Model::Hetero => hetero(site, app, &runs, &left_out, nodes)?,
         Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
+        Model::IsoEnergy => iso_energy_section(site, app, &runs, &left_out)?,
     };
     let jobs_text = and_list(&jobs);
     file.description = Some(unspanned(Param::Text(format!(
@@ -355,6 +365,279 @@ fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Se
     let mut file = empty_file(app);
     file.amdahl = Some(AmdahlFile::from_fit(&fit));
     Ok((file, notes, runs.iter().map(|o| o.job_id).collect()))
+}
+
+/// The laws W_co(p) may follow when W_c is learned beside it: each vanishes on one
+/// processor, where the parallel run is the sequential one (paper 000, eq. 17).
+const W_CO_LAWS: [&str; 3] = ["p - 1", "p * log2(p)", "p * (p - 1)"];
+
+/// Least squares `y = a + k * x` with a, k >= 0: (a, k), or None when x does not vary.
+fn line_nonneg(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxx: f64 = x.iter().map(|v| (v - mx) * (v - mx)).sum();
+    if sxx <= f64::EPSILON * (1.0 + mx * mx) {
+        return None;
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let k = sxy / sxx;
+    if k < 0.0 {
+        return Some((my.max(0.0), 0.0));
+    }
+    let a = my - k * mx;
+    if a < 0.0 {
+        // Through the origin.
+        let k0 =
+            x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() / x.iter().map(|a| a * a).sum::<f64>();
+        return Some((0.0, k0.max(0.0)));
+    }
+    Some((a, k))
+}
+
+/// The RMS of (fit / y - 1).
+fn rms_rel(fit: impl Iterator<Item = f64>, y: &[f64]) -> f64 {
+    let e: Vec<f64> = fit.zip(y).map(|(f, v)| f / v - 1.0).collect();
+    (e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).sqrt()
+}
+
+/// A node type's power as the machine vector's expressions in `f`: (P_idle, dP_c).
+fn power_exprs(t: &crate::model::NodeType) -> (String, String) {
+    match &t.power {
+        crate::model::node_type::PowerModel::AtMax {
+            dynamic_w,
+            static_w,
+            gamma,
+        } => (
+            format!("{static_w}"),
+            format!("{dynamic_w} * (f / {})^{gamma}", t.fmax()),
+        ),
+        crate::model::node_type::PowerModel::Expr {
+            dynamic_w,
+            static_w,
+        } => (
+            static_w.source().to_string(),
+            dynamic_w.source().to_string(),
+        ),
+    }
+}
+
+fn iso_energy_section(
+    site: &Site,
+    app: &str,
+    runs: &[Outcome],
+    left_out: &[String],
+) -> Result<Section, LearnError> {
+    use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+    // Runs the runtime measured on every node: its time outside and inside MPI, its calls
+    // and bytes.
+    let measured: Vec<&Outcome> = runs
+        .iter()
+        .filter(|o| {
+            o.nodes.iter().all(|n| {
+                n.compute_s.is_some()
+                    && n.comm_s.is_some()
+                    && n.calls.is_some()
+                    && n.bytes.is_some()
+            })
+        })
+        .collect();
+    let counts: BTreeSet<usize> = measured.iter().map(|o| o.nodes.len()).collect();
+    if counts.len() < 2 {
+        return Err(missing(
+            format!(
+                "iso_energy needs monitor runs of {app} that greenup's MPI runtime measured on 2 node counts; have {} ({} of {} runs measured)",
+                if counts.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("runs on {} nodes", and_list(&counts))
+                },
+                measured.len(),
+                runs.len()
+            ),
+            left_out,
+        ));
+    }
+    let types: BTreeSet<&str> = measured
+        .iter()
+        .flat_map(|o| o.nodes.iter().map(|n| n.node_type.as_str()))
+        .collect();
+    let [ty] = types.iter().copied().collect::<Vec<_>>()[..] else {
+        return Err(LearnError(format!(
+            "iso_energy models one kind of processor: the runs of {app} ran on node types {}; learn from runs on one type",
+            and_list(&types)
+        )));
+    };
+    let node_type = site
+        .node_types
+        .get(ty)
+        .ok_or_else(|| LearnError(format!("node type {ty} is not in the site config")))?;
+    // Per run: p, seconds outside MPI per cycle's worth at f_max, inside MPI, calls, bytes.
+    let fmax = node_type.fmax();
+    let t_c = 1e-9 / fmax;
+    let ps: Vec<f64> = measured.iter().map(|o| o.nodes.len() as f64).collect();
+    let sum = |o: &Outcome, f: fn(&super::outcome::NodeOutcome) -> f64| -> f64 {
+        o.nodes.iter().map(f).sum()
+    };
+    let cycles: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.compute_s.unwrap_or(0.0)) / t_c)
+        .collect();
+    let comm: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.comm_s.unwrap_or(0.0)))
+        .collect();
+    let calls: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.calls.unwrap_or(0) as f64))
+        .collect();
+    let bytes: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.bytes.unwrap_or(0) as f64))
+        .collect();
+    if cycles.iter().any(|c| c.is_nan() || *c <= 0.0) {
+        return Err(LearnError(format!(
+            "iso_energy: a run of {app} measured no time outside MPI"
+        )));
+    }
+    // W_c + W_co(p): the cycles outside MPI. Two node counts fit the first law exactly;
+    // three or more choose the law with the least relative RMS error.
+    let np = |law: &str, p: f64| -> Result<f64, LearnError> {
+        crate::expr::Expr::parse(law, &["n", "p"])
+            .and_then(|e| e.eval(&[1.0, p]))
+            .map_err(|e| LearnError(format!("iso_energy: law {law}: {e}")))
+    };
+    let mut best: Option<(f64, &str, f64, f64)> = None;
+    for law in W_CO_LAWS.iter().take(if counts.len() >= 3 { 3 } else { 1 }) {
+        let x: Vec<f64> = ps.iter().map(|p| np(law, *p)).collect::<Result<_, _>>()?;
+        let Some((w_c, k)) = line_nonneg(&x, &cycles) else {
+            continue;
+        };
+        let err = rms_rel(x.iter().map(|v| w_c + k * v), &cycles);
+        if best.is_none_or(|b| err < b.0) {
+            best = Some((err, law, w_c, k));
+        }
+    }
+    let (w_err, w_law, w_c, w_k) = best.ok_or_else(|| {
+        LearnError(format!(
+            "iso_energy: no law fits the time outside MPI of {app}"
+        ))
+    })?;
+    if w_c.is_nan() || w_c <= 0.0 {
+        return Err(LearnError(format!(
+            "iso_energy: the time outside MPI of {app} grows so fast with p that no sequential work remains (W_c {w_c}); learn from runs on smaller node counts"
+        )));
+    }
+    // The network's price: the time inside MPI over the counted calls and bytes, both
+    // at least 0; when calls and bytes move together they cannot be told apart, and the
+    // calls take it all.
+    let (t_msg, t_byte, net_note) = {
+        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+        let (a, b, c) = (
+            dot(&calls, &calls),
+            dot(&calls, &bytes),
+            dot(&bytes, &bytes),
+        );
+        let (r1, r2) = (dot(&calls, &comm), dot(&bytes, &comm));
+        let d = a * c - b * b;
+        let (tm, tb) = if d > 1e-6 * a * c {
+            ((c * r1 - b * r2) / d, (a * r2 - b * r1) / d)
+        } else {
+            (-1.0, -1.0)
+        };
+        if tm >= 0.0 && tb >= 0.0 {
+            (
+                tm,
+                tb,
+                "from the time inside MPI over counted calls and bytes",
+            )
+        } else if a > 0.0 {
+            (
+                r1 / a,
+                0.0,
+                "from the time inside MPI over counted calls (calls and bytes cannot be told apart)",
+            )
+        } else {
+            (0.0, 0.0, "none: no MPI call was counted")
+        }
+    };
+    let (p_idle, dp_c) = power_exprs(node_type);
+    let machine_src = [
+        ("t_c", "1e-9 / f".to_string()),
+        ("t_m", "1e-9 / f".to_string()),
+        ("t_msg", format!("{t_msg:e}")),
+        ("t_byte", format!("{t_byte:e}")),
+        ("p_idle", p_idle.clone()),
+        ("dp_c", dp_c.clone()),
+        ("dp_m", "0".to_string()),
+    ];
+    let ex = |src: &str, vars: &[&str]| {
+        crate::expr::Expr::parse(src, vars)
+            .map_err(|e| LearnError(format!("iso_energy: {src}: {e}")))
+    };
+    let w_co = format!("{w_k:e} * ({w_law})");
+    let model = IsoEnergy {
+        n: 1.0,
+        machine: MachineVector {
+            t_c: ex(&machine_src[0].1, &["f"])?,
+            t_m: ex(&machine_src[1].1, &["f"])?,
+            t_msg: ex(&machine_src[2].1, &["f"])?,
+            t_byte: ex(&machine_src[3].1, &["f"])?,
+            p_idle: ex(&machine_src[4].1, &["f"])?,
+            dp_c: ex(&machine_src[5].1, &["f"])?,
+            dp_m: ex(&machine_src[6].1, &["f"])?,
+        },
+        app: AppVector {
+            alpha: crate::expr::Expr::constant(1.0),
+            w_c: crate::expr::Expr::constant(w_c),
+            w_m: crate::expr::Expr::constant(0.0),
+            w_co: ex(&w_co, &["n", "p"])?,
+            w_mo: crate::expr::Expr::constant(0.0),
+            m: ex("p", &["n", "p"])?,
+            b: ex("p", &["n", "p"])?,
+        },
+    };
+    // M, B (and W_co again, on this W_c) and alpha as refinement fits them.
+    let owned: Vec<Outcome> = measured.iter().map(|o| (*o).clone()).collect();
+    let r = super::refine::iso_energy(&model, &owned)
+        .map_err(|e| LearnError(format!("iso_energy: the runs of {app} do not fit: {e}")))?;
+    let text = |s: &str| unspanned(Param::Text(s.to_string()));
+    let num = |x: f64| unspanned(Param::Number(x));
+    let section = super::IsoEnergyFile {
+        n: num(1.0),
+        machine: super::MachineFile {
+            t_c: text(&machine_src[0].1),
+            t_m: text(&machine_src[1].1),
+            t_msg: num(t_msg),
+            t_byte: num(t_byte),
+            p_idle: text(&p_idle),
+            dp_c: text(&dp_c),
+            dp_m: num(0.0),
+        },
+        application: super::AppFile {
+            alpha: num(r.params.alpha),
+            w_c: num(w_c),
+            w_m: num(0.0),
+            w_co: text(r.params.app.w_co.source()),
+            w_mo: text(r.params.app.w_mo.source()),
+            m: text(r.params.app.m.source()),
+            b: text(r.params.app.b.source()),
+        },
+    };
+    let notes = vec![
+        format!(
+            "machine: node type {ty}'s power (P_idle {p_idle} W, dP_c {dp_c} W); one cycle per instruction (t_c = 1e-9 / f) and no memory split (W_m = 0): greenup counts neither instructions nor memory accesses"
+        ),
+        format!("network: t_msg {t_msg:.3e} s, t_byte {t_byte:.3e} s, {net_note}"),
+        format!(
+            "work: W_c {w_c:.4e} cycles and W_co {w_k:.4e} * ({w_law}) from the time outside MPI on p = {} (rms {:.1}%)",
+            and_list(&counts),
+            w_err * 100.0
+        ),
+        r.params.note.clone(),
+    ];
+    let mut file = empty_file(app);
+    file.iso_energy = Some(section);
+    Ok((file, notes, measured.iter().map(|o| o.job_id).collect()))
 }
 
 #[cfg(test)]
@@ -681,5 +964,116 @@ mod tests {
         assert!((n(&t["eco"].t_cp_s.value) - 26.0 * 1.05).abs() < 1e-9);
         assert!((n(&t["fast"].t_cp_s.value) - 20.8 * 1.05).abs() < 1e-9);
         assert_eq!(r.samples, 2);
+    }
+
+    /// A run of `app` the MPI runtime measured on `p` type1 nodes (h001..) at their 2.5
+    /// GHz: paper 000's vectors worked by hand. t_c = 1e-9 / 2.5 = 4e-10 s per cycle;
+    /// W_c = 5e9 cycles and W_co = 2.5e8 (p - 1), so the time outside MPI summed over the
+    /// nodes is (5e9 + 2.5e8 (p - 1)) 4e-10 s; M = 1000 p calls and B = 1e5 p (p - 1)
+    /// bytes at t_msg = 2e-5 s and t_byte = 1e-8 s inside MPI; the wall time is
+    /// alpha Tp / p with alpha = 0.8.
+    fn iso_run(job_id: u64, app: &str, p: usize) -> JobRecord {
+        let pf = p as f64;
+        let compute = (5e9 + 2.5e8 * (pf - 1.0)) * 4e-10;
+        let (calls, bytes) = (1000.0 * pf, 1e5 * pf * (pf - 1.0));
+        let comm = calls * 2e-5 + bytes * 1e-8;
+        let wall = 0.8 * (compute + comm) / pf;
+        let names: Vec<String> = (1..=p).map(|i| format!("h{i:03}")).collect();
+        let nodes: Vec<Node> = names
+            .iter()
+            .map(|n| (n.as_str(), Some(2.5), Some((compute / pf, comm / pf))))
+            .collect();
+        let mut r = run(job_id, app, wall, &nodes);
+        for o in &mut r.outcomes {
+            let c = o.comm.as_mut().unwrap();
+            c.calls = (calls / pf) as u64;
+            c.bytes = (bytes / pf) as u64;
+        }
+        r
+    }
+
+    #[test]
+    fn iso_energy_recovers_paper_000s_vectors_worked_by_hand() {
+        let recs: Vec<JobRecord> = [2, 3, 4]
+            .iter()
+            .enumerate()
+            .map(|(i, p)| iso_run(10 + i as u64, "md", *p))
+            .collect();
+        let l = learn(&site(), "md", Model::IsoEnergy, &recs, None).unwrap();
+        let iso = l.file.iso_energy.as_ref().expect("an iso_energy section");
+        let num = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        let text = |p: &Param| p.to_string();
+        let close = |got: f64, want: f64| (got / want - 1.0).abs() < 1e-6;
+        let a = &iso.application;
+        assert!(close(num(&a.w_c.value), 5e9), "{}", a.w_c.value);
+        assert!(close(num(&a.alpha.value), 0.8), "{}", a.alpha.value);
+        let m = &iso.machine;
+        assert!(close(num(&m.t_msg.value), 2e-5), "{}", m.t_msg.value);
+        assert!(close(num(&m.t_byte.value), 1e-8), "{}", m.t_byte.value);
+        // The site's type1: 4 W static, 20 W dynamic at 2.5 GHz, cube law.
+        assert_eq!(text(&m.p_idle.value), "4");
+        assert_eq!(text(&m.dp_c.value), "20 * (f / 2.5)^3");
+        // Each law is the one the runs were made with, at its coefficient.
+        let law = |p: &Param, want: &str, k: f64| {
+            let e = crate::expr::Expr::parse(&text(p), &["n", "p"]).unwrap();
+            assert!(text(p).ends_with(&format!("({want})")), "{}", text(p));
+            let got = e.eval(&[1.0, 4.0]).unwrap();
+            let at4 = crate::expr::Expr::parse(want, &["n", "p"])
+                .unwrap()
+                .eval(&[1.0, 4.0])
+                .unwrap();
+            assert!(close(got, k * at4), "{} at p = 4: {got}", text(p));
+        };
+        law(&a.w_co.value, "p - 1", 2.5e8);
+        law(&a.m.value, "p", 1000.0);
+        law(&a.b.value, "p * (p - 1)", 1e5);
+        assert_eq!(l.jobs, vec![10, 11, 12]);
+        // The learned profile predicts the runs it came from.
+        let profile = Profile::from_file(Path::new("md.yaml"), l.file.clone()).unwrap();
+        let model = profile.iso_energy().unwrap();
+        for p in [2usize, 3, 4] {
+            let pf = p as f64;
+            let want = 0.8
+                * ((5e9 + 2.5e8 * (pf - 1.0)) * 4e-10
+                    + 1000.0 * pf * 2e-5
+                    + 1e5 * pf * (pf - 1.0) * 1e-8)
+                / pf;
+            let got = model.wall_time_s(1.0, p, 2.5).unwrap();
+            assert!(close(got, want), "p = {p}: {got} s, want {want} s");
+        }
+    }
+
+    #[test]
+    fn iso_energy_without_the_runtimes_measurements_or_on_two_types_is_one_line() {
+        let e = learn(&site(), "md", Model::IsoEnergy, &cluster_runs("md"), None).unwrap_err();
+        assert!(
+            e.0.starts_with(
+                "iso_energy needs monitor runs of md that greenup's MPI runtime measured on 2 node counts; have none (0 of 3 runs measured)"
+            ),
+            "{e}"
+        );
+        let one = vec![iso_run(10, "md", 2), iso_run(11, "md", 2)];
+        let e = learn(&site(), "md", Model::IsoEnergy, &one, None).unwrap_err();
+        assert!(
+            e.0.contains("have runs on 2 nodes (2 of 2 runs measured)"),
+            "{e}"
+        );
+        // A run on the fast pair beside type1's: two kinds of processor.
+        let mut mixed = vec![iso_run(10, "md", 2), iso_run(11, "md", 3)];
+        let mut fast = iso_run(12, "md", 2);
+        for (o, n) in fast.outcomes.iter_mut().zip(["n1", "n2"]) {
+            o.node = n.into();
+            o.freq_ghz = Some(3.0);
+        }
+        fast.request.nodes = vec!["n1".into(), "n2".into()];
+        mixed.push(fast);
+        let e = learn(&site(), "md", Model::IsoEnergy, &mixed, None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "iso_energy models one kind of processor: the runs of md ran on node types fast and type1; learn from runs on one type"
+        );
     }
 }

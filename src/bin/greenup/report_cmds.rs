@@ -148,8 +148,8 @@ pub struct PinArgs {
 pub struct LearnArgs {
     /// Application profile name (the --energy-profile its monitor runs gave).
     name: String,
-    /// The model to learn: hetero (per node type) or amdahl (across node counts).
-    #[arg(long, value_name = "MODEL", value_parser = ["hetero", "amdahl"])]
+    /// The model to learn: hetero (per node type), amdahl (across node counts) or iso_energy (paper 000).
+    #[arg(long, value_name = "MODEL", value_parser = ["hetero", "amdahl", "iso_energy"])]
     model: String,
     /// hetero: the node count the profile is for (default: the largest among the runs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -211,6 +211,7 @@ pub fn learn(args: LearnArgs) -> Outcome {
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     let model = match args.model.as_str() {
         "amdahl" => Model::Amdahl,
+        "iso_energy" => Model::IsoEnergy,
         _ => Model::Hetero,
     };
     let learned = learn_profile(
