@@ -23,6 +23,76 @@ const FUNCTIONS: &[(&str, &str)] = &[
     ("ceil", "ceil"),
 ];
 
+/// Why an expression in a profile or site config is refused, or gives no usable number;
+/// each message quotes the expression so the person knows which line to fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExprError {
+    /// The text is not an arithmetic expression.
+    #[error("cannot parse expression '{expr}': {why}")]
+    Syntax {
+        /// The expression as written.
+        expr: String,
+        /// What the parser said.
+        why: String,
+    },
+    /// The text assigns a variable, which a formula has no use for.
+    #[error("expression '{expr}' assigns a variable; write a plain formula")]
+    Assigns {
+        /// The expression as written.
+        expr: String,
+    },
+    /// The text uses a variable this kind of expression is not given.
+    #[error("expression '{expr}' uses unknown variable '{name}'; allowed: {allowed}")]
+    UnknownVariable {
+        /// The expression as written.
+        expr: String,
+        /// The variable it uses.
+        name: String,
+        /// The variables it may use, comma-separated, or "none (a number)".
+        allowed: String,
+    },
+    /// The text calls a function outside the short list greenup allows.
+    #[error("expression '{expr}' calls unknown function '{name}'; allowed: {allowed}")]
+    UnknownFunction {
+        /// The expression as written.
+        expr: String,
+        /// The function it calls.
+        name: String,
+        /// The functions it may call, comma-separated.
+        allowed: String,
+    },
+    /// A variable's value could not be handed to the evaluator.
+    #[error("{why}")]
+    Variable {
+        /// What the evaluator said.
+        why: String,
+    },
+    /// Evaluating the expression failed (a wrong argument count, a type mismatch).
+    #[error("cannot evaluate '{expr}': {why}")]
+    Eval {
+        /// The expression as written.
+        expr: String,
+        /// What the evaluator said.
+        why: String,
+    },
+    /// The expression gives something other than a number (a boolean, a string).
+    #[error("expression '{expr}' does not give a number")]
+    NotANumber {
+        /// The expression as written.
+        expr: String,
+    },
+    /// The expression gives infinity or NaN at these values, usually a division by zero.
+    #[error("expression '{expr}' is {value} at {at}")]
+    NotFinite {
+        /// The expression as written.
+        expr: String,
+        /// What it gave.
+        value: f64,
+        /// The variables' values, as `name=value`, comma-separated.
+        at: String,
+    },
+}
+
 /// A parsed arithmetic expression over a fixed set of named variables.
 #[derive(Debug, Clone)]
 pub struct Expr {
@@ -39,25 +109,31 @@ impl PartialEq for Expr {
 
 impl Expr {
     /// Parse `source`, allowing only the variables in `vars`; the error says what is allowed.
-    pub fn parse(source: &str, vars: &[&str]) -> Result<Expr, String> {
+    pub fn parse(source: &str, vars: &[&str]) -> Result<Expr, ExprError> {
         let text = reals(source);
-        let mut tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(&text)
-            .map_err(|e| format!("cannot parse expression '{source}': {e}"))?;
+        let mut tree =
+            evalexpr::build_operator_tree::<DefaultNumericTypes>(&text).map_err(|e| {
+                ExprError::Syntax {
+                    expr: source.to_string(),
+                    why: e.to_string(),
+                }
+            })?;
         if tree.iter_write_variable_identifiers().next().is_some() {
-            return Err(format!(
-                "expression '{source}' assigns a variable; write a plain formula"
-            ));
+            return Err(ExprError::Assigns {
+                expr: source.to_string(),
+            });
         }
         for v in tree.iter_read_variable_identifiers() {
             if !vars.contains(&v) {
-                return Err(format!(
-                    "expression '{source}' uses unknown variable '{v}'; allowed: {}",
-                    if vars.is_empty() {
+                return Err(ExprError::UnknownVariable {
+                    expr: source.to_string(),
+                    name: v.to_string(),
+                    allowed: if vars.is_empty() {
                         "none (a number)".to_string()
                     } else {
                         vars.join(", ")
-                    }
-                ));
+                    },
+                });
             }
         }
         for name in tree.iter_function_identifiers_mut() {
@@ -65,10 +141,11 @@ impl Expr {
                 Some((_, real)) => *name = (*real).to_string(),
                 None => {
                     let allowed: Vec<&str> = FUNCTIONS.iter().map(|(k, _)| *k).collect();
-                    return Err(format!(
-                        "expression '{source}' calls unknown function '{name}'; allowed: {}",
-                        allowed.join(", ")
-                    ));
+                    return Err(ExprError::UnknownFunction {
+                        expr: source.to_string(),
+                        name: name.clone(),
+                        allowed: allowed.join(", "),
+                    });
                 }
             }
         }
@@ -90,19 +167,22 @@ impl Expr {
     }
 
     /// Evaluate with `values` given in the order of the variables passed to [`Expr::parse`].
-    pub fn eval(&self, values: &[f64]) -> Result<f64, String> {
+    pub fn eval(&self, values: &[f64]) -> Result<f64, ExprError> {
         let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
         for (name, v) in self.vars.iter().zip(values) {
             ctx.set_value(name.clone(), Value::Float(*v))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| ExprError::Variable { why: e.to_string() })?;
         }
         let out = self
             .tree
             .eval_with_context(&ctx)
-            .map_err(|e| format!("cannot evaluate '{}': {e}", self.source))?;
-        let x = out
-            .as_number()
-            .map_err(|_| format!("expression '{}' does not give a number", self.source))?;
+            .map_err(|e| ExprError::Eval {
+                expr: self.source.clone(),
+                why: e.to_string(),
+            })?;
+        let x = out.as_number().map_err(|_| ExprError::NotANumber {
+            expr: self.source.clone(),
+        })?;
         if x.is_finite() {
             Ok(x)
         } else {
@@ -112,11 +192,11 @@ impl Expr {
                 .zip(values)
                 .map(|(n, v)| format!("{n}={v}"))
                 .collect();
-            Err(format!(
-                "expression '{}' is {x} at {}",
-                self.source,
-                at.join(", ")
-            ))
+            Err(ExprError::NotFinite {
+                expr: self.source.clone(),
+                value: x,
+                at: at.join(", "),
+            })
         }
     }
 }
@@ -195,13 +275,13 @@ mod tests {
 
     #[test]
     fn unknown_variable_is_named() {
-        let err = Expr::parse("n * q", &["n", "p"]).unwrap_err();
+        let err = Expr::parse("n * q", &["n", "p"]).unwrap_err().to_string();
         assert!(err.contains("'q'") && err.contains("n, p"), "{err}");
     }
 
     #[test]
     fn unknown_function_is_named() {
-        let err = Expr::parse("system(1)", &[]).unwrap_err();
+        let err = Expr::parse("system(1)", &[]).unwrap_err().to_string();
         assert!(err.contains("'system'"), "{err}");
     }
 

@@ -9,43 +9,113 @@
 /// The most names one hostlist may expand to; guards against `n[0-999999999]`.
 pub const MAX_HOSTS: usize = 1_000_000;
 
+/// A hostlist that cannot be expanded; the message quotes it and says what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid hostlist '{list}': {problem}")]
+pub struct HostlistError {
+    /// The hostlist as written.
+    pub list: String,
+    /// What is wrong with it.
+    pub problem: HostlistProblem,
+}
+
+/// What is wrong with a hostlist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostlistProblem {
+    /// A bracket opens inside another; Slurm's hostlists do not nest.
+    #[error("brackets cannot nest")]
+    NestedBrackets,
+    /// A bracket closes that never opened.
+    #[error("']' without '['")]
+    UnopenedBracket,
+    /// A bracket opens and never closes.
+    #[error("'[' without ']'")]
+    UnclosedBracket,
+    /// Two commas in a row, or a comma at an end.
+    #[error("empty host name; write names like n1,n[2-4]")]
+    EmptyName,
+    /// The list names no host at all.
+    #[error("no hosts; write names like n1,n[2-4]")]
+    NoHosts,
+    /// The list names more hosts than allowed.
+    #[error("more than {max} hosts")]
+    TooMany {
+        /// The most hosts allowed.
+        max: usize,
+    },
+    /// A host expression holds white space.
+    #[error("'{expr}' contains a space")]
+    Space {
+        /// The host expression.
+        expr: String,
+    },
+    /// A bracket holds something other than numbers and ranges.
+    #[error("'[{group}]' holds '{item}'; a bracket holds numbers or ranges like 1-4,7")]
+    NotARange {
+        /// The bracket's contents.
+        group: String,
+        /// The part that is not a number or range.
+        item: String,
+    },
+    /// A number in a bracket does not fit in 64 bits.
+    #[error("number too large")]
+    NumberTooLarge,
+    /// A range's high end is below its low end.
+    #[error("range '{item}' runs backwards")]
+    Backwards {
+        /// The range.
+        item: String,
+    },
+    /// One range alone names more hosts than allowed.
+    #[error("range '{item}' makes more than {max} hosts")]
+    RangeTooMany {
+        /// The range.
+        item: String,
+        /// The most hosts allowed.
+        max: usize,
+    },
+}
+
 /// Expand a Slurm hostlist into node names, in the order written (duplicates kept).
-pub fn expand(list: &str) -> Result<Vec<String>, String> {
+pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
     expand_at_most(list, MAX_HOSTS)
 }
 
 /// [`expand`], refusing a list of more than `max` names before it is built in full, so
 /// a short hostile string (`n[1-999999]`) costs no more than `max` names.
-pub fn expand_at_most(list: &str, max: usize) -> Result<Vec<String>, String> {
+pub fn expand_at_most(list: &str, max: usize) -> Result<Vec<String>, HostlistError> {
     let max = max.min(MAX_HOSTS);
-    let bad = |why: String| format!("invalid hostlist '{list}': {why}");
+    let bad = |problem: HostlistProblem| HostlistError {
+        list: list.to_string(),
+        problem,
+    };
     let mut out = Vec::new();
     for expr in split_top(list).map_err(bad)? {
         let expr = expr.trim();
         if expr.is_empty() {
-            return Err(bad("empty host name; write names like n1,n[2-4]".into()));
+            return Err(bad(HostlistProblem::EmptyName));
         }
         expand_one(expr, max, &mut out).map_err(bad)?;
         if out.len() > max {
-            return Err(bad(format!("more than {max} hosts")));
+            return Err(bad(HostlistProblem::TooMany { max }));
         }
     }
     if out.is_empty() {
-        return Err(bad("no hosts; write names like n1,n[2-4]".into()));
+        return Err(bad(HostlistProblem::NoHosts));
     }
     Ok(out)
 }
 
 /// Split at commas outside brackets, checking that brackets pair up and do not nest.
-fn split_top(list: &str) -> Result<Vec<&str>, String> {
+fn split_top(list: &str) -> Result<Vec<&str>, HostlistProblem> {
     let mut parts = Vec::new();
     let mut depth = false;
     let mut start = 0;
     for (i, c) in list.char_indices() {
         match c {
-            '[' if depth => return Err("brackets cannot nest".into()),
+            '[' if depth => return Err(HostlistProblem::NestedBrackets),
             '[' => depth = true,
-            ']' if !depth => return Err("']' without '['".into()),
+            ']' if !depth => return Err(HostlistProblem::UnopenedBracket),
             ']' => depth = false,
             ',' if !depth => {
                 parts.push(&list[start..i]);
@@ -55,7 +125,7 @@ fn split_top(list: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth {
-        return Err("'[' without ']'".into());
+        return Err(HostlistProblem::UnclosedBracket);
     }
     parts.push(&list[start..]);
     Ok(parts)
@@ -63,10 +133,12 @@ fn split_top(list: &str) -> Result<Vec<&str>, String> {
 
 /// Expand one host expression (no top-level commas) and append its names to `out`;
 /// more than `max` names in `out` is an error.
-fn expand_one(expr: &str, max: usize, out: &mut Vec<String>) -> Result<(), String> {
+fn expand_one(expr: &str, max: usize, out: &mut Vec<String>) -> Result<(), HostlistProblem> {
     let room = max.saturating_sub(out.len());
     if expr.chars().any(|c| c.is_whitespace()) {
-        return Err(format!("'{expr}' contains a space"));
+        return Err(HostlistProblem::Space {
+            expr: expr.to_string(),
+        });
     }
     let mut names = vec![String::new()];
     let mut rest = expr;
@@ -74,13 +146,13 @@ fn expand_one(expr: &str, max: usize, out: &mut Vec<String>) -> Result<(), Strin
         let close = rest[open..]
             .find(']')
             .map(|c| open + c)
-            .ok_or("'[' without ']'")?;
+            .ok_or(HostlistProblem::UnclosedBracket)?;
         for n in &mut names {
             n.push_str(&rest[..open]);
         }
         let numbers = expand_group(&rest[open + 1..close], room, max)?;
         if names.len().saturating_mul(numbers.len()) > room {
-            return Err(format!("more than {max} hosts"));
+            return Err(HostlistProblem::TooMany { max });
         }
         names = names
             .iter()
@@ -97,26 +169,32 @@ fn expand_one(expr: &str, max: usize, out: &mut Vec<String>) -> Result<(), Strin
 
 /// Expand the inside of one bracket group, e.g. `1-4,07` -> 1 2 3 4 07; more than
 /// `room` numbers is an error naming `max`, the hostlist's limit.
-fn expand_group(group: &str, room: usize, max: usize) -> Result<Vec<String>, String> {
+fn expand_group(group: &str, room: usize, max: usize) -> Result<Vec<String>, HostlistProblem> {
     let mut out = Vec::new();
     for item in group.split(',') {
         let (lo, hi) = item.split_once('-').unwrap_or((item, item));
         let digits =
             |s: &str| !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit());
         if !digits(lo) || !digits(hi) {
-            return Err(format!(
-                "'[{group}]' holds '{item}'; a bracket holds numbers or ranges like 1-4,7"
-            ));
+            return Err(HostlistProblem::NotARange {
+                group: group.to_string(),
+                item: item.to_string(),
+            });
         }
         let (a, b): (u64, u64) = (
-            lo.parse().map_err(|_| "number too large")?,
-            hi.parse().map_err(|_| "number too large")?,
+            lo.parse().map_err(|_| HostlistProblem::NumberTooLarge)?,
+            hi.parse().map_err(|_| HostlistProblem::NumberTooLarge)?,
         );
         if b < a {
-            return Err(format!("range '{item}' runs backwards"));
+            return Err(HostlistProblem::Backwards {
+                item: item.to_string(),
+            });
         }
         if (b - a) as usize >= room.saturating_sub(out.len()) {
-            return Err(format!("range '{item}' makes more than {max} hosts"));
+            return Err(HostlistProblem::RangeTooMany {
+                item: item.to_string(),
+                max,
+            });
         }
         let width = lo.len();
         out.extend((a..=b).map(|x| format!("{x:0width$}")));
@@ -200,11 +278,17 @@ mod tests {
 
     #[test]
     fn a_list_past_the_limit_is_refused_before_it_is_built() {
-        let e = expand_at_most("n[1-999999999]", 100).unwrap_err();
+        let e = expand_at_most("n[1-999999999]", 100)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("makes more than 100 hosts"), "{e}");
-        let e = expand_at_most("r[1-20]n[1-6]", 100).unwrap_err();
+        let e = expand_at_most("r[1-20]n[1-6]", 100)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than 100 hosts"), "{e}");
-        let e = expand_at_most("n[1-60],m[1-41]", 100).unwrap_err();
+        let e = expand_at_most("n[1-60],m[1-41]", 100)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than 100 hosts"), "{e}");
         assert_eq!(expand_at_most("n[1-60],m[1-40]", 100).unwrap().len(), 100);
     }
@@ -246,7 +330,7 @@ mod tests {
             "n[0-99999999]",
             ",",
         ] {
-            let e = expand(bad).expect_err(bad);
+            let e = expand(bad).expect_err(bad).to_string();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
     }

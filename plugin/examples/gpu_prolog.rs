@@ -138,7 +138,8 @@ fn run() -> Result<serde_json::Value, String> {
         "SLURMD_NODENAME" => Some(o.node.clone()),
         "SLURM_JOB_GPUS" => Some(o.gpus.clone()),
         _ => None,
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     let library = nc.dvfs.nvml_library.clone();
     let before = limits(&library, &minors);
     let (mut start_ms, mut end_ms) = (Vec::new(), Vec::new());

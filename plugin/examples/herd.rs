@@ -282,13 +282,14 @@ fn run(args: &Args) -> Result<bool, String> {
     if let Some(p) = &args.partition {
         vars.insert("SLURM_JOB_PARTITION", p.clone());
     }
-    let job = JobEnv::from_vars(|k| vars.get(k).cloned())?;
+    let job = JobEnv::from_vars(|k| vars.get(k).cloned()).map_err(|e| e.to_string())?;
     if let Some(config) = &args.controller {
         // slurmctld's PrologSlurmctld: the same job, no node of its own.
         let mut ctl = vars.clone();
         ctl.remove("SLURMD_NODENAME");
         let site =
-            spank_greenup::args::Args::parse([format!("config={}", config.display()).as_str()])?;
+            spank_greenup::args::Args::parse([format!("config={}", config.display()).as_str()])
+                .map_err(|e| e.to_string())?;
         let said = std::sync::Mutex::new(Vec::new());
         let log = |_: node::Level, m: &str| {
             said.lock()
@@ -461,7 +462,7 @@ fn run(args: &Args) -> Result<bool, String> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         } else {
-            node::wait_for_outcomes(&mut c, closer_job, n)?;
+            node::wait_for_outcomes(&mut c, closer_job, n).map_err(|e| e.to_string())?;
         }
         c.close_job(closer_job, Some(greenup::record::JobEnd::Completed))
             .map_err(|e| e.to_string())?;

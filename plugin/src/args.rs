@@ -14,6 +14,14 @@ pub const DEFAULT_METER: &str = "/usr/bin/greenup";
 const EXPECTED: &str =
     "expected config=FILE, site_cache=DIR, meter=/ABSOLUTE/PATH or meter=none, or sysfs_root=DIR";
 
+/// A plugstack.conf argument the plugin does not take; the message lists the ones it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plugstack.conf: invalid argument '{word}': {}", EXPECTED)]
+pub struct ArgsError {
+    /// The argument as written.
+    pub word: String,
+}
+
 /// The arguments given on the plugin's plugstack.conf line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Args {
@@ -31,7 +39,7 @@ pub struct Args {
 
 impl Args {
     /// Parse `key=value` words; an unknown key or empty value is an error naming it.
-    pub fn parse<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Args, String> {
+    pub fn parse<'a>(words: impl IntoIterator<Item = &'a str>) -> Result<Args, ArgsError> {
         let mut args = Args {
             config: PathBuf::from(DEFAULT_CONFIG),
             sysfs_root: None,
@@ -47,9 +55,9 @@ impl Args {
                 // Absolute: the prolog runs it with an empty environment, so no PATH search.
                 Some(("meter", v)) if v.starts_with('/') => args.meter = Some(PathBuf::from(v)),
                 _ => {
-                    return Err(format!(
-                        "plugstack.conf: invalid argument '{w}': {EXPECTED}"
-                    ));
+                    return Err(ArgsError {
+                        word: w.to_string(),
+                    });
                 }
             }
         }
@@ -92,16 +100,16 @@ mod tests {
     fn unknown_or_empty_arguments_name_themselves() {
         let expected = "expected config=FILE, site_cache=DIR, meter=/ABSOLUTE/PATH or meter=none, or sysfs_root=DIR";
         assert_eq!(
-            Args::parse(["sysfs=/x"]).unwrap_err(),
+            Args::parse(["sysfs=/x"]).unwrap_err().to_string(),
             format!("plugstack.conf: invalid argument 'sysfs=/x': {expected}")
         );
         assert!(Args::parse(["config="]).is_err());
         assert_eq!(
-            Args::parse(["site_cache="]).unwrap_err(),
+            Args::parse(["site_cache="]).unwrap_err().to_string(),
             format!("plugstack.conf: invalid argument 'site_cache=': {expected}")
         );
         assert_eq!(
-            Args::parse(["meter=greenup"]).unwrap_err(),
+            Args::parse(["meter=greenup"]).unwrap_err().to_string(),
             format!("plugstack.conf: invalid argument 'meter=greenup': {expected}")
         );
         assert!(Args::parse(["meter="]).is_err());

@@ -61,7 +61,9 @@ pub fn prolog_slurmctld(
         return true;
     };
     let request = node::start_request(&job, policy, &site.power);
-    let answer = node::connect(&site).and_then(|mut c| node::ask_settings(&mut c, &request));
+    let answer = node::connect(&site)
+        .map_err(node::AskSettingsError::from)
+        .and_then(|mut c| node::ask_settings(&mut c, &request));
     let ms = started.elapsed().as_secs_f64() * 1e3;
     match answer {
         Ok(s) => {

@@ -1,6 +1,7 @@
 //! The job as slurmd and slurmctld describe it to a prolog or an epilog: its id, owner,
 //! nodes, options and GPUs, read from the environment once; and where messages go.
 
+use greenup::hostlist::HostlistError;
 use greenup::slurm::time_limit;
 
 use crate::end;
@@ -17,6 +18,24 @@ pub enum Level {
 
 /// Where messages go (Slurm's log in the plugin, a vector in tests).
 pub type Log<'a> = &'a dyn Fn(Level, &str);
+
+/// Why the job cannot be read from the environment Slurm gave the prolog or epilog, so
+/// greenup leaves the job alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobEnvError {
+    /// A variable every job has is missing or not a number.
+    #[error("{var} is not set")]
+    Unset {
+        /// The variable.
+        var: &'static str,
+    },
+    /// The job's node list cannot be expanded.
+    #[error(transparent)]
+    Nodelist(#[from] HostlistError),
+    /// The job's node list names no node.
+    #[error("SLURM_JOB_NODELIST names no node")]
+    NoNode,
+}
 
 /// What slurmd tells a job prolog or epilog about the job.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +78,7 @@ pub struct JobEnv {
 impl JobEnv {
     /// Read the job from variables looked up by `get`, as the Slurm this plugin was
     /// built for sets them.
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, String> {
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv, JobEnvError> {
         JobEnv::from_slurm_vars(get, crate::SLURM_PLUGIN_VERSION)
     }
 
@@ -68,8 +87,10 @@ impl JobEnv {
     pub fn from_slurm_vars(
         get: impl Fn(&str) -> Option<String>,
         slurm_version: u32,
-    ) -> Result<JobEnv, String> {
-        let node = get("SLURMD_NODENAME").ok_or("SLURMD_NODENAME is not set")?;
+    ) -> Result<JobEnv, JobEnvError> {
+        let node = get("SLURMD_NODENAME").ok_or(JobEnvError::Unset {
+            var: "SLURMD_NODENAME",
+        })?;
         let nodelist = get("SLURM_JOB_NODELIST")
             .or_else(|| get("SLURM_NODELIST"))
             .unwrap_or_else(|| node.clone());
@@ -81,12 +102,14 @@ impl JobEnv {
     pub fn from_controller_vars(
         get: impl Fn(&str) -> Option<String>,
         slurm_version: u32,
-    ) -> Result<JobEnv, String> {
-        let nodelist = get("SLURM_JOB_NODELIST").ok_or("SLURM_JOB_NODELIST is not set")?;
+    ) -> Result<JobEnv, JobEnvError> {
+        let nodelist = get("SLURM_JOB_NODELIST").ok_or(JobEnvError::Unset {
+            var: "SLURM_JOB_NODELIST",
+        })?;
         let first = greenup::hostlist::expand(&nodelist)?
             .into_iter()
             .next()
-            .ok_or("SLURM_JOB_NODELIST names no node")?;
+            .ok_or(JobEnvError::NoNode)?;
         JobEnv::read(get, slurm_version, first, nodelist)
     }
 
@@ -95,11 +118,11 @@ impl JobEnv {
         slurm_version: u32,
         node: String,
         nodelist: String,
-    ) -> Result<JobEnv, String> {
-        let num = |k: &str| {
+    ) -> Result<JobEnv, JobEnvError> {
+        let num = |k: &'static str| {
             get(k)
                 .and_then(|v| v.parse::<u32>().ok())
-                .ok_or_else(|| format!("{k} is not set"))
+                .ok_or(JobEnvError::Unset { var: k })
         };
         let nodes = greenup::hostlist::expand(&nodelist)?;
         Ok(JobEnv {
@@ -123,7 +146,7 @@ impl JobEnv {
     }
 
     /// Read the job from this process's environment.
-    pub fn from_process() -> Result<JobEnv, String> {
+    pub fn from_process() -> Result<JobEnv, JobEnvError> {
         JobEnv::from_vars(|k| std::env::var(k).ok())
     }
 }

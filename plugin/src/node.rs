@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use greenup::comm::{self, CommDvfs, NodeComm};
-use greenup::daemon::client::{Client, Endpoint};
+use greenup::daemon::client::{Client, ClientError, Endpoint};
 use greenup::daemon::protocol::{
     JobRecord, NodeOutcome as WireOutcome, NodeSettings, OpenJob, Request, Verdict,
 };
@@ -88,9 +88,20 @@ fn site_timeout(site: &NodeConfig) -> Duration {
 }
 
 /// The daemon client, connected with the site's timeout.
-pub fn connect(site: &NodeConfig) -> Result<Client, String> {
+pub fn connect(site: &NodeConfig) -> Result<Client, ClientError> {
     Client::connect(&Endpoint::parse(&site.daemon.listen), site_timeout(site))
-        .map_err(|e| e.to_string())
+}
+
+/// Why a node got no settings from greenupd; the prolog then runs the job unchanged
+/// (or fails it under `enforce: strict`).
+#[derive(Debug, thiserror::Error)]
+pub enum AskSettingsError {
+    /// greenupd could not be reached, did not answer, or refused the request.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// greenupd answered, but not with settings (a greenupd of another version).
+    #[error("greenupd answered a start with something else")]
+    UnexpectedReply,
 }
 
 /// Whether the job holds every CPU of this node (then every CPU is set in the prolog).
@@ -225,11 +236,13 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let request = start_request(job, policy, &site.power);
     let asked = std::time::Instant::now();
     let mut client = None;
-    let decision = connect(&site).and_then(|mut c| {
-        let d = ask_settings(&mut c, &request);
-        client = Some(c);
-        d
-    });
+    let decision = connect(&site)
+        .map_err(AskSettingsError::from)
+        .and_then(|mut c| {
+            let d = ask_settings(&mut c, &request);
+            client = Some(c);
+            d
+        });
     let daemon_ms = asked.elapsed().as_secs_f64() * 1e3;
     let decided = match &decision {
         Ok(d) => {
@@ -458,11 +471,10 @@ fn read_comm(paths: &NodePaths, job: &JobEnv, elapsed_s: f64, log: Log) -> Optio
 }
 
 /// This node's settings for a prolog's `request` (a [`start_request`]).
-pub fn ask_settings(c: &mut Client, request: &Request) -> Result<NodeSettings, String> {
-    match c.call(request) {
-        Ok(greenup::daemon::protocol::Reply::NodeSettings(s)) => Ok(s),
-        Ok(_) => Err("greenupd answered a start with something else".into()),
-        Err(e) => Err(e.to_string()),
+pub fn ask_settings(c: &mut Client, request: &Request) -> Result<NodeSettings, AskSettingsError> {
+    match c.call(request)? {
+        greenup::daemon::protocol::Reply::NodeSettings(s) => Ok(s),
+        _ => Err(AskSettingsError::UnexpectedReply),
     }
 }
 
@@ -736,7 +748,7 @@ fn report_end(
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0),
     };
-    let sent = connect(site).and_then(|mut c| {
+    let sent = connect(site).map_err(|e| e.to_string()).and_then(|mut c| {
         for o in &entry.outcomes {
             c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
         }
@@ -744,7 +756,8 @@ fn report_end(
             let waited = wait_for_outcomes(&mut c, u64::from(job.job_id), job.nodes.len());
             if job.options.report {
                 let rec = waited
-                    .and_then(|()| c.get_job(u64::from(job.job_id)).map_err(|e| e.to_string()));
+                    .and_then(|()| c.get_job(u64::from(job.job_id)))
+                    .map_err(|e| e.to_string());
                 // The report names node types and their speeds: the whole site config.
                 let full = greenup::site::load(&site.path).map_err(|e| e.to_string());
                 match rec.and_then(|rec| full.map(|full| (rec, full))) {
@@ -794,10 +807,10 @@ fn report_end(
 /// Wait until all `nodes` of the job have an outcome stored, or [`OUTCOMES_WAIT`] passed:
 /// the other nodes' epilogs run at the same time, and a close makes greenupd learn from
 /// the outcomes it has. Each poll is a count, the same size however large the job.
-pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<(), String> {
+pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<(), ClientError> {
     let started = std::time::Instant::now();
     loop {
-        let n = c.count_outcomes(job_id).map_err(|e| e.to_string())?;
+        let n = c.count_outcomes(job_id)?;
         if n >= nodes as u64 || started.elapsed() >= OUTCOMES_WAIT {
             return Ok(());
         }
@@ -909,6 +922,7 @@ mod tests {
         assert!(
             JobEnv::from_vars(|_| None)
                 .unwrap_err()
+                .to_string()
                 .contains("SLURMD_NODENAME")
         );
     }

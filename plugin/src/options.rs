@@ -206,13 +206,13 @@ pub fn check_units(raw: &Raw) -> Result<Checked, InputError> {
         .as_deref()
         .map(units::parse_energy)
         .transpose()
-        .map_err(|e| opt_err(OPT_ENERGY_CAP, e))?;
+        .map_err(|e| opt_err(OPT_ENERGY_CAP, e.to_string()))?;
     let power_cap_w = raw
         .power_cap
         .as_deref()
         .map(units::parse_power)
         .transpose()
-        .map_err(|e| opt_err(OPT_POWER_CAP, e))?;
+        .map_err(|e| opt_err(OPT_POWER_CAP, e.to_string()))?;
     for (opt, v) in [(OPT_POLICY, &raw.policy), (OPT_PROFILE, &raw.profile)] {
         if let Some(v) = v
             && !greenup::names::is_name(v)

@@ -50,7 +50,7 @@ impl Greenup {
         let words = spank
             .plugin_argv()
             .map_err(|e| format!("greenup: plugin arguments unreadable: {e}"))?;
-        let a = Args::parse(words.iter().copied())?;
+        let a = Args::parse(words.iter().copied()).map_err(|e| e.to_string())?;
         self.args = Some(a.clone());
         Ok(a)
     }
@@ -162,7 +162,7 @@ impl Greenup {
             log(Level::Info, w);
         }
         self.pending_warning = warning;
-        step::enforce(&site, &info)?;
+        step::enforce(&site, &info).map_err(|e| e.to_string())?;
         let paths = node::node_paths(&args, &site, &info.node);
         if let Some(cores) = spank.step_alloc_cores().ok().map(str::to_string)
             && let Some(note) = step::apply_step_cores(&site, &paths, &info, &cores)
@@ -346,7 +346,7 @@ unsafe impl Plugin for Greenup {
     fn job_prolog(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
         let r = guarded("job_prolog", || {
             let args = self.args(spank)?;
-            let job = JobEnv::from_process()?;
+            let job = JobEnv::from_process().map_err(|e| e.to_string())?;
             node::prolog(&args, &job, &log);
             Ok(())
         });
@@ -357,7 +357,7 @@ unsafe impl Plugin for Greenup {
     fn job_epilog(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
         let r = guarded("job_epilog", || {
             let args = self.args(spank)?;
-            let job = JobEnv::from_process()?;
+            let job = JobEnv::from_process().map_err(|e| e.to_string())?;
             node::epilog(&args, &job, &log);
             Ok(())
         });

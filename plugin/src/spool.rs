@@ -58,35 +58,87 @@ fn is_entry_name(name: &str) -> bool {
         })
 }
 
+/// Why an entry could not be spooled; the outcome is then lost, and the log says so.
+#[derive(Debug, thiserror::Error)]
+pub enum SpoolError {
+    /// The spool directory could not be created.
+    #[error("cannot create spool directory {dir}: {source}")]
+    CreateDir {
+        /// The spool directory.
+        dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The spool directory could not be examined.
+    #[error("{dir}: {source}")]
+    Inspect {
+        /// The spool directory.
+        dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The spool directory is not root's alone: what it holds is sent with root's credential.
+    #[error(
+        "spool directory {dir} must be a directory owned by uid {uid} and writable by it alone"
+    )]
+    Untrusted {
+        /// The spool directory.
+        dir: PathBuf,
+        /// The uid that must own it (the plugin's own).
+        uid: u32,
+    },
+    /// The entry could not be encoded as JSON.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    /// The entry's file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The entry's file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
 /// Create `dir` (mode 0700) if needed, and refuse one that others could write into:
 /// whatever is in it is sent to greenupd with root's credential.
-fn private_dir(dir: &Path, create: bool) -> Result<(), String> {
+fn private_dir(dir: &Path, create: bool) -> Result<(), SpoolError> {
     if create {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("cannot create spool directory {}: {e}", dir.display()))?;
+            .map_err(|source| SpoolError::CreateDir {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
     }
-    let m = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let m = std::fs::symlink_metadata(dir).map_err(|source| SpoolError::Inspect {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     if !m.is_dir() || m.uid() != me || m.permissions().mode() & 0o022 != 0 {
-        return Err(format!(
-            "spool directory {} must be a directory owned by uid {me} and writable by it alone",
-            dir.display()
-        ));
+        return Err(SpoolError::Untrusted {
+            dir: dir.to_path_buf(),
+            uid: me,
+        });
     }
     Ok(())
 }
 
 /// Write `entry` to the spool in `dir`, replacing an older entry of the same job and node.
-pub fn save(dir: &Path, entry: &Entry) -> Result<PathBuf, String> {
+pub fn save(dir: &Path, entry: &Entry) -> Result<PathBuf, SpoolError> {
     private_dir(dir, true)?;
     let path = dir.join(file_name(entry.job_id, &entry.node));
-    let bytes = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
-    greenup::input::write_atomic_mode(&path, &bytes, 0o600)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let bytes = serde_json::to_vec(entry)?;
+    greenup::input::write_atomic_mode(&path, &bytes, 0o600).map_err(|source| {
+        SpoolError::Write {
+            path: path.clone(),
+            source,
+        }
+    })?;
     Ok(path)
 }
 
@@ -464,7 +516,7 @@ mod tests {
             Delivered::default()
         );
         assert!(fake.calls.is_empty());
-        let e = save(&dir, &entry(2, true)).unwrap_err();
+        let e = save(&dir, &entry(2, true)).unwrap_err().to_string();
         assert!(e.contains("writable by it alone"), "{e}");
     }
 

@@ -47,6 +47,25 @@ pub fn is_mpi_step(step_id: u32, mpi_type: Option<&str>) -> bool {
         && mpi_type.is_some_and(|t| !t.trim().is_empty() && t.trim() != "none")
 }
 
+/// Why an MPI step runs without greenup's runtime; the job's owner is told, the step runs.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeEnvError {
+    /// The settings the prolog saved for the runtime could not be read.
+    #[error("{path}: {source}")]
+    Settings {
+        /// The settings file.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The runtime library the site names is not on this node.
+    #[error("{lib} is not installed (dvfs.mpi_runtime); the step runs without it")]
+    NotInstalled {
+        /// The library (`dvfs.mpi_runtime`).
+        lib: std::path::PathBuf,
+    },
+}
+
 /// The variables an MPI step's tasks get so the runtime runs in them: the library
 /// appended to the user's own `LD_PRELOAD` (never replacing it), the measurement
 /// directory, the settings and the sysfs root. `Ok(None)`: the job did not ask for it
@@ -56,19 +75,23 @@ pub fn runtime_env(
     paths: &NodePaths,
     step: &StepInfo,
     user_preload: Option<&str>,
-) -> Result<Option<Vec<(&'static str, String)>>, String> {
+) -> Result<Option<Vec<(&'static str, String)>>, RuntimeEnvError> {
     let dir = JobDir::new(&paths.run_dir, step.job_id);
     let settings = match std::fs::read_to_string(dir.comm(&step.node)) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", dir.comm(&step.node).display())),
+        Err(source) => {
+            return Err(RuntimeEnvError::Settings {
+                path: dir.comm(&step.node),
+                source,
+            });
+        }
     };
     let lib = &site.dvfs.mpi_runtime;
     if !lib.is_file() {
-        return Err(format!(
-            "{} is not installed (dvfs.mpi_runtime); the step runs without it",
-            lib.display()
-        ));
+        return Err(RuntimeEnvError::NotInstalled {
+            lib: lib.to_path_buf(),
+        });
     }
     let lib = lib.display().to_string();
     let preload = match user_preload.map(str::trim).filter(|p| !p.is_empty()) {
@@ -115,16 +138,24 @@ pub fn take_warning(run_dir: &Path, step: &StepInfo) -> Option<String> {
     Some(text.trim().to_string())
 }
 
+/// The step fails because the site requires greenup's decision and the prolog could not
+/// apply it (`enforce: strict`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("greenup: job {job_id}: greenup could not apply its decision and the site requires it")]
+pub struct NotEnforcedError {
+    /// Slurm job id.
+    pub job_id: u32,
+}
+
 /// Under `enforce: strict`, fail the step when the prolog could not apply the decision.
-pub fn enforce(site: &NodeConfig, step: &StepInfo) -> Result<(), String> {
+pub fn enforce(site: &NodeConfig, step: &StepInfo) -> Result<(), NotEnforcedError> {
     let failed = JobDir::new(&site.dvfs.run_dir, step.job_id)
         .warning(&step.node)
         .exists();
     if failed && site.enforce == Enforce::Strict {
-        return Err(format!(
-            "greenup: job {}: greenup could not apply its decision and the site requires it",
-            step.job_id
-        ));
+        return Err(NotEnforcedError {
+            job_id: step.job_id,
+        });
     }
     Ok(())
 }
@@ -253,8 +284,8 @@ mod tests {
         };
         // No settings saved by the prolog: the job did not ask; nothing is set.
         assert_eq!(
-            runtime_env(&site, &paths, &step, Some("/u/mine.so")),
-            Ok(None)
+            runtime_env(&site, &paths, &step, Some("/u/mine.so")).unwrap(),
+            None
         );
         let dir = JobDir::new(&run, 12);
         dir.create().unwrap();
@@ -282,6 +313,7 @@ mod tests {
         assert!(
             runtime_env(&site, &paths, &step, None)
                 .unwrap_err()
+                .to_string()
                 .contains("is not installed")
         );
     }

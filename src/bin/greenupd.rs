@@ -80,7 +80,7 @@ fn open_files_for(connections: usize) {
 }
 
 fn loader() -> SiteLoader {
-    Arc::new(|p| greenup::site::load(p).map_err(|e| e.to_string()))
+    Arc::new(|p| greenup::site::load(p))
 }
 
 fn main() -> ExitCode {

@@ -146,10 +146,21 @@ fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Why greenupd cannot plan with a site config's policies; it refuses the config.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeciderError {
+    /// A policy directory holds an unreadable or invalid policy.
+    #[error(transparent)]
+    Policies(#[from] crate::input::InputError),
+    /// A budget level forces a policy that cannot be had.
+    #[error(transparent)]
+    Forced(#[from] crate::site::ForcedPolicyError),
+}
+
 impl Decider {
     /// A decider for `site`: loads the policies from the site's policy directories.
-    pub fn new(site: &Site) -> Result<Decider, String> {
-        let mut policies = PolicySet::load(&site.policy_dirs).map_err(|e| e.to_string())?;
+    pub fn new(site: &Site) -> Result<Decider, DeciderError> {
+        let mut policies = PolicySet::load(&site.policy_dirs)?;
         crate::site::add_forced(site, &mut policies)?;
         Ok(Decider {
             policies,

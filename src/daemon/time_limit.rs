@@ -48,6 +48,7 @@ pub async fn complete(
     let bound = ask_bound(site);
     let asked = tokio::task::spawn_blocking(move || {
         time_limit::ask(&mut time_limit::squeue(bin_dir.as_deref(), job_id), bound)
+            .map_err(|e| e.to_string())
     })
     .await
     .map_err(|e| e.to_string())

@@ -121,14 +121,14 @@ impl Predictor for Amdahl {
                 let s = match &self.slowdown {
                     Some(e) => e.eval(&[f, fmax]).map_err(|m| ModelError::Expression {
                         what: "amdahl slowdown".into(),
-                        message: m,
+                        message: m.to_string(),
                     })?,
                     None => fmax / f,
                 };
                 let p_c = match &self.compute_w {
                     Some(e) => e.eval(&[f]).map_err(|m| ModelError::Expression {
                         what: "amdahl compute_w".into(),
-                        message: m,
+                        message: m.to_string(),
                     })?,
                     None => {
                         nt.dynamic_w(f).map_err(site_err)? + nt.static_w(f).map_err(site_err)?

@@ -121,7 +121,7 @@ struct Point {
 fn ev(e: &Expr, what: &str, vals: &[f64]) -> Result<f64, ModelError> {
     e.eval(vals).map_err(|m| ModelError::Expression {
         what: format!("iso_energy {what}"),
-        message: m,
+        message: m.to_string(),
     })
 }
 

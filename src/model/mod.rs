@@ -19,6 +19,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::expr::ExprError;
+
 pub use node_type::{NodeType, PowerModel};
 
 /// One node of a configuration: its Slurm name, its type and its frequency.
@@ -372,10 +374,10 @@ pub fn site_type<'a>(
 }
 
 /// Turns a node type's power-expression failure into an error naming the type.
-pub fn power_error(nt: &NodeType) -> impl Fn(String) -> ModelError + Copy + '_ {
-    move |message| ModelError::Expression {
+pub fn power_error(nt: &NodeType) -> impl Fn(ExprError) -> ModelError + Copy + '_ {
+    move |e| ModelError::Expression {
         what: format!("power of node type '{}'", nt.name),
-        message,
+        message: e.to_string(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! A kind of node as the models see it: the frequencies it offers and the power one
 //! node draws at each. The site config names and fills these; the models only read them.
 
-use crate::expr::Expr;
+use crate::expr::{Expr, ExprError};
 
 /// How a node type's power depends on its frequency.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,7 @@ impl NodeType {
     }
 
     /// Dynamic watts at `f` GHz.
-    pub fn dynamic_w(&self, f: f64) -> Result<f64, String> {
+    pub fn dynamic_w(&self, f: f64) -> Result<f64, ExprError> {
         match &self.power {
             PowerModel::AtMax {
                 dynamic_w, gamma, ..
@@ -58,7 +58,7 @@ impl NodeType {
     }
 
     /// Static watts at `f` GHz.
-    pub fn static_w(&self, f: f64) -> Result<f64, String> {
+    pub fn static_w(&self, f: f64) -> Result<f64, ExprError> {
         match &self.power {
             PowerModel::AtMax { static_w, .. } => Ok(*static_w),
             PowerModel::Expr { static_w, .. } => static_w.eval(&[f]),

@@ -108,7 +108,7 @@ impl Machine {
 fn ev(e: &Expr, what: &str, vals: &[f64]) -> Result<f64, ModelError> {
     let v = e.eval(vals).map_err(|m| ModelError::Expression {
         what: format!("roofline {what}"),
-        message: m,
+        message: m.to_string(),
     })?;
     finite(&format!("roofline {what}"), v)
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::comm::{CommDvfs, WaitMode};
 use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
 use crate::optimize::Objective;
-use crate::units::{parse_energy, parse_power};
+use crate::units::{UnitError, parse_energy, parse_power};
 
 /// Limits a policy adds to every job that uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -111,14 +111,13 @@ impl PolicySet {
 
     /// Add a policy from a file of its own (a budget level's `policy_file`); a name
     /// another file already gives is an error, the same file twice is not.
-    pub fn add(&mut self, policy: Policy) -> Result<(), String> {
+    pub fn add(&mut self, policy: Policy) -> Result<(), DuplicatePolicyError> {
         match self.policies.get(&policy.name) {
-            Some(p) if p.source != policy.source => Err(format!(
-                "{}: policy {} is already defined by {}",
-                policy.source.display(),
-                policy.name,
-                p.source.display()
-            )),
+            Some(p) if p.source != policy.source => Err(DuplicatePolicyError {
+                path: policy.source.clone(),
+                name: policy.name.clone(),
+                first: p.source.clone(),
+            }),
             Some(_) => Ok(()),
             None => {
                 self.policies.insert(policy.name.clone(), policy);
@@ -126,6 +125,18 @@ impl PolicySet {
             }
         }
     }
+}
+
+/// Two policy files that give the same name: a level forcing that name would be ambiguous.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: policy {name} is already defined by {}", path.display(), first.display())]
+pub struct DuplicatePolicyError {
+    /// The file added last.
+    pub path: PathBuf,
+    /// The name both files give.
+    pub name: String,
+    /// The file that gave the name first.
+    pub first: PathBuf,
 }
 
 /// A cap as written: a number, or a number with a unit.
@@ -339,7 +350,7 @@ fn positive(
     q: &Spanned<Quantity>,
     key: &str,
     unit: &str,
-    parse: fn(&str) -> Result<f64, String>,
+    parse: fn(&str) -> Result<f64, UnitError>,
 ) -> Result<f64, InputError> {
     let v = match &q.value {
         Quantity::Number(n) => Ok(*n),
@@ -357,7 +368,7 @@ fn positive(
             file_origin(path, &q.referenced),
             key,
             &q.value,
-            why,
+            why.to_string(),
         )),
     }
 }

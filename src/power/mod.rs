@@ -57,6 +57,16 @@ impl Grant {
     }
 }
 
+/// A license of greenup's whose count is not watts, so the job's grant is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("license '{item}': the count '{count}' is not a whole number of watts")]
+pub struct LicenseCountError {
+    /// The license as Slurm lists it (`name:count`).
+    pub item: String,
+    /// The count as written.
+    pub count: String,
+}
+
 /// The watts a job was granted, from its licenses as Slurm lists them
 /// (`SLURM_JOB_LICENSES`: `name:count` or `name*count`, comma-separated; a remote
 /// license is `name@server`): the smaller of the site license's and the partition's
@@ -66,7 +76,7 @@ pub fn granted_w(
     power: &PowerSettings,
     partition: Option<&str>,
     licenses: &str,
-) -> Result<Option<f64>, String> {
+) -> Result<Option<f64>, LicenseCountError> {
     let site_license = power.license_for(None);
     let part_license = partition.map(|p| power.license_for(Some(p)));
     let mut granted: Option<f64> = None;
@@ -79,8 +89,9 @@ pub fn granted_w(
         if name != site_license && Some(name) != part_license.as_deref() {
             continue;
         }
-        let count: u64 = count.trim().parse().map_err(|_| {
-            format!("license '{item}': the count '{count}' is not a whole number of watts")
+        let count: u64 = count.trim().parse().map_err(|_| LicenseCountError {
+            item: item.to_string(),
+            count: count.to_string(),
         })?;
         let w = count as f64;
         granted = Some(granted.map_or(w, |g: f64| g.min(w)));
@@ -105,7 +116,12 @@ mod tests {
         assert_eq!(g("greenup_w@db:300"), Ok(Some(300.0)));
         assert_eq!(g("greenup_w_other:5,matlab:2"), Ok(None));
         assert_eq!(g(""), Ok(None));
-        assert!(g("greenup_w:lots").unwrap_err().contains("'lots'"));
+        assert!(
+            g("greenup_w:lots")
+                .unwrap_err()
+                .to_string()
+                .contains("'lots'")
+        );
         assert_eq!(granted_w(&p, None, "greenup_w_debug:5"), Ok(None));
     }
 

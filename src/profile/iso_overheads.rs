@@ -18,7 +18,7 @@
 //! tie goes to the profile's. A law from [`LAWS`] is fitted at the profile's `n`.
 
 use super::outcome::Outcome;
-use crate::expr::Expr;
+use crate::expr::{Expr, ExprError};
 use crate::model::ModelError;
 use crate::model::iso_energy::IsoEnergy;
 
@@ -64,7 +64,7 @@ impl Run {
             let ev = |e: &Expr, what: &str| {
                 e.eval(&[n.freq_ghz]).map_err(|m| ModelError::Expression {
                     what: format!("iso_energy machine.{what}"),
-                    message: m,
+                    message: m.to_string(),
                 })
             };
             t_c += ev(&model.machine.t_c, "t_c")? / p as f64;
@@ -287,8 +287,56 @@ fn solve_nonneg(cols: &[Vec<f64>], rhs: &[f64]) -> Option<Vec<f64>> {
         .min_by(|a, b| err(a).total_cmp(&err(b)))
 }
 
+/// Why a profile's communication overheads are kept as they are rather than refitted
+/// from the runtime's measurements; the refined profile's note quotes it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RefitError {
+    /// No run came with the MPI runtime's measurements.
+    #[error("no run was measured by the MPI runtime")]
+    NoRuns,
+    /// Every measured run used the same node count, so overheads cannot be told from it.
+    #[error("the runtime measured runs on one node count only (p = {p}); overheads need two")]
+    OneNodeCount {
+        /// The one node count measured.
+        p: usize,
+    },
+    /// An application term of the profile could not be evaluated.
+    #[error("application.{what}: {source}")]
+    Term {
+        /// The term (`w_c`, `w_m`, `w_mo`).
+        what: String,
+        /// Why the expression failed.
+        source: ExprError,
+    },
+    /// An application term of the profile gives infinity or NaN at a measured node count.
+    #[error("application.{what} is {value} at p = {p}")]
+    TermNotFinite {
+        /// The term (`w_c`, `w_m`, `w_mo`).
+        what: String,
+        /// What it gave.
+        value: f64,
+        /// The node count.
+        p: f64,
+    },
+    /// None of the candidate laws fits the measurements of this term.
+    #[error("{what}: no law fits")]
+    NoLawFits {
+        /// The term (`m`, `b`, `w_co`).
+        what: String,
+    },
+    /// A run's compute time is all MPI time, so it says nothing of the overheads.
+    #[error("a run on {p} nodes measured no time outside MPI; overheads kept")]
+    NoComputeTime {
+        /// The run's node count.
+        p: f64,
+    },
+    /// The fitted law did not make a valid expression.
+    #[error(transparent)]
+    Law(#[from] ExprError),
+}
+
 /// `k * (law)` as a profile expression.
-fn scaled(shape: &Shape, k: f64) -> Result<Expr, String> {
+fn scaled(shape: &Shape, k: f64) -> Result<Expr, ExprError> {
     let src = if k == 0.0 {
         "0".to_string()
     } else {
@@ -307,16 +355,14 @@ fn law_name(s: &Shape) -> String {
 
 /// Refit W_co, W_mo, M and B from `runs` (each measured on every node). `Err` says why
 /// the profile's terms are kept: the runs must cover at least two node counts.
-pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
+pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, RefitError> {
     let mut counts: Vec<usize> = runs.iter().map(|r| r.p).collect();
     counts.sort_unstable();
     counts.dedup();
     if counts.len() < 2 {
         return Err(match counts.first() {
-            None => "no run was measured by the MPI runtime".into(),
-            Some(p) => format!(
-                "the runtime measured runs on one node count only (p = {p}); overheads need two"
-            ),
+            None => RefitError::NoRuns,
+            Some(&p) => RefitError::OneNodeCount { p },
         });
     }
     let choose = counts.len() >= 3;
@@ -326,16 +372,23 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
     let ones = vec![1.0; runs.len()];
     let ev = |e: &Expr, p: f64, what: &str| {
         e.eval(&[n, p])
-            .map_err(|m| format!("application.{what}: {m}"))
+            .map_err(|source| RefitError::Term {
+                what: what.to_string(),
+                source,
+            })
             .and_then(|v| {
                 v.is_finite()
                     .then_some(v)
-                    .ok_or_else(|| format!("application.{what} is {v} at p = {p}"))
+                    .ok_or_else(|| RefitError::TermNotFinite {
+                        what: what.to_string(),
+                        value: v,
+                        p,
+                    })
             })
     };
 
     // M and B: counts, relative to what was counted.
-    let count = |current: &Expr, y: Vec<f64>, what: &str| -> Result<(Expr, String), String> {
+    let count = |current: &Expr, y: Vec<f64>, what: &str| -> Result<(Expr, String), RefitError> {
         let top = y.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         if top == 0.0 {
             return Ok((Expr::constant(0.0), format!("{what} 0")));
@@ -345,8 +398,10 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
             current,
             mult: ones.clone(),
         };
-        let (chosen, err) = fit(&[term], n, &ps, &y, &scale, choose)
-            .ok_or_else(|| format!("{what}: no law fits"))?;
+        let (chosen, err) =
+            fit(&[term], n, &ps, &y, &scale, choose).ok_or_else(|| RefitError::NoLawFits {
+                what: what.to_string(),
+            })?;
         let (shape, k) = &chosen[0];
         Ok((
             scaled(shape, *k)?,
@@ -363,9 +418,7 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
         let p = r.p as f64;
         let seq = ev(&app.w_c, p, "w_c")? * r.t_c + ev(&app.w_m, p, "w_m")? * r.t_m;
         if r.compute_s <= 0.0 {
-            return Err(format!(
-                "a run on {p} nodes measured no time outside MPI; overheads kept"
-            ));
+            return Err(RefitError::NoComputeTime { p });
         }
         over.push(r.compute_s - seq);
         scale.push(r.compute_s);
@@ -422,8 +475,11 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, String> {
                 current: &app.w_co,
                 mult: t_cs.clone(),
             };
-            let (chosen, err) = fit(&[term], n, &ps, &rest, &scale, choose)
-                .ok_or_else(|| "w_co: no law fits".to_string())?;
+            let (chosen, err) = fit(&[term], n, &ps, &rest, &scale, choose).ok_or_else(|| {
+                RefitError::NoLawFits {
+                    what: "w_co".to_string(),
+                }
+            })?;
             let (co, kc) = &chosen[0];
             let why = if !spread {
                 "the runs share one t_c/t_m, so compute time cannot tell instructions from memory accesses"

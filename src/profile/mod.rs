@@ -661,10 +661,15 @@ impl Profile {
     }
 
     /// The profile as YAML text, positions dropped; used to write refined versions.
-    pub fn to_yaml(&self) -> Result<String, String> {
-        serde_saphyr::to_string(&self.file).map_err(|e| e.to_string())
+    pub fn to_yaml(&self) -> Result<String, ToYamlError> {
+        Ok(serde_saphyr::to_string(&self.file)?)
     }
 }
+
+/// A profile the YAML writer could not write, so no refined version is saved.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ToYamlError(#[from] serde_saphyr::SerializeError);
 
 const F: &[&str] = &["f"];
 const NP: &[&str] = &["n", "p"];

@@ -165,14 +165,14 @@ pub fn hetero(
             Some(w) => w,
             None => site.dynamic_w(fmax).map_err(|m| ModelError::Expression {
                 what: format!("power of {ty}"),
-                message: m,
+                message: m.to_string(),
             })?,
         };
         let p_st0 = match times.p_static_w {
             Some(w) => w,
             None => site.static_w(fmax).map_err(|m| ModelError::Expression {
                 what: format!("power of {ty}"),
-                message: m,
+                message: m.to_string(),
             })?,
         };
         // Rows: x1 = wall time (static), x2 = S^-3 * compute seconds (dynamic), y = energy.
@@ -335,7 +335,7 @@ pub fn amdahl(
             Some(
                 Expr::parse(&src, &["f", "fmax"]).map_err(|m| ModelError::Expression {
                     what: "refined slowdown".into(),
-                    message: m,
+                    message: m.to_string(),
                 })?,
             );
     }
@@ -411,7 +411,7 @@ pub fn iso_energy(
                 .eval(&[model.n, p as f64])
                 .map_err(|m| ModelError::Expression {
                     what: "application.alpha".into(),
-                    message: m,
+                    message: m.to_string(),
                 })?;
         if !(alpha_now.is_finite() && alpha_now > 0.0) {
             return Err(ModelError::NotFinite {

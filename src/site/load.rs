@@ -587,7 +587,9 @@ impl Checker<'_> {
                             format!("watts >= 0 at every frequency; it is {w} at f = {f} GHz (max {fmax} GHz)"),
                         ));
                     }
-                    Err(e) => return Err(self.err(span, &key(k), shown(&span.value), e)),
+                    Err(e) => {
+                        return Err(self.err(span, &key(k), shown(&span.value), e.to_string()));
+                    }
                 }
             }
         }
@@ -703,7 +705,7 @@ impl Checker<'_> {
         &self,
         v: &Spanned<Value>,
         key: &str,
-        parse: fn(&str) -> Result<f64, String>,
+        parse: fn(&str) -> Result<f64, units::UnitError>,
         valid: &str,
     ) -> Result<f64, InputError> {
         let x = match &v.value {

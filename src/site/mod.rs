@@ -13,7 +13,7 @@ mod load;
 pub mod node;
 mod power;
 
-pub use forced::add_forced;
+pub use forced::{ForcedPolicyError, add_forced};
 pub use power::{PowerEnforce, PowerSettings, REPORT_PERIOD_S};
 
 pub use load::{

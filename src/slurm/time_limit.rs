@@ -69,6 +69,37 @@ pub struct Asked {
     pub licenses: Option<String>,
 }
 
+/// A squeue answer greenupd cannot read, so the job is planned without a time limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SqueueError {
+    /// squeue printed no line, or several, where one job's line was asked for.
+    #[error("squeue printed {text:?}: expected one time limit")]
+    NotOneLine {
+        /// What squeue printed, trimmed.
+        text: String,
+    },
+    /// The line has more words than the format asked for.
+    #[error("squeue printed {line:?}: expected a time limit, an account and licenses")]
+    TooManyWords {
+        /// The line squeue printed.
+        line: String,
+    },
+    /// The time limit is not in one of Slurm's formats.
+    #[error(transparent)]
+    Limit(#[from] crate::units::UnitError),
+}
+
+/// Why slurmctld could not say a job's time limit.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// squeue could not be run, failed, or gave no answer in time.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// squeue answered with something unreadable.
+    #[error(transparent)]
+    Squeue(#[from] SqueueError),
+}
+
 /// The squeue command that prints one job's time limit, account and licenses and
 /// nothing else.
 pub fn squeue(bin_dir: Option<&std::path::Path>, job_id: u64) -> Command {
@@ -81,21 +112,20 @@ pub fn squeue(bin_dir: Option<&std::path::Path>, job_id: u64) -> Command {
 /// `1-00:00:00`, `UNLIMITED`, or `INVALID`, squeue's word for a limit over a year), then
 /// the account and the licenses (each absent from a squeue asked for less; `(null)`
 /// when the job has none).
-pub fn parse_squeue(text: &str) -> Result<Asked, String> {
+pub fn parse_squeue(text: &str) -> Result<Asked, SqueueError> {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let (Some(line), None) = (lines.next(), lines.next()) else {
-        return Err(format!(
-            "squeue printed {:?}: expected one time limit",
-            text.trim()
-        ));
+        return Err(SqueueError::NotOneLine {
+            text: text.trim().to_string(),
+        });
     };
     let mut words = line.split_whitespace();
     let (Some(word), account, licenses, None) =
         (words.next(), words.next(), words.next(), words.next())
     else {
-        return Err(format!(
-            "squeue printed {line:?}: expected a time limit, an account and licenses"
-        ));
+        return Err(SqueueError::TooManyWords {
+            line: line.to_string(),
+        });
     };
     let limit = if word == "INVALID" {
         TimeLimit::Unlimited
@@ -120,9 +150,9 @@ pub fn parse_squeue(text: &str) -> Result<Asked, String> {
 
 /// Ask slurmctld (through `cmd`, normally [`squeue`]) for a job's time limit and
 /// account, waiting at most `bound`.
-pub fn ask(cmd: &mut Command, bound: Duration) -> Result<Asked, String> {
-    let out = command::stdout_of(cmd, bound).map_err(|e: CommandError| e.to_string())?;
-    parse_squeue(&out)
+pub fn ask(cmd: &mut Command, bound: Duration) -> Result<Asked, AskError> {
+    let out = command::stdout_of(cmd, bound)?;
+    Ok(parse_squeue(&out)?)
 }
 
 /// The time limit in a job prolog's environment (looked up by `get`), from a Slurm of
@@ -172,6 +202,7 @@ mod tests {
         assert!(
             parse_squeue("")
                 .unwrap_err()
+                .to_string()
                 .contains("expected one time limit")
         );
         assert!(parse_squeue("11:00\n12:00\n").is_err());

@@ -25,20 +25,46 @@ const POWER_VALID: &str = "a positive number with an optional unit W, kW or MW (
 const TIME_VALID: &str =
     "a Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or UNLIMITED";
 
+/// A quantity as written that is not one greenup reads; the message quotes the text and
+/// lists what would have been accepted, so the person can fix it without the manual.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    /// Not a positive energy in a known unit.
+    #[error("invalid energy '{text}': expected {}", ENERGY_VALID)]
+    Energy {
+        /// The text as written.
+        text: String,
+    },
+    /// Not a positive power in a known unit.
+    #[error("invalid power '{text}': expected {}", POWER_VALID)]
+    Power {
+        /// The text as written.
+        text: String,
+    },
+    /// Not a time in one of Slurm's formats.
+    #[error("invalid time '{text}': expected {}", TIME_VALID)]
+    Time {
+        /// The text as written.
+        text: String,
+    },
+}
+
 /// Parse an energy such as `20MJ`, `1.5 kWh` or `5000` (joules) into joules.
 ///
 /// The value must be finite and greater than zero, since energies people write are caps.
-pub fn parse_energy(s: &str) -> Result<f64, String> {
-    parse_quantity(s, ENERGY_UNITS, "J")
-        .map_err(|_| format!("invalid energy '{s}': expected {ENERGY_VALID}"))
+pub fn parse_energy(s: &str) -> Result<f64, UnitError> {
+    parse_quantity(s, ENERGY_UNITS, "J").map_err(|_| UnitError::Energy {
+        text: s.to_string(),
+    })
 }
 
 /// Parse a power such as `2kW`, `350 W` or `1500` (watts) into watts.
 ///
 /// The value must be finite and greater than zero, since powers people write are caps.
-pub fn parse_power(s: &str) -> Result<f64, String> {
-    parse_quantity(s, POWER_UNITS, "W")
-        .map_err(|_| format!("invalid power '{s}': expected {POWER_VALID}"))
+pub fn parse_power(s: &str) -> Result<f64, UnitError> {
+    parse_quantity(s, POWER_UNITS, "W").map_err(|_| UnitError::Power {
+        text: s.to_string(),
+    })
 }
 
 /// A positive number followed by an optional unit from `units`; a bare number is in `base`.
@@ -75,13 +101,15 @@ fn parse_quantity(s: &str, units: &[(&str, f64)], base: &str) -> Result<f64, ()>
 /// Accepts `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM` and `D-HH:MM:SS`, as sbatch `--time` does.
 /// The leading field may be any size (`90` is 90 minutes); the fields after it must be below
 /// 60 (minutes, seconds) or 24 (hours after a day count).
-pub fn parse_time(s: &str) -> Result<Option<f64>, String> {
-    let bad = || format!("invalid time '{s}': expected {TIME_VALID}");
+pub fn parse_time(s: &str) -> Result<Option<f64>, UnitError> {
+    let bad = || UnitError::Time {
+        text: s.to_string(),
+    };
     let t = s.trim();
     if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
         return Ok(None);
     }
-    let field = |x: &str, limit: Option<u64>| -> Result<u64, String> {
+    let field = |x: &str, limit: Option<u64>| -> Result<u64, UnitError> {
         if x.is_empty() || x.len() > 9 || !x.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
@@ -225,6 +253,7 @@ mod tests {
             "+5J", "20MJs",
         ] {
             let e = parse_energy(s).expect_err(s);
+            let e = e.to_string();
             assert!(
                 e.contains(&format!("'{s}'")) && e.contains("kWh"),
                 "{s}: {e}"
@@ -236,6 +265,7 @@ mod tests {
     fn bad_power_names_value_and_units() {
         for s in ["", "kW", "2kWh", "-1W", "0W", "2 GW", "abc", "1,5kW"] {
             let e = parse_power(s).expect_err(s);
+            let e = e.to_string();
             assert!(
                 e.contains(&format!("'{s}'")) && e.contains("kW"),
                 "{s}: {e}"
@@ -300,6 +330,7 @@ mod tests {
             "1:-1",
         ] {
             let e = parse_time(s).expect_err(s);
+            let e = e.to_string();
             assert!(
                 e.contains(&format!("'{s}'")) && e.contains("D-HH:MM:SS"),
                 "{s}: {e}"

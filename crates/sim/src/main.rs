@@ -178,8 +178,9 @@ fn real_main(cli: Cli) -> Result<(), String> {
     match cli.cmd {
         Cmd::Platform(p) => {
             let (site, nodes, gflops, links) = load(&p)?;
-            let hosts = platform::hosts(&site, &nodes, |_, _| 0)?;
-            print!("{}", platform::xml(&hosts, &gflops, &links)?);
+            let hosts = platform::hosts(&site, &nodes, |_, _| 0).map_err(|e| e.to_string())?;
+            let xml = platform::xml(&hosts, &gflops, &links).map_err(|e| e.to_string())?;
+            print!("{xml}");
             Ok(())
         }
         Cmd::Run {
@@ -228,8 +229,9 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 }
                 let hosts = platform::hosts(&site, &nodes, |_, t| {
                     freq.get(&t.name).map_or(0, |f| platform::pstate_of(t, *f))
-                })?;
-                let measured = smpi::run(&spec, &hosts)?;
+                })
+                .map_err(|e| e.to_string())?;
+                let measured = smpi::run(&spec, &hosts).map_err(|e| e.to_string())?;
                 return print(&Report {
                     job_id: None,
                     policy: None,
@@ -283,7 +285,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 .collect();
             let hosts = platform::hosts(&site, &nodes, |n, t| {
                 planned.get(n).map_or(0, |f| platform::pstate_of(t, *f))
-            })?;
+            })
+            .map_err(|e| e.to_string())?;
             let run = smpi::run(&spec, &hosts);
             let end = match &run {
                 Ok(r) => {
@@ -324,7 +327,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             client
                 .close_job(job_id, Some(end))
                 .map_err(|e| e.to_string())?;
-            let measured = run?;
+            let measured = run.map_err(|e| e.to_string())?;
             if stored != nodes.len() as u64 {
                 return Err(format!(
                     "greenupd holds {stored} outcomes of job {job_id}, not {}",

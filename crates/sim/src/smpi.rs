@@ -13,7 +13,80 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::platform::{self, Host, Links};
+use greenup::expr::ExprError;
+
+use crate::platform::{self, Host, Links, PlatformError};
+
+/// Why an SMPI run gave no measurement; each message names the file or program at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SmpiError {
+    /// A file or directory of the run could not be made, written or found.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The platform could not be written.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
+    /// The trace to replay does not exist.
+    #[error("--replay: no trace at {trace}")]
+    NoTrace {
+        /// Where the trace was looked for.
+        trace: PathBuf,
+    },
+    /// smpirun could not be started, usually because SimGrid is not installed.
+    #[error("smpirun: {source} (install Debian's libsimgrid-dev)")]
+    Start {
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// smpirun ran and failed; its log says why.
+    #[error("smpirun {what} exited with {status}; its output is in {log}")]
+    Failed {
+        /// The program or trace it ran.
+        what: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// Where its output was saved.
+        log: PathBuf,
+    },
+    /// SimGrid's log lacks what the run measured.
+    #[error("{source}, in {log}")]
+    Log {
+        /// What is missing.
+        source: LogError,
+        /// Where the log was saved.
+        log: PathBuf,
+    },
+}
+
+/// What a SimGrid log lacks, so that the run's time or energy is unknown.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// SimGrid printed no simulated time (the run did not finish).
+    #[error("no 'Simulated time' line in SimGrid's output")]
+    NoTime,
+    /// The energy plugin printed nothing for this host.
+    #[error("no energy line for host {host}")]
+    NoEnergy {
+        /// The host.
+        host: String,
+    },
+    /// A host's power model fails at its frequency, so its busy time cannot be had.
+    #[error(transparent)]
+    Wattage(#[from] ExprError),
+}
+
+/// `path: error`, for a file of the run.
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> SmpiError + '_ {
+    move |source| SmpiError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
 
 /// What SMPI runs.
 #[derive(Debug, Clone)]
@@ -83,9 +156,8 @@ pub struct RunResult {
 }
 
 /// Run `spec` on `hosts`; an error is one line with the cause.
-pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
-    std::fs::create_dir_all(&spec.work_dir)
-        .map_err(|e| format!("{}: {e}", spec.work_dir.display()))?;
+pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
+    std::fs::create_dir_all(&spec.work_dir).map_err(io_at(&spec.work_dir))?;
     let xml = platform::xml(hosts, &spec.gflops, &spec.links)?;
     let plat = spec.work_dir.join("platform.xml");
     write_atomic(&plat, &xml)?;
@@ -102,7 +174,7 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
     let what = match &spec.program {
         Program::Live { path, args, record } => {
             if let Some(t) = record {
-                let t = std::path::absolute(t).map_err(|e| format!("{}: {e}", t.display()))?;
+                let t = std::path::absolute(t).map_err(io_at(t))?;
                 cmd.arg("-trace-ti")
                     .arg(format!("--cfg=tracing/filename:{}", t.display()));
             }
@@ -115,10 +187,9 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
             path.display().to_string()
         }
         Program::Replay { trace, main } => {
-            let trace =
-                std::path::absolute(trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+            let trace = std::path::absolute(trace).map_err(io_at(trace))?;
             if !trace.is_file() {
-                return Err(format!("--replay: no trace at {}", trace.display()));
+                return Err(SmpiError::NoTrace { trace });
             }
             cmd.arg("--cfg=plugin:host_energy")
                 .arg("--cfg=smpi/display-timing:yes")
@@ -132,7 +203,7 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
     let out = cmd
         .current_dir(&spec.work_dir)
         .output()
-        .map_err(|e| format!("smpirun: {e} (install Debian's libsimgrid-dev)"))?;
+        .map_err(|source| SmpiError::Start { source })?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -140,22 +211,23 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, String> {
     );
     write_atomic(&spec.work_dir.join("smpirun.log"), &text)?;
     if !out.status.success() {
-        return Err(format!(
-            "smpirun {} exited with {}; its output is in {}",
+        return Err(SmpiError::Failed {
             what,
-            out.status,
-            spec.work_dir.join("smpirun.log").display()
-        ));
+            status: out.status,
+            log: spec.work_dir.join("smpirun.log"),
+        });
     }
-    parse(&text, hosts)
-        .map_err(|e| format!("{e}, in {}", spec.work_dir.join("smpirun.log").display()))
+    parse(&text, hosts).map_err(|source| SmpiError::Log {
+        source,
+        log: spec.work_dir.join("smpirun.log"),
+    })
 }
 
-fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+fn write_atomic(path: &Path, text: &str) -> Result<(), SmpiError> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(io_at(path))
 }
 
 /// The number after `key` on a log line, up to the next space.
@@ -165,7 +237,7 @@ fn after(line: &str, key: &str) -> Option<f64> {
 }
 
 /// Read SimGrid's log of a run on `hosts`.
-pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, String> {
+pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
     let mut time_s = None;
     let mut energy: BTreeMap<&str, f64> = BTreeMap::new();
     let mut verification = None;
@@ -184,12 +256,14 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, String> {
             verification = line.split('=').nth(1).map(|v| v.trim().to_string());
         }
     }
-    let time_s = time_s.ok_or("no 'Simulated time' line in SimGrid's output")?;
+    let time_s = time_s.ok_or(LogError::NoTime)?;
     let mut out = Vec::new();
     for h in hosts {
         let e = *energy
             .get(h.name.as_str())
-            .ok_or_else(|| format!("no energy line for host {}", h.name))?;
+            .ok_or_else(|| LogError::NoEnergy {
+                host: h.name.clone(),
+            })?;
         let f = platform::pstates(h.node_type)[h.pstate];
         let (idle, busy) = platform::wattage(h.node_type, f)?;
         let compute_s =
@@ -239,7 +313,9 @@ mod tests {
         assert_eq!(r.time_s, 10.0);
         assert!((r.hosts[0].compute_s.unwrap() - 4.0).abs() < 1e-9);
         assert_eq!(r.verification.as_deref(), Some("SUCCESSFUL"));
-        let missing = parse("Simulated time: 1 seconds.", &hosts).unwrap_err();
+        let missing = parse("Simulated time: 1 seconds.", &hosts)
+            .unwrap_err()
+            .to_string();
         assert!(missing.contains("host n1"), "{missing}");
     }
 }

@@ -176,7 +176,7 @@ pub struct QuoteArgs {
 
 /// `greenup quote`: exit 0 when the job would be admitted, 1 when a budget would refuse it.
 pub fn quote(args: QuoteArgs) -> Outcome {
-    let bad = |opt: &str, v: &str, e: String| Failure::option(opt, v, e);
+    let bad = |opt: &str, v: &str, e: greenup::units::UnitError| Failure::option(opt, v, e);
     let time_limit_s = match &args.time {
         Some(t) => greenup::units::parse_time(t).map_err(|e| bad("--time", t, e))?,
         None => None,

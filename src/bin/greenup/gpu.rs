@@ -88,7 +88,7 @@ struct BenchArgs {
 }
 
 fn parse_watts(s: &str) -> Result<u32, String> {
-    let w = greenup::units::parse_power(s)?;
+    let w = greenup::units::parse_power(s).map_err(|e| e.to_string())?;
     let mw = (w * 1000.0).round();
     if !(1.0..=f64::from(u32::MAX)).contains(&mw) {
         return Err(format!(

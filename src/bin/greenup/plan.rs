@@ -84,20 +84,26 @@ impl From<AlgorithmArg> for Algorithm {
     }
 }
 
-fn hosts_arg(s: &str) -> Result<Hosts, String> {
+fn hosts_arg(s: &str) -> Result<Hosts, hostlist::HostlistError> {
     hostlist::expand(s).map(Hosts)
 }
 
+/// A `--node-count` that is neither a count nor a range; clap prints it after the option.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid node count '{text}': expected N or MIN-MAX with 1 <= MIN <= MAX, e.g. 4 or 2-8")]
+struct CountArgError {
+    /// The text as given.
+    text: String,
+}
+
 /// `N` or `MIN-MAX` with 1 <= MIN <= MAX.
-pub fn count_arg(s: &str) -> Result<(usize, usize), String> {
-    greenup::policy::parse_range(s).ok_or_else(|| {
-        format!(
-            "invalid node count '{s}': expected N or MIN-MAX with 1 <= MIN <= MAX, e.g. 4 or 2-8"
-        )
+fn count_arg(s: &str) -> Result<(usize, usize), CountArgError> {
+    greenup::policy::parse_range(s).ok_or_else(|| CountArgError {
+        text: s.to_string(),
     })
 }
 
-fn time_arg(s: &str) -> Result<TimeLimit, String> {
+fn time_arg(s: &str) -> Result<TimeLimit, greenup::units::UnitError> {
     parse_time(s).map(TimeLimit)
 }
 

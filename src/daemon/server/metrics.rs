@@ -23,15 +23,18 @@ impl MetricsListener {
         &mut self,
         shared: &Arc<Shared>,
         addr: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), super::ServeError> {
         if self.addr.as_deref() == addr {
             return Ok(());
         }
         let task = match addr {
             Some(a) => {
-                let l = TcpListener::bind(a)
-                    .await
-                    .map_err(|e| format!("cannot listen on {a} (daemon.metrics_listen): {e}"))?;
+                let l = TcpListener::bind(a).await.map_err(|source| {
+                    super::ServeError::MetricsListen {
+                        addr: a.to_string(),
+                        source,
+                    }
+                })?;
                 tracing::info!(metrics = %a, "serving Prometheus metrics");
                 let s = shared.clone();
                 Some(tokio::spawn(crate::daemon::metrics_http::serve(

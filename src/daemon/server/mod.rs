@@ -26,11 +26,12 @@ use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, UnixListener};
 
 use super::auth::Roles;
-use super::decide::Decider;
+use super::decide::{Decider, DeciderError};
 use super::ledger::Ledger;
 use super::munge::Munge;
 use super::protocol::{ErrorCode, ErrorReply};
 use super::store_thread::StoreHandle;
+use crate::input::InputError;
 use crate::site::Site;
 use crate::store::sqlite::Checkpointer;
 use crate::store::{SqliteStore, StoreError};
@@ -38,7 +39,43 @@ use jobs::{Pending, Recent};
 use metrics::MetricsListener;
 
 /// Reads a site config file (greenupd passes `greenup::site::load`).
-pub type SiteLoader = Arc<dyn Fn(&Path) -> Result<Site, String> + Send + Sync>;
+pub type SiteLoader = Arc<dyn Fn(&Path) -> Result<Site, InputError> + Send + Sync>;
+
+/// Why greenupd cannot start, or refuses a site config; the message goes to its log.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The site config could not be loaded.
+    #[error(transparent)]
+    Config(#[from] InputError),
+    /// The site config's policies cannot be planned with.
+    #[error(transparent)]
+    Policies(#[from] DeciderError),
+    /// The store could not be opened or read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store's thread could not be started.
+    #[error("{0}")]
+    StoreThread(std::io::Error),
+    /// An address of `daemon.listen` or `daemon.socket` could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address or socket path.
+        addr: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The metrics address (`daemon.metrics_listen`) could not be bound.
+    #[error("cannot listen on {addr} (daemon.metrics_listen): {source}")]
+    MetricsListen {
+        /// The address.
+        addr: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A signal handler could not be installed.
+    #[error("{0}")]
+    Signal(std::io::Error),
+}
 
 /// How greenupd runs, beyond the site config.
 #[derive(Debug, Clone)]
@@ -83,7 +120,7 @@ pub(super) struct Ctx {
     pub(super) decider: Decider,
 }
 
-fn build_ctx(site: Site) -> Result<Ctx, String> {
+fn build_ctx(site: Site) -> Result<Ctx, DeciderError> {
     let (roles, warnings) = Roles::from_site(&site);
     for w in warnings {
         tracing::warn!("{}: {w}", site.path.display());
@@ -162,7 +199,7 @@ fn store_error(e: StoreError) -> ErrorReply {
 }
 
 /// Check a site config the way greenupd would load it; returns the warnings.
-pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, String> {
+pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, ServeError> {
     let site = loader(path)?;
     let (_, warnings) = Roles::from_site(&site);
     Decider::new(&site)?;
@@ -170,7 +207,7 @@ pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, Str
 }
 
 /// Run greenupd until SIGTERM or SIGINT.
-pub async fn serve(opts: Options, loader: SiteLoader) -> Result<(), String> {
+pub async fn serve(opts: Options, loader: SiteLoader) -> Result<(), ServeError> {
     serve_until(opts, loader, std::future::pending()).await
 }
 
@@ -179,7 +216,7 @@ pub async fn serve_until(
     opts: Options,
     loader: SiteLoader,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let site = loader(&opts.config)?;
     let listen = site.daemon.listen.clone();
     let socket = site.daemon.socket.clone();
@@ -188,15 +225,16 @@ pub async fn serve_until(
     let live_site = site.clone();
     let ctx = build_ctx(site)?;
 
-    let mut store = SqliteStore::open(&store_path).map_err(|e| e.to_string())?;
-    let reservations = crate::store::Store::reservations(&mut store).map_err(|e| e.to_string())?;
+    let mut store = SqliteStore::open(&store_path)?;
+    let reservations = crate::store::Store::reservations(&mut store)?;
     let mut ledger = Ledger::new(&ctx.site);
     ledger.rebuild(&reservations);
     tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
     let mut book = crate::budget::book::Book::default();
-    let accounts = crate::store::Store::budget_state(&mut store).map_err(|e| e.to_string())?;
+    let accounts = crate::store::Store::budget_state(&mut store)?;
     book.restore(accounts.totals, accounts.held);
-    let (store, store_thread) = StoreHandle::spawn(Box::new(store)).map_err(|e| e.to_string())?;
+    let (store, store_thread) =
+        StoreHandle::spawn(Box::new(store)).map_err(ServeError::StoreThread)?;
     // A store that cannot be written (read-only) needs no checkpoints; it still serves reads.
     let checkpointer = Checkpointer::start(&store_path, CHECKPOINT_EVERY)
         .inspect_err(|e| tracing::warn!(error = %e, "no background checkpoints"))
@@ -215,12 +253,17 @@ pub async fn serve_until(
         .max(ctx.site.daemon.limits.max_job_nodes);
     let tcp = bind_tcp(&listen, backlog)
         .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        .map_err(|source| ServeError::Listen {
+            addr: listen.clone(),
+            source,
+        })?;
     if socket.exists() {
         let _ = std::fs::remove_file(&socket);
     }
-    let unix = UnixListener::bind(&socket)
-        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let unix = UnixListener::bind(&socket).map_err(|source| ServeError::Listen {
+        addr: socket.display().to_string(),
+        source,
+    })?;
     // Any local user may connect; SO_PEERCRED says who they are.
     {
         use std::os::unix::fs::PermissionsExt;
@@ -256,9 +299,9 @@ pub async fn serve_until(
     let live_task = tokio::spawn(live_power::tick_loop(shared.clone()));
 
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+    let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(ServeError::Signal)?;
+    let mut hup = signal(SignalKind::hangup()).map_err(ServeError::Signal)?;
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -328,7 +371,10 @@ async fn bind_tcp(addr: &str, backlog: usize) -> std::io::Result<TcpListener> {
 
 fn reload(shared: &Arc<Shared>) {
     let path = shared.opts.config.clone();
-    match (shared.loader)(&path).and_then(build_ctx) {
+    let loaded = (shared.loader)(&path)
+        .map_err(ServeError::from)
+        .and_then(|site| Ok(build_ctx(site)?));
+    match loaded {
         Ok(ctx) => {
             let old = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
             if old.site.daemon.listen != ctx.site.daemon.listen

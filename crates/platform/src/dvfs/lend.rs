@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::cpufreq::{Cpufreq, Policy};
+use super::cpufreq::{Cpufreq, CpufreqError, Policy};
 use super::job::{NodePaths, Scope};
 use super::run_dir::JobDir;
 use super::state;
@@ -112,16 +112,89 @@ struct NodeLock {
 /// milliseconds, and a prolog must not be held long (nothing is lent instead).
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
-fn lock_node(run_dir: &Path) -> Result<NodeLock, String> {
-    let dir = open_dir(run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+fn lock_node(run_dir: &Path) -> Result<NodeLock, LendError> {
+    let dir = open_dir(run_dir).map_err(at(run_dir))?;
     match state::lock_within(&dir, Some(LOCK_PATIENCE)) {
         Ok(true) => Ok(NodeLock { _held: dir }),
-        Ok(false) => Err(format!(
-            "{}: another prolog held the node's lock for {} s",
-            run_dir.display(),
-            LOCK_PATIENCE.as_secs()
-        )),
-        Err(e) => Err(format!("{}: cannot lock: {e}", run_dir.display())),
+        Ok(false) => Err(LendError::LockBusy {
+            run_dir: run_dir.to_path_buf(),
+            secs: LOCK_PATIENCE.as_secs(),
+        }),
+        Err(source) => Err(LendError::Lock {
+            run_dir: run_dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Why the speed control could not be lent, or another job's loan taken back; the job
+/// then runs with the ranks measuring only, and the log says why.
+#[derive(Debug, thiserror::Error)]
+pub enum LendError {
+    /// A file or directory could not be opened, read, written or given its owner.
+    #[error("{path}: {source}")]
+    Path {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Another prolog held the node-wide lock for longer than this one waits.
+    #[error("{run_dir}: another prolog held the node's lock for {secs} s")]
+    LockBusy {
+        /// The run directory holding the lock.
+        run_dir: PathBuf,
+        /// How long this prolog waited.
+        secs: u64,
+    },
+    /// The node-wide lock could not be taken.
+    #[error("{run_dir}: cannot lock: {source}")]
+    Lock {
+        /// The run directory holding the lock.
+        run_dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A job record could not be read or its directory made.
+    #[error("{0}")]
+    Record(std::io::Error),
+    /// The loan's record could not be encoded.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    /// The job's start saved no settings, so nothing could be put back at its end.
+    #[error("nothing saved to restore; nothing lent")]
+    NothingSaved,
+    /// The job counts the whole node as its own, yet another job runs here.
+    #[error("job {job} also runs on this node; nothing lent")]
+    SharedNode {
+        /// The other job.
+        job: u32,
+    },
+    /// A cpufreq policy's settings could not be read.
+    #[error(transparent)]
+    Cpufreq(#[from] CpufreqError),
+    /// A cpufreq file could not be written.
+    #[error(transparent)]
+    Sysfs(#[from] sysfs::SysfsError),
+    /// Some other jobs' loans could not be taken back (all are tried).
+    #[error("{}", not_revoked(.jobs))]
+    NotRevoked {
+        /// Each job whose loan stays, with why.
+        jobs: Vec<(u32, TakeBackError)>,
+    },
+}
+
+/// `job J: why; job K: why`, one line for a log.
+fn not_revoked(jobs: &[(u32, TakeBackError)]) -> String {
+    let each: Vec<String> = jobs.iter().map(|(j, e)| format!("job {j}: {e}")).collect();
+    each.join("; ")
+}
+
+/// `path: error` for a file of the loan.
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> LendError + '_ {
+    move |source| LendError::Path {
+        path: path.to_path_buf(),
+        source,
     }
 }
 
@@ -189,11 +262,11 @@ pub fn revoke_shared(
     job_id: u32,
     node: &str,
     scope: &Scope,
-) -> Result<Vec<u32>, String> {
+) -> Result<Vec<u32>, LendError> {
     let _lock = match open_dir(&paths.run_dir) {
         Ok(_) => lock_node(&paths.run_dir)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", paths.run_dir.display())),
+        Err(e) => return Err(at(&paths.run_dir)(e)),
     };
     let mine: Option<Vec<PathBuf>> = match scope {
         Scope::Cpus(c) => Some(
@@ -218,13 +291,13 @@ pub fn revoke_shared(
         }
         match take_back(paths, j, &key) {
             Ok(_) => revoked.push(j),
-            Err(e) => problems.push(format!("job {j}: {e}")),
+            Err(e) => problems.push((j, e)),
         }
     }
     if problems.is_empty() {
         Ok(revoked)
     } else {
-        Err(problems.join("; "))
+        Err(LendError::NotRevoked { jobs: problems })
     }
 }
 
@@ -238,13 +311,13 @@ pub fn lend(
     key: &str,
     uid: u32,
     scope: &Scope,
-) -> Result<Lent, String> {
+) -> Result<Lent, LendError> {
     let dir = JobDir::new(&paths.run_dir, job_id);
-    if let Some(first) = state::load_json::<Lent>(&dir.lent(key)).map_err(|e| e.to_string())? {
+    if let Some(first) = state::load_json::<Lent>(&dir.lent(key)).map_err(LendError::Record)? {
         return Ok(first);
     }
-    let Some(saved) = state::load(&paths.run_dir, job_id, key).map_err(|e| e.to_string())? else {
-        return Err("nothing saved to restore; nothing lent".into());
+    let Some(saved) = state::load(&paths.run_dir, job_id, key).map_err(LendError::Record)? else {
+        return Err(LendError::NothingSaved);
     };
     let _lock = lock_node(&paths.run_dir)?;
     let others = others_on_node(&paths.run_dir, job_id, &saved.node);
@@ -252,7 +325,7 @@ pub fn lend(
         && let Some(j) = others.jobs.first()
     {
         // The job counts every CPU as its own, yet another job runs here (oversubscribed).
-        return Err(format!("job {j} also runs on this node; nothing lent"));
+        return Err(LendError::SharedNode { job: *j });
     }
     let taken: Vec<&PathBuf> = others
         .loans
@@ -272,7 +345,7 @@ pub fn lend(
         let file = p.dir.join(CONTROL);
         let meta = open_regular(&file)
             .and_then(|f| f.metadata())
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+            .map_err(at(&file))?;
         lent.files.push(LentFile {
             path: file,
             uid: meta.uid(),
@@ -290,47 +363,87 @@ pub fn lend(
         return Ok(lent);
     }
     // Saved before anything changes: an epilog after a crash here still takes it back.
-    let json = serde_json::to_vec_pretty(&lent).map_err(|e| e.to_string())?;
-    dir.create().map_err(|e| e.to_string())?;
-    greenup_core::fs::write_atomic_mode(&dir.lent(key), &json, 0o600)
-        .map_err(|e| format!("{}: {e}", dir.lent(key).display()))?;
+    let json = serde_json::to_vec_pretty(&lent)?;
+    dir.create().map_err(LendError::Record)?;
+    let record = dir.lent(key);
+    greenup_core::fs::write_atomic_mode(&record, &json, 0o600).map_err(at(&record))?;
     for (p, f) in policies.iter().zip(&lent.files) {
-        let now = p.settings().map_err(|e| e.to_string())?;
+        let now = p.settings()?;
         let speed = now.setspeed_khz.unwrap_or(now.max_khz);
         if now.governor != "userspace" {
-            sysfs::write(&p.dir.join("scaling_governor"), "userspace")
-                .map_err(|e| e.to_string())?;
-            sysfs::write(&p.dir.join(CONTROL), &speed.to_string()).map_err(|e| e.to_string())?;
+            sysfs::write(&p.dir.join("scaling_governor"), "userspace")?;
+            sysfs::write(&p.dir.join(CONTROL), &speed.to_string())?;
         }
         if now.max_khz > speed {
-            sysfs::write(&p.dir.join("scaling_max_freq"), &speed.to_string())
-                .map_err(|e| e.to_string())?;
+            sysfs::write(&p.dir.join("scaling_max_freq"), &speed.to_string())?;
         }
-        let file = open_regular(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+        let file = open_regular(&f.path).map_err(at(&f.path))?;
         // Owner write, nothing for anyone else beyond what was there.
-        own(&file, uid, f.gid, (f.mode | 0o200) & !0o022)
-            .map_err(|e| format!("{}: {e}", f.path.display()))?;
+        own(&file, uid, f.gid, (f.mode | 0o200) & !0o022).map_err(at(&f.path))?;
     }
     Ok(lent)
 }
 
+/// Why a loan could not be taken back; the record stays, so the job's end retries.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeBackError {
+    /// The record of what was lent could not be read.
+    #[error("{source}")]
+    Record {
+        /// The record file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Some lent files could not be given back their owner and mode (all are tried).
+    #[error("{}", problems(.files))]
+    NotRestored {
+        /// Each file still lent, with what the system said.
+        files: Vec<(PathBuf, std::io::Error)>,
+    },
+    /// Everything was given back, but the record could not be removed.
+    #[error("{source}")]
+    Remove {
+        /// The record file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+/// `path: error; path: error`, one line for a log.
+fn problems(files: &[(PathBuf, std::io::Error)]) -> String {
+    let each: Vec<String> = files
+        .iter()
+        .map(|(p, e)| format!("{}: {e}", p.display()))
+        .collect();
+    each.join("; ")
+}
+
 /// Take back what [`lend`] lent under `key`: owner, group and mode exactly as before.
 /// Ok(0) when nothing was lent. On an error the record stays, so a later end retries.
-pub fn take_back(paths: &NodePaths, job_id: u32, key: &str) -> Result<usize, String> {
+pub fn take_back(paths: &NodePaths, job_id: u32, key: &str) -> Result<usize, TakeBackError> {
     let record = JobDir::new(&paths.run_dir, job_id).lent(key);
-    let Some(lent) = state::load_json::<Lent>(&record).map_err(|e| e.to_string())? else {
+    let loaded = state::load_json::<Lent>(&record).map_err(|source| TakeBackError::Record {
+        path: record.clone(),
+        source,
+    })?;
+    let Some(lent) = loaded else {
         return Ok(0);
     };
-    let mut problems = Vec::new();
+    let mut files = Vec::new();
     for f in &lent.files {
         if let Err(e) = open_regular(&f.path).and_then(|file| own(&file, f.uid, f.gid, f.mode)) {
-            problems.push(format!("{}: {e}", f.path.display()));
+            files.push((f.path.clone(), e));
         }
     }
-    if !problems.is_empty() {
-        return Err(problems.join("; "));
+    if !files.is_empty() {
+        return Err(TakeBackError::NotRestored { files });
     }
-    state::remove_if_present(&record).map_err(|e| e.to_string())?;
+    state::remove_if_present(&record).map_err(|source| TakeBackError::Remove {
+        path: record.clone(),
+        source,
+    })?;
     Ok(lent.files.len())
 }
 
@@ -597,7 +710,9 @@ mod tests {
         );
         let after: Vec<_> = (0..2).map(|i| owner(&setspeed(t.path(), i))).collect();
         assert_eq!(after, before, "job 9's user lost the control");
-        let second = lend(&paths, 10, "n1", 4343, &Scope::Node).unwrap_err();
+        let second = lend(&paths, 10, "n1", 4343, &Scope::Node)
+            .unwrap_err()
+            .to_string();
         assert_eq!(second, "job 9 also runs on this node; nothing lent");
         // Both end, in either order: nothing is left lent, owners as before the jobs.
         assert_eq!(take_back(&paths, 9, "n1").unwrap(), 0);
