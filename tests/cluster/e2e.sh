@@ -603,6 +603,11 @@ standin_watts() {
 #     T18_SPREAD says what they came from (printed when the test fails).
 T18_POWER_TOL=0.10
 T18_CORE_TOL=0.05
+# A loop that got less than this share of its quota ran on a host loaded by other work
+# (without it: 0.978-0.998); P1 then does not assert its speed (its clock and quota
+# bound still are). On a loaded host the loop under the lower quota lost more of it
+# (0.907 and 0.941 against its pair's 0.958 and 0.992), which moved the ratio 5% down.
+T18_ATTAIN=0.97
 T18_SPREAD="each loop's share of a host core measured 0.978-0.998 of its quota (20 loops, this host and CI's), so a pair's ratio within 2% of the closed form; bound 5%; wall-clock speed -12% to +23% (not asserted); power within 6% (tests/cluster/README.md, Spread)"
 t_bench_responds() {
   local rc=0 n p j iter=${GC_WORK_ITER:-60000000}
