@@ -178,7 +178,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
     match cli.cmd {
         Cmd::Platform(p) => {
             let (site, nodes, gflops, links) = load(&p)?;
-            let hosts = platform::hosts(&site, &nodes, |_, _| 0).map_err(|e| e.to_string())?;
+            let hosts = platform::hosts(&site, &nodes, |_, _| None).map_err(|e| e.to_string())?;
             let xml = platform::xml(&hosts, &gflops, &links).map_err(|e| e.to_string())?;
             print!("{xml}");
             Ok(())
@@ -227,10 +227,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                         return Err(format!("--freq: no node type {t} in {}", p.site.display()));
                     }
                 }
-                let hosts = platform::hosts(&site, &nodes, |_, t| {
-                    freq.get(&t.name).map_or(0, |f| platform::pstate_of(t, *f))
-                })
-                .map_err(|e| e.to_string())?;
+                let hosts = platform::hosts(&site, &nodes, |_, t| freq.get(&t.name).copied())
+                    .map_err(|e| e.to_string())?;
                 let measured = smpi::run(&spec, &hosts).map_err(|e| e.to_string())?;
                 return print(&Report {
                     job_id: None,
@@ -283,10 +281,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 .iter()
                 .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f)))
                 .collect();
-            let hosts = platform::hosts(&site, &nodes, |n, t| {
-                planned.get(n).map_or(0, |f| platform::pstate_of(t, *f))
-            })
-            .map_err(|e| e.to_string())?;
+            let hosts = platform::hosts(&site, &nodes, |n, _| planned.get(n).copied())
+                .map_err(|e| e.to_string())?;
             let run = smpi::run(&spec, &hosts);
             let end = match &run {
                 Ok(r) => {

@@ -39,6 +39,20 @@ pub enum PlatformError {
         /// The node type.
         node_type: String,
     },
+    /// A frequency asked of a node is not one of its type's: SimGrid would run another.
+    #[error(
+        "node {node}: {freq_ghz} GHz is not one of node type {node_type}'s frequencies ({gears}): the simulated host would run another frequency than the one asked"
+    )]
+    NotAGear {
+        /// The node.
+        node: String,
+        /// Its type.
+        node_type: String,
+        /// The frequency asked, GHz.
+        freq_ghz: f64,
+        /// The type's frequencies, highest first.
+        gears: String,
+    },
     /// A node type's power model fails at one of its frequencies.
     #[error("node type {node_type}: {source}")]
     Wattage {
@@ -74,13 +88,12 @@ pub fn pstates(t: &NodeType) -> Vec<f64> {
     t.freqs_ghz.iter().rev().copied().collect()
 }
 
-/// The pstate of `freq_ghz` on type `t`: the nearest of its frequencies.
-pub fn pstate_of(t: &NodeType, freq_ghz: f64) -> usize {
+/// The pstate of `freq_ghz` on type `t`, when it is one of the type's frequencies (to a
+/// millionth): never the nearest, which would simulate another run than the one decided.
+pub fn pstate_of(t: &NodeType, freq_ghz: f64) -> Option<usize> {
     pstates(t)
         .iter()
-        .enumerate()
-        .min_by(|a, b| (a.1 - freq_ghz).abs().total_cmp(&(b.1 - freq_ghz).abs()))
-        .map_or(0, |(i, _)| i)
+        .position(|f| (f - freq_ghz).abs() <= 1e-6 * f.abs())
 }
 
 /// Idle and busy watts of type `t` at `f` GHz.
@@ -90,11 +103,12 @@ pub fn wattage(t: &NodeType, f: f64) -> Result<(f64, f64), ExprError> {
     Ok((idle, busy))
 }
 
-/// The hosts of a job on `nodes` (in order), each at the pstate `pstate(node, type)` gives.
+/// The hosts of a job on `nodes` (in order), each at the frequency `freq(node, type)`
+/// asks (None: its type's highest), which must be one of its type's.
 pub fn hosts<'a>(
     site: &'a Site,
     nodes: &[String],
-    mut pstate: impl FnMut(&str, &NodeType) -> usize,
+    mut freq: impl FnMut(&str, &NodeType) -> Option<f64>,
 ) -> Result<Vec<Host<'a>>, PlatformError> {
     nodes
         .iter()
@@ -108,7 +122,19 @@ pub fn hosts<'a>(
             Ok(Host {
                 name: n.clone(),
                 node_type: t,
-                pstate: pstate(n, t),
+                pstate: match freq(n, t) {
+                    None => 0,
+                    Some(f) => pstate_of(t, f).ok_or_else(|| PlatformError::NotAGear {
+                        node: n.clone(),
+                        node_type: t.name.clone(),
+                        freq_ghz: f,
+                        gears: pstates(t)
+                            .iter()
+                            .map(|g| g.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })?,
+                },
             })
         })
         .collect()
@@ -200,7 +226,10 @@ mod tests {
     fn pstates_run_highest_first_with_cubic_dynamic_power() {
         let t = ty();
         assert_eq!(pstates(&t), vec![2.0, 1.0]);
-        assert_eq!(pstate_of(&t, 1.01), 1);
+        assert_eq!(pstate_of(&t, 1.0), Some(1));
+        assert_eq!(pstate_of(&t, 2.0), Some(0));
+        // Between the gears: none, not the nearest.
+        assert_eq!(pstate_of(&t, 1.01), None);
         // At half the clock the dynamic power is 80 / 2^3 = 10 W.
         assert_eq!(wattage(&t, 1.0).unwrap(), (20.0, 30.0));
         let h = [Host {
