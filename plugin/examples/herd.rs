@@ -30,6 +30,7 @@ use greenup::daemon::protocol::{
 use greenup::dvfs::job::NodeOutcome as NodeRun;
 use greenup::meter::Energy;
 use spank_greenup::node::{self, JobEnv};
+use spank_greenup::{epilog, prolog};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -329,7 +330,7 @@ fn run(args: &Args) -> Result<bool, String> {
         }
         None => greenup::site::PowerSettings::default(),
     };
-    let first = node::start_request(&job, args.policy.clone(), &power);
+    let first = prolog::start_request(&job, args.policy.clone(), &power);
     let Request::StartNode { job: facts, .. } = first else {
         return Err("the plugin's prolog no longer sends start_node".into());
     };
@@ -441,7 +442,7 @@ fn run(args: &Args) -> Result<bool, String> {
             restore_error: None,
             power: None,
         };
-        let o: NodeOutcome = node::wire_outcome(&job, &run, None);
+        let o: NodeOutcome = epilog::wire_outcome(&job, &run, None);
         lines.push(credentialed(&munge, &Request::RecordOutcome(o))?);
     }
     let (g2, m2) = (cpu_s(args.greenupd_pid), cpu_s(munged));
@@ -462,7 +463,7 @@ fn run(args: &Args) -> Result<bool, String> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         } else {
-            node::wait_for_outcomes(&mut c, closer_job, n).map_err(|e| e.to_string())?;
+            epilog::wait_for_outcomes(&mut c, closer_job, n).map_err(|e| e.to_string())?;
         }
         c.close_job(closer_job, Some(greenup::record::JobEnd::Completed))
             .map_err(|e| e.to_string())?;

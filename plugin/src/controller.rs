@@ -16,6 +16,7 @@ use greenup::site::node::NodeConfig;
 
 use crate::args::Args;
 use crate::node::{self, JobEnv, Level, Log};
+use crate::prolog;
 
 /// Whether slurmctld should run the job: `false` only for a job without a decision
 /// under `enforce: strict`.
@@ -57,13 +58,13 @@ pub fn prolog_slurmctld(
             return true;
         }
     };
-    let Some(policy) = node::policy_for(&job, &site) else {
+    let Some(policy) = prolog::policy_for(&job, &site) else {
         return true;
     };
-    let request = node::start_request(&job, policy, &site.power);
+    let request = prolog::start_request(&job, policy, &site.power);
     let answer = node::connect(&site)
-        .map_err(node::AskSettingsError::from)
-        .and_then(|mut c| node::ask_settings(&mut c, &request));
+        .map_err(prolog::AskSettingsError::from)
+        .and_then(|mut c| prolog::ask_settings(&mut c, &request));
     let ms = started.elapsed().as_secs_f64() * 1e3;
     match answer {
         Ok(s) => {
@@ -143,8 +144,8 @@ mod tests {
         let node =
             JobEnv::from_slurm_vars(|k| first.get(k).map(|v| v.to_string()), 0x16_05_08).unwrap();
         let power = greenup::site::PowerSettings::default();
-        let a = node::start_request(&job, "max-dist".into(), &power);
-        let b = node::start_request(&node, "max-dist".into(), &power);
+        let a = prolog::start_request(&job, "max-dist".into(), &power);
+        let b = prolog::start_request(&node, "max-dist".into(), &power);
         assert_eq!(
             serde_json::to_value(&a).unwrap(),
             serde_json::to_value(&b).unwrap()

@@ -347,7 +347,7 @@ unsafe impl Plugin for Greenup {
         let r = guarded("job_prolog", || {
             let args = self.args(spank)?;
             let job = JobEnv::from_process().map_err(|e| e.to_string())?;
-            node::prolog(&args, &job, &log);
+            crate::prolog::prolog(&args, &job, &log);
             Ok(())
         });
         // Never fail a prolog: that would drain the node.
@@ -358,7 +358,7 @@ unsafe impl Plugin for Greenup {
         let r = guarded("job_epilog", || {
             let args = self.args(spank)?;
             let job = JobEnv::from_process().map_err(|e| e.to_string())?;
-            node::epilog(&args, &job, &log);
+            crate::epilog::epilog(&args, &job, &log);
             Ok(())
         });
         report(r, false)

@@ -15,6 +15,7 @@ use greenup::dvfs::job::Scope;
 use spank_greenup::args::Args;
 use spank_greenup::gpu;
 use spank_greenup::node::{self, JobEnv, Level};
+use spank_greenup::{epilog, prolog};
 
 /// Nodes n[0-1]: CPUs 100 W dynamic at 2 GHz (cube law) + 20 W static, 120 W flat out;
 /// four GPUs each 630 W dynamic + 70 W static, 700 W flat out; the GPU limit range is
@@ -72,7 +73,7 @@ fn prolog(args: &Args, job: &JobEnv, d: &NodeSettings) -> (Option<String>, Optio
     let dir = greenup::dvfs::run_dir::JobDir::new(&paths.run_dir, job.job_id);
     dir.create().unwrap();
     std::fs::write(dir.decision("n1"), serde_json::to_vec(d).unwrap()).unwrap();
-    node::apply_settings(&paths, &site, job, Some(d), &Scope::Node, &quiet).unwrap();
+    prolog::apply_settings(&paths, &site, job, Some(d), &Scope::Node, &quiet).unwrap();
     gpu::start(&site, &paths.run_dir, job, d.gpu_power)
 }
 
@@ -124,7 +125,7 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
         assert_eq!(get(&state, i, "writes"), "");
     }
 
-    node::epilog(&args, &job, &quiet);
+    epilog::epilog(&args, &job, &quiet);
     for i in [1, 3] {
         assert_eq!(get(&state, i, "limit_mw"), "700000");
     }
@@ -156,7 +157,7 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
         200.0 - low_w
     )));
     assert_eq!(get(&state, 1, "limit_mw"), "200000");
-    node::epilog(&args, &job, &quiet);
+    epilog::epilog(&args, &job, &quiet);
     assert_eq!(get(&state, 1, "limit_mw"), "700000");
     let p = spooled_power(t.path());
     assert!((p["held_w"].as_f64().unwrap() - (600.0 * 120.0 / 2920.0 + 400.0)).abs() < 1e-3);
@@ -172,7 +173,7 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
     );
     assert_eq!(get(&state, 1, "limit_mw"), format!("{gpu_mw}"));
     assert_eq!(get(&state, 3, "limit_mw"), "700000");
-    node::epilog(&args, &job, &quiet);
+    epilog::epilog(&args, &job, &quiet);
     assert_eq!(get(&state, 1, "limit_mw"), "700000");
     let p = spooled_power(t.path());
     assert!(p.get("held_w").is_none(), "{p}");

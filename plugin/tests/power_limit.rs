@@ -15,6 +15,7 @@ use greenup::dvfs::powercap::PowerHeld;
 use spank_greenup::args::Args;
 use spank_greenup::node::{self, JobEnv, Level};
 use spank_greenup::step::{self, StepInfo};
+use spank_greenup::{epilog, prolog};
 
 use common::node_tree;
 
@@ -78,7 +79,7 @@ fn a_decisions_power_limit_is_set_for_any_verdict_and_restored_at_the_epilog() {
     let dir = greenup::dvfs::run_dir::JobDir::new(&paths.run_dir, 77);
     dir.create().unwrap();
     std::fs::write(dir.decision("n1"), serde_json::to_vec(&d).unwrap()).unwrap();
-    let rec = node::apply_settings(&paths, &site, &job, Some(&d), &Scope::Node, &quiet).unwrap();
+    let rec = prolog::apply_settings(&paths, &site, &job, Some(&d), &Scope::Node, &quiet).unwrap();
     assert_eq!(
         rec.power,
         Some(PowerHeld::Held {
@@ -96,7 +97,7 @@ fn a_decisions_power_limit_is_set_for_any_verdict_and_restored_at_the_epilog() {
     // Nothing went wrong: no warning for the job's steps, and strict would let them run.
     assert!(!dir.warning("n1").exists());
 
-    node::epilog(&args, &job, &quiet);
+    epilog::epilog(&args, &job, &quiet);
     assert_eq!(zone_file(sys, "constraint_0_power_limit_uw"), "0");
     assert_eq!(zone_file(sys, "constraint_0_time_window_us"), "976562");
     assert_eq!(zone_file(sys, "constraint_1_power_limit_uw"), "0");
@@ -132,7 +133,8 @@ fn a_limit_that_cannot_be_written_is_not_held_and_strict_stops_the_job_there() {
             }
         };
         let d = refused_with_150_w();
-        let rec = node::apply_settings(&paths, &site, &job, Some(&d), &Scope::Node, &log).unwrap();
+        let rec =
+            prolog::apply_settings(&paths, &site, &job, Some(&d), &Scope::Node, &log).unwrap();
         assert!(
             matches!(&rec.power, Some(PowerHeld::NotHeld { asked_w, .. }) if *asked_w == 150.0),
             "{:?}",
@@ -166,7 +168,7 @@ fn a_shared_node_is_reported_not_held_without_failing_the_job() {
     let paths = node::node_paths(&args, &site, "n1");
     let d = refused_with_150_w();
     let rec =
-        node::apply_settings(&paths, &site, &job, Some(&d), &Scope::SharedNode, &quiet).unwrap();
+        prolog::apply_settings(&paths, &site, &job, Some(&d), &Scope::SharedNode, &quiet).unwrap();
     assert!(matches!(rec.power, Some(PowerHeld::NotHeld { .. })));
     assert_eq!(
         zone_file(&paths.sysfs_root, "constraint_0_power_limit_uw"),
