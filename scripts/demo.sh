@@ -95,7 +95,7 @@ for i in "${!JOBS[@]}"; do
   "$GREENUP" report "$j" --csv > "$OUT/$j.csv"
   read -r t e <<<"${MEAS[$i]}"
   summary+=("$(awk -v j="$j" -v p="${LABELS[$i]}" -v t="$t" -v e="$e" -v bt="$bt" -v be="$be" 'BEGIN {
-    printf "job %s %s: %.1f s and %.2f kJ against the measured baseline'"'"'s %.1f s and %.2f kJ (saving %.1f%%, slowdown %.1f%%; measured on the Slurm bench, stand-in hardware)",
+    printf "job %s %s: %.1f s and %.2f kJ against the measured baseline'"'"'s %.1f s and %.2f kJ (saving %.1f%%, slowdown %.1f%%, measured on the Slurm bench: stand-in hardware)",
       j, p, t, e / 1000, bt, be / 1000, 100 * (be - e) / be, 100 * (t - bt) / bt }')")
 done
 
