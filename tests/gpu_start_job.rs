@@ -18,10 +18,6 @@ use greenup_platform::gpu::hold;
 #[path = "nvml/build_standin.rs"]
 mod nvml_build;
 
-fn put(dir: &Path, file: &str, v: &str) {
-    std::fs::write(dir.join(file), format!("{v}\n")).unwrap();
-}
-
 fn get(dir: &Path, gpu: u32, file: &str) -> String {
     std::fs::read_to_string(dir.join(gpu.to_string()).join(file))
         .unwrap_or_default()
@@ -30,8 +26,8 @@ fn get(dir: &Path, gpu: u32, file: &str) -> String {
 }
 
 /// The stand-in copied into `t`, with its four GPUs' state named beside it (`.dir`), so
-/// that a process without the test's environment finds them. Each GPU is at its 700 W
-/// default, limits 200-700 W.
+/// that a process without the test's environment finds them (tests/nvml/build_standin.rs:
+/// each GPU at its 700 W default, limits 200-700 W).
 fn standin(t: &Path) -> (PathBuf, PathBuf) {
     let built = nvml_build::build(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nvml/build.sh"),
@@ -41,31 +37,7 @@ fn standin(t: &Path) -> (PathBuf, PathBuf) {
     std::fs::copy(&built, &lib).unwrap();
     let state = t.join("gpus");
     std::fs::write(t.join("libnvidia-ml.so.1.dir"), state.to_str().unwrap()).unwrap();
-    std::fs::create_dir_all(&state).unwrap();
-    put(&state, "count", "4");
-    for i in 0..4 {
-        let g = state.join(i.to_string());
-        std::fs::create_dir_all(&g).unwrap();
-        for (f, v) in [
-            ("minor", i.to_string()),
-            ("uuid", format!("GPU-worker-{i}")),
-            ("name", "Stand-in".into()),
-            ("sm_clocks", "1980 1200".into()),
-            ("mem_clock", "2619".into()),
-            ("idle_mw", "70000".into()),
-            ("dyn_mw", "630000".into()),
-            ("util", "100".into()),
-            ("limit_mw", "700000".into()),
-            ("limit_min_mw", "200000".into()),
-            ("limit_max_mw", "700000".into()),
-            ("limit_default_mw", "700000".into()),
-            ("locked", String::new()),
-            ("energy_mj", "0".into()),
-            ("stamp_ns", "0".into()),
-        ] {
-            put(&g, f, &v);
-        }
-    }
+    nvml_build::gpus(&state, "worker");
     (lib, state)
 }
 
@@ -202,7 +174,7 @@ fn a_job_whose_gpus_cannot_be_measured_warns_its_owner_through_the_worker() {
     let t = tempfile::tempdir().unwrap();
     let (lib, state) = standin(t.path());
     // GPU 3 refuses a power limit, as a VM may.
-    put(&state.join("3"), "refuse_power_limit", "NO_PERMISSION");
+    nvml_build::put(&state.join("3"), "refuse_power_limit", "NO_PERMISSION");
     let a = ask(t.path(), &lib);
     let file = post(&a);
     assert!(worker(&file).status.success());

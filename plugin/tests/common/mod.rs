@@ -25,10 +25,8 @@ pub fn standin() -> PathBuf {
     )
 }
 
-/// Write one of the stand-in's state files.
-pub fn put(dir: &Path, file: &str, v: &str) {
-    std::fs::write(dir.join(file), format!("{v}\n")).unwrap();
-}
+#[allow(unused_imports)]
+pub use nvml_build::{gpus, put};
 
 /// Read GPU `gpu`'s state file `file`, trimmed (empty when absent).
 pub fn get(dir: &Path, gpu: u32, file: &str) -> String {
@@ -36,37 +34,6 @@ pub fn get(dir: &Path, gpu: u32, file: &str) -> String {
         .unwrap_or_default()
         .trim()
         .to_string()
-}
-
-/// Four fully busy stand-in GPUs named `GPU-{tag}-N`: 70 W + 630 W at the top clock,
-/// limits 200-700 W, each at its 700 W default.
-pub fn gpus(dir: &Path, tag: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    put(dir, "count", "4");
-    put(dir, "now_ns", "1000000000000");
-    for i in 0..4 {
-        let g = dir.join(i.to_string());
-        std::fs::create_dir_all(&g).unwrap();
-        for (f, v) in [
-            ("minor", i.to_string()),
-            ("uuid", format!("GPU-{tag}-{i}")),
-            ("name", "Stand-in".into()),
-            ("sm_clocks", "1980 1200".into()),
-            ("mem_clock", "2619".into()),
-            ("idle_mw", "70000".into()),
-            ("dyn_mw", "630000".into()),
-            ("util", "100".into()),
-            ("limit_mw", "700000".into()),
-            ("limit_min_mw", "200000".into()),
-            ("limit_max_mw", "700000".into()),
-            ("limit_default_mw", "700000".into()),
-            ("locked", String::new()),
-            ("energy_mj", "0".into()),
-            ("stamp_ns", "1000000000000".into()),
-        ] {
-            put(&g, f, &v);
-        }
-    }
 }
 
 /// Node n1: four CPUs at 1 or 2 GHz under ondemand, one package with RAPL limits unset
