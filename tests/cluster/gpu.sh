@@ -31,11 +31,27 @@ G1_CAP_W=4000
 # One stand-in GPU's power at clock F (MHz) fully busy, watts: the stand-in's closed form.
 g1_gpu_w() { awk -v f="$1" 'BEGIN { printf "%.3f", 70 + 630 * (f / 1980) ^ 3 }'; }
 g1_put() { printf '%s\n' "$3" > "$G1_STATE/$1/$2"; }
+# Whether slurmctld answers, within 3 s (sinfo and scontrol wait far longer for a
+# controller that is gone).
+g1_ctld_up() { timeout 3 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 # Stop every Slurm daemon of the cluster, then start them again from the config in place.
+# A reconfigure just before (P5 puts its site back) may still be handing slurmctld over
+# to a new process (24.11 re-executes itself), and a stopped slurmctld may hold its port
+# a moment longer: so wait for the controller before stopping it, and start the new one
+# until it answers.
 g1_restart_slurm() {
+  for _ in $(seq 1 20); do g1_ctld_up && break; sleep 0.5; done
   scontrol shutdown >/dev/null 2>&1
-  for _ in $(seq 1 100); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 0.2; done
-  slurmctld || return 1
+  for _ in $(seq 1 150); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 0.2; done
+  local up=0 try
+  for try in 1 2 3 4 5; do
+    slurmctld
+    for _ in $(seq 1 10); do g1_ctld_up && { up=1; break; }; sleep 0.5; done
+    [ $up = 1 ] && break
+    say "slurmctld did not answer after start $try; starting it again"
+    pkill -x slurmctld; sleep 1
+  done
+  [ $up = 1 ] || return 1
   for n in $GC_NODES; do slurmd -N "$n" || return 1; done
   gc_wait_idle 60
 }
