@@ -1,5 +1,5 @@
-# Shared helpers for greenup's scripts: progress lines and Debian package installs.
-# Sourced, not run.
+# Shared helpers for greenup's scripts: progress lines, Debian package installs and
+# test ports. Sourced, not run.
 
 # Print a progress line with the elapsed time since the script started.
 step() {
@@ -29,3 +29,26 @@ GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmun
 # HPCC; tests/cluster/apps/). libpmix-dev holds the libpmix.so that Slurm's PMIx plugin
 # loads for srun --mpi=pmix. About 410 MiB installed, 40 s to install.
 GREENUP_APP_DEBS=(openmpi-bin libpmix-dev lammps lammps-examples nwchem hpcc)
+
+# A loopback TCP port for a test's own greenupd, printed on stdout. It lies below the
+# kernel's ephemeral range, where no client connection can hold it (a 2,000-node herd
+# opens thousands, and a random port in that range was once taken: "Address already in
+# use"), above the test cluster's fixed ports (17100-17470), and nothing bound it when
+# picked (a port in TIME_WAIT counts as taken).
+free_port() {
+  python3 - <<'PY'
+import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(20000, lo)
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    raise SystemExit("free_port: no free port in 20000-%d" % (lo - 1))
+PY
+}

@@ -22,7 +22,7 @@ for i in $(seq 1 "$N"); do
   c=$(git -C "$CLONE" rev-parse --short HEAD)
   for s in cluster slurm24; do
     t0=$(date +%s) st=$(date -u +%H:%M:%S)
-    (cd "$CLONE" && flock /tmp/greenup-cluster.lock bash "tests/$s/run-tests.sh") > "$OUT/pass-$i-$s.log" 2>&1
+    (cd "$CLONE" && flock -o /tmp/greenup-cluster.lock bash "tests/$s/run-tests.sh") > "$OUT/pass-$i-$s.log" 2>&1
     rc=$?
     echo "pass $i commit $c suite $s start $st wall $(( $(date +%s) - t0 )) s rc $rc load $(cut -d' ' -f1-3 /proc/loadavg): $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/pass-$i-$s.log" | tail -1)" >> "$OUT/summary.txt"
     grep -E '^FAIL' "$OUT/pass-$i-$s.log" >> "$OUT/summary.txt"

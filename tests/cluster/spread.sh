@@ -19,7 +19,7 @@
 # Prints one line per run and measurement, then per measurement: runs, mean, standard
 # deviation, coefficient of variation, min and max. Every line also goes to
 # $OUT/spread.tsv (run, measurement, value).
-# Usage: flock /tmp/greenup-cluster.lock tests/cluster/spread.sh [RUNS]
+# Usage: flock -o /tmp/greenup-cluster.lock tests/cluster/spread.sh [RUNS]
 # Environment: WHAT ("t18 lammps bsp"), UP=1 (the cluster is up already: neither start
 # nor stop it), OUT (default $GC_WORK/spread), GC_SLEEPWAIT and LAMMPS_STEPS (run-app.sh), GC_WORK_ITER
 # (t18's loop, as e2e.sh), GC_BIN_DIR (setup.sh). The Slurm 24.11 root runs it as

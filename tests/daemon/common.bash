@@ -2,6 +2,7 @@
 # start and stop greenupd, count rows. Sourced, not run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$ROOT/scripts/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 # GREENUPD=PATH runs another build (a paired run: the same load against two builds).
 GREENUPD=${GREENUPD:-$TARGET/release/greenupd}
@@ -18,7 +19,7 @@ build_release() {
 # write_config DIR NODES: a site with NODES nodes n1..nNODES in partition "debug", no caps.
 write_config() {
   local dir=$1 nodes=$2
-  PORT=$((20000 + RANDOM % 20000))
+  PORT=$(free_port)
   cat > "$dir/greenup.yaml" <<CONF
 node_types:
   std:

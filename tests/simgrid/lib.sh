@@ -2,6 +2,7 @@
 # site, and jobs of SMPI programs that it decides and learns from. Sourced, not run.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$ROOT/tests/simgrid
+source "$ROOT/scripts/lib.sh"
 BIN_DIR=${BIN_DIR:-$ROOT/target/release}
 SIM=$BIN_DIR/greenup-sim
 GREENUP=$BIN_DIR/greenup
@@ -28,7 +29,7 @@ build_bins() {
 site_start() {
   local site=$1 dir=$2
   mkdir -p "$dir/profiles"
-  local port=$((20000 + RANDOM % 20000))
+  local port; port=$(free_port)
   CONF=$dir/greenup.yaml
   {
     cat "$HERE/sites/$site.yaml"

@@ -14,7 +14,6 @@
 #   KEEP=DIR               keep the work directories there
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-. "$ROOT/scripts/lib.sh"
 
 step "packages, munged, NAS programs"
 need_debs libsimgrid-dev dpkg-dev python3 >/dev/null

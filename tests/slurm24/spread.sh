@@ -2,7 +2,7 @@
 # The bench's spread (tests/cluster/spread.sh) on Slurm 24.11 and Open MPI 5, inside the
 # Debian 13 root, as run-tests.sh runs the cluster tests there. Run as root, holding the
 # host cluster's lock:
-#   flock /tmp/greenup-cluster.lock env GC_PROFILE=release tests/slurm24/spread.sh [RUNS]
+#   flock -o /tmp/greenup-cluster.lock env GC_PROFILE=release tests/slurm24/spread.sh [RUNS]
 # GC_SKIP_BUILD=1 uses the binaries staged by an earlier build (run-tests.sh, build.sh).
 # WHAT, GC_SLEEPWAIT, PERIOD_US, GC_WORK_ITER and LAMMPS_STEPS are passed to spread.sh.
 set -u

@@ -8,7 +8,7 @@
 #   both   DVFS and blocking waits                    {"enabled":true,"wait":"block"}
 # It starts its own cluster (without greenup's plugin: the job sets LD_PRELOAD and the
 # runtime's settings itself) and tears it down. Run as root, holding the cluster lock:
-#   flock /tmp/greenup-cluster.lock tests/cluster/apps/pascol.sh
+#   flock -o /tmp/greenup-cluster.lock tests/cluster/apps/pascol.sh
 # Environment: ROUNDS (2; each round runs every mode, in a rotated order), SECONDS_PER_POINT
 # (1.5), SIZES ("1024 4194304 4": smallest, largest, factor), OUT (pascol-out): raw results
 # in OUT/runs.csv, per-mode rank files in OUT/ranks; PLOT=0 skips the plots.
