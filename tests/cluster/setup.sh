@@ -178,11 +178,7 @@ SlurmdParameters=config_overrides
 ReturnToService=2
 MpiDefault=none
 SchedulerType=sched/backfill
-# bf_interval=5, not the default 30: on 22.05, 5 of the 6 exclusive LAMMPS jobs of tests
-# 19-23, each submitted as the job before it ended, waited 24-35 s before they started
-# (slurmctld.log, submit to allocate); with 5, every job of those tests started within
-# 3 s, as on 24.11 with the default. A job's start is not what these tests measure.
-SchedulerParameters=sched_interval=2,bf_interval=5
+SchedulerParameters=sched_interval=2
 ${ACCT_CONF}
 JobCompType=jobcomp/none
 SlurmdTimeout=60
