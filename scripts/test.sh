@@ -8,6 +8,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
+# The run builds everything once: incremental caches would only add about 2.4 GB to
+# target/ (docs/BENCHMARKS.md, "Disk").
+export CARGO_INCREMENTAL=0
+# A fresh run writes about 7 GB: target/ and the Debian 13 root. Say so before a full
+# disk stops a build half way with "No space left on device".
+avail=$(df -P -BG . | awk 'NR == 2 { sub("G", "", $4); print $4 }')
+if [ "${avail:-0}" -lt 8 ]; then
+  echo "warning: ${avail:-?} GB free here; a fresh run writes about 7 GB (docs/BENCHMARKS.md, \"Disk\")" >&2
+fi
+
 passed=0 failed=0 failures=()
 suite() { # NAME COMMAND...
   local name=$1; shift

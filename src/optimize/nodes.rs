@@ -124,16 +124,29 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
                 &owned
             };
             tried.push(subset);
-            let goal = goal_for(predictor, table, &base_goal, search.min_ee)?;
-            let opt = match search.max_freq_ghz {
-                Some(ghz) => optimize(search.algorithm, &table.capped(ghz), &goal)?,
-                None => optimize(search.algorithm, table, &goal)?,
+            let capped;
+            let table = match search.max_freq_ghz {
+                Some(ghz) => {
+                    capped = table.capped(ghz);
+                    &capped
+                }
+                None => table,
             };
-            candidates += opt.candidates;
-            let config = table.config(&opt.pick);
-            let prediction = table.evaluate(&opt.pick);
-            let ee = predictor.efficiency(&config, &prediction);
-            let a = goal.assess(prediction.time_s, prediction.energy_j, ee);
+            let (pick, a, goal, tried_here) =
+                if search.objective == Objective::MaxEe && defines_ee(predictor, table) {
+                    ee_scan(predictor, table, &base_goal, search.min_ee)
+                } else {
+                    let goal = goal_for(predictor, table, &base_goal, search.min_ee)?;
+                    let opt = optimize(search.algorithm, table, &goal)?;
+                    let config = table.config(&opt.pick);
+                    let prediction = table.evaluate(&opt.pick);
+                    let ee = predictor.efficiency(&config, &prediction);
+                    let a = goal.assess(prediction.time_s, prediction.energy_j, ee);
+                    (opt.pick, a, goal, opt.candidates)
+                };
+            candidates += tried_here;
+            let config = table.config(&pick);
+            let prediction = table.evaluate(&pick);
             if best.as_ref().is_none_or(|b| a.better_than(&b.0)) {
                 let decision = Decision {
                     config,
@@ -157,8 +170,75 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
     Ok(decision)
 }
 
-/// The goal for one node set: min_ee becomes an energy cap, since EE = E1 / E and
-/// E1 (the one-node energy of the problem) is fixed: EE >= m  <=>  E <= E1 / m.
+/// Whether the model gives this node set an iso-energy-efficiency.
+fn defines_ee(predictor: &dyn Predictor, table: &SweepTable) -> bool {
+    let top = table.max_pick();
+    predictor
+        .efficiency(&table.config(&top), &table.evaluate(&top))
+        .is_some()
+}
+
+/// max_ee on a model that defines EE: every node at one frequency, each level tried.
+///
+/// Paper 000's EE = E1 / Ep compares the parallel run with the sequential one *at the
+/// same frequency*, so E1 changes with the frequency and the most efficient level is
+/// not the one of least energy: an exact sweep over energy would pick the lowest gear,
+/// where communication's fixed cost weighs most. At level f, min_ee is the energy cap
+/// E1(f) / m (EE >= m  <=>  Ep <= E1(f) / m). A level is each frequency some node
+/// offers; a node without it takes its highest below (its lowest if none is).
+fn ee_scan(
+    predictor: &dyn Predictor,
+    table: &SweepTable,
+    base: &Goal,
+    min_ee: Option<f64>,
+) -> (Vec<usize>, super::Assessment, Goal, u64) {
+    let mut levels: Vec<f64> = table
+        .nodes
+        .iter()
+        .flat_map(|n| n.choices.iter().map(|c| c.freq_ghz))
+        .collect();
+    levels.sort_by(f64::total_cmp);
+    levels.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    let mut best: Option<(Vec<usize>, super::Assessment, Goal)> = None;
+    for &f in levels.iter().rev() {
+        let pick: Vec<usize> = table
+            .nodes
+            .iter()
+            .map(|n| {
+                n.choices
+                    .iter()
+                    .rposition(|c| c.freq_ghz <= f + 1e-9)
+                    .unwrap_or(0)
+            })
+            .collect();
+        let config = table.config(&pick);
+        let prediction = table.evaluate(&pick);
+        let ee = predictor.efficiency(&config, &prediction);
+        let mut goal = *base;
+        if let (Some(m), Some(ee)) = (min_ee, ee) {
+            let cap = ee * prediction.energy_j / m;
+            goal.limits.energy_cap_j = Some(goal.limits.energy_cap_j.map_or(cap, |c| c.min(cap)));
+        }
+        let a = goal.assess(prediction.time_s, prediction.energy_j, ee);
+        if best.as_ref().is_none_or(|b| a.better_than(&b.1)) {
+            best = Some((pick, a, goal));
+        }
+    }
+    let n = levels.len() as u64;
+    // `levels` is never empty: a table's every node has at least one choice.
+    let (pick, a, goal) = best.unwrap_or_else(|| {
+        let top = table.max_pick();
+        let p = table.evaluate(&top);
+        let a = base.assess(p.time_s, p.energy_j, None);
+        (top, a, *base)
+    });
+    (pick, a, goal, n)
+}
+
+/// The goal for one node set under an objective other than max_ee: min_ee becomes an
+/// energy cap from E1 at maximum frequency, EE >= m  <=>  E <= E1 / m. That is exact
+/// at f_max only (E1 changes with the frequency; max_ee scans the levels, see
+/// [`ee_scan`]), and it keeps the search separable.
 fn goal_for(
     predictor: &dyn Predictor,
     table: &SweepTable,
@@ -210,4 +290,108 @@ fn rankings(full: &SweepTable) -> [Vec<usize>; 2] {
             .then(a.cmp(&b))
     });
     [fast, frugal]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+    use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+
+    const GEARS: [f64; 5] = [1.2, 1.5, 1.8, 2.1, 2.5];
+
+    /// An application whose 40 messages a processor cost the same at every frequency,
+    /// on a processor of 4 W idle and 20 W more busy at 2.5 GHz (cubic in f).
+    fn model() -> IsoEnergy {
+        let m = |s: &str| Expr::parse(s, &["f"]).unwrap();
+        let a = |s: &str| Expr::parse(s, &["n", "p"]).unwrap();
+        IsoEnergy {
+            n: 1.0,
+            machine: MachineVector {
+                t_c: m("1e-9 / f"),
+                t_m: m("1e-9 / f"),
+                t_msg: m("2.5e-3"),
+                t_byte: m("0"),
+                p_idle: m("4"),
+                dp_c: m("20 * (f / 2.5)^3"),
+                dp_m: m("0"),
+            },
+            app: AppVector {
+                alpha: a("1"),
+                w_c: a("3.2e8"),
+                w_m: a("0"),
+                w_co: a("0"),
+                w_mo: a("0"),
+                m: a("40 * p"),
+                b: a("0"),
+            },
+        }
+    }
+
+    /// Paper 000's EE at p processors and f GHz, written out from its definitions:
+    /// E1 = W_c t_c (P_idle + dP_c), and Ep adds P_idle for the messages' time,
+    /// M t_msg, so EE = E1 / (E1 + P_idle M t_msg).
+    fn ee(p: f64, f: f64) -> f64 {
+        let e1 = 3.2e8 * 1e-9 / f * (4.0 + 20.0 * (f / 2.5f64).powi(3));
+        e1 / (e1 + 4.0 * 40.0 * p * 2.5e-3)
+    }
+
+    fn search(objective: Objective, slots: &[NodeSlot], min_ee: Option<f64>) -> Search<'_> {
+        Search {
+            slots,
+            min_nodes: slots.len(),
+            max_nodes: slots.len(),
+            objective,
+            limits: Limits::default(),
+            min_ee,
+            algorithm: Algorithm::Exact,
+            max_freq_ghz: None,
+        }
+    }
+
+    #[test]
+    fn max_ee_picks_the_frequency_of_highest_e1_over_ep_not_of_least_energy() {
+        let slots: Vec<NodeSlot> = (1..=4)
+            .map(|i| NodeSlot {
+                name: format!("n{i}"),
+                node_type: "t1".into(),
+                freqs_ghz: GEARS.to_vec(),
+            })
+            .collect();
+        let by_ee = GEARS
+            .iter()
+            .copied()
+            .max_by(|a, b| ee(4.0, *a).total_cmp(&ee(4.0, *b)))
+            .unwrap();
+        // Above 1.16 GHz E1 grows with f while the messages' cost stays: the highest gear.
+        assert_eq!(by_ee, 2.5);
+        let d = decide(&model(), &search(Objective::MaxEe, &slots, None)).unwrap();
+        assert!(
+            d.config.nodes.iter().all(|n| n.freq_ghz == by_ee),
+            "{:?}",
+            d.config
+        );
+        assert!(
+            (d.objective - ee(4.0, by_ee)).abs() < 1e-9,
+            "{}",
+            d.objective
+        );
+        // The least energy is elsewhere: ranking by energy, as if E1 did not depend on
+        // f, would have picked the lowest gear.
+        let e = decide(&model(), &search(Objective::MinEnergy, &slots, None)).unwrap();
+        assert!(
+            e.config.nodes.iter().all(|n| n.freq_ghz == 1.2),
+            "{:?}",
+            e.config
+        );
+
+        // min_ee at each level: EE(f) >= m, so a bound between EE(2.1) and EE(2.5)
+        // leaves 2.5 alone feasible, and one above EE(2.5) none (the closest is kept).
+        let m = (ee(4.0, 2.1) + ee(4.0, 2.5)) / 2.0;
+        let d = decide(&model(), &search(Objective::MaxEe, &slots, Some(m))).unwrap();
+        assert!(d.feasible && d.config.nodes[0].freq_ghz == 2.5, "{d:?}");
+        let d = decide(&model(), &search(Objective::MaxEe, &slots, Some(0.999))).unwrap();
+        assert!(!d.feasible, "{d:?}");
+        assert!(d.reason.contains("energy cap"), "{}", d.reason);
+    }
 }

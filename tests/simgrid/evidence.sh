@@ -4,7 +4,7 @@
 # energy, and every shipped policy on every program with its prediction error after 1
 # and 5 runs. Needs root. Writes $OUT/results.jsonl and prints the tables.
 #   BIN_DIR=target/debug   use a debug build      OUT=DIR   where results go (sim-evidence)
-#   PARTS="scale scenarios policies"   which tables
+#   PARTS="scale scenarios policies iso"   which tables
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$ROOT/scripts/lib.sh"
@@ -13,7 +13,7 @@ bash "$ROOT/tests/munge/start.sh" >/dev/null
 NAS=$(bash "$HERE/build.sh" | tail -1)
 build_bins
 OUT=${OUT:-$ROOT/sim-evidence}
-PARTS=${PARTS:-scale scenarios policies}
+PARTS=${PARTS:-scale scenarios policies iso}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
 : > "$RESULTS"
@@ -55,6 +55,49 @@ baseline() {
       record part="$PART" site="$site" app="$app" nodes="$n" kind=monitor
   done
   learn "$prof" "$n" > "$OUT/learn-$site-$prof.txt" 2>&1
+}
+
+# t1_nodes P: the first P nodes of paper 004's type t1 (n1, n5, n9, ...), a hostlist.
+t1_nodes() { echo "n[$(seq -s, 1 4 $((4 * $1 - 3)))]"; }
+T1_GEARS="1.2 1.3 1.4 1.5 1.6 1.7 1.8 1.9 2.0 2.1 2.2 2.3 2.4 2.5"
+
+# iso APP "COUNTS": paper 000 on a learned profile. On paper 004's t1 nodes: a trace and
+# a monitor job at each count, the iso_energy profile learned from them, the EE curve
+# the simulator measures (every t1 gear at every count), greenup's predicted curve, and
+# iso-ee's choice at each count. Counts divide the work evenly: SMPI's sampling of EP
+# stops a run whose ranks sample one block with different iteration counts.
+iso() {
+  local app=$1 counts=$2 p f nodes prog
+  site_start paper004 "$OUT/iso-$app"
+  for p in $counts; do
+    nodes=$(t1_nodes "$p")
+    case $app in ep) prog="$NAS/ep $p A" ;; is) prog="$NAS/is $p W" ;; esac
+    # shellcheck disable=SC2086
+    fixed paper004 "$nodes" "$OUT/w/iso-$app-$p-live" - --record-trace "$OUT/w/iso-$app-$p.trace" -- $prog |
+      record part=iso app="$app" nodes="$p" kind=live
+    JOB=$((JOB + 1))
+    job paper004 "$nodes" "$OUT/w/iso-$app-$p" monitor "iso-$app" --replay "$OUT/w/iso-$app-$p.trace" |
+      record part=iso app="$app" nodes="$p" kind=monitor
+  done
+  "$GREENUP" profile learn "iso-$app" --model iso_energy --site "$CONF" --force > "$OUT/learn-iso-$app.txt" 2>&1
+  for p in $counts; do
+    for f in $T1_GEARS; do
+      fixed paper004 "$(t1_nodes "$p")" "$OUT/w/iso-$app-$p" "t1=$f" --replay "$OUT/w/iso-$app-$p.trace" |
+        record part=iso app="$app" nodes="$p" kind=grid freq="$f"
+    done
+  done
+  "$GREENUP" model ee --profile "$OUT/iso-$app/profiles/iso-$app.yaml" --n 1 --p "${counts// /,}" \
+    --f "${T1_GEARS// /,}" --json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin):
+    r.update(part="iso", app=sys.argv[1], kind="predicted"); print(json.dumps(r))
+' "$app" >> "$RESULTS"
+  for p in $counts; do
+    JOB=$((JOB + 1))
+    job paper004 "$(t1_nodes "$p")" "$OUT/w/iso-$app-$p" iso-ee "iso-$app" --replay "$OUT/w/iso-$app-$p.trace" |
+      record part=iso app="$app" nodes="$p" kind=iso-ee
+  done
+  site_stop
 }
 
 # policy_run SITE APP N PROFILE POLICY [ALGORITHM] [ROUND]
@@ -101,6 +144,10 @@ for PART in $PARTS; do
         done
         site_stop
       done ;;
+    iso)
+      step "paper 000 on learned profiles: iso-ee against the simulated EE curve, EP and IS"
+      iso ep "${ISO_EP_COUNTS:-1 2 4 8 16}"
+      iso is "${ISO_IS_COUNTS:-1 2 4 8 16}" ;;
   esac
 done
 python3 "$HERE/tables.py" "$RESULTS"

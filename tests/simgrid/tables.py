@@ -19,7 +19,8 @@ MAX_SLOWDOWN = {"edp": 10.0}
 rows = [json.loads(line) for line in open(sys.argv[1])]
 groups = defaultdict(list)
 for r in rows:
-    groups[(r["part"], r["site"], r["app"], r["nodes"])].append(r)
+    if r["part"] != "iso":
+        groups[(r["part"], r["site"], r["app"], r["nodes"])].append(r)
 
 
 def base(g):
@@ -125,3 +126,34 @@ if "policies" in parts:
             print(f"| {site} | {app.upper()} | {policy} | {verdict} | {freqs(rs[0])} | "
                   f"{sum(x[1] for x in m) / len(m):+.1f} | {sum(x[0] for x in m) / len(m):+.1f} | {kept} | {fe(e1)} | {fe(e5)} |")
         print(f"| {site} | {app.upper()} | (spread: identical runs, and the two live runs) | | | {100 * sp:.1f} | | | | |")
+
+iso = [r for r in rows if r["part"] == "iso"]
+for app in sorted({r["app"] for r in iso}):
+    rs = [r for r in iso if r["app"] == app]
+    # The simulator's EE at (p, f): E(1, f) / E(p, f), both measured at gear f.
+    grid = {(int(r["nodes"]), float(r["freq"])): r["measured"] for r in rs if r["kind"] == "grid"}
+    pred = {(int(r["p"]), round(float(r["f_ghz"]), 3)): r for r in rs if r["kind"] == "predicted"}
+    counts = sorted({p for p, _ in grid})
+    gears = sorted({f for _, f in grid})
+    ee = {(p, f): grid[(1, f)]["energy_j"] / grid[(p, f)]["energy_j"] for (p, f) in grid if (1, f) in grid}
+    print(f"### Paper 000 on a learned profile: {app.upper()} on paper 004's t1 nodes\n")
+    learned = [r for r in rs if r["kind"] == "monitor"]
+    print(f"Learned from {len(learned)} monitor runs at p = {', '.join(str(int(r['nodes'])) for r in learned)}; "
+          "EE = E1 / Ep at the same gear, measured by SimGrid and predicted by the learned iso_energy profile.\n")
+    print("| p | MPI calls / bytes per rank (counted) | EE measured at f_max | EE predicted at f_max | "
+          "iso-ee's gear | its measured EE | best measured EE at this p (gear) | iso-ee's time: predicted / measured s |")
+    print("|---:|---|---:|---:|---:|---:|---|---|")
+    fmax = gears[-1]
+    for p in counts:
+        mon = next((r for r in learned if int(r["nodes"]) == p), None)
+        hosts = mon["measured"]["hosts"] if mon else []
+        traffic = f"{sum(h['calls'] for h in hosts) / max(len(hosts), 1):.0f} / {sum(h['bytes'] for h in hosts) / max(len(hosts), 1):.0f}"
+        pr = pred.get((p, round(fmax, 3)))
+        choice = next((r for r in rs if r["kind"] == "iso-ee" and int(r["nodes"]) == p), None)
+        cf = choice["measured"]["hosts"][0]["freq_ghz"] if choice else None
+        best = max((ee[(p, f)], f) for f in gears if (p, f) in ee)
+        tp = choice.get("predicted") if choice else None
+        times = f"{tp['time_s']:.3f} / {choice['measured']['time_s']:.3f}" if tp else "-"
+        print(f"| {p} | {traffic} | {ee[(p, fmax)]:.3f} | {pr['ee']:.3f} | {cf if cf else '-'} | "
+              f"{ee.get((p, cf), float('nan')):.3f} | {best[0]:.3f} ({best[1]}) | {times} |" if pr else f"| {p} | {traffic} | - |")
+    print()

@@ -9,6 +9,7 @@
 
 mod platform;
 mod smpi;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -302,8 +303,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                                     incomplete: 0,
                                     compute_s: c,
                                     comm_s: (r.time_s - c).max(0.0),
-                                    bytes: 0,
-                                    calls: 0,
+                                    bytes: h.traffic.bytes,
+                                    calls: h.traffic.calls,
                                     low_s: 0.0,
                                     transitions: 0,
                                     errors: 0,

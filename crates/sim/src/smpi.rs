@@ -5,7 +5,8 @@
 //! plugin integrates `idle + load × (busy − idle)` watts, with load 1 while the rank
 //! computes and 0 while it waits in MPI, so `busy_s = (E − idle × T) / (busy − idle)`.
 //! That is the compute/communication split the learned profiles use, measured by the
-//! simulator, not assumed.
+//! simulator, not assumed. Each rank's MPI calls and bytes come from the run's
+//! time-independent trace (`crate::trace`): a live run always records one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use serde::Serialize;
 use greenup::expr::ExprError;
 
 use crate::platform::{self, Host, Links, PlatformError};
+use crate::trace::{self, TraceError, Traffic};
 
 /// Why an SMPI run gave no measurement; each message names the file or program at fault.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +55,9 @@ pub enum SmpiError {
         /// Where its output was saved.
         log: PathBuf,
     },
+    /// The run's trace could not be counted.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
     /// SimGrid's log lacks what the run measured.
     #[error("{source}, in {log}")]
     Log {
@@ -98,7 +103,8 @@ pub enum Program {
         path: PathBuf,
         /// Its arguments.
         args: Vec<String>,
-        /// Record a time-independent trace of this run here (`-trace-ti`).
+        /// Record the run's time-independent trace here (`-trace-ti`) for a later replay;
+        /// without it the trace goes to the work directory, to be counted.
         record: Option<PathBuf>,
     },
     /// Replay a recorded time-independent trace with SimGrid's `smpireplaymain`: the
@@ -140,6 +146,9 @@ pub struct HostResult {
     /// Seconds its rank computed (see the module doc); `None` where busy and idle power
     /// are equal and cannot tell them apart.
     pub compute_s: Option<f64>,
+    /// Its rank's MPI calls and bytes, counted from the trace.
+    #[serde(flatten)]
+    pub traffic: Traffic,
 }
 
 /// What one run measured.
@@ -171,20 +180,21 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
         .arg(&plat)
         .arg("-hostfile")
         .arg(&hostfile);
-    let what = match &spec.program {
+    let (what, traced) = match &spec.program {
         Program::Live { path, args, record } => {
-            if let Some(t) = record {
-                let t = std::path::absolute(t).map_err(io_at(t))?;
-                cmd.arg("-trace-ti")
-                    .arg(format!("--cfg=tracing/filename:{}", t.display()));
-            }
+            let t = record
+                .clone()
+                .unwrap_or_else(|| spec.work_dir.join("run.trace"));
+            let t = std::path::absolute(&t).map_err(io_at(&t))?;
+            cmd.arg("-trace-ti")
+                .arg(format!("--cfg=tracing/filename:{}", t.display()));
             cmd.arg(format!("--cfg=smpi/host-speed:{}", spec.host_speed));
             cmd.arg("--cfg=plugin:host_energy")
                 .arg("--cfg=smpi/display-timing:yes")
                 .arg("--log=xbt_cfg.thres:warning")
                 .arg(path)
                 .args(args);
-            path.display().to_string()
+            (path.display().to_string(), t)
         }
         Program::Replay { trace, main } => {
             let trace = std::path::absolute(trace).map_err(io_at(trace))?;
@@ -197,7 +207,7 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
                 .arg("-replay")
                 .arg(&trace)
                 .arg(main);
-            format!("the replay of {}", trace.display())
+            (format!("the replay of {}", trace.display()), trace)
         }
     };
     let out = cmd
@@ -217,10 +227,15 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
             log: spec.work_dir.join("smpirun.log"),
         });
     }
-    parse(&text, hosts).map_err(|source| SmpiError::Log {
+    let mut result = parse(&text, hosts).map_err(|source| SmpiError::Log {
         source,
         log: spec.work_dir.join("smpirun.log"),
-    })
+    })?;
+    // One rank a host, in the host file's order: rank i ran on host i.
+    for (h, t) in result.hosts.iter_mut().zip(trace::count(&traced)?) {
+        h.traffic = t;
+    }
+    Ok(result)
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<(), SmpiError> {
@@ -274,6 +289,7 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
             freq_ghz: f,
             energy_j: e,
             compute_s,
+            traffic: Traffic::default(),
         });
     }
     Ok(RunResult {

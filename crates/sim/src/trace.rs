@@ -1,0 +1,432 @@
+//! Each rank's MPI calls and bytes, counted from SimGrid's time-independent trace.
+//!
+//! On a Slurm node the MPI runtime counts them as the program runs; under SMPI the same
+//! program leaves a trace (`smpirun -trace-ti`) of every call it made, which is the
+//! count. Bytes follow the runtime's rule, so a profile learned here and one learned on
+//! Slurm mean the same thing:
+//! - a point-to-point call moves its count of its datatype (a send-receive the larger
+//!   of its two halves);
+//! - a collective moves what the rank receives: `count` for a broadcast or a reduction,
+//!   every peer's block for an all-to-all or an all-gather, and the whole buffer at the
+//!   root of a gather or a scatter (its own block elsewhere);
+//! - a wait, a test or a barrier is a call that moves nothing.
+//!
+//! The trace names datatypes by SMPI's ids of the predefined types (0 for `MPI_DOUBLE`,
+//! 1 for `MPI_INT`, ...); a line without one uses the trace's default, bytes unless its
+//! `init` line says otherwise, as SMPI's replay reads it. The argument positions are
+//! those of SMPI 3.32's replay parser.
+
+use std::path::{Path, PathBuf};
+
+/// Why a trace could not be counted; the message names the file and line at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// A file of the trace could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The index or a rank's file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A line is not one SMPI's replay would read.
+    #[error("{path}:{line}: {message}")]
+    Line {
+        /// The rank's file.
+        path: PathBuf,
+        /// 1-based.
+        line: usize,
+        /// What is wrong and what would be valid.
+        message: String,
+    },
+    /// The index lists no rank file.
+    #[error("{path}: lists no rank file (expected one path per line, as smpirun -trace-ti writes)")]
+    Empty {
+        /// The index.
+        path: PathBuf,
+    },
+}
+
+/// What one rank's calls moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Traffic {
+    /// MPI calls that communicate or wait (not init, finalize or computation).
+    pub calls: u64,
+    /// Bytes those calls moved, by the module's rule.
+    pub bytes: u64,
+}
+
+/// Bytes of SMPI's predefined datatype `id` (its `Datatype::decode` table).
+fn datatype_bytes(id: u32) -> Option<u64> {
+    Some(match id {
+        // char, byte, signed/unsigned char, bool, int8, uint8
+        2 | 6 | 8 | 9 | 16 | 17 | 21 => 1,
+        // short, unsigned short, int16, uint16
+        3 | 10 | 18 | 22 => 2,
+        // int, float, unsigned, wchar_t, int32, uint32
+        1 | 5 | 11 | 15 | 19 | 23 => 4,
+        // double, long, long long, unsigned long (long), int64, uint64, float complex,
+        // MPI_Aint, MPI_Offset, float+int, short+int (padded), 2 int, 2 float
+        0 | 4 | 7 | 12 | 13 | 20 | 24 | 25 | 28 | 29 | 30 | 33 | 34 | 35 => 8,
+        // long double, double complex, long+int, double+int, 2 double, 2 long
+        14 | 26 | 31 | 32 | 36 | 37 => 16,
+        // long double complex
+        27 => 32,
+        _ => return None,
+    })
+}
+
+/// Count every rank of the trace whose index (the file `--cfg=tracing/filename` named)
+/// is `index`, in rank order.
+pub fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TraceError::Io { path, source }
+    };
+    let text = std::fs::read_to_string(index).map_err(io(index))?;
+    let base = index.parent().unwrap_or(Path::new("."));
+    let files: Vec<PathBuf> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| base.join(l))
+        .collect();
+    if files.is_empty() {
+        return Err(TraceError::Empty {
+            path: index.to_path_buf(),
+        });
+    }
+    let ranks = files.len() as u64;
+    let mut out = vec![Traffic::default(); files.len()];
+    for file in &files {
+        let text = std::fs::read_to_string(file).map_err(io(file))?;
+        let (rank, traffic) =
+            count_rank(&text, ranks).map_err(|(line, message)| TraceError::Line {
+                path: file.clone(),
+                line,
+                message,
+            })?;
+        let slot = out.get_mut(rank as usize).ok_or_else(|| TraceError::Line {
+            path: file.clone(),
+            line: 1,
+            message: format!("rank {rank}, but the index lists {ranks} ranks"),
+        })?;
+        *slot = traffic;
+    }
+    Ok(out)
+}
+
+/// One rank's file: its rank and what it moved, or the 1-based line at fault and why.
+fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic), (usize, String)> {
+    let mut rank = None;
+    let mut default_bytes = 1;
+    let mut t = Traffic::default();
+    for (i, line) in text.lines().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [who, action, args @ ..] = words.as_slice() else {
+            if words.is_empty() {
+                continue;
+            }
+            return Err((i + 1, format!("'{line}': expected RANK ACTION [ARGS]")));
+        };
+        let who: u64 = who
+            .parse()
+            .map_err(|_| (i + 1, format!("'{who}': expected a rank number")))?;
+        match rank {
+            None => rank = Some(who),
+            Some(r) if r != who => {
+                return Err((i + 1, format!("rank {who} in rank {r}'s file")));
+            }
+            Some(_) => {}
+        }
+        let moved = moved(action, args, who, ranks, default_bytes).map_err(|m| (i + 1, m))?;
+        match moved {
+            Moved::Nothing => {}
+            Moved::Init(double) => default_bytes = if double { 8 } else { 1 },
+            Moved::Call(bytes) => {
+                t.calls += 1;
+                t.bytes = t.bytes.saturating_add(bytes);
+            }
+        }
+    }
+    let rank = rank.ok_or((1, "an empty rank file".to_string()))?;
+    Ok((rank, t))
+}
+
+/// What a line stands for.
+enum Moved {
+    /// Not a communication (computation, communicators, the end).
+    Nothing,
+    /// The run's start; true when it sets the default datatype to doubles.
+    Init(bool),
+    /// A call that moved this many bytes.
+    Call(u64),
+}
+
+/// What `action` with `args` (the words after it) moved on rank `me` of `ranks`.
+fn moved(
+    action: &str,
+    args: &[&str],
+    me: u64,
+    ranks: u64,
+    default_bytes: u64,
+) -> Result<Moved, String> {
+    let n = ranks as usize;
+    let need = |k: usize| {
+        if args.len() < k {
+            Err(format!(
+                "'{action}' needs at least {k} arguments with {ranks} ranks, has {}",
+                args.len()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let num = |j: usize| -> Result<u64, String> {
+        let w = args[j];
+        // SMPI writes counts as integers and reads them as doubles, truncated.
+        w.parse::<u64>()
+            .ok()
+            .or_else(|| {
+                w.parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .map(|v| v as u64)
+            })
+            .ok_or_else(|| format!("'{action}' argument {}: '{w}' is not a count", j + 1))
+    };
+    // The datatype's bytes at argument j, or the trace's default where the line stops.
+    let dt = |j: usize| -> Result<u64, String> {
+        let Some(w) = args.get(j) else {
+            return Ok(default_bytes);
+        };
+        w.parse::<u32>()
+            .ok()
+            .and_then(datatype_bytes)
+            .ok_or_else(|| {
+                format!(
+                    "'{action}': datatype '{w}' is not one of SMPI's predefined types (0 to 37)"
+                )
+            })
+    };
+    let sum = |from: usize| -> Result<u64, String> {
+        (from..from + n).try_fold(0u64, |s, j| Ok(s.saturating_add(num(j)?)))
+    };
+    let root = |j: usize| -> Result<u64, String> { args.get(j).map_or(Ok(0), |_| num(j)) };
+    let times = |a: u64, b: u64| a.saturating_mul(b);
+    let bytes = match action {
+        "init" => return Ok(Moved::Init(!args.is_empty())),
+        "finalize" | "compute" | "sleep" | "location" | "comm_size" | "comm_split" | "comm_dup" => {
+            return Ok(Moved::Nothing);
+        }
+        "wait" | "waitall" | "test" | "barrier" => 0,
+        "send" | "isend" | "recv" | "irecv" => {
+            need(3)?;
+            times(num(2)?, dt(3)?)
+        }
+        "sendRecv" => {
+            need(4)?;
+            times(num(0)?, dt(4)?).max(times(num(2)?, dt(5)?))
+        }
+        "bcast" => {
+            need(1)?;
+            times(num(0)?, dt(2)?)
+        }
+        "reduce" => {
+            need(2)?;
+            times(num(0)?, dt(3)?)
+        }
+        "allreduce" | "scan" | "exscan" => {
+            need(2)?;
+            times(num(0)?, dt(2)?)
+        }
+        "alltoall" | "allgather" => {
+            need(2)?;
+            times(ranks, times(num(1)?, dt(3)?))
+        }
+        "alltoallv" => {
+            need(2 * n + 2)?;
+            times(sum(n + 2)?, dt(2 * n + 3)?)
+        }
+        "allgatherv" => {
+            need(n + 1)?;
+            // SMPI's parser: datatypes right after the counts when displacements follow
+            // them or nothing does; the default when only displacements follow.
+            let recv = if args.len() > 2 * n + 1 || args.len() <= n + 3 {
+                dt(n + 2)?
+            } else {
+                default_bytes
+            };
+            times(sum(1)?, recv)
+        }
+        "reducescatter" => {
+            need(n + 1)?;
+            times(sum(0)?, dt(n + 1)?)
+        }
+        "gather" => {
+            need(2)?;
+            if me == root(2)? {
+                times(ranks, times(num(1)?, dt(4)?))
+            } else {
+                times(num(0)?, dt(3)?)
+            }
+        }
+        "scatter" => {
+            need(2)?;
+            if me == root(2)? {
+                times(ranks, times(num(0)?, dt(3)?))
+            } else {
+                times(num(1)?, dt(4)?)
+            }
+        }
+        "gatherv" => {
+            need(n + 1)?;
+            if me == root(n + 1)? {
+                times(sum(1)?, dt(n + 3)?)
+            } else {
+                times(num(0)?, dt(n + 2)?)
+            }
+        }
+        "scatterv" => {
+            need(n + 1)?;
+            if me == root(n + 1)? {
+                times(sum(0)?, dt(n + 2)?)
+            } else {
+                times(num(n)?, dt(n + 3)?)
+            }
+        }
+        other => {
+            return Err(format!(
+                "'{other}' is not an action SMPI's replay knows (send, recv, bcast, allreduce, alltoall, ...)"
+            ));
+        }
+    };
+    Ok(Moved::Call(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-rank trace whose counts are worked by hand in the comments.
+    fn write_trace(dir: &Path, rank1: &str) -> PathBuf {
+        let files = dir.join("run.trace_files");
+        std::fs::create_dir_all(&files).unwrap();
+        let rank0 = "0 init\n\
+                     0 compute 1e+06\n\
+                     0 send 1 0 100 0\n\
+                     0 irecv 1 0 10 1\n\
+                     0 wait 1 0 0\n\
+                     0 allreduce 1029 0 1 \n\
+                     0 alltoall 1 1 1 1\n\
+                     0 alltoallv 131072 5 6 132074 7 8 1 1\n\
+                     0 gather 3 3 0 6 6\n\
+                     0 reduce 1 0 0 1\n\
+                     0 barrier\n\
+                     0 finalize\n";
+        std::fs::write(files.join("t_rank-1.txt"), rank0).unwrap();
+        std::fs::write(files.join("t_rank-2.txt"), rank1).unwrap();
+        let index = dir.join("run.trace");
+        // The index lists the rank files; rank 1's first, which the lines' ranks put right.
+        std::fs::write(
+            &index,
+            format!(
+                "{}\nrun.trace_files/t_rank-1.txt\n",
+                files.join("t_rank-2.txt").display()
+            ),
+        )
+        .unwrap();
+        index
+    }
+
+    #[test]
+    fn calls_and_bytes_follow_the_runtime_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let rank1 = "1 init\n\
+                     1 recv 0 0 100 0\n\
+                     1 isend 0 0 10 1\n\
+                     1 gather 3 3 0 6 6\n\
+                     1 bcast 5\n\
+                     1 finalize\n";
+        let t = count(&write_trace(dir.path(), rank1)).unwrap();
+        // Rank 0: send 100 doubles (800), irecv 10 ints (40), a wait (0), allreduce of
+        // 1029 ints (4116), alltoall of 1 int from each of 2 ranks (8), alltoallv receiving
+        // 7 + 8 ints (60), gather's root receiving 3 bytes from each of 2 ranks (6), reduce
+        // of 1 int (4), a barrier (0): 9 calls, 5034 bytes.
+        assert_eq!(
+            t[0],
+            Traffic {
+                calls: 9,
+                bytes: 5034
+            }
+        );
+        // Rank 1: recv 800, isend 40, its own block of the gather (3), and a broadcast of
+        // 5 with no datatype, so the default of an `init` without arguments: bytes (5).
+        assert_eq!(
+            t[1],
+            Traffic {
+                calls: 4,
+                bytes: 848
+            }
+        );
+    }
+
+    #[test]
+    fn a_line_replay_would_refuse_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "1 init\n1 send 0 0 4 99\n",
+                "t_rank-2.txt:2: 'send': datatype '99'",
+            ),
+            (
+                "1 init\n1 frobnicate 3\n",
+                "t_rank-2.txt:2: 'frobnicate' is not an action",
+            ),
+            (
+                "1 init\n0 barrier\n",
+                "t_rank-2.txt:2: rank 0 in rank 1's file",
+            ),
+            (
+                "1 init\n1 send 0 0\n",
+                "t_rank-2.txt:2: 'send' needs at least 3 arguments",
+            ),
+            (
+                "1 init\n1 bcast x\n",
+                "t_rank-2.txt:2: 'bcast' argument 1: 'x' is not a count",
+            ),
+            (
+                "5 init\n",
+                "t_rank-2.txt:1: rank 5, but the index lists 2 ranks",
+            ),
+        ];
+        for (rank1, want) in cases {
+            let e = count(&write_trace(dir.path(), rank1))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}\nwanted: {want}");
+        }
+        let gone = count(&dir.path().join("none.trace"))
+            .unwrap_err()
+            .to_string();
+        assert!(gone.contains("none.trace"), "{gone}");
+        std::fs::write(dir.path().join("empty.trace"), "\n").unwrap();
+        let empty = count(&dir.path().join("empty.trace"))
+            .unwrap_err()
+            .to_string();
+        assert!(empty.contains("lists no rank file"), "{empty}");
+    }
+
+    #[test]
+    fn every_predefined_datatype_has_its_c_size() {
+        // The C sizes on x86_64, in SMPI's id order (smpi_datatype.cpp).
+        let sizes = [
+            8, 4, 1, 2, 8, 4, 1, 8, 1, 1, 2, 4, 8, 8, 16, 4, 1, 1, 2, 4, 8, 1, 2, 4, 8, 8, 16, 32,
+            8, 8, 8, 16, 16, 8, 8, 8, 16, 16,
+        ];
+        for (id, size) in sizes.iter().enumerate() {
+            assert_eq!(datatype_bytes(id as u32), Some(*size), "id {id}");
+        }
+        assert_eq!(datatype_bytes(38), None);
+    }
+}
