@@ -1208,6 +1208,30 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_total_of_bytes_takes_the_constant_law() {
+        // NAS IS's all-to-all shares out one data set: each of p ranks moves 1/p of it,
+        // so the bytes of all ranks stay 4e9 at every p (and the profile says p - 1).
+        let mut noise = Noise(9);
+        let runs: Vec<Outcome> = [2, 4, 8]
+            .into_iter()
+            .enumerate()
+            .map(|(k, p)| {
+                let mut o = iso_run(k as u64 + 1, p, 2.5, &mut noise);
+                for n in &mut o.nodes {
+                    n.bytes = Some((4e9 / p as f64 * noise.next()).round() as u64);
+                }
+                o
+            })
+            .collect();
+        let r = iso_energy(&wrong_iso(), &runs).unwrap();
+        let b = &r.params.app.b;
+        assert!(b.source().ends_with(" * (1)"), "{}", b.source());
+        for p in [2.0, 16.0, 64.0] {
+            assert!(close(at(b, p), 4e9, 0.02), "B({p}) {}", at(b, p));
+        }
+    }
+
+    #[test]
     fn one_frequency_keeps_w_mo_and_w_co_takes_the_whole_overhead() {
         let mut noise = Noise(9);
         let runs: Vec<Outcome> = [2, 4, 8]
