@@ -166,19 +166,51 @@ static int peers(MPI_Comm comm)
     return n;
 }
 
-/* Bytes of a rooted collective (Gather, Scatter): the root moves one block of
- * `root_count` x `root_type` per rank, any other rank one block of its own. Zero on an
- * intercommunicator, where which arguments matter depends on the group: greenup reads
- * none of them rather than one that may be garbage. */
-static uint64_t rooted(MPI_Comm comm, int root, int root_count, MPI_Datatype root_type,
-                       int count, MPI_Datatype type, int *strided)
+/* This rank's place among the ranks of `comm` whose blocks it receives: its rank in an
+ * intracommunicator, -1 in an intercommunicator (the remote group never includes it). A
+ * rank's block to itself is a copy in its own memory, which no network carries: the
+ * counts leave it out, and a collective of a rank alone is no communication at all
+ * (COLLECTIVE), so one rank alone counts no call and no byte, as paper 000's M(1) and
+ * B(1) are 0. */
+static int self_in(MPI_Comm comm)
 {
     int inter = 0, me = -1;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
         PMPI_Comm_rank(comm, &me) != MPI_SUCCESS)
+        return -1;
+    return me;
+}
+
+/* The ranks other than this one that a collective on `comm` exchanges with. */
+static int others(MPI_Comm comm)
+{
+    int n = peers(comm);
+    return self_in(comm) >= 0 && n > 0 ? n - 1 : n;
+}
+
+/* The sum of `counts` over the ranks other than this one. */
+static uint64_t others_sum(MPI_Comm comm, const int counts[], MPI_Datatype type, int *strided)
+{
+    int n = peers(comm), me = self_in(comm), i;
+    uint64_t bytes = 0;
+    for (i = 0; i < n; i++)
+        if (i != me)
+            bytes += bytes_of(counts[i], type, strided);
+    return bytes;
+}
+
+/* Bytes of a rooted collective (Gather, Scatter): the root moves one block of
+ * `root_count` x `root_type` per other rank, any other rank one block of its own. Zero
+ * on an intercommunicator, where which arguments matter depends on the group: greenup
+ * reads none of them rather than one that may be garbage. */
+static uint64_t rooted(MPI_Comm comm, int root, int root_count, MPI_Datatype root_type,
+                       int count, MPI_Datatype type, int *strided)
+{
+    int me = self_in(comm);
+    if (me < 0)
         return 0;
     if (me == root)
-        return (uint64_t)peers(comm) * bytes_of(root_count, root_type, strided);
+        return (uint64_t)others(comm) * bytes_of(root_count, root_type, strided);
     return bytes_of(count, type, strided);
 }
 
@@ -577,13 +609,22 @@ int greenup_shim_MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *statu
         return rc_;                                                                       \
     } while (0)
 
-int greenup_shim_MPI_Barrier(MPI_Comm comm) { FORWARD(0, 0, PMPI_Barrier(comm)); }
+/* A collective on `comm`: where the rank is alone it is a copy in the rank's own memory,
+ * not communication, so it goes through uncounted and its time is the rank's own. */
+#define COLLECTIVE(comm, bytes, strided, call)                                            \
+    do {                                                                                  \
+        if (others(comm) == 0)                                                            \
+            return (call);                                                                \
+        FORWARD((bytes), (strided), call);                                                \
+    } while (0)
+
+int greenup_shim_MPI_Barrier(MPI_Comm comm) { COLLECTIVE(comm, 0, 0, PMPI_Barrier(comm)); }
 
 int greenup_shim_MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
     int strided = 0;
     uint64_t bytes = bytes_of(count, type, &strided);
-    FORWARD(bytes, strided, PMPI_Bcast(buf, count, type, root, comm));
+    COLLECTIVE(comm, bytes, strided, PMPI_Bcast(buf, count, type, root, comm));
 }
 
 int greenup_shim_MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
@@ -591,7 +632,7 @@ int greenup_shim_MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatyp
 {
     int strided = 0;
     uint64_t bytes = bytes_of(count, type, &strided);
-    FORWARD(bytes, strided, PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
+    COLLECTIVE(comm, bytes, strided, PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
 }
 
 int greenup_shim_MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
@@ -599,26 +640,24 @@ int greenup_shim_MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Data
 {
     int strided = 0;
     uint64_t bytes = bytes_of(count, type, &strided);
-    FORWARD(bytes, strided, PMPI_Allreduce(sbuf, rbuf, count, type, op, comm));
+    COLLECTIVE(comm, bytes, strided, PMPI_Allreduce(sbuf, rbuf, count, type, op, comm));
 }
 
 int greenup_shim_MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                               int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
     int strided = 0;
-    uint64_t bytes = (uint64_t)peers(comm) * bytes_of(rcount, rtype, &strided);
-    FORWARD(bytes, strided, PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    uint64_t bytes = (uint64_t)others(comm) * bytes_of(rcount, rtype, &strided);
+    COLLECTIVE(comm, bytes, strided, PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
 }
 
 int greenup_shim_MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
                                MPI_Datatype stype, void *rbuf, const int rcounts[],
                                const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
 {
-    int strided = 0, n = peers(comm), i;
-    uint64_t bytes = 0;
-    for (i = 0; i < n; i++)
-        bytes += bytes_of(rcounts[i], rtype, &strided);
-    FORWARD(bytes, strided,
+    int strided = 0;
+    uint64_t bytes = others_sum(comm, rcounts, rtype, &strided);
+    COLLECTIVE(comm, bytes, strided,
             PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm));
 }
 
@@ -626,19 +665,17 @@ int greenup_shim_MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype,
                                int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
     int strided = 0;
-    uint64_t bytes = (uint64_t)peers(comm) * bytes_of(rcount, rtype, &strided);
-    FORWARD(bytes, strided, PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+    uint64_t bytes = (uint64_t)others(comm) * bytes_of(rcount, rtype, &strided);
+    COLLECTIVE(comm, bytes, strided, PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
 }
 
 int greenup_shim_MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                                 const int rcounts[], const int displs[], MPI_Datatype rtype,
                                 MPI_Comm comm)
 {
-    int strided = 0, n = peers(comm), i;
-    uint64_t bytes = 0;
-    for (i = 0; i < n; i++)
-        bytes += bytes_of(rcounts[i], rtype, &strided);
-    FORWARD(bytes, strided,
+    int strided = 0;
+    uint64_t bytes = others_sum(comm, rcounts, rtype, &strided);
+    COLLECTIVE(comm, bytes, strided,
             PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
 }
 
@@ -647,7 +684,7 @@ int greenup_shim_MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, vo
 {
     int strided = 0;
     uint64_t bytes = rooted(comm, root, rcount, rtype, scount, stype, &strided);
-    FORWARD(bytes, strided,
+    COLLECTIVE(comm, bytes, strided,
             PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
@@ -656,7 +693,7 @@ int greenup_shim_MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, v
 {
     int strided = 0;
     uint64_t bytes = rooted(comm, root, scount, stype, rcount, rtype, &strided);
-    FORWARD(bytes, strided,
+    COLLECTIVE(comm, bytes, strided,
             PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
@@ -1041,6 +1078,14 @@ FDECL2(win_unlock_all, F *, F *);
         FFWD(__VA_ARGS__);                                                                \
         greenup_leave(&c_);                                                               \
     } while (0)
+/* A collective on `*comm_`, uncounted where the rank is alone (as COLLECTIVE in C). */
+#define FCOLLECTIVE(comm_, bytes, strided, ...)                                           \
+    do {                                                                                  \
+        if (fothers(comm_) == 0)                                                          \
+            FFWD(__VA_ARGS__);                                                            \
+        else                                                                              \
+            FCOUNT((bytes), (strided), __VA_ARGS__);                                      \
+    } while (0)
 /* A call posting a transfer of `bytes` with its request in `*req`. */
 #define FPOST(bytes, strided, req, ...)                                                   \
     do {                                                                                  \
@@ -1070,7 +1115,7 @@ static uint64_t fbytes(const F *count, const F *type, int *strided)
     return bytes_of((int)*count, MPI_Type_f2c(*type), strided);
 }
 
-static int fpeers(const F *comm) { return peers(MPI_Comm_f2c(*comm)); }
+static int fothers(const F *comm) { return others(MPI_Comm_f2c(*comm)); }
 
 FBOTH(init, (F *ierr), FFWD0(); if (e == MPI_SUCCESS) after_init();)
 
@@ -1163,29 +1208,29 @@ FBOTH(testsome, (F *n, F *reqs, F *outcount, F *indices, F *statuses, F *ierr),
 FBOTH(request_free, (F *req, F *ierr), uint64_t key = greenup_tracking() ? fkey(req) : 0;
       FFWD(req); if (key) greenup_forget(key);)
 
-FBOTH(barrier, (F *comm, F *ierr), FCOUNT(0, 0, comm);)
+FBOTH(barrier, (F *comm, F *ierr), FCOLLECTIVE(comm, 0, 0, comm);)
 
 FBOTH(bcast, (void *buf, F *count, F *type, F *root, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
-      FCOUNT(b, s, buf, count, type, root, comm);)
+      FCOLLECTIVE(comm, b, s, buf, count, type, root, comm);)
 
 FBOTH(reduce, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
-      FCOUNT(b, s, sbuf, rbuf, count, type, op, root, comm);)
+      FCOLLECTIVE(comm, b, s, sbuf, rbuf, count, type, op, root, comm);)
 
 FBOTH(allreduce, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
-      FCOUNT(b, s, sbuf, rbuf, count, type, op, comm);)
+      FCOLLECTIVE(comm, b, s, sbuf, rbuf, count, type, op, comm);)
 
 FBOTH(alltoall,
       (void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr),
-      int s = 0; uint64_t b = (uint64_t)fpeers(comm) * fbytes(rcount, rtype, &s);
-      FCOUNT(b, s, sbuf, scount, stype, rbuf, rcount, rtype, comm);)
+      int s = 0; uint64_t b = (uint64_t)fothers(comm) * fbytes(rcount, rtype, &s);
+      FCOLLECTIVE(comm, b, s, sbuf, scount, stype, rbuf, rcount, rtype, comm);)
 
 FBOTH(allgather,
       (void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr),
-      int s = 0; uint64_t b = (uint64_t)fpeers(comm) * fbytes(rcount, rtype, &s);
-      FCOUNT(b, s, sbuf, scount, stype, rbuf, rcount, rtype, comm);)
+      int s = 0; uint64_t b = (uint64_t)fothers(comm) * fbytes(rcount, rtype, &s);
+      FCOLLECTIVE(comm, b, s, sbuf, scount, stype, rbuf, rcount, rtype, comm);)
 
 FBOTH(put,
       (void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp, F *tcount, F *ttype,

@@ -24,10 +24,11 @@ use crate::model::iso_energy::IsoEnergy;
 
 const NP: &[&str] = &["n", "p"];
 
-/// The laws of p (totals over all processors) offered when the runs can choose one: a
-/// fixed total (the ranks share out one data set, as an all-to-all sort does: NAS IS's
-/// bytes), per-processor constant, none on one processor, a tree per processor, all pairs.
-pub const LAWS: [&str; 5] = ["1", "p", "p - 1", "p * log2(p)", "p * (p - 1)"];
+/// The laws of p (totals over all processors) offered when the runs can choose one:
+/// per-processor constant, none on one processor, one data set shared out (each rank
+/// keeps 1/p of it and receives the rest, as an all-to-all sort does: NAS IS's bytes), a
+/// tree per processor, all pairs.
+pub const LAWS: [&str; 5] = ["p", "p - 1", "(p - 1) / p", "p * log2(p)", "p * (p - 1)"];
 
 /// Two columns whose squared cosine exceeds this are too close to tell apart.
 const MAX_COS2: f64 = 0.99;

@@ -1208,26 +1208,29 @@ mod tests {
     }
 
     #[test]
-    fn a_fixed_total_of_bytes_takes_the_constant_law() {
-        // NAS IS's all-to-all shares out one data set: each of p ranks moves 1/p of it,
-        // so the bytes of all ranks stay 4e9 at every p (and the profile says p - 1).
+    fn a_data_set_shared_out_takes_its_law() {
+        // NAS IS's all-to-all shares out one data set of 4e9 bytes: each of p ranks keeps
+        // 1/p of its share and receives the rest, so all ranks together receive
+        // 4e9 (p - 1) / p bytes from each other (and the profile says p - 1).
         let mut noise = Noise(9);
         let runs: Vec<Outcome> = [2, 4, 8]
             .into_iter()
             .enumerate()
             .map(|(k, p)| {
                 let mut o = iso_run(k as u64 + 1, p, 2.5, &mut noise);
+                let pf = p as f64;
                 for n in &mut o.nodes {
-                    n.bytes = Some((4e9 / p as f64 * noise.next()).round() as u64);
+                    n.bytes = Some((4e9 / pf * (pf - 1.0) / pf * noise.next()).round() as u64);
                 }
                 o
             })
             .collect();
         let r = iso_energy(&wrong_iso(), &runs).unwrap();
         let b = &r.params.app.b;
-        assert!(b.source().ends_with(" * (1)"), "{}", b.source());
+        assert!(b.source().ends_with(" * ((p - 1) / p)"), "{}", b.source());
         for p in [2.0, 16.0, 64.0] {
-            assert!(close(at(b, p), 4e9, 0.02), "B({p}) {}", at(b, p));
+            let want = 4e9 * (p - 1.0) / p;
+            assert!(close(at(b, p), want, 0.02), "B({p}) {}", at(b, p));
         }
     }
 

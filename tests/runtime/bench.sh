@@ -6,7 +6,8 @@
 # calling MPI_Send and MPI_Recv on MPI_PROC_NULL, then MPI_Isend and MPI_Irecv each with
 # its MPI_Wait (the interception alone), and OSU-style ping-pongs of BYTES between two
 # ranks of a local mpirun, each bound to a core, blocking and then nonblocking, and
-# MPI_Win_fence between them (which block mode precedes with a nonblocking barrier).
+# MPI_Win_fence between them (which block mode precedes with a nonblocking barrier), and
+# MPI_Allreduce of BYTES between them (a collective's wrapper).
 # Configurations alternate, ROUNDS times each; the median and the minimum are reported,
 # and the median of the paired (same round) differences from bare.
 # Usage: bench.sh [BYTES] [ITERATIONS] [ROUNDS]
@@ -48,9 +49,10 @@ stat() {
   echo "$m $d"
 }
 name() { case $1 in self) echo PROC_NULL ;; selfnb) echo "PROC_NULL nb" ;; fence) echo Win_fence ;;
+  allreduce) echo "$BYTES B Allreduce" ;;
   nb*) echo "${1#nb} B nb" ;; *) echo "$1 B" ;; esac; }
 printf '%-8s %-13s %10s %9s %22s\n' config loop "median µs" "min µs" "paired added, median"
-for l in self selfnb "$BYTES" "nb$BYTES" fence; do
+for l in self selfnb "$BYTES" "nb$BYTES" fence allreduce; do
   read -r b _ _ <<< "$(stat bare "$l")"
   for c in bare measure dvfs; do
     read -r m n d <<< "$(stat "$c" "$l")"

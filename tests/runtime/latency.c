@@ -2,7 +2,9 @@
  * ping-pong a small message with MPI_Send and MPI_Recv ("BYTES"), then with MPI_Irecv,
  * MPI_Isend and MPI_Waitall ("nbBYTES"); each prints its name and the mean one-way time in
  * microseconds; then MPI_Win_fence on a window of MPI_Win_allocate ("fence", the mean time
- * per fence, ITERATIONS / 10 of them). With one rank, the interception alone, on MPI_PROC_NULL, where calls
+ * per fence, ITERATIONS / 10 of them), and MPI_Allreduce of BYTES ("allreduce", the mean
+ * time per call: a collective, whose wrapper also asks the communicator's size and the
+ * rank's place in it). With one rank, the interception alone, on MPI_PROC_NULL, where calls
  * return at once: MPI_Send and MPI_Recv ("self"), and MPI_Isend and MPI_Irecv each with
  * its MPI_Wait ("selfnb"); each prints the mean time per call (a post and its wait
  * count as two). */
@@ -78,6 +80,17 @@ static double fences(int iters)
     return t;
 }
 
+static double allreduces(char *buf, int bytes, int iters)
+{
+    double t0 = 0;
+    for (int i = 0; i < iters + iters / 10; i++) {
+        if (i == iters / 10)
+            t0 = MPI_Wtime();
+        MPI_Allreduce(MPI_IN_PLACE, buf, bytes, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    }
+    return (MPI_Wtime() - t0) * 1e6 / iters;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, bytes = argc > 1 ? atoi(argv[1]) : 8, iters = argc > 2 ? atoi(argv[2]) : 100000;
@@ -93,8 +106,10 @@ int main(int argc, char **argv)
         double blocking = ping_pong(rank, buf, bytes, iters, 0);
         double nonblocking = ping_pong(rank, buf, bytes, iters, 1);
         double fence = fences(iters / 10);
+        double allreduce = allreduces(buf, bytes, iters);
         if (rank == 0)
-            printf("%d %.3f\nnb%d %.3f\nfence %.3f\n", bytes, blocking, bytes, nonblocking, fence);
+            printf("%d %.3f\nnb%d %.3f\nfence %.3f\nallreduce %.3f\n", bytes, blocking, bytes,
+                   nonblocking, fence, allreduce);
     }
     free(buf);
     MPI_Finalize();

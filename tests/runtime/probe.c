@@ -502,6 +502,18 @@ int main(int argc, char **argv)
         MPI_Win_free(&win);
         MPI_Group_free(&other);
         MPI_Group_free(&world);
+    } else if (!strcmp(mode, "self")) {
+        /* A rank alone (MPI_COMM_SELF) copies within its own memory: none of these is
+         * communication. The all-to-all over both ranks moves the other rank's block
+         * only: 2 ints, 8 bytes. */
+        int a[4] = {rank, rank + 1, rank + 2, rank + 3}, b[4] = {0, 0, 0, 0};
+        MPI_Allreduce(a, b, 4, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+        MPI_Bcast(a, 4, MPI_INT, 0, MPI_COMM_SELF);
+        MPI_Alltoall(a, 4, MPI_INT, b, 4, MPI_INT, MPI_COMM_SELF);
+        MPI_Barrier(MPI_COMM_SELF);
+        sum += (unsigned long)(b[0] + b[3]);
+        MPI_Alltoall(a, 2, MPI_INT, b, 2, MPI_INT, MPI_COMM_WORLD);
+        sum += (unsigned long)(b[0] * 7 + b[2]);
     } else if (!strcmp(mode, "rma")) {
         int n = 1 << 18;
         int *win_buf, *src = malloc(sizeof(int) * n);

@@ -206,6 +206,19 @@ for r in "${ranks[@]}"; do
     || fail "large rank $r: $(cat "$T/large/ranks/rank-$r.json")"
 done
 
+# 4b. A collective of a rank alone (MPI_COMM_SELF) is no communication: four of them count
+# nothing. The all-to-all over both ranks counts the other rank's 2 ints (8 bytes), not the
+# rank's own; with the final Barrier, 2 calls.
+run bare-self self "" "{}"
+run self self 1 "$LONG"
+cmp -s "$T/bare-self/stdout" "$T/self/stdout" && grep -q checksum "$T/self/stdout" \
+  || fail "self: results differ: $(cat "$T/bare-self/stdout" "$T/self/stdout" "$T/self/stderr")"
+for r in 0 1; do
+  got="$(field self $r calls) $(field self $r bytes)"
+  [ "$got" = "2 8" ] && ok "rank $r: a rank alone counts nothing; an all-to-all counts the other rank's block" \
+    || fail "self rank $r: calls bytes = $got, expected 2 8"
+done
+
 # 5. One-sided: a 1 MiB Put lowers the fence that completes it.
 run rma rma 1 "$LONG"
 [ "$(lowered rma)" = 1 ] && ok "rma: the fence after a 1 MiB Put is lowered" \

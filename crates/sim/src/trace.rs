@@ -6,9 +6,11 @@
 //! Slurm mean the same thing:
 //! - a point-to-point call moves its count of its datatype (a send-receive the larger
 //!   of its two halves);
-//! - a collective moves what the rank receives: `count` for a broadcast or a reduction,
-//!   every peer's block for an all-to-all or an all-gather, and the whole buffer at the
-//!   root of a gather or a scatter (its own block elsewhere);
+//! - a collective moves what the rank exchanges with the others: `count` for a
+//!   broadcast or a reduction, every other rank's block for an all-to-all or an
+//!   all-gather, and every other rank's block at the root of a gather or a scatter (its
+//!   own block elsewhere). A rank's block to itself is a copy no network carries, and a
+//!   collective of a rank alone is no call at all;
 //! - a wait, a test or a barrier is a call that moves nothing.
 //!
 //! The trace names datatypes by SMPI's ids of the predefined types (0 for `MPI_DOUBLE`,
@@ -209,9 +211,36 @@ fn moved(
                 )
             })
     };
-    let sum = |from: usize| -> Result<u64, String> {
-        (from..from + n).try_fold(0u64, |s, j| Ok(s.saturating_add(num(j)?)))
+    // The counts at arguments from..from+n, without this rank's own.
+    let others_sum = |from: usize| -> Result<u64, String> {
+        (0..n)
+            .filter(|&i| i as u64 != me)
+            .try_fold(0u64, |s, i| Ok(s.saturating_add(num(from + i)?)))
     };
+    let others = ranks.saturating_sub(1);
+    let collective = matches!(
+        action,
+        "barrier"
+            | "bcast"
+            | "reduce"
+            | "allreduce"
+            | "scan"
+            | "exscan"
+            | "alltoall"
+            | "alltoallv"
+            | "allgather"
+            | "allgatherv"
+            | "reducescatter"
+            | "gather"
+            | "scatter"
+            | "gatherv"
+            | "scatterv"
+    );
+    // A rank alone copies within its own memory: no communication, as the runtime lets
+    // such a collective through uncounted.
+    if collective && others == 0 {
+        return Ok(Moved::Nothing);
+    }
     let root = |j: usize| -> Result<u64, String> { args.get(j).map_or(Ok(0), |_| num(j)) };
     let times = |a: u64, b: u64| a.saturating_mul(b);
     let bytes = match action {
@@ -242,11 +271,11 @@ fn moved(
         }
         "alltoall" | "allgather" => {
             need(2)?;
-            times(ranks, times(num(1)?, dt(3)?))
+            times(others, times(num(1)?, dt(3)?))
         }
         "alltoallv" => {
             need(2 * n + 2)?;
-            times(sum(n + 2)?, dt(2 * n + 3)?)
+            times(others_sum(n + 2)?, dt(2 * n + 3)?)
         }
         "allgatherv" => {
             need(n + 1)?;
@@ -257,16 +286,17 @@ fn moved(
             } else {
                 default_bytes
             };
-            times(sum(1)?, recv)
+            times(others_sum(1)?, recv)
         }
         "reducescatter" => {
+            // The rank receives its own block, reduced from every rank's.
             need(n + 1)?;
-            times(sum(0)?, dt(n + 1)?)
+            times(num(me as usize)?, dt(n + 1)?)
         }
         "gather" => {
             need(2)?;
             if me == root(2)? {
-                times(ranks, times(num(1)?, dt(4)?))
+                times(others, times(num(1)?, dt(4)?))
             } else {
                 times(num(0)?, dt(3)?)
             }
@@ -274,7 +304,7 @@ fn moved(
         "scatter" => {
             need(2)?;
             if me == root(2)? {
-                times(ranks, times(num(0)?, dt(3)?))
+                times(others, times(num(0)?, dt(3)?))
             } else {
                 times(num(1)?, dt(4)?)
             }
@@ -282,7 +312,7 @@ fn moved(
         "gatherv" => {
             need(n + 1)?;
             if me == root(n + 1)? {
-                times(sum(1)?, dt(n + 3)?)
+                times(others_sum(1)?, dt(n + 3)?)
             } else {
                 times(num(0)?, dt(n + 2)?)
             }
@@ -290,7 +320,7 @@ fn moved(
         "scatterv" => {
             need(n + 1)?;
             if me == root(n + 1)? {
-                times(sum(0)?, dt(n + 2)?)
+                times(others_sum(0)?, dt(n + 2)?)
             } else {
                 times(num(n)?, dt(n + 3)?)
             }
@@ -350,14 +380,14 @@ mod tests {
                      1 finalize\n";
         let t = count(&write_trace(dir.path(), rank1)).unwrap();
         // Rank 0: send 100 doubles (800), irecv 10 ints (40), a wait (0), allreduce of
-        // 1029 ints (4116), alltoall of 1 int from each of 2 ranks (8), alltoallv receiving
-        // 7 + 8 ints (60), gather's root receiving 3 bytes from each of 2 ranks (6), reduce
-        // of 1 int (4), a barrier (0): 9 calls, 5034 bytes.
+        // 1029 ints (4116), alltoall of 1 int from the one other rank (4), alltoallv
+        // receiving 8 ints from rank 1 (its own 7 stay: 32), gather's root receiving 3
+        // bytes from rank 1 (3), reduce of 1 int (4), a barrier (0): 9 calls, 4999 bytes.
         assert_eq!(
             t[0],
             Traffic {
                 calls: 9,
-                bytes: 5034
+                bytes: 4999
             }
         );
         // Rank 1: recv 800, isend 40, its own block of the gather (3), and a broadcast of
@@ -369,6 +399,23 @@ mod tests {
                 bytes: 848
             }
         );
+    }
+
+    #[test]
+    fn a_rank_alone_moves_nothing() {
+        // One rank: its collectives are copies in its own memory, not communication.
+        let dir = tempfile::tempdir().unwrap();
+        let files = dir.path().join("one.trace_files");
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::write(
+            files.join("r.txt"),
+            "0 init\n0 allreduce 1029 0 1\n0 alltoall 4 4 1 1\n0 alltoallv 9 9 9 9 1 1\n\
+             0 bcast 5 0 0\n0 gather 3 3 0 6 6\n0 barrier\n0 finalize\n",
+        )
+        .unwrap();
+        let index = dir.path().join("one.trace");
+        std::fs::write(&index, "one.trace_files/r.txt\n").unwrap();
+        assert_eq!(count(&index).unwrap(), vec![Traffic { calls: 0, bytes: 0 }]);
     }
 
     #[test]
