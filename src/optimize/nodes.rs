@@ -132,21 +132,34 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
                 }
                 None => table,
             };
-            let (pick, a, goal, tried_here) =
-                if search.objective == Objective::MaxEe && defines_ee(predictor, table) {
-                    ee_scan(predictor, table, &base_goal, search.min_ee)
-                } else {
+            let scanned = match search.objective {
+                Objective::MaxEe => ee_scan(predictor, table, &base_goal, search.min_ee),
+                _ => None,
+            };
+            let Scored {
+                config,
+                prediction,
+                assessment: a,
+                goal,
+                tried: evaluated,
+            } = match scanned {
+                Some(s) => s,
+                None => {
                     let goal = goal_for(predictor, table, &base_goal, search.min_ee)?;
                     let opt = optimize(search.algorithm, table, &goal)?;
                     let config = table.config(&opt.pick);
                     let prediction = table.evaluate(&opt.pick);
                     let ee = predictor.efficiency(&config, &prediction);
-                    let a = goal.assess(prediction.time_s, prediction.energy_j, ee);
-                    (opt.pick, a, goal, opt.candidates)
-                };
-            candidates += tried_here;
-            let config = table.config(&pick);
-            let prediction = table.evaluate(&pick);
+                    Scored {
+                        assessment: goal.assess(prediction.time_s, prediction.energy_j, ee),
+                        config,
+                        prediction,
+                        goal,
+                        tried: opt.candidates,
+                    }
+                }
+            };
+            candidates += evaluated;
             if best.as_ref().is_none_or(|b| a.better_than(&b.0)) {
                 let decision = Decision {
                     config,
@@ -170,28 +183,40 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
     Ok(decision)
 }
 
-/// Whether the model gives this node set an iso-energy-efficiency.
-fn defines_ee(predictor: &dyn Predictor, table: &SweepTable) -> bool {
-    let top = table.max_pick();
-    predictor
-        .efficiency(&table.config(&top), &table.evaluate(&top))
-        .is_some()
+/// One node set's best configuration under its goal.
+struct Scored {
+    config: Config,
+    prediction: Prediction,
+    assessment: super::Assessment,
+    /// The goal it was assessed under (min_ee's cap included).
+    goal: Goal,
+    /// Configurations evaluated.
+    tried: u64,
 }
 
-/// max_ee on a model that defines EE: every node at one frequency, each level tried.
+/// `base` with min_ee `m` as an energy cap: EE = E1 / E >= m  <=>  E <= E1 / m.
+fn ee_capped(base: &Goal, e1: f64, m: f64) -> Goal {
+    let mut goal = *base;
+    let cap = e1 / m;
+    goal.limits.energy_cap_j = Some(goal.limits.energy_cap_j.map_or(cap, |c| c.min(cap)));
+    goal
+}
+
+/// max_ee on a model that defines EE: every node at one frequency, each level tried;
+/// `None` when the model gives this node set no EE (then the sweep ranks by energy).
 ///
 /// Paper 000's EE = E1 / Ep compares the parallel run with the sequential one *at the
 /// same frequency*, so E1 changes with the frequency and the most efficient level is
 /// not the one of least energy: an exact sweep over energy would pick the lowest gear,
 /// where communication's fixed cost weighs most. At level f, min_ee is the energy cap
-/// E1(f) / m (EE >= m  <=>  Ep <= E1(f) / m). A level is each frequency some node
-/// offers; a node without it takes its highest below (its lowest if none is).
+/// E1(f) / m. A level is each frequency some node offers; a node without it takes its
+/// highest below (its lowest if none is).
 fn ee_scan(
     predictor: &dyn Predictor,
     table: &SweepTable,
     base: &Goal,
     min_ee: Option<f64>,
-) -> (Vec<usize>, super::Assessment, Goal, u64) {
+) -> Option<Scored> {
     let mut levels: Vec<f64> = table
         .nodes
         .iter()
@@ -199,8 +224,10 @@ fn ee_scan(
         .collect();
     levels.sort_by(f64::total_cmp);
     levels.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
-    let mut best: Option<(Vec<usize>, super::Assessment, Goal)> = None;
-    for &f in levels.iter().rev() {
+    let tried = levels.len() as u64;
+    let mut best: Option<Scored> = None;
+    // Highest level first: every node at its maximum, where the model must define EE.
+    for (i, &f) in levels.iter().rev().enumerate() {
         let pick: Vec<usize> = table
             .nodes
             .iter()
@@ -214,25 +241,28 @@ fn ee_scan(
         let config = table.config(&pick);
         let prediction = table.evaluate(&pick);
         let ee = predictor.efficiency(&config, &prediction);
-        let mut goal = *base;
-        if let (Some(m), Some(ee)) = (min_ee, ee) {
-            let cap = ee * prediction.energy_j / m;
-            goal.limits.energy_cap_j = Some(goal.limits.energy_cap_j.map_or(cap, |c| c.min(cap)));
+        if i == 0 && ee.is_none() {
+            return None;
         }
-        let a = goal.assess(prediction.time_s, prediction.energy_j, ee);
-        if best.as_ref().is_none_or(|b| a.better_than(&b.1)) {
-            best = Some((pick, a, goal));
+        let goal = match (min_ee, ee) {
+            (Some(m), Some(ee)) => ee_capped(base, ee * prediction.energy_j, m),
+            _ => *base,
+        };
+        let assessment = goal.assess(prediction.time_s, prediction.energy_j, ee);
+        if best
+            .as_ref()
+            .is_none_or(|b| assessment.better_than(&b.assessment))
+        {
+            best = Some(Scored {
+                config,
+                prediction,
+                assessment,
+                goal,
+                tried,
+            });
         }
     }
-    let n = levels.len() as u64;
-    // `levels` is never empty: a table's every node has at least one choice.
-    let (pick, a, goal) = best.unwrap_or_else(|| {
-        let top = table.max_pick();
-        let p = table.evaluate(&top);
-        let a = base.assess(p.time_s, p.energy_j, None);
-        (top, a, *base)
-    });
-    (pick, a, goal, n)
+    best
 }
 
 /// The goal for one node set under an objective other than max_ee: min_ee becomes an
@@ -256,11 +286,7 @@ fn goal_for(
             predictor.name()
         ))
     })?;
-    let e1 = ee * prediction.energy_j;
-    let mut goal = *base;
-    let cap = e1 / m;
-    goal.limits.energy_cap_j = Some(goal.limits.energy_cap_j.map_or(cap, |c| c.min(cap)));
-    Ok(goal)
+    Ok(ee_capped(base, ee * prediction.energy_j, m))
 }
 
 /// Node indices ranked fastest first and most frugal first, with every node at maximum frequency.
