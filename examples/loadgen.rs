@@ -32,8 +32,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{NodeOutcome, OpenJob};
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::{NodeOutcome, OpenJob};
 
 /// Load greenupd with open, record and close requests.
 #[derive(Debug, Parser)]
@@ -386,7 +386,7 @@ fn main() -> std::process::ExitCode {
 /// The cost of the nodes' power reports to greenupd.
 mod power {
     use super::*;
-    use greenup::daemon::live_power::{PowerReport, PowerSample};
+    use greenup_proto::live_power::{PowerReport, PowerSample};
 
     /// Nodes per job the reporting nodes run.
     const JOB_NODES: u32 = 64;
@@ -602,9 +602,9 @@ mod power {
 
     fn batch_of(args: &Args) -> u32 {
         args.power_batch.unwrap_or_else(|| {
-            greenup::daemon::live_power::samples_per_report(
+            greenup_proto::live_power::samples_per_report(
                 args.power_every,
-                greenup::daemon::live_power::REPORT_PERIOD_S,
+                greenup_proto::live_power::REPORT_PERIOD_S,
             ) as u32
         })
     }

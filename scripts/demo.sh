@@ -25,7 +25,7 @@ step "Debian packages (Slurm 22.05, MUNGE, libslurm-dev, Open MPI, LAMMPS, NWChe
 need_debs "${GREENUP_DEBS[@]}" "${GREENUP_APP_DEBS[@]}"
 
 step "building greenup (release: CLI, greenupd, SPANK plugin)"
-cargo build --release -p greenup -p spank_greenup
+cargo build --release -p greenup-commands -p spank_greenup
 export GC_BIN_DIR=${CARGO_TARGET_DIR:-$REPO/target}/release
 
 cluster_up=0

@@ -119,12 +119,15 @@ def crate(src):
 
 def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # Bottom layers first, then the rest of crates/, the plugin, the runtime and the
+    # CLI (its modules are src/bin/greenup/; greenupd is one file).
+    low = ["crates/core", "crates/comm", "crates/platform"]
+    dirs = low + sorted("crates/" + c for c in os.listdir(os.path.join(here, "crates"))
+                        if "crates/" + c not in low)
     srcs = sys.argv[1:] or [
-        os.path.join(here, d, "src")
-        for d in [".", "crates/core", "crates/comm", "crates/platform", "plugin", "runtime"]
-        + sorted("crates/" + c for c in os.listdir(os.path.join(here, "crates"))
-                 if c not in ("core", "comm", "platform"))
-        if os.path.isdir(os.path.join(here, d, "src"))
+        os.path.join(here, d)
+        for d in [d + "/src" for d in dirs + ["plugin", "runtime"]] + ["src/bin/greenup"]
+        if os.path.isdir(os.path.join(here, d))
     ]
     bad = sum(crate(os.path.normpath(s)) for s in srcs)
     sys.exit(1 if bad else 0)

@@ -2,7 +2,6 @@
 //! a job larger than any reply, and floods of idle connections by an ordinary user on
 //! both listeners. Real munged, real SQLite, loopback only; every flood is bounded.
 //! Needs root (munged, useradd, and a child process that becomes the ordinary user).
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -14,8 +13,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
-use greenup::daemon::protocol::{ErrorCode, ListRecords, NodeOutcome, ReplyLine, request_line};
+use greenup_proto::client::ClientError;
+use greenup_proto::protocol::{ErrorCode, ListRecords, NodeOutcome, ReplyLine, request_line};
 
 fn code(r: &ReplyLine) -> ErrorCode {
     assert!(!r.ok, "expected an error reply, got {r:?}");

@@ -1,6 +1,5 @@
 //! Hostile and unlucky cases of what greenupd records and learns from: a monitoring
 //! policy under another name, and a "completed" that Slurm's final record contradicts.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -8,9 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use daemon_support::*;
-use greenup::daemon::protocol::OpenJob;
 use greenup::profile::versions::Versions;
 use greenup::record::JobEnd;
+use greenup_proto::protocol::OpenJob;
 
 fn job(job_id: u64, policy: &str) -> OpenJob {
     OpenJob {
@@ -37,7 +36,7 @@ fn a_policy_flagged_monitor_under_another_name_changes_no_frequency() {
     assert!(dec.monitor, "{dec:?}");
     assert_eq!(
         dec.verdict,
-        greenup::daemon::protocol::Verdict::Unchanged,
+        greenup_proto::protocol::Verdict::Unchanged,
         "{}",
         dec.reason
     );
@@ -49,7 +48,7 @@ fn a_policy_flagged_monitor_under_another_name_changes_no_frequency() {
     let stored = d.tcp_client().get_job(1).unwrap();
     assert!(
         stored.decision.monitor
-            && stored.decision.verdict == greenup::daemon::protocol::Verdict::Unchanged
+            && stored.decision.verdict == greenup_proto::protocol::Verdict::Unchanged
     );
     // The shipped policy named monitor behaves the same way, by its flag.
     let shipped = d.tcp_client().open_job(job(2, "monitor")).unwrap();
@@ -114,8 +113,8 @@ fn a_completion_slurm_confirms_is_learned_from() {
 
 #[test]
 fn node_names_that_could_leave_a_directory_are_refused_on_open_and_outcome() {
-    use greenup::daemon::client::ClientError;
-    use greenup::daemon::protocol::{ErrorCode, NodeOutcome};
+    use greenup_proto::client::ClientError;
+    use greenup_proto::protocol::{ErrorCode, NodeOutcome};
     let d = start(2, |_, _, _| {});
     let bad = OpenJob {
         nodes: vec!["n1".into(), "../../etc".into()],

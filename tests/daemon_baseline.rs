@@ -5,12 +5,11 @@
 //! The expected watts are summed by hand from etc/greenup.yaml (Table I of paper 004:
 //! type1 20+4 W, type2 25+5 W, type3 30+6 W, type4 35+7 W at f_max), and the hash
 //! fixtures were computed with an independent implementation of splitmix64.
-#![cfg(feature = "daemon")]
 
-use greenup::daemon::baseline::{AppState, job_share, picked};
-use greenup::daemon::decide::Decider;
-use greenup::daemon::protocol::{OpenJob, Verdict};
 use greenup::site::{BaselineSettings, OnMiss, Site};
+use greenup_daemon::baseline::{AppState, job_share, picked};
+use greenup_daemon::decide::Decider;
+use greenup_proto::protocol::{OpenJob, Verdict};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

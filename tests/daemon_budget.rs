@@ -2,13 +2,12 @@
 //! left, `over_budget` chooses what happens when even the lowest power does not
 //! fit, and closing a job gives its watts back. Real munged, real SQLite, the
 //! shipped `lammps` profile and `min-energy` policy.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 use greenup::site::OverBudget;
+use greenup_proto::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 
 /// Site cap 10 kW; 32 nodes of 200 W dynamic + 100 W static at 2.4 GHz.
 /// Job 1 has no profile, so it runs unchanged and reserves 32 x 300 W = 9600 W,

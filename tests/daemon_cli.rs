@@ -1,7 +1,6 @@
 //! `greenup jobs`, `greenup job`, `greenup report` and `greenup status` against a running greenupd,
 //! as root and as an ordinary user (run with runuser: SO_PEERCRED on the socket,
 //! a MUNGE credential over TCP).
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -9,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{JobRecord, NodeOutcome, Status};
+use greenup_proto::protocol::{JobRecord, NodeOutcome, Status};
 
 #[test]
 fn users_see_their_own_jobs_root_sees_all() {

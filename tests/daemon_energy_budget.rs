@@ -7,7 +7,6 @@
 //! Every job here names no profile, so it runs unchanged and is charged its nodes' full
 //! power (200 W dynamic + 100 W static each) for its time limit: one node for 100 s is
 //! 30 kJ, a figure that needs no model.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -15,8 +14,8 @@ use std::time::Duration;
 
 use daemon_support::*;
 use greenup::budget::{Action, Budget, Level, Period, Scope};
-use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
 use greenup::site::{Enforce, Site};
+use greenup_proto::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
 
 /// One node for 100 s at 300 W.
 const JOB_J: f64 = 30_000.0;
@@ -94,8 +93,8 @@ fn racing_jobs_for_the_last_joules_never_overspend() {
         .map(|id| {
             let tcp = d.tcp.clone();
             std::thread::spawn(move || {
-                let mut c = greenup::daemon::client::Client::connect(
-                    &greenup::daemon::client::Endpoint::Tcp(tcp),
+                let mut c = greenup_proto::client::Client::connect(
+                    &greenup_proto::client::Endpoint::Tcp(tcp),
                     Duration::from_secs(30),
                 )
                 .unwrap();
@@ -308,7 +307,7 @@ fn a_period_rolls_over_to_an_empty_budget() {
         assert!(id < 20, "no two jobs in one 4 s period");
     };
     assert_eq!(start % 4, 0);
-    wait_for(|| greenup::store::sqlite::now() >= start + 4);
+    wait_for(|| greenup_daemon::store::sqlite::now() >= start + 4);
     let c = open(&d, job(100, "chem"));
     assert_eq!(c.verdict, Verdict::Unchanged, "{}", c.reason);
     assert!(c.budgets[0].period_start >= start + 4);
@@ -339,8 +338,8 @@ fn greenupd(dir: &std::path::Path) -> std::process::Child {
         .unwrap();
     let sock = dir.join("greenupd.sock");
     wait_for(|| {
-        greenup::daemon::client::Client::connect(
-            &greenup::daemon::client::Endpoint::Unix(sock.clone()),
+        greenup_proto::client::Client::connect(
+            &greenup_proto::client::Endpoint::Unix(sock.clone()),
             Duration::from_secs(5),
         )
         .and_then(|mut c| c.status())
@@ -386,9 +385,8 @@ daemon:
         ),
     )
     .unwrap();
-    let tcp = greenup::daemon::client::Endpoint::Tcp(format!("127.0.0.1:{port}"));
-    let client =
-        || greenup::daemon::client::Client::connect(&tcp, Duration::from_secs(10)).unwrap();
+    let tcp = greenup_proto::client::Endpoint::Tcp(format!("127.0.0.1:{port}"));
+    let client = || greenup_proto::client::Client::connect(&tcp, Duration::from_secs(10)).unwrap();
     let mut first = greenupd(dir.path());
     client().open_job(job(1, "chem")).unwrap();
     client().open_job(job(2, "chem")).unwrap();
@@ -428,8 +426,8 @@ daemon:
     assert_eq!(four.verdict, Verdict::Refused, "{}", four.reason);
     // Job 1 still settles after the restart, from the prediction (nothing measured).
     client().close_job(1, None).unwrap();
-    let left: Vec<greenup::budget::Standing> = greenup::daemon::client::Client::connect(
-        &greenup::daemon::client::Endpoint::Unix(dir.path().join("greenupd.sock")),
+    let left: Vec<greenup::budget::Standing> = greenup_proto::client::Client::connect(
+        &greenup_proto::client::Endpoint::Unix(dir.path().join("greenupd.sock")),
         Duration::from_secs(5),
     )
     .unwrap()
@@ -655,7 +653,7 @@ fn the_quote_gives_the_spread_and_runs_of_a_refined_profile() {
 fn a_version_2_store_gains_the_budget_charges_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("greenup.db");
-    drop(greenup::store::SqliteStore::open(&db).unwrap());
+    drop(greenup_daemon::store::SqliteStore::open(&db).unwrap());
     // Back to what a version 2 store holds: no budget_charges, nor what later versions add.
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute_batch(
@@ -667,7 +665,7 @@ fn a_version_2_store_gains_the_budget_charges_once() {
     .unwrap();
     drop(c);
     for _ in 0..2 {
-        drop(greenup::store::SqliteStore::open(&db).unwrap());
+        drop(greenup_daemon::store::SqliteStore::open(&db).unwrap());
         // At least 3: later migrations may follow this one.
         assert_eq!(
             count(&db, "SELECT user_version >= 3 FROM pragma_user_version"),

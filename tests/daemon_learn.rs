@@ -2,16 +2,15 @@
 //! records the runs under its name, `greenup profile learn` (root only) builds the first
 //! version from them with amdahl's fit, greenupd decides the next job from it, and later
 //! runs, planned or monitor, refine it.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
 use std::os::unix::fs::PermissionsExt;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{NodeOutcome, OpenJob, Verdict};
 use greenup::profile::versions::Versions;
 use greenup::record::{JobEnd, Source};
+use greenup_proto::protocol::{NodeOutcome, OpenJob, Verdict};
 
 /// The measured wall time on `n` nodes at f_max, from the closed form
 /// T(n) = 900 / n + 100 + 20 log2 n (T_C(0,1) = 1000 s, F_p = 0.9, log law with 20 s).

@@ -1,6 +1,5 @@
 //! The greenupd binary: --check-config, SIGHUP reload, SIGTERM stop, and a
 //! kill -9 restart that keeps every acknowledged write and rebuilds the ledger.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -9,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{NodeOutcome, Status};
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::{NodeOutcome, Status};
 
 fn config(dir: &Path, port: u16, cap: &str) -> String {
     config_with_metrics(dir, port, cap, None)

@@ -1,5 +1,4 @@
 //! greenupd's Prometheus listener, scraped over a real TCP connection.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -8,7 +7,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{OpenJob, Verdict};
+use greenup_proto::protocol::{OpenJob, Verdict};
 
 fn get(addr: &str, request: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();

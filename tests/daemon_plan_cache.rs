@@ -2,14 +2,13 @@
 //! order, same policy, caps and limits). The reused plan must be exactly the plan a
 //! fresh search makes for the later job's own nodes, and a job of another shape must
 //! be searched afresh. The oracle is `plan_with` run directly, without any cache.
-#![cfg(feature = "daemon")]
 
-use greenup::daemon::decide::Decider;
-use greenup::daemon::protocol::OpenJob;
 use greenup::plan::{NodeRequest, Plan, PlanRequest, plan_with};
 use greenup::policy::PolicySet;
 use greenup::profile::Profile;
 use greenup::site::Site;
+use greenup_daemon::decide::Decider;
+use greenup_proto::protocol::OpenJob;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -5,16 +5,15 @@
 //! The runs: two baseline samples take 1/1.5 of the shortest predicted time of three
 //! `edp` runs, which each take their predicted time, so every `edp` run is at least
 //! 50 % slower than the baselines' median, past edp's `max_slowdown` of 10 %.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{
-    ErrorCode, NodeOutcome, OpenJob, Request, Verdict, request_body, request_line,
-};
 use greenup::record::JobEnd;
 use greenup::site::{BaselineSettings, OnMiss};
+use greenup_proto::protocol::{
+    ErrorCode, NodeOutcome, OpenJob, Request, Verdict, request_body, request_line,
+};
 
 fn req(id: u64, policy: &str) -> OpenJob {
     let mut r = open_req(id, 0, 2);

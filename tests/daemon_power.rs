@@ -3,7 +3,6 @@
 //! foreign reports are refused and leave nothing behind, and a cap drawing more than it
 //! was granted for longer than the window is warned about once. Real munged, real SQLite.
 //! Every expected figure below is worked out by hand from the nodes' watts.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -12,10 +11,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
-use greenup::daemon::live_power::{CapPower, PowerReport, PowerSample, PowerView};
-use greenup::daemon::protocol::{ErrorCode, OpenJob, Request, Verdict, request_body, request_line};
 use greenup::site::Partition;
+use greenup_proto::client::ClientError;
+use greenup_proto::live_power::{CapPower, PowerReport, PowerSample, PowerView};
+use greenup_proto::protocol::{ErrorCode, OpenJob, Request, Verdict, request_body, request_line};
 
 fn now() -> i64 {
     std::time::SystemTime::now()

@@ -2,7 +2,6 @@
 //! energy counters (NVML, the test-only stand-in of tests/nvml) to RAPL's, so greenupd's
 //! measured power includes them. RAPL's counter stands still throughout: any watts
 //! greenupd hears come from the GPU. Real munged, real SQLite.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -10,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::protocol::OpenJob;
 use greenup_platform::gpu::Nvml;
 use greenup_platform::gpu::hold::{self, Request};
+use greenup_proto::protocol::OpenJob;
 
 #[path = "nvml/build_standin.rs"]
 mod nvml_build;
@@ -123,7 +122,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     // All of it is the GPU's, and the GPU gauge says so.
     let now = site();
     assert_eq!(now.measured_gpu_w, now.measured_w);
-    let metrics = greenup::daemon::live_power::prometheus(std::slice::from_ref(&now));
+    let metrics = greenup_proto::live_power::prometheus(std::slice::from_ref(&now));
     assert!(
         metrics.contains(&format!(
             "greenup_power_measured_gpu_watts{{cap=\"site\"}} {}\n",
@@ -149,7 +148,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
 
 #[test]
 fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
-    use greenup::daemon::live_power::{PowerReport, PowerSample};
+    use greenup_proto::live_power::{PowerReport, PowerSample};
     // n1's CPUs draw 300 W at most; with 8 GPUs of 700 W it draws 5,900 W. greenupd
     // refuses above 10 times the node's top power: 59 kW with the GPUs, 3 kW without.
     let d = start(2, |_, s, _| {

@@ -6,8 +6,8 @@
 mod daemon_support;
 
 use daemon_support::{open_req, start};
-use greenup::daemon::protocol::{NodeSettings, OpenJob, Verdict};
 use greenup::site::{OverBudget, PowerEnforce};
+use greenup_proto::protocol::{NodeSettings, OpenJob, Verdict};
 
 /// daemon_support's node type `std`: 100 W static, 200 W dynamic at 2.4 GHz, cube law.
 fn std_w(f: f64) -> f64 {

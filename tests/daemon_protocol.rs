@@ -1,6 +1,5 @@
 //! greenupd against bad input, bad credentials, concurrency and users, with real
 //! munged and a real SQLite store. Needs root (munged, useradd, runuser).
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -9,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{
+use greenup_proto::protocol::{
     ErrorCode, ListJobs, ListRecords, NodeOutcome, OpenJob, Reply, ReplyLine, Request,
     request_body, request_line,
 };
@@ -145,8 +144,8 @@ fn concurrent_opens_from_many_nodes_yield_one_decision() {
         .map(|_| {
             let tcp = d.tcp.clone();
             std::thread::spawn(move || {
-                let mut c = greenup::daemon::client::Client::connect(
-                    &greenup::daemon::client::Endpoint::Tcp(tcp),
+                let mut c = greenup_proto::client::Client::connect(
+                    &greenup_proto::client::Endpoint::Tcp(tcp),
                     Duration::from_secs(10),
                 )
                 .unwrap();
@@ -230,7 +229,7 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
         ErrorCode::Forbidden
     );
     let r = as_user(&Request::ListJobs(ListJobs::default()));
-    let Some(greenup::daemon::protocol::Reply::Jobs { jobs, .. }) = r.reply else {
+    let Some(greenup_proto::protocol::Reply::Jobs { jobs, .. }) = r.reply else {
         panic!("{r:?}")
     };
     assert_eq!(jobs.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![11]);

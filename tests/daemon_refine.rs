@@ -1,12 +1,11 @@
 //! greenupd closes the loop: after a job closes it refines the application's
 //! profile from the stored outcomes, and the next decision uses the new version.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{Decision, OpenJob};
 use greenup::profile::versions::Versions;
+use greenup_proto::protocol::{Decision, OpenJob};
 
 fn wrong(job_id: u64) -> OpenJob {
     OpenJob {

@@ -3,15 +3,14 @@
 //! sbatch's checks. Each is stored with its verdict, its reason and the power it holds,
 //! every node gets the same answer, and `greenup report` says why the job ran
 //! unmanaged. Real munged, real SQLite, the shipped policies and profiles.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
 use std::process::Command;
 
 use daemon_support::*;
-use greenup::daemon::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 use greenup::site::Enforce;
+use greenup_proto::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 
 /// Job `id` on nodes n1 and n2 of the test site (200 + 100 W each at full power).
 fn two_nodes(id: u64) -> OpenJob {

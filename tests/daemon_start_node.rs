@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 
 use daemon_support::{count, open_req, start};
-use greenup::daemon::client::{Client, ClientError};
-use greenup::daemon::protocol::{
+use greenup::site::NodeType;
+use greenup_proto::client::{Client, ClientError};
+use greenup_proto::protocol::{
     ErrorCode, NodeOutcome, OpenJob, Reply, Request, request_body, request_line,
 };
-use greenup::site::NodeType;
 
 /// The job as a node's prolog describes it: its nodes as the hostlist `nodelist`.
 fn job(job_id: u64, nodelist: &str) -> OpenJob {
@@ -98,7 +98,7 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
                     .iter()
                     .map(|_| {
                         Client::connect(
-                            &greenup::daemon::client::Endpoint::Tcp(tcp.clone()),
+                            &greenup_proto::client::Endpoint::Tcp(tcp.clone()),
                             std::time::Duration::from_secs(60),
                         )
                         .unwrap()

@@ -1,7 +1,6 @@
 //! greenupd when its database cannot be written: a read-only file system and a
 //! full disk give clear `store_failed` replies, nothing unstored is acknowledged,
 //! and the daemon keeps serving. Needs root (it mounts small tmpfs file systems).
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -10,9 +9,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use daemon_support::*;
-use greenup::daemon::client::ClientError;
-use greenup::daemon::protocol::{ErrorCode, NodeOutcome};
-use greenup::store::{Change, NewJob, SqliteStore, Store};
+use greenup_daemon::store::{Change, NewJob, SqliteStore, Store};
+use greenup_proto::client::ClientError;
+use greenup_proto::protocol::{ErrorCode, NodeOutcome};
 
 /// A tmpfs mounted for one test and unmounted when dropped.
 struct Mount(PathBuf);
@@ -80,10 +79,10 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
     // A store with one open job, closed cleanly, then made read-only.
     {
         let mut s = SqliteStore::open(&db).unwrap();
-        let d = greenup::daemon::protocol::Decision {
+        let d = greenup_proto::protocol::Decision {
             comm_dvfs: None,
             job_id: 1,
-            verdict: greenup::daemon::protocol::Verdict::Unchanged,
+            verdict: greenup_proto::protocol::Verdict::Unchanged,
             reason: String::new(),
             policy: "min-energy".into(),
             monitor: false,
@@ -221,7 +220,7 @@ fn a_store_failure_is_logged_as_an_error_and_a_callers_mistake_is_not() {
     store_failed(c.open_job(open_req(77, 0, 2)));
     // An ordinary mistake: a request for an op that does not exist.
     let r = c
-        .call_raw(&greenup::daemon::protocol::request_line(r#"{"op":"explode"}"#, None).unwrap())
+        .call_raw(&greenup_proto::protocol::request_line(r#"{"op":"explode"}"#, None).unwrap())
         .unwrap();
     assert_eq!(r.error.unwrap().code, ErrorCode::CredMissing);
     let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();

@@ -2,7 +2,6 @@
 //! the node sent none, never plans past it, and holds the job's reservation until the
 //! limit plus `daemon.grace_s`; a node that hangs up while greenupd waits for Slurm has
 //! its start dropped. A stand-in squeue on greenupd's PATH answers for Slurm.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -11,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{Decision, OpenJob, Request, request_body, request_line};
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::{Decision, OpenJob, Request, request_body, request_line};
 
 /// The test cluster's node types and partition, with the md profile, in `dir`.
 fn config(dir: &Path, port: u16) -> String {

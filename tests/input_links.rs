@@ -1,7 +1,6 @@
 //! The site's profile and policy directories: a link out of them is refused, never
 //! followed, and an error about a file not every user may read quotes none of it.
 //! greenupd and the prolog read these files as root; their errors reach users.
-#![cfg(feature = "daemon")]
 
 mod daemon_support;
 
@@ -9,9 +8,9 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
 use daemon_support::*;
-use greenup::daemon::protocol::Verdict;
 use greenup::policy::PolicySet;
 use greenup::profile::Profile;
+use greenup_proto::protocol::Verdict;
 
 /// A line shaped like /etc/shadow's, in a root-only file (0600) outside the directories.
 const SECRET: &str = "root:$y$j9T$SECRETSALT$SECRETHASH:19700:0:99999:7:::\n";

@@ -272,7 +272,7 @@ fn empty_snapshot_still_parses() {
 
 #[test]
 fn snapshot_from_daemon_status() {
-    use greenup::daemon::protocol::{BudgetLine, Status};
+    use greenup_proto::protocol::{BudgetLine, Status};
     let line = |scope: &str, cap: Option<f64>, reserved: f64| BudgetLine {
         scope: scope.into(),
         cap_w: cap,
@@ -295,7 +295,7 @@ fn snapshot_from_daemon_status() {
             line("batch", None, 900.0),
         ],
     };
-    let s = greenup::daemon::metrics_http::snapshot_of(&status);
+    let s = greenup_daemon::metrics_http::snapshot_of(&status);
     assert_eq!(s.site.as_ref().unwrap().available_w(), Some(7_100.0));
     assert_eq!(s.partitions.len(), 1);
     assert_eq!(s.partitions[0].name, "batch");

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use greenup::daemon::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 use greenup::model::Predictor;
 use greenup::model::hetero::{Hetero, TypeTimes};
 use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
@@ -11,6 +10,7 @@ use greenup::report::accounting::SlurmEnergy;
 use greenup::report::record::{Context, from_record};
 use greenup::report::{self, Applied, Source, Warning};
 use greenup::site::{NodeType, PowerModel};
+use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 
 fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
     NodeOutcome {

@@ -111,10 +111,10 @@ fn refine_store_pin_and_roll_back() {
 
 mod after_close {
     use super::num;
-    use greenup::daemon::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
     use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
     use greenup::profile::refine::{outcome_from_record, refine_and_store};
     use greenup::profile::versions::{InUse, Versions};
+    use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 
     /// A closed hetero-table1 job on h001 (type1) and h073 (type3) at maximum frequency
     /// that took `factor` times its predicted 550 s; h073's energy comes from `h073_source`.

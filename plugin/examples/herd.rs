@@ -22,13 +22,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::munge::Munge;
-use greenup::daemon::protocol::{
-    NodeOutcome, Reply, ReplyLine, Request, request_body, request_line,
-};
 use greenup::dvfs::job::NodeOutcome as NodeRun;
 use greenup::meter::Energy;
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::munge::Munge;
+use greenup_proto::protocol::{NodeOutcome, Reply, ReplyLine, Request, request_body, request_line};
 use spank_greenup::node::{self, JobEnv};
 use spank_greenup::{epilog, prolog};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -10,9 +10,9 @@
 
 use std::time::Instant;
 
-use greenup::daemon::protocol::Verdict;
 use greenup::site::Enforce;
 use greenup::site::node::NodeConfig;
+use greenup_proto::protocol::Verdict;
 
 use crate::args::Args;
 use crate::node::{self, JobEnv, Level, Log};

@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use greenup::comm::{self, NodeComm};
-use greenup::daemon::client::{Client, ClientError};
-use greenup::daemon::protocol::{JobRecord, NodeOutcome as WireOutcome};
 use greenup::dvfs::cpufreq::Cpufreq;
 use greenup::dvfs::job::{self as dvfs_job, NodePaths};
 use greenup::dvfs::lend;
@@ -16,6 +14,8 @@ use greenup::meter::Energy;
 use greenup::record::{JobEnd, NodePower, Source};
 use greenup::site::Site;
 use greenup::site::node::NodeConfig;
+use greenup_proto::client::{Client, ClientError};
+use greenup_proto::protocol::{JobRecord, NodeOutcome as WireOutcome};
 
 use crate::args::Args;
 use crate::end;

@@ -6,11 +6,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use greenup::daemon::client::{Client, ClientError, Endpoint};
-use greenup::daemon::protocol::NodeSettings;
 use greenup::dvfs::job::NodePaths;
 use greenup::dvfs::run_dir::JobDir;
 use greenup::site::node::NodeConfig;
+use greenup_proto::client::{Client, ClientError, Endpoint};
+use greenup_proto::protocol::NodeSettings;
 
 use crate::args::Args;
 use crate::spool;

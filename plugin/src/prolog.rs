@@ -7,8 +7,6 @@
 use std::path::Path;
 
 use greenup::comm::CommDvfs;
-use greenup::daemon::client::{Client, ClientError};
-use greenup::daemon::protocol::{NodeSettings, OpenJob, Request, Verdict};
 use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
 use greenup::dvfs::lend;
@@ -16,6 +14,8 @@ use greenup::dvfs::powercap::{LimitRequest, PowerHeld, ShortTerm};
 use greenup::dvfs::run_dir::JobDir;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, PowerSettings};
+use greenup_proto::client::{Client, ClientError};
+use greenup_proto::protocol::{NodeSettings, OpenJob, Request, Verdict};
 
 use crate::args::Args;
 use crate::job_env::{JobEnv, Level, Log};
@@ -367,7 +367,7 @@ pub(crate) fn start_comm(
 /// This node's settings for a prolog's `request` (a [`start_request`]).
 pub fn ask_settings(c: &mut Client, request: &Request) -> Result<NodeSettings, AskSettingsError> {
     match c.call(request)? {
-        greenup::daemon::protocol::Reply::NodeSettings(s) => Ok(s),
+        greenup_proto::protocol::Reply::NodeSettings(s) => Ok(s),
         _ => Err(AskSettingsError::UnexpectedReply),
     }
 }
@@ -383,7 +383,7 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, site: &NodeConfig, 
     let id = job.job_id.to_string();
     // The meter also reports the node's power to greenupd at the site's interval.
     let every = site.power.meter_interval_s.to_string();
-    let batch = greenup::daemon::live_power::samples_per_report(
+    let batch = greenup_proto::live_power::samples_per_report(
         site.power.meter_interval_s,
         site.power.report_period_s,
     )

@@ -12,8 +12,8 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use greenup::daemon::client::{Client, ClientError};
-use greenup::daemon::protocol::{ErrorCode, JobEnd, NodeOutcome};
+use greenup_proto::client::{Client, ClientError};
+use greenup_proto::protocol::{ErrorCode, JobEnd, NodeOutcome};
 use serde::{Deserialize, Serialize};
 
 /// The largest spool file read back; anything larger is not greenup's.
@@ -285,7 +285,7 @@ pub fn deliver(dir: &Path, sink: &mut dyn Sink, max: usize, budget: Duration) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use greenup::daemon::protocol::ErrorReply;
+    use greenup_proto::protocol::ErrorReply;
     use std::collections::VecDeque;
 
     /// A stand-in for greenupd: records calls; answers from a script of failures.

@@ -10,8 +10,8 @@ mod common;
 use std::path::Path;
 
 use common::{STANDIN_ENV, get, gpus, node_tree, put, standin};
-use greenup::daemon::protocol::{Decision, NodeSettings};
 use greenup::dvfs::job::Scope;
+use greenup_proto::protocol::{Decision, NodeSettings};
 use spank_greenup::args::Args;
 use spank_greenup::gpu;
 use spank_greenup::node::{self, JobEnv, Level};

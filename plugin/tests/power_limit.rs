@@ -9,9 +9,9 @@ mod common;
 
 use std::path::Path;
 
-use greenup::daemon::protocol::NodeSettings;
 use greenup::dvfs::job::Scope;
 use greenup::dvfs::powercap::PowerHeld;
+use greenup_proto::protocol::NodeSettings;
 use spank_greenup::args::Args;
 use spank_greenup::node::{self, JobEnv, Level};
 use spank_greenup::step::{self, StepInfo};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use greenup::daemon::server::{Options, SiteLoader, check_config, serve};
+use greenup_daemon::server::{Options, SiteLoader, check_config, serve};
 
 /// greenup's decision daemon.
 #[derive(Debug, Parser)]

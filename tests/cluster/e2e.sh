@@ -797,7 +797,7 @@ t_comm_refine() {
 #     M and B match the calls and bytes counted, and the refitted computation time, over
 #     the three runs, the time measured outside MPI. Each run's own figure is printed,
 #     not asserted: an overhead cannot be negative, so the refit is a non-negative fit of
-#     laws that grow with p (src/profile/iso_overheads.rs), and the bench's run-to-run
+#     laws that grow with p (crates/greenup/src/profile/iso_overheads.rs), and the bench's run-to-run
 #     noise can make the measured times fall with p, which no such law follows. Seen over
 #     five runs of this test: a node count's compute time 17.6-21.9 s (p = 2), 18.1-22.4 s
 #     (p = 4), 18.4-23.8 s (p = 3), and once (CI, 2026-11-26) 20.9, 18.6, 19.6 s for
@@ -864,7 +864,7 @@ PY
 #     (root) builds its hetero profile from those runs, greenupd decides the next run from
 #     it and refines it. An ordinary user cannot write it, and amdahl from two node counts
 #     is one line saying what is missing. The learned eco/fast t_cp ratio is the eco
-#     pair's monitor time over the fast pair's (src/profile/learn.rs); its bound comes
+#     pair's monitor time over the fast pair's (crates/greenup/src/profile/learn.rs); its bound comes
 #     from the bench's spread, measured by tests/cluster/spread.sh (tests/cluster/README.md,
 #     "Spread"): at least T23_MIN_RATIO, T23_SPREAD saying what it came from.
 T23_LAMMPS_STEPS=1500

@@ -22,7 +22,7 @@ PROFILE=${GC_PROFILE:-debug}
 flag=""; [ "$PROFILE" = release ] && flag=--release
 if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
   echo "==> building greenup ($PROFILE)"
-  (cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup -p greenup-mpi) || { echo "build failed"; exit 1; }
+  (cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup-commands -p greenup-mpi) || { echo "build failed"; exit 1; }
 fi
 export GC_BIN_DIR=${CARGO_TARGET_DIR:-$GC_REPO/target}/$PROFILE
 

@@ -12,7 +12,7 @@ LOADGEN=$TARGET/release/examples/loadgen
 # for the library, so the crash, load and herd scripts build it once between them (apart,
 # the herd's plugin example and `greenup` rebuilt it twice, about 3 minutes on 2 CPUs).
 build_release() {
-  (cd "$ROOT" && cargo build --release --quiet -p greenup -p spank_greenup \
+  (cd "$ROOT" && cargo build --release --quiet -p greenup-commands -p spank_greenup \
     --bin greenupd --bin greenup --example loadgen --example herd)
 }
 

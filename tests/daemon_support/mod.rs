@@ -9,12 +9,12 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{Decision, NodeOutcome, OpenJob};
-use greenup::daemon::server::{Options, SiteLoader, serve_until};
 use greenup::site::{
     DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
 };
+use greenup_daemon::server::{Options, SiteLoader, serve_until};
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::{Decision, NodeOutcome, OpenJob};
 
 /// A hetero profile for the test site's `std` nodes whose power is half the truth: any
 /// measured run of it teaches something, so a refinement always makes a new version.

@@ -18,9 +18,9 @@ declare -A SPEEDS=(
 
 build_bins() {
   if [ "$BIN_DIR" = "$ROOT/target/release" ]; then
-    (cd "$ROOT" && cargo build --release --quiet -p greenup -p greenup-sim --bins)
+    (cd "$ROOT" && cargo build --release --quiet -p greenup-commands -p greenup-sim --bins)
   elif [ "$BIN_DIR" = "$ROOT/target/debug" ]; then
-    (cd "$ROOT" && cargo build --quiet -p greenup -p greenup-sim --bins)
+    (cd "$ROOT" && cargo build --quiet -p greenup-commands -p greenup-sim --bins)
   fi
 }
 

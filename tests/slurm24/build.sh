@@ -13,7 +13,7 @@ PROFILE=$1 DIR=$2
 flag=""; [ "$PROFILE" = release ] && flag=--release
 cd "$REPO"
 GREENUP_SLURM_VERSION_H=$GC24_ROOT/usr/include/slurm/slurm_version.h MPICC=$HERE/mpicc.sh \
-  cargo build $flag -q -p spank_greenup -p greenup -p greenup-mpi
+  cargo build $flag -q -p spank_greenup -p greenup-commands -p greenup-mpi
 # Without the root's mpicc the runtime would build without interception, and only warn.
 # (grep reads all of nm's output: a `grep -q` that stops early fails nm under pipefail.)
 nm -D --defined-only "${CARGO_TARGET_DIR:-target}/$PROFILE/libgreenup_mpi.so" | grep -w MPI_Send >/dev/null \

@@ -18,11 +18,11 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use greenup::comm::NodeComm;
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::OpenJob;
 use greenup::plan::{Algorithm, Estimate};
 use greenup::record::{JobEnd, NodeOutcome, Source};
 use greenup::site::Site;
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::OpenJob;
 use serde::Serialize;
 
 use platform::Links;

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use greenup::budget::{Standing, show_budget_energy};
-use greenup::daemon::protocol::OpenJob;
 use greenup::report::text::fmt_utc;
+use greenup_proto::protocol::OpenJob;
 
 use crate::daemon_cmds::{DaemonConn, remote};
 use crate::{Failure, Outcome, emit, print_json};

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use comfy_table::{Table, presets::NOTHING};
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{JobRecord, Status};
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::{JobRecord, Status};
 
 use crate::{Failure, Outcome, emit, print_json, site_path};
 
@@ -59,7 +59,7 @@ pub struct StatusArgs {
     pub conn: DaemonConn,
 }
 
-pub fn remote(e: greenup::daemon::client::ClientError) -> Failure {
+pub fn remote(e: greenup_proto::client::ClientError) -> Failure {
     Failure::Runtime(e.to_string())
 }
 
@@ -74,7 +74,7 @@ pub fn table(header: &[&str]) -> Table {
     t
 }
 
-fn verdict(v: greenup::daemon::protocol::Verdict) -> String {
+fn verdict(v: greenup_proto::protocol::Verdict) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -12,12 +12,12 @@ use std::time::Duration;
 use clap::Args;
 use std::time::Instant;
 
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::live_power::{PowerReport, PowerSample, REPORT_PERIOD_S, samples_per_report};
 use greenup::dvfs::job::{NodePaths, count_until_end};
 use greenup::dvfs::state;
 use greenup::meter::rapl::{self, Energy, Reading};
 use greenup::meter::tally::Tally;
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::live_power::{PowerReport, PowerSample, REPORT_PERIOD_S, samples_per_report};
 
 use crate::{Failure, Outcome};
 
@@ -222,7 +222,7 @@ impl PowerReporter {
     /// Send one report: None when greenupd could not be reached, else the lower limit it
     /// asks the node to hold, if any. A refusal is an answer: greenupd has logged why.
     fn send(&self, report: PowerReport) -> Option<Option<f64>> {
-        use greenup::daemon::client::ClientError;
+        use greenup_proto::client::ClientError;
         let mut c = Client::connect(&self.endpoint, self.timeout).ok()?;
         match c.power_report(report) {
             Ok((_, limit_w)) => Some(limit_w),

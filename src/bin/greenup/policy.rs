@@ -50,8 +50,8 @@ pub fn run(cmd: PolicyCommand) -> Outcome {
 fn clear(args: ClearArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
     let timeout = std::time::Duration::from_millis(site.daemon.timeout_ms.max(2_000));
-    let held = greenup::daemon::client::Client::connect(
-        &greenup::daemon::client::Endpoint::Unix(site.daemon.socket.clone()),
+    let held = greenup_proto::client::Client::connect(
+        &greenup_proto::client::Endpoint::Unix(site.daemon.socket.clone()),
         timeout,
     )
     .and_then(|mut c| c.clear_hold(&args.app, &args.policy))

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use greenup::daemon::live_power::{CapTimeline, HOURS_KEPT, PowerPoint, PowerView};
+use greenup_proto::live_power::{CapTimeline, HOURS_KEPT, PowerPoint, PowerView};
 use plotters::prelude::*;
 
 use crate::daemon_cmds::{DaemonConn, remote, table};
@@ -248,7 +248,7 @@ fn panel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use greenup::daemon::live_power::CapPower;
+    use greenup_proto::live_power::CapPower;
 
     fn view(points: usize) -> PowerView {
         let p = |i: usize| PowerPoint {

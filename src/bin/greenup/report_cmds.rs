@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use greenup::daemon::client::{Client, Endpoint};
-use greenup::daemon::protocol::{JobRecord, ListRecords};
 use greenup::input::write_atomic;
 use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
@@ -21,6 +19,8 @@ use greenup::report::{
     AppHistory, Confidence, JobReport, JobRow, ReportError, VersionInfo, svg, table, text,
 };
 use greenup::site::Site;
+use greenup_proto::client::{Client, Endpoint};
+use greenup_proto::protocol::{JobRecord, ListRecords};
 
 use crate::{Failure, Outcome, emit, site_path};
 
@@ -183,7 +183,7 @@ pub fn learn(args: LearnArgs) -> Outcome {
     // What a job reads is root's or the SlurmUser's to write; say so before reading
     // anything (the file system would refuse too, with a less helpful line).
     if !to_stdout && feeds_jobs(&site, &dest) {
-        let (roles, _) = greenup::daemon::auth::Roles::from_site(&site);
+        let (roles, _) = greenup::site::roles::Roles::from_site(&site);
         // SAFETY: geteuid has no preconditions and cannot fail.
         let uid = unsafe { libc::geteuid() };
         if !roles.may_write(uid) {

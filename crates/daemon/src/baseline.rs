@@ -1,0 +1,171 @@
+//! Measured baselines in production: which jobs greenupd runs with every node at its
+//! highest frequency (recorded as monitor) so savings are measured, and which
+//! application/policy pairs it has stopped applying because their measured slowdown
+//! missed the policy's `max_slowdown`.
+//!
+//! The choice is the site's alone: it depends on the job id (which Slurm assigns) and
+//! the application's history, never on anything the user writes, and a sample is only
+//! taken when running at f_max fits every cap the job is under.
+
+use greenup::plan::{Plan, PlanRequest};
+use greenup::site::{BaselineSettings, OnMiss, Site};
+use greenup_proto::protocol::OpenJob;
+
+/// What greenupd knows about an application's history when it decides for a new job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppState {
+    /// Measured baseline (monitor) runs of the application so far.
+    pub baselines: u32,
+    /// Why the job's policy is held for this application, if an admin has not cleared it.
+    pub hold: Option<String>,
+    /// The frequency ceiling in GHz an energy budget's warning level sets for the job.
+    pub max_freq_ghz: Option<f64>,
+}
+
+/// A stable hash of a job id into [0, 1): the same job is always sampled or never,
+/// whichever greenupd decides it, and ids Slurm hands out in order spread evenly.
+pub fn job_share(job_id: u64) -> f64 {
+    // splitmix64's finaliser: every input bit moves every output bit.
+    let mut z = job_id.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Whether the site's rule picks `job_id` as a baseline sample, given `seen` measured
+/// baselines of its application: every job until there are `min_runs`, then the
+/// jobs whose [`job_share`] is below `fraction`.
+pub fn picked(b: &BaselineSettings, job_id: u64, seen: u32) -> bool {
+    seen < b.min_runs || job_share(job_id) < b.fraction
+}
+
+/// Why a picked job may not be sampled (or a held policy not dropped): running every node at f_max
+/// (`fmax_w` watts, `fmax_energy_j` joules as predicted) would exceed the power cap the
+/// job is planned under (the user's or the budget left, whichever is lower) or its
+/// energy cap. `None` when it fits.
+pub fn cap_forbids(
+    fmax_w: f64,
+    fmax_energy_j: f64,
+    power_cap_w: Option<f64>,
+    energy_cap_j: Option<f64>,
+) -> Option<String> {
+    // A NaN figure never fits: a sample must be known to fit.
+    let fits = |x: f64, cap: f64| x.partial_cmp(&cap).is_some_and(|o| o.is_le());
+    if let Some(cap) = power_cap_w
+        && !fits(fmax_w, cap)
+    {
+        return Some(format!(
+            "every node at f_max draws {fmax_w:.0} W, over the {cap:.0} W cap"
+        ));
+    }
+    if let Some(cap) = energy_cap_j
+        && !fits(fmax_energy_j, cap)
+    {
+        return Some(format!(
+            "every node at f_max is predicted to use {fmax_energy_j:.0} J, over the {cap:.0} J cap"
+        ));
+    }
+    None
+}
+
+/// The reason recorded for a baseline sample.
+pub fn sample_reason(b: &BaselineSettings, seen: u32) -> String {
+    if seen < b.min_runs {
+        format!(
+            "baseline sample: every node at f_max, recorded as monitor ({seen} of the site's baseline.min_runs {} measured so far)",
+            b.min_runs
+        )
+    } else {
+        format!(
+            "baseline sample: every node at f_max, recorded as monitor (the site's baseline.fraction {})",
+            b.fraction
+        )
+    }
+}
+
+/// The reason recorded for a job whose policy is held for its application.
+pub fn hold_reason(policy: &str, app: &str, why: &str) -> String {
+    format!(
+        "policy {policy} is held for {app} ({why}); the job runs as under monitor until an admin clears it (greenup policy clear {app} {policy})"
+    )
+}
+
+/// The reason `req` runs as under monitor because the site holds its policy for its
+/// application (`baseline.on_miss: monitor`); `None` when it does not, or when every
+/// node at f_max would not fit `power_cap_w` (the cap the job is planned under): a hold
+/// never lifts a cap, so such a job keeps its policy.
+pub fn held(
+    site: &Site,
+    req: &OpenJob,
+    policy: &str,
+    app: &AppState,
+    power_cap_w: Option<f64>,
+) -> Option<String> {
+    let b = site.baseline.as_ref()?;
+    let why = app.hold.as_deref()?;
+    let name = req.profile.as_deref()?;
+    if b.on_miss != OnMiss::Monitor {
+        return None;
+    }
+    let fmax_w = site.max_power_w(&req.nodes);
+    if let Some(over) = cap_forbids(fmax_w, 0.0, power_cap_w, None) {
+        tracing::info!(
+            job_id = req.job_id,
+            policy,
+            "{over}; the held policy still applies"
+        );
+        return None;
+    }
+    Some(hold_reason(policy, name, why))
+}
+
+/// The reason `req` runs as a baseline sample instead of `plan`, or `None` when the
+/// site does not pick it or every node at f_max would not fit its caps. (A cap that
+/// forbids the sample is not worth a reason of its own: the job runs its plan.)
+pub fn sampled(
+    site: &Site,
+    req: &OpenJob,
+    pr: &PlanRequest,
+    plan: &Plan,
+    app: &AppState,
+) -> Option<String> {
+    let b = site.baseline.as_ref()?;
+    req.profile.as_ref()?;
+    if !picked(b, req.job_id, app.baselines) {
+        return None;
+    }
+    let energy_cap = match (pr.energy_cap_j, site.job_energy_limit_j) {
+        (Some(a), Some(l)) => Some(a.min(l)),
+        (a, l) => a.or(l),
+    };
+    let fmax_w = site.max_power_w(&req.nodes);
+    if let Some(why) = cap_forbids(fmax_w, plan.baseline.energy_j, pr.power_cap_w, energy_cap) {
+        tracing::debug!(job_id = req.job_id, "not a baseline sample: {why}");
+        return None;
+    }
+    Some(sample_reason(b, app.baselines))
+}
+
+/// Whether `policy` missed its `max_slowdown` (a fraction) for the application whose
+/// stored runs are `runs`: the reason to hold it, for the site's
+/// `baseline.on_miss: monitor`; `None` when it did not (or cannot be judged yet).
+pub fn missed(
+    site: &Site,
+    runs: &[greenup_proto::protocol::JobRecord],
+    policy: &str,
+    max_slowdown: Option<f64>,
+) -> Option<String> {
+    use greenup::report::measured;
+    use greenup::report::record::{Context, from_record};
+    let target = max_slowdown?;
+    let ctx = Context {
+        site: Some(site),
+        ..Context::default()
+    };
+    let reports: Vec<_> = runs.iter().map(|r| from_record(r, &ctx)).collect();
+    measured::by_policy(&reports, |p| (p == policy).then_some(target))
+        .iter()
+        .filter(|m| m.policy == policy)
+        .find_map(|m| m.miss_line())
+}

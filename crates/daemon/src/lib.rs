@@ -1,0 +1,20 @@
+//! greenupd: the one-per-cluster daemon that owns the site power budget and every
+//! job's decision and outcome.
+//!
+//! It decides with the `greenup` library, speaks `greenup-proto` on its sockets, and
+//! keeps what it learns in SQLite (`store`). Nothing else links it: the plugin and the
+//! CLI reach it only through the protocol.
+#![forbid(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
+
+pub mod auth;
+pub mod baseline;
+pub mod decide;
+pub mod ledger;
+pub mod metrics_http;
+pub mod plan_cache;
+pub mod server;
+pub mod settle;
+pub mod store;
+pub mod store_thread;
+pub mod time_limit;

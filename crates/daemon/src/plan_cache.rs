@@ -1,0 +1,151 @@
+//! Plans kept for the next job of the same shape.
+//!
+//! A plan depends on a job's nodes only through their types and their order: the
+//! models and optimizers never read a node's name. So the tasks of a job array, or
+//! any later job with the same node types, policy, caps and limits, get the stored
+//! plan with their own node names put in, and skip the search. A cache belongs to one
+//! loaded profile version under one site config: a new version or a reload starts an
+//! empty one, so a reused plan is always the plan a fresh search would make.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use greenup::plan::{Algorithm, NodeRequest, Plan, PlanRequest};
+use greenup::site::Site;
+
+/// Planned nodes the cache may hold in all; the oldest plans go first beyond it.
+const MAX_NODES: usize = 1 << 16;
+
+/// Everything a plan depends on besides the profile and the site config.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Shape {
+    policy: String,
+    /// Each listed node's type, as its index among the site's node types.
+    types: Vec<u32>,
+    min: Option<usize>,
+    partition: Option<String>,
+    energy_cap_j: Option<u64>,
+    power_cap_w: Option<u64>,
+    time_limit_s: Option<u64>,
+    algorithm: Algorithm,
+    max_freq_ghz: Option<u64>,
+}
+
+impl Shape {
+    /// The shape of `req` on `site`; `None` when its nodes are not a list of known
+    /// nodes (a count of the partition's nodes, or a node the site does not type).
+    pub fn of(site: &Site, req: &PlanRequest) -> Option<Shape> {
+        let NodeRequest::List { names, min } = &req.nodes else {
+            return None;
+        };
+        let types = names
+            .iter()
+            .map(|n| {
+                let t = site.nodes.get(n)?;
+                site.node_types.keys().position(|k| k == t)?.try_into().ok()
+            })
+            .collect::<Option<Vec<u32>>>()?;
+        Some(Shape {
+            policy: req.policy.clone(),
+            types,
+            min: *min,
+            partition: req.partition.clone(),
+            energy_cap_j: req.energy_cap_j.map(f64::to_bits),
+            power_cap_w: req.power_cap_w.map(f64::to_bits),
+            time_limit_s: req.time_limit_s.map(f64::to_bits),
+            algorithm: req.algorithm,
+            max_freq_ghz: req.max_freq_ghz.map(f64::to_bits),
+        })
+    }
+}
+
+/// A stored plan and, for each of its nodes, that node's place in the request's list.
+struct Kept {
+    plan: Plan,
+    picks: Vec<usize>,
+}
+
+#[derive(Default)]
+struct Inner {
+    plans: HashMap<Shape, Kept>,
+    order: VecDeque<Shape>,
+    nodes: usize,
+}
+
+/// Plans by job shape, bounded by the number of planned nodes held.
+#[derive(Default)]
+pub struct PlanCache {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for PlanCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("PlanCache")
+            .field("plans", &inner.plans.len())
+            .field("nodes", &inner.nodes)
+            .finish()
+    }
+}
+
+impl PlanCache {
+    /// The plan stored for `shape`, with the nodes of `names` (the new job's list) put in.
+    pub fn get(&self, shape: &Shape, names: &[String]) -> Option<Plan> {
+        let started = Instant::now();
+        let mut plan = {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let kept = inner.plans.get(shape)?;
+            if kept.picks.iter().any(|&i| i >= names.len()) {
+                return None;
+            }
+            let mut plan = kept.plan.clone();
+            for (node, &i) in plan.nodes.iter_mut().zip(&kept.picks) {
+                node.name.clone_from(&names[i]);
+            }
+            plan
+        };
+        plan.search.reused = true;
+        plan.search.elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        Some(plan)
+    }
+
+    /// Keep `plan`, made for the nodes `names`, for later jobs of `shape`.
+    pub fn put(&self, shape: Shape, names: &[String], plan: &Plan) {
+        let index: HashMap<&str, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let Some(picks) = plan
+            .nodes
+            .iter()
+            .map(|n| index.get(n.name.as_str()).copied())
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return;
+        };
+        let size = names.len().max(1);
+        if size > MAX_NODES {
+            return;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = Kept {
+            plan: plan.clone(),
+            picks,
+        };
+        if inner.plans.insert(shape.clone(), kept).is_some() {
+            return;
+        }
+        inner.order.push_back(shape);
+        inner.nodes += size;
+        while inner.nodes > MAX_NODES {
+            let Some(old) = inner.order.pop_front() else {
+                break;
+            };
+            if inner.plans.remove(&old).is_some() {
+                inner.nodes = inner.nodes.saturating_sub(old.types.len().max(1));
+            }
+        }
+    }
+}

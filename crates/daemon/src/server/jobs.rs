@@ -1,0 +1,565 @@
+//! Opening and closing jobs: one decision per job however many nodes ask, its
+//! reservation in the ledger, and the store's record of both.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
+
+use super::refine::{refine_after_close, settle_then_refine};
+use super::{Ctx, Shared, lock, store_error};
+use crate::baseline::AppState;
+use crate::decide::{bad_field, expand_open};
+use crate::store::sqlite::now;
+use crate::store::{Applied, Change, NewJob};
+use greenup_proto::protocol::{
+    Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeSettings, OpenJob, Reply, Verdict,
+};
+
+/// What a request comes to: the reply, or the error the caller reads.
+pub(super) type Outcome = Result<Reply, ErrorReply>;
+
+/// A job whose decision is being made, shared by every node that asks meanwhile.
+pub(super) type Pending = Arc<OnceCell<Arc<JobView>>>;
+
+/// Decisions kept in memory so the other nodes of a job are answered without the store.
+const RECENT: usize = 1024;
+
+/// A decided job as its nodes are answered: the decision with its nodes indexed once,
+/// so each node's settings cost a lookup however large the job is.
+pub(super) struct JobView {
+    /// The job's decision.
+    pub(super) decision: Decision,
+    /// The job's owner.
+    pub(super) uid: u32,
+    /// The compressed hostlist the job was decided with, when it came as one.
+    nodelist: Option<String>,
+    /// The allocated nodes, expanded, in Slurm order.
+    nodes: Vec<String>,
+    /// Each allocated node's position in `nodes`.
+    index: HashMap<String, usize>,
+    /// Each planned node's frequency.
+    planned: HashMap<String, f64>,
+    /// The used nodes as a hostlist, when the plan uses fewer than the job holds.
+    used_nodes: Option<String>,
+    /// The job's partition.
+    pub(super) partition: Option<String>,
+}
+
+impl JobView {
+    /// Index `decision` for the job opened by `req` (its `nodes` expanded).
+    pub(super) fn new(decision: Decision, req: &OpenJob) -> JobView {
+        let nodes = req.nodes.clone();
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let plan = decision.plan.as_ref();
+        let planned: HashMap<String, f64> = plan
+            .map(|p| {
+                p.nodes
+                    .iter()
+                    .map(|n| (n.name.clone(), n.freq_ghz))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let used_nodes = plan
+            .filter(|p| !p.nodes.is_empty() && p.nodes.len() < nodes.len())
+            .map(|p| {
+                let names: Vec<String> = p.nodes.iter().map(|n| n.name.clone()).collect();
+                greenup::hostlist::compress(&names)
+            });
+        JobView {
+            decision,
+            uid: req.uid,
+            nodelist: req.nodelist.clone(),
+            nodes,
+            index,
+            planned,
+            used_nodes,
+            partition: req.partition.clone(),
+        }
+    }
+
+    /// Whether `node` is one of the job's allocated nodes.
+    pub(super) fn has_node(&self, node: &str) -> bool {
+        self.index.contains_key(node)
+    }
+
+    /// The job's nodes as one short text for messages.
+    pub(super) fn nodes_text(&self) -> String {
+        self.nodelist_text()
+    }
+
+    /// Whether the job's plan runs on `node` (every node runs without a plan): the nodes
+    /// its grant is shared among. Constant time: asked on every power report.
+    pub(super) fn uses(&self, node: &str) -> bool {
+        if self.decision.plan.is_none() {
+            self.index.contains_key(node)
+        } else {
+            self.planned.contains_key(node)
+        }
+    }
+
+    /// How many nodes the job's plan runs on.
+    pub(super) fn used_count(&self) -> usize {
+        if self.decision.plan.is_none() {
+            self.nodes.len()
+        } else {
+            self.planned.len()
+        }
+    }
+
+    /// The nodes the job's plan runs on, in Slurm order (linear in the job's size).
+    pub(super) fn used(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .map(String::as_str)
+            .filter(|n| self.uses(n))
+            .collect()
+    }
+
+    /// Each used node's long-term limit were the job granted `granted_w` instead, by the
+    /// one rule that set them at its start ([`NodeSettings::with_node_type`]). None when
+    /// the job has no grant, or a node's share would not be its CPU package's alone (a
+    /// GPU node: its GPUs' limits are not lowered while it runs).
+    pub(super) fn limits_under(
+        &self,
+        site: &greenup::site::Site,
+        granted_w: f64,
+    ) -> Option<Vec<(String, f64)>> {
+        let mut d = self.decision.clone();
+        d.grant.as_mut()?.granted_w = granted_w;
+        let n = self.nodes.len();
+        self.used()
+            .into_iter()
+            .map(|node| {
+                let s = NodeSettings::of(&d, node, self.planned.get(node).copied(), n, None)
+                    .with_node_type(site);
+                match (s.power_limit_w, s.gpu_power) {
+                    (Some(w), None) => Some((node.to_string(), w)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    /// `node`'s settings, for a node that names the job's nodes as `nodelist`: a
+    /// conflict when that is not the job's list or the node is not in it.
+    fn settings(
+        &self,
+        node: &str,
+        nodelist: &str,
+        limits: &greenup::site::DaemonLimits,
+    ) -> Result<NodeSettings, ErrorReply> {
+        let job_id = self.decision.job_id;
+        // Every node of a job gets the same SLURM_JOB_NODELIST: comparing the text is
+        // the common case; another spelling is expanded and compared name by name.
+        if self.nodelist.as_deref() != Some(nodelist) {
+            let same = greenup::hostlist::expand_at_most(nodelist, limits.max_job_nodes)
+                .is_ok_and(|names| names == self.nodes);
+            if !same {
+                return Err(ErrorReply::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "job {job_id} was decided for nodes {}, not '{nodelist}'",
+                        self.nodelist_text()
+                    ),
+                ));
+            }
+        }
+        let Some(&i) = self.index.get(node) else {
+            return Err(ErrorReply::new(
+                ErrorCode::Conflict,
+                format!("node '{node}' is not one of job {job_id}'s nodes"),
+            ));
+        };
+        let used_nodes = self.used_nodes.clone().filter(|_| i == 0);
+        Ok(NodeSettings::of(
+            &self.decision,
+            node,
+            self.planned.get(node).copied(),
+            self.nodes.len(),
+            used_nodes,
+        ))
+    }
+
+    /// The job's nodes as one short text for messages.
+    fn nodelist_text(&self) -> String {
+        self.nodelist
+            .clone()
+            .unwrap_or_else(|| greenup::hostlist::compress(&self.nodes))
+    }
+}
+
+/// The last [`RECENT`] decisions, oldest first out.
+#[derive(Default)]
+pub(super) struct Recent {
+    pub(super) by_job: HashMap<u64, Arc<JobView>>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl Recent {
+    fn insert(&mut self, v: Arc<JobView>) {
+        let id = v.decision.job_id;
+        if self.by_job.insert(id, v).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > RECENT {
+            if let Some(old) = self.order.pop_front() {
+                self.by_job.remove(&old);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        if self.by_job.remove(&id).is_some() {
+            self.order.retain(|j| *j != id);
+        }
+    }
+}
+
+/// The job's decision, made once (by the first request) however many ask at once.
+/// `req` is completed (its `nodes` expanded from a `nodelist`, then checked) only by
+/// the request that decides: the others wait for its decision and expand nothing.
+async fn decided(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    mut req: OpenJob,
+) -> Result<Arc<JobView>, ErrorReply> {
+    let job_id = req.job_id;
+    if let Some(v) = lock(&shared.recent).by_job.get(&job_id) {
+        return Ok(v.clone());
+    }
+    // Every node that asks while the decision is being made waits for that one
+    // decision. A job decided earlier (before a restart, or pushed out of `recent`)
+    // is decided again, and the store then returns the decision it holds.
+    let cell = lock(&shared.deciding).entry(job_id).or_default().clone();
+    let result = cell
+        .get_or_try_init(|| async {
+            // open_job requests come here checked; a node's start_node names a hostlist.
+            if req.nodes.is_empty() {
+                expand_open(&mut req, &ctx.site.daemon.limits)?;
+            }
+            let d = decide_and_store(shared, ctx.clone(), req.clone()).await?;
+            Ok(Arc::new(JobView::new(d, &req)))
+        })
+        .await
+        .cloned();
+    if let Ok(v) = &result {
+        lock(&shared.recent).insert(v.clone());
+    }
+    let mut deciding = lock(&shared.deciding);
+    if deciding.get(&job_id).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+        deciding.remove(&job_id);
+    }
+    result
+}
+
+/// open_job: the whole decision (its size grows with the job's).
+pub(super) async fn open_job(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    req: OpenJob,
+) -> Result<Decision, ErrorReply> {
+    Ok(decided(shared, ctx, req).await?.decision.clone())
+}
+
+/// start_node: one node's settings, the job decided by the first node to ask.
+pub(super) async fn start_node(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    node: String,
+    req: OpenJob,
+) -> Result<NodeSettings, ErrorReply> {
+    let Some(list) = req.nodelist.clone().filter(|_| req.nodes.is_empty()) else {
+        return Err(bad_field(
+            "job.nodelist",
+            "(none)",
+            "the job's nodes as a Slurm hostlist (SLURM_JOB_NODELIST), without nodes",
+        ));
+    };
+    let limits = ctx.site.daemon.limits;
+    let site = ctx.clone();
+    let view = decided(shared, ctx, req).await?;
+    Ok(view
+        .settings(&node, &list, &limits)?
+        .with_node_type(&site.site))
+}
+
+/// `node`'s settings from a job's decision kept in memory, if it is there.
+pub(super) fn recent_settings(
+    shared: &Shared,
+    job_id: u64,
+    node: &str,
+) -> Option<(u32, NodeSettings)> {
+    let recent = lock(&shared.recent);
+    let v = recent.by_job.get(&job_id)?;
+    let s = NodeSettings::of(
+        &v.decision,
+        node,
+        v.planned.get(node).copied(),
+        v.nodes.len(),
+        None,
+    );
+    Some((v.uid, s))
+}
+
+/// What the decision needs from the application's history: only asked of the store
+/// when the site samples baselines and the job names a profile. A store that cannot
+/// answer leaves the job to `baseline.fraction` and its policy (no hold), and says so.
+async fn app_state(shared: &Arc<Shared>, ctx: &Ctx, req: &OpenJob) -> AppState {
+    let (Some(_), Some(profile)) = (&ctx.site.baseline, req.profile.clone()) else {
+        return AppState::default();
+    };
+    let policy = req
+        .policy
+        .clone()
+        .unwrap_or_else(|| ctx.site.default_policy.clone());
+    match shared
+        .store
+        .read(move |s| s.app_history(&profile, &policy))
+        .await
+    {
+        Ok((baselines, hold)) => AppState {
+            baselines,
+            hold,
+            ..AppState::default()
+        },
+        Err(e) => {
+            tracing::warn!(job_id = req.job_id, error = %e, "application history unread: this job is sampled by baseline.fraction alone and no hold applies");
+            AppState {
+                baselines: u32::MAX,
+                ..AppState::default()
+            }
+        }
+    }
+}
+
+async fn decide_and_store(
+    shared: &Arc<Shared>,
+    ctx: Arc<Ctx>,
+    req: OpenJob,
+) -> Result<Decision, ErrorReply> {
+    shared
+        .decisions
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let req = crate::time_limit::complete(
+        req,
+        shared.opts.slurm_check,
+        shared.opts.slurm_bin_dir.clone(),
+        &ctx.site,
+    )
+    .await;
+    let at = now();
+    let job_id = req.job_id;
+    let limit_s = req
+        .time_limit_s
+        .unwrap_or(crate::time_limit::UNLIMITED_HOLD_S);
+    let expires_at = at
+        .saturating_add(limit_s as i64)
+        .saturating_add(ctx.site.daemon.grace_s as i64);
+    let app = app_state(shared, &ctx, &req).await;
+    // Plan outside the ledger lock (planning is the costly part), then reserve under
+    // it. If the budget shrank meanwhile and the plan no longer fits, plan again;
+    // after a few tries, plan under the lock so the job cannot starve.
+    let part = req.partition.clone();
+    let mut tries = 0;
+    let p = loop {
+        tries += 1;
+        let free = lock(&shared.ledger).free_w(part.as_deref());
+        let p = if tries > 3 {
+            let mut ledger = lock(&shared.ledger);
+            let free = ledger.free_w(part.as_deref());
+            let p = ctx
+                .decider
+                .decide_or_refuse_with(&ctx.site, &req, free, &app);
+            if p.verdict.holds_reservation(p.reserve_w) {
+                ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+            }
+            break p;
+        } else {
+            let (ctx2, req2, app2) = (ctx.clone(), req.clone(), app.clone());
+            tokio::task::spawn_blocking(move || {
+                ctx2.decider
+                    .decide_or_refuse_with(&ctx2.site, &req2, free, &app2)
+            })
+            .await
+            .map_err(|e| {
+                ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}"))
+            })?
+        };
+        let mut ledger = lock(&shared.ledger);
+        let now_free = ledger.free_w(part.as_deref());
+        let shrank_past_it = match (free, now_free) {
+            (Some(then), Some(now)) => now < then && p.reserve_w > now,
+            _ => false,
+        };
+        if shrank_past_it {
+            continue;
+        }
+        if p.verdict.holds_reservation(p.reserve_w) {
+            ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+        }
+        break p;
+    };
+    // The energy budgets take their turn once the power ledger has: a level's action
+    // may decide the job again, and its reservation follows the final decision.
+    let (held_w, holds) = (p.reserve_w, p.verdict.holds_reservation(p.reserve_w));
+    let free_before = lock(&shared.ledger)
+        .free_w(part.as_deref())
+        .map(|f| if holds { f + held_w } else { f });
+    let admitted = super::budget::admit(shared, &ctx, &req, p, free_before, at);
+    let p = admitted.proposal;
+    if (p.reserve_w, p.verdict.holds_reservation(p.reserve_w)) != (held_w, holds) {
+        let mut ledger = lock(&shared.ledger);
+        ledger.release(job_id);
+        if p.verdict.holds_reservation(p.reserve_w) {
+            ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+        }
+    }
+    let grant = crate::decide::grant_of(&ctx.site, &req, p.verdict, p.plan.as_ref());
+    let decision = Decision {
+        job_id,
+        verdict: p.verdict,
+        reason: p.reason,
+        policy: p.policy,
+        monitor: p.monitor,
+        profile: p.profile,
+        profile_version: p.profile_version,
+        power_cap_w: p.power_cap_w,
+        reserved_w: p.reserve_w,
+        plan: p.plan,
+        decided_at: at,
+        baseline_sample: p.baseline_sample,
+        refusal: p.refusal,
+        budgets: admitted.states,
+        comm_dvfs: p.comm_dvfs,
+        grant,
+    };
+    let inputs = p.inputs;
+    let partition = req.partition.clone();
+    let change = Change::Open(Box::new(NewJob {
+        request: req,
+        decision,
+        inputs,
+        expires_at,
+        charges: admitted.charges,
+    }));
+    match shared.store.write(change).await {
+        Ok(Applied::Opened {
+            new: true,
+            decision,
+            ..
+        }) => Ok(*decision),
+        Ok(Applied::Opened {
+            new: false,
+            decision,
+            state,
+        }) => {
+            // Stored before (a restart, or a job closed already): the stored decision wins.
+            {
+                let mut ledger = lock(&shared.ledger);
+                ledger.release(job_id);
+                if state == JobState::Open && decision.holds_reservation() {
+                    ledger.reserve(
+                        job_id,
+                        partition.as_deref(),
+                        decision.reserved_w,
+                        expires_at,
+                        decision.decided_at,
+                    );
+                }
+            }
+            super::budget::restore(shared, job_id).await;
+            Ok(*decision)
+        }
+        Ok(Applied::Stored { .. }) => {
+            lock(&shared.ledger).release(job_id);
+            lock(&shared.budget).release(job_id);
+            Err(ErrorReply::new(
+                ErrorCode::Internal,
+                "store answered an open with a plain ack",
+            ))
+        }
+        Err(e) => {
+            lock(&shared.ledger).release(job_id);
+            lock(&shared.budget).release(job_id);
+            Err(store_error(e))
+        }
+    }
+}
+
+pub(super) async fn close_job(
+    shared: &Arc<Shared>,
+    job_id: u64,
+    state: JobState,
+    end: Option<JobEnd>,
+) -> Outcome {
+    // A node's "completed" is a claim until Slurm's final record says so (see
+    // `settle`); until then nothing may learn from the run.
+    let settling =
+        state == JobState::Closed && shared.opts.slurm_check && crate::settle::needs_settling(end);
+    let stored_end = if settling { Some(JobEnd::Unknown) } else { end };
+    let applied = shared
+        .store
+        .write(Change::Close {
+            job_id,
+            state,
+            end: stored_end,
+            at: now(),
+        })
+        .await
+        .map_err(store_error)?;
+    lock(&shared.ledger).release(job_id);
+    lock(&shared.live).forget_job(job_id);
+    super::budget::settle(shared, job_id).await;
+    let (judged, app) = {
+        let mut recent = lock(&shared.recent);
+        let decision = recent.by_job.get(&job_id).map(|v| &v.decision);
+        // A job its policy planned freely (not monitor, not a baseline sample, not held
+        // back by the budget) is evidence on how that policy does for its application.
+        let judged = decision.and_then(|d| {
+            (d.verdict == Verdict::Planned && !d.monitor)
+                .then(|| d.profile.clone().map(|p| (p, d.policy.clone())))
+                .flatten()
+        });
+        // A refused job ran without a plan: there is nothing to learn from it.
+        let app = decision.map(|d| match d.verdict {
+            Verdict::Refused => None,
+            _ => d.profile.clone(),
+        });
+        recent.remove(job_id);
+        (judged, app)
+    };
+    match applied {
+        Applied::Stored { new } => {
+            // A repeated close teaches nothing new; a reclaimed job has no outcome worth it.
+            // A job decided without a profile has nothing to refine.
+            if new && settling {
+                let learn = app != Some(None);
+                tokio::spawn(settle_then_refine(
+                    shared.clone(),
+                    job_id,
+                    learn,
+                    app.flatten(),
+                ));
+            } else if new && state == JobState::Closed && app != Some(None) {
+                tokio::spawn(refine_after_close(shared.clone(), job_id, app.flatten()));
+            }
+            if let (true, Some((app, policy))) = (new, judged) {
+                tokio::spawn(super::missed::judge_after_close(
+                    shared.clone(),
+                    app,
+                    policy,
+                ));
+            }
+            Ok(Reply::Stored { job_id, new })
+        }
+        Applied::Opened { .. } => Err(ErrorReply::new(
+            ErrorCode::Internal,
+            "store answered a close with an open",
+        )),
+    }
+}

@@ -1,0 +1,392 @@
+//! greenupd's server: starting and stopping, the shared state, and SIGHUP reloads.
+//!
+//! One module per job: [`listen`] accepts connections and limits them, [`handlers`]
+//! parses and answers requests, [`jobs`] opens and closes jobs with the ledger,
+//! [`refine`] schedules profile refinement, [`reclaim`] takes back the reservations
+//! of vanished jobs, [`metrics`] serves the Prometheus page.
+
+mod budget;
+mod give_back;
+mod handlers;
+mod jobs;
+mod listen;
+mod live_power;
+mod metrics;
+mod missed;
+mod reclaim;
+mod refine;
+mod slots;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, UnixListener};
+
+use super::decide::{Decider, DeciderError};
+use super::ledger::Ledger;
+use super::store_thread::StoreHandle;
+use crate::auth::Roles;
+use crate::store::sqlite::Checkpointer;
+use crate::store::{SqliteStore, StoreError};
+use greenup::input::InputError;
+use greenup::site::Site;
+use greenup_proto::munge::Munge;
+use greenup_proto::protocol::{ErrorCode, ErrorReply};
+use jobs::{Pending, Recent};
+use metrics::MetricsListener;
+
+/// Reads a site config file (greenupd passes `greenup::site::load`).
+pub type SiteLoader = Arc<dyn Fn(&Path) -> Result<Site, InputError> + Send + Sync>;
+
+/// Why greenupd cannot start, or refuses a site config; the message goes to its log.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The site config could not be loaded.
+    #[error(transparent)]
+    Config(#[from] InputError),
+    /// The site config's policies cannot be planned with.
+    #[error(transparent)]
+    Policies(#[from] DeciderError),
+    /// The store could not be opened or read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store's thread could not be started.
+    #[error("{0}")]
+    StoreThread(std::io::Error),
+    /// An address of `daemon.listen` or `daemon.socket` could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address or socket path.
+        addr: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The metrics address (`daemon.metrics_listen`) could not be bound.
+    #[error("cannot listen on {addr} (daemon.metrics_listen): {source}")]
+    MetricsListen {
+        /// The address.
+        addr: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A signal handler could not be installed.
+    #[error("{0}")]
+    Signal(std::io::Error),
+}
+
+/// How greenupd runs, beyond the site config.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The site config file.
+    pub config: PathBuf,
+    /// The most connections from root and SlurmUser (the nodes) served at once; more
+    /// get a `busy` reply. Ordinary users' and unauthenticated connections have limits
+    /// of their own in the site config (`daemon.user_connections` and others).
+    pub max_connections: usize,
+    /// How long a client may take to send a whole line.
+    pub idle_timeout: Duration,
+    /// How often open jobs are checked for vanishing or expiry.
+    pub reclaim_every: Duration,
+    /// Ask Slurm (`squeue`) whether open jobs still exist.
+    pub slurm_check: bool,
+    /// Jobs younger than this are never reclaimed for missing from Slurm.
+    pub min_age_s: i64,
+    /// Where greenupd finds Slurm's commands (squeue, scontrol, sacct); `None`: its PATH.
+    pub slurm_bin_dir: Option<PathBuf>,
+}
+
+impl Options {
+    /// Defaults for `config`.
+    pub fn new(config: PathBuf) -> Options {
+        Options {
+            config,
+            max_connections: 16_384,
+            idle_timeout: Duration::from_secs(10),
+            reclaim_every: Duration::from_secs(60),
+            slurm_check: true,
+            min_age_s: 120,
+            slurm_bin_dir: None,
+        }
+    }
+}
+
+/// A loaded site config with everything derived from it.
+pub(super) struct Ctx {
+    pub(super) site: Site,
+    pub(super) roles: Roles,
+    pub(super) decider: Decider,
+}
+
+fn build_ctx(site: Site) -> Result<Ctx, DeciderError> {
+    let (roles, warnings) = Roles::from_site(&site);
+    for w in warnings {
+        tracing::warn!("{}: {w}", site.path.display());
+    }
+    let decider = Decider::new(&site)?;
+    Ok(Ctx {
+        site,
+        roles,
+        decider,
+    })
+}
+
+/// How often the write-ahead log is copied into the database, beside the writer.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+struct Shared {
+    opts: Options,
+    loader: SiteLoader,
+    ctx: RwLock<Arc<Ctx>>,
+    ledger: Mutex<Ledger>,
+    /// Energy budget accounts; the check and the charge of one admission hold it together.
+    budget: Mutex<greenup::budget::book::Book>,
+    deciding: Mutex<HashMap<u64, Pending>>,
+    recent: Mutex<Recent>,
+    store: StoreHandle,
+    munge: Option<Munge>,
+    started: Instant,
+    connections: AtomicU64,
+    /// Every connection's slot, by kind of caller.
+    slots: Arc<slots::Slots>,
+    /// Jobs decided since start (each job's decision is made once).
+    decisions: AtomicU64,
+    /// Held while a profile is refined, so two closes never number a version alike.
+    refining: tokio::sync::Mutex<()>,
+    /// Applications with a refinement waiting for `refining`.
+    refine_waiting: Mutex<std::collections::HashSet<String>>,
+    /// When each application's last refinement ended.
+    refined_at: Mutex<HashMap<String, Instant>>,
+    /// Measured power, live: the nodes' latest reports and each cap's sums and timeline.
+    live: Mutex<live_power::Live>,
+}
+
+impl Shared {
+    /// The loaded config's connection and request limits.
+    fn limits(&self) -> greenup::site::DaemonLimits {
+        self.ctx
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .site
+            .daemon
+            .limits
+    }
+
+    /// Whether `uid` is root or SlurmUser: a node's, with slots apart from users'.
+    fn is_node(&self, uid: u32) -> bool {
+        self.ctx
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .roles
+            .may_write(uid)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn store_error(e: StoreError) -> ErrorReply {
+    match e {
+        StoreError::NoSuchJob(id) => ErrorReply::new(
+            ErrorCode::NotFound,
+            format!("job {id} is not known to greenupd"),
+        ),
+        other => ErrorReply::new(ErrorCode::StoreFailed, other.to_string()),
+    }
+}
+
+/// Check a site config the way greenupd would load it; returns the warnings.
+pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, ServeError> {
+    let site = loader(path)?;
+    let (_, warnings) = Roles::from_site(&site);
+    Decider::new(&site)?;
+    Ok(warnings)
+}
+
+/// Run greenupd until SIGTERM or SIGINT.
+pub async fn serve(opts: Options, loader: SiteLoader) -> Result<(), ServeError> {
+    serve_until(opts, loader, std::future::pending()).await
+}
+
+/// Run greenupd until SIGTERM, SIGINT, or `stop` completes.
+pub async fn serve_until(
+    opts: Options,
+    loader: SiteLoader,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let site = loader(&opts.config)?;
+    let listen = site.daemon.listen.clone();
+    let socket = site.daemon.socket.clone();
+    let store_path = site.daemon.store.clone();
+    let metrics_listen = site.daemon.metrics_listen.clone();
+    let live_site = site.clone();
+    let ctx = build_ctx(site)?;
+
+    let mut store = SqliteStore::open(&store_path)?;
+    let reservations = crate::store::Store::reservations(&mut store)?;
+    let mut ledger = Ledger::new(&ctx.site);
+    ledger.rebuild(&reservations);
+    tracing::info!(open_jobs = reservations.len(), store = %store_path.display(), "ledger rebuilt from the store");
+    let mut book = greenup::budget::book::Book::default();
+    let accounts = crate::store::Store::budget_state(&mut store)?;
+    book.restore(accounts.totals, accounts.held);
+    let (store, store_thread) =
+        StoreHandle::spawn(Box::new(store)).map_err(ServeError::StoreThread)?;
+    // A store that cannot be written (read-only) needs no checkpoints; it still serves reads.
+    let checkpointer = Checkpointer::start(&store_path, CHECKPOINT_EVERY)
+        .inspect_err(|e| tracing::warn!(error = %e, "no background checkpoints"))
+        .ok();
+
+    let munge = match Munge::load() {
+        Ok(m) => Some(m),
+        Err(e) => {
+            tracing::error!("{e}; TCP requests will be refused");
+            None
+        }
+    };
+
+    let backlog = opts
+        .max_connections
+        .max(ctx.site.daemon.limits.max_job_nodes);
+    let tcp = bind_tcp(&listen, backlog)
+        .await
+        .map_err(|source| ServeError::Listen {
+            addr: listen.clone(),
+            source,
+        })?;
+    if socket.exists() {
+        let _ = std::fs::remove_file(&socket);
+    }
+    let unix = UnixListener::bind(&socket).map_err(|source| ServeError::Listen {
+        addr: socket.display().to_string(),
+        source,
+    })?;
+    // Any local user may connect; SO_PEERCRED says who they are.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
+    }
+    tracing::info!(tcp = %listen, unix = %socket.display(), "greenupd listening");
+
+    let shared = Arc::new(Shared {
+        opts: opts.clone(),
+        loader,
+        ctx: RwLock::new(Arc::new(ctx)),
+        ledger: Mutex::new(ledger),
+        budget: Mutex::new(book),
+        deciding: Mutex::new(HashMap::new()),
+        recent: Mutex::new(Recent::default()),
+        store,
+        munge,
+        started: Instant::now(),
+        connections: AtomicU64::new(0),
+        slots: Arc::new(slots::Slots::default()),
+        decisions: AtomicU64::new(0),
+        refining: tokio::sync::Mutex::new(()),
+        refine_waiting: Mutex::new(Default::default()),
+        refined_at: Mutex::new(HashMap::new()),
+        live: Mutex::new(live_power::Live::new(&live_site)),
+    });
+    let mut metrics = MetricsListener::default();
+    metrics.follow(&shared, metrics_listen.as_deref()).await?;
+
+    let tcp_task = tokio::spawn(listen::accept_tcp(shared.clone(), tcp));
+    let unix_task = tokio::spawn(listen::accept_unix(shared.clone(), unix));
+    let reclaim_task = tokio::spawn(reclaim::reclaim_loop(shared.clone()));
+    let live_task = tokio::spawn(live_power::tick_loop(shared.clone()));
+
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(ServeError::Signal)?;
+    let mut hup = signal(SignalKind::hangup()).map_err(ServeError::Signal)?;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => {
+                reload(&shared);
+                let want = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).site.daemon.metrics_listen.clone();
+                if let Err(e) = metrics.follow(&shared, want.as_deref()).await {
+                    tracing::error!("{e}; metrics stay where they were");
+                }
+            }
+        }
+    }
+    tracing::info!("stopping: no new connections; finishing requests in flight");
+    tcp_task.abort();
+    unix_task.abort();
+    reclaim_task.abort();
+    live_task.abort();
+    metrics.stop();
+    let drained = async {
+        while shared.slots.held() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), drained).await;
+    let _ = std::fs::remove_file(&socket);
+    drop(shared);
+    // The store thread ends once the last handle is gone, after its last commit.
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = store_thread.join();
+        drop(checkpointer);
+    })
+    .await;
+    tracing::info!("greenupd stopped");
+    Ok(())
+}
+
+/// Listen on `addr` with room for `backlog` connections not yet accepted: every node of
+/// the largest job connects at once when it starts. The kernel caps the backlog at
+/// `net.core.somaxconn`.
+async fn bind_tcp(addr: &str, backlog: usize) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let socket = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket
+            .bind(a)
+            .and_then(|()| socket.listen(u32::try_from(backlog).unwrap_or(u32::MAX)))
+        {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the address resolves to nothing",
+        )
+    }))
+}
+
+fn reload(shared: &Arc<Shared>) {
+    let path = shared.opts.config.clone();
+    let loaded = (shared.loader)(&path)
+        .map_err(ServeError::from)
+        .and_then(|site| Ok(build_ctx(site)?));
+    match loaded {
+        Ok(ctx) => {
+            let old = shared.ctx.read().unwrap_or_else(|e| e.into_inner()).clone();
+            if old.site.daemon.listen != ctx.site.daemon.listen
+                || old.site.daemon.socket != ctx.site.daemon.socket
+            {
+                tracing::warn!("listen addresses and the store path change only on restart");
+            }
+            lock(&shared.ledger).set_caps(&ctx.site);
+            lock(&shared.live).configure(&ctx.site);
+            *shared.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
+            tracing::info!(config = %path.display(), "config reloaded");
+        }
+        Err(e) => tracing::error!("config not reloaded, keeping the old one: {e}"),
+    }
+}

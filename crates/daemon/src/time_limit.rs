@@ -1,0 +1,78 @@
+//! The time limit a job is decided under: the one its node sent (from the job
+//! credential, Slurm 23.02 and later), else slurmctld's, asked once per job while the
+//! job is being decided (never once per node). The same question fills in the job's
+//! Slurm account when the request has none and an account has an energy budget, and
+//! under `power.enforce: queue` the watts Slurm granted it when no PrologSlurmctld sent
+//! them (slurmd gives a node's prolog no licenses).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use greenup::site::Site;
+use greenup::slurm::time_limit::{self, TimeLimit};
+use greenup_proto::protocol::OpenJob;
+
+/// How long a reservation is held for a job without a time limit (or whose limit could
+/// not be learnt): a year, as slurmctld's own end time for such a job. Reclaim releases
+/// it sooner once squeue no longer lists the job.
+pub const UNLIMITED_HOLD_S: f64 = time_limit::YEAR_S;
+
+/// How long squeue may take: half of what the job's nodes wait for the decision
+/// (`daemon.timeout_ms`), and never more than [`time_limit::ASK_BOUND`].
+pub fn ask_bound(site: &Site) -> Duration {
+    (Duration::from_millis(site.daemon.timeout_ms) / 2).min(time_limit::ASK_BOUND)
+}
+
+/// `req` with its time limit (and, where account budgets need it, its account) filled in
+/// from slurmctld when the node sent none and greenupd may ask Slurm (`ask_slurm`, with
+/// its commands in `bin_dir` or on the PATH). When slurmctld cannot say, the job is
+/// planned without a limit and a warning says so.
+pub async fn complete(
+    mut req: OpenJob,
+    ask_slurm: bool,
+    bin_dir: Option<PathBuf>,
+    site: &Site,
+) -> OpenJob {
+    let needs_account = req.account.is_none()
+        && site
+            .budgets
+            .iter()
+            .any(|b| matches!(b.scope, greenup::budget::Scope::Account(_)));
+    // A node's prolog is not given the job's licenses: under the queue, greenupd asks.
+    let needs_grant =
+        site.power.enforce == greenup::site::PowerEnforce::Queue && req.granted_w.is_none();
+    if (req.time_limit_s.is_some() && !needs_account && !needs_grant) || !ask_slurm {
+        return req;
+    }
+    let job_id = req.job_id;
+    let bound = ask_bound(site);
+    let asked = tokio::task::spawn_blocking(move || {
+        time_limit::ask(&mut time_limit::squeue(bin_dir.as_deref(), job_id), bound)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r);
+    match asked {
+        Ok(a) => {
+            if let (None, TimeLimit::Seconds(s)) = (req.time_limit_s, a.limit) {
+                req.time_limit_s = Some(s);
+            }
+            if req.account.is_none() {
+                req.account = a.account;
+            }
+            if needs_grant && let Some(l) = &a.licenses {
+                match greenup::power::granted_w(&site.power, req.partition.as_deref(), l) {
+                    Ok(g) => req.granted_w = g,
+                    Err(e) => tracing::warn!(job_id, error = %e, "the job's grant is unreadable"),
+                }
+            }
+        }
+        Err(e) => tracing::warn!(
+            job_id,
+            error = %e,
+            "time limit unknown: the job is planned without one"
+        ),
+    }
+    req
+}

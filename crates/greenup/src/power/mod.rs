@@ -1,0 +1,147 @@
+//! The power cap held by Slurm's queue and the nodes' hardware (`power.enforce: queue`):
+//! how many watts a job holds as Slurm licenses, what Slurm granted a job, and each
+//! node's share of the grant, which the node's RAPL long-term limit then holds.
+//!
+//! The one home for these rules: slurm.conf's `Licenses=` line and the data the
+//! job_submit script reads are generated from them ([`slurm`]), PrologSlurmctld reads a
+//! grant with [`granted_w`], and greenupd shares it among the nodes with [`Grant`].
+
+pub mod give_back;
+pub mod slurm;
+pub mod split;
+
+use serde::{Deserialize, Serialize};
+
+use crate::site::{PowerSettings, Site};
+
+/// The watts Slurm granted a job and the sum of its nodes' weights, so each node's share
+/// is `granted_w * weight / weight_w`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Watts the job holds as greenup's licenses.
+    pub granted_w: f64,
+    /// The sum over the job's used nodes of [`node_weight_w`].
+    pub weight_w: f64,
+}
+
+/// What a node would draw running flat out at `freq_ghz` (its type's top frequency when
+/// None), by its type's power model, its GPUs at their top clock included
+/// ([`split::node_model`]): the weight its share of a grant is in proportion to, so that
+/// a plan's slower nodes are not held to a fast node's share. None for a node the site
+/// does not type.
+pub fn node_weight_w(site: &Site, node: &str, freq_ghz: Option<f64>) -> Option<f64> {
+    split::node_model(site, node, freq_ghz, None).map(|m| m.total_w())
+}
+
+impl Grant {
+    /// A grant of `granted_w` over `nodes` (each with the frequency it will run at, None
+    /// for its top one). None when a node is untyped: its share could not be weighed.
+    pub fn over<'a>(
+        site: &Site,
+        granted_w: f64,
+        nodes: impl IntoIterator<Item = (&'a str, Option<f64>)>,
+    ) -> Option<Grant> {
+        let mut weight_w = 0.0;
+        for (n, f) in nodes {
+            weight_w += node_weight_w(site, n, f)?;
+        }
+        (granted_w.is_finite() && granted_w >= 0.0 && weight_w > 0.0).then_some(Grant {
+            granted_w,
+            weight_w,
+        })
+    }
+
+    /// The share of a node of weight `weight_w` (from [`node_weight_w`]), in watts.
+    pub fn share_w(&self, weight_w: f64) -> f64 {
+        self.granted_w * weight_w / self.weight_w
+    }
+}
+
+/// A license of greenup's whose count is not watts, so the job's grant is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("license '{item}': the count '{count}' is not a whole number of watts")]
+pub struct LicenseCountError {
+    /// The license as Slurm lists it (`name:count`).
+    pub item: String,
+    /// The count as written.
+    pub count: String,
+}
+
+/// The watts a job was granted, from its licenses as Slurm lists them
+/// (`SLURM_JOB_LICENSES`: `name:count` or `name*count`, comma-separated; a remote
+/// license is `name@server`): the smaller of the site license's and the partition's
+/// counts, those being the caps the job must fit under. Ok(None) when it holds none of
+/// greenup's licenses (a job submitted before the site turned the queue on).
+pub fn granted_w(
+    power: &PowerSettings,
+    partition: Option<&str>,
+    licenses: &str,
+) -> Result<Option<f64>, LicenseCountError> {
+    let site_license = power.license_for(None);
+    let part_license = partition.map(|p| power.license_for(Some(p)));
+    let mut granted: Option<f64> = None;
+    for item in licenses.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, count) = match item.split_once([':', '*']) {
+            Some((n, c)) => (n, c),
+            None => (item, "1"),
+        };
+        let name = name.split('@').next().unwrap_or(name);
+        if name != site_license && Some(name) != part_license.as_deref() {
+            continue;
+        }
+        let count: u64 = count.trim().parse().map_err(|_| LicenseCountError {
+            item: item.to_string(),
+            count: count.to_string(),
+        })?;
+        let w = count as f64;
+        granted = Some(granted.map_or(w, |g: f64| g.min(w)));
+    }
+    Ok(granted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site() -> Site {
+        crate::site::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../etc/greenup.yaml"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_grant_is_the_smaller_of_the_site_and_partition_licenses() {
+        let p = PowerSettings::default();
+        let g = |l: &str| granted_w(&p, Some("debug"), l);
+        assert_eq!(g("greenup_w:640,greenup_w_debug:600"), Ok(Some(600.0)));
+        assert_eq!(g("matlab:1,greenup_w*700"), Ok(Some(700.0)));
+        assert_eq!(g("greenup_w@db:300"), Ok(Some(300.0)));
+        assert_eq!(g("greenup_w_other:5,matlab:2"), Ok(None));
+        assert_eq!(g(""), Ok(None));
+        assert!(
+            g("greenup_w:lots")
+                .unwrap_err()
+                .to_string()
+                .contains("'lots'")
+        );
+        assert_eq!(granted_w(&p, None, "greenup_w_debug:5"), Ok(None));
+    }
+
+    #[test]
+    fn shares_follow_each_nodes_power_at_its_frequency_and_sum_to_the_grant() {
+        let site = site();
+        // etc/greenup.yaml: n[1-2] fast (120 W dynamic at 3.0 GHz, cube law, 40 W static).
+        let fast = |f: f64| 120.0 * (f / 3.0_f64).powi(3) + 40.0;
+        let nodes = [("n1", None), ("n2", Some(1.4))];
+        let g = Grant::over(&site, 100.0, nodes).unwrap();
+        let (w1, w2) = (fast(3.0), fast(1.4));
+        assert!((g.weight_w - (w1 + w2)).abs() < 1e-9, "{g:?}");
+        let s1 = g.share_w(node_weight_w(&site, "n1", None).unwrap());
+        let s2 = g.share_w(node_weight_w(&site, "n2", Some(1.4)).unwrap());
+        assert!((s1 + s2 - 100.0).abs() < 1e-9);
+        assert!((s1 / s2 - w1 / w2).abs() < 1e-9);
+        assert!(Grant::over(&site, 100.0, [("nowhere", None)]).is_none());
+    }
+}

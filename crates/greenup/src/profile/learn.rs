@@ -1,0 +1,1083 @@
+//! A profile's first version, learned from an application's measured runs at maximum
+//! frequency (monitor runs and baseline samples): what `greenup profile learn` writes.
+//! Nothing in it is typed in; later runs refine it ([`super::refine`]).
+//!
+//! - hetero (paper 004): per node type, the compute time (and communication time, where
+//!   the MPI runtime measured the split) of runs on the profile's node count; power is
+//!   left to the site's node types until refinement fits it.
+//! - amdahl (paper 003): F_p, T_C(0,1) and the communication law by the model's own
+//!   [`amdahl::fit`] over runs on at least three node counts.
+//! - iso_energy (paper 000): the machine vector from the site's node type (its power
+//!   model; one cycle per instruction, since greenup has no instruction counters; no
+//!   memory split, since it has no memory counters either) and the network's price per
+//!   counted call and byte from the time inside MPI; the application vector from runs the
+//!   MPI runtime measured on at least two node counts: W_c and W_co from the time outside
+//!   MPI, then M, B and alpha as refinement fits them ([`super::refine::iso_energy`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::outcome::{Outcome, check, outcome_from_record};
+use super::{AmdahlFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile, unspanned};
+use crate::model::amdahl;
+use crate::record::JobRecord;
+use crate::site::Site;
+
+/// The models a first version can be learned for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Paper 004's per node type times.
+    Hetero,
+    /// Paper 003's scaling across node counts.
+    Amdahl,
+    /// Paper 000's machine and application vectors.
+    IsoEnergy,
+}
+
+impl Model {
+    /// The profile section's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Hetero => "hetero",
+            Model::Amdahl => "amdahl",
+            Model::IsoEnergy => "iso_energy",
+        }
+    }
+}
+
+/// Why no first version could be learned, as one line saying what is missing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct LearnError(pub String);
+
+/// A learned first version and what it came from.
+#[derive(Debug, Clone)]
+pub struct Learned {
+    /// The profile file, version 1.
+    pub file: ProfileFile,
+    /// The jobs it was learned from.
+    pub jobs: Vec<u64>,
+    /// One line per learned parameter group, for the admin to review.
+    pub notes: Vec<String>,
+}
+
+/// Relative tolerance for "ran at f_max": sysfs gives kHz, decisions GHz.
+const AT_FMAX: f64 = 1e-3;
+
+/// Runs of `app` that ended well with every node at its type's maximum frequency, and one
+/// line per other stored run saying why it was left out.
+fn runs_at_fmax(site: &Site, app: &str, records: &[JobRecord]) -> (Vec<Outcome>, Vec<String>) {
+    let mut used = Vec::new();
+    let mut left_out = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| r.decision.profile.as_deref() == Some(app))
+    {
+        let Some(o) = outcome_from_record(r, site) else {
+            left_out.push(format!("job {}: not managed by greenup", r.job_id));
+            continue;
+        };
+        if let Err(why) = check(&o) {
+            left_out.push(format!("job {}: {why}", o.job_id));
+            continue;
+        }
+        let below = o.nodes.iter().find(|n| {
+            site.node_types
+                .get(&n.node_type)
+                .is_none_or(|t| n.freq_ghz < t.fmax() * (1.0 - AT_FMAX))
+        });
+        match below {
+            Some(n) => left_out.push(format!(
+                "job {}: {} ran at {} GHz, below its type's maximum",
+                o.job_id, n.name, n.freq_ghz
+            )),
+            None => used.push(o),
+        }
+    }
+    used.sort_by_key(|o| o.job_id);
+    (used, left_out)
+}
+
+/// "1, 2 and 4", "4" or "none".
+fn and_list<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
+    let v: Vec<String> = items.into_iter().map(|x| x.to_string()).collect();
+    match v.as_slice() {
+        [] => "none".into(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The error for too little data: `what`, then the runs left out, if any.
+fn missing(what: String, left_out: &[String]) -> LearnError {
+    if left_out.is_empty() {
+        LearnError(what)
+    } else {
+        LearnError(format!("{what} (left out: {})", left_out.join("; ")))
+    }
+}
+
+/// Learn the first version of `app`'s profile for `model` from its stored `records`
+/// (any order; other applications' are ignored). `nodes`: the node count a hetero
+/// profile is for (default: the largest count among the runs).
+pub fn learn(
+    site: &Site,
+    app: &str,
+    model: Model,
+    records: &[JobRecord],
+    nodes: Option<usize>,
+) -> Result<Learned, LearnError> {
+    if !crate::names::is_name(app) {
+        return Err(LearnError(format!(
+            "NAME: invalid value '{app}': expected a profile name of {}",
+            crate::names::NAME_RULE
+        )));
+    }
+    let (runs, left_out) = runs_at_fmax(site, app, records);
+    let (mut file, notes, jobs) = match model {
+        Model::Hetero => hetero(site, app, &runs, &left_out, nodes)?,
+        Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
+        Model::IsoEnergy => iso_energy_section(site, app, &runs, &left_out)?,
+    };
+    let jobs_text = and_list(&jobs);
+    file.description = Some(unspanned(Param::Text(format!(
+        "{app}, learned by greenup profile learn from jobs {jobs_text} at maximum frequency"
+    ))));
+    // The learned file must load and plan on this site like any admin's file.
+    let path = Path::new(app);
+    let profile = Profile::from_file(path, file.clone())
+        .map_err(|e| LearnError(format!("the learned profile does not check: {e}")))?;
+    profile
+        .predictor(site)
+        .map_err(|e| LearnError(format!("the learned profile does not fit the site: {e}")))?;
+    Ok(Learned { file, jobs, notes })
+}
+
+fn empty_file(app: &str) -> ProfileFile {
+    ProfileFile {
+        name: unspanned(Param::Text(app.to_string())),
+        version: unspanned(Param::Number(1.0)),
+        description: None,
+        prefer: None,
+        iso_energy: None,
+        roofline: None,
+        amdahl: None,
+        hetero: None,
+    }
+}
+
+type Section = (ProfileFile, Vec<String>, Vec<u64>);
+
+/// Compute and communication seconds of one node at f_max, where they can be told apart:
+/// the MPI runtime's split, or a run on nodes of one type alone (every node then does
+/// the same work, and the whole wall time counts as compute).
+fn attributed(o: &Outcome, n: &super::outcome::NodeOutcome) -> Option<(f64, f64)> {
+    o.split(n).or_else(|| {
+        o.nodes
+            .iter()
+            .all(|m| m.node_type == n.node_type)
+            .then_some((o.time_s, 0.0))
+    })
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn hetero(
+    site: &Site,
+    app: &str,
+    runs: &[Outcome],
+    left_out: &[String],
+    nodes: Option<usize>,
+) -> Result<Section, LearnError> {
+    let counts: BTreeSet<usize> = runs.iter().map(|o| o.nodes.len()).collect();
+    let Some(n) = nodes.or_else(|| counts.last().copied()) else {
+        return Err(missing(
+            format!("hetero needs completed monitor runs of {app} at maximum frequency; have none"),
+            left_out,
+        ));
+    };
+    let on_n: Vec<&Outcome> = runs.iter().filter(|o| o.nodes.len() == n).collect();
+    if on_n.is_empty() {
+        return Err(missing(
+            format!(
+                "hetero for {n} nodes needs a monitor run of {app} on {n} nodes; have {}",
+                if counts.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("runs on {} nodes", and_list(&counts))
+                }
+            ),
+            left_out,
+        ));
+    }
+    // Per type: (t_cp, t_cm) samples of the runs on n nodes that tell the types apart.
+    let mut direct: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut mixed: Vec<&Outcome> = Vec::new();
+    for o in &on_n {
+        let mut all = true;
+        for node in &o.nodes {
+            match attributed(o, node) {
+                Some(s) => direct.entry(node.node_type.clone()).or_default().push(s),
+                None => all = false,
+            }
+        }
+        if !all {
+            mixed.push(o);
+        }
+    }
+    // A run on several types that nothing split: its wall time is its slowest type's
+    // compute time (paper 004 at f_max, communication unknown so 0), and the types'
+    // relative speed comes from runs on each type alone on equal node counts.
+    let mut scaled: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let alone = |ty: &str, m: usize| -> Option<f64> {
+        let w: Vec<f64> = runs
+            .iter()
+            .filter(|o| o.nodes.len() == m && o.nodes.iter().all(|x| x.node_type == ty))
+            .map(|o| o.time_s)
+            .collect();
+        (!w.is_empty()).then(|| mean(&w))
+    };
+    for o in &mixed {
+        let types: BTreeSet<&str> = o.nodes.iter().map(|x| x.node_type.as_str()).collect();
+        let common = counts.iter().copied().find_map(|m| {
+            let w: Option<Vec<(&str, f64)>> =
+                types.iter().map(|t| alone(t, m).map(|w| (*t, w))).collect();
+            w
+        });
+        let Some(walls) = common else {
+            let have = direct.keys().cloned().collect::<Vec<_>>();
+            let lacking: Vec<&str> = types
+                .iter()
+                .copied()
+                .filter(|t| !direct.contains_key(*t))
+                .collect();
+            if lacking.is_empty() {
+                continue;
+            }
+            return Err(missing(
+                format!(
+                    "hetero cannot tell the compute time of type {} on {n} nodes: job {} ran on types {} together and nothing measured each node's compute time; run {app} under monitor on nodes of each type alone on equal node counts, or with the MPI runtime measuring (have types {})",
+                    and_list(&lacking),
+                    o.job_id,
+                    and_list(&types),
+                    and_list(&have)
+                ),
+                left_out,
+            ));
+        };
+        let slowest = walls.iter().map(|(_, w)| *w).fold(0.0, f64::max);
+        for (t, w) in walls {
+            scaled
+                .entry(t.to_string())
+                .or_default()
+                .push(o.time_s * w / slowest);
+        }
+    }
+    let mut node_types = BTreeMap::new();
+    let mut notes = Vec::new();
+    let number = |x: f64| unspanned(Param::Number(x));
+    for ty in site.node_types.keys() {
+        let (cp, cm, how) = if let Some(s) = direct.get(ty) {
+            let cp: Vec<f64> = s.iter().map(|x| x.0).collect();
+            let cm: Vec<f64> = s.iter().map(|x| x.1).collect();
+            (mean(&cp), mean(&cm), format!("{} node runs", s.len()))
+        } else if let Some(s) = scaled.get(ty) {
+            (
+                mean(s),
+                0.0,
+                format!(
+                    "{} run(s) on several types, scaled by runs on each type alone",
+                    s.len()
+                ),
+            )
+        } else {
+            notes.push(format!(
+                "type {ty}: no run on {n} nodes ran on it; jobs on it cannot be planned until one does"
+            ));
+            continue;
+        };
+        notes.push(format!(
+            "type {ty}: t_cp_s {cp:.3}, t_cm_s {cm:.3} at maximum frequency, from {how}; power: the site's"
+        ));
+        node_types.insert(
+            ty.clone(),
+            HeteroTypeFile {
+                t_cp_s: number(cp),
+                t_cm_s: number(cm),
+                p_dyn_w: None,
+                p_static_w: None,
+            },
+        );
+    }
+    if node_types.is_empty() {
+        return Err(missing(
+            format!("hetero learned no node type from the runs of {app} on {n} nodes"),
+            left_out,
+        ));
+    }
+    let jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
+    let mut file = empty_file(app);
+    file.hetero = Some(HeteroFile {
+        iterations: number(1.0),
+        nodes: Some(number(n as f64)),
+        node_types,
+    });
+    Ok((file, notes, jobs))
+}
+
+fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Section, LearnError> {
+    let counts: BTreeSet<usize> = runs.iter().map(|o| o.nodes.len()).collect();
+    if counts.len() < 3 {
+        return Err(missing(
+            format!(
+                "amdahl needs monitor runs of {app} on 3 node counts; have {}",
+                and_list(&counts)
+            ),
+            left_out,
+        ));
+    }
+    let fit_runs: Vec<amdahl::Run> = runs
+        .iter()
+        .map(|o| amdahl::Run {
+            nodes: o.nodes.len(),
+            time_s: o.time_s,
+            blocked_s: o.blocked_s(),
+        })
+        .collect();
+    let fit = amdahl::fit(&fit_runs).map_err(|e| {
+        LearnError(format!(
+            "amdahl: the runs of {app} on {} nodes do not fit: {e}",
+            and_list(&counts)
+        ))
+    })?;
+    let notes = vec![format!(
+        "T_C(0,1) {:.3} s, F_p {:.4}, communication {} with {:.4} s, from {} runs on {} nodes (mean error {:.1}%); power: the site's",
+        fit.t_c1_s,
+        fit.parallel_fraction,
+        fit.law.name(),
+        fit.coeff_s,
+        runs.len(),
+        and_list(&counts),
+        fit.avg_rel_error * 100.0
+    )];
+    let mut file = empty_file(app);
+    file.amdahl = Some(AmdahlFile::from_fit(&fit));
+    Ok((file, notes, runs.iter().map(|o| o.job_id).collect()))
+}
+
+/// The laws W_co(p) may follow when W_c is learned beside it: each vanishes on one
+/// processor, where the parallel run is the sequential one (paper 000, eq. 17).
+const W_CO_LAWS: [&str; 3] = ["p - 1", "p * log2(p)", "p * (p - 1)"];
+
+/// Least squares `y = a + k * x` with a, k >= 0: (a, k), or None when x does not vary.
+fn line_nonneg(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxx: f64 = x.iter().map(|v| (v - mx) * (v - mx)).sum();
+    if sxx <= f64::EPSILON * (1.0 + mx * mx) {
+        return None;
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let k = sxy / sxx;
+    if k < 0.0 {
+        return Some((my.max(0.0), 0.0));
+    }
+    let a = my - k * mx;
+    if a < 0.0 {
+        // Through the origin.
+        let k0 =
+            x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() / x.iter().map(|a| a * a).sum::<f64>();
+        return Some((0.0, k0.max(0.0)));
+    }
+    Some((a, k))
+}
+
+/// The RMS of (fit / y - 1).
+fn rms_rel(fit: impl Iterator<Item = f64>, y: &[f64]) -> f64 {
+    let e: Vec<f64> = fit.zip(y).map(|(f, v)| f / v - 1.0).collect();
+    (e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).sqrt()
+}
+
+/// A node type's power as the machine vector's expressions in `f`: (P_idle, dP_c).
+fn power_exprs(t: &crate::model::NodeType) -> (String, String) {
+    match &t.power {
+        crate::model::node_type::PowerModel::AtMax {
+            dynamic_w,
+            static_w,
+            gamma,
+        } => (
+            format!("{static_w}"),
+            format!("{dynamic_w} * (f / {})^{gamma}", t.fmax()),
+        ),
+        crate::model::node_type::PowerModel::Expr {
+            dynamic_w,
+            static_w,
+        } => (
+            static_w.source().to_string(),
+            dynamic_w.source().to_string(),
+        ),
+    }
+}
+
+fn iso_energy_section(
+    site: &Site,
+    app: &str,
+    runs: &[Outcome],
+    left_out: &[String],
+) -> Result<Section, LearnError> {
+    use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+    // Runs the runtime measured on every node: its time outside and inside MPI, its calls
+    // and bytes.
+    let measured: Vec<&Outcome> = runs
+        .iter()
+        .filter(|o| {
+            o.nodes.iter().all(|n| {
+                n.compute_s.is_some()
+                    && n.comm_s.is_some()
+                    && n.calls.is_some()
+                    && n.bytes.is_some()
+            })
+        })
+        .collect();
+    let counts: BTreeSet<usize> = measured.iter().map(|o| o.nodes.len()).collect();
+    if counts.len() < 2 {
+        return Err(missing(
+            format!(
+                "iso_energy needs monitor runs of {app} that greenup's MPI runtime measured on 2 node counts; have {} ({} of {} runs measured)",
+                if counts.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("runs on {} nodes", and_list(&counts))
+                },
+                measured.len(),
+                runs.len()
+            ),
+            left_out,
+        ));
+    }
+    let types: BTreeSet<&str> = measured
+        .iter()
+        .flat_map(|o| o.nodes.iter().map(|n| n.node_type.as_str()))
+        .collect();
+    let [ty] = types.iter().copied().collect::<Vec<_>>()[..] else {
+        return Err(LearnError(format!(
+            "iso_energy models one kind of processor: the runs of {app} ran on node types {}; learn from runs on one type",
+            and_list(&types)
+        )));
+    };
+    let node_type = site
+        .node_types
+        .get(ty)
+        .ok_or_else(|| LearnError(format!("node type {ty} is not in the site config")))?;
+    // Per run: p, seconds outside MPI per cycle's worth at f_max, inside MPI, calls, bytes.
+    let fmax = node_type.fmax();
+    let t_c = 1e-9 / fmax;
+    let ps: Vec<f64> = measured.iter().map(|o| o.nodes.len() as f64).collect();
+    let sum = |o: &Outcome, f: fn(&super::outcome::NodeOutcome) -> f64| -> f64 {
+        o.nodes.iter().map(f).sum()
+    };
+    let cycles: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.compute_s.unwrap_or(0.0)) / t_c)
+        .collect();
+    let comm: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.comm_s.unwrap_or(0.0)))
+        .collect();
+    let calls: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.calls.unwrap_or(0) as f64))
+        .collect();
+    let bytes: Vec<f64> = measured
+        .iter()
+        .map(|o| sum(o, |n| n.bytes.unwrap_or(0) as f64))
+        .collect();
+    if cycles.iter().any(|c| c.is_nan() || *c <= 0.0) {
+        return Err(LearnError(format!(
+            "iso_energy: a run of {app} measured no time outside MPI"
+        )));
+    }
+    // W_c + W_co(p): the cycles outside MPI. Two node counts fit the first law exactly;
+    // three or more choose the law with the least relative RMS error.
+    let np = |law: &str, p: f64| -> Result<f64, LearnError> {
+        crate::expr::Expr::parse(law, &["n", "p"])
+            .and_then(|e| e.eval(&[1.0, p]))
+            .map_err(|e| LearnError(format!("iso_energy: law {law}: {e}")))
+    };
+    let mut best: Option<(f64, &str, f64, f64)> = None;
+    for law in W_CO_LAWS.iter().take(if counts.len() >= 3 { 3 } else { 1 }) {
+        let x: Vec<f64> = ps.iter().map(|p| np(law, *p)).collect::<Result<_, _>>()?;
+        let Some((w_c, k)) = line_nonneg(&x, &cycles) else {
+            continue;
+        };
+        let err = rms_rel(x.iter().map(|v| w_c + k * v), &cycles);
+        if best.is_none_or(|b| err < b.0) {
+            best = Some((err, law, w_c, k));
+        }
+    }
+    let (w_err, w_law, w_c, w_k) = best.ok_or_else(|| {
+        LearnError(format!(
+            "iso_energy: no law fits the time outside MPI of {app}"
+        ))
+    })?;
+    if w_c.is_nan() || w_c <= 0.0 {
+        return Err(LearnError(format!(
+            "iso_energy: the time outside MPI of {app} grows so fast with p that no sequential work remains (W_c {w_c}); learn from runs on smaller node counts"
+        )));
+    }
+    // The network's price: the time inside MPI over the counted calls and bytes, both
+    // at least 0; when calls and bytes move together they cannot be told apart, and the
+    // calls take it all.
+    let (t_msg, t_byte, net_note) = {
+        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+        let (a, b, c) = (
+            dot(&calls, &calls),
+            dot(&calls, &bytes),
+            dot(&bytes, &bytes),
+        );
+        let (r1, r2) = (dot(&calls, &comm), dot(&bytes, &comm));
+        let d = a * c - b * b;
+        let (tm, tb) = if d > 1e-6 * a * c {
+            ((c * r1 - b * r2) / d, (a * r2 - b * r1) / d)
+        } else {
+            (-1.0, -1.0)
+        };
+        if tm >= 0.0 && tb >= 0.0 {
+            (
+                tm,
+                tb,
+                "from the time inside MPI over counted calls and bytes",
+            )
+        } else if a > 0.0 {
+            (
+                r1 / a,
+                0.0,
+                "from the time inside MPI over counted calls (calls and bytes cannot be told apart)",
+            )
+        } else {
+            (0.0, 0.0, "none: no MPI call was counted")
+        }
+    };
+    let (p_idle, dp_c) = power_exprs(node_type);
+    let machine_src = [
+        ("t_c", "1e-9 / f".to_string()),
+        ("t_m", "1e-9 / f".to_string()),
+        ("t_msg", format!("{t_msg:e}")),
+        ("t_byte", format!("{t_byte:e}")),
+        ("p_idle", p_idle.clone()),
+        ("dp_c", dp_c.clone()),
+        ("dp_m", "0".to_string()),
+    ];
+    let ex = |src: &str, vars: &[&str]| {
+        crate::expr::Expr::parse(src, vars)
+            .map_err(|e| LearnError(format!("iso_energy: {src}: {e}")))
+    };
+    let w_co = format!("{w_k:e} * ({w_law})");
+    let model = IsoEnergy {
+        n: 1.0,
+        machine: MachineVector {
+            t_c: ex(&machine_src[0].1, &["f"])?,
+            t_m: ex(&machine_src[1].1, &["f"])?,
+            t_msg: ex(&machine_src[2].1, &["f"])?,
+            t_byte: ex(&machine_src[3].1, &["f"])?,
+            p_idle: ex(&machine_src[4].1, &["f"])?,
+            dp_c: ex(&machine_src[5].1, &["f"])?,
+            dp_m: ex(&machine_src[6].1, &["f"])?,
+        },
+        app: AppVector {
+            alpha: crate::expr::Expr::constant(1.0),
+            w_c: crate::expr::Expr::constant(w_c),
+            w_m: crate::expr::Expr::constant(0.0),
+            w_co: ex(&w_co, &["n", "p"])?,
+            w_mo: crate::expr::Expr::constant(0.0),
+            m: ex("p", &["n", "p"])?,
+            b: ex("p", &["n", "p"])?,
+        },
+    };
+    // M, B (and W_co again, on this W_c) and alpha as refinement fits them.
+    let owned: Vec<Outcome> = measured.iter().map(|o| (*o).clone()).collect();
+    let r = super::refine::iso_energy(&model, &owned)
+        .map_err(|e| LearnError(format!("iso_energy: the runs of {app} do not fit: {e}")))?;
+    let text = |s: &str| unspanned(Param::Text(s.to_string()));
+    let num = |x: f64| unspanned(Param::Number(x));
+    let section = super::IsoEnergyFile {
+        n: num(1.0),
+        machine: super::MachineFile {
+            t_c: text(&machine_src[0].1),
+            t_m: text(&machine_src[1].1),
+            t_msg: num(t_msg),
+            t_byte: num(t_byte),
+            p_idle: text(&p_idle),
+            dp_c: text(&dp_c),
+            dp_m: num(0.0),
+        },
+        application: super::AppFile {
+            alpha: num(r.params.alpha),
+            w_c: num(w_c),
+            w_m: num(0.0),
+            w_co: text(r.params.app.w_co.source()),
+            w_mo: text(r.params.app.w_mo.source()),
+            m: text(r.params.app.m.source()),
+            b: text(r.params.app.b.source()),
+        },
+    };
+    let notes = vec![
+        format!(
+            "machine: node type {ty}'s power (P_idle {p_idle} W, dP_c {dp_c} W); one cycle per instruction (t_c = 1e-9 / f) and no memory split (W_m = 0): greenup counts neither instructions nor memory accesses"
+        ),
+        format!("network: t_msg {t_msg:.3e} s, t_byte {t_byte:.3e} s, {net_note}"),
+        format!(
+            "work: W_c {w_c:.4e} cycles and W_co {w_k:.4e} * ({w_law}) from the time outside MPI on p = {} (rms {:.1}%)",
+            and_list(&counts),
+            w_err * 100.0
+        ),
+        r.params.note.clone(),
+    ];
+    let mut file = empty_file(app);
+    file.iso_energy = Some(section);
+    Ok((file, notes, measured.iter().map(|o| o.job_id).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::refine::refine_profile;
+    use crate::record::{Decision, JobState, NodeOutcome, OpenJob, Verdict};
+    use crate::record::{JobEnd, Source};
+
+    fn site() -> Site {
+        crate::site::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../etc/greenup.yaml"
+        ))
+        .unwrap()
+    }
+
+    /// One node of a run: its name, the GHz it reported, and the MPI runtime's compute
+    /// and MPI seconds if it measured them.
+    type Node<'a> = (&'a str, Option<f64>, Option<(f64, f64)>);
+
+    /// A closed monitor run of `app` that took `wall` seconds on `nodes`.
+    fn run(job_id: u64, app: &str, wall: f64, nodes: &[Node]) -> JobRecord {
+        let names: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+        JobRecord {
+            job_id,
+            uid: 1000,
+            user: None,
+            partition: None,
+            state: JobState::Closed,
+            end: Some(JobEnd::Completed),
+            opened_at: 0,
+            closed_at: Some(1),
+            request: OpenJob {
+                job_id,
+                uid: 1000,
+                user: None,
+                partition: None,
+                account: None,
+                nodes: names,
+                nodelist: None,
+                min_nodes: None,
+                time_limit_s: None,
+                policy: Some("monitor".into()),
+                profile: Some(app.into()),
+                energy_cap_j: None,
+                power_cap_w: None,
+                algorithm: None,
+                granted_w: None,
+            },
+            decision: Decision {
+                job_id,
+                verdict: Verdict::Unchanged,
+                reason: "policy monitor records only".into(),
+                policy: "monitor".into(),
+                monitor: true,
+                baseline_sample: false,
+                profile: Some(app.into()),
+                profile_version: None,
+                power_cap_w: None,
+                reserved_w: 0.0,
+                plan: None,
+                decided_at: 0,
+                refusal: None,
+                budgets: Vec::new(),
+                comm_dvfs: None,
+                grant: None,
+            },
+            outcomes: nodes
+                .iter()
+                .map(|(name, ghz, split)| NodeOutcome {
+                    job_id,
+                    node: name.to_string(),
+                    freq_ghz: *ghz,
+                    energy_j: Some(1000.0),
+                    elapsed_s: Some(wall),
+                    source: Some(Source::Rapl),
+                    restored: true,
+                    note: None,
+                    comm: split.map(|(compute_s, comm_s)| crate::comm::NodeComm {
+                        ranks: 1,
+                        compute_s,
+                        comm_s,
+                        ..Default::default()
+                    }),
+                    gpu: None,
+                    power: None,
+                })
+                .collect(),
+        }
+    }
+
+    const FAST: Option<f64> = Some(3.0);
+    const ECO: Option<f64> = Some(2.4);
+
+    /// What the test cluster's helper runs: each type alone on two nodes, then all four.
+    fn cluster_runs(app: &str) -> Vec<JobRecord> {
+        vec![
+            run(1, app, 40.0, &[("n1", FAST, None), ("n2", FAST, None)]),
+            run(2, app, 50.0, &[("n3", ECO, None), ("n4", ECO, None)]),
+            run(
+                3,
+                app,
+                26.0,
+                &[
+                    ("n1", FAST, None),
+                    ("n2", FAST, None),
+                    ("n3", ECO, None),
+                    ("n4", ECO, None),
+                ],
+            ),
+        ]
+    }
+
+    fn times(l: &Learned, ty: &str) -> (f64, f64) {
+        let t = &l.file.hetero.as_ref().unwrap().node_types[ty];
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        (n(&t.t_cp_s.value), n(&t.t_cm_s.value))
+    }
+
+    #[test]
+    fn hetero_scales_a_mixed_run_by_the_types_measured_alone() {
+        let l = learn(&site(), "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
+        // Four nodes: eco is the slower alone (50 s against 40 s on two nodes), so the
+        // 26 s of the four-node run are eco's, and fast's are 26 * 40 / 50 = 20.8 s.
+        assert_eq!(times(&l, "eco"), (26.0, 0.0));
+        let (fast, cm) = times(&l, "fast");
+        assert!((fast - 20.8).abs() < 1e-12, "{fast}");
+        assert_eq!(cm, 0.0);
+        let h = l.file.hetero.as_ref().unwrap();
+        assert_eq!(
+            h.nodes.as_ref().map(|n| n.value.clone()),
+            Some(Param::Number(4.0))
+        );
+        assert_eq!(l.jobs, vec![1, 2, 3]);
+        // On two nodes each type's own run says it directly.
+        let two = learn(&site(), "md", Model::Hetero, &cluster_runs("md"), Some(2)).unwrap();
+        assert_eq!((times(&two, "fast").0, times(&two, "eco").0), (40.0, 50.0));
+    }
+
+    #[test]
+    fn hetero_takes_each_nodes_compute_and_mpi_time_where_the_runtime_measured_them() {
+        let split = Some((18.0, 7.0));
+        let eco_split = Some((23.0, 2.5));
+        let recs = vec![run(
+            7,
+            "md",
+            26.0,
+            &[
+                ("n1", FAST, split),
+                ("n2", FAST, Some((20.0, 5.0))),
+                ("n3", ECO, eco_split),
+                ("n4", ECO, eco_split),
+            ],
+        )];
+        let l = learn(&site(), "md", Model::Hetero, &recs, None).unwrap();
+        // Means over each type's nodes: fast (18 + 20) / 2 and (7 + 5) / 2.
+        assert_eq!(times(&l, "fast"), (19.0, 6.0));
+        assert_eq!(times(&l, "eco"), (23.0, 2.5));
+    }
+
+    #[test]
+    fn missing_data_is_one_line_saying_what_is_missing() {
+        let s = site();
+        // Only the mixed run: nothing tells the types apart.
+        let e = learn(&s, "md", Model::Hetero, &cluster_runs("md")[2..], None).unwrap_err();
+        assert!(
+            e.0.starts_with("hetero cannot tell the compute time of type eco and fast on 4 nodes: job 3 ran on types eco and fast together"),
+            "{e}"
+        );
+        // amdahl needs three node counts.
+        let e = learn(&s, "md", Model::Amdahl, &cluster_runs("md"), None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "amdahl needs monitor runs of md on 3 node counts; have 2 and 4"
+        );
+        // Runs that cannot teach say why they were left out.
+        let mut failed = run(8, "md", 30.0, &[("n1", FAST, None)]);
+        failed.end = Some(JobEnd::Failed);
+        let slow = run(9, "md", 30.0, &[("n1", Some(2.2), None)]);
+        let silent = run(10, "md", 30.0, &[("n2", None, None)]);
+        let e = learn(&s, "md", Model::Amdahl, &[failed, slow, silent], None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "amdahl needs monitor runs of md on 3 node counts; have none (left out: job 8: job ended FAILED; job 9: n1 ran at 2.2 GHz, below its type's maximum; job 10: node n2 did not report the frequency it ran at)"
+        );
+        let e = learn(&s, "md", Model::Hetero, &[], Some(4)).unwrap_err();
+        assert_eq!(
+            e.0,
+            "hetero for 4 nodes needs a monitor run of md on 4 nodes; have none"
+        );
+        let e = learn(&s, "md", Model::Hetero, &cluster_runs("md"), Some(3)).unwrap_err();
+        assert_eq!(
+            e.0,
+            "hetero for 3 nodes needs a monitor run of md on 3 nodes; have runs on 2 and 4 nodes"
+        );
+        // Other applications' runs do not count.
+        let e = learn(&s, "lmp", Model::Hetero, &cluster_runs("md"), None).unwrap_err();
+        assert!(e.0.contains("have none"), "{e}");
+    }
+
+    #[test]
+    fn amdahl_is_the_least_squares_fit_over_three_node_counts() {
+        // Truth: T(n) = 900 / n + 100 + 20 log2 n: T_C(0,1) = 1000 s, F_p = 0.9, log law
+        // with 20 s. T(1) = 1000, T(2) = 570, T(4) = 365, T(8) = 272.5. The two runs on
+        // four nodes lie 5 s either side of 365: least squares over duplicated rows at
+        // one n is the fit through their mean, so the truth is recovered exactly, and
+        // only the log law fits four counts without error.
+        let node = |i: usize| {
+            let names = ["n1", "n2", "n3", "n4", "h001", "h002", "h003", "h004"];
+            let f = [FAST, FAST, ECO, ECO];
+            (names[i], f.get(i).copied().flatten().or(Some(2.5)), None)
+        };
+        let on = |n: usize| (0..n).map(node).collect::<Vec<_>>();
+        let recs = vec![
+            run(1, "md", 1000.0, &on(1)),
+            run(2, "md", 570.0, &on(2)),
+            run(3, "md", 360.0, &on(4)),
+            run(4, "md", 370.0, &on(4)),
+            run(5, "md", 272.5, &on(8)),
+        ];
+        let l = learn(&site(), "md", Model::Amdahl, &recs, None).unwrap();
+        let a = l.file.amdahl.as_ref().unwrap();
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert!((n(&a.t_c1_s.value) - 1000.0).abs() < 1e-6);
+        assert!((n(&a.parallel_fraction.value) - 0.9).abs() < 1e-9);
+        assert!((n(&a.comm.coeff_s.value) - 20.0).abs() < 1e-6);
+        assert_eq!(a.comm.law.value, Param::Text("log".into()));
+        assert_eq!(l.jobs, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_baseline_sample_is_an_outcome_of_every_node_at_the_frequency_it_reported() {
+        use crate::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+        let s = site();
+        let est = |time_s: f64| Estimate {
+            time_s,
+            energy_j: 1.0,
+            avg_power_w: 1.0,
+        };
+        // The policy planned n1 alone at 1.8 GHz; the site sampled the job instead, so
+        // it ran unchanged on both nodes at the frequency each reported.
+        let mut rec = run(
+            11,
+            "md",
+            40.0,
+            &[("n1", FAST, Some((30.0, 9.0))), ("n2", Some(2.6), None)],
+        );
+        rec.decision.policy = "max-dist".into();
+        rec.decision.baseline_sample = true;
+        rec.decision.plan = Some(Plan {
+            policy: "max-dist".into(),
+            feasible: true,
+            reason: String::new(),
+            node_count: 1,
+            nodes: vec![PlannedNode {
+                name: "n1".into(),
+                node_type: "fast".into(),
+                freq_ghz: 1.8,
+            }],
+            predicted: est(70.0),
+            baseline: est(90.0),
+            objective: 0.0,
+            search: SearchInfo {
+                algorithm: Algorithm::Exact,
+                candidates: 1,
+                elapsed_us: 1,
+                reused: false,
+            },
+        });
+        let o = outcome_from_record(&rec, &s).unwrap();
+        let seen: Vec<(&str, &str, f64)> = o
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.node_type.as_str(), n.freq_ghz))
+            .collect();
+        assert_eq!(seen, vec![("n1", "fast", 3.0), ("n2", "fast", 2.6)]);
+        assert_eq!(
+            (o.nodes[0].compute_s, o.nodes[0].comm_s),
+            (Some(30.0), Some(9.0))
+        );
+        // Its length is judged against the all-f_max baseline (90 s), not the plan's 70 s.
+        assert_eq!((o.time_s, o.predicted_time_s), (40.0, 90.0));
+        assert!(matches!(
+            check(&o),
+            Err(crate::profile::outcome::Outlier::TooShort { .. })
+        ));
+        // A refused job ran unmanaged: greenup learns nothing from it.
+        rec.decision.verdict = Verdict::Refused;
+        assert!(outcome_from_record(&rec, &s).is_none());
+    }
+
+    #[test]
+    fn refinement_of_a_learned_hetero_profile_uses_only_runs_on_its_node_count() {
+        let s = site();
+        let l = learn(&s, "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
+        let profile = Profile::from_file(Path::new("md.yaml"), l.file).unwrap();
+        let mut recs = cluster_runs("md");
+        let all = |t| {
+            [
+                ("n1", FAST, None),
+                ("n2", FAST, None),
+                ("n3", ECO, None),
+                ("n4", ECO, None),
+            ]
+            .map(|n: Node| (n.0, n.1, t))
+        };
+        recs.push(run(4, "md", 28.6, &all(None)));
+        let outcomes: Vec<Outcome> = recs
+            .iter()
+            .filter_map(|r| outcome_from_record(r, &s))
+            .collect();
+        let r = refine_profile(&profile, &s, &outcomes).unwrap();
+        // Without compute times every type is scaled by the mean measured / predicted
+        // wall time of the four-node runs: (26 / 26 + 28.6 / 26) / 2 = 1.05. The two-node
+        // runs (40 / 20.8 and 50 / 26) would have made it about 1.49.
+        let t = &r.file.hetero.as_ref().unwrap().node_types;
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert!((n(&t["eco"].t_cp_s.value) - 26.0 * 1.05).abs() < 1e-9);
+        assert!((n(&t["fast"].t_cp_s.value) - 20.8 * 1.05).abs() < 1e-9);
+        assert_eq!(r.samples, 2);
+    }
+
+    /// A run of `app` the MPI runtime measured on `p` type1 nodes (h001..) at their 2.5
+    /// GHz: paper 000's vectors worked by hand. t_c = 1e-9 / 2.5 = 4e-10 s per cycle;
+    /// W_c = 5e9 cycles and W_co = 2.5e8 (p - 1), so the time outside MPI summed over the
+    /// nodes is (5e9 + 2.5e8 (p - 1)) 4e-10 s; M = 1000 p calls and B = 1e5 p (p - 1)
+    /// bytes at t_msg = 2e-5 s and t_byte = 1e-8 s inside MPI; the wall time is
+    /// alpha Tp / p with alpha = 0.8.
+    fn iso_run(job_id: u64, app: &str, p: usize) -> JobRecord {
+        let pf = p as f64;
+        let compute = (5e9 + 2.5e8 * (pf - 1.0)) * 4e-10;
+        let (calls, bytes) = (1000.0 * pf, 1e5 * pf * (pf - 1.0));
+        let comm = calls * 2e-5 + bytes * 1e-8;
+        let wall = 0.8 * (compute + comm) / pf;
+        let names: Vec<String> = (1..=p).map(|i| format!("h{i:03}")).collect();
+        let nodes: Vec<Node> = names
+            .iter()
+            .map(|n| (n.as_str(), Some(2.5), Some((compute / pf, comm / pf))))
+            .collect();
+        let mut r = run(job_id, app, wall, &nodes);
+        for o in &mut r.outcomes {
+            let c = o.comm.as_mut().unwrap();
+            c.calls = (calls / pf) as u64;
+            c.bytes = (bytes / pf) as u64;
+        }
+        r
+    }
+
+    #[test]
+    fn iso_energy_recovers_paper_000s_vectors_worked_by_hand() {
+        let recs: Vec<JobRecord> = [2, 3, 4]
+            .iter()
+            .enumerate()
+            .map(|(i, p)| iso_run(10 + i as u64, "md", *p))
+            .collect();
+        let l = learn(&site(), "md", Model::IsoEnergy, &recs, None).unwrap();
+        let iso = l.file.iso_energy.as_ref().expect("an iso_energy section");
+        let num = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        let text = |p: &Param| p.to_string();
+        let close = |got: f64, want: f64| (got / want - 1.0).abs() < 1e-6;
+        let a = &iso.application;
+        assert!(close(num(&a.w_c.value), 5e9), "{}", a.w_c.value);
+        assert!(close(num(&a.alpha.value), 0.8), "{}", a.alpha.value);
+        let m = &iso.machine;
+        assert!(close(num(&m.t_msg.value), 2e-5), "{}", m.t_msg.value);
+        assert!(close(num(&m.t_byte.value), 1e-8), "{}", m.t_byte.value);
+        // The site's type1: 4 W static, 20 W dynamic at 2.5 GHz, cube law.
+        assert_eq!(text(&m.p_idle.value), "4");
+        assert_eq!(text(&m.dp_c.value), "20 * (f / 2.5)^3");
+        // Each law is the one the runs were made with, at its coefficient.
+        let law = |p: &Param, want: &str, k: f64| {
+            let e = crate::expr::Expr::parse(&text(p), &["n", "p"]).unwrap();
+            assert!(text(p).ends_with(&format!("({want})")), "{}", text(p));
+            let got = e.eval(&[1.0, 4.0]).unwrap();
+            let at4 = crate::expr::Expr::parse(want, &["n", "p"])
+                .unwrap()
+                .eval(&[1.0, 4.0])
+                .unwrap();
+            assert!(close(got, k * at4), "{} at p = 4: {got}", text(p));
+        };
+        law(&a.w_co.value, "p - 1", 2.5e8);
+        law(&a.m.value, "p", 1000.0);
+        law(&a.b.value, "p * (p - 1)", 1e5);
+        assert_eq!(l.jobs, vec![10, 11, 12]);
+        // The learned profile predicts the runs it came from.
+        let profile = Profile::from_file(Path::new("md.yaml"), l.file.clone()).unwrap();
+        let model = profile.iso_energy().unwrap();
+        for p in [2usize, 3, 4] {
+            let pf = p as f64;
+            let want = 0.8
+                * ((5e9 + 2.5e8 * (pf - 1.0)) * 4e-10
+                    + 1000.0 * pf * 2e-5
+                    + 1e5 * pf * (pf - 1.0) * 1e-8)
+                / pf;
+            let got = model.wall_time_s(1.0, p, 2.5).unwrap();
+            assert!(close(got, want), "p = {p}: {got} s, want {want} s");
+        }
+    }
+
+    #[test]
+    fn iso_energy_without_the_runtimes_measurements_or_on_two_types_is_one_line() {
+        let e = learn(&site(), "md", Model::IsoEnergy, &cluster_runs("md"), None).unwrap_err();
+        assert!(
+            e.0.starts_with(
+                "iso_energy needs monitor runs of md that greenup's MPI runtime measured on 2 node counts; have none (0 of 3 runs measured)"
+            ),
+            "{e}"
+        );
+        let one = vec![iso_run(10, "md", 2), iso_run(11, "md", 2)];
+        let e = learn(&site(), "md", Model::IsoEnergy, &one, None).unwrap_err();
+        assert!(
+            e.0.contains("have runs on 2 nodes (2 of 2 runs measured)"),
+            "{e}"
+        );
+        // A run on the fast pair beside type1's: two kinds of processor.
+        let mut mixed = vec![iso_run(10, "md", 2), iso_run(11, "md", 3)];
+        let mut fast = iso_run(12, "md", 2);
+        for (o, n) in fast.outcomes.iter_mut().zip(["n1", "n2"]) {
+            o.node = n.into();
+            o.freq_ghz = Some(3.0);
+        }
+        fast.request.nodes = vec!["n1".into(), "n2".into()];
+        mixed.push(fast);
+        let e = learn(&site(), "md", Model::IsoEnergy, &mixed, None).unwrap_err();
+        assert_eq!(
+            e.0,
+            "iso_energy models one kind of processor: the runs of md ran on node types fast and type1; learn from runs on one type"
+        );
+    }
+}
