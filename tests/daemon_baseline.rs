@@ -44,7 +44,7 @@ fn job(id: u64) -> OpenJob {
             .collect(),
         nodelist: None,
         min_nodes: None,
-        time_limit_s: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
         policy: Some("min-energy".into()),
         profile: Some("hetero-table1".into()),
         energy_cap_j: None,
@@ -149,6 +149,52 @@ fn a_sample_never_lifts_a_power_or_energy_cap() {
     let p = d.decide_with(&site, &j, None, &seen(0)).unwrap();
     assert_eq!(p.verdict, Verdict::Planned, "{p:?}");
     assert!(!p.baseline_sample);
+}
+
+#[test]
+fn a_sample_keeps_the_policys_own_caps_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = make_site(dir.path(), None);
+    let plan = Decider::new(&plain)
+        .unwrap()
+        .decide(&plain, &job(15), None)
+        .unwrap()
+        .plan
+        .unwrap();
+    // Policies like min-energy whose own caps sit 1 W under f_max's watts, and halfway
+    // between the plan's energy and f_max's: the plan keeps them, f_max would not.
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    let cap_w = FMAX_W - 1.0;
+    let cap_j = (plan.predicted.energy_j + plan.baseline.energy_j) / 2.0;
+    for (name, constraint) in [
+        ("watts", format!("power_cap: {cap_w}")),
+        ("joules", format!("energy_cap: {cap_j}")),
+        ("neither", "max_slowdown: 10".to_string()),
+    ] {
+        std::fs::write(
+            policies.join(format!("{name}.yaml")),
+            format!("name: {name}\nobjective: min_energy\nconstraints:\n  {constraint}\n"),
+        )
+        .unwrap();
+    }
+    let mut site = make_site(dir.path(), settings(1.0, 3, OnMiss::Report));
+    site.policy_dirs.push(policies);
+    site.allowed_policies.clear();
+    let d = Decider::new(&site).unwrap();
+    for (id, policy, sampled) in [
+        (16, "watts", false),
+        (17, "joules", false),
+        (18, "neither", true),
+    ] {
+        let mut j = job(id);
+        j.policy = Some(policy.into());
+        let p = d.decide_with(&site, &j, None, &seen(0)).unwrap();
+        assert_eq!(p.baseline_sample, sampled, "{policy}: {p:?}");
+        if !sampled {
+            assert_eq!(p.verdict, Verdict::Planned, "{policy}: {p:?}");
+        }
+    }
 }
 
 #[test]

@@ -23,7 +23,7 @@ const JOB_J: f64 = 30_000.0;
 fn job(job_id: u64, account: &str) -> OpenJob {
     OpenJob {
         account: Some(account.into()),
-        time_limit_s: Some(100.0),
+        time_limit: greenup::record::TimeLimit::Seconds(100.0),
         ..open_req(job_id, 0, 1)
     }
 }

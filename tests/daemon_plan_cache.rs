@@ -29,7 +29,7 @@ fn job(id: u64, nodes: &[&str], policy: &str, min: Option<usize>, cap: Option<f6
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
         nodelist: None,
         min_nodes: min,
-        time_limit_s: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
         policy: Some(policy.into()),
         profile: Some("hetero-table1".into()),
         energy_cap_j: None,
@@ -57,7 +57,7 @@ fn fresh(site: &Site, req: &OpenJob) -> Plan {
         partition: None,
         energy_cap_j: None,
         power_cap_w: req.power_cap_w,
-        time_limit_s: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
         algorithm: Default::default(),
         max_freq_ghz: None,
     };

@@ -128,7 +128,7 @@ fn md_job(job_id: u64) -> OpenJob {
         nodes: vec!["n1".into()],
         nodelist: None,
         min_nodes: None,
-        time_limit_s: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
         policy: Some("min-energy".into()),
         profile: Some("md".into()),
         energy_cap_j: None,
@@ -186,6 +186,40 @@ fn an_unlimited_job_is_planned_freely_and_a_hung_slurmctld_does_not_stop_the_dec
     // squeue hangs: it is stopped at its bound and the job is decided without a limit.
     let dec = open(&d, 103);
     assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+}
+
+#[test]
+fn a_limit_the_node_knows_is_not_asked_again_unlimited_included() {
+    let d = start();
+    let told = |job_id, limit| {
+        let mut job = md_job(job_id);
+        job.time_limit = limit;
+        // PrologSlurmctld sent the grant, so nothing else is missing either.
+        job.granted_w = Some(1000.0);
+        let mut c =
+            Client::connect(&Endpoint::Unix(d.sock.clone()), Duration::from_secs(10)).unwrap();
+        c.open_job(job).unwrap()
+    };
+    // A 23.02 credential's unlimited job (its end a year after its start): planned
+    // without a limit and held a year, as when squeue says UNLIMITED.
+    let dec = told(106, greenup::record::TimeLimit::Unlimited);
+    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+    assert_eq!(held_s(&d, 106), 365 * 86_400 + 60);
+    // Eleven minutes from the credential: 3.0 GHz, as when squeue says 11:00.
+    let dec = told(107, greenup::record::TimeLimit::Seconds(660.0));
+    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 3.0);
+    assert_eq!(held_s(&d, 107), 660 + 60);
+    // An unknown limit is asked (job 108 is not one squeue knows: planned without one).
+    let dec = told(108, greenup::record::TimeLimit::Unknown);
+    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+    let asked = std::fs::read_to_string(d.bin.join("asked")).unwrap_or_default();
+    for (job, times) in [(106, 0), (107, 0), (108, 1)] {
+        let n = asked
+            .lines()
+            .filter(|l| l.contains(&format!("-j {job} ")))
+            .count();
+        assert_eq!(n, times, "job {job}: {asked}");
+    }
 }
 
 /// A node's start for a 22.05 job on n1 (no time limit: greenupd asks squeue first).

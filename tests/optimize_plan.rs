@@ -168,7 +168,7 @@ fn request(policy: &str, nodes: NodeRequest) -> PlanRequest {
         partition: None,
         energy_cap_j: None,
         power_cap_w: None,
-        time_limit_s: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
         algorithm: Algorithm::Exact,
         max_freq_ghz: None,
     }
@@ -358,7 +358,7 @@ fn the_partition_power_cap_applies() {
 fn an_impossible_time_limit_gives_an_infeasible_plan_with_a_reason() {
     let s = site();
     let req = PlanRequest {
-        time_limit_s: Some(5.0),
+        time_limit: greenup::record::TimeLimit::Seconds(5.0),
         ..request("min-energy", all_four())
     };
     let p = plan_with(&s, &model(&s), &policy("min-energy"), &req).unwrap();

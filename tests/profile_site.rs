@@ -105,7 +105,7 @@ fn max_dist_plans_hetero_table1_below_its_baseline() {
         partition: Some("hetero".into()),
         energy_cap_j: None,
         power_cap_w: None,
-        time_limit_s: Some(7200.0),
+        time_limit: greenup::record::TimeLimit::Seconds(7200.0),
         algorithm: Algorithm::Exact,
         max_freq_ghz: None,
     };

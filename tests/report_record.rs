@@ -76,7 +76,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         nodes: vec!["n1".into(), "n2".into(), "n3".into(), "n4".into()],
         nodelist: None,
         min_nodes: None,
-        time_limit_s: Some(3600.0),
+        time_limit: greenup::record::TimeLimit::Seconds(3600.0),
         policy: Some("min-energy".into()),
         profile: Some("lammps".into()),
         energy_cap_j: Some(20_000.0),
@@ -338,4 +338,37 @@ fn the_report_says_which_nodes_held_their_power_limit() {
     );
     let page = report::text::job_report(&from_record(&plain, &Context::default()));
     assert!(!page.contains("RAPL limit"), "{page}");
+}
+
+#[test]
+fn the_caps_say_a_job_had_no_time_limit_and_claim_nothing_of_one_nobody_knew() {
+    use greenup::record::TimeLimit;
+    let caps_line = |limit| {
+        let mut rec = record(Verdict::Planned, Vec::new());
+        rec.request.time_limit = limit;
+        let r = from_record(&rec, &Context::default());
+        let text = greenup::report::text::job_report(&r);
+        let line = text
+            .lines()
+            .find(|l| l.contains("caps: "))
+            .unwrap_or_else(|| panic!("no caps line in:\n{text}"))
+            .to_string();
+        let json = serde_json::to_value(&r).unwrap();
+        (line, json["caps"]["time_limit_s"].clone())
+    };
+    let (line, json) = caps_line(TimeLimit::Seconds(3600.0));
+    assert!(
+        line.ends_with("caps: energy 20.00 kJ, power 300.0 W, time limit 01:00:00"),
+        "{line}"
+    );
+    assert_eq!(json, serde_json::json!(3600.0));
+    let (line, json) = caps_line(TimeLimit::Unlimited);
+    assert!(line.ends_with("power 300.0 W, no time limit"), "{line}");
+    assert_eq!(json, serde_json::json!(31_536_000.0));
+    let (line, json) = caps_line(TimeLimit::Unknown);
+    assert!(
+        line.ends_with("caps: energy 20.00 kJ, power 300.0 W"),
+        "{line}"
+    );
+    assert_eq!(json, serde_json::Value::Null);
 }

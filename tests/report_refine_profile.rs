@@ -159,7 +159,7 @@ mod after_close {
                 nodes: vec!["h001".into(), "h073".into()],
                 nodelist: None,
                 min_nodes: None,
-                time_limit_s: None,
+                time_limit: greenup::record::TimeLimit::Unknown,
                 policy: Some("max-dist".into()),
                 profile: Some("hetero-table1".into()),
                 energy_cap_j: None,

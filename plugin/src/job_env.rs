@@ -2,7 +2,7 @@
 //! nodes, options and GPUs, read from the environment once; and where messages go.
 
 use greenup::hostlist::HostlistError;
-use greenup::slurm::time_limit;
+use greenup::slurm::time_limit::{self, TimeLimit};
 
 use crate::end;
 use crate::options::Checked;
@@ -66,9 +66,9 @@ pub struct JobEnv {
     pub exit: Option<(u32, u32)>,
     /// `SLURM_JOB_GPUS`: the job's GPUs on this node by /dev/nvidiaN number, if it has any.
     pub gpus: Option<String>,
-    /// The job's time limit in seconds, where Slurm puts it in the prolog's environment
-    /// (23.02 and later); otherwise greenupd asks slurmctld.
-    pub time_limit_s: Option<f64>,
+    /// The job's time limit, where Slurm puts it in the prolog's environment (23.02 and
+    /// later); unknown otherwise, and greenupd asks slurmctld.
+    pub time_limit: TimeLimit,
     /// The job's licenses (`SLURM_JOB_LICENSES`), which slurmctld gives PrologSlurmctld
     /// and slurmd does not give a node's prolog: the watts the job holds under
     /// `power.enforce: queue`.
@@ -139,8 +139,7 @@ impl JobEnv {
             options: Checked::from_env(|k| get(&format!("SPANK_{k}"))),
             exit: end::exit_from_env(&get),
             gpus: get("SLURM_JOB_GPUS"),
-            time_limit_s: time_limit::from_prolog_env(&get, slurm_version)
-                .and_then(|l| l.seconds()),
+            time_limit: time_limit::from_prolog_env(&get, slurm_version),
             licenses: get("SLURM_JOB_LICENSES").filter(|l| !l.is_empty()),
         })
     }

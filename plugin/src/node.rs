@@ -132,6 +132,7 @@ mod tests {
     use crate::options::Checked;
     use crate::prolog::{holds_whole_node, open_request};
     use greenup::site::PowerSettings;
+    use greenup::slurm::time_limit::TimeLimit;
     use std::collections::HashMap;
 
     #[test]
@@ -178,15 +179,30 @@ mod tests {
         let get = |k: &str| vars.get(k).map(|v| v.to_string());
         let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
         let req = open_request(&job, "min-energy".into(), &PowerSettings::default());
-        assert_eq!(req.time_limit_s, Some(660.0));
+        assert_eq!(req.time_limit, TimeLimit::Seconds(660.0));
         assert_eq!(req.nodelist.as_deref(), Some("n1"));
         // Slurm 22.05 sets neither variable: one there came from elsewhere (the user's
         // own job environment) and is ignored; greenupd asks slurmctld instead.
         let job = JobEnv::from_slurm_vars(get, 0x16_05_08).unwrap();
         assert_eq!(
-            open_request(&job, "min-energy".into(), &PowerSettings::default()).time_limit_s,
-            None
+            open_request(&job, "min-energy".into(), &PowerSettings::default()).time_limit,
+            TimeLimit::Unknown
         );
+        // An unlimited job's credential ends a year after it starts: sent as unlimited,
+        // so greenupd need not ask slurmctld.
+        let vars: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "17"),
+            ("SLURM_JOB_UID", "1001"),
+            ("SLURMD_NODENAME", "n1"),
+            ("SLURM_JOB_START_TIME", "1795000000"),
+            ("SLURM_JOB_END_TIME", "1826536000"),
+        ]
+        .into_iter()
+        .collect();
+        let get = |k: &str| vars.get(k).map(|v| v.to_string());
+        let job = JobEnv::from_slurm_vars(get, 0x18_0b_00).unwrap();
+        let req = open_request(&job, "min-energy".into(), &PowerSettings::default());
+        assert_eq!(req.time_limit, TimeLimit::Unlimited);
     }
 
     #[test]
@@ -213,7 +229,7 @@ mod tests {
             options: Checked::default(),
             exit: None,
             gpus: None,
-            time_limit_s: None,
+            time_limit: TimeLimit::Unknown,
             licenses: None,
         };
         assert!(!holds_whole_node(&job, t.path()));

@@ -94,7 +94,7 @@ pub(crate) fn open_request(job: &JobEnv, policy: String, power: &PowerSettings) 
         // for N nodes may count on them.
         min_nodes: job.options.min_nodes.map(|m| m.min(job.nodes.len())),
         // None where Slurm does not tell the prolog: greenupd then asks slurmctld, once.
-        time_limit_s: job.time_limit_s,
+        time_limit: job.time_limit,
         policy: Some(policy),
         profile: job.options.profile.clone(),
         energy_cap_j: job.options.energy_cap_j,

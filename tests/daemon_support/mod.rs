@@ -305,7 +305,7 @@ pub fn open_req(job_id: u64, uid: u32, n: usize) -> OpenJob {
         nodes: (1..=n).map(|i| format!("n{i}")).collect(),
         nodelist: None,
         min_nodes: None,
-        time_limit_s: Some(3600.0),
+        time_limit: greenup::record::TimeLimit::Seconds(3600.0),
         policy: None,
         profile: None,
         energy_cap_j: None,

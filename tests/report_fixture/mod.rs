@@ -65,7 +65,7 @@ pub fn measured_job() -> JobReport {
         caps: Caps {
             energy_j: Some(5.5e6),
             power_w: None,
-            time_limit_s: Some(7200.0),
+            time_limit: greenup::record::TimeLimit::Seconds(7200.0),
         },
         allocated_nodes: 4,
         nodes,
@@ -131,7 +131,7 @@ pub fn partial_job() -> JobReport {
         caps: Caps {
             energy_j: None,
             power_w: Some(400.0),
-            time_limit_s: Some(1800.0),
+            time_limit: greenup::record::TimeLimit::Seconds(1800.0),
         },
         allocated_nodes: 4,
         nodes,

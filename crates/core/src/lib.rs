@@ -5,5 +5,6 @@
 
 pub mod fs;
 pub mod plan;
+pub mod time_limit;
 pub mod units;
 pub mod utc;

@@ -7,7 +7,8 @@
 //! the application's history, never on anything the user writes, and a sample is only
 //! taken when running at f_max fits every cap the job is under.
 
-use greenup::plan::{Plan, PlanRequest};
+use greenup::optimize::Limits;
+use greenup::plan::Plan;
 use greenup::site::{BaselineSettings, OnMiss, Site};
 use greenup_proto::protocol::OpenJob;
 
@@ -93,14 +94,15 @@ pub fn hold_reason(policy: &str, app: &str, why: &str) -> String {
 
 /// The reason `req` runs as under monitor because the site holds its policy for its
 /// application (`baseline.on_miss: monitor`); `None` when it does not, or when every
-/// node at f_max would not fit `power_cap_w` (the cap the job is planned under): a hold
-/// never lifts a cap, so such a job keeps its policy.
+/// node at f_max would not fit the power cap in `limits` (what the job is planned
+/// under, [`greenup::plan::limits`]): a hold never lifts a cap, so such a job keeps its
+/// policy.
 pub fn held(
     site: &Site,
     req: &OpenJob,
     policy: &str,
     app: &AppState,
-    power_cap_w: Option<f64>,
+    limits: &Limits,
 ) -> Option<String> {
     let b = site.baseline.as_ref()?;
     let why = app.hold.as_deref()?;
@@ -109,7 +111,7 @@ pub fn held(
         return None;
     }
     let fmax_w = site.max_power_w(&req.nodes);
-    if let Some(over) = cap_forbids(fmax_w, 0.0, power_cap_w, None) {
+    if let Some(over) = cap_forbids(fmax_w, 0.0, limits.power_cap_w, None) {
         tracing::info!(
             job_id = req.job_id,
             policy,
@@ -121,12 +123,13 @@ pub fn held(
 }
 
 /// The reason `req` runs as a baseline sample instead of `plan`, or `None` when the
-/// site does not pick it or every node at f_max would not fit its caps. (A cap that
-/// forbids the sample is not worth a reason of its own: the job runs its plan.)
+/// site does not pick it or every node at f_max would not fit the caps in `limits` (the
+/// ones `plan` was made under). (A cap that forbids the sample is not worth a reason of
+/// its own: the job runs its plan.)
 pub fn sampled(
     site: &Site,
     req: &OpenJob,
-    pr: &PlanRequest,
+    limits: &Limits,
     plan: &Plan,
     app: &AppState,
 ) -> Option<String> {
@@ -135,12 +138,13 @@ pub fn sampled(
     if !picked(b, req.job_id, app.baselines) {
         return None;
     }
-    let energy_cap = match (pr.energy_cap_j, site.job_energy_limit_j) {
-        (Some(a), Some(l)) => Some(a.min(l)),
-        (a, l) => a.or(l),
-    };
     let fmax_w = site.max_power_w(&req.nodes);
-    if let Some(why) = cap_forbids(fmax_w, plan.baseline.energy_j, pr.power_cap_w, energy_cap) {
+    if let Some(why) = cap_forbids(
+        fmax_w,
+        plan.baseline.energy_j,
+        limits.power_cap_w,
+        limits.energy_cap_j,
+    ) {
         tracing::debug!(job_id = req.job_id, "not a baseline sample: {why}");
         return None;
     }

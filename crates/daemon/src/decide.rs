@@ -242,7 +242,7 @@ impl Decider {
             partition: req.partition.clone(),
             energy_cap_j: req.energy_cap_j,
             power_cap_w: cap,
-            time_limit_s: req.time_limit_s,
+            time_limit: req.time_limit,
             algorithm: req.algorithm.unwrap_or_default(),
             max_freq_ghz: None,
         }
@@ -390,7 +390,16 @@ impl Decider {
                 ..base
             });
         }
-        if let Some(reason) = baseline::held(site, req, &pr.policy, app, pr.power_cap_w) {
+        // The caps the plan will keep, merged once by the library: a held policy or a
+        // baseline sample runs every node at f_max, and must keep them too.
+        let limits = match self.policies.get(&pr.policy) {
+            Some(p) => {
+                greenup::plan::limits(site, p, &pr).map_err(|e| plan_failed(e.to_string()))?
+            }
+            // No such policy: planning refuses the job below, before any f_max run.
+            None => greenup::optimize::Limits::default(),
+        };
+        if let Some(reason) = baseline::held(site, req, &pr.policy, app, &limits) {
             return Ok(Proposal {
                 reason,
                 monitor: true,
@@ -408,7 +417,7 @@ impl Decider {
             ..base
         };
         if (plan.feasible && !no_budget) || !budget_binds {
-            if let Some(reason) = baseline::sampled(site, req, &pr, &plan, app) {
+            if let Some(reason) = baseline::sampled(site, req, &limits, &plan, app) {
                 return Ok(Proposal {
                     reason,
                     monitor: true,
@@ -551,14 +560,12 @@ pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorRe
 /// refusal on record, not a request error.
 fn validate_options(req: &OpenJob) -> Result<(), ErrorReply> {
     for (field, v) in [
-        ("time_limit_s", req.time_limit_s),
+        ("time_limit_s", req.time_limit.seconds()),
         ("energy_cap_j", req.energy_cap_j),
         ("power_cap_w", req.power_cap_w),
     ] {
-        if let Some(x) = v
-            && !(x.is_finite() && x > 0.0)
-        {
-            return Err(bad_field(field, x, "a positive finite number"));
+        if let Err(e) = greenup::plan::check_cap(field, v) {
+            return Err(bad_field(field, e.value.unwrap_or_default(), &e.expected));
         }
     }
     if let Some(m) = req.min_nodes

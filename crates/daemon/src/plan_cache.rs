@@ -53,7 +53,8 @@ impl Shape {
             partition: req.partition.clone(),
             energy_cap_j: req.energy_cap_j.map(f64::to_bits),
             power_cap_w: req.power_cap_w.map(f64::to_bits),
-            time_limit_s: req.time_limit_s.map(f64::to_bits),
+            // Unknown and unlimited plan alike: neither bounds the plan.
+            time_limit_s: req.time_limit.seconds().map(f64::to_bits),
             algorithm: req.algorithm,
             max_freq_ghz: req.max_freq_ghz.map(f64::to_bits),
         })

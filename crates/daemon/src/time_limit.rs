@@ -9,13 +9,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use greenup::site::Site;
-use greenup::slurm::time_limit::{self, TimeLimit};
+use greenup::slurm::time_limit;
+#[cfg(doc)]
+use greenup::slurm::time_limit::TimeLimit;
 use greenup_proto::protocol::OpenJob;
-
-/// How long a reservation is held for a job without a time limit (or whose limit could
-/// not be learnt): a year, as slurmctld's own end time for such a job. Reclaim releases
-/// it sooner once squeue no longer lists the job.
-pub const UNLIMITED_HOLD_S: f64 = time_limit::YEAR_S;
 
 /// How long squeue may take: half of what the job's nodes wait for the decision
 /// (`daemon.timeout_ms`), and never more than [`time_limit::ASK_BOUND`].
@@ -24,9 +21,11 @@ pub fn ask_bound(site: &Site) -> Duration {
 }
 
 /// `req` with its time limit (and, where account budgets need it, its account) filled in
-/// from slurmctld when the node sent none and greenupd may ask Slurm (`ask_slurm`, with
-/// its commands in `bin_dir` or on the PATH). When slurmctld cannot say, the job is
-/// planned without a limit and a warning says so.
+/// from slurmctld when the node did not know it and greenupd may ask Slurm (`ask_slurm`,
+/// with its commands in `bin_dir` or on the PATH). When slurmctld cannot say, the limit
+/// stays unknown: the job is planned without one, held as if unlimited
+/// ([`TimeLimit::hold_s`]; reclaim releases the hold once squeue no longer lists the
+/// job), and a warning says so.
 pub async fn complete(
     mut req: OpenJob,
     ask_slurm: bool,
@@ -41,7 +40,7 @@ pub async fn complete(
     // A node's prolog is not given the job's licenses: under the queue, greenupd asks.
     let needs_grant =
         site.power.enforce == greenup::site::PowerEnforce::Queue && req.granted_w.is_none();
-    if (req.time_limit_s.is_some() && !needs_account && !needs_grant) || !ask_slurm {
+    if (req.time_limit.is_known() && !needs_account && !needs_grant) || !ask_slurm {
         return req;
     }
     let job_id = req.job_id;
@@ -55,8 +54,8 @@ pub async fn complete(
     .and_then(|r| r);
     match asked {
         Ok(a) => {
-            if let (None, TimeLimit::Seconds(s)) = (req.time_limit_s, a.limit) {
-                req.time_limit_s = Some(s);
+            if !req.time_limit.is_known() {
+                req.time_limit = a.limit;
             }
             if req.account.is_none() {
                 req.account = a.account;

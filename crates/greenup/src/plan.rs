@@ -15,6 +15,7 @@ use crate::optimize::{self, Goal, Limits, OptimizeError};
 use crate::policy::Policy;
 use crate::profile::Profile;
 use crate::site::Site;
+use greenup_core::time_limit::TimeLimit;
 
 pub use greenup_core::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
 
@@ -52,8 +53,13 @@ pub struct PlanRequest {
     pub energy_cap_j: Option<f64>,
     /// The user's (or ledger's) power cap in watts.
     pub power_cap_w: Option<f64>,
-    /// The job's time limit in seconds; the plan never goes past it.
-    pub time_limit_s: Option<f64>,
+    /// The job's time limit; the plan never goes past a limit of seconds.
+    #[serde(
+        rename = "time_limit_s",
+        default,
+        skip_serializing_if = "TimeLimit::is_unknown"
+    )]
+    pub time_limit: TimeLimit,
     /// The optimizer.
     pub algorithm: Algorithm,
     /// No node above this frequency in GHz (set by an energy budget's warning level).
@@ -109,7 +115,7 @@ pub fn plan_with(
         )
         .into());
     }
-    let limits = merged_limits(site, policy, req)?;
+    let limits = limits(site, policy, req)?;
     let (slots, lo, hi) = node_slots(site, policy, req)?;
 
     let started = Instant::now();
@@ -203,20 +209,27 @@ fn estimate(p: &Prediction) -> Estimate {
     }
 }
 
-/// The strictest of the user's, the policy's and the site's limits.
-fn merged_limits(site: &Site, policy: &Policy, req: &PlanRequest) -> Result<Limits, PlanError> {
-    let check = |field: &str, v: Option<f64>| -> Result<Option<f64>, PlanError> {
-        match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => Err(InputError::new(
-                Origin::Request(field.into()),
-                field,
-                x,
-                "a positive finite number",
-            )
-            .into()),
-            _ => Ok(v),
-        }
-    };
+/// The one rule for a cap or limit a job asks for (`energy_cap_j`, `power_cap_w`,
+/// `time_limit_s`): absent, or a positive finite number. greenupd applies it to what a
+/// node sends, and every plan to its request.
+pub fn check_cap(field: &str, v: Option<f64>) -> Result<Option<f64>, InputError> {
+    match v {
+        Some(x) if !(x.is_finite() && x > 0.0) => Err(InputError::new(
+            Origin::Request(field.into()),
+            field,
+            x,
+            "a positive finite number",
+        )),
+        _ => Ok(v),
+    }
+}
+
+/// The limits a job is planned under, merged and checked in this one place: for each,
+/// the strictest of the user's (or the ledger's), the policy's, the partition's and the
+/// site's, so no request lifts a site cap. Every plan uses them, and greenupd asks the
+/// same question before it runs a job at f_max (a baseline sample, a held policy).
+pub fn limits(site: &Site, policy: &Policy, req: &PlanRequest) -> Result<Limits, PlanError> {
+    let check = |field: &str, v: Option<f64>| check_cap(field, v).map_err(PlanError::from);
     let min_of = |vals: &[Option<f64>]| vals.iter().flatten().copied().reduce(f64::min);
     let partition_cap = match &req.partition {
         Some(p) => site.partitions.get(p).and_then(|p| p.power_cap_w),
@@ -234,7 +247,7 @@ fn merged_limits(site: &Site, policy: &Policy, req: &PlanRequest) -> Result<Limi
             site.power_cap_w,
             partition_cap,
         ]),
-        time_limit_s: check("time_limit_s", req.time_limit_s)?,
+        time_limit_s: check("time_limit_s", req.time_limit.seconds())?,
         max_slowdown: policy.constraints.max_slowdown,
     })
 }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
+pub use greenup_core::time_limit::TimeLimit;
 
 /// Where a job is in greenupd's life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -549,9 +550,13 @@ pub struct OpenJob {
     /// The fewest nodes the job accepts (a shrink never goes below it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_nodes: Option<usize>,
-    /// The job's time limit in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_limit_s: Option<f64>,
+    /// The job's time limit: seconds, unlimited, or unknown (absent on the wire).
+    #[serde(
+        rename = "time_limit_s",
+        default,
+        skip_serializing_if = "TimeLimit::is_unknown"
+    )]
+    pub time_limit: TimeLimit,
     /// The policy asked for; the site default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,

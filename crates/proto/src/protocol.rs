@@ -653,7 +653,7 @@ mod tests {
                     nodes: Vec::new(),
                     nodelist: Some(format!("n[1-{n}]")),
                     min_nodes: None,
-                    time_limit_s: Some(3600.0),
+                    time_limit: greenup::record::TimeLimit::Seconds(3600.0),
                     policy: Some("min-energy".into()),
                     profile: Some("lammps".into()),
                     energy_cap_j: None,

@@ -254,7 +254,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 nodes: Vec::new(),
                 nodelist: Some(p.nodes.clone()),
                 min_nodes: None,
-                time_limit_s: Some(86_400.0),
+                time_limit: greenup::record::TimeLimit::Seconds(86_400.0),
                 policy: policy.clone(),
                 profile,
                 energy_cap_j,

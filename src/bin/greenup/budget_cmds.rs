@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use greenup::budget::{Standing, show_budget_energy};
+use greenup::record::TimeLimit;
 use greenup::report::text::fmt_utc;
 use greenup_proto::protocol::OpenJob;
 
@@ -177,9 +178,9 @@ pub struct QuoteArgs {
 /// `greenup quote`: exit 0 when the job would be admitted, 1 when a budget would refuse it.
 pub fn quote(args: QuoteArgs) -> Outcome {
     let bad = |opt: &str, v: &str, e: greenup::units::UnitError| Failure::option(opt, v, e);
-    let time_limit_s = match &args.time {
-        Some(t) => greenup::units::parse_time(t).map_err(|e| bad("--time", t, e))?,
-        None => None,
+    let time_limit = match &args.time {
+        Some(t) => TimeLimit::parse(t).map_err(|e| bad("--time", t, e))?,
+        None => TimeLimit::Unknown,
     };
     let energy_cap_j = match &args.energy_cap {
         Some(e) => Some(greenup::units::parse_energy(e).map_err(|x| bad("--energy-cap", e, x))?),
@@ -211,7 +212,7 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         nodes: Vec::new(),
         nodelist: Some(nodelist),
         min_nodes: None,
-        time_limit_s,
+        time_limit,
         policy: args.policy.clone(),
         profile: args.profile.clone(),
         energy_cap_j,

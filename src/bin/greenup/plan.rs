@@ -9,10 +9,9 @@ use greenup::input::{InputError, Origin};
 use greenup::plan::{Algorithm, NodeRequest, Plan, PlanError, PlanRequest, plan_with};
 use greenup::policy::PolicySet;
 use greenup::profile::Profile;
+use greenup::record::TimeLimit;
 use greenup::site::Site;
-use greenup::units::{
-    format_duration, format_energy, format_power, parse_energy, parse_power, parse_time,
-};
+use greenup::units::{format_duration, format_energy, format_power, parse_energy, parse_power};
 
 use crate::{Failure, Outcome, print_json, site_path};
 
@@ -59,10 +58,6 @@ pub struct PlanArgs {
 #[derive(Debug, Clone)]
 pub struct Hosts(Vec<String>);
 
-/// A parsed `--time-limit`; `None` inside means unlimited.
-#[derive(Debug, Clone, Copy)]
-pub struct TimeLimit(Option<f64>);
-
 /// `--algorithm` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum AlgorithmArg {
@@ -104,7 +99,7 @@ fn count_arg(s: &str) -> Result<(usize, usize), CountArgError> {
 }
 
 fn time_arg(s: &str) -> Result<TimeLimit, greenup::units::UnitError> {
-    parse_time(s).map(TimeLimit)
+    TimeLimit::parse(s)
 }
 
 /// Whether a profile argument names a file rather than a profile of the site.
@@ -241,7 +236,7 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
         partition: args.partition.clone(),
         energy_cap_j: args.energy_cap,
         power_cap_w: args.power_cap,
-        time_limit_s: args.time_limit.and_then(|t| t.0),
+        time_limit: args.time_limit.unwrap_or_default(),
         algorithm: args.algorithm.into(),
         max_freq_ghz: None,
     };

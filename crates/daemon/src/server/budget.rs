@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::{Ctx, Shared, lock};
 use crate::decide::{Proposal, expand_open, unmanaged_fate, unmanaged_w, validate_open};
 use crate::store::sqlite::now;
-use crate::time_limit::UNLIMITED_HOLD_S;
 use greenup::budget::book::{Book, Charge};
 use greenup::budget::{AtAdmission, Quote, Scope, Standing, budgets_for, quote_line};
 use greenup::site::{Enforce, Site};
@@ -27,7 +26,7 @@ pub(super) struct Admitted {
 /// a plan (its baseline when it runs unchanged), else the watts it holds for its time
 /// limit; nothing for a refused job that does not run (`enforce: strict`).
 pub(super) fn predicted_j(site: &Site, req: &OpenJob, p: &Proposal) -> f64 {
-    let limit = req.time_limit_s.unwrap_or(UNLIMITED_HOLD_S);
+    let limit = req.time_limit.hold_s();
     match (p.verdict, &p.plan) {
         (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j,
         (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j,
@@ -186,8 +185,8 @@ fn quote(
             plan.node_count,
         ),
         None => (
-            p.reserve_w * req.time_limit_s.unwrap_or(UNLIMITED_HOLD_S),
-            req.time_limit_s,
+            p.reserve_w * req.time_limit.hold_s(),
+            req.time_limit.seconds(),
             req.nodes.len(),
         ),
     };

@@ -354,9 +354,7 @@ async fn decide_and_store(
     .await;
     let at = now();
     let job_id = req.job_id;
-    let limit_s = req
-        .time_limit_s
-        .unwrap_or(crate::time_limit::UNLIMITED_HOLD_S);
+    let limit_s = req.time_limit.hold_s();
     let expires_at = at
         .saturating_add(limit_s as i64)
         .saturating_add(ctx.site.daemon.grace_s as i64);

@@ -1011,7 +1011,7 @@ mod tests {
                 nodes: vec!["n1".into(), "n2".into()],
                 nodelist: None,
                 min_nodes: None,
-                time_limit_s: Some(60.0),
+                time_limit: greenup::record::TimeLimit::Seconds(60.0),
                 policy: None,
                 profile: None,
                 energy_cap_j: None,

@@ -77,7 +77,7 @@ pub struct Limits {
     pub energy_cap_j: Option<f64>,
     /// Most average watts the job may draw.
     pub power_cap_w: Option<f64>,
-    /// The job's time limit in seconds; never planned past.
+    /// The seconds the job may run, where it has a limit of seconds; never planned past.
     pub time_limit_s: Option<f64>,
     /// Most slowdown against the baseline, as a fraction (0.1 = 10 % longer).
     pub max_slowdown: Option<f64>,

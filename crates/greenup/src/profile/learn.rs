@@ -680,7 +680,7 @@ mod tests {
                 nodes: names,
                 nodelist: None,
                 min_nodes: None,
-                time_limit_s: None,
+                time_limit: crate::record::TimeLimit::Unknown,
                 policy: Some("monitor".into()),
                 profile: Some(app.into()),
                 energy_cap_j: None,

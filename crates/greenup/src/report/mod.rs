@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Estimate;
+use greenup_core::time_limit::TimeLimit;
 
 pub use crate::record::{Applied, RunState, Source};
 
@@ -109,8 +110,10 @@ pub struct Caps {
     pub energy_j: Option<f64>,
     /// The power cap asked for (or granted by the site ledger), in watts.
     pub power_w: Option<f64>,
-    /// The job's time limit in seconds.
-    pub time_limit_s: Option<f64>,
+    /// The job's time limit: seconds, unlimited (a year, as Slurm writes it) or unknown
+    /// (null).
+    #[serde(rename = "time_limit_s", default)]
+    pub time_limit: TimeLimit,
 }
 
 /// How much the profile version behind the prediction has been confirmed by runs.

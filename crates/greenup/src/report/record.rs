@@ -239,7 +239,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         caps: Caps {
             energy_j: rec.request.energy_cap_j,
             power_w: d.power_cap_w.or(rec.request.power_cap_w),
-            time_limit_s: rec.request.time_limit_s,
+            time_limit: rec.request.time_limit,
         },
         allocated_nodes: rec.request.nodes.len(),
         shape: super::measured::shape_of(

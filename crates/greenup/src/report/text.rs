@@ -8,6 +8,8 @@ use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 
+use greenup_core::time_limit::TimeLimit;
+
 use super::accounting::SlurmEnergy;
 use super::{AppHistory, JobReport, JobRow, Source};
 
@@ -404,8 +406,11 @@ fn caps(r: &JobReport) -> String {
     if let Some(p) = r.caps.power_w {
         parts.push(format!("power {}", fmt_power(p)));
     }
-    if let Some(t) = r.caps.time_limit_s {
-        parts.push(format!("time limit {}", fmt_time(t)));
+    match r.caps.time_limit {
+        TimeLimit::Seconds(t) => parts.push(format!("time limit {}", fmt_time(t))),
+        TimeLimit::Unlimited => parts.push("no time limit".to_string()),
+        // Not a cap: the plan simply had no limit to keep within.
+        TimeLimit::Unknown => {}
     }
     if parts.is_empty() {
         "none".to_string()

@@ -23,40 +23,11 @@ use super::command::{self, CommandError};
 /// for the decision, and their prologs give up after the site's `daemon.timeout_ms`.
 pub const ASK_BOUND: Duration = Duration::from_millis(1000);
 
-/// slurmctld's end time for a job without a limit: a year after its start. A limit this
-/// long or longer is no limit.
-pub const YEAR_S: f64 = 365.0 * 86_400.0;
+pub use greenup_core::time_limit::{TimeLimit, YEAR_S};
 
 /// The first Slurm release (23.02, as `SLURM_VERSION_NUMBER`) whose job prolog gets the
 /// job's start and end time from the job credential.
 pub const CREDENTIAL_TIMES_SINCE: u32 = 0x17_02_00;
-
-/// A job's effective time limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum TimeLimit {
-    /// Slurm ends the job this many seconds after it starts.
-    Seconds(f64),
-    /// No limit (`UNLIMITED`).
-    Unlimited,
-}
-
-impl TimeLimit {
-    /// Seconds, or `None` for no limit.
-    pub fn seconds(self) -> Option<f64> {
-        match self {
-            TimeLimit::Seconds(s) => Some(s),
-            TimeLimit::Unlimited => None,
-        }
-    }
-
-    fn of_seconds(s: f64) -> TimeLimit {
-        if s > 0.0 && s < YEAR_S {
-            TimeLimit::Seconds(s)
-        } else {
-            TimeLimit::Unlimited
-        }
-    }
-}
 
 /// What slurmctld says of a job at decision time.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,10 +101,7 @@ pub fn parse_squeue(text: &str) -> Result<Asked, SqueueError> {
     let limit = if word == "INVALID" {
         TimeLimit::Unlimited
     } else {
-        match crate::units::parse_time(word)? {
-            Some(s) => TimeLimit::of_seconds(s),
-            None => TimeLimit::Unlimited,
-        }
+        TimeLimit::parse(word)?
     };
     let account = account
         .filter(|a| crate::names::is_name(a))
@@ -156,22 +124,21 @@ pub fn ask(cmd: &mut Command, bound: Duration) -> Result<Asked, AskError> {
 }
 
 /// The time limit in a job prolog's environment (looked up by `get`), from a Slurm of
-/// release `slurm_version` (`SLURM_VERSION_NUMBER`); `None` when this Slurm does not
+/// release `slurm_version` (`SLURM_VERSION_NUMBER`); unknown when this Slurm does not
 /// put it there.
-pub fn from_prolog_env(
-    get: impl Fn(&str) -> Option<String>,
-    slurm_version: u32,
-) -> Option<TimeLimit> {
+pub fn from_prolog_env(get: impl Fn(&str) -> Option<String>, slurm_version: u32) -> TimeLimit {
     if slurm_version < CREDENTIAL_TIMES_SINCE {
-        return None;
+        return TimeLimit::Unknown;
     }
     let num = |k: &str| {
         get(k)
             .and_then(|v| v.trim().parse::<i64>().ok())
             .filter(|&t| t > 0)
     };
-    let (start, end) = (num("SLURM_JOB_START_TIME")?, num("SLURM_JOB_END_TIME")?);
-    (end > start).then(|| TimeLimit::of_seconds((end - start) as f64))
+    match (num("SLURM_JOB_START_TIME"), num("SLURM_JOB_END_TIME")) {
+        (Some(start), Some(end)) if end > start => TimeLimit::of_seconds((end - start) as f64),
+        _ => TimeLimit::Unknown,
+    }
 }
 
 #[cfg(test)]
@@ -220,18 +187,24 @@ mod tests {
         let s2311 = 0x17_0b_00;
         assert_eq!(
             from_prolog_env(env("1000", "1660"), s2311),
-            Some(TimeLimit::Seconds(660.0))
+            TimeLimit::Seconds(660.0)
         );
         // An unlimited job ends a year after it starts, as slurmctld sets it.
         assert_eq!(
             from_prolog_env(env("1000", "31537000"), s2311),
-            Some(TimeLimit::Unlimited)
+            TimeLimit::Unlimited
         );
         // 22.05 sets neither: a variable of that name there may be the user's own.
-        assert_eq!(from_prolog_env(env("1000", "1660"), 0x16_05_08), None);
-        assert_eq!(from_prolog_env(env("x", "1660"), s2311), None);
-        assert_eq!(from_prolog_env(env("1660", "1000"), s2311), None);
-        assert_eq!(from_prolog_env(|_| None, s2311), None);
+        assert_eq!(
+            from_prolog_env(env("1000", "1660"), 0x16_05_08),
+            TimeLimit::Unknown
+        );
+        assert_eq!(from_prolog_env(env("x", "1660"), s2311), TimeLimit::Unknown);
+        assert_eq!(
+            from_prolog_env(env("1660", "1000"), s2311),
+            TimeLimit::Unknown
+        );
+        assert_eq!(from_prolog_env(|_| None, s2311), TimeLimit::Unknown);
     }
 
     #[test]
