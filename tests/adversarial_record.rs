@@ -84,7 +84,7 @@ fn run_ended_as(state: &str) -> (Option<JobEnd>, Vec<u64>) {
         o.slurm_bin_dir = Some(slurm_saying(dir, state));
     });
     let dec = d.tcp_client().open_job(job(7, "min-energy")).unwrap();
-    let predicted = dec.plan.as_ref().expect("a plan").predicted.energy_j;
+    let predicted = dec.plan.as_ref().expect("a plan").predicted.energy_j.0;
     // The node claims "completed", with measurements a refinement would learn from.
     assert!(finish_planned(&d, &dec, 2.0 * predicted, Some("rapl")));
     wait_for(|| d.tcp_client().get_job(7).unwrap().end != Some(JobEnd::Unknown));

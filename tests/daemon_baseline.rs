@@ -143,9 +143,12 @@ fn a_sample_never_lifts_a_power_or_energy_cap() {
         .unwrap()
         .plan
         .unwrap();
-    assert!(plan.predicted.energy_j < plan.baseline.energy_j, "{plan:?}");
+    assert!(
+        plan.predicted.energy_j.0 < plan.baseline.energy_j.0,
+        "{plan:?}"
+    );
     let mut j = job(14);
-    j.energy_cap_j = Some((plan.predicted.energy_j + plan.baseline.energy_j) / 2.0);
+    j.energy_cap_j = Some((plan.predicted.energy_j.0 + plan.baseline.energy_j.0) / 2.0);
     let p = d.decide_with(&site, &j, None, &seen(0)).unwrap();
     assert_eq!(p.verdict, Verdict::Planned, "{p:?}");
     assert!(!p.baseline_sample);
@@ -166,7 +169,7 @@ fn a_sample_keeps_the_policys_own_caps_too() {
     let policies = dir.path().join("policies");
     std::fs::create_dir(&policies).unwrap();
     let cap_w = FMAX_W - 1.0;
-    let cap_j = (plan.predicted.energy_j + plan.baseline.energy_j) / 2.0;
+    let cap_j = (plan.predicted.energy_j.0 + plan.baseline.energy_j.0) / 2.0;
     for (name, constraint) in [
         ("watts", format!("power_cap: {cap_w}")),
         ("joules", format!("energy_cap: {cap_j}")),

@@ -160,7 +160,7 @@ fn unchanged_and_refuse_apply_when_no_budget_is_left() {
     assert_eq!(dec.freq_for("n3"), None);
     assert_eq!(
         dec.reserved_w,
-        dec.plan.as_ref().unwrap().baseline.avg_power_w
+        dec.plan.as_ref().unwrap().baseline.avg_power_w.0
     );
 
     let d = used_up(OverBudget::Refuse);
@@ -227,7 +227,7 @@ fn unchanged_runs_the_job_as_submitted_and_reserves_its_baseline() {
     let dec = d.tcp_client().open_job(lammps(2, 4)).unwrap();
     assert_eq!(dec.verdict, Verdict::Unchanged);
     let plan = dec.plan.as_ref().expect("the plan is kept for the record");
-    assert_eq!(dec.reserved_w, plan.baseline.avg_power_w);
+    assert_eq!(dec.reserved_w, plan.baseline.avg_power_w.0);
     assert!(
         (1..=4).all(|i| dec.freq_for(&format!("n{i}")).is_none()),
         "no node is changed"
@@ -270,7 +270,7 @@ fn closing_a_job_returns_its_watts_to_the_next_decision() {
     assert_eq!(dec.power_cap_w, Some(10_000.0));
     let plan = dec.plan.as_ref().unwrap();
     assert!(plan.feasible);
-    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w);
+    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w.0);
     assert_eq!(dec.profile_version.as_deref(), Some("1"));
 }
 

@@ -628,7 +628,7 @@ fn the_quote_gives_the_spread_and_runs_of_a_refined_profile() {
     let versions = greenup::profile::versions::Versions::for_store(&d.store);
     for id in 1..=2 {
         let dec = open(&d, lammps(id));
-        let pred = dec.plan.as_ref().unwrap().predicted.energy_j;
+        let pred = dec.plan.as_ref().unwrap().predicted.energy_j.0;
         finish_planned(&d, &dec, pred * 1.1, Some("rapl"));
     }
     wait_for(|| versions.list("lammps").unwrap().len() >= 2);
@@ -690,7 +690,7 @@ fn a_frequency_ceiling_level_plans_no_node_above_it() {
             .expect("a plan")
             .nodes
             .iter()
-            .map(|n| n.freq_ghz)
+            .map(|n| n.freq_ghz.0)
             .collect()
     };
     // min-time with nothing to stop it runs every node at its highest gear, 2.4 GHz.
@@ -713,5 +713,5 @@ fn a_frequency_ceiling_level_plans_no_node_above_it() {
     );
     // The baseline the saving is measured against is still every node at 2.4 GHz.
     let p = d.plan.as_ref().unwrap();
-    assert!(p.baseline.time_s < p.predicted.time_s, "{p:?}");
+    assert!(p.baseline.time_s.0 < p.predicted.time_s.0, "{p:?}");
 }

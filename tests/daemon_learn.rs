@@ -176,14 +176,14 @@ fn monitor_runs_build_the_first_version_that_decides_and_later_runs_refine_it() 
     assert_eq!(dec.profile_version.as_deref(), Some("1"));
     let plan = dec.plan.as_ref().unwrap();
     assert!(
-        (plan.baseline.time_s - truth(4)).abs() < 1e-6,
+        (plan.baseline.time_s.0 - truth(4)).abs() < 1e-6,
         "{}",
         plan.baseline.time_s
     );
     assert!(finish_planned(
         &d,
         &dec,
-        300.0 * 4.0 * plan.predicted.time_s,
+        300.0 * 4.0 * plan.predicted.time_s.0,
         Some("rapl")
     ));
     wait_for(|| versions.list("newapp").unwrap() == vec![2]);

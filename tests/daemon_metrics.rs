@@ -46,7 +46,7 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     // Measured 4% below the prediction: error +4%.
     let j1 = d.tcp_client().open_job(lammps(1)).unwrap();
     assert_eq!(j1.verdict, Verdict::Planned);
-    let pred = j1.plan.as_ref().unwrap().predicted.energy_j;
+    let pred = j1.plan.as_ref().unwrap().predicted.energy_j.0;
     finish_planned(&d, &j1, pred / 1.04, Some("rapl"));
     // No profile: runs unchanged, a fallback.
     d.tcp_client().open_job(open_req(2, 0, 4)).unwrap();

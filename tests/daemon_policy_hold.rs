@@ -62,7 +62,7 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
     }
     let shortest = runs
         .iter()
-        .map(|r| r.plan.as_ref().unwrap().predicted.time_s)
+        .map(|r| r.plan.as_ref().unwrap().predicted.time_s.0)
         .fold(f64::INFINITY, f64::min);
     for s in &samples {
         for n in ["n1", "n2"] {

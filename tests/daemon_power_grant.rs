@@ -89,7 +89,7 @@ fn a_granted_job_is_planned_under_its_grant_and_its_nodes_share_it() {
     );
     let predicted = nodes[0].predicted.as_ref().expect("a plan").avg_power_w;
     assert!(
-        predicted <= 900.0 + 1e-6,
+        predicted <= greenup_core::quantity::Watts(900.0 + 1e-6),
         "planned {predicted} W over a 900 W grant"
     );
     assert_shares(&nodes, 900.0);
@@ -166,7 +166,8 @@ fn under_the_ledger_a_grant_is_ignored_and_no_node_is_limited() {
     // The ledger's 400 W cap binds again: the plan fits it or runs at its lowest.
     let predicted = nodes[0].predicted.as_ref().expect("a plan").avg_power_w;
     assert!(
-        predicted <= 400.0 + 1e-6 || nodes[0].verdict == Verdict::Refused,
+        predicted <= greenup_core::quantity::Watts(400.0 + 1e-6)
+            || nodes[0].verdict == Verdict::Refused,
         "{predicted} W under a 400 W ledger: {:?} {}",
         nodes[0].verdict,
         nodes[0].reason

@@ -23,7 +23,7 @@ fn with_wrong_profile() -> daemon_support::Daemon {
 /// Report what the nodes "measured": the decided time, and `factor` times the energy
 /// the decision predicted, shared evenly (the nodes are identical and run alike).
 fn finish(d: &daemon_support::Daemon, dec: &Decision, factor: f64) {
-    let predicted = dec.plan.as_ref().expect("a plan").predicted.energy_j;
+    let predicted = dec.plan.as_ref().expect("a plan").predicted.energy_j.0;
     assert!(finish_planned(d, dec, factor * predicted, Some("rapl")));
 }
 
@@ -34,14 +34,14 @@ fn closed_jobs_refine_the_profile_and_the_next_decision_uses_the_new_version() {
 
     let first = d.tcp_client().open_job(wrong(1)).unwrap();
     assert_eq!(first.profile_version.as_deref(), Some("1"));
-    let pred1 = first.plan.as_ref().unwrap().predicted.energy_j;
+    let pred1 = first.plan.as_ref().unwrap().predicted.energy_j.0;
     // The nodes draw twice what the admin's profile says, at the time it predicted.
     finish(&d, &first, 2.0);
     wait_for(|| versions.list("wrong").unwrap() == vec![2]);
 
     let second = d.tcp_client().open_job(wrong(2)).unwrap();
     assert_eq!(second.profile_version.as_deref(), Some("2"));
-    let pred2 = second.plan.as_ref().unwrap().predicted.energy_j;
+    let pred2 = second.plan.as_ref().unwrap().predicted.energy_j.0;
     let measured = 2.0 * pred1;
     assert!(
         (pred2 - measured).abs() < (pred1 - measured).abs(),
@@ -59,7 +59,7 @@ fn closed_jobs_refine_the_profile_and_the_next_decision_uses_the_new_version() {
     wait_for(|| versions.list("wrong").unwrap() == vec![2, 3]);
     let third = d.tcp_client().open_job(wrong(3)).unwrap();
     assert_eq!(third.profile_version.as_deref(), Some("3"));
-    let pred3 = third.plan.as_ref().unwrap().predicted.energy_j;
+    let pred3 = third.plan.as_ref().unwrap().predicted.energy_j.0;
     assert!((pred3 - measured).abs() <= 1e-9 * measured, "{pred3}");
 
     // The admin's file is never rewritten.
@@ -78,8 +78,8 @@ fn an_admin_pin_wins_over_the_newest_version() {
     let again = d.tcp_client().open_job(wrong(2)).unwrap();
     assert_eq!(again.profile_version.as_deref(), Some("1"));
     assert_eq!(
-        again.plan.as_ref().unwrap().predicted.energy_j,
-        first.plan.as_ref().unwrap().predicted.energy_j
+        again.plan.as_ref().unwrap().predicted.energy_j.0,
+        first.plan.as_ref().unwrap().predicted.energy_j.0
     );
 }
 

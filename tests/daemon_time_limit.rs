@@ -160,9 +160,13 @@ fn a_limit_asked_of_slurm_is_never_planned_past_and_bounds_the_reservation() {
     let dec = open(&d, 101);
     let plan = dec.plan.as_ref().expect("a plan");
     assert_eq!(plan.nodes.len(), 1);
-    assert_eq!(plan.nodes[0].freq_ghz, 3.0, "{plan:?}");
-    assert!((plan.predicted.time_s - 600.0).abs() < 1e-6, "{plan:?}");
-    assert!(plan.predicted.time_s <= 660.0);
+    assert_eq!(
+        plan.nodes[0].freq_ghz,
+        greenup_core::quantity::Ghz(3.0),
+        "{plan:?}"
+    );
+    assert!((plan.predicted.time_s.0 - 600.0).abs() < 1e-6, "{plan:?}");
+    assert!(plan.predicted.time_s.0 <= 660.0);
     // Held until the limit plus grace_s, not for days.
     assert_eq!(held_s(&d, 101), 660 + 60);
     // Every node of the job asks; slurmctld is asked once.
@@ -179,13 +183,20 @@ fn an_unlimited_job_is_planned_freely_and_a_hung_slurmctld_does_not_stop_the_dec
     let d = start();
     let dec = open(&d, 102);
     let plan = dec.plan.as_ref().expect("a plan");
-    assert_eq!(plan.nodes[0].freq_ghz, 1.8, "{plan:?}");
-    assert!((plan.predicted.time_s - 1000.0).abs() < 1e-6, "{plan:?}");
+    assert_eq!(
+        plan.nodes[0].freq_ghz,
+        greenup_core::quantity::Ghz(1.8),
+        "{plan:?}"
+    );
+    assert!((plan.predicted.time_s.0 - 1000.0).abs() < 1e-6, "{plan:?}");
     // Held for a year (slurmctld's own end time for it) unless reclaim sees it gone.
     assert_eq!(held_s(&d, 102), 365 * 86_400 + 60);
     // squeue hangs: it is stopped at its bound and the job is decided without a limit.
     let dec = open(&d, 103);
-    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+    assert_eq!(
+        dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz,
+        greenup_core::quantity::Ghz(1.8)
+    );
 }
 
 #[test]
@@ -203,15 +214,24 @@ fn a_limit_the_node_knows_is_not_asked_again_unlimited_included() {
     // A 23.02 credential's unlimited job (its end a year after its start): planned
     // without a limit and held a year, as when squeue says UNLIMITED.
     let dec = told(106, greenup::record::TimeLimit::Unlimited);
-    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+    assert_eq!(
+        dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz,
+        greenup_core::quantity::Ghz(1.8)
+    );
     assert_eq!(held_s(&d, 106), 365 * 86_400 + 60);
     // Eleven minutes from the credential: 3.0 GHz, as when squeue says 11:00.
     let dec = told(107, greenup::record::TimeLimit::Seconds(660.0));
-    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 3.0);
+    assert_eq!(
+        dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz,
+        greenup_core::quantity::Ghz(3.0)
+    );
     assert_eq!(held_s(&d, 107), 660 + 60);
     // An unknown limit is asked (job 108 is not one squeue knows: planned without one).
     let dec = told(108, greenup::record::TimeLimit::Unknown);
-    assert_eq!(dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz, 1.8);
+    assert_eq!(
+        dec.plan.as_ref().expect("a plan").nodes[0].freq_ghz,
+        greenup_core::quantity::Ghz(1.8)
+    );
     let asked = std::fs::read_to_string(d.bin.join("asked")).unwrap_or_default();
     for (job, times) in [(106, 0), (107, 0), (108, 1)] {
         let n = asked
@@ -285,7 +305,11 @@ fn under_the_queue_a_node_path_job_is_granted_the_watts_squeue_lists() {
     assert_eq!(dec.reserved_w, 120.0, "the ledger mirrors the grant");
     // n1 at 3.0 GHz draws 160 W flat out: a 120 W grant caps the plan below that.
     let p = dec.plan.expect("a plan");
-    assert!(p.predicted.avg_power_w <= 120.0 + 1e-6, "{:?}", p.predicted);
+    assert!(
+        p.predicted.avg_power_w.0 <= 120.0 + 1e-6,
+        "{:?}",
+        p.predicted
+    );
     // A job whose licenses are none of greenup's is planned under the ledger.
     assert_eq!(open(&d, 102).grant, None);
 }

@@ -249,7 +249,7 @@ fn a_fixed_allocation_gets_the_brute_force_optimum() {
     );
     assert!(p.feasible);
     assert_eq!(p.node_count, 4);
-    assert!((p.predicted.time_s - t).abs() < 1e-9 && (p.predicted.energy_j - e).abs() < 1e-6);
+    assert!((p.predicted.time_s.0 - t).abs() < 1e-9 && (p.predicted.energy_j.0 - e).abs() < 1e-6);
     assert_eq!(
         p.nodes
             .iter()
@@ -258,7 +258,7 @@ fn a_fixed_allocation_gets_the_brute_force_optimum() {
         ["slow", "slow", "fast", "fast"]
     );
     // Baseline: the slow nodes take 4000/4/40 = 25 s, plus 4 x 0.5 s communication.
-    assert!((p.baseline.time_s - 27.0).abs() < 1e-9);
+    assert!((p.baseline.time_s.0 - 27.0).abs() < 1e-9);
     assert!(
         p.objective > 0.0,
         "the fast nodes can slow down for free, so the distance is positive"
@@ -301,9 +301,9 @@ fn a_user_cannot_lift_the_site_power_cap() {
     };
     let capped = plan_with(&s, &model(&s), &p, &loose).unwrap();
     assert!(capped.feasible);
-    assert!(capped.predicted.avg_power_w <= 80.0 + 1e-9);
+    assert!(capped.predicted.avg_power_w.0 <= 80.0 + 1e-9);
     assert!(
-        capped.baseline.avg_power_w > 80.0,
+        capped.baseline.avg_power_w.0 > 80.0,
         "the cap binds: at full speed the job draws more"
     );
     let none = plan_with(&s, &model(&s), &p, &request("min-time", all_four())).unwrap();
@@ -314,8 +314,8 @@ fn a_user_cannot_lift_the_site_power_cap() {
         ..request("min-time", all_four())
     };
     let tighter = plan_with(&s, &model(&s), &p, &strict).unwrap();
-    assert!(tighter.predicted.avg_power_w <= 60.0 + 1e-9);
-    assert!(tighter.predicted.time_s > capped.predicted.time_s);
+    assert!(tighter.predicted.avg_power_w.0 <= 60.0 + 1e-9);
+    assert!(tighter.predicted.time_s.0 > capped.predicted.time_s.0);
 }
 
 #[test]
@@ -328,15 +328,15 @@ fn the_site_energy_limit_caps_every_job() {
         &request("min-time", all_four()),
     )
     .unwrap();
-    let limit = free.predicted.energy_j * 0.9;
+    let limit = free.predicted.energy_j.0 * 0.9;
     s.job_energy_limit_j = Some(limit);
     let req = PlanRequest {
-        energy_cap_j: Some(free.predicted.energy_j * 10.0),
+        energy_cap_j: Some(free.predicted.energy_j.0 * 10.0),
         ..request("min-time", all_four())
     };
     let p = plan_with(&s, &model(&s), &policy("min-time"), &req).unwrap();
-    assert!(p.predicted.energy_j <= limit + 1e-9);
-    assert!(p.predicted.time_s > free.predicted.time_s);
+    assert!(p.predicted.energy_j.0 <= limit + 1e-9);
+    assert!(p.predicted.time_s.0 > free.predicted.time_s.0);
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn the_partition_power_cap_applies() {
         p.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
         ["n3", "n4"]
     );
-    assert!(p.predicted.avg_power_w <= 60.0 + 1e-9 && p.baseline.avg_power_w > 60.0);
+    assert!(p.predicted.avg_power_w.0 <= 60.0 + 1e-9 && p.baseline.avg_power_w.0 > 60.0);
 }
 
 #[test]
@@ -370,7 +370,7 @@ fn an_impossible_time_limit_gives_an_infeasible_plan_with_a_reason() {
         p.reason
     );
     assert_eq!(
-        p.predicted.time_s, 27.0,
+        p.predicted.time_s.0, 27.0,
         "the closest is the fastest: slow nodes at 2.5 GHz"
     );
 }
@@ -402,9 +402,9 @@ fn node_count_is_searched_on_a_uniform_partition() {
         best = best.min(e);
     }
     assert!(
-        (p.predicted.energy_j - best).abs() < 1e-9,
+        (p.predicted.energy_j.0 - best).abs() < 1e-9,
         "{} vs {best}",
-        p.predicted.energy_j
+        p.predicted.energy_j.0
     );
     // 1 node: 4000/70 s of compute, 0.5 s comms; 2 nodes halve compute but add 0.5 s: fewer is cheaper here.
     assert_eq!(p.node_count, 1);
@@ -437,7 +437,7 @@ fn fewer_nodes_of_a_list_prefers_a_defensible_subset() {
         ["n3", "n4"]
     );
     assert_eq!(
-        p.baseline.time_s,
+        p.baseline.time_s.0,
         4000.0 / 3.0 / 40.0 + 1.5,
         "baseline: all three listed nodes at maximum"
     );
@@ -456,7 +456,7 @@ fn monitor_changes_nothing() {
     assert!(p.feasible);
     assert!(p.reason.starts_with("monitor"), "{}", p.reason);
     assert_eq!(p.predicted, p.baseline);
-    let freqs: Vec<f64> = p.nodes.iter().map(|n| n.freq_ghz).collect();
+    let freqs: Vec<f64> = p.nodes.iter().map(|n| n.freq_ghz.0).collect();
     assert_eq!(freqs, [2.5, 2.5, 3.4, 3.4]);
 }
 
@@ -464,7 +464,7 @@ fn monitor_changes_nothing() {
 fn the_slowdown_of_the_edp_policy_holds() {
     let s = site();
     let p = plan_with(&s, &model(&s), &policy("edp"), &request("edp", all_four())).unwrap();
-    assert!(p.predicted.time_s <= p.baseline.time_s * 1.10 + 1e-9);
+    assert!(p.predicted.time_s.0 <= p.baseline.time_s.0 * 1.10 + 1e-9);
 }
 
 #[test]
@@ -591,7 +591,7 @@ fn plan_on_the_shipped_site_and_table1_profile() {
         assert_eq!(p.node_count, 144);
         if p.feasible {
             assert!(
-                p.predicted.avg_power_w <= 3500.0 + 1e-6,
+                p.predicted.avg_power_w.0 <= 3500.0 + 1e-6,
                 "the partition's 3.5kW cap holds"
             );
         }

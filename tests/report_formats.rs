@@ -118,15 +118,15 @@ fn history() -> AppHistory {
     a.job_id = 4001;
     a.profile_version = 1;
     a.end_unix = Some(report_fixture::END - 7200);
-    a.predicted.energy_j = 6.36e6; // (6.36 - 5.3) / 5.3 = +20 %
+    a.predicted.energy_j = greenup_core::quantity::Joules(6.36e6); // (6.36 - 5.3) / 5.3 = +20 %
     let mut b = measured_job();
     b.job_id = 4101;
     b.profile_version = 2;
     b.end_unix = Some(report_fixture::END - 3600);
-    b.predicted.energy_j = 5.83e6; // +10 %
+    b.predicted.energy_j = greenup_core::quantity::Joules(5.83e6); // +10 %
     b.nodes[0].measured_energy_j = Some(1.25e6); // measured 5.5 MJ: saving (6.4 - 5.5) / 6.4 = 14.0625 %
     b.measured = greenup::report::JobReport::totals_from_nodes(&b.nodes, Some(3720.0));
-    b.predicted.energy_j = 6.05e6; // (6.05 - 5.5) / 5.5 = +10 %
+    b.predicted.energy_j = greenup_core::quantity::Joules(6.05e6); // (6.05 - 5.5) / 5.5 = +10 %
     let versions = [
         VersionInfo {
             version: 1,

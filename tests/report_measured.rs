@@ -23,7 +23,7 @@ fn run(id: u64, policy: &str, baseline: bool, shape: &str, t: f64, e: f64) -> Jo
     r.measured.time_s = Some(t);
     r.measured.energy_j = Some(e);
     r.measured.avg_power_w = Some(e / t);
-    r.predicted.time_s = t;
+    r.predicted.time_s = greenup_core::quantity::Seconds(t);
     r
 }
 

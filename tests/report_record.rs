@@ -43,14 +43,14 @@ fn type1() -> NodeType {
 
 fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
     let est = |t: f64, e: f64| Estimate {
-        time_s: t,
-        energy_j: e,
-        avg_power_w: e / t,
+        time_s: greenup_core::quantity::Seconds(t),
+        energy_j: greenup_core::quantity::Joules(e),
+        avg_power_w: greenup_core::quantity::Watts(e / t),
     };
     let node = |n: &str, f: f64| PlannedNode {
         name: n.into(),
         node_type: "type1".into(),
-        freq_ghz: f,
+        freq_ghz: greenup_core::quantity::Ghz(f),
     };
     let plan = Plan {
         policy: "min-energy".into(),
@@ -220,7 +220,7 @@ fn unchanged_jobs_are_fallbacks_with_no_invented_prediction() {
     let r = from_record(&rec, &Context::default());
     assert_eq!(r.nodes.len(), 4, "every allocated node, as it ran");
     assert!(r.nodes.iter().all(|n| n.applied == Applied::Fallback));
-    assert!(r.predicted.energy_j.is_nan());
+    assert!(r.predicted.energy_j.0.is_nan());
     assert!(r.warnings.iter().any(|w| matches!(w, Warning::Fallback(_))));
     let page = report::text::job_report(&r);
     assert!(!page.contains("NaN"), "{page}");

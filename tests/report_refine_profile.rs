@@ -122,12 +122,12 @@ mod after_close {
         let node = |n: &str, t: &str, f: f64| PlannedNode {
             name: n.into(),
             node_type: t.into(),
-            freq_ghz: f,
+            freq_ghz: greenup_core::quantity::Ghz(f),
         };
         let est = Estimate {
-            time_s: 550.0,
-            energy_j: 26_000.0,
-            avg_power_w: 26_000.0 / 550.0,
+            time_s: greenup_core::quantity::Seconds(550.0),
+            energy_j: greenup_core::quantity::Joules(26_000.0),
+            avg_power_w: greenup_core::quantity::Watts(26_000.0 / 550.0),
         };
         let out = |n: &str, f: f64, e: f64, src: &str| NodeOutcome {
             comm: None,

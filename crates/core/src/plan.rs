@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::quantity::{Ghz, Joules, Seconds, Watts};
+
 /// Which optimizer searches the frequencies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -21,12 +23,12 @@ pub enum Algorithm {
 /// Predicted totals of one configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
-    /// Wall time in seconds.
-    pub time_s: f64,
-    /// Energy in joules.
-    pub energy_j: f64,
-    /// Average power in watts.
-    pub avg_power_w: f64,
+    /// Wall time.
+    pub time_s: Seconds,
+    /// Energy.
+    pub energy_j: Joules,
+    /// Average power.
+    pub avg_power_w: Watts,
 }
 
 /// One node of a plan.
@@ -37,8 +39,8 @@ pub struct PlannedNode {
     /// Node type from the site config.
     #[serde(rename = "type")]
     pub node_type: String,
-    /// Chosen CPU frequency in GHz.
-    pub freq_ghz: f64,
+    /// Chosen CPU frequency.
+    pub freq_ghz: Ghz,
 }
 
 /// How the search went.

@@ -110,7 +110,7 @@ pub fn held(
     if b.on_miss != OnMiss::Monitor {
         return None;
     }
-    let fmax_w = site.max_power_w(&req.nodes);
+    let fmax_w = greenup::power::max_power_w(site, &req.nodes);
     if let Some(over) = cap_forbids(fmax_w, 0.0, limits.power_cap_w, None) {
         tracing::info!(
             job_id = req.job_id,
@@ -138,10 +138,10 @@ pub fn sampled(
     if !picked(b, req.job_id, app.baselines) {
         return None;
     }
-    let fmax_w = site.max_power_w(&req.nodes);
+    let fmax_w = greenup::power::max_power_w(site, &req.nodes);
     if let Some(why) = cap_forbids(
         fmax_w,
-        plan.baseline.energy_j,
+        plan.baseline.energy_j.0,
         limits.power_cap_w,
         limits.energy_cap_j,
     ) {

@@ -64,7 +64,7 @@ const NO_BUDGET_PROBE_W: f64 = 1.0;
 /// is truly left; under `enforce: strict` it fails, so nothing.
 pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
     match site.enforce {
-        Enforce::Open => site.max_power_w(&req.nodes),
+        Enforce::Open => greenup::power::max_power_w(site, &req.nodes),
         Enforce::Strict => 0.0,
     }
 }
@@ -132,7 +132,9 @@ pub fn grant_of(
         Some(p) => Grant::over(
             site,
             g,
-            p.nodes.iter().map(|n| (n.name.as_str(), Some(n.freq_ghz))),
+            p.nodes
+                .iter()
+                .map(|n| (n.name.as_str(), Some(n.freq_ghz.0))),
         ),
         None => Grant::over(site, g, req.nodes.iter().map(|n| (n.as_str(), None))),
     }
@@ -376,7 +378,7 @@ impl Decider {
             profile_version: None,
             power_cap_w: cap.map(|c| c.max(0.0)),
             plan: None,
-            reserve_w: site.max_power_w(&req.nodes),
+            reserve_w: greenup::power::max_power_w(site, &req.nodes),
             inputs,
             baseline_sample: false,
             refusal: None,
@@ -426,7 +428,7 @@ impl Decider {
                     ..base
                 });
             }
-            let reserve_w = plan.predicted.avg_power_w;
+            let reserve_w = plan.predicted.avg_power_w.0;
             let reason = plan.reason.clone();
             return Ok(Proposal {
                 verdict: Verdict::Planned,
@@ -451,7 +453,7 @@ impl Decider {
                 reason: format!(
                     "Slurm granted {g:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware"
                 ),
-                reserve_w: plan.predicted.avg_power_w,
+                reserve_w: plan.predicted.avg_power_w.0,
                 plan: Some(plan),
                 ..base
             });
@@ -460,14 +462,14 @@ impl Decider {
             OverBudget::Lowest => Ok(Proposal {
                 verdict: Verdict::BudgetLimited,
                 reason: format!("{budget}; running at the lowest power"),
-                reserve_w: plan.predicted.avg_power_w,
+                reserve_w: plan.predicted.avg_power_w.0,
                 plan: Some(plan),
                 ..base
             }),
             OverBudget::Unchanged => Ok(Proposal {
                 verdict: Verdict::Unchanged,
                 reason: format!("{budget}; the site runs such jobs unchanged"),
-                reserve_w: plan.baseline.avg_power_w,
+                reserve_w: plan.baseline.avg_power_w.0,
                 plan: Some(plan),
                 ..base
             }),

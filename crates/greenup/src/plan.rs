@@ -15,6 +15,7 @@ use crate::optimize::{self, Goal, Limits, OptimizeError};
 use crate::policy::Policy;
 use crate::profile::Profile;
 use crate::site::Site;
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_core::time_limit::TimeLimit;
 
 pub use greenup_core::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
@@ -154,7 +155,7 @@ pub fn plan_with(
                 node_type: types
                     .get(n.name.as_str())
                     .map_or_else(|| n.node_type.clone(), |t| t.to_string()),
-                freq_ghz: n.freq_ghz,
+                freq_ghz: Ghz(n.freq_ghz),
             })
             .collect(),
         predicted: estimate(&decision.prediction),
@@ -203,9 +204,9 @@ fn monitor(predictor: &dyn Predictor, search: &Search) -> Result<nodes::Decision
 
 fn estimate(p: &Prediction) -> Estimate {
     Estimate {
-        time_s: p.time_s,
-        energy_j: p.energy_j,
-        avg_power_w: p.avg_power_w,
+        time_s: Seconds(p.time_s),
+        energy_j: Joules(p.energy_j),
+        avg_power_w: Watts(p.avg_power_w),
     }
 }
 

@@ -206,7 +206,7 @@ impl Decision {
             .nodes
             .iter()
             .find(|n| n.name == node)
-            .map(|n| n.freq_ghz)
+            .map(|n| n.freq_ghz.0)
     }
 
     /// The plan the nodes apply, if the verdict applies one.

@@ -270,7 +270,7 @@ impl NodeSettings {
             .plan
             .as_ref()
             .and_then(|p| p.nodes.iter().find(|n| n.name == node))
-            .map(|n| n.freq_ghz);
+            .map(|n| n.freq_ghz.0);
         NodeSettings::of(d, node, planned, allocated, None)
     }
 }

@@ -278,9 +278,9 @@ fn print_text(plan: &Plan) {
     ] {
         totals.add_row([
             label.to_string(),
-            format_duration(e.time_s),
-            format_energy(e.energy_j),
-            format_power(e.avg_power_w),
+            format_duration(e.time_s.0),
+            format_energy(e.energy_j.0),
+            format_power(e.avg_power_w.0),
         ]);
     }
     let pct = |new: f64, old: f64| {
@@ -292,16 +292,16 @@ fn print_text(plan: &Plan) {
     };
     totals.add_row([
         "change".to_string(),
-        pct(plan.predicted.time_s, plan.baseline.time_s),
-        pct(plan.predicted.energy_j, plan.baseline.energy_j),
-        pct(plan.predicted.avg_power_w, plan.baseline.avg_power_w),
+        pct(plan.predicted.time_s.0, plan.baseline.time_s.0),
+        pct(plan.predicted.energy_j.0, plan.baseline.energy_j.0),
+        pct(plan.predicted.avg_power_w.0, plan.baseline.avg_power_w.0),
     ]);
     crate::say!("{totals}");
 
     // Nodes of one type at one frequency share a row, written as a hostlist.
     let mut groups: Vec<((String, f64), Vec<String>)> = Vec::new();
     for n in &plan.nodes {
-        let key = (n.node_type.clone(), n.freq_ghz);
+        let key = (n.node_type.clone(), n.freq_ghz.0);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, names)) => names.push(n.name.clone()),
             None => groups.push((key, vec![n.name.clone()])),

@@ -450,13 +450,15 @@ fn plot(site: &Site, rec: &JobRecord, r: &JobReport, pred: &dyn Predictor, file:
         chosen: r
             .predicted
             .time_s
+            .0
             .is_finite()
-            .then_some((r.predicted.time_s, r.predicted.energy_j)),
+            .then_some((r.predicted.time_s.0, r.predicted.energy_j.0)),
         baseline: r
             .baseline
             .time_s
+            .0
             .is_finite()
-            .then_some((r.baseline.time_s, r.baseline.energy_j)),
+            .then_some((r.baseline.time_s.0, r.baseline.energy_j.0)),
     };
     let doc = svg::landscape(&l).map_err(|e| fail(&e))?;
     write_atomic(file, doc.as_bytes()).map_err(|e| fail(&e))?;

@@ -28,8 +28,8 @@ pub(super) struct Admitted {
 pub(super) fn predicted_j(site: &Site, req: &OpenJob, p: &Proposal) -> f64 {
     let limit = req.time_limit.hold_s();
     match (p.verdict, &p.plan) {
-        (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j,
-        (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j,
+        (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j.0,
+        (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j.0,
         (Verdict::Refused, _) if site.enforce == Enforce::Strict => 0.0,
         _ => p.reserve_w * limit,
     }
@@ -97,7 +97,7 @@ fn evaluate(
         }
         let free = match acts.power_share {
             Some(share) => {
-                let full = site.max_power_w(&req.nodes);
+                let full = greenup::power::max_power_w(site, &req.nodes);
                 let base = [free_w, req.power_cap_w]
                     .into_iter()
                     .flatten()
@@ -180,8 +180,8 @@ fn quote(
 ) -> Quote {
     let (energy_j, time_s, nodes) = match &p.plan {
         Some(plan) => (
-            plan.predicted.energy_j,
-            Some(plan.predicted.time_s),
+            plan.predicted.energy_j.0,
+            Some(plan.predicted.time_s.0),
             plan.node_count,
         ),
         None => (
@@ -250,7 +250,7 @@ pub(super) async fn quote_for(
                 Some(_) => ctx.site.power.license_for(None),
                 None => ctx.site.power.license_for(req.partition.as_deref()),
             },
-            watts: plan.predicted.avg_power_w.max(0.0).ceil() as u64,
+            watts: plan.predicted.avg_power_w.0.max(0.0).ceil() as u64,
         });
     let (_, q) = evaluate(&book, &ctx, &req, p, free, now(), spread);
     Ok(Quote { hold, ..q })

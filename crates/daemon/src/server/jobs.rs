@@ -60,7 +60,7 @@ impl JobView {
             .map(|p| {
                 p.nodes
                     .iter()
-                    .map(|n| (n.name.clone(), n.freq_ghz))
+                    .map(|n| (n.name.clone(), n.freq_ghz.0))
                     .collect()
             })
             .unwrap_or_default();

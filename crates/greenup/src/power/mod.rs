@@ -33,6 +33,16 @@ pub fn node_weight_w(site: &Site, node: &str, freq_ghz: Option<f64>) -> Option<f
     split::node_model(site, node, freq_ghz, None).map(|m| m.total_w())
 }
 
+/// The most `nodes` may draw: each node's CPUs at their top frequency and its GPUs at
+/// their top clock, fully busy (nothing for a node the site does not type). What a job
+/// that runs unplanned is held at, and what a run at f_max must fit under.
+pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
+    nodes
+        .iter()
+        .filter_map(|n| node_weight_w(site, n, None))
+        .sum()
+}
+
 impl Grant {
     /// A grant of `granted_w` over `nodes` (each with the frequency it will run at, None
     /// for its top one). None when a node is untyped: its share could not be weighed.

@@ -223,6 +223,10 @@ nodes:
         // frequency with the lowest GPU clock (125 + 4 x 175 W), and the top ones.
         let b = crate::power::slurm::bounds(&s, &["g1".to_string()]).unwrap();
         assert!(close(b.min_w, 825.0) && close(b.max_w, 3100.0), "{b:?}");
+        // What an unplanned job is held at, and what a run at f_max must fit under, counts
+        // the GPUs too: 3100 + (300 + 2 x 700) + 300 W, and nothing for an untyped node.
+        let nodes = ["g1", "h1", "c1", "nowhere"].map(String::from);
+        assert!(close(crate::power::max_power_w(&s, &nodes), 5100.0));
     }
 
     #[test]

@@ -878,11 +878,12 @@ mod tests {
     #[test]
     fn a_baseline_sample_is_an_outcome_of_every_node_at_the_frequency_it_reported() {
         use crate::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+        use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
         let s = site();
         let est = |time_s: f64| Estimate {
-            time_s,
-            energy_j: 1.0,
-            avg_power_w: 1.0,
+            time_s: Seconds(time_s),
+            energy_j: Joules(1.0),
+            avg_power_w: Watts(1.0),
         };
         // The policy planned n1 alone at 1.8 GHz; the site sampled the job instead, so
         // it ran unchanged on both nodes at the frequency each reported.
@@ -902,7 +903,7 @@ mod tests {
             nodes: vec![PlannedNode {
                 name: "n1".into(),
                 node_type: "fast".into(),
-                freq_ghz: 1.8,
+                freq_ghz: Ghz(1.8),
             }],
             predicted: est(70.0),
             baseline: est(90.0),

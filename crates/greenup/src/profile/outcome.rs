@@ -232,9 +232,9 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
         Some(plan) => (
             plan.nodes
                 .iter()
-                .map(|n| node(&n.name, &n.node_type, Some(n.freq_ghz)))
+                .map(|n| node(&n.name, &n.node_type, Some(n.freq_ghz.0)))
                 .collect(),
-            plan.predicted.time_s,
+            plan.predicted.time_s.0,
         ),
         None => (
             rec.request
@@ -245,7 +245,7 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
             rec.decision
                 .plan
                 .as_ref()
-                .map_or(f64::NAN, |p| p.baseline.time_s),
+                .map_or(f64::NAN, |p| p.baseline.time_s.0),
         ),
     };
     Some(Outcome {

@@ -277,22 +277,22 @@ impl JobReport {
 
     /// Time prediction error in percent.
     pub fn time_error_pct(&self) -> Option<f64> {
-        error_pct(self.predicted.time_s, self.measured.time_s)
+        error_pct(self.predicted.time_s.0, self.measured.time_s)
     }
 
     /// Energy prediction error in percent.
     pub fn energy_error_pct(&self) -> Option<f64> {
-        error_pct(self.predicted.energy_j, self.measured.energy_j)
+        error_pct(self.predicted.energy_j.0, self.measured.energy_j)
     }
 
     /// Average power prediction error in percent.
     pub fn power_error_pct(&self) -> Option<f64> {
-        error_pct(self.predicted.avg_power_w, self.measured.avg_power_w)
+        error_pct(self.predicted.avg_power_w.0, self.measured.avg_power_w)
     }
 
     /// Energy the decision was predicted to save against the baseline, in percent.
     pub fn predicted_saving_pct(&self) -> Option<f64> {
-        saving_pct(self.baseline.energy_j, Some(self.predicted.energy_j))
+        saving_pct(self.baseline.energy_j.0, Some(self.predicted.energy_j.0))
     }
 
     /// Whether the job ran far shorter than predicted (under the share below which
@@ -300,7 +300,7 @@ impl JobReport {
     pub fn ran_too_short_to_compare(&self) -> bool {
         self.measured
             .time_s
-            .is_some_and(|t| crate::record::ran_far_shorter(t, self.predicted.time_s))
+            .is_some_and(|t| crate::record::ran_far_shorter(t, self.predicted.time_s.0))
     }
 
     /// Measured energy against the predicted baseline, in percent; none for a run far
@@ -309,7 +309,7 @@ impl JobReport {
         if self.ran_too_short_to_compare() {
             return None;
         }
-        saving_pct(self.baseline.energy_j, self.measured.energy_j)
+        saving_pct(self.baseline.energy_j.0, self.measured.energy_j)
     }
 
     /// Nodes without a meter.

@@ -6,6 +6,7 @@ use crate::model::{Config, NodeSetting, Predictor};
 use crate::plan::Estimate;
 use crate::record::{JobRecord, JobState, Verdict};
 use crate::site::Site;
+use greenup_core::quantity::{Joules, Seconds, Watts};
 
 use super::accounting::SlurmEnergy;
 use super::{Applied, Caps, Confidence, JobReport, NodeReport, RunState, Source, Warning};
@@ -31,9 +32,9 @@ pub struct Context<'a> {
 const FREQ_TOLERANCE: f64 = 0.01;
 
 const NAN_ESTIMATE: Estimate = Estimate {
-    time_s: f64::NAN,
-    energy_j: f64::NAN,
-    avg_power_w: f64::NAN,
+    time_s: Seconds(f64::NAN),
+    energy_j: Joules(f64::NAN),
+    avg_power_w: Watts(f64::NAN),
 };
 
 /// The report of a stored job.
@@ -77,7 +78,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         Some(p) => p
             .nodes
             .iter()
-            .map(|n| (n.name.clone(), n.node_type.clone(), n.freq_ghz))
+            .map(|n| (n.name.clone(), n.node_type.clone(), n.freq_ghz.0))
             .collect(),
         None => rec
             .request

@@ -228,26 +228,26 @@ pub fn job_report(r: &JobReport) -> String {
     let rows: [Row; 3] = [
         (
             "TIME",
-            r.predicted.time_s,
+            r.predicted.time_s.0,
             r.measured.time_s,
             r.time_error_pct(),
-            r.baseline.time_s,
+            r.baseline.time_s.0,
             fmt_time,
         ),
         (
             "ENERGY",
-            r.predicted.energy_j,
+            r.predicted.energy_j.0,
             r.measured.energy_j,
             r.energy_error_pct(),
-            r.baseline.energy_j,
+            r.baseline.energy_j.0,
             fmt_energy,
         ),
         (
             "AVG_POWER",
-            r.predicted.avg_power_w,
+            r.predicted.avg_power_w.0,
             r.measured.avg_power_w,
             r.power_error_pct(),
-            r.baseline.avg_power_w,
+            r.baseline.avg_power_w.0,
             fmt_power,
         ),
     ];
@@ -359,7 +359,7 @@ fn measured_saving(r: &JobReport) -> String {
         return format!(
             "not comparable (the job ran {} of the predicted {})",
             fmt_time(t),
-            fmt_time(r.predicted.time_s)
+            fmt_time(r.predicted.time_s.0)
         );
     }
     match r.measured_saving_pct() {
@@ -591,9 +591,9 @@ pub fn energy_paragraph(r: &JobReport) -> String {
     let _ = write!(
         s,
         ". Predicted {}, {}, {}; measured {}, {}, {}",
-        fmt_time(r.predicted.time_s),
-        fmt_energy(r.predicted.energy_j),
-        fmt_power(r.predicted.avg_power_w),
+        fmt_time(r.predicted.time_s.0),
+        fmt_energy(r.predicted.energy_j.0),
+        fmt_power(r.predicted.avg_power_w.0),
         opt(r.measured.time_s, fmt_time),
         opt(r.measured.energy_j, fmt_energy),
         opt(r.measured.avg_power_w, fmt_power),

@@ -233,15 +233,6 @@ pub struct Site {
 }
 
 impl Site {
-    /// Watts the job's nodes draw at their highest frequency, from the site's node types.
-    pub fn max_power_w(&self, nodes: &[String]) -> f64 {
-        nodes
-            .iter()
-            .filter_map(|n| self.node_type_of(n))
-            .map(|t| t.dynamic_w(t.fmax()).unwrap_or(0.0) + t.static_w(t.fmax()).unwrap_or(0.0))
-            .sum()
-    }
-
     /// The nodes a job in `partition` may run on, in the site's order (every node the
     /// site types when none is named); `None` for a partition the site does not have.
     pub fn pool(&self, partition: Option<&str>) -> Option<Vec<String>> {
