@@ -100,6 +100,8 @@ pub fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
     }
     let ranks = files.len() as u64;
     let mut out = vec![Traffic::default(); files.len()];
+    // Which file counted each rank: a rank in two files would overwrite the first count.
+    let mut seen: Vec<Option<&Path>> = vec![None; files.len()];
     for file in &files {
         let text = std::fs::read_to_string(file).map_err(io(file))?;
         let (rank, traffic) =
@@ -113,6 +115,16 @@ pub fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
             line: 1,
             message: format!("rank {rank}, but the index lists {ranks} ranks"),
         })?;
+        if let Some(first) = seen[rank as usize].replace(file) {
+            return Err(TraceError::Line {
+                path: file.clone(),
+                line: 1,
+                message: format!(
+                    "rank {rank} again: {} already holds its calls (one file per rank)",
+                    first.display()
+                ),
+            });
+        }
         *slot = traffic;
     }
     Ok(out)
@@ -446,6 +458,8 @@ mod tests {
                 "5 init\n",
                 "t_rank-2.txt:1: rank 5, but the index lists 2 ranks",
             ),
+            // Two files of rank 0: the second is named, with the file that came first.
+            ("0 init\n0 send 1 0 4\n", "t_rank-1.txt:1: rank 0 again: "),
         ];
         for (rank1, want) in cases {
             let e = count(&write_trace(dir.path(), rank1))
