@@ -10,6 +10,23 @@ import os
 import re
 import sys
 
+# The decision library's layers, bottom first (docs/architecture.md): a top-level module
+# may import from its own layer or below, never from above.
+LAYERS = {
+    "crates/greenup/src": [
+        ["expr", "names", "hostlist", "input", "users", "units", "dvfs", "meter"],
+        ["model"],
+        ["optimize", "comm"],
+        ["policy"],
+        ["budget", "site"],
+        ["power"],
+        ["record", "query"],
+        ["profile"],
+        ["plan"],
+        ["slurm", "report", "gpu_start"],
+    ],
+}
+
 REF = re.compile(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)(::\{([^}]*)\})?")
 
 
@@ -114,7 +131,18 @@ def crate(src):
     for c in top_circles:
         back = [f"{a} -> {b}" for a in c for b in sorted(tops.get(a, ())) if b in c]
         print("  top-level circle: " + ", ".join(back))
-    return len(file_circles) + len(top_circles)
+    bad = len(file_circles) + len(top_circles)
+    layers = next((v for k, v in LAYERS.items() if os.path.normpath(src).endswith(k)), None)
+    if layers:
+        level = {m: i for i, layer in enumerate(layers) for m in layer}
+        up = [(a, b) for a in sorted(tops) for b in sorted(tops[a])
+              if level.get(a, -1) < level.get(b, -1) or a not in level or b not in level]
+        print(f"  {sum(len(v) for v in tops.values())} imports between top-level modules, "
+              f"{len(up)} up the layers")
+        for a, b in up:
+            print(f"  up the layers (or a module missing from LAYERS): {a} -> {b}")
+        bad += len(up)
+    return bad
 
 
 def main():
