@@ -10,7 +10,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SIM_CACHE=${SIM_CACHE:-/var/lib/greenup-test-sim}
 NAS=$SIM_CACHE/nas
 need_debs libsimgrid-dev dpkg-dev xz-utils
-VERSION=$(dpkg-query -W -f='${Version}' libsimgrid-dev)
+# The cache is keyed by SimGrid's version and by how greenup builds the programs (DT's
+# entry point, dt_main.c).
+VERSION="$(dpkg-query -W -f='${Version}' libsimgrid-dev) dt_main-$(sha256sum "$ROOT/tests/simgrid/dt_main.c" | cut -c1-12)"
 if [ -x "$NAS/ep" ] && [ -x "$NAS/is" ] && [ -x "$NAS/dt" ] && [ "$(cat "$NAS/built-with" 2>/dev/null)" = "$VERSION" ]; then
   echo "$NAS"; exit 0
 fi
@@ -22,14 +24,17 @@ echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://
 OPTS=(-o "Dir::Etc::SourceList=$APT/sources.list" -o Dir::Etc::SourceParts=/dev/null -o APT::Sandbox::User=root
       -o "Dir::State=$APT/state" -o "Dir::Cache=$APT/cache" -o Dir::State::status=/var/lib/dpkg/status)
 apt-get -qq "${OPTS[@]}" update
-(cd "$APT/src" && apt-get -qq "${OPTS[@]}" source --download-only "simgrid=${VERSION%+b*}" >/dev/null 2>&1)
+SG_VERSION=$(dpkg-query -W -f='${Version}' libsimgrid-dev)
+(cd "$APT/src" && apt-get -qq "${OPTS[@]}" source --download-only "simgrid=${SG_VERSION%+b*}" >/dev/null 2>&1)
 tar -C "$APT/src" -xJf "$APT"/src/simgrid_*.orig.tar.xz --wildcards '*/examples/smpi/NAS/*'
 SRC=$(echo "$APT"/src/simgrid-*/examples/smpi/NAS)
 mkdir -p "$NAS"
 (cd "$SRC" &&
   smpicc -O2 -o "$NAS/ep.tmp" ep.c nas_common.c -lm &&
   smpicc -O2 -o "$NAS/is.tmp" is.c nas_common.c -lm &&
-  smpicc -O2 -o "$NAS/dt.tmp" dt.c nas_common.c DGraph.c -lm)
+  smpicc -O2 -Dmain=nas_dt_main -c -o "$NAS/dt.o" dt.c &&
+  smpicc -O2 -o "$NAS/dt.tmp" "$NAS/dt.o" "$ROOT/tests/simgrid/dt_main.c" nas_common.c DGraph.c -lm &&
+  rm -f "$NAS/dt.o")
 for p in ep is dt; do mv "$NAS/$p.tmp" "$NAS/$p"; done
 cp "$SRC/README.install" "$NAS/README.install"
 echo "$VERSION" > "$NAS/built-with"

@@ -4,7 +4,7 @@
 # energy, and every shipped policy on every program with its prediction error after 1
 # and 5 runs. Needs root. Writes $OUT/results.jsonl and prints the tables.
 #   BIN_DIR=target/debug   use a debug build      OUT=DIR   where results go (sim-evidence)
-#   PARTS="scale scenarios policies iso"   which tables
+#   PARTS="scale scenarios policies iso dt"   which tables
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$ROOT/scripts/lib.sh"
@@ -13,7 +13,7 @@ bash "$ROOT/tests/munge/start.sh" >/dev/null
 NAS=$(bash "$HERE/build.sh" | tail -1)
 build_bins
 OUT=${OUT:-$ROOT/sim-evidence}
-PARTS=${PARTS:-scale scenarios policies iso}
+PARTS=${PARTS:-scale scenarios policies iso dt}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
 : > "$RESULTS"
@@ -33,6 +33,8 @@ prog_of() {
   case $1 in
     ep) echo "$NAS/ep $2 C" ;;
     is) echo "$NAS/is $2 W" ;;
+    # The black-hole graph of class W has 11 nodes, one rank each; ranks past them idle.
+    dt) echo "$NAS/dt $2 W BH" ;;
   esac
 }
 
@@ -144,6 +146,16 @@ for PART in $PARTS; do
         done
         site_stop
       done ;;
+    dt)
+      step "NAS DT (class W, black-hole graph) on 16 nodes: every shipped policy, five rounds"
+      site_start paper004 "$OUT/paper004-dt"
+      baseline paper004 dt 16 dt
+      for round in 1 2 3 4 5; do
+        for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
+          policy_run paper004 dt 16 dt "$policy" exact "$round"
+        done
+      done
+      site_stop ;;
     iso)
       step "paper 000 on learned profiles: iso-ee against the simulated EE curve, EP and IS"
       iso ep "${ISO_EP_COUNTS:-1 2 4 8 16}"

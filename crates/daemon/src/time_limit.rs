@@ -10,8 +10,6 @@ use std::time::Duration;
 
 use greenup::site::Site;
 use greenup::slurm::time_limit;
-#[cfg(doc)]
-use greenup::slurm::time_limit::TimeLimit;
 use greenup_proto::protocol::OpenJob;
 
 /// How long squeue may take: half of what the job's nodes wait for the decision
@@ -24,8 +22,8 @@ pub fn ask_bound(site: &Site) -> Duration {
 /// from slurmctld when the node did not know it and greenupd may ask Slurm (`ask_slurm`,
 /// with its commands in `bin_dir` or on the PATH). When slurmctld cannot say, the limit
 /// stays unknown: the job is planned without one, held as if unlimited
-/// ([`TimeLimit::hold_s`]; reclaim releases the hold once squeue no longer lists the
-/// job), and a warning says so.
+/// ([`time_limit::TimeLimit::hold_s`]; reclaim releases the hold once squeue no
+/// longer lists the job), and a warning says so.
 pub async fn complete(
     mut req: OpenJob,
     ask_slurm: bool,
