@@ -19,23 +19,6 @@ macro_rules! quantity {
         #[serde(transparent)]
         pub struct $name(pub f64);
 
-        impl $name {
-            /// Whether the number is finite and above zero: a usable cap, time or rate.
-            pub fn is_positive(self) -> bool {
-                self.0.is_finite() && self.0 > 0.0
-            }
-
-            /// The smaller of two (a NaN loses).
-            pub fn min(self, other: $name) -> $name {
-                $name(self.0.min(other.0))
-            }
-
-            /// The larger of two (a NaN loses).
-            pub fn max(self, other: $name) -> $name {
-                $name(self.0.max(other.0))
-            }
-        }
-
         impl Add for $name {
             type Output = $name;
             fn add(self, o: $name) -> $name {
@@ -162,8 +145,6 @@ mod tests {
         assert_eq!(Watts(1500.0).to_string(), "1.50 kW");
         assert_eq!(Seconds(3600.0).to_string(), "01:00:00");
         assert_eq!(Ghz(2.2).to_string(), "2.20 GHz");
-        assert!(Watts(1.0).is_positive() && !Watts(0.0).is_positive());
-        assert!(!Joules(f64::NAN).is_positive());
         // The wire carries the bare number.
         assert_eq!(serde_json::to_string(&Joules(12.5)).unwrap(), "12.5");
         assert_eq!(serde_json::from_str::<Watts>("300").unwrap(), Watts(300.0));

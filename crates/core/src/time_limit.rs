@@ -56,7 +56,7 @@ impl TimeLimit {
 
     /// Whether the limit is known (seconds or unlimited).
     pub fn is_known(self) -> bool {
-        !matches!(self, TimeLimit::Unknown)
+        !self.is_unknown()
     }
 
     /// Whether nobody has said the limit; the wire leaves such a field out.
@@ -71,7 +71,7 @@ impl TimeLimit {
     }
 
     /// The wire's number: the seconds, [`YEAR_S`] for no limit, `None` when unknown.
-    pub fn wire_s(self) -> Option<f64> {
+    fn wire_s(self) -> Option<f64> {
         match self {
             TimeLimit::Seconds(s) => Some(s),
             TimeLimit::Unlimited => Some(YEAR_S),
@@ -82,7 +82,7 @@ impl TimeLimit {
     /// The limit read from the wire's number (see [`TimeLimit::wire_s`]). A number that
     /// is not a positive time stays [`TimeLimit::Seconds`], so that whoever checks the
     /// request can refuse it by name.
-    pub fn from_wire_s(s: Option<f64>) -> TimeLimit {
+    fn from_wire_s(s: Option<f64>) -> TimeLimit {
         match s {
             None => TimeLimit::Unknown,
             Some(s) if s >= YEAR_S => TimeLimit::Unlimited,

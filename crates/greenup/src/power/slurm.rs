@@ -127,11 +127,7 @@ mod tests {
     use super::*;
 
     fn site() -> Site {
-        crate::site::load(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../etc/greenup.yaml"
-        ))
-        .unwrap()
+        crate::site::example()
     }
 
     #[test]

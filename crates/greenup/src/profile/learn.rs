@@ -648,11 +648,7 @@ mod tests {
     use crate::record::{JobEnd, Source};
 
     fn site() -> Site {
-        crate::site::load(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../etc/greenup.yaml"
-        ))
-        .unwrap()
+        crate::site::example()
     }
 
     /// One node of a run: its name, the GHz it reported, and the MPI runtime's compute

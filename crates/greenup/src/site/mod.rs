@@ -22,6 +22,17 @@ pub use load::{
     DEFAULT_RUN_DIR, DEFAULT_SOCKET, DEFAULT_STORE, load, parse,
 };
 
+/// The repository's example site config (etc/greenup.yaml), which the library's unit
+/// tests read: the one place that knows where it lies from this crate.
+#[cfg(test)]
+pub(crate) fn example() -> Site {
+    load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../etc/greenup.yaml"
+    ))
+    .unwrap()
+}
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
