@@ -296,3 +296,52 @@ fn a_partition_cap_binds_before_the_site_cap() {
         (Verdict::Refused, Some(ErrorCode::OverBudget))
     );
 }
+
+/// Every node with two GPUs of 50 W static and 250 W dynamic: 600 W flat out.
+fn with_gpus(s: &mut greenup::site::Site) {
+    s.gpu_types.insert(
+        "std".into(),
+        greenup::site::GpuType {
+            count: 2,
+            clocks_mhz: None,
+            power_limit_w: None,
+            dynamic_w: 250.0,
+            static_w: 50.0,
+        },
+    );
+}
+
+#[test]
+fn a_planned_gpu_job_reserves_its_gpus_and_is_refused_where_only_its_cpus_fit() {
+    // 10 kW: room for the plan. Its reservation holds the GPUs' 600 W on top of the CPUs,
+    // which draw between 125 W (1.2 GHz) and 300 W (2.4 GHz) on one node.
+    let d = start(1, |_, s, _| {
+        s.power_cap_w = Some(10_000.0);
+        s.daemon.over_budget = OverBudget::Refuse;
+        with_gpus(s);
+    });
+    let dec = d.tcp_client().open_job(lammps(1, 1)).unwrap();
+    assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
+    let plan = dec.plan.as_ref().unwrap();
+    assert!(
+        (600.0 + 125.0 - 1e-6..=600.0 + 300.0 + 1e-6).contains(&dec.reserved_w),
+        "reserved {} W",
+        dec.reserved_w
+    );
+    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w.0);
+    assert_eq!(plan.gpus.map(|g| g.planned_w.0), Some(600.0));
+    // 700 W: the node's CPUs alone fit at any frequency up to 2.4 GHz, but not with
+    // its GPUs (at least 725 W), so the job is refused rather than run over the cap.
+    let d = start(1, |_, s, _| {
+        s.power_cap_w = Some(700.0);
+        s.daemon.over_budget = OverBudget::Refuse;
+        with_gpus(s);
+    });
+    let dec = d.tcp_client().open_job(lammps(2, 1)).unwrap();
+    assert_eq!(
+        (dec.verdict, dec.refusal),
+        (Verdict::Refused, Some(ErrorCode::OverBudget)),
+        "{}",
+        dec.reason
+    );
+}

@@ -611,3 +611,114 @@ fn plan_on_the_shipped_site_and_table1_profile() {
         );
     }
 }
+
+/// The fast nodes with two GPUs each: 50 W static and 250 W dynamic at their top clock.
+fn site_with_gpus() -> Site {
+    let mut s = site();
+    s.gpu_types.insert(
+        "fast".into(),
+        greenup::site::GpuType {
+            count: 2,
+            clocks_mhz: None,
+            power_limit_w: None,
+            dynamic_w: 250.0,
+            static_w: 50.0,
+        },
+    );
+    s
+}
+
+fn fast_pair() -> NodeRequest {
+    NodeRequest::List {
+        names: vec!["n3".into(), "n4".into()],
+        min: None,
+    }
+}
+
+/// The closed form of `Model` on n3 and n4 at `f3`, `f4` GHz: (time, CPU energy).
+fn fast_pair_closed_form(f3: f64, f4: f64) -> (f64, f64) {
+    let c = |f: f64| GFLOP / 2.0 / 70.0 * 3.4 / f;
+    let t = c(f3).max(c(f4)) + 1.0;
+    let dynamic = |f: f64| 35.0 * (f / 3.4_f64).powi(3) * c(f);
+    (t, dynamic(f3) + dynamic(f4) + 2.0 * 7.0 * t)
+}
+
+#[test]
+fn a_gpu_nodes_gpus_count_in_its_plan_flat_out_and_rapls_part_stays_apart() {
+    let s = site_with_gpus();
+    let p = plan_with(
+        &s,
+        &model(&s),
+        &policy("monitor"),
+        &request("monitor", fast_pair()),
+    )
+    .unwrap();
+    // Two nodes x two GPUs x (50 + 250) W, for the whole wall time.
+    let (t, cpu_j) = fast_pair_closed_form(3.4, 3.4);
+    let gpus_w = 2.0 * 2.0 * 300.0;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    assert!(close(p.predicted.time_s.0, t));
+    assert!(
+        close(p.predicted.energy_j.0, cpu_j + gpus_w * t),
+        "{:?}",
+        p.predicted
+    );
+    assert!(close(p.predicted.avg_power_w.0, cpu_j / t + gpus_w));
+    let g = p.gpus.expect("the plan counts the GPUs");
+    assert_eq!((g.planned_w.0, g.baseline_w.0), (gpus_w, gpus_w));
+    let (cpu, base) = p.without_gpus();
+    assert!(close(cpu.energy_j.0, cpu_j) && close(cpu.avg_power_w.0, cpu_j / t));
+    assert!(close(base.energy_j.0, cpu_j));
+    // A CPU-only site's plans say nothing of GPUs.
+    let s = site();
+    let p = plan_with(
+        &s,
+        &model(&s),
+        &policy("monitor"),
+        &request("monitor", fast_pair()),
+    )
+    .unwrap();
+    assert_eq!(p.gpus, None);
+}
+
+#[test]
+fn a_power_cap_the_cpus_alone_would_fit_at_top_speed_slows_a_gpu_job_to_fit_with_its_gpus() {
+    let s = site_with_gpus();
+    let gpus_w = 1200.0;
+    let (t, cpu_j) = fast_pair_closed_form(3.4, 3.4);
+    // At top speed the CPUs draw ~82 W: far under the cap alone, over it with the GPUs.
+    let cap = 1270.0;
+    assert!(cpu_j / t < cap && cpu_j / t + gpus_w > cap);
+    let req = PlanRequest {
+        power_cap_w: Some(cap),
+        ..request("min-energy", fast_pair())
+    };
+    let p = plan_with(&s, &model(&s), &policy("min-energy"), &req).unwrap();
+    assert!(p.feasible, "{}", p.reason);
+    // Oracle: every pair of the fast type's frequencies by the closed form, GPUs drawing
+    // 1200 W the whole time; the least energy whose average power fits the cap.
+    let freqs = [1.6, 2.2, 2.8, 3.4];
+    let mut best: Option<(f64, f64, f64, f64)> = None;
+    for &a in &freqs {
+        for &b in &freqs {
+            let (t, cpu_j) = fast_pair_closed_form(a, b);
+            let e = cpu_j + gpus_w * t;
+            if e / t <= cap && best.is_none_or(|(_, _, be, _)| e < be - 1e-9) {
+                best = Some((a, b, e, t));
+            }
+        }
+    }
+    let (_, _, e, t) = best.expect("some pair fits");
+    assert!(
+        (p.predicted.energy_j.0 - e).abs() < 1e-6 * e,
+        "plan {:?}, oracle {e} J",
+        p.predicted
+    );
+    assert!((p.predicted.time_s.0 - t).abs() < 1e-6 * t);
+    assert!(p.predicted.avg_power_w.0 <= cap + 1e-9);
+    assert!(
+        p.nodes.iter().any(|n| n.freq_ghz.0 < 3.4),
+        "the GPUs leave the CPUs less: {:?}",
+        p.nodes
+    );
+}

@@ -67,6 +67,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             elapsed_us: 5,
             reused: false,
         },
+        gpus: None,
     };
     let request = OpenJob {
         job_id: 7,
@@ -371,4 +372,33 @@ fn the_caps_say_a_job_had_no_time_limit_and_claim_nothing_of_one_nobody_knew() {
         "{line}"
     );
     assert_eq!(json, serde_json::Value::Null);
+}
+
+#[test]
+fn a_gpu_plans_report_compares_the_models_part_with_rapl_and_keeps_the_gpus_beside() {
+    // The plan counted 3 x 400 W of GPUs over its 100 s (and 4 x 400 W over the
+    // baseline's 80 s): 120 kJ and 128 kJ within its estimates.
+    let mut rec = record(
+        Verdict::Planned,
+        vec![
+            outcome("n1", 2.0, Some(3_000.0), "rapl", None),
+            outcome("n2", 2.0, Some(3_000.0), "rapl", None),
+            outcome("n3", 2.0, Some(3_000.0), "rapl", None),
+        ],
+    );
+    let plan = rec.decision.plan.as_mut().unwrap();
+    plan.predicted.energy_j.0 += 120_000.0;
+    plan.predicted.avg_power_w.0 += 1_200.0;
+    plan.baseline.energy_j.0 += 128_000.0;
+    plan.baseline.avg_power_w.0 += 1_600.0;
+    plan.gpus = Some(greenup::plan::PlannedGpus {
+        planned_w: greenup_core::quantity::Watts(1_200.0),
+        baseline_w: greenup_core::quantity::Watts(1_600.0),
+    });
+    let r = from_record(&rec, &Context::default());
+    assert_eq!(r.predicted.energy_j.0, 9_000.0);
+    assert_eq!(r.predicted.avg_power_w.0, 90.0);
+    assert_eq!(r.baseline.energy_j.0, 10_000.0);
+    // RAPL measured 9 kJ: the models' 9 kJ, exactly.
+    assert_eq!(r.energy_error_pct(), Some(0.0));
 }

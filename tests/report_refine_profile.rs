@@ -194,6 +194,7 @@ mod after_close {
                         elapsed_us: 1,
                         reused: false,
                     },
+                    gpus: None,
                 }),
                 decided_at: 0,
                 baseline_sample: false,

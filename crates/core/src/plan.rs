@@ -78,4 +78,38 @@ pub struct Plan {
     pub objective: f64,
     /// How the search went.
     pub search: SearchInfo,
+    /// What the plan counts for its nodes' GPUs, within `predicted` and `baseline`;
+    /// None when its nodes have no GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<PlannedGpus>,
+}
+
+/// The watts a plan counts for GPUs: each GPU node's GPUs flat out at their top clock for
+/// the whole job, until profiles know how long they are busy. The models predict what
+/// RAPL measures; these come on top, and NVML measures them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlannedGpus {
+    /// The GPUs of the plan's nodes, within `predicted`.
+    pub planned_w: Watts,
+    /// The GPUs of the baseline's nodes, within `baseline`.
+    pub baseline_w: Watts,
+}
+
+impl Plan {
+    /// The predicted and baseline estimates without the GPUs: what the models predict
+    /// and RAPL measures, to compare with a job's RAPL energy.
+    pub fn without_gpus(&self) -> (Estimate, Estimate) {
+        let less = |e: Estimate, w: Watts| Estimate {
+            time_s: e.time_s,
+            energy_j: Joules(e.energy_j.0 - w.0 * e.time_s.0),
+            avg_power_w: Watts(e.avg_power_w.0 - w.0),
+        };
+        match self.gpus {
+            Some(g) => (
+                less(self.predicted, g.planned_w),
+                less(self.baseline, g.baseline_w),
+            ),
+            None => (self.predicted, self.baseline),
+        }
+    }
 }

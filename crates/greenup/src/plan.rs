@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::input::{InputError, Origin};
+use crate::model::gpus::WithGpus;
 use crate::model::{ModelError, NodeSlot, Prediction, Predictor};
 use crate::optimize::nodes::{self, Search};
 use crate::optimize::{self, Goal, Limits, OptimizeError};
@@ -18,7 +19,7 @@ use crate::site::Site;
 use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_core::time_limit::TimeLimit;
 
-pub use greenup_core::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+pub use greenup_core::plan::{Algorithm, Estimate, Plan, PlannedGpus, PlannedNode, SearchInfo};
 
 /// Which nodes a job may use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,11 +131,19 @@ pub fn plan_with(
         algorithm: req.algorithm,
         max_freq_ghz: req.max_freq_ghz,
     };
+    let gpu_watts = gpus_w(site);
+    let with_gpus = WithGpus::new(predictor, &gpu_watts);
+    let predictor: &dyn Predictor = if gpu_watts.is_empty() {
+        predictor
+    } else {
+        &with_gpus
+    };
     let decision = if policy.monitor {
         monitor(predictor, &search)?
     } else {
         nodes::decide(predictor, &search)?
     };
+
     let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
 
     let types: BTreeMap<&str, &str> = slots
@@ -167,7 +176,37 @@ pub fn plan_with(
             elapsed_us,
             reused: false,
         },
+        gpus: (!gpu_watts.is_empty())
+            .then(|| {
+                let of = |p: &Prediction| -> f64 {
+                    p.per_node
+                        .iter()
+                        .filter_map(|n| types.get(n.name.as_str()))
+                        .filter_map(|t| gpu_watts.get(*t))
+                        .sum()
+                };
+                PlannedGpus {
+                    planned_w: Watts(of(&decision.prediction)),
+                    baseline_w: Watts(of(&decision.baseline)),
+                }
+            })
+            .filter(|g| g.planned_w.0 > 0.0 || g.baseline_w.0 > 0.0),
     })
+}
+
+/// Watts one node's GPUs draw together, flat out at their top clock, by site node type
+/// (types without GPUs absent): what a decision counts for them ([`WithGpus`]).
+fn gpus_w(site: &Site) -> BTreeMap<String, f64> {
+    site.gpu_types
+        .iter()
+        .map(|(t, g)| {
+            (
+                t.clone(),
+                f64::from(g.count) * crate::power::split::gpu_model_w(g, None),
+            )
+        })
+        .filter(|(_, w)| *w > 0.0)
+        .collect()
 }
 
 /// The monitor policy: the baseline itself, every node at maximum frequency, nothing changed.

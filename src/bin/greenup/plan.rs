@@ -297,6 +297,13 @@ fn print_text(plan: &Plan) {
         pct(plan.predicted.avg_power_w.0, plan.baseline.avg_power_w.0),
     ]);
     crate::say!("{totals}");
+    if let Some(g) = plan.gpus {
+        crate::say!(
+            "GPUs: {} of the predicted power, {} of the baseline's, counted flat out at their top clock",
+            format_power(g.planned_w.0),
+            format_power(g.baseline_w.0)
+        );
+    }
 
     // Nodes of one type at one frequency share a row, written as a hostlist.
     let mut groups: Vec<((String, f64), Vec<String>)> = Vec::new();

@@ -398,7 +398,8 @@ impl SqliteStore {
                 d.power_cap_w,
                 d.reserved_w,
                 plan.map_or(0, |p| p.node_count as i64),
-                plan.map(|p| p.predicted.energy_j.0),
+                // What RAPL will measure, to compare with the outcomes' energy_j.
+                plan.map(|p| p.without_gpus().0.energy_j.0),
                 inputs,
                 decision,
                 d.decided_at

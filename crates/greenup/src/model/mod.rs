@@ -10,6 +10,7 @@
 //! one configuration of it. A new model is one file that builds the table.
 
 pub mod amdahl;
+pub mod gpus;
 pub mod hetero;
 pub mod iso_energy;
 pub mod node_type;

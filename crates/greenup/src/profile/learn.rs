@@ -910,6 +910,7 @@ mod tests {
                 elapsed_us: 1,
                 reused: false,
             },
+            gpus: None,
         });
         let o = outcome_from_record(&rec, &s).unwrap();
         let seen: Vec<(&str, &str, f64)> = o

@@ -256,8 +256,9 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         baseline_sample: d.baseline_sample,
         against_measured: None,
         nodes,
-        predicted: plan.map_or(NAN_ESTIMATE, |p| p.predicted),
-        baseline: plan.map_or(NAN_ESTIMATE, |p| p.baseline),
+        // The models' part alone, to compare with RAPL's: NVML's GPU energy is beside it.
+        predicted: plan.map_or(NAN_ESTIMATE, |p| p.without_gpus().0),
+        baseline: plan.map_or(NAN_ESTIMATE, |p| p.without_gpus().1),
         measured,
         ee,
         ee_baseline,
