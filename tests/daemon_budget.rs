@@ -304,6 +304,7 @@ fn with_gpus(s: &mut greenup::site::Site) {
         greenup::site::GpuType {
             count: 2,
             clocks_mhz: None,
+            clock_step_mhz: None,
             power_limit_w: None,
             dynamic_w: 250.0,
             static_w: 50.0,

@@ -157,6 +157,7 @@ fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
             greenup::site::GpuType {
                 count: 8,
                 clocks_mhz: None,
+                clock_step_mhz: None,
                 power_limit_w: None,
                 dynamic_w: 630.0,
                 static_w: 70.0,

@@ -173,3 +173,71 @@ fn under_the_ledger_a_grant_is_ignored_and_no_node_is_limited() {
         nodes[0].reason
     );
 }
+
+#[test]
+fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at_it() {
+    // Every node gets two GPUs of 50 W static and 250 W dynamic at 1600 MHz, with gears
+    // 800 and 1600 MHz; the application's profile says each node's GPUs compute 30 s
+    // on two nodes, so the GPUs' clock is a gear a decision may lower.
+    let d = start(2, |dir, site, _| {
+        site.power.enforce = PowerEnforce::Queue;
+        site.gpu_types.insert(
+            "std".into(),
+            greenup::site::GpuType {
+                count: 2,
+                clocks_mhz: Some((800, 1600)),
+                clock_step_mhz: Some(800),
+                power_limit_w: None,
+                dynamic_w: 250.0,
+                static_w: 50.0,
+            },
+        );
+        let profiles = dir.join("profiles");
+        std::fs::create_dir_all(&profiles).unwrap();
+        std::fs::write(
+            profiles.join("gpuapp.yaml"),
+            "name: gpuapp\nversion: 1\nhetero:\n  iterations: 1\n  nodes: 2\n  node_types:\n    std: {t_cp_s: 10, t_cm_s: 1}\ngpu:\n  nodes: 2\n  node_types:\n    std: {busy_s: 30}\n",
+        )
+        .unwrap();
+        site.profile_dir = profiles;
+    });
+    let j = OpenJob {
+        nodes: Vec::new(),
+        nodelist: Some("n[1-2]".into()),
+        profile: Some("gpuapp".into()),
+        policy: Some("min-energy".into()),
+        granted_w: Some(5000.0),
+        ..open_req(9, 0, 2)
+    };
+    let told: Vec<NodeSettings> = (1..=2)
+        .map(|i| {
+            d.tcp_client()
+                .start_node(&format!("n{i}"), j.clone())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(told[0].verdict, Verdict::Planned, "{}", told[0].reason);
+    // At 1600 MHz the GPUs' dynamic energy is 2 x 250 W x 30 s = 15 kJ a node; at 800
+    // MHz a quarter of it over twice the time, 3.75 kJ, for 30 s more of 2 x 50 W of GPU
+    // static power and the CPU's 100 W, 6 kJ: the clock is lowered.
+    for n in &told {
+        assert_eq!(n.gpu_mhz, Some(800), "{}: {n:?}", n.node);
+        // Two nodes alike share 5000 W evenly; the CPU's part is in proportion to its
+        // draw at its frequency against the GPUs' at 800 MHz: 50 + 250 / 8 W each.
+        let f = n.freq_ghz.unwrap();
+        let (cpu, gpu) = (std_w(f), 50.0 + 250.0 / 8.0);
+        let share = 2500.0;
+        let want_cpu = share * cpu / (cpu + 2.0 * gpu);
+        let got = n.power_limit_w.unwrap();
+        assert!(
+            (got - want_cpu).abs() < 1e-6,
+            "{}: {got} W, want {want_cpu}",
+            n.node
+        );
+        let part = n.gpu_power.unwrap().part_w;
+        assert!(
+            (part - share * gpu / (cpu + 2.0 * gpu)).abs() < 1e-6,
+            "{part}"
+        );
+    }
+}

@@ -53,6 +53,7 @@ fn ask(t: &Path, lib: &Path) -> GpuStart {
             part_w: 350.0,
             limit_w: 350.0,
         }),
+        lock_mhz: None,
     }
 }
 

@@ -203,6 +203,7 @@ amdahl:
         nodes: ["a", "b", "c", "d"]
             .iter()
             .map(|n| NodeSetting {
+                gpu_mhz: None,
                 name: n.to_string(),
                 node_type: "x".into(),
                 freq_ghz: f,
@@ -248,6 +249,7 @@ fn fitted_parameters_round_trip_through_a_profile() {
         nodes: ["a", "b", "c", "d"]
             .iter()
             .map(|n| NodeSetting {
+                gpu_mhz: None,
                 name: n.to_string(),
                 node_type: "x".into(),
                 freq_ghz: 2.0,

@@ -35,11 +35,13 @@ fn cfg(fa: f64, fb: f64) -> Config {
     Config {
         nodes: vec![
             NodeSetting {
+                gpu_mhz: None,
                 name: "na".into(),
                 node_type: "a".into(),
                 freq_ghz: fa,
             },
             NodeSetting {
+                gpu_mhz: None,
                 name: "nb".into(),
                 node_type: "b".into(),
                 freq_ghz: fb,

@@ -86,6 +86,7 @@ fn uniform(p: usize, f: f64) -> Config {
     Config {
         nodes: (0..p)
             .map(|i| NodeSetting {
+                gpu_mhz: None,
                 name: format!("n{i}"),
                 node_type: "any".into(),
                 freq_ghz: f,

@@ -198,6 +198,7 @@ roofline:
         let cfg = Config {
             nodes: (0..4)
                 .map(|i| NodeSetting {
+                    gpu_mhz: None,
                     name: format!("n{}", i + 1),
                     node_type: "t".into(),
                     freq_ghz: f,

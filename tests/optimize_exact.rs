@@ -22,6 +22,7 @@ fn table(rows: &[Row], fixed_time_s: f64, fixed_energy_j: f64) -> SweepTable {
                     .iter()
                     .enumerate()
                     .map(|(k, &(compute_s, dynamic_j))| Choice {
+                        gpu_mhz: None,
                         freq_ghz: 1.0 + k as f64 * 0.1,
                         compute_s,
                         dynamic_j,

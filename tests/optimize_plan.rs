@@ -41,6 +41,7 @@ impl Predictor for Model<'_> {
                     .map(|&f| {
                         let compute_s = GFLOP / n / speed * ty.fmax() / f;
                         Choice {
+                            gpu_mhz: None,
                             freq_ghz: f,
                             compute_s,
                             dynamic_j: ty.dynamic_w(f).unwrap() * compute_s,
@@ -620,6 +621,7 @@ fn site_with_gpus() -> Site {
         greenup::site::GpuType {
             count: 2,
             clocks_mhz: None,
+            clock_step_mhz: None,
             power_limit_w: None,
             dynamic_w: 250.0,
             static_w: 50.0,
@@ -721,4 +723,181 @@ fn a_power_cap_the_cpus_alone_would_fit_at_top_speed_slows_a_gpu_job_to_fit_with
         "the GPUs leave the CPUs less: {:?}",
         p.nodes
     );
+}
+
+/// The model above with the profile's GPU times: each fast node's GPUs busy 6 s at
+/// their top clock when the job runs on 2 nodes.
+struct WithBusy<'a>(Model<'a>, greenup::model::gpus::GpuBusy);
+
+impl Predictor for WithBusy<'_> {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
+        self.0.table(nodes)
+    }
+    fn gpu_busy(&self) -> Option<&greenup::model::gpus::GpuBusy> {
+        Some(&self.1)
+    }
+}
+
+fn busy_model(s: &Site) -> WithBusy<'_> {
+    WithBusy(
+        model(s),
+        greenup::model::gpus::GpuBusy {
+            nodes: 2,
+            busy_s: [("fast".to_string(), 6.0)].into_iter().collect(),
+        },
+    )
+}
+
+/// The fast nodes' GPUs with SM clocks 800-1600 MHz in steps of 400.
+fn site_with_gpu_gears() -> Site {
+    let mut s = site_with_gpus();
+    let g = s.gpu_types.get_mut("fast").unwrap();
+    g.clocks_mhz = Some((800, 1600));
+    g.clock_step_mhz = Some(400);
+    s
+}
+
+/// Oracle for n3 and n4 with GPU clocks: every CPU frequency and GPU clock of both nodes
+/// by the closed form of greenup::model::gpus, written out here: (time, energy) of each.
+/// One point of [`gpu_pair_space`]: each node's (GHz, MHz), the time and the energy.
+type PairPoint = ([(f64, u32); 2], f64, f64);
+
+fn gpu_pair_space(cpu: &[f64], gpu: &[u32]) -> Vec<PairPoint> {
+    let c = |f: f64| GFLOP / 2.0 / 70.0 * 3.4 / f;
+    let b = 6.0;
+    let mut out = Vec::new();
+    for &f3 in cpu {
+        for &g3 in gpu {
+            for &f4 in cpu {
+                for &g4 in gpu {
+                    let node = |f: f64, g: u32| {
+                        let s = 1600.0 / f64::from(g);
+                        let t = c(f) + b * (s - 1.0);
+                        // CPU dynamic over its compute; 2 GPUs x 250 W x S^-3 while busy b S.
+                        let j =
+                            35.0 * (f / 3.4_f64).powi(3) * c(f) + 2.0 * 250.0 / s.powi(3) * b * s;
+                        (t, j)
+                    };
+                    let (t3, j3) = node(f3, g3);
+                    let (t4, j4) = node(f4, g4);
+                    let t = t3.max(t4) + 1.0;
+                    // Static: 7 W per CPU, 2 x 50 W of GPUs per node, the whole wall time.
+                    let e = j3 + j4 + (2.0 * 7.0 + 2.0 * 2.0 * 50.0) * t;
+                    out.push(([(f3, g3), (f4, g4)], t, e));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn gpu_clocks_are_chosen_like_cpu_gears_and_the_plan_is_the_brute_force_optimum() {
+    let s = site_with_gpu_gears();
+    assert_eq!(s.gpu_types["fast"].gears_mhz(), [800, 1200, 1600]);
+    let m = busy_model(&s);
+    let p = plan_with(
+        &s,
+        &m,
+        &policy("min-energy"),
+        &request("min-energy", fast_pair()),
+    )
+    .unwrap();
+    let space = gpu_pair_space(&[1.6, 2.2, 2.8, 3.4], &[800, 1200, 1600]);
+    let (_, _, e) = space
+        .iter()
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .copied()
+        .unwrap();
+    assert!(
+        (p.predicted.energy_j.0 - e).abs() < 1e-6 * e,
+        "plan {:?} {:?}, oracle {e} J",
+        p.predicted,
+        p.nodes
+    );
+    // The chosen clocks give that energy by the closed form (the top clock is left unset).
+    let chosen: Vec<(f64, u32)> = p
+        .nodes
+        .iter()
+        .map(|n| (n.freq_ghz.0, n.gpu_mhz.unwrap_or(1600)))
+        .collect();
+    let hit = space.iter().find(|(k, _, _)| k[..] == chosen[..]).unwrap();
+    assert!((hit.2 - e).abs() < 1e-6 * e, "{chosen:?}");
+    assert!(p.nodes.iter().all(|n| n.gpu_mhz != Some(1600)));
+    // Lowering the GPUs pays here (their dynamic energy falls as S^-2, 6 s of 31 s).
+    assert!(p.nodes.iter().any(|n| n.gpu_mhz.is_some()), "{:?}", p.nodes);
+    // The GPUs' part: the plan's energy less the CPUs' by the closed form.
+    let g = p.gpus.unwrap();
+    let cpu_j: f64 = p
+        .nodes
+        .iter()
+        .map(|n| {
+            let f = n.freq_ghz.0;
+            35.0 * (f / 3.4_f64).powi(3) * (GFLOP / 2.0 / 70.0 * 3.4 / f)
+        })
+        .sum::<f64>()
+        + 14.0 * p.predicted.time_s.0;
+    let gpu_j = p.predicted.energy_j.0 - cpu_j;
+    assert!(
+        (g.planned_w.0 * p.predicted.time_s.0 - gpu_j).abs() < 1e-6 * gpu_j,
+        "{g:?}"
+    );
+}
+
+#[test]
+fn a_policy_saves_on_the_devices_it_names() {
+    let s = site_with_gpu_gears();
+    let m = busy_model(&s);
+    let cpu_top = [1.6, 2.2, 2.8, 3.4];
+    let best = |cpu: &[f64], gpu: &[u32]| {
+        gpu_pair_space(cpu, gpu)
+            .into_iter()
+            .map(|x| x.2)
+            .fold(f64::INFINITY, f64::min)
+    };
+    for (devices, cpu, gpu) in [
+        (
+            greenup::model::gpus::Devices::Cpu,
+            &cpu_top[..],
+            &[1600][..],
+        ),
+        (
+            greenup::model::gpus::Devices::Gpu,
+            &[3.4][..],
+            &[800, 1200, 1600][..],
+        ),
+        (
+            greenup::model::gpus::Devices::Both,
+            &cpu_top[..],
+            &[800, 1200, 1600][..],
+        ),
+    ] {
+        let mut pol = policy("min-energy");
+        pol.devices = devices;
+        let p = plan_with(&s, &m, &pol, &request("min-energy", fast_pair())).unwrap();
+        let e = best(cpu, gpu);
+        assert!(
+            (p.predicted.energy_j.0 - e).abs() < 1e-6 * e,
+            "{devices:?}: plan {:?} {:?}, oracle {e} J",
+            p.predicted,
+            p.nodes
+        );
+        for n in &p.nodes {
+            assert!(cpu.contains(&n.freq_ghz.0), "{devices:?}: {n:?}");
+            assert!(
+                gpu.contains(&n.gpu_mhz.unwrap_or(1600)),
+                "{devices:?}: {n:?}"
+            );
+        }
+    }
+    // Algorithm 1 knows CPU gears only: it leaves the GPUs alone.
+    let req = PlanRequest {
+        algorithm: Algorithm::Paper,
+        ..request("min-energy", fast_pair())
+    };
+    let p = plan_with(&s, &m, &policy("min-energy"), &req).unwrap();
+    assert!(p.nodes.iter().all(|n| n.gpu_mhz.is_none()), "{:?}", p.nodes);
 }

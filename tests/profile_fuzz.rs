@@ -39,6 +39,7 @@ fn exercise(text: &str) {
                     .iter()
                     .enumerate()
                     .map(|(i, n)| NodeSetting {
+                        gpu_mhz: None,
                         name: n.to_string(),
                         node_type: format!("type{}", i + 1),
                         freq_ghz: f,

@@ -42,6 +42,7 @@ fn shipped_profiles_pick_their_model() {
                 .map(|n| {
                     let t = site.node_type_of(n).unwrap();
                     NodeSetting {
+                        gpu_mhz: None,
                         name: n.to_string(),
                         node_type: t.name.clone(),
                         freq_ghz: t.fmax(),

@@ -34,6 +34,7 @@ fn at_max(site: &Site, names: &[&str]) -> Config {
             .map(|n| {
                 let t = site.node_type_of(n).unwrap();
                 NodeSetting {
+                    gpu_mhz: None,
                     name: n.to_string(),
                     node_type: t.name.clone(),
                     freq_ghz: t.fmax(),

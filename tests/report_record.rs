@@ -48,6 +48,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         avg_power_w: greenup_core::quantity::Watts(e / t),
     };
     let node = |n: &str, f: f64| PlannedNode {
+        gpu_mhz: None,
         name: n.into(),
         node_type: "type1".into(),
         freq_ghz: greenup_core::quantity::Ghz(f),

@@ -37,6 +37,7 @@ fn a_gpu_node_type_reads_back_as_written() {
         Some(&GpuType {
             count: 4,
             clocks_mhz: Some((345, 1980)),
+            clock_step_mhz: None,
             power_limit_w: Some((200.0, 700.0)),
             dynamic_w: 630.0,
             static_w: 70.0,
@@ -139,4 +140,36 @@ fn a_bad_nvml_path_is_one_line_at_its_place() {
             &["dvfs.nvml_library", "an absolute path"],
         );
     }
+}
+
+#[test]
+fn a_gpu_types_gears_run_down_from_its_top_clock_by_the_step_to_its_lowest() {
+    let with = |clocks: &str| {
+        let site = parse(&GPU_SITE.replace("{min: 345, max: 1980}", clocks)).unwrap();
+        site.gpu_types["h100"].gears_mhz()
+    };
+    // 1980 down by 400: 1580, 1180, 780, 380, then the range's lowest, 345.
+    assert_eq!(
+        with("{min: 345, max: 1980, step: 400}"),
+        [345, 380, 780, 1180, 1580, 1980]
+    );
+    // No step: eight clocks, 1980 down by ceil(1635 / 7) = 234 to 345.
+    assert_eq!(
+        with("{min: 345, max: 1980}"),
+        [345, 576, 810, 1044, 1278, 1512, 1746, 1980]
+    );
+    assert_eq!(with("{min: 1980, max: 1980}"), [1980]);
+    // Without a range the top clock is unknown: none is chosen.
+    let site = parse(&GPU_SITE.replace("      clocks_mhz: {min: 345, max: 1980}\n", "")).unwrap();
+    assert!(site.gpu_types["h100"].gears_mhz().is_empty());
+    bad(
+        &GPU_SITE.replace("{min: 345, max: 1980}", "{min: 345, max: 1980, step: 0}"),
+        10,
+        47,
+        &[
+            "node_types.h100.gpus.clocks_mhz.step",
+            "'0'",
+            "the step between the clocks chosen in MHz",
+        ],
+    );
 }

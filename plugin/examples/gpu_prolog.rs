@@ -149,11 +149,11 @@ fn run() -> Result<serde_json::Value, String> {
         let t = Instant::now();
         let (warning, note) = match &o.worker {
             Some(w) => {
-                gpu::hand_off(w, &nc, &o.run_dir, &job, told.gpu_power)
+                gpu::hand_off(w, &nc, &o.run_dir, &job, gpu::Asked::of(Some(&told)))
                     .map_err(|e| format!("{}: {e}", w.display()))?;
                 (None, None)
             }
-            None => gpu::start(&nc, &o.run_dir, &job, told.gpu_power),
+            None => gpu::start(&nc, &o.run_dir, &job, gpu::Asked::of(Some(&told))),
         };
         start_ms.push(t.elapsed().as_secs_f64() * 1e3);
         let mut settled = None;

@@ -16,6 +16,26 @@ use greenup_platform::gpu::hold::{self, GpuEnd};
 use greenup_platform::gpu::{Control, Nvml, samples};
 
 use crate::job_env::JobEnv;
+use greenup_proto::protocol::NodeSettings;
+
+/// What greenupd's decision asks of the job's GPUs on this node.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked {
+    /// Each GPU's part of the node's power share.
+    power: Option<GpuPart>,
+    /// The SM clock to lock them at.
+    lock_mhz: Option<u32>,
+}
+
+impl Asked {
+    /// From this node's settings, when greenupd decided (nothing without a decision).
+    pub fn of(decided: Option<&NodeSettings>) -> Asked {
+        decided.map_or_else(Asked::default, |d| Asked {
+            power: d.gpu_power,
+            lock_mhz: d.gpu_mhz,
+        })
+    }
+}
 
 /// Do the job's GPU start here and now ([`GpuStart::run`]); a prolog with a worker hands
 /// it over instead ([`hand_off`]). Returns a warning for the job's owner when its GPUs
@@ -24,21 +44,22 @@ pub fn start(
     site: &NodeConfig,
     run_dir: &Path,
     job: &JobEnv,
-    power: Option<GpuPart>,
+    asked: Asked,
 ) -> (Option<String>, Option<String>) {
-    let s = ask(site, run_dir, job, power).run();
+    let s = ask(site, run_dir, job, asked).run();
     (s.warning, s.note)
 }
 
 /// What the job's start asks of its GPUs on this node.
-fn ask(site: &NodeConfig, run_dir: &Path, job: &JobEnv, power: Option<GpuPart>) -> GpuStart {
+fn ask(site: &NodeConfig, run_dir: &Path, job: &JobEnv, asked: Asked) -> GpuStart {
     GpuStart {
         job_id: job.job_id,
         node: job.node.clone(),
         gpus: job.gpus.clone().unwrap_or_default(),
         library: site.dvfs.nvml_library.clone(),
         run_dir: run_dir.to_path_buf(),
-        power,
+        power: asked.power,
+        lock_mhz: asked.lock_mhz,
     }
 }
 
@@ -51,9 +72,9 @@ pub fn hand_off(
     site: &NodeConfig,
     run_dir: &Path,
     job: &JobEnv,
-    power: Option<GpuPart>,
+    asked: Asked,
 ) -> std::io::Result<bool> {
-    let ask = ask(site, run_dir, job, power);
+    let ask = ask(site, run_dir, job, asked);
     if !ask.has_gpus() {
         return Ok(false);
     }

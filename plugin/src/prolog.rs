@@ -232,21 +232,21 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     };
     match apply_settings(&paths, &site, job, decided, &scope, log) {
         Ok(rec) => {
-            let gpu_power = decided.and_then(|d| d.gpu_power);
+            let gpus = crate::gpu::Asked::of(decided);
             // NVML's start alone takes about 10 ms on a real driver: the worker does the
             // GPUs while the prolog returns. Without one, the prolog does them itself.
             let handed = args
                 .meter
                 .as_deref()
-                .map(|w| crate::gpu::hand_off(w, &site, &paths.run_dir, job, gpu_power));
+                .map(|w| crate::gpu::hand_off(w, &site, &paths.run_dir, job, gpus));
             let (gpu_warning, gpu_note) = match handed {
                 Some(Ok(_)) => (None, None),
                 Some(Err(e)) => {
-                    let (w, n) = crate::gpu::start(&site, &paths.run_dir, job, gpu_power);
+                    let (w, n) = crate::gpu::start(&site, &paths.run_dir, job, gpus);
                     let why = format!("GPU start not handed to a worker ({e}), done here");
                     (w, Some(n.map_or(why.clone(), |n| format!("{why}; {n}"))))
                 }
-                None => crate::gpu::start(&site, &paths.run_dir, job, gpu_power),
+                None => crate::gpu::start(&site, &paths.run_dir, job, gpus),
             };
             if let Some(w) = gpu_warning {
                 warn(log, &paths.run_dir, job, &w);

@@ -44,11 +44,17 @@ fn a_jobs_gpus_are_measured_and_only_they() {
     let run = t.path().join("run");
 
     // No SLURM_JOB_GPUS: nothing is opened, saved or said.
-    assert_eq!(gpu::start(&site, &run, &job(5, None), None), (None, None));
+    assert_eq!(
+        gpu::start(&site, &run, &job(5, None), gpu::Asked::default()),
+        (None, None)
+    );
     assert!(gpu::end(&site, &run, &job(5, None)).is_none());
 
     let a = job(7, Some("1,3"));
-    assert_eq!(gpu::start(&site, &run, &a, None), (None, None));
+    assert_eq!(
+        gpu::start(&site, &run, &a, gpu::Asked::default()),
+        (None, None)
+    );
     put(&state, "now_ns", "1010000000000");
     let out = gpu::end(&site, &run, &a).unwrap();
     // Two GPUs at 700 W for 10 s of the stand-in's clock: 14,000 J.
@@ -65,14 +71,17 @@ fn a_jobs_gpus_are_measured_and_only_they() {
     // A job whose epilog never ran left GPU 2 at 300 W; the next job Slurm gives GPU 2
     // restores it first.
     let b = job(8, Some("2"));
-    assert_eq!(gpu::start(&site, &run, &b, None), (None, None));
+    assert_eq!(
+        gpu::start(&site, &run, &b, gpu::Asked::default()),
+        (None, None)
+    );
     let file = greenup_platform::gpu::hold::record_path(&run, 8, "n1");
     let mut rec = greenup_platform::gpu::hold::load(&file).unwrap().unwrap();
     rec.gpus[0].power_limit = greenup_platform::gpu::Control::Held;
     greenup_platform::gpu::hold::save(&file, &rec).unwrap();
     put(&state.join("2"), "limit_mw", "300000");
     let c = job(9, Some("2"));
-    let (warning, note) = gpu::start(&site, &run, &c, None);
+    let (warning, note) = gpu::start(&site, &run, &c, gpu::Asked::default());
     assert_eq!(warning, None);
     assert_eq!(note.as_deref(), Some("GPUs of ended job 8 restored"));
     assert_eq!(get(&state, 2, "limit_mw"), "700000");
@@ -80,14 +89,14 @@ fn a_jobs_gpus_are_measured_and_only_they() {
 
     // A job Slurm gave a GPU the node lacks: measured where it can be, and said.
     let d = job(10, Some("3,6"));
-    let (warning, _) = gpu::start(&site, &run, &d, None);
+    let (warning, _) = gpu::start(&site, &run, &d, gpu::Asked::default());
     assert!(warning.unwrap().contains("/dev/nvidia6"));
     let out = gpu::end(&site, &run, &d).unwrap();
     assert_eq!((out.gpus, out.energy_j), (2, None));
 
     // A node without NVML: one warning line, nothing saved.
     let broken = site_with(t.path(), Path::new("/nonexistent/libnvidia-ml.so.1"));
-    let (warning, _) = gpu::start(&broken, &run, &job(11, Some("0")), None);
+    let (warning, _) = gpu::start(&broken, &run, &job(11, Some("0")), gpu::Asked::default());
     assert!(
         warning
             .unwrap()

@@ -74,7 +74,7 @@ fn prolog(args: &Args, job: &JobEnv, d: &NodeSettings) -> (Option<String>, Optio
     dir.create().unwrap();
     std::fs::write(dir.decision("n1"), serde_json::to_vec(d).unwrap()).unwrap();
     prolog::apply_settings(&paths, &site, job, Some(d), &Scope::Node, &quiet).unwrap();
-    gpu::start(&site, &paths.run_dir, job, d.gpu_power)
+    gpu::start(&site, &paths.run_dir, job, gpu::Asked::of(Some(d)))
 }
 
 fn spooled_power(t: &Path) -> serde_json::Value {
@@ -182,6 +182,34 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
         note.contains("/dev/nvidia3 not held") && note.contains("NO_PERMISSION"),
         "{note}"
     );
+
+    // A decision that lowers the GPUs' SM clock to 1200 MHz: the job's GPUs are locked
+    // there beside their power limit, the node's other GPUs never, and the epilog unlocks
+    // them, as they were before the job.
+    std::fs::remove_file(state.join("3/refuse_power_limit")).unwrap();
+    let mut d = told(&site, 2000.0);
+    d.gpu_mhz = Some(1200);
+    let (warning, note) = prolog(&args, &job, &d);
+    assert_eq!(warning, None);
+    assert!(
+        note.unwrap().contains("GPU SM clock locked at 1200 MHz"),
+        "the log says the lock"
+    );
+    for i in [1, 3] {
+        assert_eq!(get(&state, i, "locked"), "1200 1200");
+        assert!(get(&state, i, "writes").ends_with("lock 1200 1200"));
+    }
+    for i in [0, 2] {
+        assert_eq!(get(&state, i, "locked"), "");
+        assert_eq!(get(&state, i, "writes"), "");
+    }
+    epilog::epilog(&args, &job, &quiet);
+    for i in [1, 3] {
+        assert_eq!(get(&state, i, "locked"), "");
+        assert!(get(&state, i, "writes").contains("unlock"));
+        assert_eq!(get(&state, i, "limit_mw"), "700000");
+    }
+    spooled_power(t.path());
 }
 
 #[test]

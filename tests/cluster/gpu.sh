@@ -10,8 +10,8 @@
 #     the fast type those two GPUs with power held by the queue (P3's, cap 4 kW). A job
 #     holds one of n1's GPUs (--gres=gpu:1) and asks 780 W with -L, which greenup's
 #     job_submit script raises to the least a node of the type draws, 1445 W (its CPUs at
-#     their lowest clock, its GPUs weighed at their top: no decision lowers GPU clocks
-#     yet). Checked:
+#     their lowest clock, its GPUs weighed at their top: the site gives them no clock
+#     range yet). Checked:
 #     - the job's GPU, and only it, is set while the job runs: its limit is its part of
 #       the node's share, in closed form share x 700 / (160 + 2 x 700) W clamped into
 #       [200, 700] W, with the share the licenses the job holds (the prolog hands the
@@ -22,7 +22,8 @@
 #       that limit: round(70 + 630 x (1200/1980)^3) W, within 2 % (the few milliseconds
 #       at 700 W before the limit is set);
 #     - an ordinary user's `greenup gpu set` is refused, and changes nothing;
-#     - a second job, scancelled while it holds its GPU at its part, leaves it at 700 W.
+#     - a second job, scancelled while it holds its GPU at its part, leaves it at 700 W;
+#     - a planned job's GPU clock (t_gpu_clock, below).
 #     Slurm's and greenup's config are put back and the daemons restarted after.
 G1_STATE=$GC_STATE/nvml
 G1_DEV=$GC_STATE/gpu-dev
@@ -167,7 +168,59 @@ t_gpu_job() {
   else
     rc=1
   fi
+  t_gpu_clock || rc=1
   g1_cluster off || { say "could not put Slurm and greenup back"; rc=1; }
+  return $rc
+}
+
+# G1, continued: a planned job's GPU clock. The fast type's GPUs get the clock range
+#     1200-1980 MHz in one step (gears 1200 and 1980, the stand-in's two clocks), and the
+#     application gpuclk's profile says its node's GPUs compute 15 s at the top clock
+#     beside 20 s of CPU time. Under min-energy, at 1200 MHz (S = 1.65) the GPUs compute
+#     24.75 s at 630 x 1.65^-3 W each instead of 15 s at 630 W, 6.9 kJ instead of
+#     18.9 kJ for the two, against 9.75 s more of the node's static 180 W: 1.8 kJ.
+#     So the plan locks them at 1200 MHz (greenup::model::gpus, worked here by hand).
+#     Checked: the plan says 1200 MHz; the job's GPU, and only it, is locked at
+#     1200-1200 while the job runs; the epilog unlocks it, as it was before.
+t_gpu_clock() {
+  local rc=0 cfg=$GC_ETC/greenup.yaml j gpus other mhz
+  sed -i 's/^    gpus: {count: 2, power: /    gpus: {count: 2, clocks_mhz: {min: 1200, max: 1980, step: 780}, power: /' "$cfg"
+  grep -q 'clocks_mhz: {min: 1200' "$cfg" || { say "could not give the GPUs a clock range"; return 1; }
+  cat > "$GC_SHARE/profiles/gpuclk.yaml" <<'YAML'
+name: gpuclk
+version: 1
+hetero:
+  iterations: 1
+  nodes: 1
+  node_types:
+    fast: {t_cp_s: 20, t_cm_s: 0}
+gpu:
+  nodes: 1
+  node_types:
+    fast: {busy_s: 15}
+YAML
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"
+  sleep 2
+  j=$(submit $GC_USER -w n1 -N1 -n1 --gres=gpu:1 -L greenup_w:1560 -t 5 -o "$OUT/g1-%j.out" \
+    --energy-policy=min-energy --energy-profile=gpuclk \
+    --wrap 'echo "gpus=$SLURM_JOB_GPUS"; sleep 8') || { say "not submitted"; rm -f "$GC_SHARE/profiles/gpuclk.yaml"; return 1; }
+  wait_running "$j" || rc=1
+  for _ in $(seq 1 50); do grep -q '^gpus=' "$OUT/g1-$j.out" 2>/dev/null && break; sleep 0.2; done
+  gpus=$(sed -n 's/^gpus=//p' "$OUT/g1-$j.out")
+  case $gpus in 0) other=1 ;; 1) other=0 ;; *) say "the job holds GPUs '$gpus'"; rm -f "$GC_SHARE/profiles/gpuclk.yaml"; return 1 ;; esac
+  for _ in $(seq 1 50); do [ "$(cat "$G1_STATE/$gpus/locked" 2>/dev/null)" = "1200 1200" ] && break; sleep 0.2; done
+  mhz=$(jq_job "$j" '.decision.plan.nodes[0].gpu_mhz // empty')
+  say "job $j: plan $(jq_job "$j" '.decision.verdict') at GPU ${mhz:-top} MHz; GPU $gpus locked '$(cat "$G1_STATE/$gpus/locked")' while it runs, GPU $other '$(cat "$G1_STATE/$other/locked")'"
+  [ "$mhz" = 1200 ] || { say "the plan did not lower the GPUs to 1200 MHz"; rc=1; }
+  [ "$(cat "$G1_STATE/$gpus/locked")" = "1200 1200" ] || { say "the job's GPU is not locked at 1200 MHz"; rc=1; }
+  [ -z "$(cat "$G1_STATE/$other/locked")" ] && [ ! -s "$G1_STATE/$other/writes" ] \
+    || { say "n1's other GPU was changed: $(tr '\n' ';' < "$G1_STATE/$other/writes")"; rc=1; }
+  wait_gone "$j" 60 || rc=1
+  say "GPU $gpus's writes: $(tr '\n' ';' < "$G1_STATE/$gpus/writes")"
+  [ -z "$(cat "$G1_STATE/$gpus/locked")" ] || { say "GPU $gpus still locked after the job"; rc=1; }
+  grep -qx "lock 1200 1200" "$G1_STATE/$gpus/writes" && grep -qx unlock "$G1_STATE/$gpus/writes" \
+    || { say "want a lock and an unlock in GPU $gpus's writes"; rc=1; }
+  rm -f "$GC_SHARE/profiles/gpuclk.yaml"
   return $rc
 }
 run_test "G1 a job's GPUs under Slurm's gres/gpu: only its GPU held at its part of the node's power, restored after, measured by NVML" t_gpu_job

@@ -194,6 +194,7 @@ pub fn table_i(n: usize, gflop: f64, comm_s: f64) -> SweepTable {
                 .map(|f| {
                     let s = fmax / f;
                     Choice {
+                        gpu_mhz: None,
                         freq_ghz: f,
                         compute_s: t_max * s,
                         dynamic_j: pd / (s * s * s) * t_max * s,

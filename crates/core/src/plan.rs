@@ -41,6 +41,9 @@ pub struct PlannedNode {
     pub node_type: String,
     /// Chosen CPU frequency.
     pub freq_ghz: Ghz,
+    /// SM clock the node's GPUs are locked at, in MHz; absent: left at their top clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mhz: Option<u32>,
 }
 
 /// How the search went.
@@ -84,9 +87,9 @@ pub struct Plan {
     pub gpus: Option<PlannedGpus>,
 }
 
-/// The watts a plan counts for GPUs: each GPU node's GPUs flat out at their top clock for
-/// the whole job, until profiles know how long they are busy. The models predict what
-/// RAPL measures; these come on top, and NVML measures them.
+/// The average watts a plan counts for GPUs: each GPU node's GPUs flat out at their top
+/// clock for the whole job, or busy as long as the profile says at the clock chosen. The
+/// models predict what RAPL measures; these come on top, and NVML measures them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PlannedGpus {
     /// The GPUs of the plan's nodes, within `predicted`.

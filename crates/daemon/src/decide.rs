@@ -120,7 +120,8 @@ pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<f64> {
 }
 
 /// How `req`'s grant is shared among the nodes that run it: the plan's nodes at their
-/// planned frequencies when the verdict applies the plan, else every node at its top one.
+/// planned frequencies and GPU clocks when the verdict applies the plan, else every node
+/// at its top ones.
 pub fn grant_of(
     site: &Site,
     req: &OpenJob,
@@ -134,9 +135,9 @@ pub fn grant_of(
             g,
             p.nodes
                 .iter()
-                .map(|n| (n.name.as_str(), Some(n.freq_ghz.0))),
+                .map(|n| (n.name.as_str(), Some(n.freq_ghz.0), n.gpu_mhz)),
         ),
-        None => Grant::over(site, g, req.nodes.iter().map(|n| (n.as_str(), None))),
+        None => Grant::over(site, g, req.nodes.iter().map(|n| (n.as_str(), None, None))),
     }
 }
 

@@ -30,6 +30,9 @@ pub struct GpuStart {
     /// Each GPU's part of the node's power share, when the decision gives one.
     #[serde(default)]
     pub power: Option<GpuPart>,
+    /// The SM clock the decision chose for the job's GPUs, in MHz, when it lowers them.
+    #[serde(default)]
+    pub lock_mhz: Option<u32>,
 }
 
 /// What a start came to: a line for the job's owner when its GPUs could not all be
@@ -96,6 +99,18 @@ impl GpuStart {
                 ));
             }
         }
+        if let Some(mhz) = self.lock_mhz {
+            // Locked clocks, not application clocks: a lock holds for the whole job and
+            // only root may lift it, where Slurm's --gpu-freq resets application clocks
+            // at each step's end and a user may set them between steps.
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if unsafe { libc::geteuid() } != 0 {
+                log.push("GPU clocks not locked: not run as root".into());
+            } else {
+                request.lock_mhz = Some((mhz, mhz));
+                log.push(format!("GPU SM clock locked at {mhz} MHz"));
+            }
+        }
         let warning = match hold::begin(&nvml, &file, self.job_id, &minors, request, lock_before) {
             Ok(rec) => {
                 let mut problems: Vec<String> = rec.missing.clone();
@@ -104,6 +119,12 @@ impl GpuStart {
                         "/dev/nvidia{}: power limit not set: {why}",
                         g.minor
                     )),
+                    _ => None,
+                }));
+                problems.extend(rec.gpus.iter().filter_map(|g| match &g.clocks {
+                    Control::NotHeld(why) => {
+                        Some(format!("/dev/nvidia{}: clocks not locked: {why}", g.minor))
+                    }
                     _ => None,
                 }));
                 (!problems.is_empty())

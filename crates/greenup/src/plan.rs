@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::input::{InputError, Origin};
-use crate::model::gpus::WithGpus;
+use crate::model::gpus::{Devices, Gears, GpuNode, WithGpus};
 use crate::model::{ModelError, NodeSlot, Prediction, Predictor};
 use crate::optimize::nodes::{self, Search};
 use crate::optimize::{self, Goal, Limits, OptimizeError};
@@ -131,13 +131,18 @@ pub fn plan_with(
         algorithm: req.algorithm,
         max_freq_ghz: req.max_freq_ghz,
     };
-    let gpu_watts = gpus_w(site);
-    let with_gpus = WithGpus::new(predictor, &gpu_watts);
-    let predictor: &dyn Predictor = if gpu_watts.is_empty() {
-        predictor
-    } else {
-        &with_gpus
+    let gpu_nodes = gpu_nodes(site);
+    let gears = Gears {
+        // Algorithm 1 steps a node one gear down at a time: it knows CPU gears only.
+        devices: match req.algorithm {
+            Algorithm::Paper => Devices::Cpu,
+            _ => policy.devices,
+        },
+        cpu_ceiling_ghz: req.max_freq_ghz,
     };
+    let with_gpus = WithGpus::new(predictor, &gpu_nodes, predictor.gpu_busy(), gears);
+    let gpus_apply = !gpu_nodes.is_empty() || gears.devices == Devices::Gpu;
+    let predictor: &dyn Predictor = if gpus_apply { &with_gpus } else { predictor };
     let decision = if policy.monitor {
         monitor(predictor, &search)?
     } else {
@@ -165,6 +170,7 @@ pub fn plan_with(
                     .get(n.name.as_str())
                     .map_or_else(|| n.node_type.clone(), |t| t.to_string()),
                 freq_ghz: Ghz(n.freq_ghz),
+                gpu_mhz: n.gpu_mhz,
             })
             .collect(),
         predicted: estimate(&decision.prediction),
@@ -176,14 +182,23 @@ pub fn plan_with(
             elapsed_us,
             reused: false,
         },
-        gpus: (!gpu_watts.is_empty())
+        gpus: (!gpu_nodes.is_empty())
             .then(|| {
+                // The GPUs' average watts over a prediction's whole run.
                 let of = |p: &Prediction| -> f64 {
-                    p.per_node
+                    if p.time_s <= 0.0 {
+                        return 0.0;
+                    }
+                    let n = p.per_node.len();
+                    let j: f64 = p
+                        .per_node
                         .iter()
-                        .filter_map(|n| types.get(n.name.as_str()))
-                        .filter_map(|t| gpu_watts.get(*t))
-                        .sum()
+                        .filter_map(|x| {
+                            let t = types.get(x.name.as_str())?;
+                            Some(with_gpus.gpus_j(t, x.gpu_mhz, n, p.time_s))
+                        })
+                        .sum();
+                    j / p.time_s
                 };
                 PlannedGpus {
                     planned_w: Watts(of(&decision.prediction)),
@@ -194,18 +209,22 @@ pub fn plan_with(
     })
 }
 
-/// Watts one node's GPUs draw together, flat out at their top clock, by site node type
-/// (types without GPUs absent): what a decision counts for them ([`WithGpus`]).
-fn gpus_w(site: &Site) -> BTreeMap<String, f64> {
+/// The GPUs of each site node type that has them, as a decision sees them.
+fn gpu_nodes(site: &Site) -> BTreeMap<String, GpuNode> {
     site.gpu_types
         .iter()
         .map(|(t, g)| {
             (
                 t.clone(),
-                f64::from(g.count) * crate::power::split::gpu_model_w(g, None),
+                GpuNode {
+                    count: g.count,
+                    gears_mhz: g.gears_mhz(),
+                    dynamic_w: g.dynamic_w,
+                    static_w: g.static_w,
+                },
             )
         })
-        .filter(|(_, w)| *w > 0.0)
+        .filter(|(_, g)| g.count > 0 && g.static_w + g.dynamic_w > 0.0)
         .collect()
 }
 

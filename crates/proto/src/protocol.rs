@@ -163,6 +163,25 @@ impl Request {
     }
 }
 
+/// What a plan sets on one node: its CPU frequency and, on a GPU node, its GPUs' clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeGears {
+    /// CPU frequency in GHz.
+    pub freq_ghz: f64,
+    /// SM clock of the job's GPUs in MHz; None leaves them at their top clock.
+    pub gpu_mhz: Option<u32>,
+}
+
+impl NodeGears {
+    /// A planned node's gears.
+    pub fn of(n: &greenup::plan::PlannedNode) -> NodeGears {
+        NodeGears {
+            freq_ghz: n.freq_ghz.0,
+            gpu_mhz: n.gpu_mhz,
+        }
+    }
+}
+
 /// One node's part of a decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeSettings {
@@ -174,6 +193,9 @@ pub struct NodeSettings {
     pub used: bool,
     /// Frequency to set in GHz; `None` leaves the node as it is.
     pub freq_ghz: Option<f64>,
+    /// SM clock to lock the job's GPUs on this node at, in MHz; `None` leaves them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mhz: Option<u32>,
     /// The job's verdict.
     pub verdict: Verdict,
     /// Why, in one line (empty when there is nothing to say).
@@ -209,22 +231,24 @@ pub struct NodeSettings {
 }
 
 impl NodeSettings {
-    /// `node`'s part of `d`, given the node's planned frequency (`planned`: `None` when
-    /// the plan leaves it out), how many nodes the job holds, and the used nodes' hostlist
-    /// to hand on (the first node's only). The one rule for what a node is told.
+    /// `node`'s part of `d`, given the node's planned gears (`planned`: `None` when the
+    /// plan leaves it out), how many nodes the job holds, and the used nodes' hostlist to
+    /// hand on (the first node's only). The one rule for what a node is told.
     pub fn of(
         d: &Decision,
         node: &str,
-        planned: Option<f64>,
+        planned: Option<NodeGears>,
         allocated: usize,
         used_nodes: Option<String>,
     ) -> NodeSettings {
         let plan = d.plan.as_ref();
+        let applied = planned.filter(|_| d.verdict.applies_plan());
         NodeSettings {
             job_id: d.job_id,
             node: node.to_string(),
             used: plan.is_none() || planned.is_some(),
-            freq_ghz: planned.filter(|_| d.verdict.applies_plan()),
+            freq_ghz: applied.map(|g| g.freq_ghz),
+            gpu_mhz: applied.and_then(|g| g.gpu_mhz),
             verdict: d.verdict,
             reason: d.reason.clone(),
             node_count: plan.map_or(allocated, |p| p.nodes.len()),
@@ -253,7 +277,7 @@ impl NodeSettings {
         }
         let split = match (self.grant, self.used) {
             (Some(g), true) => {
-                greenup::power::split::node_model(site, &self.node, self.freq_ghz, None)
+                greenup::power::split::node_model(site, &self.node, self.freq_ghz, self.gpu_mhz)
                     .map(|m| greenup::power::split::split(g.share_w(m.total_w()), &m))
             }
             _ => None,
@@ -270,7 +294,7 @@ impl NodeSettings {
             .plan
             .as_ref()
             .and_then(|p| p.nodes.iter().find(|n| n.name == node))
-            .map(|n| n.freq_ghz.0);
+            .map(NodeGears::of);
         NodeSettings::of(d, node, planned, allocated, None)
     }
 }
@@ -701,11 +725,31 @@ mod tests {
             granted_w: 500.0,
             weight_w: 1000.0,
         });
-        let g1 = NodeSettings::of(&d, "g1", Some(2.0), 2, None).with_node_type(&site);
+        let g1 = NodeSettings::of(
+            &d,
+            "g1",
+            Some(NodeGears {
+                freq_ghz: 2.0,
+                gpu_mhz: None,
+            }),
+            2,
+            None,
+        )
+        .with_node_type(&site);
         assert!((g1.power_limit_w.unwrap() - 75.0).abs() < 1e-9, "{g1:?}");
         let gpu = g1.gpu_power.unwrap();
         assert!((gpu.part_w - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
-        let c1 = NodeSettings::of(&d, "c1", Some(2.0), 2, None).with_node_type(&site);
+        let c1 = NodeSettings::of(
+            &d,
+            "c1",
+            Some(NodeGears {
+                freq_ghz: 2.0,
+                gpu_mhz: None,
+            }),
+            2,
+            None,
+        )
+        .with_node_type(&site);
         assert!((c1.power_limit_w.unwrap() - 75.0).abs() < 1e-9);
         assert_eq!(c1.gpu_power, None);
         // The wire: absent when none, read back when there.

@@ -299,32 +299,40 @@ fn print_text(plan: &Plan) {
     crate::say!("{totals}");
     if let Some(g) = plan.gpus {
         crate::say!(
-            "GPUs: {} of the predicted power, {} of the baseline's, counted flat out at their top clock",
+            "GPUs: {} of the predicted power on average, {} of the baseline's",
             format_power(g.planned_w.0),
             format_power(g.baseline_w.0)
         );
     }
 
-    // Nodes of one type at one frequency share a row, written as a hostlist.
-    let mut groups: Vec<((String, f64), Vec<String>)> = Vec::new();
+    // Nodes of one type at one frequency (and GPU clock) share a row, as a hostlist.
+    type Key = (String, f64, Option<u32>);
+    let mut groups: Vec<(Key, Vec<String>)> = Vec::new();
     for n in &plan.nodes {
-        let key = (n.node_type.clone(), n.freq_ghz.0);
+        let key = (n.node_type.clone(), n.freq_ghz.0, n.gpu_mhz);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, names)) => names.push(n.name.clone()),
             None => groups.push((key, vec![n.name.clone()])),
         }
     }
+    let gpu_clocks = plan.nodes.iter().any(|n| n.gpu_mhz.is_some());
     let mut nodes = Table::new();
-    nodes
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_header(["nodes", "count", "type", "GHz"]);
-    for ((ty, f), names) in &groups {
-        nodes.add_row([
+    let mut header = vec!["nodes", "count", "type", "GHz"];
+    if gpu_clocks {
+        header.push("GPU MHz");
+    }
+    nodes.load_style(UTF8_BORDERS_ONLY).set_header(header);
+    for ((ty, f, mhz), names) in &groups {
+        let mut row = vec![
             hostlist::compress(names),
             names.len().to_string(),
             ty.clone(),
             format!("{f:.3}"),
-        ]);
+        ];
+        if gpu_clocks {
+            row.push(mhz.map_or_else(|| "top".into(), |m| m.to_string()));
+        }
+        nodes.add_row(row);
     }
     crate::say!("{} nodes", plan.node_count);
     crate::say!("{nodes}");

@@ -13,7 +13,8 @@ use crate::decide::{bad_field, expand_open};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
 use greenup_proto::protocol::{
-    Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeSettings, OpenJob, Reply, Verdict,
+    Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeGears, NodeSettings, OpenJob, Reply,
+    Verdict,
 };
 
 /// What a request comes to: the reply, or the error the caller reads.
@@ -38,8 +39,8 @@ pub(super) struct JobView {
     nodes: Vec<String>,
     /// Each allocated node's position in `nodes`.
     index: HashMap<String, usize>,
-    /// Each planned node's frequency.
-    planned: HashMap<String, f64>,
+    /// Each planned node's gears.
+    planned: HashMap<String, NodeGears>,
     /// The used nodes as a hostlist, when the plan uses fewer than the job holds.
     used_nodes: Option<String>,
     /// The job's partition.
@@ -56,11 +57,11 @@ impl JobView {
             .map(|(i, n)| (n.clone(), i))
             .collect();
         let plan = decision.plan.as_ref();
-        let planned: HashMap<String, f64> = plan
+        let planned: HashMap<String, NodeGears> = plan
             .map(|p| {
                 p.nodes
                     .iter()
-                    .map(|n| (n.name.clone(), n.freq_ghz.0))
+                    .map(|n| (n.name.clone(), NodeGears::of(n)))
                     .collect()
             })
             .unwrap_or_default();

@@ -144,6 +144,7 @@ impl Predictor for Amdahl {
                     format!("amdahl compute time of node {} at {f} GHz", slot.name)
                 })?;
                 choices.push(Choice {
+                    gpu_mhz: None,
                     freq_ghz: f,
                     compute_s,
                     dynamic_j: finite_or((p_c - p_b) * compute_s, || {

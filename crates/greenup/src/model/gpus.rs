@@ -1,36 +1,150 @@
 //! A node's GPUs in a decision. The models predict what RAPL measures (a node's CPUs and
-//! memory), and profiles learn from that alone; a GPU node's GPUs draw beside it. Until
-//! a profile knows how long the GPUs are busy, a decision counts them as running flat
-//! out at their top clock for the whole job: what Slurm's queue holds for them
-//! unplanned, so a plan never fits a power cap, an energy cap or a budget that its GPUs
-//! would break.
+//! memory), and profiles learn from that alone; a GPU node's GPUs draw beside it.
+//!
+//! Without a profile's `gpu:` section a decision counts them as running flat out at their
+//! top clock for the whole job: what Slurm's queue holds for them unplanned, so a plan
+//! never fits a power cap, an energy cap or a budget that its GPUs would break.
+//!
+//! With it, the GPUs of node i are busy `b_i` seconds at their top clock `g_top` (the
+//! section's seconds on its node count, the work divided evenly over the job's nodes),
+//! and their SM clocks are gears like a CPU's (paper 004's scaling factor, on the GPU):
+//! at clock g, with `S = g_top / g`,
+//!
+//! `compute_s(f, g) = compute_s(f) + b_i * (S - 1)`: the models' compute time holds
+//! the GPUs' time at the top clock (the CPU waits for its kernels), which stretches by S;
+//!
+//! `dynamic_j(f, g) = dynamic_j(f) + n * P_d * S^-3 * b_i * S`: each of the n GPUs draws
+//! its dynamic power at g, the cube law of eq. 8, while busy;
+//!
+//! `static_w += n * P_s`: the GPUs' static power, for the whole wall time.
+//!
+//! A choice keeps the GPUs' clock unset at their top clock, so a decision changes a
+//! GPU only where it lowers it.
 
 use std::collections::BTreeMap;
 
-use super::{Config, ModelError, NodeSlot, Prediction, Predictor, SweepTable};
+use serde::{Deserialize, Serialize};
 
-/// A model with each GPU node's GPUs added as watts drawn for the whole wall time.
+use super::{Choice, Config, ModelError, NodeSlot, Prediction, Predictor, SweepTable};
+
+/// Which devices a policy lets a decision slow down (`devices:` in a policy file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Devices {
+    /// CPU frequencies only; the GPUs stay at their top clock.
+    Cpu,
+    /// GPU clocks only; the CPUs stay at their top frequency (or the budget's ceiling).
+    Gpu,
+    /// Both (the default).
+    #[default]
+    Both,
+}
+
+impl Devices {
+    /// The name as a policy writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Devices::Cpu => "cpu",
+            Devices::Gpu => "gpu",
+            Devices::Both => "both",
+        }
+    }
+}
+
+/// How long the GPUs of each GPU node type are busy (a profile's `gpu:` section).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuBusy {
+    /// The node count the seconds hold for.
+    pub nodes: usize,
+    /// Seconds each node's GPUs compute at their top clock, by site node type.
+    pub busy_s: BTreeMap<String, f64>,
+}
+
+/// One node type's GPUs as a decision sees them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuNode {
+    /// GPUs per node.
+    pub count: u32,
+    /// The SM clocks a decision may choose, ascending, the top one last (empty: none).
+    pub gears_mhz: Vec<u32>,
+    /// Dynamic watts of one GPU at the top clock, fully busy.
+    pub dynamic_w: f64,
+    /// Static watts of one GPU.
+    pub static_w: f64,
+}
+
+/// What a decision may do with GPUs: which devices it may slow, and the CPU frequency
+/// ceiling (an energy budget's) that holds whatever the devices.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Gears {
+    /// Which devices may be slowed.
+    pub devices: Devices,
+    /// No CPU above this frequency in GHz.
+    pub cpu_ceiling_ghz: Option<f64>,
+}
+
+/// A model with each GPU node's GPUs added (see the module's text).
 pub struct WithGpus<'a> {
     inner: &'a dyn Predictor,
-    /// Watts of one node's GPUs, by site node type; types without GPUs are absent.
-    watts: &'a BTreeMap<String, f64>,
+    /// The GPUs of each site node type that has them.
+    gpus: &'a BTreeMap<String, GpuNode>,
+    busy: Option<&'a GpuBusy>,
+    gears: Gears,
 }
 
 impl<'a> WithGpus<'a> {
-    /// `inner` with the GPUs of each node type in `watts` (a node's GPUs together, flat
-    /// out at their top clock) counted on top.
-    pub fn new(inner: &'a dyn Predictor, watts: &'a BTreeMap<String, f64>) -> Self {
-        WithGpus { inner, watts }
+    /// `inner` with the GPUs of `gpus`' node types, busy as `busy` says (flat out at
+    /// their top clock when it does not), their clocks chosen as `gears` allows.
+    pub fn new(
+        inner: &'a dyn Predictor,
+        gpus: &'a BTreeMap<String, GpuNode>,
+        busy: Option<&'a GpuBusy>,
+        gears: Gears,
+    ) -> Self {
+        WithGpus {
+            inner,
+            gpus,
+            busy,
+            gears,
+        }
     }
 
-    /// Watts the GPUs of `config`'s nodes draw together.
-    fn config_w(&self, config: &Config) -> f64 {
-        config
-            .nodes
-            .iter()
-            .filter_map(|n| self.watts.get(&n.node_type))
-            .sum()
+    /// Joules the GPUs of one node of type `t` use at SM clock `mhz` (None: the top one)
+    /// over a job of `time_s` seconds on `n` nodes: the part of a prediction that NVML
+    /// measures, not RAPL.
+    pub fn gpus_j(&self, t: &str, mhz: Option<u32>, n: usize, time_s: f64) -> f64 {
+        let Some(g) = self.gpus.get(t) else {
+            return 0.0;
+        };
+        let count = f64::from(g.count);
+        match self.busy_s(t, n) {
+            None => count * (g.static_w + g.dynamic_w) * time_s,
+            Some(b) => {
+                let s = match (mhz, g.gears_mhz.last()) {
+                    (Some(m), Some(&top)) if m > 0 => f64::from(top) / f64::from(m),
+                    _ => 1.0,
+                };
+                count * g.static_w * time_s + count * g.dynamic_w * s.powi(-3) * b * s
+            }
+        }
     }
+
+    /// Seconds each node of type `t` keeps its GPUs busy at their top clock on `n` nodes.
+    fn busy_s(&self, t: &str, n: usize) -> Option<f64> {
+        let b = self.busy?;
+        Some(b.busy_s.get(t)? * b.nodes as f64 / n.max(1) as f64)
+    }
+}
+
+/// The CPU choices a GPU-only decision keeps: the fastest under the ceiling (the
+/// slowest when none is).
+fn cpu_top(choices: &mut Vec<Choice>, ceiling: Option<f64>) {
+    let under = choices
+        .iter()
+        .rposition(|c| ceiling.is_none_or(|g| c.freq_ghz <= g + 1e-9))
+        .unwrap_or(0);
+    let keep = choices[under].freq_ghz;
+    choices.retain(|c| c.freq_ghz == keep);
 }
 
 impl Predictor for WithGpus<'_> {
@@ -40,30 +154,123 @@ impl Predictor for WithGpus<'_> {
 
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
         let mut t = self.inner.table(nodes)?;
-        for n in &mut t.nodes {
-            if let Some(w) = self.watts.get(&n.node_type) {
-                n.static_w += w;
+        let n = nodes.len();
+        for row in &mut t.nodes {
+            if self.gears.devices == Devices::Gpu && !row.choices.is_empty() {
+                cpu_top(&mut row.choices, self.gears.cpu_ceiling_ghz);
             }
+            let Some(g) = self.gpus.get(&row.node_type) else {
+                continue;
+            };
+            let count = f64::from(g.count);
+            let Some(b) = self.busy_s(&row.node_type, n) else {
+                row.static_w += count * (g.static_w + g.dynamic_w);
+                continue;
+            };
+            row.static_w += count * g.static_w;
+            let top = g.gears_mhz.last().copied();
+            let clocks: Vec<u32> = match (self.gears.devices, top) {
+                (Devices::Cpu, _) | (_, None) => Vec::new(),
+                _ => g.gears_mhz[..g.gears_mhz.len() - 1].to_vec(),
+            };
+            let mut out = Vec::with_capacity(row.choices.len() * (clocks.len() + 1));
+            for c in &row.choices {
+                let at = |mhz: Option<u32>| {
+                    let s = match (mhz, top) {
+                        (Some(m), Some(top)) if m > 0 => f64::from(top) / f64::from(m),
+                        _ => 1.0,
+                    };
+                    let busy = b * s;
+                    Choice {
+                        freq_ghz: c.freq_ghz,
+                        gpu_mhz: mhz,
+                        compute_s: c.compute_s + (busy - b),
+                        dynamic_j: c.dynamic_j + count * g.dynamic_w * s.powi(-3) * busy,
+                    }
+                };
+                out.extend(clocks.iter().map(|&m| at(Some(m))));
+                out.push(at(None));
+            }
+            row.choices = out;
         }
         Ok(t)
     }
 
+    fn predict(&self, config: &Config) -> Result<Prediction, ModelError> {
+        let slots: Vec<NodeSlot> = config
+            .nodes
+            .iter()
+            .map(|n| NodeSlot {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freqs_ghz: vec![n.freq_ghz],
+            })
+            .collect();
+        let table = self.table(&slots)?;
+        let mut pick = Vec::with_capacity(slots.len());
+        for (row, n) in table.nodes.iter().zip(&config.nodes) {
+            let k = row
+                .choices
+                .iter()
+                .position(|c| c.gpu_mhz == n.gpu_mhz)
+                .ok_or_else(|| {
+                    ModelError::Config(format!(
+                        "node {}: GPU clock {} MHz is not one a decision may choose for its type",
+                        n.name,
+                        n.gpu_mhz.map_or_else(|| "top".into(), |m| m.to_string())
+                    ))
+                })?;
+            pick.push(k);
+        }
+        Ok(table.evaluate(&pick))
+    }
+
     /// The model's own efficiency: iso-energy-efficiency speaks of the energy the model
-    /// predicts, so the GPUs' part is taken out again.
-    fn efficiency(&self, config: &Config, prediction: &Prediction) -> Option<f64> {
-        let mut own = prediction.clone();
-        own.energy_j -= self.config_w(config) * prediction.time_s;
+    /// predicts, without the GPUs.
+    fn efficiency(&self, config: &Config, _prediction: &Prediction) -> Option<f64> {
+        let own = self.inner.predict(config).ok()?;
         self.inner.efficiency(config, &own)
+    }
+}
+
+/// A model together with its profile's GPU busy times, which a decision reads through
+/// [`Predictor::gpu_busy`]; everything else is the model's own.
+pub struct Busy {
+    /// The model.
+    pub inner: Box<dyn Predictor + Send + Sync>,
+    /// Its profile's `gpu:` section.
+    pub busy: GpuBusy,
+}
+
+impl Predictor for Busy {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
+        self.inner.table(nodes)
+    }
+
+    fn predict(&self, config: &Config) -> Result<Prediction, ModelError> {
+        self.inner.predict(config)
+    }
+
+    fn efficiency(&self, config: &Config, prediction: &Prediction) -> Option<f64> {
+        self.inner.efficiency(config, prediction)
+    }
+
+    fn gpu_busy(&self) -> Option<&GpuBusy> {
+        Some(&self.busy)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Choice, NodeChoices};
+    use crate::model::NodeChoices;
 
-    /// A model whose every node computes 10 s at 2 GHz (20 s at 1 GHz), 50 J/s dynamic
-    /// at 2 GHz, 30 W static.
+    /// A model whose every node computes 20 / f s at f GHz (f in 1, 2), 50 W dynamic at
+    /// 2 GHz with the cube law, 30 W static, plus 5 s of communication.
     struct Flat;
 
     impl Predictor for Flat {
@@ -81,6 +288,7 @@ mod tests {
                             .freqs_ghz
                             .iter()
                             .map(|&f| Choice {
+                                gpu_mhz: None,
                                 freq_ghz: f,
                                 compute_s: 20.0 / f,
                                 dynamic_j: 50.0 * (f / 2.0).powi(3) * 20.0 / f,
@@ -106,15 +314,29 @@ mod tests {
         }
     }
 
+    /// Two GPUs of 100 W static and 600 W dynamic at 1600 MHz; gears 800 and 1600 MHz.
+    fn gpus() -> BTreeMap<String, GpuNode> {
+        BTreeMap::from([(
+            "gpu".to_string(),
+            GpuNode {
+                count: 2,
+                gears_mhz: vec![800, 1600],
+                dynamic_w: 600.0,
+                static_w: 100.0,
+            },
+        )])
+    }
+
     #[test]
-    fn gpu_nodes_draw_their_gpus_for_the_whole_wall_time_and_cpu_nodes_nothing_more() {
-        let watts = BTreeMap::from([("gpu".to_string(), 1400.0)]);
-        let m = WithGpus::new(&Flat, &watts);
+    fn without_busy_times_gpu_nodes_draw_their_gpus_flat_out_for_the_whole_wall_time() {
+        let g = gpus();
+        let m = WithGpus::new(&Flat, &g, None, Gears::default());
         let nodes = [slot("c1", "cpu"), slot("g1", "gpu")];
         let t = m.table(&nodes).unwrap();
         assert_eq!(t.nodes[0].static_w, 30.0);
-        assert_eq!(t.nodes[1].static_w, 1430.0);
-        // Both at 1 GHz: 20 s of compute + 5 s fixed = 25 s; dynamic 6.25 W x 20 s each;
+        assert_eq!(t.nodes[1].static_w, 30.0 + 2.0 * 700.0);
+        assert_eq!(t.nodes[1].choices.len(), 2, "no GPU clock is chosen");
+        // Both at 1 GHz: 20 s of compute + 5 s = 25 s; dynamic 6.25 W x 20 s each;
         // static (30 + 30 + 1400) W x 25 s.
         let p = t.evaluate(&[0, 0]);
         assert_eq!(p.time_s, 25.0);
@@ -124,5 +346,84 @@ mod tests {
         let ee = m.efficiency(&t.config(&[0, 0]), &p).unwrap();
         assert!((ee - (want - 1400.0 * 25.0)).abs() < 1e-9);
         assert_eq!(m.name(), "flat");
+    }
+
+    #[test]
+    fn gpu_clocks_are_gears_whose_time_stretches_and_whose_dynamic_energy_falls_as_the_square() {
+        // 8 s of GPU time per node on 1 node; the job runs on 2: 4 s each.
+        let busy = GpuBusy {
+            nodes: 1,
+            busy_s: BTreeMap::from([("gpu".to_string(), 8.0)]),
+        };
+        let g = gpus();
+        let m = WithGpus::new(&Flat, &g, Some(&busy), Gears::default());
+        let t = m.table(&[slot("c1", "cpu"), slot("g1", "gpu")]).unwrap();
+        let row = &t.nodes[1];
+        assert_eq!(row.static_w, 30.0 + 200.0);
+        let seen: Vec<(f64, Option<u32>)> = row
+            .choices
+            .iter()
+            .map(|c| (c.freq_ghz, c.gpu_mhz))
+            .collect();
+        assert_eq!(
+            seen,
+            [(1.0, Some(800)), (1.0, None), (2.0, Some(800)), (2.0, None)]
+        );
+        // 2 GHz, 800 MHz: S = 2, 10 s + 4 s more; CPU 50 W x 10 s; GPUs 2 x 600 / 8 x 8 s.
+        let c = row.choices[2];
+        assert_eq!(c.compute_s, 14.0);
+        assert!((c.dynamic_j - (500.0 + 2.0 * 75.0 * 8.0)).abs() < 1e-9);
+        // At the top clock, busy 4 s at 2 x 600 W.
+        let c = row.choices[3];
+        assert_eq!(c.compute_s, 10.0);
+        assert!((c.dynamic_j - (500.0 + 1200.0 * 4.0)).abs() < 1e-9);
+        // A CPU node is unchanged.
+        assert_eq!(t.nodes[0].choices.len(), 2);
+        // predict() finds the chosen clock again.
+        let p = m.predict(&t.config(&[1, 2])).unwrap();
+        assert_eq!(p, t.evaluate(&[1, 2]));
+    }
+
+    #[test]
+    fn a_policy_slows_the_devices_it_names_and_the_cpu_ceiling_still_holds() {
+        let busy = GpuBusy {
+            nodes: 2,
+            busy_s: BTreeMap::from([("gpu".to_string(), 4.0)]),
+        };
+        let g = gpus();
+        let nodes = [slot("c1", "cpu"), slot("g1", "gpu")];
+        let clocks = |devices, ceiling| {
+            let gears = Gears {
+                devices,
+                cpu_ceiling_ghz: ceiling,
+            };
+            let t = WithGpus::new(&Flat, &g, Some(&busy), gears)
+                .table(&nodes)
+                .unwrap();
+            t.nodes
+                .iter()
+                .map(|r| {
+                    r.choices
+                        .iter()
+                        .map(|c| (c.freq_ghz, c.gpu_mhz))
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            clocks(Devices::Cpu, None),
+            [
+                vec![(1.0, None), (2.0, None)],
+                vec![(1.0, None), (2.0, None)]
+            ]
+        );
+        assert_eq!(
+            clocks(Devices::Gpu, None),
+            [vec![(2.0, None)], vec![(2.0, Some(800)), (2.0, None)]]
+        );
+        assert_eq!(
+            clocks(Devices::Gpu, Some(1.5)),
+            [vec![(1.0, None)], vec![(1.0, Some(800)), (1.0, None)]]
+        );
     }
 }

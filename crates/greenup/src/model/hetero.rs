@@ -89,6 +89,7 @@ impl Hetero {
             };
             let dynamic_j = p_dyn * compute_s;
             choices.push(Choice {
+                gpu_mhz: None,
                 freq_ghz: f,
                 compute_s: finite_or(compute_s, || {
                     format!("compute time of node {} at {f} GHz", slot.name)

@@ -33,6 +33,9 @@ pub struct NodeSetting {
     pub node_type: String,
     /// CPU frequency in GHz.
     pub freq_ghz: f64,
+    /// SM clock of the node's GPUs in MHz, when the decision chooses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mhz: Option<u32>,
 }
 
 /// A configuration: the nodes that run the job, each at its own frequency.
@@ -60,6 +63,9 @@ pub struct NodePrediction {
     pub name: String,
     /// Frequency in GHz.
     pub freq_ghz: f64,
+    /// SM clock of its GPUs in MHz, when the decision chooses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mhz: Option<u32>,
     /// Seconds this node computes (it waits for the slowest node the rest of the time).
     pub compute_s: f64,
     /// Joules this node uses over the whole job.
@@ -86,6 +92,9 @@ pub struct Prediction {
 pub struct Choice {
     /// Frequency in GHz.
     pub freq_ghz: f64,
+    /// SM clock of the node's GPUs in MHz, when this choice sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_mhz: Option<u32>,
     /// Seconds this node computes at this frequency.
     pub compute_s: f64,
     /// Joules above static power this node uses while computing at this frequency.
@@ -99,7 +108,8 @@ pub struct NodeChoices {
     pub name: String,
     /// Node type from the site config.
     pub node_type: String,
-    /// The node's choices, ascending by frequency; the last is the maximum.
+    /// The node's choices, ascending by frequency (and by GPU clock within one); the
+    /// last is the maximum.
     pub choices: Vec<Choice>,
     /// Watts this node draws for the whole wall time whatever it does.
     pub static_w: f64,
@@ -179,6 +189,7 @@ impl SweepTable {
                 NodePrediction {
                     name: node.name.clone(),
                     freq_ghz: c.freq_ghz,
+                    gpu_mhz: c.gpu_mhz,
                     compute_s: c.compute_s,
                     energy_j: e,
                     avg_power_w: if time_s > 0.0 { e / time_s } else { 0.0 },
@@ -204,6 +215,7 @@ impl SweepTable {
                     name: n.name.clone(),
                     node_type: n.node_type.clone(),
                     freq_ghz: n.choices[k].freq_ghz,
+                    gpu_mhz: n.choices[k].gpu_mhz,
                 })
                 .collect(),
         }
@@ -267,6 +279,11 @@ pub trait Predictor {
 
     /// Iso-energy-efficiency EE = E1 / Ep of a configuration (paper 000), for models that define it.
     fn efficiency(&self, _config: &Config, _prediction: &Prediction) -> Option<f64> {
+        None
+    }
+
+    /// How long the application's GPUs are busy, when its profile says ([`gpus`]).
+    fn gpu_busy(&self) -> Option<&gpus::GpuBusy> {
         None
     }
 }
@@ -393,6 +410,7 @@ mod capped_tests {
             choices: freqs
                 .iter()
                 .map(|&f| Choice {
+                    gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: 10.0 / f,
                     dynamic_j: f * f,

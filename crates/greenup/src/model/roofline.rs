@@ -170,6 +170,7 @@ impl Predictor for Roofline {
             let mut choices = Vec::with_capacity(per_f.len());
             for (f, t, ops_j, pi0) in per_f {
                 choices.push(Choice {
+                    gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: finite_or(t, || {
                         format!("roofline time of node {} at {f} GHz", slot.name)

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::comm::{CommDvfs, WaitMode};
 use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
+use crate::model::gpus::Devices;
 use crate::optimize::Objective;
 use crate::units::{UnitError, parse_energy, parse_power};
 
@@ -43,6 +44,8 @@ pub struct Policy {
     pub monitor: bool,
     /// Communication-phase DVFS in the job's MPI ranks (`comm_dvfs:`); absent: not asked for.
     pub comm_dvfs: Option<CommDvfs>,
+    /// Which devices a decision may slow on GPU nodes: `cpu`, `gpu` or `both` (the default).
+    pub devices: Devices,
     /// The file it came from.
     pub source: PathBuf,
 }
@@ -169,6 +172,8 @@ struct RawPolicy {
     monitor: Option<bool>,
     #[serde(default)]
     comm_dvfs: Option<RawComm>,
+    #[serde(default)]
+    devices: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -305,7 +310,24 @@ impl Policy {
             }
         }
         let comm_dvfs = raw.comm_dvfs.as_ref().map(|c| c.check(path)).transpose()?;
+        let devices = match &raw.devices {
+            None => Devices::default(),
+            Some(d) => match d.value.as_str() {
+                "cpu" => Devices::Cpu,
+                "gpu" => Devices::Gpu,
+                "both" => Devices::Both,
+                _ => {
+                    return Err(InputError::at(
+                        path,
+                        d,
+                        "devices",
+                        "cpu, gpu or both: which devices a decision may slow on GPU nodes",
+                    ));
+                }
+            },
+        };
         Ok(Policy {
+            devices,
             name: name.clone(),
             description: raw.description.unwrap_or_default(),
             objective,

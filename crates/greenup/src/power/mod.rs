@@ -24,13 +24,17 @@ pub struct Grant {
     pub weight_w: f64,
 }
 
-/// What a node would draw running flat out at `freq_ghz` (its type's top frequency when
-/// None), by its type's power model, its GPUs at their top clock included
-/// ([`split::node_model`]): the weight its share of a grant is in proportion to, so that
-/// a plan's slower nodes are not held to a fast node's share. None for a node the site
-/// does not type.
-pub fn node_weight_w(site: &Site, node: &str, freq_ghz: Option<f64>) -> Option<f64> {
-    split::node_model(site, node, freq_ghz, None).map(|m| m.total_w())
+/// What a node would draw running flat out at `freq_ghz` with its GPUs at `gpu_mhz` (each
+/// its top one when None), by its type's power model ([`split::node_model`]): the weight
+/// its share of a grant is in proportion to, so that a plan's slower nodes are not held
+/// to a fast node's share. None for a node the site does not type.
+pub fn node_weight_w(
+    site: &Site,
+    node: &str,
+    freq_ghz: Option<f64>,
+    gpu_mhz: Option<u32>,
+) -> Option<f64> {
+    split::node_model(site, node, freq_ghz, gpu_mhz).map(|m| m.total_w())
 }
 
 /// The most `nodes` may draw: each node's CPUs at their top frequency and its GPUs at
@@ -39,21 +43,22 @@ pub fn node_weight_w(site: &Site, node: &str, freq_ghz: Option<f64>) -> Option<f
 pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
     nodes
         .iter()
-        .filter_map(|n| node_weight_w(site, n, None))
+        .filter_map(|n| node_weight_w(site, n, None, None))
         .sum()
 }
 
 impl Grant {
-    /// A grant of `granted_w` over `nodes` (each with the frequency it will run at, None
-    /// for its top one). None when a node is untyped: its share could not be weighed.
+    /// A grant of `granted_w` over `nodes` (each with the frequency and GPU clock it will
+    /// run at, None for its top ones). None when a node is untyped: its share could not
+    /// be weighed.
     pub fn over<'a>(
         site: &Site,
         granted_w: f64,
-        nodes: impl IntoIterator<Item = (&'a str, Option<f64>)>,
+        nodes: impl IntoIterator<Item = (&'a str, Option<f64>, Option<u32>)>,
     ) -> Option<Grant> {
         let mut weight_w = 0.0;
-        for (n, f) in nodes {
-            weight_w += node_weight_w(site, n, f)?;
+        for (n, f, g) in nodes {
+            weight_w += node_weight_w(site, n, f, g)?;
         }
         (granted_w.is_finite() && granted_w >= 0.0 && weight_w > 0.0).then_some(Grant {
             granted_w,
@@ -140,14 +145,14 @@ mod tests {
         let site = site();
         // etc/greenup.yaml: n[1-2] fast (120 W dynamic at 3.0 GHz, cube law, 40 W static).
         let fast = |f: f64| 120.0 * (f / 3.0_f64).powi(3) + 40.0;
-        let nodes = [("n1", None), ("n2", Some(1.4))];
+        let nodes = [("n1", None, None), ("n2", Some(1.4), None)];
         let g = Grant::over(&site, 100.0, nodes).unwrap();
         let (w1, w2) = (fast(3.0), fast(1.4));
         assert!((g.weight_w - (w1 + w2)).abs() < 1e-9, "{g:?}");
-        let s1 = g.share_w(node_weight_w(&site, "n1", None).unwrap());
-        let s2 = g.share_w(node_weight_w(&site, "n2", Some(1.4)).unwrap());
+        let s1 = g.share_w(node_weight_w(&site, "n1", None, None).unwrap());
+        let s2 = g.share_w(node_weight_w(&site, "n2", Some(1.4), None).unwrap());
         assert!((s1 + s2 - 100.0).abs() < 1e-9);
         assert!((s1 / s2 - w1 / w2).abs() < 1e-9);
-        assert!(Grant::over(&site, 100.0, [("nowhere", None)]).is_none());
+        assert!(Grant::over(&site, 100.0, [("nowhere", None, None)]).is_none());
     }
 }

@@ -215,7 +215,7 @@ nodes:
         let c = node_model(&s, "c1", None, None).unwrap();
         assert_eq!((c.gpus, c.gpu_w), (0, 0.0));
         assert!(close(
-            crate::power::node_weight_w(&s, "g1", None).unwrap(),
+            crate::power::node_weight_w(&s, "g1", None, None).unwrap(),
             3100.0
         ));
         assert!(node_model(&s, "nowhere", None, None).is_none());

@@ -18,7 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::outcome::{Outcome, check, outcome_from_record};
-use super::{AmdahlFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile, unspanned};
+use super::{
+    AmdahlFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile,
+    unspanned,
+};
 use crate::model::amdahl;
 use crate::record::JobRecord;
 use crate::site::Site;
@@ -134,11 +137,15 @@ pub fn learn(
         )));
     }
     let (runs, left_out) = runs_at_fmax(site, app, records);
-    let (mut file, notes, jobs) = match model {
+    let (mut file, mut notes, jobs) = match model {
         Model::Hetero => hetero(site, app, &runs, &left_out, nodes)?,
         Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
         Model::IsoEnergy => iso_energy_section(site, app, &runs, &left_out)?,
     };
+    if let Some((gpu, note)) = gpu_section(site, &runs) {
+        file.gpu = Some(gpu);
+        notes.push(note);
+    }
     let jobs_text = and_list(&jobs);
     file.description = Some(unspanned(Param::Text(format!(
         "{app}, learned by greenup profile learn from jobs {jobs_text} at maximum frequency"
@@ -153,6 +160,64 @@ pub fn learn(
     Ok(Learned { file, jobs, notes })
 }
 
+/// The `gpu:` section, when runs measured the GPUs of some node type on every node of it:
+/// per type, each run's mean busy seconds per node of the type, scaled to the largest of
+/// those runs' node counts (the GPUs' work divides evenly over a job's nodes), averaged.
+fn gpu_section(site: &Site, runs: &[Outcome]) -> Option<(GpuFile, String)> {
+    let mut per_type: BTreeMap<&str, Vec<(usize, f64, u64)>> = BTreeMap::new();
+    for o in runs {
+        for t in site.gpu_types.keys() {
+            let busy: Option<Vec<f64>> = o
+                .nodes
+                .iter()
+                .filter(|n| &n.node_type == t)
+                .map(|n| n.gpu_busy_s)
+                .collect();
+            if let Some(b) = busy.filter(|b| !b.is_empty()) {
+                let mean = b.iter().sum::<f64>() / b.len() as f64;
+                per_type
+                    .entry(t)
+                    .or_default()
+                    .push((o.nodes.len(), mean, o.job_id));
+            }
+        }
+    }
+    let nodes = per_type.values().flatten().map(|(n, _, _)| *n).max()?;
+    let mut node_types = BTreeMap::new();
+    let mut said = Vec::new();
+    for (t, seen) in &per_type {
+        let busy_s = seen
+            .iter()
+            .map(|(n, b, _)| b * *n as f64 / nodes as f64)
+            .sum::<f64>()
+            / seen.len() as f64;
+        node_types.insert(
+            t.to_string(),
+            GpuTypeFile {
+                busy_s: unspanned(Param::Number(round_s(busy_s))),
+            },
+        );
+        said.push(format!(
+            "{t}'s GPUs busy {busy_s:.3} s per node (jobs {})",
+            and_list(seen.iter().map(|x| x.2))
+        ));
+    }
+    let file = GpuFile {
+        nodes: unspanned(Param::Number(nodes as f64)),
+        node_types,
+    };
+    let note = format!(
+        "gpu: on {nodes} nodes at their top clock, {}; NVML's utilization times each run",
+        said.join(", ")
+    );
+    Some((file, note))
+}
+
+/// Seconds kept to the microsecond, so a learned file reads cleanly.
+fn round_s(s: f64) -> f64 {
+    (s * 1e6).round() / 1e6
+}
+
 fn empty_file(app: &str) -> ProfileFile {
     ProfileFile {
         name: unspanned(Param::Text(app.to_string())),
@@ -163,6 +228,7 @@ fn empty_file(app: &str) -> ProfileFile {
         roofline: None,
         amdahl: None,
         hetero: None,
+        gpu: None,
     }
 }
 
@@ -778,6 +844,65 @@ mod tests {
     }
 
     #[test]
+    fn the_gpus_busy_time_is_learned_from_nvmls_utilization_over_each_run() {
+        let mut s = site();
+        // etc/greenup.yaml's fast nodes n1 and n2 get two GPUs each.
+        s.gpu_types.insert(
+            "fast".into(),
+            crate::site::GpuType {
+                count: 2,
+                clocks_mhz: Some((800, 1600)),
+                clock_step_mhz: None,
+                power_limit_w: None,
+                dynamic_w: 250.0,
+                static_w: 50.0,
+            },
+        );
+        let util = |rec: &mut JobRecord, node: &str, pct: f64| {
+            let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
+            o.gpu = Some(Box::new(crate::record::NodeGpu {
+                gpus: 2,
+                source: Default::default(),
+                energy_j: Some(1.0),
+                avg_power_w: Some(1.0),
+                sm_mhz: Some(1600.0),
+                util_pct: Some(pct),
+                note: None,
+            }));
+        };
+        let mut recs = cluster_runs("md");
+        // Job 1, two nodes, 40 s: 50 % and 60 %, so 22 s per node on 2 nodes, the work
+        // of 11 s per node on 4. Job 3, four nodes, 26 s: 40 % on both, 10.4 s.
+        util(&mut recs[0], "n1", 50.0);
+        util(&mut recs[0], "n2", 60.0);
+        util(&mut recs[2], "n1", 40.0);
+        util(&mut recs[2], "n2", 40.0);
+        // Job 4 measured one of its fast nodes' GPUs only: it says nothing of them.
+        let mut partial = run(4, "md", 26.0, &[("n1", FAST, None), ("n2", FAST, None)]);
+        util(&mut partial, "n1", 90.0);
+        recs.push(partial);
+        let l = learn(&s, "md", Model::Hetero, &recs, None).unwrap();
+        let g = l.file.gpu.as_ref().expect("a gpu section");
+        assert_eq!(g.nodes.value, Param::Number(4.0));
+        assert_eq!(g.node_types.keys().collect::<Vec<_>>(), ["fast"]);
+        let Param::Number(busy) = g.node_types["fast"].busy_s.value else {
+            panic!("{:?}", g.node_types["fast"].busy_s.value);
+        };
+        assert!((busy - (11.0 + 10.4) / 2.0).abs() < 1e-9, "{busy}");
+        assert!(
+            l.notes.iter().any(|n| n.starts_with("gpu: on 4 nodes")),
+            "{:?}",
+            l.notes
+        );
+        // The profile carries it to decisions.
+        let p = Profile::from_file(Path::new("md"), l.file).unwrap();
+        assert_eq!(p.gpu_busy().unwrap().busy_s["fast"], busy);
+        // Without GPU readings there is no section.
+        let l = learn(&s, "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
+        assert!(l.file.gpu.is_none());
+    }
+
+    #[test]
     fn hetero_takes_each_nodes_compute_and_mpi_time_where_the_runtime_measured_them() {
         let split = Some((18.0, 7.0));
         let eco_split = Some((23.0, 2.5));
@@ -897,6 +1022,7 @@ mod tests {
             reason: String::new(),
             node_count: 1,
             nodes: vec![PlannedNode {
+                gpu_mhz: None,
                 name: "n1".into(),
                 node_type: "fast".into(),
                 freq_ghz: Ghz(1.8),

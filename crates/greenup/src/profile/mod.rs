@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
 use crate::model::amdahl::{Amdahl, AmdahlFit, CommLaw};
+use crate::model::gpus::{Busy, GpuBusy};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
 use crate::model::roofline::Roofline;
@@ -148,6 +149,28 @@ pub struct ProfileFile {
     /// Paper 004's per-node-type iteration times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hetero: Option<HeteroFile>,
+    /// How long a GPU node's GPUs are busy, beside whichever model predicts the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuFile>,
+}
+
+/// `gpu:` section: the seconds each node's GPUs compute at their top clock, by site node
+/// type, on `nodes` nodes (monitor runs measure it: NVML's utilization times the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuFile {
+    /// The node count the seconds hold for; the GPUs' work divides evenly over more nodes.
+    pub nodes: Spanned<Param>,
+    /// Per site node type with GPUs.
+    pub node_types: BTreeMap<String, GpuTypeFile>,
+}
+
+/// One node type's GPU time in a `gpu:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuTypeFile {
+    /// Seconds each node's GPUs are busy over the whole job at their top clock.
+    pub busy_s: Spanned<Param>,
 }
 
 /// `iso_energy:` section.
@@ -332,6 +355,7 @@ pub struct Profile {
     hetero: Option<BTreeMap<String, TypeTimes>>,
     hetero_iterations: f64,
     hetero_nodes: Option<usize>,
+    gpu: Option<GpuBusy>,
 }
 
 /// The site-independent part of an amdahl section.
@@ -528,7 +552,9 @@ impl Profile {
             }
             None => (None, 0.0, None),
         };
+        let gpu = file.gpu.as_ref().map(|g| check_gpu(&c, g)).transpose()?;
         let profile = Profile {
+            gpu,
             path: path.to_path_buf(),
             name,
             version,
@@ -622,13 +648,20 @@ impl Profile {
                 self.name()
             ))
         };
-        match model {
-            "hetero" => Ok(Box::new(self.hetero_model(site).ok_or_else(missing)?)),
-            "amdahl" => Ok(Box::new(self.amdahl_model(site).ok_or_else(missing)?)),
-            "iso_energy" => Ok(Box::new(self.iso_energy.clone().ok_or_else(missing)?)),
-            "roofline" => Ok(Box::new(self.roofline.clone().ok_or_else(missing)?)),
-            _ => Err(missing()),
-        }
+        let inner: Box<dyn Predictor + Send + Sync> = match model {
+            "hetero" => Box::new(self.hetero_model(site).ok_or_else(missing)?),
+            "amdahl" => Box::new(self.amdahl_model(site).ok_or_else(missing)?),
+            "iso_energy" => Box::new(self.iso_energy.clone().ok_or_else(missing)?),
+            "roofline" => Box::new(self.roofline.clone().ok_or_else(missing)?),
+            _ => return Err(missing()),
+        };
+        Ok(match &self.gpu {
+            Some(busy) => Box::new(Busy {
+                inner,
+                busy: busy.clone(),
+            }),
+            None => inner,
+        })
     }
 
     /// The hetero model of this profile on the site's node types, if it has one.
@@ -638,6 +671,11 @@ impl Profile {
             types: self.hetero.clone()?,
             site_types: site.node_types.clone(),
         })
+    }
+
+    /// How long the GPUs of each GPU node type are busy, when the profile knows.
+    pub fn gpu_busy(&self) -> Option<&GpuBusy> {
+        self.gpu.as_ref()
     }
 
     /// The node count a hetero section's times hold for (`hetero.nodes`), if it says.
@@ -782,6 +820,28 @@ fn check_amdahl(c: &Checker, s: &AmdahlFile) -> Result<AmdahlSpec, InputError> {
             .map(|v| c.nonneg(v, "amdahl.blocked_w"))
             .transpose()?,
     })
+}
+
+fn check_gpu(c: &Checker, s: &GpuFile) -> Result<GpuBusy, InputError> {
+    let nodes = c.number(&s.nodes, "gpu.nodes", "a whole number >= 1", |x| {
+        x >= 1.0 && x.fract() == 0.0 && x < 1.0e9
+    })? as usize;
+    if s.node_types.is_empty() {
+        return Err(InputError::new(
+            file_origin(c.path, &s.nodes.referenced),
+            "gpu.node_types",
+            "{}",
+            "at least one node type with GPUs",
+        ));
+    }
+    let mut busy_s = BTreeMap::new();
+    for (name, t) in &s.node_types {
+        busy_s.insert(
+            name.clone(),
+            c.nonneg(&t.busy_s, &format!("gpu.node_types.{name}.busy_s"))?,
+        );
+    }
+    Ok(GpuBusy { nodes, busy_s })
 }
 
 fn check_hetero(

@@ -34,6 +34,10 @@ pub struct NodeOutcome {
     /// Bytes this node's ranks moved in MPI calls, when the MPI runtime counted them.
     #[serde(default)]
     pub bytes: Option<u64>,
+    /// Seconds the job's GPUs on this node computed (NVML's mean utilization times the
+    /// run), when measured with their clock left at its top.
+    #[serde(default)]
+    pub gpu_busy_s: Option<f64>,
 }
 
 /// One finished job, as refinement sees it.
@@ -59,6 +63,7 @@ impl Outcome {
                 .nodes
                 .iter()
                 .map(|n| NodeSetting {
+                    gpu_mhz: None,
                     name: n.name.clone(),
                     node_type: n.node_type.clone(),
                     freq_ghz: n.freq_ghz,
@@ -211,9 +216,14 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
     if rec.decision.verdict == Verdict::Refused {
         return None;
     }
-    let node = |name: &str, node_type: &str, planned_ghz: Option<f64>| {
+    let time_s = rec.elapsed_s().unwrap_or(0.0);
+    let node = |name: &str, node_type: &str, planned_ghz: Option<f64>, gpu_top: bool| {
         let out = rec.outcomes.iter().find(|o| o.node == name);
         NodeOutcome {
+            gpu_busy_s: out
+                .and_then(|o| o.gpu.as_ref()?.util_pct)
+                .filter(|u| gpu_top && u.is_finite() && (0.0..=100.0).contains(u) && time_s > 0.0)
+                .map(|u| u / 100.0 * time_s),
             name: name.to_string(),
             node_type: node_type.to_string(),
             // NaN when nothing says: `check` then leaves the run out, naming the node.
@@ -232,7 +242,14 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
         Some(plan) => (
             plan.nodes
                 .iter()
-                .map(|n| node(&n.name, &n.node_type, Some(n.freq_ghz.0)))
+                .map(|n| {
+                    node(
+                        &n.name,
+                        &n.node_type,
+                        Some(n.freq_ghz.0),
+                        n.gpu_mhz.is_none(),
+                    )
+                })
                 .collect(),
             plan.predicted.time_s.0,
         ),
@@ -240,7 +257,7 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
             rec.request
                 .nodes
                 .iter()
-                .map(|n| Some(node(n, site.nodes.get(n)?, None)))
+                .map(|n| Some(node(n, site.nodes.get(n)?, None, true)))
                 .collect::<Option<Vec<_>>>()?,
             rec.decision
                 .plan
@@ -251,7 +268,7 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
     Some(Outcome {
         job_id: rec.job_id,
         state: rec.run_state(),
-        time_s: rec.elapsed_s().unwrap_or(0.0),
+        time_s,
         predicted_time_s,
         nodes,
     })

@@ -689,6 +689,7 @@ mod tests {
                 let s = fmax / f;
                 let e = pd * s.powi(-2) * cp * ITERS + ps * t;
                 NodeOutcome {
+                    gpu_busy_s: None,
                     comm_s: None,
                     calls: None,
                     bytes: None,
@@ -938,6 +939,7 @@ mod tests {
             time_s,
             predicted_time_s,
             nodes: vec![NodeOutcome {
+                gpu_busy_s: None,
                 comm_s: None,
                 calls: None,
                 bytes: None,
@@ -1011,6 +1013,7 @@ mod tests {
             predicted_time_s: t,
             nodes: (0..p)
                 .map(|i| NodeOutcome {
+                    gpu_busy_s: None,
                     comm_s: None,
                     calls: None,
                     bytes: None,
@@ -1105,6 +1108,7 @@ mod tests {
             .map(|i| {
                 let c = true_compute(pf, f) / pf * noise.next();
                 NodeOutcome {
+                    gpu_busy_s: None,
                     name: format!("n{i}"),
                     node_type: "x".into(),
                     freq_ghz: f,
@@ -1344,6 +1348,7 @@ mod tests {
                 predicted_time_s: t,
                 nodes: (0..n)
                     .map(|i| NodeOutcome {
+                        gpu_busy_s: None,
                         comm_s: None,
                         calls: None,
                         bytes: None,

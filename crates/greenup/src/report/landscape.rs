@@ -221,6 +221,7 @@ pub fn ee_points(
                 nodes: slots[..n]
                     .iter()
                     .map(|s| NodeSetting {
+                        gpu_mhz: None,
                         name: s.name.clone(),
                         node_type: s.node_type.clone(),
                         freq_ghz: s

@@ -99,6 +99,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         nodes: decided
             .iter()
             .map(|(n, t, f)| NodeSetting {
+                gpu_mhz: None,
                 name: n.clone(),
                 node_type: t.clone(),
                 freq_ghz: *f,
@@ -207,6 +208,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                             let t = site.nodes.get(n)?;
                             let f = site.node_types.get(t)?.fmax();
                             Some(NodeSetting {
+                                gpu_mhz: None,
                                 name: n.clone(),
                                 node_type: t.clone(),
                                 freq_ghz: f,

@@ -20,7 +20,7 @@ const MAX_MHZ: u64 = 10_000;
 pub(super) struct RawGpus {
     count: Spanned<Value>,
     #[serde(default)]
-    clocks_mhz: Option<Spanned<RawRange>>,
+    clocks_mhz: Option<Spanned<RawClocks>>,
     #[serde(default)]
     power_limit: Option<Spanned<RawRange>>,
     power: Spanned<RawGpuPower>,
@@ -31,6 +31,15 @@ pub(super) struct RawGpus {
 struct RawRange {
     min: Spanned<Value>,
     max: Spanned<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClocks {
+    min: Spanned<Value>,
+    max: Spanned<Value>,
+    #[serde(default)]
+    step: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -60,7 +69,7 @@ impl Checker<'_> {
             })? as u32;
         let clocks_mhz = match &g.clocks_mhz {
             Some(r) => {
-                let mhz = |v: &Spanned<Value>, k: &str| {
+                let mhz = |v: &Spanned<Value>, k: &str, what: &str| {
                     v.value
                         .as_u64()
                         .filter(|m| (1..=MAX_MHZ).contains(m))
@@ -70,12 +79,12 @@ impl Checker<'_> {
                                 v,
                                 &key(k),
                                 shown(&v.value),
-                                format!("an SM clock in MHz, a whole number in 1-{MAX_MHZ}"),
+                                format!("{what} in MHz, a whole number in 1-{MAX_MHZ}"),
                             )
                         })
                 };
-                let lo = mhz(&r.value.min, "clocks_mhz.min")?;
-                let hi = mhz(&r.value.max, "clocks_mhz.max")?;
+                let lo = mhz(&r.value.min, "clocks_mhz.min", "an SM clock")?;
+                let hi = mhz(&r.value.max, "clocks_mhz.max", "an SM clock")?;
                 if lo > hi {
                     return Err(self.err(
                         &r.value.max,
@@ -84,9 +93,21 @@ impl Checker<'_> {
                         format!("at least clocks_mhz.min ({lo} MHz)"),
                     ));
                 }
-                Some((lo, hi))
+                let step = match &r.value.step {
+                    Some(v) => Some(mhz(
+                        v,
+                        "clocks_mhz.step",
+                        "the step between the clocks chosen",
+                    )?),
+                    None => None,
+                };
+                Some(((lo, hi), step))
             }
             None => None,
+        };
+        let (clocks_mhz, clock_step_mhz) = match clocks_mhz {
+            Some((range, step)) => (Some(range), step),
+            None => (None, None),
         };
         let power_limit_w = match &g.power_limit {
             Some(r) => {
@@ -108,6 +129,7 @@ impl Checker<'_> {
         Ok(GpuType {
             count,
             clocks_mhz,
+            clock_step_mhz,
             power_limit_w,
             dynamic_w: self.gpu_watts(&p.dynamic_w, &key("power.dynamic_w"), true)?,
             static_w: self.gpu_watts(&p.static_w, &key("power.static_w"), true)?,

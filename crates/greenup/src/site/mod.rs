@@ -161,12 +161,42 @@ pub struct GpuType {
     pub count: u32,
     /// The SM clock range greenup may lock within, in MHz (None: what NVML offers).
     pub clocks_mhz: Option<(u32, u32)>,
+    /// The step between the SM clocks a decision may choose, in MHz (`clocks_mhz.step`;
+    /// None: eight clocks spread evenly over the range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_step_mhz: Option<u32>,
     /// The power limits greenup may set, in watts (None: what NVML accepts).
     pub power_limit_w: Option<(f64, f64)>,
     /// Dynamic power of one GPU at its top clock, fully busy, in watts.
     pub dynamic_w: f64,
     /// Static power of one GPU, in watts.
     pub static_w: f64,
+}
+
+/// How many SM clocks a decision may choose among when the site gives no step.
+const DEFAULT_GPU_GEARS: u32 = 8;
+
+impl GpuType {
+    /// The SM clocks a decision may choose, ascending, the top one last: from
+    /// `clocks_mhz.max` down by the step to `clocks_mhz.min`, which is always one (none
+    /// without a clock range: the top clock is then unknown, so no clock is chosen).
+    pub fn gears_mhz(&self) -> Vec<u32> {
+        let Some((lo, hi)) = self.clocks_mhz else {
+            return Vec::new();
+        };
+        let step = self
+            .clock_step_mhz
+            .unwrap_or_else(|| (hi - lo).div_ceil(DEFAULT_GPU_GEARS - 1))
+            .max(1);
+        let mut gears: Vec<u32> = (0..)
+            .map(|k| hi.saturating_sub(k * step))
+            .take_while(|&m| m > lo)
+            .collect();
+        gears.push(lo);
+        gears.reverse();
+        gears.dedup();
+        gears
+    }
 }
 
 /// What greenupd does when a policy's measured slowdown for an application exceeds
