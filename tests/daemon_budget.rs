@@ -308,6 +308,7 @@ fn with_gpus(s: &mut greenup::site::Site) {
             power_limit_w: None,
             dynamic_w: 250.0,
             static_w: 50.0,
+            gamma: 3.0,
         },
     );
 }

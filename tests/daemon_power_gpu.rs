@@ -161,6 +161,7 @@ fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
                 power_limit_w: None,
                 dynamic_w: 630.0,
                 static_w: 70.0,
+                gamma: 3.0,
             },
         );
     });

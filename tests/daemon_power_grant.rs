@@ -190,6 +190,7 @@ fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at
                 power_limit_w: None,
                 dynamic_w: 250.0,
                 static_w: 50.0,
+                gamma: 3.0,
             },
         );
         let profiles = dir.join("profiles");

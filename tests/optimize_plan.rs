@@ -625,9 +625,21 @@ fn site_with_gpus() -> Site {
             power_limit_w: None,
             dynamic_w: 250.0,
             static_w: 50.0,
+            gamma: 3.0,
         },
     );
     s
+}
+
+/// The plan of `policy` for n3 and n4 on `s`, with the model above.
+fn fast_pair_plan(s: &Site, policy_name: &str) -> greenup::plan::Plan {
+    plan_with(
+        s,
+        &model(s),
+        &policy(policy_name),
+        &request(policy_name, fast_pair()),
+    )
+    .unwrap()
 }
 
 fn fast_pair() -> NodeRequest {
@@ -648,13 +660,7 @@ fn fast_pair_closed_form(f3: f64, f4: f64) -> (f64, f64) {
 #[test]
 fn a_gpu_nodes_gpus_count_in_its_plan_flat_out_and_rapls_part_stays_apart() {
     let s = site_with_gpus();
-    let p = plan_with(
-        &s,
-        &model(&s),
-        &policy("monitor"),
-        &request("monitor", fast_pair()),
-    )
-    .unwrap();
+    let p = fast_pair_plan(&s, "monitor");
     // Two nodes x two GPUs x (50 + 250) W, for the whole wall time.
     let (t, cpu_j) = fast_pair_closed_form(3.4, 3.4);
     let gpus_w = 2.0 * 2.0 * 300.0;
@@ -673,13 +679,7 @@ fn a_gpu_nodes_gpus_count_in_its_plan_flat_out_and_rapls_part_stays_apart() {
     assert!(close(base.energy_j.0, cpu_j));
     // A CPU-only site's plans say nothing of GPUs.
     let s = site();
-    let p = plan_with(
-        &s,
-        &model(&s),
-        &policy("monitor"),
-        &request("monitor", fast_pair()),
-    )
-    .unwrap();
+    let p = fast_pair_plan(&s, "monitor");
     assert_eq!(p.gpus, None);
 }
 
@@ -746,7 +746,12 @@ fn busy_model(s: &Site) -> WithBusy<'_> {
         model(s),
         greenup::model::gpus::GpuBusy {
             nodes: 2,
-            busy_s: [("fast".to_string(), 6.0)].into_iter().collect(),
+            types: [(
+                "fast".to_string(),
+                greenup::model::gpus::TypeBusy::seconds(6.0),
+            )]
+            .into_iter()
+            .collect(),
         },
     )
 }

@@ -12,7 +12,7 @@ fn outcome(job_id: u64, state: RunState, scale: f64) -> Outcome {
     // Table I type1 and type3 at maximum frequency; the application runs 20 % slower
     // than its profile says (0.5 s and 0.3333 s per iteration, 1000 iterations).
     let node = |name: &str, ty: &str, f: f64, e: f64| NodeOutcome {
-        gpu_busy_s: None,
+        gpu: None,
         comm_s: None,
         name: name.into(),
         node_type: ty.into(),
@@ -334,7 +334,7 @@ fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
             predicted_time_s: t,
             nodes: (0..p)
                 .map(|i| NodeOutcome {
-                    gpu_busy_s: None,
+                    gpu: None,
                     name: format!("n{i}"),
                     node_type: "type1".into(),
                     freq_ghz: 2.5,
@@ -406,7 +406,7 @@ fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
             predicted_time_s: t,
             nodes: (0..p)
                 .map(|i| NodeOutcome {
-                    gpu_busy_s: None,
+                    gpu: None,
                     name: format!("n{i}"),
                     node_type: "type1".into(),
                     freq_ghz: 2.5,

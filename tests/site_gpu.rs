@@ -41,6 +41,7 @@ fn a_gpu_node_type_reads_back_as_written() {
             power_limit_w: Some((200.0, 700.0)),
             dynamic_w: 630.0,
             static_w: 70.0,
+            gamma: 3.0,
         })
     );
     assert!(!site.gpu_types.contains_key("cpu"));

@@ -221,6 +221,7 @@ fn gpu_nodes(site: &Site) -> BTreeMap<String, GpuNode> {
                     gears_mhz: g.gears_mhz(),
                     dynamic_w: g.dynamic_w,
                     static_w: g.static_w,
+                    gamma: g.gamma,
                 },
             )
         })

@@ -5,21 +5,25 @@
 //! top clock for the whole job: what Slurm's queue holds for them unplanned, so a plan
 //! never fits a power cap, an energy cap or a budget that its GPUs would break.
 //!
-//! With it, the GPUs of node i are busy `b_i` seconds at their top clock `g_top` (the
-//! section's seconds on its node count, the work divided evenly over the job's nodes),
-//! and their SM clocks are gears like a CPU's (paper 004's scaling factor, on the GPU):
-//! at clock g, with `S = g_top / g`,
+//! With it, the GPUs of node i are busy `b_i` seconds (the section's seconds on its node
+//! count, the work divided evenly over the job's nodes) at the clock `c` they ran at
+//! when left alone (the section's `clock_mhz`: a power-bound kernel runs below the top
+//! clock; the top clock when not given), each drawing `P_c` above its static power
+//! (the section's `power_w` less the static power; else the site's dynamic power at
+//! c). Their SM clocks below c are gears like a CPU's (paper 004's scaling factor, on
+//! the GPU): locked at g, with `r = g / c`,
 //!
-//! `compute_s(f, g) = compute_s(f) + b_i * (S - 1)`: the models' compute time holds
-//! the GPUs' time at the top clock (the CPU waits for its kernels), which stretches by S;
+//! `compute_s(f, g) = compute_s(f) + b_i * (1 / r - 1)`: the models' compute time holds
+//! the GPUs' time (the CPU waits for its kernels), which stretches by 1 / r;
 //!
-//! `dynamic_j(f, g) = dynamic_j(f) + n * P_d * S^-3 * b_i * S`: each of the n GPUs draws
-//! its dynamic power at g, the cube law of eq. 8, while busy;
+//! `dynamic_j(f, g) = dynamic_j(f) + n * P_c * r^gamma * b_i / r`: each of the n GPUs
+//! draws its dynamic power at g, the site's `gamma` law (3, the cube of eq. 8, unless
+//! the site says), while busy;
 //!
 //! `static_w += n * P_s`: the GPUs' static power, for the whole wall time.
 //!
-//! A choice keeps the GPUs' clock unset at their top clock, so a decision changes a
-//! GPU only where it lowers it.
+//! A clock at or above c changes nothing, so it is no gear; a choice that keeps c leaves
+//! the clock unset, so a decision changes a GPU only where it lowers it.
 
 use std::collections::BTreeMap;
 
@@ -56,8 +60,30 @@ impl Devices {
 pub struct GpuBusy {
     /// The node count the seconds hold for.
     pub nodes: usize,
-    /// Seconds each node's GPUs compute at their top clock, by site node type.
-    pub busy_s: BTreeMap<String, f64>,
+    /// By site node type.
+    pub types: BTreeMap<String, TypeBusy>,
+}
+
+/// One node type's GPUs in a profile's `gpu:` section.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TypeBusy {
+    /// Seconds each node's GPUs compute over the job, left at their own clock.
+    pub busy_s: f64,
+    /// The SM clock they ran at while busy, MHz (None: the top clock).
+    pub clock_mhz: Option<u32>,
+    /// Watts one GPU drew while busy (None: the site's power model at that clock).
+    pub power_w: Option<f64>,
+}
+
+impl TypeBusy {
+    /// Busy seconds only, at the top clock and the site's power.
+    pub fn seconds(busy_s: f64) -> TypeBusy {
+        TypeBusy {
+            busy_s,
+            clock_mhz: None,
+            power_w: None,
+        }
+    }
 }
 
 /// One node type's GPUs as a decision sees them.
@@ -71,6 +97,29 @@ pub struct GpuNode {
     pub dynamic_w: f64,
     /// Static watts of one GPU.
     pub static_w: f64,
+    /// The exponent of the clock's share in the dynamic power.
+    pub gamma: f64,
+}
+
+/// One node type's GPUs while busy, as the module's text says: on `n` nodes.
+struct Busy1 {
+    /// Seconds busy at clock `c`.
+    b: f64,
+    /// The clock they run at left alone (None: unknown, no gear).
+    c: Option<u32>,
+    /// Dynamic watts of one GPU while busy at `c`.
+    p_c: f64,
+}
+
+impl Busy1 {
+    /// (busy seconds, dynamic joules of one GPU) locked at `mhz` (None: left alone).
+    fn at(&self, g: &GpuNode, mhz: Option<u32>) -> (f64, f64) {
+        let r = match (mhz, self.c) {
+            (Some(m), Some(c)) if m > 0 && m < c => f64::from(m) / f64::from(c),
+            _ => 1.0,
+        };
+        (self.b / r, self.p_c * r.powf(g.gamma) * self.b / r)
+    }
 }
 
 /// What a decision may do with GPUs: which devices it may slow, and the CPU frequency
@@ -109,7 +158,7 @@ impl<'a> WithGpus<'a> {
         }
     }
 
-    /// Joules the GPUs of one node of type `t` use at SM clock `mhz` (None: the top one)
+    /// Joules the GPUs of one node of type `t` use at SM clock `mhz` (None: left alone)
     /// over a job of `time_s` seconds on `n` nodes: the part of a prediction that NVML
     /// measures, not RAPL.
     pub fn gpus_j(&self, t: &str, mhz: Option<u32>, n: usize, time_s: f64) -> f64 {
@@ -117,22 +166,34 @@ impl<'a> WithGpus<'a> {
             return 0.0;
         };
         let count = f64::from(g.count);
-        match self.busy_s(t, n) {
+        match self.busy(t, g, n) {
             None => count * (g.static_w + g.dynamic_w) * time_s,
-            Some(b) => {
-                let s = match (mhz, g.gears_mhz.last()) {
-                    (Some(m), Some(&top)) if m > 0 => f64::from(top) / f64::from(m),
-                    _ => 1.0,
-                };
-                count * g.static_w * time_s + count * g.dynamic_w * s.powi(-3) * b * s
-            }
+            Some(b) => count * g.static_w * time_s + count * b.at(g, mhz).1,
         }
     }
 
-    /// Seconds each node of type `t` keeps its GPUs busy at their top clock on `n` nodes.
-    fn busy_s(&self, t: &str, n: usize) -> Option<f64> {
-        let b = self.busy?;
-        Some(b.busy_s.get(t)? * b.nodes as f64 / n.max(1) as f64)
+    /// The GPUs of a node of type `t` (`g`) while busy on `n` nodes, when the profile
+    /// says how long.
+    fn busy(&self, t: &str, g: &GpuNode, n: usize) -> Option<Busy1> {
+        let section = self.busy?;
+        let tb = section.types.get(t)?;
+        let top = g.gears_mhz.last().copied();
+        let c = match (tb.clock_mhz, top) {
+            (Some(c), Some(top)) => Some(c.min(top)),
+            (c, top) => c.or(top),
+        };
+        let p_c = match (tb.power_w, c, top) {
+            (Some(p), _, _) => (p - g.static_w).max(0.0),
+            (None, Some(c), Some(top)) if top > 0 => {
+                g.dynamic_w * (f64::from(c) / f64::from(top)).powf(g.gamma)
+            }
+            _ => g.dynamic_w,
+        };
+        Some(Busy1 {
+            b: tb.busy_s * section.nodes as f64 / n.max(1) as f64,
+            c,
+            p_c,
+        })
     }
 }
 
@@ -163,29 +224,26 @@ impl Predictor for WithGpus<'_> {
                 continue;
             };
             let count = f64::from(g.count);
-            let Some(b) = self.busy_s(&row.node_type, n) else {
+            let Some(b) = self.busy(&row.node_type, g, n) else {
                 row.static_w += count * (g.static_w + g.dynamic_w);
                 continue;
             };
             row.static_w += count * g.static_w;
-            let top = g.gears_mhz.last().copied();
-            let clocks: Vec<u32> = match (self.gears.devices, top) {
+            // The gears: the clocks below the one the GPUs run at left alone.
+            let clocks: Vec<u32> = match (self.gears.devices, b.c) {
                 (Devices::Cpu, _) | (_, None) => Vec::new(),
-                _ => g.gears_mhz[..g.gears_mhz.len() - 1].to_vec(),
+                (_, Some(c)) => g.gears_mhz.iter().copied().filter(|&m| m < c).collect(),
             };
+            let (b_c, _) = b.at(g, None);
             let mut out = Vec::with_capacity(row.choices.len() * (clocks.len() + 1));
             for c in &row.choices {
                 let at = |mhz: Option<u32>| {
-                    let s = match (mhz, top) {
-                        (Some(m), Some(top)) if m > 0 => f64::from(top) / f64::from(m),
-                        _ => 1.0,
-                    };
-                    let busy = b * s;
+                    let (busy, dyn_j) = b.at(g, mhz);
                     Choice {
                         freq_ghz: c.freq_ghz,
                         gpu_mhz: mhz,
-                        compute_s: c.compute_s + (busy - b),
-                        dynamic_j: c.dynamic_j + count * g.dynamic_w * s.powi(-3) * busy,
+                        compute_s: c.compute_s + (busy - b_c),
+                        dynamic_j: c.dynamic_j + count * dyn_j,
                     }
                 };
                 out.extend(clocks.iter().map(|&m| at(Some(m))));
@@ -197,17 +255,8 @@ impl Predictor for WithGpus<'_> {
     }
 
     fn predict(&self, config: &Config) -> Result<Prediction, ModelError> {
-        let slots: Vec<NodeSlot> = config
-            .nodes
-            .iter()
-            .map(|n| NodeSlot {
-                name: n.name.clone(),
-                node_type: n.node_type.clone(),
-                freqs_ghz: vec![n.freq_ghz],
-            })
-            .collect();
-        let table = self.table(&slots)?;
-        let mut pick = Vec::with_capacity(slots.len());
+        let table = self.table(&config.slots())?;
+        let mut pick = Vec::with_capacity(config.nodes.len());
         for (row, n) in table.nodes.iter().zip(&config.nodes) {
             let k = row
                 .choices
@@ -323,6 +372,7 @@ mod tests {
                 gears_mhz: vec![800, 1600],
                 dynamic_w: 600.0,
                 static_w: 100.0,
+                gamma: 3.0,
             },
         )])
     }
@@ -353,7 +403,7 @@ mod tests {
         // 8 s of GPU time per node on 1 node; the job runs on 2: 4 s each.
         let busy = GpuBusy {
             nodes: 1,
-            busy_s: BTreeMap::from([("gpu".to_string(), 8.0)]),
+            types: BTreeMap::from([("gpu".to_string(), TypeBusy::seconds(8.0))]),
         };
         let g = gpus();
         let m = WithGpus::new(&Flat, &g, Some(&busy), Gears::default());
@@ -388,7 +438,7 @@ mod tests {
     fn a_policy_slows_the_devices_it_names_and_the_cpu_ceiling_still_holds() {
         let busy = GpuBusy {
             nodes: 2,
-            busy_s: BTreeMap::from([("gpu".to_string(), 4.0)]),
+            types: BTreeMap::from([("gpu".to_string(), TypeBusy::seconds(4.0))]),
         };
         let g = gpus();
         let nodes = [slot("c1", "cpu"), slot("g1", "gpu")];

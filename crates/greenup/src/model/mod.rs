@@ -45,6 +45,21 @@ pub struct Config {
     pub nodes: Vec<NodeSetting>,
 }
 
+impl Config {
+    /// Each node as a slot offering only its own frequency: the table of exactly this
+    /// configuration (GPU clocks aside, which a table offers beside each frequency).
+    pub fn slots(&self) -> Vec<NodeSlot> {
+        self.nodes
+            .iter()
+            .map(|n| NodeSlot {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freqs_ghz: vec![n.freq_ghz],
+            })
+            .collect()
+    }
+}
+
 /// A node a search may use: its name, type and the frequencies it may run at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeSlot {
@@ -264,15 +279,7 @@ pub trait Predictor {
 
     /// Predict one configuration.
     fn predict(&self, config: &Config) -> Result<Prediction, ModelError> {
-        let slots: Vec<NodeSlot> = config
-            .nodes
-            .iter()
-            .map(|n| NodeSlot {
-                name: n.name.clone(),
-                node_type: n.node_type.clone(),
-                freqs_ghz: vec![n.freq_ghz],
-            })
-            .collect();
+        let slots = config.slots();
         let table = self.table(&slots)?;
         Ok(table.evaluate(&vec![0; slots.len()]))
     }

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::site::{GpuType, Site};
+use crate::site::Site;
 
 /// What one node is modelled to draw flat out: its CPUs at the frequency it is told, and
 /// each of its GPUs at the GPU clock it is told.
@@ -31,20 +31,6 @@ impl NodeModel {
     }
 }
 
-/// One GPU of type `g` fully busy at `mhz` (its top clock when None): static power plus
-/// the dynamic power at the top clock scaled by the cube of the clock's share of it, as
-/// for CPUs. Without a site clock range the top clock is unknown, so any clock counts as
-/// the top one.
-pub fn gpu_model_w(g: &GpuType, mhz: Option<u32>) -> f64 {
-    let dynamic_w = match (mhz, g.clocks_mhz) {
-        (Some(f), Some((_, top))) if top > 0 => {
-            g.dynamic_w * (f64::from(f.min(top)) / f64::from(top)).powi(3)
-        }
-        _ => g.dynamic_w,
-    };
-    g.static_w + dynamic_w
-}
-
 /// `node`'s model at CPU frequency `freq_ghz` and GPU clock `gpu_mhz` (each its top one
 /// when None). None for a node the site does not type, or whose model draws nothing.
 pub fn node_model(
@@ -59,7 +45,7 @@ pub fn node_model(
     let g = site.nodes.get(node).and_then(|n| site.gpu_types.get(n));
     let m = NodeModel {
         cpu_w,
-        gpu_w: g.map_or(0.0, |g| gpu_model_w(g, gpu_mhz)),
+        gpu_w: g.map_or(0.0, |g| g.busy_w(gpu_mhz)),
         gpus: g.map_or(0, |g| g.count),
         gpu_range_w: g.and_then(|g| g.power_limit_w),
     };

@@ -162,44 +162,75 @@ pub fn learn(
 
 /// The `gpu:` section, when runs measured the GPUs of some node type on every node of it:
 /// per type, each run's mean busy seconds per node of the type, scaled to the largest of
-/// those runs' node counts (the GPUs' work divides evenly over a job's nodes), averaged.
+/// those runs' node counts (the GPUs' work divides evenly over a job's nodes), averaged;
+/// and the mean SM clock and busy power they ran at, where every such node measured them.
 fn gpu_section(site: &Site, runs: &[Outcome]) -> Option<(GpuFile, String)> {
-    let mut per_type: BTreeMap<&str, Vec<(usize, f64, u64)>> = BTreeMap::new();
+    struct Seen {
+        nodes: usize,
+        busy_s: f64,
+        mhz: Option<f64>,
+        watts: Option<f64>,
+        job: u64,
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut per_type: BTreeMap<&str, Vec<Seen>> = BTreeMap::new();
     for o in runs {
         for t in site.gpu_types.keys() {
-            let busy: Option<Vec<f64>> = o
+            let used: Option<Vec<super::outcome::GpuUse>> = o
                 .nodes
                 .iter()
                 .filter(|n| &n.node_type == t)
-                .map(|n| n.gpu_busy_s)
+                .map(|n| n.gpu)
                 .collect();
-            if let Some(b) = busy.filter(|b| !b.is_empty()) {
-                let mean = b.iter().sum::<f64>() / b.len() as f64;
-                per_type
-                    .entry(t)
-                    .or_default()
-                    .push((o.nodes.len(), mean, o.job_id));
-            }
+            let Some(used) = used.filter(|u| !u.is_empty()) else {
+                continue;
+            };
+            let all = |f: fn(&super::outcome::GpuUse) -> Option<f64>| {
+                used.iter()
+                    .map(f)
+                    .collect::<Option<Vec<f64>>>()
+                    .map(|v| mean(&v))
+            };
+            per_type.entry(t).or_default().push(Seen {
+                nodes: o.nodes.len(),
+                busy_s: mean(&used.iter().map(|u| u.busy_s).collect::<Vec<_>>()),
+                mhz: all(|u| u.sm_mhz),
+                watts: all(|u| u.busy_w),
+                job: o.job_id,
+            });
         }
     }
-    let nodes = per_type.values().flatten().map(|(n, _, _)| *n).max()?;
+    let nodes = per_type.values().flatten().map(|s| s.nodes).max()?;
     let mut node_types = BTreeMap::new();
     let mut said = Vec::new();
     for (t, seen) in &per_type {
-        let busy_s = seen
-            .iter()
-            .map(|(n, b, _)| b * *n as f64 / nodes as f64)
-            .sum::<f64>()
-            / seen.len() as f64;
+        let busy_s = mean(
+            &seen
+                .iter()
+                .map(|s| s.busy_s * s.nodes as f64 / nodes as f64)
+                .collect::<Vec<_>>(),
+        );
+        let every = |f: fn(&Seen) -> Option<f64>| {
+            seen.iter()
+                .map(f)
+                .collect::<Option<Vec<f64>>>()
+                .map(|v| mean(&v))
+        };
+        let mhz = every(|s| s.mhz).map(f64::round);
+        let watts = every(|s| s.watts).map(|w| (w * 10.0).round() / 10.0);
         node_types.insert(
             t.to_string(),
             GpuTypeFile {
                 busy_s: unspanned(Param::Number(round_s(busy_s))),
+                clock_mhz: mhz.map(|m| unspanned(Param::Number(m))),
+                power_w: watts.map(|w| unspanned(Param::Number(w))),
             },
         );
         said.push(format!(
-            "{t}'s GPUs busy {busy_s:.3} s per node (jobs {})",
-            and_list(seen.iter().map(|x| x.2))
+            "{t}'s GPUs busy {busy_s:.3} s per node{}{} (jobs {})",
+            mhz.map(|m| format!(" at {m} MHz")).unwrap_or_default(),
+            watts.map(|w| format!(", {w} W each")).unwrap_or_default(),
+            and_list(seen.iter().map(|s| s.job))
         ));
     }
     let file = GpuFile {
@@ -207,7 +238,7 @@ fn gpu_section(site: &Site, runs: &[Outcome]) -> Option<(GpuFile, String)> {
         node_types,
     };
     let note = format!(
-        "gpu: on {nodes} nodes at their top clock, {}; NVML's utilization times each run",
+        "gpu: on {nodes} nodes, {}; NVML's utilization times each run, its clock and power while busy",
         said.join(", ")
     );
     Some((file, note))
@@ -856,16 +887,20 @@ mod tests {
                 power_limit_w: None,
                 dynamic_w: 250.0,
                 static_w: 50.0,
+                gamma: 3.0,
             },
         );
-        let util = |rec: &mut JobRecord, node: &str, pct: f64| {
+        // Each GPU draws 50 W idle and 300 W busy, so a node's two draw on average
+        // 2 x (50 (1 - u) + 300 u) W at utilization u.
+        let util = |rec: &mut JobRecord, node: &str, pct: f64, mhz: f64| {
             let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
+            let u = pct / 100.0;
             o.gpu = Some(Box::new(crate::record::NodeGpu {
                 gpus: 2,
                 source: Default::default(),
                 energy_j: Some(1.0),
-                avg_power_w: Some(1.0),
-                sm_mhz: Some(1600.0),
+                avg_power_w: Some(2.0 * (50.0 * (1.0 - u) + 300.0 * u)),
+                sm_mhz: Some(mhz),
                 util_pct: Some(pct),
                 note: None,
             }));
@@ -873,13 +908,13 @@ mod tests {
         let mut recs = cluster_runs("md");
         // Job 1, two nodes, 40 s: 50 % and 60 %, so 22 s per node on 2 nodes, the work
         // of 11 s per node on 4. Job 3, four nodes, 26 s: 40 % on both, 10.4 s.
-        util(&mut recs[0], "n1", 50.0);
-        util(&mut recs[0], "n2", 60.0);
-        util(&mut recs[2], "n1", 40.0);
-        util(&mut recs[2], "n2", 40.0);
+        util(&mut recs[0], "n1", 50.0, 1500.0);
+        util(&mut recs[0], "n2", 60.0, 1500.0);
+        util(&mut recs[2], "n1", 40.0, 1400.0);
+        util(&mut recs[2], "n2", 40.0, 1400.0);
         // Job 4 measured one of its fast nodes' GPUs only: it says nothing of them.
         let mut partial = run(4, "md", 26.0, &[("n1", FAST, None), ("n2", FAST, None)]);
-        util(&mut partial, "n1", 90.0);
+        util(&mut partial, "n1", 90.0, 1000.0);
         recs.push(partial);
         let l = learn(&s, "md", Model::Hetero, &recs, None).unwrap();
         let g = l.file.gpu.as_ref().expect("a gpu section");
@@ -889,6 +924,11 @@ mod tests {
             panic!("{:?}", g.node_types["fast"].busy_s.value);
         };
         assert!((busy - (11.0 + 10.4) / 2.0).abs() < 1e-9, "{busy}");
+        // The clock: the mean of the two runs' 1500 and 1400 MHz; the busy power, each
+        // node's mean power with the idle share's static power taken out: 300 W.
+        let t = &g.node_types["fast"];
+        assert_eq!(t.clock_mhz.as_ref().unwrap().value, Param::Number(1450.0));
+        assert_eq!(t.power_w.as_ref().unwrap().value, Param::Number(300.0));
         assert!(
             l.notes.iter().any(|n| n.starts_with("gpu: on 4 nodes")),
             "{:?}",
@@ -896,7 +936,7 @@ mod tests {
         );
         // The profile carries it to decisions.
         let p = Profile::from_file(Path::new("md"), l.file).unwrap();
-        assert_eq!(p.gpu_busy().unwrap().busy_s["fast"], busy);
+        assert_eq!(p.gpu_busy().unwrap().types["fast"].busy_s, busy);
         // Without GPU readings there is no section.
         let l = learn(&s, "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
         assert!(l.file.gpu.is_none());

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
 use crate::model::amdahl::{Amdahl, AmdahlFit, CommLaw};
-use crate::model::gpus::{Busy, GpuBusy};
+use crate::model::gpus::{Busy, GpuBusy, TypeBusy};
 use crate::model::hetero::{Hetero, TypeTimes};
 use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
 use crate::model::roofline::Roofline;
@@ -169,8 +169,14 @@ pub struct GpuFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuTypeFile {
-    /// Seconds each node's GPUs are busy over the whole job at their top clock.
+    /// Seconds each node's GPUs are busy over the whole job, left at their own clock.
     pub busy_s: Spanned<Param>,
+    /// The SM clock they ran at while busy, MHz (default: the top clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mhz: Option<Spanned<Param>>,
+    /// Watts one GPU drew while busy (default: the site's power model at that clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<Spanned<Param>>,
 }
 
 /// `iso_energy:` section.
@@ -834,14 +840,36 @@ fn check_gpu(c: &Checker, s: &GpuFile) -> Result<GpuBusy, InputError> {
             "at least one node type with GPUs",
         ));
     }
-    let mut busy_s = BTreeMap::new();
+    let mut types = BTreeMap::new();
     for (name, t) in &s.node_types {
-        busy_s.insert(
+        let k = |x: &str| format!("gpu.node_types.{name}.{x}");
+        let clock_mhz = t
+            .clock_mhz
+            .as_ref()
+            .map(|v| {
+                c.number(
+                    v,
+                    &k("clock_mhz"),
+                    "an SM clock in MHz, a whole number in 1-10000",
+                    |x| (1.0..=10_000.0).contains(&x) && x.fract() == 0.0,
+                )
+            })
+            .transpose()?
+            .map(|x| x as u32);
+        types.insert(
             name.clone(),
-            c.nonneg(&t.busy_s, &format!("gpu.node_types.{name}.busy_s"))?,
+            TypeBusy {
+                busy_s: c.nonneg(&t.busy_s, &k("busy_s"))?,
+                clock_mhz,
+                power_w: t
+                    .power_w
+                    .as_ref()
+                    .map(|v| c.nonneg(v, &k("power_w")))
+                    .transpose()?,
+            },
         );
     }
-    Ok(GpuBusy { nodes, busy_s })
+    Ok(GpuBusy { nodes, types })
 }
 
 fn check_hetero(

@@ -34,10 +34,45 @@ pub struct NodeOutcome {
     /// Bytes this node's ranks moved in MPI calls, when the MPI runtime counted them.
     #[serde(default)]
     pub bytes: Option<u64>,
-    /// Seconds the job's GPUs on this node computed (NVML's mean utilization times the
-    /// run), when measured with their clock left at its top.
+    /// What the job's GPUs on this node did, when NVML measured them with their clock
+    /// left alone.
     #[serde(default)]
-    pub gpu_busy_s: Option<f64>,
+    pub gpu: Option<GpuUse>,
+}
+
+/// The job's GPUs on one node, as a profile learns from them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GpuUse {
+    /// Seconds they computed: NVML's mean utilization times the run.
+    pub busy_s: f64,
+    /// Their mean SM clock while the job ran, MHz.
+    pub sm_mhz: Option<f64>,
+    /// Watts one of them drew while busy: its mean power with the static power of its idle
+    /// share taken out, over its busy share.
+    pub busy_w: Option<f64>,
+}
+
+impl GpuUse {
+    /// From a node's NVML readings over a run of `time_s` seconds, with `static_w` the
+    /// static watts of one GPU of its type. None without a utilization to go by.
+    pub fn of(g: &crate::record::NodeGpu, time_s: f64, static_w: f64) -> Option<GpuUse> {
+        let u = g
+            .util_pct
+            .filter(|u| u.is_finite() && (0.0..=100.0).contains(u) && time_s > 0.0)?
+            / 100.0;
+        let per_gpu_w = g
+            .avg_power_w
+            .filter(|w| w.is_finite() && *w >= 0.0 && g.gpus > 0)
+            .map(|w| w / f64::from(g.gpus));
+        Some(GpuUse {
+            busy_s: u * time_s,
+            sm_mhz: g.sm_mhz.filter(|m| m.is_finite() && *m > 0.0),
+            // A GPU mostly idle says little of its busy power.
+            busy_w: per_gpu_w
+                .filter(|_| u >= 0.1)
+                .map(|w| ((w - static_w * (1.0 - u)) / u).max(0.0)),
+        })
+    }
 }
 
 /// One finished job, as refinement sees it.
@@ -220,10 +255,13 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
     let node = |name: &str, node_type: &str, planned_ghz: Option<f64>, gpu_top: bool| {
         let out = rec.outcomes.iter().find(|o| o.node == name);
         NodeOutcome {
-            gpu_busy_s: out
-                .and_then(|o| o.gpu.as_ref()?.util_pct)
-                .filter(|u| gpu_top && u.is_finite() && (0.0..=100.0).contains(u) && time_s > 0.0)
-                .map(|u| u / 100.0 * time_s),
+            gpu: out
+                .and_then(|o| o.gpu.as_deref())
+                .filter(|_| gpu_top)
+                .and_then(|g| {
+                    let static_w = site.gpu_types.get(node_type).map_or(0.0, |t| t.static_w);
+                    GpuUse::of(g, time_s, static_w)
+                }),
             name: name.to_string(),
             node_type: node_type.to_string(),
             // NaN when nothing says: `check` then leaves the run out, naming the node.

@@ -689,7 +689,7 @@ mod tests {
                 let s = fmax / f;
                 let e = pd * s.powi(-2) * cp * ITERS + ps * t;
                 NodeOutcome {
-                    gpu_busy_s: None,
+                    gpu: None,
                     comm_s: None,
                     calls: None,
                     bytes: None,
@@ -939,7 +939,7 @@ mod tests {
             time_s,
             predicted_time_s,
             nodes: vec![NodeOutcome {
-                gpu_busy_s: None,
+                gpu: None,
                 comm_s: None,
                 calls: None,
                 bytes: None,
@@ -1013,7 +1013,7 @@ mod tests {
             predicted_time_s: t,
             nodes: (0..p)
                 .map(|i| NodeOutcome {
-                    gpu_busy_s: None,
+                    gpu: None,
                     comm_s: None,
                     calls: None,
                     bytes: None,
@@ -1108,7 +1108,7 @@ mod tests {
             .map(|i| {
                 let c = true_compute(pf, f) / pf * noise.next();
                 NodeOutcome {
-                    gpu_busy_s: None,
+                    gpu: None,
                     name: format!("n{i}"),
                     node_type: "x".into(),
                     freq_ghz: f,
@@ -1348,7 +1348,7 @@ mod tests {
                 predicted_time_s: t,
                 nodes: (0..n)
                     .map(|i| NodeOutcome {
-                        gpu_busy_s: None,
+                        gpu: None,
                         comm_s: None,
                         calls: None,
                         bytes: None,

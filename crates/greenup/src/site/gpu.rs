@@ -47,6 +47,8 @@ struct RawClocks {
 struct RawGpuPower {
     dynamic_w: Spanned<Value>,
     static_w: Spanned<Value>,
+    #[serde(default)]
+    gamma: Option<Spanned<Value>>,
 }
 
 impl Checker<'_> {
@@ -133,6 +135,21 @@ impl Checker<'_> {
             power_limit_w,
             dynamic_w: self.gpu_watts(&p.dynamic_w, &key("power.dynamic_w"), true)?,
             static_w: self.gpu_watts(&p.static_w, &key("power.static_w"), true)?,
+            gamma: match &p.gamma {
+                Some(v) => v
+                    .value
+                    .as_f64()
+                    .filter(|g| *g > 0.0 && *g <= 10.0)
+                    .ok_or_else(|| {
+                        self.err(
+                            v,
+                            &key("power.gamma"),
+                            shown(&v.value),
+                            "a number in (0, 10]; 3 is the cube law, about 2 fits a power-bound H100",
+                        )
+                    })?,
+                None => 3.0,
+            },
         })
     }
 

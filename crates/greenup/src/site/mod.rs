@@ -171,12 +171,33 @@ pub struct GpuType {
     pub dynamic_w: f64,
     /// Static power of one GPU, in watts.
     pub static_w: f64,
+    /// The exponent of the clock's share of the top clock in the dynamic power
+    /// (`power.gamma`; 3, the cube law, when not given).
+    #[serde(default = "cube")]
+    pub gamma: f64,
+}
+
+fn cube() -> f64 {
+    3.0
 }
 
 /// How many SM clocks a decision may choose among when the site gives no step.
 const DEFAULT_GPU_GEARS: u32 = 8;
 
 impl GpuType {
+    /// One GPU fully busy at `mhz` (its top clock when None, or when the site gives no
+    /// clock range, so the top clock is unknown): static power plus the dynamic power at
+    /// the top clock scaled by the clock's share of it to the power `gamma`.
+    pub fn busy_w(&self, mhz: Option<u32>) -> f64 {
+        let dynamic_w = match (mhz, self.clocks_mhz) {
+            (Some(f), Some((_, top))) if top > 0 => {
+                self.dynamic_w * (f64::from(f.min(top)) / f64::from(top)).powf(self.gamma)
+            }
+            _ => self.dynamic_w,
+        };
+        self.static_w + dynamic_w
+    }
+
     /// The SM clocks a decision may choose, ascending, the top one last: from
     /// `clocks_mhz.max` down by the step to `clocks_mhz.min`, which is always one (none
     /// without a clock range: the top clock is then unknown, so no clock is chosen).
