@@ -23,6 +23,7 @@ fn outcome(job_id: u64, state: RunState, scale: f64) -> Outcome {
         bytes: None,
     };
     Outcome {
+        gpu_locked: false,
         job_id,
         state,
         time_s: 1.2 * (500.0 + 50.0),
@@ -328,6 +329,7 @@ fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
         let (m, b) = (100.0 * pf * (pf - 1.0), 1e11 * (pf - 1.0));
         let t = 0.95 * (compute + m * 2e-5 + b * 1e-9) / pf;
         Outcome {
+            gpu_locked: false,
             job_id,
             state: RunState::Completed,
             time_s: t,
@@ -400,6 +402,7 @@ fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
         let compute = 500.0 * (0.4 - 0.05 * pf);
         let t = compute / pf + 1.0;
         Outcome {
+            gpu_locked: false,
             job_id,
             state: RunState::Completed,
             time_s: t,

@@ -109,9 +109,19 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
     let (warning, note) = prolog(&args, &job, &d);
     assert_eq!(warning, None);
     if !root {
-        // Only root sets GPU limits: nothing changes, and the log says why.
+        // Only root sets GPU limits and locks: nothing changes, and the log says why.
         assert!(note.unwrap().contains("not run as root"));
         assert_eq!(get(&state, 1, "limit_mw"), "700000");
+        let mut d = told(&site, 2000.0);
+        d.gpu_mhz = Some(1200);
+        let (_, note) = prolog(&args, &job, &d);
+        assert!(
+            note.unwrap()
+                .contains("GPU clocks not locked: not run as root")
+        );
+        for i in 0..4 {
+            assert_eq!(get(&state, i, "locked"), "");
+        }
         return;
     }
     assert!(note.unwrap().contains(&format!("{gpu_w:.1} W each")));

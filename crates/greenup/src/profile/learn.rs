@@ -1095,6 +1095,19 @@ mod tests {
             check(&o),
             Err(crate::profile::outcome::Outlier::TooShort { .. })
         ));
+        // A plan that locked the GPUs, applied: the models leave the GPUs' stretch of the
+        // run out, so its run refines nothing; the same plan at their own clock may.
+        rec.decision.baseline_sample = false;
+        rec.decision.verdict = Verdict::Planned;
+        rec.decision.plan.as_mut().unwrap().nodes[0].gpu_mhz = Some(1200);
+        let o = outcome_from_record(&rec, &s).unwrap();
+        assert!(o.gpu_locked);
+        assert!(matches!(
+            check(&o),
+            Err(crate::profile::outcome::Outlier::GpuLocked)
+        ));
+        rec.decision.plan.as_mut().unwrap().nodes[0].gpu_mhz = None;
+        assert!(!outcome_from_record(&rec, &s).unwrap().gpu_locked);
         // A refused job ran unmanaged: greenup learns nothing from it.
         rec.decision.verdict = Verdict::Refused;
         assert!(outcome_from_record(&rec, &s).is_none());

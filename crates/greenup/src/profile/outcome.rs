@@ -88,6 +88,10 @@ pub struct Outcome {
     pub predicted_time_s: f64,
     /// Every node the job ran on.
     pub nodes: Vec<NodeOutcome>,
+    /// Whether its decision locked GPU clocks: the models predict the CPUs' side of a
+    /// run whose GPUs keep their own clock, so such a run cannot refine them.
+    #[serde(default)]
+    pub gpu_locked: bool,
 }
 
 impl Outcome {
@@ -157,6 +161,8 @@ pub enum Outlier {
     Unmeasured(Vec<String>),
     /// A measured value is not a finite positive number.
     BadValue(String),
+    /// Its decision locked GPU clocks, whose stretch of the run the models leave out.
+    GpuLocked,
 }
 
 impl fmt::Display for Outlier {
@@ -173,6 +179,10 @@ impl fmt::Display for Outlier {
             ),
             Outlier::Unmeasured(nodes) => write!(f, "unmeasured nodes ({})", nodes.join(",")),
             Outlier::BadValue(what) => write!(f, "{what}"),
+            Outlier::GpuLocked => write!(
+                f,
+                "its decision locked the GPUs' clocks, which the models do not predict"
+            ),
         }
     }
 }
@@ -184,6 +194,9 @@ pub fn check(o: &Outcome) -> Result<(), Outlier> {
     }
     if o.nodes.is_empty() {
         return Err(Outlier::BadValue("the outcome lists no nodes".into()));
+    }
+    if o.gpu_locked {
+        return Err(Outlier::GpuLocked);
     }
     if !(o.time_s.is_finite() && o.time_s > 0.0) {
         return Err(Outlier::BadValue(format!(
@@ -303,11 +316,16 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
                 .map_or(f64::NAN, |p| p.baseline.time_s.0),
         ),
     };
+    let gpu_locked = rec
+        .decision
+        .applied_plan()
+        .is_some_and(|p| p.nodes.iter().any(|n| n.gpu_mhz.is_some()));
     Some(Outcome {
         job_id: rec.job_id,
         state: rec.run_state(),
         time_s,
         predicted_time_s,
         nodes,
+        gpu_locked,
     })
 }

@@ -707,6 +707,7 @@ mod tests {
     /// A completed run of wall time `t` (measured off by the noise) on `nodes`.
     fn completed(job_id: u64, t: f64, nodes: Vec<NodeOutcome>, noise: &mut Noise) -> Outcome {
         Outcome {
+            gpu_locked: false,
             job_id,
             state: RunState::Completed,
             time_s: t * noise.next(),
@@ -934,6 +935,7 @@ mod tests {
         energy: Option<f64>,
     ) -> Outcome {
         Outcome {
+            gpu_locked: false,
             job_id: 9,
             state,
             time_s,
@@ -1007,6 +1009,7 @@ mod tests {
             },
         };
         let run = |p: usize, t: f64| Outcome {
+            gpu_locked: false,
             job_id: 1,
             state: RunState::Completed,
             time_s: t,
@@ -1342,6 +1345,7 @@ mod tests {
             let s = 1.0 + 0.6 * (fmax / f - 1.0);
             let t = s * truth_tc(n as f64) + tb(n as f64);
             Outcome {
+                gpu_locked: false,
                 job_id: n as u64,
                 state: RunState::Completed,
                 time_s: t,
