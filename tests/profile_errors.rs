@@ -218,3 +218,61 @@ fn hetero_nodes_must_be_a_whole_number_of_nodes() {
     let p = Profile::from_str(Path::new("app.yaml"), &ok).unwrap();
     assert_eq!(p.hetero_nodes(), Some(4));
 }
+
+const GPU: &str = "gpu:
+  nodes: 2
+  node_types:
+    type1: { busy_s: 30, clock_mhz: 1372, power_w: 697 }
+";
+
+#[test]
+fn a_gpu_section_loads_and_each_bad_gpu_value_is_one_line_at_its_place() {
+    let good = format!("{GOOD}{GPU}");
+    let p = Profile::from_str(Path::new("app.yaml"), &good).unwrap();
+    let t = p.gpu_busy().unwrap().types["type1"];
+    assert_eq!(
+        (t.busy_s, t.clock_mhz, t.power_w),
+        (30.0, Some(1372), Some(697.0))
+    );
+    for (from, to, place, parts) in [
+        (
+            "busy_s: 30",
+            "busy_s: -1",
+            ":10:",
+            &["gpu.node_types.type1.busy_s", "'-1'", ">= 0"][..],
+        ),
+        (
+            "clock_mhz: 1372",
+            "clock_mhz: 13.5",
+            ":10:",
+            &["gpu.node_types.type1.clock_mhz", "'13.5'", "whole number"][..],
+        ),
+        (
+            "power_w: 697",
+            "power_w: lots",
+            ":10:",
+            &["gpu.node_types.type1.power_w", "'lots'"][..],
+        ),
+        (
+            "nodes: 2",
+            "nodes: 0",
+            ":8:",
+            &["gpu.nodes", "'0'", "whole number >= 1"][..],
+        ),
+        (
+            "busy_s: 30,",
+            "busy: 30,",
+            ":10:",
+            &["unknown field `busy`", "busy_s"][..],
+        ),
+    ] {
+        let s = err(&good.replace(from, to));
+        has(&s, &[place]);
+        has(&s, parts);
+    }
+    let s = err(&good.replace(
+        "  node_types:\n    type1: { busy_s: 30, clock_mhz: 1372, power_w: 697 }\n",
+        "  node_types: {}\n",
+    ));
+    has(&s, &["gpu.node_types", "at least one node type with GPUs"]);
+}

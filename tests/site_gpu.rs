@@ -173,4 +173,14 @@ fn a_gpu_types_gears_run_down_from_its_top_clock_by_the_step_to_its_lowest() {
             "the step between the clocks chosen in MHz",
         ],
     );
+    bad(
+        &GPU_SITE.replace("dynamic_w: 630", "dynamic_w: 630, gamma: 0"),
+        12,
+        38,
+        &[
+            "node_types.h100.gpus.power.gamma",
+            "'0'",
+            "a number in (0, 10]",
+        ],
+    );
 }

@@ -423,6 +423,21 @@ mod tests {
     }
 
     #[test]
+    fn devices_says_what_a_decision_may_slow_and_a_bad_value_is_one_line() {
+        assert_eq!(load(HEAD).unwrap().devices, Devices::Both);
+        assert_eq!(
+            load(&format!("{HEAD}devices: gpu\n")).unwrap().devices,
+            Devices::Gpu
+        );
+        let e = load(&format!("{HEAD}devices: fast\n")).unwrap_err();
+        assert!(
+            e.contains(":3:10: devices: invalid value 'fast': expected cpu, gpu or both"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
     fn a_bad_comm_dvfs_field_is_one_line_with_its_place_and_what_is_valid() {
         for (body, want) in [
             (
