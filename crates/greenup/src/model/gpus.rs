@@ -101,6 +101,14 @@ pub struct GpuNode {
     pub gamma: f64,
 }
 
+impl GpuNode {
+    /// Watts one node's GPUs draw flat out at their top clock: what a decision counts
+    /// for them for the whole job while the profile says nothing of their busy time.
+    fn flat_out_w(&self) -> f64 {
+        f64::from(self.count) * (self.static_w + self.dynamic_w)
+    }
+}
+
 /// One node type's GPUs while busy, as the module's text says: on `n` nodes.
 struct Busy1 {
     /// Seconds busy at clock `c`.
@@ -167,7 +175,7 @@ impl<'a> WithGpus<'a> {
         };
         let count = f64::from(g.count);
         match self.busy(t, g, n) {
-            None => count * (g.static_w + g.dynamic_w) * time_s,
+            None => g.flat_out_w() * time_s,
             Some(b) => count * g.static_w * time_s + count * b.at(g, mhz).1,
         }
     }
@@ -225,7 +233,7 @@ impl Predictor for WithGpus<'_> {
             };
             let count = f64::from(g.count);
             let Some(b) = self.busy(&row.node_type, g, n) else {
-                row.static_w += count * (g.static_w + g.dynamic_w);
+                row.static_w += g.flat_out_w();
                 continue;
             };
             row.static_w += count * g.static_w;
