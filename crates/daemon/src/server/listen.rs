@@ -25,13 +25,14 @@ pub(super) async fn accept_tcp(shared: Arc<Shared>, listener: TcpListener) {
             }
         };
         let _ = stream.set_nodelay(true);
+        // Anyone who reaches the port gets only a pending slot until a request carries
+        // a valid credential. It is taken here, in the order the kernel handed the
+        // connections over, not in the order their tasks first run: "the oldest idle
+        // one is shed" must never pick a newcomer whose line has not been read yet.
+        let slot = shared.slots.pending(Listener::Tcp, &shared.limits());
         let shared = shared.clone();
         tokio::spawn(async move {
             tracing::debug!(%addr, "connection");
-            // Anyone who reaches the port gets only a pending slot until a request
-            // carries a valid credential.
-            let limits = shared.limits();
-            let slot = shared.slots.pending(Listener::Tcp, &limits);
             serve_conn(shared, stream, Peer::Tcp, Listener::Tcp, slot).await;
         });
     }
@@ -125,7 +126,11 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(
             // Shed for a newer unauthenticated connection: close without a word.
             () = slot.shed() => break,
         };
-        slot.set_idle(false);
+        // Shed while its line arrived: it is closed as if the shed had come first, so
+        // a connection no longer counted among the pending never goes on uncounted.
+        if !slot.set_idle(false) {
+            break;
+        }
         match got {
             Err(_) => {
                 if !line.is_empty() {

@@ -150,8 +150,10 @@ impl Slots {
         let shed = Arc::new(Notify::new());
         c.pending.insert(
             key,
+            // Nothing of it is being served yet: it is as sheddable as one waiting for
+            // its next line.
             PendingConn {
-                idle: false,
+                idle: true,
                 shed: shed.clone(),
             },
         );
@@ -266,12 +268,18 @@ impl Slot {
         matches!(self.holder, Holder::Pending(_))
     }
 
-    /// Mark a pending connection as waiting for a line (sheddable) or not.
-    pub(super) fn set_idle(&self, idle: bool) {
-        if let Holder::Pending(key) = self.holder
-            && let Some(p) = lock(&self.slots.counts).pending.get_mut(&key)
-        {
-            p.idle = idle;
+    /// Mark a pending connection as waiting for a line (sheddable) or not; `false` if it
+    /// was shed already.
+    pub(super) fn set_idle(&self, idle: bool) -> bool {
+        let Holder::Pending(key) = self.holder else {
+            return true;
+        };
+        match lock(&self.slots.counts).pending.get_mut(&key) {
+            Some(p) => {
+                p.idle = idle;
+                true
+            }
+            None => false,
         }
     }
 
@@ -387,7 +395,8 @@ mod tests {
         let l = limits(1, 1, 2);
         let first = s.pending(Listener::Tcp, &l).unwrap();
         let second = s.pending(Listener::Tcp, &l).unwrap();
-        // Neither waits for a line: nothing can be shed.
+        // Both are being served (a line was read): nothing can be shed.
+        assert!(first.set_idle(false) && second.set_idle(false));
         assert_eq!(
             s.pending(Listener::Tcp, &l).unwrap_err().kind,
             "unauthenticated"
@@ -406,11 +415,30 @@ mod tests {
                 .expect("the oldest idle connection is shed");
         });
         assert_eq!(s.held(), 2);
+        // Its line, had one come as it was shed, is not served.
+        assert!(!first.set_idle(false));
         // A pending connection that authenticates moves to its caller's slot.
         let mut third = third;
         third.authenticated(0, true, 1, &l).unwrap();
         assert!(!third.is_pending());
         drop((first, second));
         assert_eq!(s.held(), 1);
+    }
+
+    #[test]
+    fn a_newcomer_is_sheddable_only_after_every_older_idle_connection() {
+        let s = Arc::new(Slots::default());
+        let l = limits(1, 1, 2);
+        // Two connections arrive and nothing of them has been read yet.
+        let older = s.pending(Listener::Tcp, &l).unwrap();
+        let newer = s.pending(Listener::Tcp, &l).unwrap();
+        // A third sheds the older, then a fourth the newer: arrival order, whoever
+        // ran first.
+        let _third = s.pending(Listener::Tcp, &l).unwrap();
+        assert!(!older.set_idle(true));
+        assert!(newer.set_idle(true));
+        let _fourth = s.pending(Listener::Tcp, &l).unwrap();
+        assert!(!newer.set_idle(true));
+        assert_eq!(s.held(), 2);
     }
 }
