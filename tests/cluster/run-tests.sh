@@ -21,6 +21,11 @@ trap finish EXIT
 PROFILE=${GC_PROFILE:-debug}
 flag=""; [ "$PROFILE" = release ] && flag=--release
 if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
+  # What the build needs (libopenmpi-dev's mpi.h for the runtime among them), which the
+  # test command installs before its first build but a run of this script alone may not
+  # find. Not inside the Debian 13 root: it builds nothing, and its own list is
+  # tests/slurm24/root.sh's.
+  (. "$GC_REPO/scripts/lib.sh" && need_debs "${GREENUP_DEBS[@]}") || { echo "cannot install what the build needs"; exit 1; }
   echo "==> building greenup ($PROFILE)"
   (cd "$GC_REPO" && cargo build $flag -q -p spank_greenup -p greenup-commands -p greenup-mpi) || { echo "build failed"; exit 1; }
 fi

@@ -4,7 +4,7 @@
 # energy, and every shipped policy on every program with its prediction error after 1
 # and 5 runs. Needs root. Writes $OUT/results.jsonl and prints the tables.
 #   BIN_DIR=target/debug   use a debug build      OUT=DIR   where results go (sim-evidence)
-#   PARTS="scale scenarios policies iso dt"   which tables
+#   PARTS="scale scenarios policies iso dt hpl"   which tables
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$ROOT/scripts/lib.sh"
@@ -13,7 +13,8 @@ bash "$ROOT/tests/munge/start.sh" >/dev/null
 NAS=$(bash "$HERE/build.sh" | tail -1)
 build_bins
 OUT=${OUT:-$ROOT/sim-evidence}
-PARTS=${PARTS:-scale scenarios policies iso dt}
+PARTS=${PARTS:-scale scenarios policies iso dt hpl}
+case " $PARTS " in *" hpl "*) HPL=$(bash "$HERE/build.sh" hpl | tail -1) ;; esac
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
 : > "$RESULTS"
@@ -35,7 +36,55 @@ prog_of() {
     is) echo "$NAS/is $2 W" ;;
     # The black-hole graph of class W has 11 nodes, one rank each; ranks past them idle.
     dt) echo "$NAS/dt $2 W BH" ;;
+    hpl) echo "$HPL $(hpl_input "$2")" ;;
   esac
+}
+
+# hpl_input P: HPL's input for P ranks (a square grid, 4 x 4 for 16), written under $OUT;
+# prints its path. N = 3000 is about 13 s of this machine's CPU per live run, which
+# paper 004's site counts as t1 computing at f_max. Rows are swapped by binary exchange
+# (SWAP 0): the long and mixed swaps send MPI derived datatypes whatever HPL was built
+# with (build.sh says why SMPI's replay cannot). Every other value is hpcc's default.
+hpl_input() {
+  local p=$1 q f
+  q=$(python3 -c "import math; print(math.isqrt($p))")
+  [ $((q * q)) = "$p" ] || { echo "hpl_input: $p ranks make no square grid" >&2; return 1; }
+  f=$OUT/w/hpl-$p.dat
+  mkdir -p "$OUT/w"
+  cat > "$f" <<DAT
+HPLinpack benchmark input file
+greenup's SimGrid evidence (tests/simgrid/evidence.sh)
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+${HPL_N:-3000}         Ns
+1            # of NBs
+80           NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+$q            Ps
+$q            Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+0            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+DAT
+  echo "$f"
 }
 
 # baseline SITE APP N PROFILE: two live runs at f_max on n[1-N] (the first records the
@@ -153,6 +202,16 @@ for PART in $PARTS; do
       for round in 1 2 3 4 5; do
         for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
           policy_run paper004 dt 16 dt "$policy" exact "$round"
+        done
+      done
+      site_stop ;;
+    hpl)
+      step "HPL (from hpcc's source, N = ${HPL_N:-3000}) on 16 nodes, a 4 x 4 grid: every shipped policy, five rounds"
+      site_start paper004 "$OUT/paper004-hpl"
+      baseline paper004 hpl 16 hpl
+      for round in 1 2 3 4 5; do
+        for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
+          policy_run paper004 hpl 16 hpl "$policy" exact "$round"
         done
       done
       site_stop ;;

@@ -101,12 +101,12 @@ if "scenarios" in parts:
             cells += ["-", "-"]
         print("| " + " | ".join(cells) + " |")
     print()
-if "policies" in parts or "dt" in parts:
-    print("### Every shipped policy on every program, five rounds (EP and IS on 8 nodes, DT on 16)\n")
+if parts & {"policies", "dt", "hpl"}:
+    print("### Every shipped policy on every program, five rounds (EP and IS on 8 nodes, DT and HPL on 16)\n")
     print("| site | program | policy | verdict | frequencies (round 1) | slowdown % (mean of 5) | saving % (mean of 5) | max_slowdown kept | error after 1 run: time / energy % | after 5 runs |")
     print("|---|---|---|---|---|---:|---:|---|---:|---:|")
     for (part, site, app, n), g in sorted(groups.items()):
-        if part not in ("policies", "dt"):
+        if part not in ("policies", "dt", "hpl"):
             continue
         tb, eb, sp = base(g)
         for policy in ("min-energy", "max-dist", "max-dist-comm", "edp", "min-time", "iso-ee"):

@@ -160,7 +160,8 @@ pub struct RunResult {
     pub energy_j: f64,
     /// Per host, in the job's node order.
     pub hosts: Vec<HostResult>,
-    /// The program's own verdict line, when it printed one (`Verification = ...`).
+    /// The program's own verdict, when it printed one: NAS's `Verification = ...`, or
+    /// HPL's residual check (`PASSED`, or `FAILED` if any problem failed).
     pub verification: Option<String>,
 }
 
@@ -269,6 +270,13 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
             }
         } else if line.contains("Verification") && line.contains('=') {
             verification = line.split('=').nth(1).map(|v| v.trim().to_string());
+        } else if line.starts_with("||Ax-b||")
+            && let Some(v @ ("PASSED" | "FAILED")) = line.split_whitespace().last()
+        {
+            // HPL's residual check, one line per problem: a failed one is the verdict.
+            if verification.as_deref() != Some("FAILED") {
+                verification = Some(v.to_string());
+            }
         }
     }
     let time_s = time_s.ok_or(LogError::NoTime)?;
@@ -333,5 +341,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(missing.contains("host n1"), "{missing}");
+    }
+
+    #[test]
+    fn hpls_residual_check_is_the_verdict_and_one_failure_fails_the_run() {
+        let t = NodeType {
+            name: "fast".into(),
+            freqs_ghz: vec![2.0],
+            power: PowerModel::AtMax {
+                dynamic_w: 80.0,
+                static_w: 20.0,
+                gamma: 3.0,
+            },
+        };
+        let hosts = [Host {
+            name: "n1".into(),
+            node_type: &t,
+            pstate: 0,
+        }];
+        let head = "Simulated time: 1 seconds.\n\
+                    Energy consumption of host n1: 100 Joules\n\
+                    ||Ax-b||_oo / ( eps * ( || x ||_oo * || A ||_oo + || b ||_oo ) * N )\n";
+        let pass =
+            "||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=        0.0072510 ...... PASSED\n";
+        let fail =
+            "||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=      123.4567890 ...... FAILED\n";
+        let verdict = |log: String| parse(&log, &hosts).unwrap().verification;
+        // The header line names the check but is no verdict.
+        assert_eq!(verdict(head.to_string()), None);
+        assert_eq!(verdict(format!("{head}{pass}")).as_deref(), Some("PASSED"));
+        assert_eq!(
+            verdict(format!("{head}{fail}{pass}")).as_deref(),
+            Some("FAILED")
+        );
     }
 }

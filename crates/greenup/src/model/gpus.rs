@@ -192,9 +192,7 @@ impl<'a> WithGpus<'a> {
         };
         let p_c = match (tb.power_w, c, top) {
             (Some(p), _, _) => (p - g.static_w).max(0.0),
-            (None, Some(c), Some(top)) if top > 0 => {
-                g.dynamic_w * (f64::from(c) / f64::from(top)).powf(g.gamma)
-            }
+            (None, Some(c), Some(top)) => dynamic_at_w(g.dynamic_w, c, top, g.gamma),
             _ => g.dynamic_w,
         };
         Some(Busy1 {
@@ -203,6 +201,17 @@ impl<'a> WithGpus<'a> {
             p_c,
         })
     }
+}
+
+/// Dynamic watts of one fully busy GPU at SM clock `mhz`, given its dynamic watts at its
+/// top clock `top_mhz`: the clock's share of the top to the power `gamma` (a clock above
+/// the top counts as the top). The one home of the GPUs' power law, which a node's power
+/// share and a decision both read.
+pub fn dynamic_at_w(dynamic_top_w: f64, mhz: u32, top_mhz: u32, gamma: f64) -> f64 {
+    if top_mhz == 0 {
+        return dynamic_top_w;
+    }
+    dynamic_top_w * (f64::from(mhz.min(top_mhz)) / f64::from(top_mhz)).powf(gamma)
 }
 
 /// The CPU choices a GPU-only decision keeps: the fastest under the ceiling (the
@@ -383,6 +392,16 @@ mod tests {
                 gamma: 3.0,
             },
         )])
+    }
+
+    #[test]
+    fn the_power_law_scales_by_the_clocks_share_and_never_above_the_top() {
+        // 600 W at 1600 MHz: half the clock under the cube is an eighth; the square, a
+        // quarter; a clock above the top, or a type with no top, is the top's.
+        assert_eq!(dynamic_at_w(600.0, 800, 1600, 3.0), 75.0);
+        assert_eq!(dynamic_at_w(600.0, 800, 1600, 2.0), 150.0);
+        assert_eq!(dynamic_at_w(600.0, 1980, 1600, 3.0), 600.0);
+        assert_eq!(dynamic_at_w(600.0, 800, 0, 3.0), 600.0);
     }
 
     #[test]

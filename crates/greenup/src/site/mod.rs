@@ -190,8 +190,8 @@ impl GpuType {
     /// the top clock scaled by the clock's share of it to the power `gamma`.
     pub fn busy_w(&self, mhz: Option<u32>) -> f64 {
         let dynamic_w = match (mhz, self.clocks_mhz) {
-            (Some(f), Some((_, top))) if top > 0 => {
-                self.dynamic_w * (f64::from(f.min(top)) / f64::from(top)).powf(self.gamma)
+            (Some(f), Some((_, top))) => {
+                crate::model::gpus::dynamic_at_w(self.dynamic_w, f, top, self.gamma)
             }
             _ => self.dynamic_w,
         };
