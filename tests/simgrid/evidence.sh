@@ -159,6 +159,26 @@ policy_run() {
     record part="$PART" site="$site" app="$app" nodes="$n" kind="$policy" algorithm="$alg" round="$round"
 }
 
+# five_rounds SITE APP N: five rounds of one job under each shipped policy on n[1-N],
+# each refining APP's profile (the baseline first).
+five_rounds() {
+  local round policy
+  for round in 1 2 3 4 5; do
+    for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
+      policy_run "$1" "$2" "$3" "$2" "$policy" exact "$round"
+    done
+  done
+}
+
+# every_policy SITE APP N: on a greenupd of its own, APP's baseline on n[1-N] and five
+# rounds of every shipped policy.
+every_policy() {
+  site_start "$1" "$OUT/$1-$2"
+  baseline "$1" "$2" "$3" "$2"
+  five_rounds "$1" "$2" "$3"
+  site_stop
+}
+
 for PART in $PARTS; do
   case $PART in
     scale)
@@ -187,34 +207,16 @@ for PART in $PARTS; do
         site_start "$site" "$OUT/$site-pol"
         for app in ep is; do
           baseline "$site" "$app" 8 "$app"
-          for round in 1 2 3 4 5; do
-            for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
-              policy_run "$site" "$app" 8 "$app" "$policy" exact "$round"
-            done
-          done
+          five_rounds "$site" "$app" 8
         done
         site_stop
       done ;;
     dt)
       step "NAS DT (class W, black-hole graph) on 16 nodes: every shipped policy, five rounds"
-      site_start paper004 "$OUT/paper004-dt"
-      baseline paper004 dt 16 dt
-      for round in 1 2 3 4 5; do
-        for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
-          policy_run paper004 dt 16 dt "$policy" exact "$round"
-        done
-      done
-      site_stop ;;
+      every_policy paper004 dt 16 ;;
     hpl)
       step "HPL (from hpcc's source, N = ${HPL_N:-3000}) on 16 nodes, a 4 x 4 grid: every shipped policy, five rounds"
-      site_start paper004 "$OUT/paper004-hpl"
-      baseline paper004 hpl 16 hpl
-      for round in 1 2 3 4 5; do
-        for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
-          policy_run paper004 hpl 16 hpl "$policy" exact "$round"
-        done
-      done
-      site_stop ;;
+      every_policy paper004 hpl 16 ;;
     iso)
       step "paper 000 on learned profiles: iso-ee against the simulated EE curve, EP and IS"
       iso ep "${ISO_EP_COUNTS:-1 2 4 8 16}"
