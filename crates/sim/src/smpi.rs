@@ -313,9 +313,9 @@ mod tests {
     use super::*;
     use greenup::site::{NodeType, PowerModel};
 
-    #[test]
-    fn busy_time_comes_from_the_energy_integral() {
-        let t = NodeType {
+    /// A node type of 1 and 2 GHz, 20 W static and 80 W dynamic at 2 GHz.
+    fn fast() -> NodeType {
+        NodeType {
             name: "fast".into(),
             freqs_ghz: vec![1.0, 2.0],
             power: PowerModel::AtMax {
@@ -323,12 +323,22 @@ mod tests {
                 static_w: 20.0,
                 gamma: 3.0,
             },
-        };
-        let hosts = [Host {
+        }
+    }
+
+    /// One host, n1, of type `t` at its first pstate (its top frequency).
+    fn n1(t: &NodeType) -> [Host<'_>; 1] {
+        [Host {
             name: "n1".into(),
-            node_type: &t,
+            node_type: t,
             pstate: 0,
-        }];
+        }]
+    }
+
+    #[test]
+    fn busy_time_comes_from_the_energy_integral() {
+        let t = fast();
+        let hosts = n1(&t);
         // 10 s of which 4 s busy at f_max: 20 W × 10 s + 80 W × 4 s = 520 J.
         let log = "[10.000000] [smpi_utils/INFO] Simulated time: 10 seconds.\n\
                    [10.000000] [host_energy/INFO] Energy consumption of host n1: 520.000000 Joules\n \
@@ -345,20 +355,8 @@ mod tests {
 
     #[test]
     fn hpls_residual_check_is_the_verdict_and_one_failure_fails_the_run() {
-        let t = NodeType {
-            name: "fast".into(),
-            freqs_ghz: vec![2.0],
-            power: PowerModel::AtMax {
-                dynamic_w: 80.0,
-                static_w: 20.0,
-                gamma: 3.0,
-            },
-        };
-        let hosts = [Host {
-            name: "n1".into(),
-            node_type: &t,
-            pstate: 0,
-        }];
+        let t = fast();
+        let hosts = n1(&t);
         let head = "Simulated time: 1 seconds.\n\
                     Energy consumption of host n1: 100 Joules\n\
                     ||Ax-b||_oo / ( eps * ( || x ||_oo * || A ||_oo + || b ||_oo ) * N )\n";
