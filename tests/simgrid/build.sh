@@ -72,9 +72,11 @@ case $WHAT in
     # what it sends itself (HPL_NO_MPI_DATATYPE) instead of sending MPI derived
     # datatypes: SMPI 3.32's time-independent trace writes a derived datatype as -1,
     # which its replay reads as MPI_DATATYPE_NULL, 0 bytes, so a replayed run would send
-    # nothing (greenup-sim refuses such a trace). Its warnings are not greenup's (-w).
+    # nothing (greenup-sim refuses such a trace). Its probes go through greenup_iprobe,
+    # whose waiting the trace does not record as computation (hpl_main.c says why). Its
+    # warnings are not greenup's (-w).
     # shellcheck disable=SC2046
-    smpicc -O2 -w -DHPL_CALL_CBLAS -DHPL_NO_MPI_DATATYPE -I"$SRC/include" -o "$HPL/hpl.tmp" "$ROOT/tests/simgrid/hpl_main.c" \
+    smpicc -O2 -w -DHPL_CALL_CBLAS -DHPL_NO_MPI_DATATYPE -DMPI_Iprobe=greenup_iprobe -I"$SRC/include" -o "$HPL/hpl.tmp" "$ROOT/tests/simgrid/hpl_main.c" \
       $(find "$SRC/src" "$SRC/testing" -name '*.c' | sort) -lblas -lm
     mv "$HPL/hpl.tmp" "$HPL/hpl"
     cp "$SRC/COPYRIGHT" "$HPL/COPYRIGHT"

@@ -41,7 +41,7 @@ prog_of() {
 }
 
 # hpl_input P: HPL's input for P ranks (a square grid, 4 x 4 for 16), written under $OUT;
-# prints its path. N = 3000 is about 13 s of this machine's CPU per live run, which
+# prints its path. N = 3000 is about 17 s of this machine's time per live run, which
 # paper 004's site counts as t1 computing at f_max. Rows are swapped by binary exchange
 # (SWAP 0): the long and mixed swaps send MPI derived datatypes whatever HPL was built
 # with (build.sh says why SMPI's replay cannot). Every other value is hpcc's default.
@@ -171,11 +171,31 @@ five_rounds() {
 }
 
 # every_policy SITE APP N: on a greenupd of its own, APP's baseline on n[1-N] and five
-# rounds of every shipped policy.
+# rounds of every shipped policy; then greenup's own verdict on each policy against the
+# measured baselines (`greenup app`, which says MISSED for a policy over its
+# max_slowdown), in $OUT/app-SITE-APP.txt.
 every_policy() {
   site_start "$1" "$OUT/$1-$2"
   baseline "$1" "$2" "$3" "$2"
   five_rounds "$1" "$2" "$3"
+  "$GREENUP" app "$2" --site "$CONF" > "$OUT/app-$1-$2.txt"
+  site_stop
+  sed -n '/Against measured baselines/,/^$/p' "$OUT/app-$1-$2.txt"
+}
+
+# hold SITE APP N: after every_policy, greenupd again on APP's store, now with
+# `baseline.on_miss: monitor` (fraction 0: the monitor jobs already count as measured
+# baselines, so no job is sampled), and two more edp jobs. The first is planned; when it
+# closes greenupd judges edp against the measured baselines, and a miss holds it, so the
+# second runs as under monitor with the hold's reason in its decision.
+hold() {
+  SITE_EXTRA=$'baseline:\n  fraction: 0\n  min_runs: 2\n  on_miss: monitor' site_start "$1" "$OUT/$1-$2"
+  local round
+  for round in 6 7; do
+    JOB=$((JOB + 1))
+    job "$1" "n[1-$3]" "$OUT/w/$1-$2" edp "$2" --replay "$TRACE" |
+      record part="$PART" site="$1" app="$2" nodes="$3" kind=hold asked=edp round="$round"
+  done
   site_stop
 }
 
@@ -216,7 +236,8 @@ for PART in $PARTS; do
       every_policy paper004 dt 16 ;;
     hpl)
       step "HPL (from hpcc's source, N = ${HPL_N:-3000}) on 16 nodes, a 4 x 4 grid: every shipped policy, five rounds"
-      every_policy paper004 hpl 16 ;;
+      every_policy paper004 hpl 16
+      hold paper004 hpl 16 ;;
     iso)
       step "paper 000 on learned profiles: iso-ee against the simulated EE curve, EP and IS"
       iso ep "${ISO_EP_COUNTS:-1 2 4 8 16}"

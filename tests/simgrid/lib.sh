@@ -25,7 +25,8 @@ build_bins() {
 }
 
 # site_start SITE DIR: write DIR/greenup.yaml (the site's node types and nodes, a daemon
-# of its own in DIR) and start greenupd on it. Sets CONF, ADDR, GPID.
+# of its own in DIR, and $SITE_EXTRA's YAML, if any) and start greenupd on it. Sets
+# CONF, ADDR, GPID.
 site_start() {
   local site=$1 dir=$2
   mkdir -p "$dir/profiles"
@@ -45,6 +46,7 @@ daemon:
   slurm_user: root
   admins: [root]
 CONF
+    [ -z "${SITE_EXTRA:-}" ] || echo "$SITE_EXTRA"
   } > "$CONF"
   ADDR=127.0.0.1:$port
   "$GREENUPD" --config "$CONF" --no-slurm-check >>"$dir/greenupd.log" 2>&1 &

@@ -127,6 +127,19 @@ if parts & {"policies", "dt", "hpl"}:
                   f"{sum(x[1] for x in m) / len(m):+.1f} | {sum(x[0] for x in m) / len(m):+.1f} | {kept} | {fe(e1)} | {fe(e5)} |")
         print(f"| {site} | {app.upper()} | (spread: identical runs, and the two live runs) | | | {100 * sp:.1f} | | | | |")
 
+for (part, site, app, n), g in sorted(groups.items()):
+    held = sorted((r for r in g if r["kind"] == "hold"), key=lambda r: int(r["round"]))
+    if not held:
+        continue
+    tb, eb, _ = base(g)
+    print(f"### {app.upper()}: a missed max_slowdown held by measurement (baseline.on_miss: monitor)\n")
+    print("| round | policy asked | verdict | frequencies | slowdown % | saving % | reason |")
+    print("|---:|---|---|---|---:|---:|---|")
+    for r in held:
+        save, slow, _ = rel(r, tb, eb)
+        print(f"| {r['round']} | {r['asked']} | {r['verdict']} | {freqs(r)} | {slow:+.1f} | {save:+.1f} | {r.get('reason') or '-'} |")
+    print()
+
 iso = [r for r in rows if r["part"] == "iso"]
 for app in sorted({r["app"] for r in iso}):
     rs = [r for r in iso if r["app"] == app]
