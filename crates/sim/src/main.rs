@@ -231,6 +231,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 let hosts = platform::hosts(&site, &nodes, |_, t| freq.get(&t.name).copied())
                     .map_err(|e| e.to_string())?;
                 let measured = smpi::run(&spec, &hosts).map_err(|e| e.to_string())?;
+                warn_probe_waits(&measured);
                 return print(&Report {
                     job_id: None,
                     policy: None,
@@ -287,6 +288,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             let run = smpi::run(&spec, &hosts);
             let end = match &run {
                 Ok(r) => {
+                    warn_probe_waits(r);
                     for h in &r.hosts {
                         client
                             .record_outcome(NodeOutcome {
@@ -341,6 +343,28 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 measured,
             })
         }
+    }
+}
+
+/// Share of a rank's traced flops in SMPI's probe waits above which a live run is
+/// warned about: HPL's polling, before its build slept between probes, was 51-75 %.
+const PROBE_SHARE_WARN: f64 = 0.05;
+
+/// One line on stderr when a live run's trace holds a rank's waiting in failed
+/// `MPI_Iprobe` calls as computation, naming the rank that holds the most.
+fn warn_probe_waits(r: &smpi::RunResult) {
+    let worst = r
+        .hosts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| Some((i, h, h.probe_share?, h.probe_wait_s?)))
+        .max_by(|a, b| a.2.total_cmp(&b.2));
+    if let Some((rank, h, share, secs)) = worst.filter(|w| w.2 >= PROBE_SHARE_WARN) {
+        eprintln!(
+            "greenup-sim: warning: rank {rank} (node {}) waited {secs:.3} s in failed MPI_Iprobe calls, which SMPI's trace holds as {:.0} % of the rank's computation: a replay computes that waiting again as work at the replayed clock, and the run's compute split counts it (tests/simgrid/README.md, \"A trace must not hold waiting as work\")",
+            h.node,
+            share * 100.0
+        );
     }
 }
 

@@ -140,6 +140,12 @@ pub fn hosts<'a>(
         .collect()
 }
 
+/// A host's speed in flops per second at `f` GHz, given its type's speed at f_max in
+/// GFLOPS: what the platform tells SimGrid.
+pub fn flops_per_s(gflops: f64, t: &NodeType, f: f64) -> f64 {
+    gflops * 1e9 * f / t.fmax()
+}
+
 /// The platform XML for `hosts`, given each type's speed at f_max in GFLOPS.
 pub fn xml(
     hosts: &[Host<'_>],
@@ -156,11 +162,10 @@ pub fn xml(
         let g = gflops.get(&t.name).ok_or_else(|| PlatformError::NoSpeed {
             node_type: t.name.clone(),
         })?;
-        let fmax = t.fmax();
         let fs = pstates(t);
         let speeds: Vec<String> = fs
             .iter()
-            .map(|f| format!("{}f", g * 1e9 * f / fmax))
+            .map(|f| format!("{}f", flops_per_s(*g, t, *f)))
             .collect();
         let mut watts = Vec::new();
         for f in &fs {

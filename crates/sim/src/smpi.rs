@@ -149,6 +149,13 @@ pub struct HostResult {
     /// Its rank's MPI calls and bytes, counted from the trace.
     #[serde(flatten)]
     pub traffic: Traffic,
+    /// In a live run, the seconds its rank waited in failed `MPI_Iprobe` calls that the
+    /// trace holds as computation (`crate::trace`); `None` for a replay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_wait_s: Option<f64>,
+    /// Those waits' share of the flops the trace holds for the rank, 0 to 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_share: Option<f64>,
 }
 
 /// What one run measured.
@@ -232,9 +239,37 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
         source,
         log: spec.work_dir.join("smpirun.log"),
     })?;
-    // One rank a host, in the host file's order: rank i ran on host i.
-    for (h, t) in result.hosts.iter_mut().zip(trace::count(&traced)?) {
+    // One rank a host, in the host file's order: rank i ran on host i. Only a live run's
+    // recording speeds are known, so only its probe waits are looked for.
+    let steps: Vec<f64> = match &spec.program {
+        Program::Live { .. } => hosts
+            .iter()
+            .map(|h| {
+                let f = platform::pstates(h.node_type)
+                    .get(h.pstate)
+                    .copied()
+                    .unwrap_or_else(|| h.node_type.fmax());
+                let g = spec.gflops.get(&h.node_type.name).copied().unwrap_or(0.0);
+                platform::flops_per_s(g, h.node_type, f) * trace::SMPI_IPROBE_S
+            })
+            .collect(),
+        Program::Replay { .. } => Vec::new(),
+    };
+    let live = !steps.is_empty();
+    for (h, (t, w)) in result
+        .hosts
+        .iter_mut()
+        .zip(trace::count_with_probes(&traced, &steps)?)
+    {
         h.traffic = t;
+        if live {
+            h.probe_wait_s = Some(w.probe_s);
+            h.probe_share = Some(if w.compute_flops > 0.0 {
+                w.probe_flops / w.compute_flops
+            } else {
+                0.0
+            });
+        }
     }
     Ok(result)
 }
@@ -298,6 +333,8 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
             energy_j: e,
             compute_s,
             traffic: Traffic::default(),
+            probe_wait_s: None,
+            probe_share: None,
         });
     }
     Ok(RunResult {

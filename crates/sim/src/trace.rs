@@ -17,6 +17,12 @@
 //! 1 for `MPI_INT`, ...); a line without one uses the trace's default, bytes unless its
 //! `init` line says otherwise, as SMPI's replay reads it. The argument positions are
 //! those of SMPI 3.32's replay parser.
+//!
+//! A live trace can also hold waiting as work: SMPI makes a failed `MPI_Iprobe` compute
+//! `smpi/iprobe` seconds at the host's speed (times a count that grows with each failed
+//! probe), and its trace writes that down as a `compute` action of the rank, which every
+//! replay computes again at the replayed clock. [`count_with_probes`] finds those
+//! actions, given each rank's host speed at the recording.
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +64,39 @@ pub struct Traffic {
     pub bytes: u64,
 }
 
+/// SMPI 3.32's `smpi/iprobe`: the seconds a failed `MPI_Iprobe` computes, times its count
+/// of failures (greenup-sim leaves it at SMPI's default).
+pub const SMPI_IPROBE_S: f64 = 1e-4;
+
+/// One rank's computation in a live trace, and how much of it was SMPI's waiting in
+/// failed `MPI_Iprobe` calls.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ProbeWaits {
+    /// Flops of all the rank's `compute` actions.
+    pub compute_flops: f64,
+    /// Flops of those that are SMPI's probe waits.
+    pub probe_flops: f64,
+    /// Seconds of waiting those stand for at the recording's speed.
+    pub probe_s: f64,
+}
+
+/// Largest count of `smpi/iprobe` steps one action is matched against: beyond it the
+/// trace's six significant digits cannot tell a multiple from any other number.
+const MAX_PROBE_STEPS: f64 = 10_000.0;
+
+/// How many `smpi/iprobe` steps of `step` flops a `compute` action of `flops` is, if it is
+/// a whole number of them (to the trace's six significant digits), else `None`. A
+/// program's own computation is host seconds times `smpi/host-speed`, which lands on
+/// such a multiple only by chance (about 1e-5 × k of the time for k steps).
+pub fn probe_steps(flops: f64, step: f64) -> Option<u64> {
+    if !(step > 0.0 && flops.is_finite()) {
+        return None;
+    }
+    let q = flops / step;
+    let k = q.round();
+    ((1.0..=MAX_PROBE_STEPS).contains(&k) && (q - k).abs() <= 5e-6 * q).then_some(k as u64)
+}
+
 /// Bytes of SMPI's predefined datatype `id` (its `Datatype::decode` table).
 fn datatype_bytes(id: u32) -> Option<u64> {
     Some(match id {
@@ -79,8 +118,13 @@ fn datatype_bytes(id: u32) -> Option<u64> {
 }
 
 /// Count every rank of the trace whose index (the file `--cfg=tracing/filename` named)
-/// is `index`, in rank order.
-pub fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
+/// is `index`, in rank order: what it moved, and its probe waits, where `steps[rank]` is
+/// the flops of one `smpi/iprobe` step on that rank's host at the recording (a rank past
+/// `steps` is not searched: a replayed trace's recording speeds are not known).
+pub fn count_with_probes(
+    index: &Path,
+    steps: &[f64],
+) -> Result<Vec<(Traffic, ProbeWaits)>, TraceError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| TraceError::Io { path, source }
@@ -99,12 +143,12 @@ pub fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
         });
     }
     let ranks = files.len() as u64;
-    let mut out = vec![Traffic::default(); files.len()];
+    let mut out = vec![(Traffic::default(), ProbeWaits::default()); files.len()];
     // Which file counted each rank: a rank in two files would overwrite the first count.
     let mut seen: Vec<Option<&Path>> = vec![None; files.len()];
     for file in &files {
         let text = std::fs::read_to_string(file).map_err(io(file))?;
-        let (rank, traffic) =
+        let (rank, traffic, computes) =
             count_rank(&text, ranks).map_err(|(line, message)| TraceError::Line {
                 path: file.clone(),
                 line,
@@ -125,16 +169,30 @@ pub fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
                 ),
             });
         }
-        *slot = traffic;
+        let mut waits = ProbeWaits {
+            compute_flops: computes.iter().sum(),
+            ..ProbeWaits::default()
+        };
+        if let Some(&step) = steps.get(rank as usize) {
+            for &c in &computes {
+                if let Some(k) = probe_steps(c, step) {
+                    waits.probe_flops += c;
+                    waits.probe_s += k as f64 * SMPI_IPROBE_S;
+                }
+            }
+        }
+        *slot = (traffic, waits);
     }
     Ok(out)
 }
 
-/// One rank's file: its rank and what it moved, or the 1-based line at fault and why.
-fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic), (usize, String)> {
+/// One rank's file: its rank, what it moved and the flops of each `compute` action, or
+/// the 1-based line at fault and why.
+fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic, Vec<f64>), (usize, String)> {
     let mut rank = None;
     let mut default_bytes = 1;
     let mut t = Traffic::default();
+    let mut computes = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let [who, action, args @ ..] = words.as_slice() else {
@@ -153,6 +211,14 @@ fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic), (usize, String)>
             }
             Some(_) => {}
         }
+        if *action == "compute" {
+            let flops = args
+                .first()
+                .and_then(|w| w.parse::<f64>().ok())
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| (i + 1, format!("'{line}': expected RANK compute FLOPS")))?;
+            computes.push(flops);
+        }
         let moved = moved(action, args, who, ranks, default_bytes).map_err(|m| (i + 1, m))?;
         match moved {
             Moved::Nothing => {}
@@ -164,7 +230,7 @@ fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic), (usize, String)>
         }
     }
     let rank = rank.ok_or((1, "an empty rank file".to_string()))?;
-    Ok((rank, t))
+    Ok((rank, t, computes))
 }
 
 /// What a line stands for.
@@ -350,6 +416,14 @@ fn moved(
 mod tests {
     use super::*;
 
+    /// What each rank moved, without looking for probe waits.
+    fn count(index: &Path) -> Result<Vec<Traffic>, TraceError> {
+        Ok(count_with_probes(index, &[])?
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect())
+    }
+
     /// A two-rank trace whose counts are worked by hand in the comments.
     fn write_trace(dir: &Path, rank1: &str) -> PathBuf {
         let files = dir.join("run.trace_files");
@@ -460,6 +534,14 @@ mod tests {
             ),
             // Two files of rank 0: the second is named, with the file that came first.
             ("0 init\n0 send 1 0 4\n", "t_rank-1.txt:1: rank 0 again: "),
+            (
+                "1 init\n1 compute lots\n",
+                "t_rank-2.txt:2: '1 compute lots': expected RANK compute FLOPS",
+            ),
+            (
+                "1 init\n1 compute\n",
+                "t_rank-2.txt:2: '1 compute': expected",
+            ),
         ];
         for (rank1, want) in cases {
             let e = count(&write_trace(dir.path(), rank1))
@@ -476,6 +558,50 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(empty.contains("lists no rank file"), "{empty}");
+    }
+
+    #[test]
+    fn smpis_probe_waits_are_whole_steps_to_six_digits() {
+        // A t4 host of paper 004 at f_max: 70 GFLOPS, so one 0.1 ms step is 7e6 flops.
+        let step = 70e9 * SMPI_IPROBE_S;
+        assert_eq!(probe_steps(7e6, step), Some(1));
+        assert_eq!(probe_steps(1.54e8, step), Some(22));
+        // 1,234 steps of a t1 at 2.3 GHz (36.8 GFLOPS): 4,541,120,000 flops, which the
+        // trace prints as 4.54112e+09.
+        assert_eq!(probe_steps(4.54112e9, 36.8e9 * SMPI_IPROBE_S), Some(1234));
+        // Rounded to six digits: 3,333 steps of 3,000,001 flops are 9,999,003,333, which
+        // the trace prints as 9.999e+09, 3,332.9989 steps.
+        assert_eq!(probe_steps(9.999e9, 3_000_001.0), Some(3333));
+        // Not whole: 17.64 and 1.79 steps; less than one step; a trace's real compute
+        // (HPL's, 86,160 flops); and past the count six digits can tell apart.
+        assert_eq!(probe_steps(1.2348e8, step), None);
+        assert_eq!(probe_steps(1.25223e7, step), None);
+        assert_eq!(probe_steps(3.5e6, step), None);
+        assert_eq!(probe_steps(86_160.0, step), None);
+        assert_eq!(probe_steps(7e6 * 20_000.0, step), None);
+        assert_eq!(probe_steps(7e6, 0.0), None);
+    }
+
+    #[test]
+    fn a_live_traces_probe_waits_are_counted_per_rank() {
+        let dir = tempfile::tempdir().unwrap();
+        // Rank 1 (7e6 flops a step): 10 + 22 = 32 steps in two waits, 3.2 ms and 2.24e8
+        // flops, among 2.24e8 + 1.25223e7 + 86,160 = 236,608,460 flops in all.
+        let rank1 = "1 init\n1 compute 7e+07\n1 compute 1.54e+08\n1 compute 1.25223e+07\n\
+                     1 compute 86160\n1 recv 0 0 1\n1 finalize\n";
+        let index = write_trace(dir.path(), rank1);
+        let got = count_with_probes(&index, &[4e6, 7e6]).unwrap();
+        // Rank 0's only compute is 1e6 flops, a quarter step: no wait.
+        assert_eq!(got[0].1.probe_flops, 0.0);
+        assert_eq!(got[0].1.compute_flops, 1e6);
+        let w = got[1].1;
+        assert!((w.probe_s - 32.0 * 1e-4).abs() < 1e-12, "{w:?}");
+        assert_eq!(w.probe_flops, 2.24e8);
+        assert_eq!(w.compute_flops, 236_608_460.0);
+        // Without the recording's speeds (a replay) nothing is looked for.
+        let replay = count_with_probes(&index, &[]).unwrap();
+        assert_eq!(replay[1].1.probe_flops, 0.0);
+        assert_eq!(replay[1].1.compute_flops, 236_608_460.0);
     }
 
     #[test]
