@@ -83,6 +83,13 @@ pub struct Host<'a> {
     pub pstate: usize,
 }
 
+impl Host<'_> {
+    /// The frequency its pstate stands for, GHz.
+    pub fn freq_ghz(&self) -> f64 {
+        pstates(self.node_type)[self.pstate]
+    }
+}
+
 /// A node type's frequencies as SimGrid pstates: highest first.
 pub fn pstates(t: &NodeType) -> Vec<f64> {
     t.freqs_ghz.iter().rev().copied().collect()

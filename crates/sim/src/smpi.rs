@@ -245,17 +245,13 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
         Program::Live { .. } => hosts
             .iter()
             .map(|h| {
-                let f = platform::pstates(h.node_type)
-                    .get(h.pstate)
-                    .copied()
-                    .unwrap_or_else(|| h.node_type.fmax());
                 let g = spec.gflops.get(&h.node_type.name).copied().unwrap_or(0.0);
-                platform::flops_per_s(g, h.node_type, f) * trace::SMPI_IPROBE_S
+                platform::flops_per_s(g, h.node_type, h.freq_ghz()) * trace::SMPI_IPROBE_S
             })
             .collect(),
         Program::Replay { .. } => Vec::new(),
     };
-    let live = !steps.is_empty();
+    let live = matches!(spec.program, Program::Live { .. });
     for (h, (t, w)) in result
         .hosts
         .iter_mut()
@@ -264,11 +260,7 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
         h.traffic = t;
         if live {
             h.probe_wait_s = Some(w.probe_s);
-            h.probe_share = Some(if w.compute_flops > 0.0 {
-                w.probe_flops / w.compute_flops
-            } else {
-                0.0
-            });
+            h.probe_share = Some(w.share());
         }
     }
     Ok(result)
@@ -322,7 +314,7 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
             .ok_or_else(|| LogError::NoEnergy {
                 host: h.name.clone(),
             })?;
-        let f = platform::pstates(h.node_type)[h.pstate];
+        let f = h.freq_ghz();
         let (idle, busy) = platform::wattage(h.node_type, f)?;
         let compute_s =
             (busy > idle).then(|| ((e - idle * time_s) / (busy - idle)).clamp(0.0, time_s));

@@ -80,6 +80,17 @@ pub struct ProbeWaits {
     pub probe_s: f64,
 }
 
+impl ProbeWaits {
+    /// The probe waits' share of the rank's traced flops, 0 to 1 (0 without any).
+    pub fn share(&self) -> f64 {
+        if self.compute_flops > 0.0 {
+            self.probe_flops / self.compute_flops
+        } else {
+            0.0
+        }
+    }
+}
+
 /// Largest count of `smpi/iprobe` steps one action is matched against: beyond it the
 /// trace's six significant digits cannot tell a multiple from any other number.
 const MAX_PROBE_STEPS: f64 = 10_000.0;
