@@ -7,6 +7,7 @@
 //! its outcome (meter source `simgrid`), so greenupd stores and learns from it as from a
 //! Slurm job. Without `--connect`, it runs at fixed frequencies and tells nobody.
 
+mod physics;
 mod platform;
 mod smpi;
 mod trace;
@@ -25,6 +26,7 @@ use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::OpenJob;
 use serde::Serialize;
 
+use physics::Physics;
 use platform::Links;
 
 #[derive(Parser)]
@@ -54,6 +56,20 @@ struct PlatformArgs {
     /// Each host link's latency (SimGrid notation).
     #[arg(long, default_value = "50us")]
     latency: String,
+    /// Published measurements of real CPUs (tests/physics/cpus.yaml) that the hosts obey
+    /// instead of the site config's power model, which greenup decides with.
+    #[arg(long, value_name = "FILE", requires = "cpu")]
+    physics: Option<PathBuf>,
+    /// Under --physics, a node type's CPU in that file (TYPE=NAME; repeat).
+    #[arg(long = "cpu", value_parser = type_name, requires = "physics")]
+    cpu: Vec<(String, String)>,
+    /// Under --physics, the program's share of time at f_max that scales with 1/f
+    /// (tests/physics/programs.yaml); 1 is a compute-bound program.
+    #[arg(long, default_value_t = 1.0, requires = "physics")]
+    beta: f64,
+    /// Under --physics, how a rank waits in MPI: polling (MPI's default) or blocking.
+    #[arg(long, value_enum, default_value_t = physics::Wait::Polling, requires = "physics")]
+    wait: physics::Wait,
 }
 
 // Parsed once per process: the size of the larger variant costs nothing.
@@ -131,6 +147,13 @@ fn type_value(s: &str) -> Result<(String, f64), String> {
     Ok((t.to_string(), v))
 }
 
+fn type_name(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((t, n)) if !t.is_empty() && !n.is_empty() => Ok((t.to_string(), n.to_string())),
+        _ => Err(format!("'{s}': expected TYPE=NAME")),
+    }
+}
+
 fn algorithm(s: &str) -> Result<Algorithm, String> {
     match s {
         "exact" => Ok(Algorithm::Exact),
@@ -151,8 +174,14 @@ struct Report {
     measured: smpi::RunResult,
 }
 
-/// The site, the job's nodes, each type's GFLOPS and the links.
-type Loaded = (Site, Vec<String>, BTreeMap<String, f64>, Links);
+/// The site, the job's nodes, each type's GFLOPS, the links and the hosts' physics.
+type Loaded = (
+    Site,
+    Vec<String>,
+    BTreeMap<String, f64>,
+    Links,
+    Option<Physics>,
+);
 
 fn load(p: &PlatformArgs) -> Result<Loaded, String> {
     let site = greenup::site::load(&p.site).map_err(|e| e.to_string())?;
@@ -162,7 +191,18 @@ fn load(p: &PlatformArgs) -> Result<Loaded, String> {
         bandwidth: p.bandwidth.clone(),
         latency: p.latency.clone(),
     };
-    Ok((site, nodes, gflops, links))
+    for (t, _) in &p.cpu {
+        if !site.node_types.contains_key(t) {
+            return Err(format!("--cpu: no node type {t} in {}", p.site.display()));
+        }
+    }
+    let physics = p
+        .physics
+        .as_ref()
+        .map(|f| Physics::load(f, &p.cpu, p.beta, p.wait))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Ok((site, nodes, gflops, links, physics))
 }
 
 fn main() -> ExitCode {
@@ -178,8 +218,9 @@ fn main() -> ExitCode {
 fn real_main(cli: Cli) -> Result<(), String> {
     match cli.cmd {
         Cmd::Platform(p) => {
-            let (site, nodes, gflops, links) = load(&p)?;
-            let hosts = platform::hosts(&site, &nodes, |_, _| None).map_err(|e| e.to_string())?;
+            let (site, nodes, gflops, links, physics) = load(&p)?;
+            let hosts = platform::hosts(&site, &nodes, physics.as_ref(), |_, _| None)
+                .map_err(|e| e.to_string())?;
             let xml = platform::xml(&hosts, &gflops, &links).map_err(|e| e.to_string())?;
             print!("{xml}");
             Ok(())
@@ -201,7 +242,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             replay_main,
             program,
         } => {
-            let (site, nodes, gflops, links) = load(&p)?;
+            let (site, nodes, gflops, links, physics) = load(&p)?;
             let program = match (replay, program.split_first()) {
                 (Some(trace), _) => smpi::Program::Replay {
                     trace,
@@ -228,8 +269,10 @@ fn real_main(cli: Cli) -> Result<(), String> {
                         return Err(format!("--freq: no node type {t} in {}", p.site.display()));
                     }
                 }
-                let hosts = platform::hosts(&site, &nodes, |_, t| freq.get(&t.name).copied())
-                    .map_err(|e| e.to_string())?;
+                let hosts = platform::hosts(&site, &nodes, physics.as_ref(), |_, t| {
+                    freq.get(&t.name).copied()
+                })
+                .map_err(|e| e.to_string())?;
                 let measured = smpi::run(&spec, &hosts).map_err(|e| e.to_string())?;
                 warn_probe_waits(&measured);
                 return print(&Report {
@@ -283,8 +326,10 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 .iter()
                 .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f)))
                 .collect();
-            let hosts = platform::hosts(&site, &nodes, |n, _| planned.get(n).copied())
-                .map_err(|e| e.to_string())?;
+            let hosts = platform::hosts(&site, &nodes, physics.as_ref(), |n, _| {
+                planned.get(n).copied()
+            })
+            .map_err(|e| e.to_string())?;
             let run = smpi::run(&spec, &hosts);
             let end = match &run {
                 Ok(r) => {

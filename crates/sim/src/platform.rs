@@ -2,12 +2,20 @@
 //! node with one core, one pstate per frequency of its node type, and the host energy
 //! plugin's wattages from the type's power model.
 //!
-//! - **Speed.** A site config has no flop rate, so each node type's speed at f_max is
-//!   given apart (`--speed TYPE=GFLOPS`); at frequency f a host computes at
-//!   `GFLOPS × f / f_max`, the CPU-bound scaling paper 004 assumes (T_cp × S).
-//! - **Power.** At frequency f a host draws the type's static watts when idle (waiting in
-//!   MPI, or done) and static plus dynamic watts when computing: the energy plugin
-//!   integrates `idle + load × (busy − idle)`, paper 004's eq. 11 for one rank per node.
+//! A host obeys one of two laws:
+//! - **Published measurements** (`--physics`, [`crate::physics`]): each node type is a
+//!   real CPU whose measured package power at each P-state the host draws, and the
+//!   program's measured sensitivity to the clock sets its speed at each P-state. greenup
+//!   is told none of it: its site config gives the frequencies and its own prior.
+//! - **greenup's own law** (no `--physics`), kept as a second column: at frequency f a
+//!   host computes at `GFLOPS × f / f_max`, the CPU-bound scaling paper 004 assumes
+//!   (T_cp × S), and draws the type's static watts when idle (waiting in MPI, or done)
+//!   and static plus dynamic watts when computing, as the site config says: the energy
+//!   plugin integrates `idle + load × (busy − idle)`, paper 004's eq. 11 for one rank per
+//!   node. A figure measured this way is arithmetic on the site config, not evidence.
+//!
+//! A site config has no flop rate, so each node type's speed at f_max is given apart
+//! (`--speed TYPE=GFLOPS`).
 //! - **Links.** A star: each host has a private shared (half-duplex) link of `bandwidth` and
 //!   `latency` to one switch, and a message crosses the sender's and the receiver's
 //!   links (paper 004: 1 Gbit/s Ethernet; latency 50 µs here, the paper names none).
@@ -21,6 +29,8 @@ use std::path::PathBuf;
 
 use greenup::expr::ExprError;
 use greenup::site::{NodeType, Site};
+
+use crate::physics::{Cpu, Physics, time_ratio};
 
 /// Why the platform of a job cannot be written from the site config and the options.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +71,32 @@ pub enum PlatformError {
         /// Why its power expression failed.
         source: ExprError,
     },
+    /// Under `--physics`, a node type has no CPU.
+    #[error(
+        "--cpu: node type {node_type} has no CPU (give --cpu {node_type}=NAME, a cpu of {file})"
+    )]
+    NoCpu {
+        /// The node type.
+        node_type: String,
+        /// The physics file.
+        file: PathBuf,
+    },
+    /// Under `--physics`, one of a node type's frequencies was never measured on its CPU.
+    #[error(
+        "node type {node_type}: {freq_ghz} GHz is not a measured P-state of cpu {cpu} ({pstates} GHz in {file}): the site config's frequencies must be P-states the testbed's physics knows"
+    )]
+    NotMeasured {
+        /// The node type.
+        node_type: String,
+        /// Its CPU.
+        cpu: String,
+        /// The frequency.
+        freq_ghz: f64,
+        /// The CPU's measured P-states.
+        pstates: String,
+        /// The physics file.
+        file: PathBuf,
+    },
 }
 
 /// The network every host is attached to.
@@ -81,12 +117,96 @@ pub struct Host<'a> {
     pub node_type: &'a NodeType,
     /// Index into [`pstates`] of the frequency it runs at.
     pub pstate: usize,
+    /// The published physics it obeys; `None`: greenup's own law from the site config.
+    pub physics: Option<&'a Physics>,
 }
 
 impl Host<'_> {
     /// The frequency its pstate stands for, GHz.
     pub fn freq_ghz(&self) -> f64 {
         pstates(self.node_type)[self.pstate]
+    }
+
+    /// Its CPU and the program's sensitivity, under published physics.
+    fn measured(&self) -> Option<(&Cpu, f64, f64)> {
+        let p = self.physics?;
+        Some((p.cpus.get(&self.node_type.name)?, p.beta, p.wait_share))
+    }
+
+    /// Its speed in flops per second at `f` GHz, given its type's speed at f_max in
+    /// GFLOPS: what the platform tells SimGrid.
+    pub fn flops_per_s(&self, gflops: f64, f: f64) -> f64 {
+        let fmax = self.node_type.fmax();
+        match self.measured() {
+            Some((_, beta, _)) => gflops * 1e9 / time_ratio(beta, fmax, f),
+            None => gflops * 1e9 * f / fmax,
+        }
+    }
+
+    /// Its watts at `f` GHz while its rank waits and while it computes.
+    pub fn wattage(&self, f: f64) -> Result<(f64, f64), PlatformError> {
+        let t = self.node_type;
+        match self.measured() {
+            Some((cpu, _, share)) => {
+                let p = cpu.pstate(f).ok_or_else(|| self.not_measured(cpu, f))?;
+                Ok((p.idle_w + share * (p.busy_w - p.idle_w), p.busy_w))
+            }
+            None => wattage(t, f).map_err(|source| PlatformError::Wattage {
+                node_type: t.name.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Its watts when off: SimGrid's `wattage_off`, the least it draws idle.
+    fn off_w(&self) -> f64 {
+        let least = match self.measured() {
+            Some((cpu, _, _)) => cpu
+                .pstates
+                .iter()
+                .map(|p| p.idle_w)
+                .fold(f64::INFINITY, f64::min),
+            None => pstates(self.node_type)
+                .iter()
+                .filter_map(|f| self.node_type.static_w(*f).ok())
+                .fold(f64::INFINITY, f64::min),
+        };
+        if least.is_finite() { least } else { 0.0 }
+    }
+
+    fn not_measured(&self, cpu: &Cpu, f: f64) -> PlatformError {
+        PlatformError::NotMeasured {
+            node_type: self.node_type.name.clone(),
+            cpu: cpu.name.clone(),
+            freq_ghz: f,
+            pstates: cpu
+                .pstates
+                .iter()
+                .map(|p| p.ghz.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            file: self.physics.map(|p| p.file.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Under published physics, every frequency of its type must have been measured.
+    fn check_measured(&self) -> Result<(), PlatformError> {
+        let Some(p) = self.physics else {
+            return Ok(());
+        };
+        let cpu = p
+            .cpus
+            .get(&self.node_type.name)
+            .ok_or_else(|| PlatformError::NoCpu {
+                node_type: self.node_type.name.clone(),
+                file: p.file.clone(),
+            })?;
+        for f in &self.node_type.freqs_ghz {
+            if cpu.pstate(*f).is_none() {
+                return Err(self.not_measured(cpu, *f));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -111,10 +231,12 @@ pub fn wattage(t: &NodeType, f: f64) -> Result<(f64, f64), ExprError> {
 }
 
 /// The hosts of a job on `nodes` (in order), each at the frequency `freq(node, type)`
-/// asks (None: its type's highest), which must be one of its type's.
+/// asks (None: its type's highest), which must be one of its type's, obeying `physics`
+/// (None: greenup's own law).
 pub fn hosts<'a>(
     site: &'a Site,
     nodes: &[String],
+    physics: Option<&'a Physics>,
     mut freq: impl FnMut(&str, &NodeType) -> Option<f64>,
 ) -> Result<Vec<Host<'a>>, PlatformError> {
     nodes
@@ -142,15 +264,14 @@ pub fn hosts<'a>(
                             .join(", "),
                     })?,
                 },
+                physics,
             })
         })
-        .collect()
-}
-
-/// A host's speed in flops per second at `f` GHz, given its type's speed at f_max in
-/// GFLOPS: what the platform tells SimGrid.
-pub fn flops_per_s(gflops: f64, t: &NodeType, f: f64) -> f64 {
-    gflops * 1e9 * f / t.fmax()
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|hs| {
+            hs.iter().try_for_each(Host::check_measured)?;
+            Ok(hs)
+        })
 }
 
 /// The platform XML for `hosts`, given each type's speed at f_max in GFLOPS.
@@ -172,20 +293,13 @@ pub fn xml(
         let fs = pstates(t);
         let speeds: Vec<String> = fs
             .iter()
-            .map(|f| format!("{}f", flops_per_s(*g, t, *f)))
+            .map(|f| format!("{}f", h.flops_per_s(*g, *f)))
             .collect();
         let mut watts = Vec::new();
         for f in &fs {
-            let (idle, busy) = wattage(t, *f).map_err(|source| PlatformError::Wattage {
-                node_type: t.name.clone(),
-                source,
-            })?;
+            let (idle, busy) = h.wattage(*f)?;
             watts.push(format!("{idle}:{idle}:{busy}"));
         }
-        let idle_min = fs
-            .iter()
-            .filter_map(|f| t.static_w(*f).ok())
-            .fold(f64::INFINITY, f64::min);
         let _ = writeln!(
             x,
             "  <host id=\"{}\" speed=\"{}\" pstate=\"{}\" core=\"1\">\n    \
@@ -195,7 +309,7 @@ pub fn xml(
             speeds.join(","),
             h.pstate.min(fs.len().saturating_sub(1)),
             watts.join(", "),
-            if idle_min.is_finite() { idle_min } else { 0.0 },
+            h.off_w(),
         );
     }
     for h in hosts {
@@ -248,6 +362,7 @@ mod tests {
             name: "n1".into(),
             node_type: &t,
             pstate: 1,
+            physics: None,
         }];
         let g = BTreeMap::from([("fast".to_string(), 4.0)]);
         let links = Links {
@@ -262,5 +377,91 @@ mod tests {
         assert!(x.contains("value=\"20:20:100, 20:20:30\""), "{x}");
         let none = xml(&h, &BTreeMap::new(), &links).unwrap_err().to_string();
         assert!(none.contains("--speed fast=GFLOPS"), "{none}");
+    }
+
+    #[test]
+    fn published_physics_sets_each_pstates_speed_and_watts() {
+        use crate::physics::{Cpu, PState, Physics};
+        let t = ty();
+        let cpu = Cpu {
+            name: "real".into(),
+            source: "test".into(),
+            pstates: vec![
+                PState {
+                    ghz: 1.0,
+                    idle_w: 50.0,
+                    busy_w: 90.0,
+                },
+                PState {
+                    ghz: 1.5,
+                    idle_w: 52.0,
+                    busy_w: 120.0,
+                },
+                PState {
+                    ghz: 2.0,
+                    idle_w: 55.0,
+                    busy_w: 175.0,
+                },
+            ],
+        };
+        let physics = Physics {
+            file: "cpus.yaml".into(),
+            cpus: BTreeMap::from([("fast".to_string(), cpu)]),
+            beta: 0.5,
+            wait_share: 0.25,
+        };
+        let h = [Host {
+            name: "n1".into(),
+            node_type: &t,
+            pstate: 0,
+            physics: Some(&physics),
+        }];
+        let g = BTreeMap::from([("fast".to_string(), 4.0)]);
+        let links = Links {
+            bandwidth: "1Gbps".into(),
+            latency: "50us".into(),
+        };
+        let x = xml(&h, &g, &links).unwrap();
+        // Half the time scales with the clock: at 1 GHz of 2 the run takes 1.5 times as
+        // long, so the host computes at 4 / 1.5 GFLOPS.
+        let slow = 4e9 / 1.5;
+        assert!(x.contains(&format!("speed=\"4000000000f,{slow}f\"")), "{x}");
+        // Waiting draws idle plus a quarter of (busy − idle): 55 + 30 and 50 + 10.
+        assert!(x.contains("value=\"85:85:175, 60:60:90\""), "{x}");
+        assert!(x.contains("wattage_off\" value=\"50\""), "{x}");
+        assert_eq!(h[0].wattage(2.0).unwrap(), (85.0, 175.0));
+        // Every frequency of the type must have been measured on its CPU.
+        let mut sparse = physics.clone();
+        sparse.cpus.get_mut("fast").unwrap().pstates.remove(0);
+        let site_nodes = ["n1".to_string()];
+        let site = site_of(&t);
+        let e = hosts(&site, &site_nodes, Some(&sparse), |_, _| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1 GHz is not a measured P-state of cpu real (1.5, 2 GHz"),
+            "{e}"
+        );
+        let mut none = physics.clone();
+        none.cpus.clear();
+        let e = hosts(&site, &site_nodes, Some(&none), |_, _| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give --cpu fast=NAME"), "{e}");
+    }
+
+    /// A site of one node, n1, of type `t`.
+    fn site_of(t: &NodeType) -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("greenup.yaml");
+        std::fs::write(
+            &f,
+            format!(
+                "node_types:\n  {}:\n    frequencies: {:?}\n    power: {{dynamic_w: 80, static_w: 20}}\nnodes:\n  {}: n1\n",
+                t.name, t.freqs_ghz, t.name
+            ),
+        )
+        .unwrap();
+        greenup::site::load(&f).unwrap()
     }
 }

@@ -2,8 +2,8 @@
 //! energy plugin, and read back the simulated time and each host's energy.
 //!
 //! Each host's busy time (its rank computing) is read from the same energy figure: the
-//! plugin integrates `idle + load × (busy − idle)` watts, with load 1 while the rank
-//! computes and 0 while it waits in MPI, so `busy_s = (E − idle × T) / (busy − idle)`.
+//! plugin integrates `wait + load × (busy − wait)` watts, with load 1 while the rank
+//! computes and 0 while it waits in MPI, so `busy_s = (E − wait × T) / (busy − wait)`.
 //! That is the compute/communication split the learned profiles use, measured by the
 //! simulator, not assumed. Each rank's MPI calls and bytes come from the run's
 //! time-independent trace (`crate::trace`): a live run always records one.
@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Serialize;
-
-use greenup::expr::ExprError;
 
 use crate::platform::{self, Host, Links, PlatformError};
 use crate::trace::{self, TraceError, Traffic};
@@ -80,9 +78,9 @@ pub enum LogError {
         /// The host.
         host: String,
     },
-    /// A host's power model fails at its frequency, so its busy time cannot be had.
+    /// A host's power fails at its frequency, so its busy time cannot be had.
     #[error(transparent)]
-    Wattage(#[from] ExprError),
+    Wattage(Box<PlatformError>),
 }
 
 /// `path: error`, for a file of the run.
@@ -246,7 +244,7 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
             .iter()
             .map(|h| {
                 let g = spec.gflops.get(&h.node_type.name).copied().unwrap_or(0.0);
-                platform::flops_per_s(g, h.node_type, h.freq_ghz()) * trace::SMPI_IPROBE_S
+                h.flops_per_s(g, h.freq_ghz()) * trace::SMPI_IPROBE_S
             })
             .collect(),
         Program::Replay { .. } => Vec::new(),
@@ -315,7 +313,7 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
                 host: h.name.clone(),
             })?;
         let f = h.freq_ghz();
-        let (idle, busy) = platform::wattage(h.node_type, f)?;
+        let (idle, busy) = h.wattage(f).map_err(|e| LogError::Wattage(Box::new(e)))?;
         let compute_s =
             (busy > idle).then(|| ((e - idle * time_s) / (busy - idle)).clamp(0.0, time_s));
         out.push(HostResult {
@@ -361,6 +359,7 @@ mod tests {
             name: "n1".into(),
             node_type: t,
             pstate: 0,
+            physics: None,
         }]
     }
 

@@ -1,0 +1,316 @@
+//! A testbed's physics from published measurements of real CPUs and programs
+//! (tests/physics/, docs/physics.md), never from the site config greenup decides with.
+//!
+//! - **Power.** `cpus.yaml` gives each CPU's measured package power at each P-state it
+//!   was measured at, idle and under a compute-bound load. A host of that CPU draws the
+//!   busy figure while its rank computes and, while the rank waits in MPI, the idle
+//!   figure plus the file's polling share of the difference (MPI libraries busy-poll by
+//!   default; `--wait blocking` makes a wait draw the idle figure).
+//! - **Speed.** A program's sensitivity to the clock is its beta (`programs.yaml`): the
+//!   share of its time at f_max that scales with 1/f, so at clock f a host computes at
+//!   `GFLOPS / (beta f_max / f + 1 − beta)`. Beta 1 is greenup's own assumption.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use greenup::input::InputError;
+use serde::Deserialize;
+
+/// Why a physics file cannot be used for a run.
+#[derive(Debug, thiserror::Error)]
+pub enum PhysicsError {
+    /// The file cannot be read or is not valid YAML of the expected shape.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A figure of the file is out of range.
+    #[error("{file}: cpu {cpu}: {what}")]
+    Figure {
+        /// The physics file.
+        file: PathBuf,
+        /// The CPU whose figure it is.
+        cpu: String,
+        /// What is wrong and what would be valid.
+        what: String,
+    },
+    /// `--cpu` names a CPU the file does not hold.
+    #[error("--cpu {node_type}={cpu}: {file} has no cpu {cpu} (it has: {known})")]
+    UnknownCpu {
+        /// The node type.
+        node_type: String,
+        /// The CPU named.
+        cpu: String,
+        /// The physics file.
+        file: PathBuf,
+        /// The CPUs it holds.
+        known: String,
+    },
+    /// `--beta` is outside 0 to 1.
+    #[error(
+        "--beta {0}: expected a share of the run time from 0 (no clock dependence) to 1 (all of it)"
+    )]
+    Beta(f64),
+}
+
+/// The file's shape: tests/physics/cpus.yaml.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PhysicsFile {
+    /// The measured CPUs.
+    pub cpus: Vec<Cpu>,
+    /// What a core draws while its rank waits in MPI.
+    pub waiting: Waiting,
+}
+
+/// One CPU as published: its P-states and the node's package power at each.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Cpu {
+    /// The name `--cpu` uses.
+    pub name: String,
+    /// Where the figures come from.
+    pub source: String,
+    /// The measured P-states, lowest first.
+    pub pstates: Vec<PState>,
+}
+
+/// One P-state's measured power.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+pub struct PState {
+    /// The clock, GHz.
+    pub ghz: f64,
+    /// Watts with every core idle at this clock.
+    pub idle_w: f64,
+    /// Watts with every core running the compute-bound load.
+    pub busy_w: f64,
+}
+
+/// A waiting rank's draw.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Waiting {
+    /// The share of (busy − idle) that a core polling in MPI adds to idle power, 0 to 1.
+    pub polling_share_of_busy_dynamic: f64,
+}
+
+/// How a waiting rank waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Wait {
+    /// Busy-polling, MPI libraries' default: the core draws the file's polling share.
+    Polling,
+    /// Blocking in the kernel: the core draws idle power.
+    Blocking,
+}
+
+/// Each node type's CPU, and the program's sensitivity: what a run's hosts obey.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Physics {
+    /// The file the figures came from.
+    pub file: PathBuf,
+    /// Node type name to its CPU.
+    pub cpus: BTreeMap<String, Cpu>,
+    /// The program's share of time that scales with 1/f.
+    pub beta: f64,
+    /// The share of (busy − idle) a waiting core adds to idle power.
+    pub wait_share: f64,
+}
+
+impl Physics {
+    /// Load `file` and map each node type to its CPU (`TYPE=CPU`).
+    pub fn load(
+        file: &Path,
+        types: &[(String, String)],
+        beta: f64,
+        wait: Wait,
+    ) -> Result<Physics, PhysicsError> {
+        let parsed: PhysicsFile = greenup::input::load_yaml(file)?;
+        Physics::from_file(file, parsed, types, beta, wait)
+    }
+
+    /// Check `parsed`'s figures and map each node type to its CPU.
+    pub fn from_file(
+        file: &Path,
+        parsed: PhysicsFile,
+        types: &[(String, String)],
+        beta: f64,
+        wait: Wait,
+    ) -> Result<Physics, PhysicsError> {
+        if !(0.0..=1.0).contains(&beta) {
+            return Err(PhysicsError::Beta(beta));
+        }
+        let share = parsed.waiting.polling_share_of_busy_dynamic;
+        if !(0.0..1.0).contains(&share) {
+            return Err(PhysicsError::Figure {
+                file: file.to_path_buf(),
+                cpu: "(waiting)".into(),
+                what: format!(
+                    "polling_share_of_busy_dynamic {share}: expected at least 0 and below 1 (a waiting core draws less than a computing one)"
+                ),
+            });
+        }
+        for c in &parsed.cpus {
+            check_cpu(file, c)?;
+        }
+        let mut cpus = BTreeMap::new();
+        for (t, name) in types {
+            let c = parsed
+                .cpus
+                .iter()
+                .find(|c| &c.name == name)
+                .ok_or_else(|| PhysicsError::UnknownCpu {
+                    node_type: t.clone(),
+                    cpu: name.clone(),
+                    file: file.to_path_buf(),
+                    known: parsed
+                        .cpus
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?;
+            cpus.insert(t.clone(), c.clone());
+        }
+        Ok(Physics {
+            file: file.to_path_buf(),
+            cpus,
+            beta,
+            wait_share: match wait {
+                Wait::Polling => share,
+                Wait::Blocking => 0.0,
+            },
+        })
+    }
+}
+
+/// A CPU's figures must be usable: P-states ascending, watts positive, busy above idle.
+fn check_cpu(file: &Path, c: &Cpu) -> Result<(), PhysicsError> {
+    let bad = |what: String| PhysicsError::Figure {
+        file: file.to_path_buf(),
+        cpu: c.name.clone(),
+        what,
+    };
+    if c.pstates.is_empty() {
+        return Err(bad(
+            "no pstates: expected at least one measured P-state".into()
+        ));
+    }
+    for (i, p) in c.pstates.iter().enumerate() {
+        if !(p.ghz > 0.0 && p.idle_w > 0.0 && p.busy_w.is_finite()) {
+            return Err(bad(format!(
+                "pstate {} GHz: expected a positive clock and positive idle and busy watts",
+                p.ghz
+            )));
+        }
+        if p.busy_w <= p.idle_w {
+            return Err(bad(format!(
+                "pstate {} GHz: busy_w {} is not above idle_w {}: a computing core draws more than an idle one",
+                p.ghz, p.busy_w, p.idle_w
+            )));
+        }
+        if i > 0 && p.ghz <= c.pstates[i - 1].ghz {
+            return Err(bad(format!(
+                "pstate {} GHz follows {} GHz: expected P-states lowest first, each once",
+                p.ghz,
+                c.pstates[i - 1].ghz
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Cpu {
+    /// The P-state measured at `ghz` (to a millionth), never the nearest one.
+    pub fn pstate(&self, ghz: f64) -> Option<&PState> {
+        self.pstates
+            .iter()
+            .find(|p| (p.ghz - ghz).abs() <= 1e-6 * ghz.abs())
+    }
+}
+
+/// A program's time at `f` over its time at `fmax`, for sensitivity `beta`.
+pub fn time_ratio(beta: f64, fmax: f64, f: f64) -> f64 {
+    beta * fmax / f + 1.0 - beta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "\
+cpus:
+  - name: a
+    source: test
+    pstates:
+      - {ghz: 1.0, idle_w: 50, busy_w: 100}
+      - {ghz: 2.0, idle_w: 60, busy_w: 200}
+waiting: {polling_share_of_busy_dynamic: 0.5}
+";
+
+    fn parsed(text: &str) -> PhysicsFile {
+        serde_saphyr::from_str(text).unwrap()
+    }
+
+    fn load(text: &str, beta: f64) -> Result<Physics, PhysicsError> {
+        Physics::from_file(
+            Path::new("cpus.yaml"),
+            parsed(text),
+            &[("fast".into(), "a".into())],
+            beta,
+            Wait::Polling,
+        )
+    }
+
+    #[test]
+    fn beta_splits_the_time_between_the_clock_and_the_rest() {
+        // Half the time scales: at half the clock, 0.5 × 2 + 0.5 = 1.5 times as long.
+        assert_eq!(time_ratio(0.5, 2.0, 1.0), 1.5);
+        assert_eq!(time_ratio(1.0, 2.0, 1.0), 2.0);
+        assert_eq!(time_ratio(0.0, 2.0, 1.0), 1.0);
+    }
+
+    #[test]
+    fn a_type_maps_to_its_cpu_and_bad_figures_are_refused() {
+        let p = load(FILE, 0.7).unwrap();
+        assert_eq!(p.cpus["fast"].pstates.last().unwrap().ghz, 2.0);
+        assert_eq!(p.cpus["fast"].pstate(1.0).unwrap().busy_w, 100.0);
+        assert!(p.cpus["fast"].pstate(1.5).is_none());
+        assert_eq!(p.wait_share, 0.5);
+        let e = load(FILE, 1.2).unwrap_err().to_string();
+        assert!(e.contains("--beta 1.2"), "{e}");
+        let e = load(&FILE.replace("busy_w: 100", "busy_w: 40"), 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cpu a: pstate 1 GHz: busy_w 40 is not above idle_w 50"),
+            "{e}"
+        );
+        let e = load(&FILE.replace("ghz: 2.0", "ghz: 0.5"), 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected P-states lowest first"), "{e}");
+        let e = load(
+            &FILE.replace("share_of_busy_dynamic: 0.5", "share_of_busy_dynamic: 1"),
+            1.0,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("polling_share_of_busy_dynamic 1"), "{e}");
+        let e = Physics::from_file(
+            Path::new("cpus.yaml"),
+            parsed(FILE),
+            &[("fast".into(), "b".into())],
+            1.0,
+            Wait::Blocking,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("has no cpu b (it has: a)"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_file_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("cpus.yaml");
+        std::fs::write(&f, FILE.replace("idle_w: 60", "idle_w: sixty")).unwrap();
+        let e = Physics::load(&f, &[], 1.0, Wait::Polling)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cpus.yaml:6:"), "{e}");
+    }
+}
