@@ -63,6 +63,10 @@ struct PlatformArgs {
     /// Under --physics, a node type's CPU in that file (TYPE=NAME; repeat).
     #[arg(long = "cpu", value_parser = type_name, requires = "physics")]
     cpu: Vec<(String, String)>,
+    /// Under --physics, which of the source's figures the hosts draw: the CPU packages
+    /// (RAPL) or the whole node at the wall.
+    #[arg(long, value_enum, default_value_t = physics::Scope::Package, requires = "physics")]
+    scope: physics::Scope,
     /// Under --physics, the program's share of time at f_max that scales with 1/f
     /// (tests/physics/programs.yaml); 1 is a compute-bound program.
     #[arg(long, default_value_t = 1.0, requires = "physics")]
@@ -199,7 +203,7 @@ fn load(p: &PlatformArgs) -> Result<Loaded, String> {
     let physics = p
         .physics
         .as_ref()
-        .map(|f| Physics::load(f, &p.cpu, p.beta, p.wait))
+        .map(|f| Physics::load(f, &p.cpu, p.scope, p.beta, p.wait))
         .transpose()
         .map_err(|e| e.to_string())?;
     Ok((site, nodes, gflops, links, physics))

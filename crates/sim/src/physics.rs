@@ -1,9 +1,10 @@
 //! A testbed's physics from published measurements of real CPUs and programs
 //! (tests/physics/, docs/physics.md), never from the site config greenup decides with.
 //!
-//! - **Power.** `cpus.yaml` gives each CPU's measured package power at each P-state it
-//!   was measured at, idle and under a compute-bound load. A host of that CPU draws the
-//!   busy figure while its rank computes and, while the rank waits in MPI, the idle
+//! - **Power.** `cpus.yaml` gives each CPU's measured power at each P-state it was
+//!   measured at, idle and under a compute-bound load, as RAPL's package figure and as
+//!   the node's AC figure where the source has them (`--scope`). A host of that CPU draws
+//!   the busy figure while its rank computes and, while the rank waits in MPI, the idle
 //!   figure plus the file's polling share of the difference (MPI libraries busy-poll by
 //!   default; `--wait blocking` makes a wait draw the idle figure).
 //! - **Speed.** A program's sensitivity to the clock is its beta (`programs.yaml`): the
@@ -44,6 +45,20 @@ pub enum PhysicsError {
         /// The CPUs it holds.
         known: String,
     },
+    /// The file has no figure of the scope asked for.
+    #[error(
+        "{file}: cpu {cpu}: no {what} figure (--scope {scope}); the source measured another scope"
+    )]
+    NoScope {
+        /// The physics file.
+        file: PathBuf,
+        /// The CPU.
+        cpu: String,
+        /// The figure missing.
+        what: String,
+        /// The scope asked for.
+        scope: &'static str,
+    },
     /// `--beta` is outside 0 to 1.
     #[error(
         "--beta {0}: expected a share of the run time from 0 (no clock dependence) to 1 (all of it)"
@@ -55,24 +70,75 @@ pub enum PhysicsError {
 #[derive(Debug, Clone, Deserialize)]
 pub struct PhysicsFile {
     /// The measured CPUs.
-    pub cpus: Vec<Cpu>,
+    pub cpus: Vec<FileCpu>,
     /// What a core draws while its rank waits in MPI.
     pub waiting: Waiting,
 }
 
-/// One CPU as published: its P-states and the node's package power at each.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-pub struct Cpu {
+/// One CPU as the file gives it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FileCpu {
     /// The name `--cpu` uses.
     pub name: String,
     /// Where the figures come from.
     pub source: String,
     /// The measured P-states, lowest first.
+    pub pstates: Vec<FilePState>,
+}
+
+/// One P-state's measured power, in each scope the source measured.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct FilePState {
+    /// The clock, GHz.
+    pub ghz: f64,
+    /// Package watts (RAPL) with every core idle.
+    pub idle_w: Option<f64>,
+    /// Package watts with every core running the compute-bound load.
+    pub busy_w: Option<f64>,
+    /// Node AC watts idle.
+    pub idle_ac_w: Option<f64>,
+    /// Node AC watts under the load.
+    pub busy_ac_w: Option<f64>,
+}
+
+/// A waiting rank's draw.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Waiting {
+    /// The share of (busy − idle) package watts that a core polling in MPI adds to idle.
+    pub polling_share_of_busy_dynamic: f64,
+    /// The same share in node AC watts.
+    pub polling_share_ac: Option<f64>,
+}
+
+/// Which of the source's figures the hosts draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    /// The CPU packages (RAPL), as greenup's meters read a real node.
+    Package,
+    /// The whole node at the wall, where only that was published.
+    NodeAc,
+}
+
+impl Scope {
+    fn name(self) -> &'static str {
+        match self {
+            Scope::Package => "package",
+            Scope::NodeAc => "node-ac",
+        }
+    }
+}
+
+/// One CPU in the scope a run uses: its P-states and the node's watts at each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cpu {
+    /// The name `--cpu` uses.
+    pub name: String,
+    /// The measured P-states, lowest first.
     pub pstates: Vec<PState>,
 }
 
-/// One P-state's measured power.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+/// One P-state's measured watts.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PState {
     /// The clock, GHz.
     pub ghz: f64,
@@ -80,13 +146,6 @@ pub struct PState {
     pub idle_w: f64,
     /// Watts with every core running the compute-bound load.
     pub busy_w: f64,
-}
-
-/// A waiting rank's draw.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Waiting {
-    /// The share of (busy − idle) that a core polling in MPI adds to idle power, 0 to 1.
-    pub polling_share_of_busy_dynamic: f64,
 }
 
 /// How a waiting rank waits.
@@ -112,15 +171,16 @@ pub struct Physics {
 }
 
 impl Physics {
-    /// Load `file` and map each node type to its CPU (`TYPE=CPU`).
+    /// Load `file` and map each node type to its CPU (`TYPE=CPU`), in `scope`.
     pub fn load(
         file: &Path,
         types: &[(String, String)],
+        scope: Scope,
         beta: f64,
         wait: Wait,
     ) -> Result<Physics, PhysicsError> {
         let parsed: PhysicsFile = greenup::input::load_yaml(file)?;
-        Physics::from_file(file, parsed, types, beta, wait)
+        Physics::from_file(file, parsed, types, scope, beta, wait)
     }
 
     /// Check `parsed`'s figures and map each node type to its CPU.
@@ -128,13 +188,27 @@ impl Physics {
         file: &Path,
         parsed: PhysicsFile,
         types: &[(String, String)],
+        scope: Scope,
         beta: f64,
         wait: Wait,
     ) -> Result<Physics, PhysicsError> {
         if !(0.0..=1.0).contains(&beta) {
             return Err(PhysicsError::Beta(beta));
         }
-        let share = parsed.waiting.polling_share_of_busy_dynamic;
+        let share = match scope {
+            Scope::Package => parsed.waiting.polling_share_of_busy_dynamic,
+            Scope::NodeAc => {
+                parsed
+                    .waiting
+                    .polling_share_ac
+                    .ok_or_else(|| PhysicsError::NoScope {
+                        file: file.to_path_buf(),
+                        cpu: "(waiting)".into(),
+                        what: "polling_share_ac".into(),
+                        scope: scope.name(),
+                    })?
+            }
+        };
         if !(0.0..1.0).contains(&share) {
             return Err(PhysicsError::Figure {
                 file: file.to_path_buf(),
@@ -143,9 +217,6 @@ impl Physics {
                     "polling_share_of_busy_dynamic {share}: expected at least 0 and below 1 (a waiting core draws less than a computing one)"
                 ),
             });
-        }
-        for c in &parsed.cpus {
-            check_cpu(file, c)?;
         }
         let mut cpus = BTreeMap::new();
         for (t, name) in types {
@@ -164,7 +235,9 @@ impl Physics {
                         .collect::<Vec<_>>()
                         .join(", "),
                 })?;
-            cpus.insert(t.clone(), c.clone());
+            let c = in_scope(file, c, scope)?;
+            check_cpu(file, &c)?;
+            cpus.insert(t.clone(), c);
         }
         Ok(Physics {
             file: file.to_path_buf(),
@@ -176,6 +249,42 @@ impl Physics {
             },
         })
     }
+}
+
+/// A CPU's figures in `scope`; every P-state must have both, and the CPU its source.
+fn in_scope(file: &Path, c: &FileCpu, scope: Scope) -> Result<Cpu, PhysicsError> {
+    if c.source.trim().is_empty() {
+        return Err(PhysicsError::Figure {
+            file: file.to_path_buf(),
+            cpu: c.name.clone(),
+            what: "an empty source: every figure must name where it was published".into(),
+        });
+    }
+    let pstates = c
+        .pstates
+        .iter()
+        .map(|p| {
+            let (idle, busy, names) = match scope {
+                Scope::Package => (p.idle_w, p.busy_w, ("idle_w", "busy_w")),
+                Scope::NodeAc => (p.idle_ac_w, p.busy_ac_w, ("idle_ac_w", "busy_ac_w")),
+            };
+            let missing = |what: &str| PhysicsError::NoScope {
+                file: file.to_path_buf(),
+                cpu: c.name.clone(),
+                what: format!("{what} at {} GHz", p.ghz),
+                scope: scope.name(),
+            };
+            Ok(PState {
+                ghz: p.ghz,
+                idle_w: idle.ok_or_else(|| missing(names.0))?,
+                busy_w: busy.ok_or_else(|| missing(names.1))?,
+            })
+        })
+        .collect::<Result<_, PhysicsError>>()?;
+    Ok(Cpu {
+        name: c.name.clone(),
+        pstates,
+    })
 }
 
 /// A CPU's figures must be usable: P-states ascending, watts positive, busy above idle.
@@ -237,9 +346,9 @@ cpus:
   - name: a
     source: test
     pstates:
-      - {ghz: 1.0, idle_w: 50, busy_w: 100}
-      - {ghz: 2.0, idle_w: 60, busy_w: 200}
-waiting: {polling_share_of_busy_dynamic: 0.5}
+      - {ghz: 1.0, idle_w: 50, busy_w: 100, idle_ac_w: 70}
+      - {ghz: 2.0, idle_w: 60, busy_w: 200, idle_ac_w: 80, busy_ac_w: 260}
+waiting: {polling_share_of_busy_dynamic: 0.5, polling_share_ac: 0.6}
 ";
 
     fn parsed(text: &str) -> PhysicsFile {
@@ -251,6 +360,7 @@ waiting: {polling_share_of_busy_dynamic: 0.5}
             Path::new("cpus.yaml"),
             parsed(text),
             &[("fast".into(), "a".into())],
+            Scope::Package,
             beta,
             Wait::Polling,
         )
@@ -295,12 +405,28 @@ waiting: {polling_share_of_busy_dynamic: 0.5}
             Path::new("cpus.yaml"),
             parsed(FILE),
             &[("fast".into(), "b".into())],
+            Scope::Package,
             1.0,
             Wait::Blocking,
         )
         .unwrap_err()
         .to_string();
         assert!(e.contains("has no cpu b (it has: a)"), "{e}");
+        // The AC figures lack the 1 GHz busy one: that scope cannot run this CPU.
+        let e = Physics::from_file(
+            Path::new("cpus.yaml"),
+            parsed(FILE),
+            &[("fast".into(), "a".into())],
+            Scope::NodeAc,
+            1.0,
+            Wait::Polling,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("cpu a: no busy_ac_w at 1 GHz figure (--scope node-ac)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -308,7 +434,7 @@ waiting: {polling_share_of_busy_dynamic: 0.5}
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("cpus.yaml");
         std::fs::write(&f, FILE.replace("idle_w: 60", "idle_w: sixty")).unwrap();
-        let e = Physics::load(&f, &[], 1.0, Wait::Polling)
+        let e = Physics::load(&f, &[], Scope::Package, 1.0, Wait::Polling)
             .unwrap_err()
             .to_string();
         assert!(e.contains("cpus.yaml:6:"), "{e}");

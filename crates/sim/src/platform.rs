@@ -385,7 +385,6 @@ mod tests {
         let t = ty();
         let cpu = Cpu {
             name: "real".into(),
-            source: "test".into(),
             pstates: vec![
                 PState {
                     ghz: 1.0,
