@@ -82,6 +82,18 @@ def check(name, ok, detail):
     print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
 
 
+def planned(site, app, kinds, policy):
+    """The policy's last run, checked to be planned by greenupd; None when it never ran."""
+    rs = kinds.get(policy, [])
+    if not rs:
+        check(f"{site} {app} {policy}", False, "no run")
+        return None
+    r = rs[-1]
+    check(f"{site} {app} {policy} planned by greenupd", r["verdict"] == "planned",
+          f"verdict {r['verdict']} {r.get('reason') or ''}")
+    return r
+
+
 def real_checks(site, app, kinds, mon, tb, eb, tol, metrics):
     """The checks on real physics: promises, the testbed's fidelity, and (printed) where
     greenup's decisions stand against the brute force."""
@@ -89,14 +101,10 @@ def real_checks(site, app, kinds, mon, tb, eb, tol, metrics):
     cpus, scope = site_physics(mon[0]["physics"])
     fmax = {h["node_type"]: h["freq_ghz"] for h in mon[0]["measured"]["hosts"]}
     for policy in ("max-dist", "min-energy", "edp"):
-        rs = kinds.get(policy, [])
-        if not rs:
-            check(f"{site} {app} {policy}", False, "no run")
+        r = planned(site, app, kinds, policy)
+        if r is None:
             continue
-        r = rs[-1]
         slowdown, saving, dist = metrics(r)
-        check(f"{site} {app} {policy} planned by greenupd", r["verdict"] == "planned",
-              f"verdict {r['verdict']} {r.get('reason') or ''}")
         bound = max_slowdown(policy)
         if bound is not None:
             check(f"{site} {app} {policy} keeps its max_slowdown", slowdown <= bound + tol,
@@ -191,14 +199,10 @@ for (site, app), kinds in sorted(runs.items()):
         real_checks(site, app, kinds, mon, tb, eb, tol, metrics)
     else:
         for policy in ("max-dist", "min-energy"):
-            rs = kinds.get(policy, [])
-            if not rs:
-                check(f"{site} {app} {policy}", False, "no run")
+            r = planned(site, app, kinds, policy)
+            if r is None:
                 continue
-            r = rs[-1]
             slowdown, saving, dist = metrics(r)
-            check(f"{site} {app} {policy} planned by greenupd", r["verdict"] == "planned",
-                  f"verdict {r['verdict']} {r.get('reason') or ''}")
             check(f"{site} {app} {policy} saves energy", saving > tol,
                   f"saving {100 * saving:.1f} % against the measured baseline, noise bound {100 * tol:.1f} %")
             if policy == "max-dist":

@@ -4,7 +4,9 @@
 # energy, and every shipped policy on every program with its prediction error after 1
 # and 5 runs. Needs root. Writes $OUT/results.jsonl and prints the tables.
 #   BIN_DIR=target/debug   use a debug build      OUT=DIR   where results go (sim-evidence)
-#   PARTS="scale scenarios policies iso dt hpl"   which tables
+#   PARTS="scale scenarios policies iso dt hpl"   which tables on greenup's own law
+#   PARTS="phys-scale phys-policies phys-dt phys-hpl phys-iso"   the same on published
+#     physics (sites epyc and real, tests/physics/), each program at both ends of its beta
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$ROOT/scripts/lib.sh"
@@ -13,21 +15,25 @@ bash "$ROOT/tests/munge/start.sh" >/dev/null
 NAS=$(bash "$HERE/build.sh" | tail -1)
 build_bins
 OUT=${OUT:-$ROOT/sim-evidence}
-PARTS=${PARTS:-scale scenarios policies iso dt hpl}
-case " $PARTS " in *" hpl "*) HPL=$(bash "$HERE/build.sh" hpl | tail -1) ;; esac
+PARTS=${PARTS:-phys-scale phys-policies phys-dt phys-hpl phys-iso scale scenarios policies iso dt hpl}
+case " $PARTS " in *" hpl "* | *" phys-hpl "*) HPL=$(bash "$HERE/build.sh" hpl | tail -1) ;; esac
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
 : > "$RESULTS"
 trap 'site_stop' EXIT
 
+# record TAG=VALUE...: append greenup-sim's JSON line (stdin) to the results with the
+# tags, and on published physics the program's $BETA.
 record() {
   python3 -c '
 import json, sys
 tags = dict(a.split("=", 1) for a in sys.argv[1:])
+if not tags.get("beta"):
+    tags.pop("beta", None)
 for line in sys.stdin:
     if line.startswith("{"):
         d = json.loads(line); d.update(tags); print(json.dumps(d))
-' "$@" >> "$RESULTS"
+' "$@" beta="${BETA:-}" >> "$RESULTS"
 }
 
 prog_of() {
@@ -112,44 +118,55 @@ baseline() {
 t1_nodes() { echo "n[$(seq -s, 1 4 $((4 * $1 - 3)))]"; }
 T1_GEARS="1.2 1.3 1.4 1.5 1.6 1.7 1.8 1.9 2.0 2.1 2.2 2.3 2.4 2.5"
 
-# iso APP "COUNTS": paper 000 on a learned profile. On paper 004's t1 nodes: a trace and
-# a monitor job at each count, the iso_energy profile learned from them, the EE curve
-# the simulator measures (every t1 gear at every count), greenup's predicted curve, and
+# iso APP "COUNTS" [SITE]: paper 000 on a learned profile. On one node type (paper 004's
+# t1 nodes, or the EPYC 7502 nodes of site epyc at the program's $BETA): a trace and a
+# monitor job at each count, the iso_energy profile learned from them, the EE curve the
+# simulator measures (every gear at every count), greenup's predicted curve, and
 # iso-ee's choice at each count. Counts divide the work evenly: SMPI's sampling of EP
 # stops a run whose ranks sample one block with different iteration counts.
 iso() {
-  local app=$1 counts=$2 p f nodes prog
-  site_start paper004 "$OUT/iso-$app"
+  local app=$1 counts=$2 site=${3:-paper004} p f prog gears ty nodes_of prof part=iso
+  if [ "$site" = paper004 ]; then
+    gears=$T1_GEARS ty=t1 nodes_of=t1_nodes prof=iso-$app
+  else
+    gears="1.5 2.2 2.5" ty=rome nodes_of=first_nodes prof=iso-$app-$BETA part=phys-iso
+  fi
+  site_start "$site" "$OUT/$prof"
   for p in $counts; do
-    nodes=$(t1_nodes "$p")
     case $app in ep) prog="$NAS/ep $p A" ;; is) prog="$NAS/is $p W" ;; esac
     # shellcheck disable=SC2086
-    fixed paper004 "$nodes" "$OUT/w/iso-$app-$p-live" - --record-trace "$OUT/w/iso-$app-$p.trace" -- $prog |
-      record part=iso app="$app" nodes="$p" kind=live
+    fixed "$site" "$($nodes_of "$p")" "$OUT/w/$prof-$p-live" - --record-trace "$OUT/w/$prof-$p.trace" -- $prog |
+      record part=$part site="$site" app="$app" nodes="$p" kind=live
     JOB=$((JOB + 1))
-    job paper004 "$nodes" "$OUT/w/iso-$app-$p" monitor "iso-$app" --replay "$OUT/w/iso-$app-$p.trace" |
-      record part=iso app="$app" nodes="$p" kind=monitor
+    job "$site" "$($nodes_of "$p")" "$OUT/w/$prof-$p" monitor "$prof" --replay "$OUT/w/$prof-$p.trace" |
+      record part=$part site="$site" app="$app" nodes="$p" kind=monitor
   done
-  "$GREENUP" profile learn "iso-$app" --model iso_energy --site "$CONF" --force > "$OUT/learn-iso-$app.txt" 2>&1
+  "$GREENUP" profile learn "$prof" --model iso_energy --site "$CONF" --force > "$OUT/learn-$prof.txt" 2>&1
   for p in $counts; do
-    for f in $T1_GEARS; do
-      fixed paper004 "$(t1_nodes "$p")" "$OUT/w/iso-$app-$p" "t1=$f" --replay "$OUT/w/iso-$app-$p.trace" |
-        record part=iso app="$app" nodes="$p" kind=grid freq="$f"
+    for f in $gears; do
+      fixed "$site" "$($nodes_of "$p")" "$OUT/w/$prof-$p" "$ty=$f" --replay "$OUT/w/$prof-$p.trace" |
+        record part=$part site="$site" app="$app" nodes="$p" kind=grid freq="$f"
     done
   done
-  "$GREENUP" model ee --profile "$OUT/iso-$app/profiles/iso-$app.yaml" --n 1 --p "${counts// /,}" \
-    --f "${T1_GEARS// /,}" --json | python3 -c '
+  "$GREENUP" model ee --profile "$OUT/$prof/profiles/$prof.yaml" --n 1 --p "${counts// /,}" \
+    --f "${gears// /,}" --json | python3 -c '
 import json, sys
 for r in json.load(sys.stdin):
-    r.update(part="iso", app=sys.argv[1], kind="predicted"); print(json.dumps(r))
-' "$app" >> "$RESULTS"
+    r.update(part=sys.argv[2], site=sys.argv[3], app=sys.argv[1], kind="predicted")
+    if sys.argv[4]:
+        r.update(beta=float(sys.argv[4]))
+    print(json.dumps(r))
+' "$app" "$part" "$site" "${BETA:-}" >> "$RESULTS"
   for p in $counts; do
     JOB=$((JOB + 1))
-    job paper004 "$(t1_nodes "$p")" "$OUT/w/iso-$app-$p" iso-ee "iso-$app" --replay "$OUT/w/iso-$app-$p.trace" |
-      record part=iso app="$app" nodes="$p" kind=iso-ee
+    job "$site" "$($nodes_of "$p")" "$OUT/w/$prof-$p" iso-ee "$prof" --replay "$OUT/w/$prof-$p.trace" |
+      record part=$part site="$site" app="$app" nodes="$p" kind=iso-ee
   done
   site_stop
 }
+
+# first_nodes P: n[1-P], a hostlist.
+first_nodes() { echo "n[1-$1]"; }
 
 # policy_run SITE APP N PROFILE POLICY [ALGORITHM] [ROUND]
 policy_run() {
@@ -159,41 +176,54 @@ policy_run() {
     record part="$PART" site="$site" app="$app" nodes="$n" kind="$policy" algorithm="$alg" round="$round"
 }
 
-# five_rounds SITE APP N: five rounds of one job under each shipped policy on n[1-N],
-# each refining APP's profile (the baseline first).
+# five_rounds SITE APP N [PROFILE]: five rounds of one job under each shipped policy on
+# n[1-N], each refining the profile (APP's name unless given; the baseline first).
 five_rounds() {
   local round policy
   for round in 1 2 3 4 5; do
     for policy in min-energy max-dist max-dist-comm edp min-time iso-ee; do
-      policy_run "$1" "$2" "$3" "$2" "$policy" exact "$round"
+      policy_run "$1" "$2" "$3" "${4:-$2}" "$policy" exact "$round"
     done
   done
 }
 
-# every_policy SITE APP N: on a greenupd of its own, APP's baseline on n[1-N] and five
-# rounds of every shipped policy; then greenup's own verdict on each policy against the
-# measured baselines (`greenup app`, which says MISSED for a policy over its
-# max_slowdown), in $OUT/app-SITE-APP.txt.
+# every_policy SITE APP N [PROFILE]: on a greenupd of its own, the baseline on n[1-N]
+# and five rounds of every shipped policy; then greenup's own verdict on each policy
+# against the measured baselines (`greenup app`, which says MISSED for a policy over its
+# max_slowdown), in $OUT/app-SITE-PROFILE.txt.
 every_policy() {
-  site_start "$1" "$OUT/$1-$2"
-  baseline "$1" "$2" "$3" "$2"
-  five_rounds "$1" "$2" "$3"
-  "$GREENUP" app "$2" --site "$CONF" > "$OUT/app-$1-$2.txt"
+  local prof=${4:-$2}
+  site_start "$1" "$OUT/$1-$prof"
+  baseline "$1" "$2" "$3" "$prof"
+  five_rounds "$1" "$2" "$3" "$prof"
+  "$GREENUP" app "$prof" --site "$CONF" > "$OUT/app-$1-$prof.txt"
   site_stop
-  sed -n '/Against measured baselines/,/^$/p' "$OUT/app-$1-$2.txt"
+  sed -n '/Against measured baselines/,/^$/p' "$OUT/app-$1-$prof.txt"
 }
 
-# hold SITE APP N: after every_policy, greenupd again on APP's store, now with
+# each_beta CMD SITE APP N: CMD SITE APP N PROFILE at both ends of APP's beta
+# (tests/physics/programs.yaml), one profile for each.
+each_beta() {
+  local cmd=$1 site=$2 app=$3 n=$4 end
+  for end in low high; do
+    BETA=$(beta_of "$app" "$end")
+    "$cmd" "$site" "$app" "$n" "$app-$end"
+  done
+  BETA=
+}
+
+# hold SITE APP N [PROFILE]: after every_policy, greenupd again on APP's store, now with
 # `baseline.on_miss: monitor` (fraction 0: the monitor jobs already count as measured
 # baselines, so no job is sampled), and two more edp jobs. The first is planned; when it
 # closes greenupd judges edp against the measured baselines, and a miss holds it, so the
 # second runs as under monitor with the hold's reason in its decision.
 hold() {
-  SITE_EXTRA=$'baseline:\n  fraction: 0\n  min_runs: 2\n  on_miss: monitor' site_start "$1" "$OUT/$1-$2"
-  local round
+  local prof=${4:-$2} round
+  SITE_EXTRA=$'baseline:\n  fraction: 0\n  min_runs: 2\n  on_miss: monitor' site_start "$1" "$OUT/$1-$prof"
+  TRACE=$OUT/w/$1-$prof.trace
   for round in 6 7; do
     JOB=$((JOB + 1))
-    job "$1" "n[1-$3]" "$OUT/w/$1-$2" edp "$2" --replay "$TRACE" |
+    job "$1" "n[1-$3]" "$OUT/w/$1-$prof" edp "$prof" --replay "$TRACE" |
       record part="$PART" site="$1" app="$2" nodes="$3" kind=hold asked=edp round="$round"
   done
   site_stop
@@ -238,6 +268,51 @@ for PART in $PARTS; do
       step "HPL (from hpcc's source, N = ${HPL_N:-3000}) on 16 nodes, a 4 x 4 grid: every shipped policy, five rounds"
       every_policy paper004 hpl 16
       hold paper004 hpl 16 ;;
+    phys-scale)
+      step "published physics: EP on site real, 8 to 128 nodes, max-dist: exact sweep and Algorithm 1"
+      BETA=$(beta_of ep high)
+      site_start real "$OUT/real-scale"
+      for n in 8 16 32 64 128; do
+        baseline real ep "$n" "ep$n-high"
+        policy_run real ep "$n" "ep$n-high" max-dist exact
+        policy_run real ep "$n" "ep$n-high" max-dist paper
+      done
+      site_stop
+      BETA= ;;
+    phys-policies)
+      for site in epyc real; do
+        step "published physics: every shipped policy, five rounds, on $site, EP and IS at both ends of their beta"
+        site_start "$site" "$OUT/$site-pol"
+        for app in ep is; do
+          for end in low high; do
+            BETA=$(beta_of "$app" "$end")
+            baseline "$site" "$app" 8 "$app-$end"
+            five_rounds "$site" "$app" 8 "$app-$end"
+          done
+        done
+        site_stop
+      done
+      BETA= ;;
+    phys-dt)
+      for site in epyc real; do
+        step "published physics: NAS DT (class W) on 16 nodes of $site, every shipped policy, both ends of its beta"
+        each_beta every_policy "$site" dt 16
+      done ;;
+    phys-hpl)
+      for site in epyc real; do
+        step "published physics: HPL on 16 nodes of $site, every shipped policy, both ends of its beta"
+        each_beta every_policy "$site" hpl 16
+      done ;;
+    phys-iso)
+      step "published physics: paper 000 on learned profiles, EPYC 7502 nodes, EP and IS at both ends of their beta"
+      for app in ep is; do
+        for end in low high; do
+          BETA=$(beta_of "$app" "$end")
+          if [ "$app" = ep ]; then counts=${ISO_EP_COUNTS:-1 2 4 8 16}; else counts=${ISO_IS_COUNTS:-1 2 4 8 16}; fi
+          iso "$app" "$counts" epyc
+        done
+      done
+      BETA= ;;
     iso)
       step "paper 000 on learned profiles: iso-ee against the simulated EE curve, EP and IS"
       iso ep "${ISO_EP_COUNTS:-1 2 4 8 16}"

@@ -19,8 +19,8 @@ MAX_SLOWDOWN = {"edp": 10.0}
 rows = [json.loads(line) for line in open(sys.argv[1])]
 groups = defaultdict(list)
 for r in rows:
-    if r["part"] != "iso":
-        groups[(r["part"], r["site"], r["app"], r["nodes"])].append(r)
+    if r["part"] not in ("iso", "phys-iso"):
+        groups[(r["part"], r["site"], r["app"], r["nodes"], r.get("beta", ""))].append(r)
 
 
 def base(g):
@@ -66,12 +66,15 @@ def pick(g, kind, alg="exact", rnd="1"):
 
 
 parts = {k[0] for k in groups}
-if "scale" in parts:
-    print("### EP (class C) on paper 004's platform, max-dist\n")
+for scale in ("scale", "phys-scale"):
+    if scale not in parts:
+        continue
+    print("### EP (class C) on paper 004's platform, max-dist\n" if scale == "scale" else
+          "### EP (class C) on site real (published physics, beta at the high end), max-dist\n")
     print("| nodes | baseline s | baseline J | spread % | exact: saving % | slowdown % | distance | Alg. 1: saving % | slowdown % | distance | paper: saving % | degradation % | distance |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for (part, site, app, n), g in sorted(groups.items(), key=lambda kv: int(kv[0][3])):
-        if part != "scale":
+    for (part, site, app, n, beta), g in sorted(groups.items(), key=lambda kv: int(kv[0][3])):
+        if part != scale:
             continue
         tb, eb, sp = base(g)
         ex, pa = pick(g, "max-dist", "exact"), pick(g, "max-dist", "paper")
@@ -86,7 +89,7 @@ if "scenarios" in parts:
     print("### Power scenarios on 8 nodes of paper 004's platform, max-dist\n")
     print("| scenario | program | spread % | exact: saving % | slowdown % | frequencies | Alg. 1: saving % | slowdown % | frequencies | paper (EP): saving % | degradation % |")
     print("|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|")
-    for (part, site, app, n), g in sorted(groups.items()):
+    for (part, site, app, n, beta), g in sorted(groups.items()):
         if part != "scenarios":
             continue
         tb, eb, sp = base(g)
@@ -101,13 +104,15 @@ if "scenarios" in parts:
             cells += ["-", "-"]
         print("| " + " | ".join(cells) + " |")
     print()
-if parts & {"policies", "dt", "hpl"}:
+POLICY_PARTS = ("policies", "dt", "hpl", "phys-policies", "phys-dt", "phys-hpl")
+if parts & set(POLICY_PARTS):
     print("### Every shipped policy on every program, five rounds (EP and IS on 8 nodes, DT and HPL on 16)\n")
-    print("| site | program | policy | verdict | frequencies (round 1) | slowdown % (mean of 5) | saving % (mean of 5) | max_slowdown kept | error after 1 run: time / energy % | after 5 runs |")
-    print("|---|---|---|---|---|---:|---:|---|---:|---:|")
-    for (part, site, app, n), g in sorted(groups.items()):
-        if part not in ("policies", "dt", "hpl"):
+    print("| site | program | beta | policy | verdict | frequencies (round 1) | slowdown % (mean of 5) | saving % (mean of 5) | max_slowdown kept | error after 1 run: time / energy % | after 5 runs |")
+    print("|---|---|---:|---|---|---|---:|---:|---|---:|---:|")
+    for (part, site, app, n, beta), g in sorted(groups.items(), key=lambda kv: (kv[0][0].startswith("phys"), kv[0][1:3], str(kv[0][4]))):
+        if part not in POLICY_PARTS:
             continue
+        bcell = f"{beta:g}" if beta != "" else "1 (greenup's law)"
         tb, eb, sp = base(g)
         for policy in ("min-energy", "max-dist", "max-dist-comm", "edp", "min-time", "iso-ee"):
             rs = [r for r in g if r["kind"] == policy]
@@ -123,11 +128,11 @@ if parts & {"policies", "dt", "hpl"}:
             limit = MAX_SLOWDOWN.get(policy)
             worst = max(x[1] for x in m)
             kept = f"{limit:.0f} %: {'yes' if worst <= limit else 'NO'} (worst {worst:+.1f})" if limit else "none set"
-            print(f"| {site} | {app.upper()} | {policy} | {verdict} | {freqs(rs[0])} | "
+            print(f"| {site} | {app.upper()} | {bcell} | {policy} | {verdict} | {freqs(rs[0])} | "
                   f"{sum(x[1] for x in m) / len(m):+.1f} | {sum(x[0] for x in m) / len(m):+.1f} | {kept} | {fe(e1)} | {fe(e5)} |")
-        print(f"| {site} | {app.upper()} | (spread: identical runs, and the two live runs) | | | {100 * sp:.1f} | | | | |")
+        print(f"| {site} | {app.upper()} | {bcell} | (spread: identical runs, and the two live runs) | | | {100 * sp:.1f} | | | | |")
 
-for (part, site, app, n), g in sorted(groups.items()):
+for (part, site, app, n, beta), g in sorted(groups.items()):
     held = sorted((r for r in g if r["kind"] == "hold"), key=lambda r: int(r["round"]))
     if not held:
         continue
@@ -140,16 +145,17 @@ for (part, site, app, n), g in sorted(groups.items()):
         print(f"| {r['round']} | {r['asked']} | {r['verdict']} | {freqs(r)} | {slow:+.1f} | {save:+.1f} | {r.get('reason') or '-'} |")
     print()
 
-iso = [r for r in rows if r["part"] == "iso"]
-for app in sorted({r["app"] for r in iso}):
-    rs = [r for r in iso if r["app"] == app]
+iso = [r for r in rows if r["part"] in ("iso", "phys-iso")]
+for part, site, app, beta in sorted({(r["part"], r.get("site", "paper004"), r["app"], r.get("beta", "")) for r in iso}):
+    rs = [r for r in iso if (r["part"], r.get("site", "paper004"), r["app"], r.get("beta", "")) == (part, site, app, beta)]
     # The simulator's EE at (p, f): E(1, f) / E(p, f), both measured at gear f.
     grid = {(int(r["nodes"]), float(r["freq"])): r["measured"] for r in rs if r["kind"] == "grid"}
     pred = {(int(r["p"]), round(float(r["f_ghz"]), 3)): r for r in rs if r["kind"] == "predicted"}
     counts = sorted({p for p, _ in grid})
     gears = sorted({f for _, f in grid})
     ee = {(p, f): grid[(1, f)]["energy_j"] / grid[(p, f)]["energy_j"] for (p, f) in grid if (1, f) in grid}
-    print(f"### Paper 000 on a learned profile: {app.upper()} on paper 004's t1 nodes\n")
+    print(f"### Paper 000 on a learned profile: {app.upper()} on paper 004's t1 nodes\n" if part == "iso" else
+          f"### Paper 000 on a learned profile: {app.upper()} (beta {beta:g}) on EPYC 7502 nodes (published physics)\n")
     learned = [r for r in rs if r["kind"] == "monitor"]
     print(f"Learned from {len(learned)} monitor runs at p = {', '.join(str(int(r['nodes'])) for r in learned)}; "
           "EE = E1 / Ep at the same gear, measured by SimGrid and predicted by the learned iso_energy profile.\n")

@@ -401,28 +401,22 @@ waiting: {polling_share_of_busy_dynamic: 0.5, polling_share_ac: 0.6}
         .unwrap_err()
         .to_string();
         assert!(e.contains("polling_share_of_busy_dynamic 1"), "{e}");
-        let e = Physics::from_file(
-            Path::new("cpus.yaml"),
-            parsed(FILE),
-            &[("fast".into(), "b".into())],
-            Scope::Package,
-            1.0,
-            Wait::Blocking,
-        )
-        .unwrap_err()
-        .to_string();
+        let refused = |cpu: &str, scope| {
+            Physics::from_file(
+                Path::new("cpus.yaml"),
+                parsed(FILE),
+                &[("fast".into(), cpu.into())],
+                scope,
+                1.0,
+                Wait::Polling,
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let e = refused("b", Scope::Package);
         assert!(e.contains("has no cpu b (it has: a)"), "{e}");
         // The AC figures lack the 1 GHz busy one: that scope cannot run this CPU.
-        let e = Physics::from_file(
-            Path::new("cpus.yaml"),
-            parsed(FILE),
-            &[("fast".into(), "a".into())],
-            Scope::NodeAc,
-            1.0,
-            Wait::Polling,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused("a", Scope::NodeAc);
         assert!(
             e.contains("cpu a: no busy_ac_w at 1 GHz figure (--scope node-ac)"),
             "{e}"
