@@ -5,7 +5,7 @@
 # and 5 runs. Needs root. Writes $OUT/results.jsonl and prints the tables.
 #   BIN_DIR=target/debug   use a debug build      OUT=DIR   where results go (sim-evidence)
 #   PARTS="scale scenarios policies iso dt hpl"   which tables on greenup's own law
-#   PARTS="phys-scale phys-policies phys-dt phys-hpl phys-iso"   the same on published
+#   PARTS="phys-scale phys-policies phys-dt phys-hpl phys-iso phys-count"   the same on published
 #     physics (sites epyc and real, tests/physics/), each program at both ends of its beta
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -15,7 +15,7 @@ bash "$ROOT/tests/munge/start.sh" >/dev/null
 NAS=$(bash "$HERE/build.sh" | tail -1)
 build_bins
 OUT=${OUT:-$ROOT/sim-evidence}
-PARTS=${PARTS:-phys-scale phys-policies phys-dt phys-hpl phys-iso scale scenarios policies iso dt hpl}
+PARTS=${PARTS:-phys-scale phys-policies phys-dt phys-hpl phys-iso phys-count scale scenarios policies iso dt hpl}
 case " $PARTS " in *" hpl "* | *" phys-hpl "*) HPL=$(bash "$HERE/build.sh" hpl | tail -1) ;; esac
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
@@ -165,6 +165,58 @@ for r in json.load(sys.stdin):
   site_stop
 }
 
+# count APP: paper 003's question on published physics (EPYC 7502 nodes, the program's
+# $BETA): which node count and clocks, under an energy cap and under a power cap. A
+# trace and a monitor job at each of COUNTS, an iso_energy profile learned from them,
+# every count at every gear replayed (the oracle), each cap halfway between the least
+# and the most the oracle measured, and a min-time job on n[1-MAX] that may shrink to
+# MIN under each cap; a count greenupd picks that has no trace yet is recorded first.
+count() {
+  local app=$1 prof=count-$1-$BETA counts=${COUNTS:-8 16 32 64} p f dir caps ecap pcap
+  local min=${counts%% *} max=${counts##* }
+  dir=$OUT/w/$prof
+  mkdir -p "$dir"
+  site_start epyc "$OUT/$prof"
+  for p in $counts; do
+    # shellcheck disable=SC2046
+    fixed epyc "n[1-$p]" "$dir/live-$p" - --record-trace "$dir/$p.trace" -- $(prog_of "$app" "$p") |
+      record part=phys-count site=epyc app="$app" nodes="$p" kind=live
+    JOB=$((JOB + 1))
+    job epyc "n[1-$p]" "$dir/mon-$p" monitor "$prof" --replay "$dir/$p.trace" |
+      record part=phys-count site=epyc app="$app" nodes="$p" kind=monitor
+  done
+  "$GREENUP" profile learn "$prof" --model iso_energy --site "$CONF" --force > "$OUT/learn-$prof.txt" 2>&1
+  for p in $counts; do
+    for f in 1.5 2.2 2.5; do
+      fixed epyc "n[1-$p]" "$dir/grid" "rome=$f" --replay "$dir/$p.trace" |
+        record part=phys-count site=epyc app="$app" nodes="$p" kind=grid freq="$f"
+    done
+  done
+  caps=$(python3 - "$RESULTS" "$app" "$BETA" <<'PY'
+import json, sys
+path, app, beta = sys.argv[1], sys.argv[2], float(sys.argv[3])
+grid = [r["measured"] for r in map(json.loads, open(path))
+        if r["part"] == "phys-count" and r["app"] == app and float(r.get("beta", "nan")) == beta
+        and r["kind"] == "grid"]
+e = [m["energy_j"] for m in grid]
+w = [m["energy_j"] / m["time_s"] for m in grid]
+print(f"{(min(e) + max(e)) / 2:.1f} {(min(w) + max(w)) / 2:.1f}")
+PY
+)
+  read -r ecap pcap <<<"$caps"
+  JOB=$((JOB + 1))
+  # shellcheck disable=SC2046
+  job epyc "n[1-$max]" "$dir/ecap" min-time "$prof" --replay-dir "$dir" --min-nodes "$min" --energy-cap-j "$ecap" \
+    -- $(prog_of "$app" "{nodes}") | record part=phys-count site=epyc app="$app" nodes="$max" kind=energy-cap cap="$ecap" ||
+    echo "$prof: the job under the energy cap failed (its count's program may not run: $dir/ecap)"
+  JOB=$((JOB + 1))
+  # shellcheck disable=SC2046
+  job epyc "n[1-$max]" "$dir/pcap" min-time "$prof" --replay-dir "$dir" --min-nodes "$min" --power-cap-w "$pcap" \
+    -- $(prog_of "$app" "{nodes}") | record part=phys-count site=epyc app="$app" nodes="$max" kind=power-cap cap="$pcap" ||
+    echo "$prof: the job under the power cap failed (its count's program may not run: $dir/pcap)"
+  site_stop
+}
+
 # first_nodes P: n[1-P], a hostlist.
 first_nodes() { echo "n[1-$1]"; }
 
@@ -303,6 +355,15 @@ for PART in $PARTS; do
         step "published physics: HPL on 16 nodes of $site, every shipped policy, both ends of its beta"
         each_beta every_policy "$site" hpl 16
       done ;;
+    phys-count)
+      step "published physics: the node count and clocks under an energy cap and a power cap, EP and IS on EPYC 7502 nodes"
+      for app in ep is; do
+        for end in low high; do
+          BETA=$(beta_of "$app" "$end")
+          count "$app"
+        done
+      done
+      BETA= ;;
     phys-iso)
       step "published physics: paper 000 on learned profiles, EPYC 7502 nodes, EP and IS at both ends of their beta"
       for app in ep is; do

@@ -107,6 +107,10 @@ enum Cmd {
         /// The user's power cap, watts.
         #[arg(long, requires = "connect")]
         power_cap_w: Option<f64>,
+        /// The fewest nodes the job accepts (`-N MIN-MAX`): greenupd may then choose a
+        /// count below the nodes given, and the run uses the nodes it chose.
+        #[arg(long, requires = "connect")]
+        min_nodes: Option<usize>,
         /// Without --connect: a node type's frequency in GHz (TYPE=GHZ; others at f_max).
         #[arg(long = "freq", value_parser = type_value, conflicts_with = "connect")]
         freq: Vec<(String, f64)>,
@@ -123,6 +127,10 @@ enum Cmd {
         /// flops and messages every run, so only the decision changes the outcome.
         #[arg(long, value_name = "FILE")]
         replay: Option<PathBuf>,
+        /// Replay, for whatever count of nodes the decision uses, DIR/COUNT.trace (one
+        /// time-independent trace per node count, as `--record-trace` wrote them).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["replay", "record_trace"])]
+        replay_dir: Option<PathBuf>,
         /// SimGrid's trace replay program.
         #[arg(
             long,
@@ -132,7 +140,7 @@ enum Cmd {
         /// The SMPI program and its arguments (not with --replay).
         #[arg(
             last = true,
-            required_unless_present = "replay",
+            required_unless_present_any = ["replay", "replay_dir"],
             conflicts_with = "replay"
         )]
         program: Vec<String>,
@@ -175,6 +183,8 @@ struct Report {
     verdict: Option<String>,
     reason: Option<String>,
     predicted: Option<Estimate>,
+    /// How many of the job's nodes ran it (fewer than given where the plan shrank it).
+    node_count: usize,
     measured: smpi::RunResult,
 }
 
@@ -238,29 +248,26 @@ fn real_main(cli: Cli) -> Result<(), String> {
             algorithm,
             energy_cap_j,
             power_cap_w,
+            min_nodes,
             freq,
             host_speed,
             work,
             record_trace,
             replay,
+            replay_dir,
             replay_main,
             program,
         } => {
             let (site, nodes, gflops, links, physics) = load(&p)?;
-            let program = match (replay, program.split_first()) {
-                (Some(trace), _) => smpi::Program::Replay {
-                    trace,
-                    main: replay_main,
-                },
-                (None, Some((path, args))) => smpi::Program::Live {
-                    path: PathBuf::from(path),
-                    args: args.to_vec(),
-                    record: record_trace,
-                },
-                (None, None) => return Err("give a program after --, or --replay FILE".into()),
-            };
-            let spec = smpi::RunSpec {
+            let runs = Runs {
+                replay,
+                replay_dir,
+                replay_main,
                 program,
+                record_trace,
+            };
+            let mut spec = smpi::RunSpec {
+                program: runs.program(nodes.len())?,
                 gflops,
                 links,
                 host_speed,
@@ -277,6 +284,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                     freq.get(&t.name).copied()
                 })
                 .map_err(|e| e.to_string())?;
+                runs.record_first(&mut spec, &hosts)?;
                 let measured = smpi::run(&spec, &hosts).map_err(|e| e.to_string())?;
                 warn_probe_waits(&measured);
                 return print(&Report {
@@ -285,12 +293,15 @@ fn real_main(cli: Cli) -> Result<(), String> {
                     verdict: None,
                     reason: None,
                     predicted: None,
+                    node_count: nodes.len(),
                     measured,
                 });
             };
             let job_id = job_id.ok_or("--job-id is needed with --connect")?;
-            let mut client = Client::connect(&Endpoint::parse(&addr), Duration::from_secs(30))
-                .map_err(|e| e.to_string())?;
+            let endpoint = Endpoint::parse(&addr);
+            let connect =
+                || Client::connect(&endpoint, Duration::from_secs(30)).map_err(|e| e.to_string());
+            let mut client = connect()?;
             // Every node asks for its own settings, as each node's prolog does: the
             // first request decides the job, the others are answered from it.
             let job = OpenJob {
@@ -301,7 +312,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 account: None,
                 nodes: Vec::new(),
                 nodelist: Some(p.nodes.clone()),
-                min_nodes: None,
+                min_nodes,
                 time_limit: greenup::record::TimeLimit::Seconds(86_400.0),
                 policy: policy.clone(),
                 profile,
@@ -318,11 +329,22 @@ fn real_main(cli: Cli) -> Result<(), String> {
                         .map_err(|e| format!("start_node {n}: {e}"))?,
                 );
             }
-            if let Some(s) = settings.iter().find(|s| !s.used) {
-                return Err(format!(
-                    "the plan leaves node {} out (the job would shrink); give a node count the plan uses",
-                    s.node
-                ));
+            // A plan that uses fewer nodes shrinks the job, as the first node's step does
+            // on Slurm; the nodes it leaves out are released at once.
+            let used: Vec<String> = settings
+                .iter()
+                .filter(|s| s.used)
+                .map(|s| s.node.clone())
+                .collect();
+            if used.len() < nodes.len() {
+                if runs.replay_dir.is_none() {
+                    return Err(format!(
+                        "the plan uses {} of the {} nodes (the job would shrink); give --replay-dir with a trace for each count, or a program to record one",
+                        used.len(),
+                        nodes.len()
+                    ));
+                }
+                spec.program = runs.program(used.len())?;
             }
             // A node applies its frequency only under `planned` and `budget_limited`
             // (`freq_ghz` is then set); otherwise it stays at f_max, as the plugin does.
@@ -330,11 +352,15 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 .iter()
                 .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f)))
                 .collect();
-            let hosts = platform::hosts(&site, &nodes, physics.as_ref(), |n, _| {
+            let hosts = platform::hosts(&site, &used, physics.as_ref(), |n, _| {
                 planned.get(n).copied()
             })
             .map_err(|e| e.to_string())?;
+            runs.record_first(&mut spec, &hosts)?;
             let run = smpi::run(&spec, &hosts);
+            // greenupd closes a connection idle for 10 s, and a large run lasts longer:
+            // the job's end goes over a new one, as the first node's epilog opens its own.
+            let mut client = connect()?;
             let end = match &run {
                 Ok(r) => {
                     warn_probe_waits(r);
@@ -367,6 +393,11 @@ fn real_main(cli: Cli) -> Result<(), String> {
                             })
                             .map_err(|e| e.to_string())?;
                     }
+                    for n in nodes.iter().filter(|n| !used.contains(n)) {
+                        client
+                            .record_outcome(released(job_id, n, used.len(), nodes.len()))
+                            .map_err(|e| e.to_string())?;
+                    }
                     JobEnd::Completed
                 }
                 Err(_) => JobEnd::Failed,
@@ -389,9 +420,109 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 verdict: Some(first.verdict.as_str().to_string()),
                 reason: Some(first.reason.clone()).filter(|r| !r.is_empty()),
                 predicted: first.predicted.filter(|_| first.verdict.applies_plan()),
+                node_count: used.len(),
                 measured,
             })
         }
+    }
+}
+
+/// What a run replays or runs, chosen once the count of nodes it uses is known.
+struct Runs {
+    replay: Option<PathBuf>,
+    replay_dir: Option<PathBuf>,
+    replay_main: PathBuf,
+    program: Vec<String>,
+    record_trace: Option<PathBuf>,
+}
+
+impl Runs {
+    /// The program's arguments for `count` ranks: `{nodes}` stands for the count.
+    fn live(&self, count: usize, record: Option<PathBuf>) -> Option<smpi::Program> {
+        let (path, args) = self.program.split_first()?;
+        Some(smpi::Program::Live {
+            path: PathBuf::from(path),
+            args: args
+                .iter()
+                .map(|a| a.replace("{nodes}", &count.to_string()))
+                .collect(),
+            record,
+        })
+    }
+
+    /// What runs on `count` nodes: the trace given, that count's trace in the replay
+    /// directory (recorded first by [`Runs::record_first`] when it is missing and a
+    /// program is given), or the program live.
+    fn program(&self, count: usize) -> Result<smpi::Program, String> {
+        let replay = |trace| smpi::Program::Replay {
+            trace,
+            main: self.replay_main.clone(),
+        };
+        if let Some(t) = &self.replay {
+            return Ok(replay(t.clone()));
+        }
+        if let Some(dir) = &self.replay_dir {
+            let t = dir.join(format!("{count}.trace"));
+            if !t.is_file() && self.program.is_empty() {
+                return Err(format!(
+                    "--replay-dir: no trace {} for {count} nodes, and no program after -- to record it",
+                    t.display()
+                ));
+            }
+            return Ok(replay(t));
+        }
+        self.live(count, self.record_trace.clone())
+            .ok_or_else(|| "give a program after --, or --replay FILE".into())
+    }
+
+    /// Where `spec` replays a count's trace that is not recorded yet, record it first:
+    /// the program live on `hosts`, every one at f_max, told to nobody.
+    fn record_first(
+        &self,
+        spec: &mut smpi::RunSpec,
+        hosts: &[platform::Host<'_>],
+    ) -> Result<(), String> {
+        let smpi::Program::Replay { trace, .. } = &spec.program else {
+            return Ok(());
+        };
+        let trace = trace.clone();
+        if self.replay_dir.is_none() || trace.is_file() {
+            return Ok(());
+        }
+        let Some(live) = self.live(hosts.len(), Some(trace.clone())) else {
+            return Ok(());
+        };
+        let at_fmax: Vec<platform::Host<'_>> = hosts
+            .iter()
+            .map(|h| platform::Host {
+                pstate: 0,
+                ..h.clone()
+            })
+            .collect();
+        let replay = std::mem::replace(&mut spec.program, live);
+        let recorded = smpi::run(spec, &at_fmax);
+        spec.program = replay;
+        recorded
+            .map(|_| ())
+            .map_err(|e| format!("recording {}: {e}", trace.display()))
+    }
+}
+
+/// The outcome of a node the plan left out: released when the job started, it ran
+/// nothing and the job's energy holds none of its draw.
+fn released(job_id: u64, node: &str, used: usize, given: usize) -> NodeOutcome {
+    NodeOutcome {
+        job_id,
+        node: node.to_string(),
+        freq_ghz: None,
+        energy_j: Some(0.0),
+        elapsed_s: Some(0.0),
+        source: Some(Source::Simgrid),
+        restored: true,
+        note: Some(format!("released: the plan uses {used} of {given} nodes")),
+        comm: None,
+        gpu: None,
+        power: None,
     }
 }
 
