@@ -10,6 +10,16 @@ fn site(name: &str) -> PathBuf {
 }
 
 fn platform(site_name: &str, nodes: &str, speeds: &[&str]) -> Result<String, String> {
+    platform_with(site_name, nodes, speeds, &[])
+}
+
+/// `greenup-sim platform` with more options (the physics, say).
+fn platform_with(
+    site_name: &str,
+    nodes: &str,
+    speeds: &[&str],
+    more: &[&str],
+) -> Result<String, String> {
     let mut c = Command::new(env!("CARGO_BIN_EXE_greenup-sim"));
     c.arg("platform")
         .arg("--site")
@@ -19,6 +29,7 @@ fn platform(site_name: &str, nodes: &str, speeds: &[&str]) -> Result<String, Str
     for s in speeds {
         c.arg("--speed").arg(s);
     }
+    c.args(more);
     let out = c.output().expect("run greenup-sim");
     if out.status.success() {
         Ok(String::from_utf8(out.stdout).unwrap())
@@ -113,4 +124,162 @@ fn bench_types_and_bad_input() {
     assert!(stranger.contains("node n9"), "{stranger}");
     let bad = platform("bench", "n[1-8]", &["fast=fast"]).unwrap_err();
     assert!(bad.contains("expected a positive number"), "{bad}");
+}
+
+/// The shipped physics file (tests/physics/cpus.yaml).
+fn physics() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/physics/cpus.yaml")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn published_physics_sites_draw_the_papers_watts() {
+    let file = physics();
+    let epyc = [
+        "--physics",
+        &file,
+        "--cpu",
+        "rome=epyc-7502",
+        "--beta",
+        "0.5",
+    ];
+    let xml = platform_with("epyc", "n[1-8]", &["rome=133.3"], &epyc).unwrap();
+    // Schoene et al.'s EPYC 7502 node, RAPL package: idle 77.1 W, compute 172.8, 221.4
+    // and 260.1 W at 1.5, 2.2 and 2.5 GHz; a polling rank adds 0.78 of (busy - idle):
+    // 77.1 + 0.78 x 183 = 219.84 W at 2.5 GHz, 77.1 + 0.78 x 95.7 = 151.746 W at 1.5.
+    let w: Vec<Vec<f64>> = host_prop(&xml, "n1", "wattage_per_state")
+        .split(", ")
+        .map(|s| s.split(':').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    for (got, (wait, busy)) in w
+        .iter()
+        .zip([(219.84, 260.1), (189.654, 221.4), (151.746, 172.8)])
+    {
+        assert!(
+            (got[0] - wait).abs() < 1e-6 && (got[2] - busy).abs() < 1e-9,
+            "{got:?}"
+        );
+    }
+    // Half the time scales with the clock: at 1.5 GHz of 2.5 the run takes
+    // 0.5 x 2.5 / 1.5 + 0.5 = 4/3 as long, so the host computes at 133.3 x 3/4 GFLOPS.
+    let speeds: Vec<f64> = host_attr(&xml, "n1", "speed")
+        .split(',')
+        .map(|s| s.trim_end_matches('f').parse().unwrap())
+        .collect();
+    assert!(
+        (speeds[0] - 133.3e9).abs() < 1.0 && (speeds[2] - 99.975e9).abs() < 1.0,
+        "{speeds:?}"
+    );
+    // The mixed site in node AC watts: the Xeon node was published at 2.0 GHz only.
+    let real = [
+        "--physics",
+        &file,
+        "--cpu",
+        "rome=epyc-7502",
+        "--cpu",
+        "hsw=xeon-e5-2680v3",
+        "--scope",
+        "node-ac",
+    ];
+    let xml = platform_with("real", "n[1-2]", &["rome=133.3", "hsw=40"], &real).unwrap();
+    assert_eq!(host_attr(&xml, "n2", "speed"), "40000000000f");
+    // 79.8 + 0.88 x (188.6 - 79.8) = 175.544 W waiting, 188.6 W computing.
+    let w: Vec<f64> = host_prop(&xml, "n2", "wattage_per_state")
+        .split(':')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!((w[0] - 175.544).abs() < 1e-6 && w[2] == 188.6, "{w:?}");
+}
+
+#[test]
+fn published_physics_bad_input_names_what_is_wrong() {
+    let file = physics();
+    let run = |site_name: &str, speeds: &[&str], more: &[&str]| {
+        platform_with(site_name, "n[1-2]", speeds, more).unwrap_err()
+    };
+    // The bench's gears were never measured on the EPYC 7502.
+    let e = run(
+        "bench",
+        &["fast=1", "eco=0.8"],
+        &[
+            "--physics",
+            &file,
+            "--cpu",
+            "fast=epyc-7502",
+            "--cpu",
+            "eco=epyc-7502",
+        ],
+    );
+    assert!(
+        e.contains(
+            "node type fast: 1 GHz is not a measured P-state of cpu epyc-7502 (1.5, 2.2, 2.5 GHz"
+        ),
+        "{e}"
+    );
+    let e = run(
+        "epyc",
+        &["rome=133.3"],
+        &["--physics", &file, "--cpu", "rome=epyc-9999"],
+    );
+    assert!(
+        e.contains("has no cpu epyc-9999 (it has: epyc-7502, xeon-e5-2680v3)"),
+        "{e}"
+    );
+    // The Xeon node has AC figures only.
+    let e = run(
+        "real",
+        &["rome=133.3", "hsw=40"],
+        &[
+            "--physics",
+            &file,
+            "--cpu",
+            "rome=epyc-7502",
+            "--cpu",
+            "hsw=xeon-e5-2680v3",
+        ],
+    );
+    assert!(
+        e.contains("cpu xeon-e5-2680v3: no idle_w at 2 GHz figure (--scope package)"),
+        "{e}"
+    );
+    let e = run(
+        "epyc",
+        &["rome=133.3"],
+        &[
+            "--physics",
+            &file,
+            "--cpu",
+            "rome=epyc-7502",
+            "--beta",
+            "1.5",
+        ],
+    );
+    assert!(e.contains("--beta 1.5: expected a share"), "{e}");
+    let e = run(
+        "epyc",
+        &["rome=133.3"],
+        &["--physics", &file, "--cpu", "nosuch=epyc-7502"],
+    );
+    assert!(e.contains("--cpu: no node type nosuch"), "{e}");
+    let e = run("epyc", &["rome=133.3"], &["--cpu", "rome=epyc-7502"]);
+    assert!(e.contains("--physics"), "{e}");
+    // A count whose trace is missing, with no program to record it.
+    let dir = std::env::temp_dir().join("greenup-sim-no-traces");
+    let out = Command::new(env!("CARGO_BIN_EXE_greenup-sim"))
+        .args(["run", "--site"])
+        .arg(site("epyc"))
+        .args(["--nodes", "n[1-2]", "--speed", "rome=133.3", "--work"])
+        .arg(&dir)
+        .arg("--replay-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !out.status.success()
+            && e.contains("2.trace for 2 nodes, and no program after -- to record it"),
+        "{e}"
+    );
 }
