@@ -1,8 +1,9 @@
 //! The job prolog's and epilog's GPU part for a GPU node's power share, run outside Slurm
 //! on a real GPU by scripts/gpu-check.sh: greenupd's rule tells the node its parts
-//! (`NodeSettings::with_node_type`), the prolog's code sets the job's GPUs' power limits
-//! (`spank_greenup::gpu::start`) and the epilog's restores them and reports the node's
-//! limits (`gpu::end_held`), each timed. Not installed; root only, as a prolog runs.
+//! (`greenup::power::split::with_node_type`), the prolog's code sets the job's GPUs'
+//! power limits (`spank_greenup::gpu::start`) and the epilog's restores them and reports
+//! the node's limits (`gpu::end_held`), each timed. Not installed; root only, as a prolog
+//! runs.
 //! With `--worker GREENUP`, the prolog's part hands the GPUs to its worker
 //! (`gpu::hand_off`, `greenup gpu start-job`) as a prolog with a meter does; the worker's
 //! own time and the time until its limits are in force are reported beside it, and the
@@ -131,7 +132,7 @@ fn run() -> Result<serde_json::Value, String> {
         "grant": {"granted_w": share_w, "weight_w": model.total_w()}
     }))
     .map_err(|e| e.to_string())?;
-    let told = NodeSettings::from_decision(&d, &o.node, 1).with_node_type(&site);
+    let told = split::with_node_type(NodeSettings::from_decision(&d, &o.node, 1), &site);
     let job = JobEnv::from_vars(|k| match k {
         "SLURM_JOB_ID" => Some("999999".into()),
         "SLURM_JOB_UID" => Some("0".into()),

@@ -60,7 +60,7 @@ fn told(site: &greenup::site::Site, granted_w: f64) -> NodeSettings {
         "grant": {"granted_w": granted_w, "weight_w": 2.0 * (120.0 + 4.0 * 700.0)}
     }))
     .unwrap();
-    NodeSettings::from_decision(&d, "n1", 2).with_node_type(site)
+    greenup::power::split::with_node_type(NodeSettings::from_decision(&d, "n1", 2), site)
 }
 
 fn quiet(_: Level, _: &str) {}

@@ -17,7 +17,7 @@ use super::plan_cache::{PlanCache, Shape};
 use greenup::model::Predictor;
 use greenup::plan::{Plan, PlanRequest, plan_with};
 use greenup::policy::{Policy, PolicySet};
-use greenup::power::Grant;
+use greenup::power::{Grant, grant_over};
 use greenup::profile::Profile;
 use greenup::profile::locate;
 use greenup::site::{DaemonLimits, Enforce, OverBudget, PowerEnforce, Site};
@@ -130,14 +130,14 @@ pub fn grant_of(
 ) -> Option<Grant> {
     let g = queue_grant_w(site, req)?;
     match plan.filter(|_| verdict.applies_plan()) {
-        Some(p) => Grant::over(
+        Some(p) => grant_over(
             site,
             g,
             p.nodes
                 .iter()
                 .map(|n| (n.name.as_str(), Some(n.freq_ghz.0), n.gpu_mhz)),
         ),
-        None => Grant::over(site, g, req.nodes.iter().map(|n| (n.as_str(), None, None))),
+        None => grant_over(site, g, req.nodes.iter().map(|n| (n.as_str(), None, None))),
     }
 }
 

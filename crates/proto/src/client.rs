@@ -442,7 +442,7 @@ impl Client {
         &mut self,
         account: Option<String>,
         partition: Option<String>,
-    ) -> Result<Vec<greenup::budget::Standing>, ClientError> {
+    ) -> Result<Vec<greenup_wire::budget::Standing>, ClientError> {
         match self.call(&Request::Budgets { account, partition })? {
             Reply::Budgets { budgets } => Ok(budgets),
             other => Err(unexpected("budgets", &other)),
@@ -450,7 +450,7 @@ impl Client {
     }
 
     /// What `job` would be predicted and charged if it started now.
-    pub fn quote(&mut self, job: OpenJob) -> Result<greenup::budget::Quote, ClientError> {
+    pub fn quote(&mut self, job: OpenJob) -> Result<greenup_wire::budget::Quote, ClientError> {
         match self.call(&Request::Quote(job))? {
             Reply::Quote(q) => Ok(q),
             other => Err(unexpected("quote", &other)),

@@ -1,9 +1,9 @@
 //! greenupd's wire protocol and its clients: the one place where the plugin, the CLI,
 //! the node meter and greenupd agree on what crosses a socket.
 //!
-//! The protocol converts to the decision library's types at the edge: its requests
-//! carry `greenup::record` and `greenup::query` values, and nothing in the library
-//! imports this crate.
+//! The protocol carries the wire vocabulary (`greenup-wire`: a job's record, listings,
+//! budgets, grants, a node's settings), which the decision library makes and reads; it
+//! links neither the library nor its models, and nothing in the library imports it.
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 

@@ -15,7 +15,7 @@ pub const MAX_SAMPLE_JOBS: usize = 64;
 /// Hours of timeline greenupd keeps per cap.
 pub const HOURS_KEPT: f64 = 6.0;
 
-pub use greenup::site::REPORT_PERIOD_S;
+pub use greenup_wire::power::REPORT_PERIOD_S;
 
 /// Samples a meter sampling every `interval_s` gathers into one report sent every
 /// `period_s` (`power.report_period_s`, [`REPORT_PERIOD_S`] by default).

@@ -11,11 +11,13 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use greenup::query::{JobSummary, ListJobs, ListRecords, MAX_RECORDS};
-use greenup::record::job_id;
-pub use greenup::record::{
+use greenup_wire::budget::{Quote, Standing};
+pub use greenup_wire::query::{JobSummary, ListJobs, ListRecords, MAX_RECORDS};
+use greenup_wire::record::job_id;
+pub use greenup_wire::record::{
     Decision, ErrorCode, JobEnd, JobRecord, JobState, MAX_JOB_ID, NodeOutcome, OpenJob, Verdict,
 };
+pub use greenup_wire::settings::{NodeGears, NodeSettings};
 
 /// The protocol version this build speaks.
 pub const VERSION: u32 = 1;
@@ -163,142 +165,6 @@ impl Request {
     }
 }
 
-/// What a plan sets on one node: its CPU frequency and, on a GPU node, its GPUs' clock.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NodeGears {
-    /// CPU frequency in GHz.
-    pub freq_ghz: f64,
-    /// SM clock of the job's GPUs in MHz; None leaves them at their top clock.
-    pub gpu_mhz: Option<u32>,
-}
-
-impl NodeGears {
-    /// A planned node's gears.
-    pub fn of(n: &greenup::plan::PlannedNode) -> NodeGears {
-        NodeGears {
-            freq_ghz: n.freq_ghz.0,
-            gpu_mhz: n.gpu_mhz,
-        }
-    }
-}
-
-/// One node's part of a decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeSettings {
-    /// Slurm job id.
-    pub job_id: u64,
-    /// The node.
-    pub node: String,
-    /// Whether the plan uses this node (false: the job is shrunk off it).
-    pub used: bool,
-    /// Frequency to set in GHz; `None` leaves the node as it is.
-    pub freq_ghz: Option<f64>,
-    /// SM clock to lock the job's GPUs on this node at, in MHz; `None` leaves them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu_mhz: Option<u32>,
-    /// The job's verdict.
-    pub verdict: Verdict,
-    /// Why, in one line (empty when there is nothing to say).
-    #[serde(default)]
-    pub reason: String,
-    /// Nodes the plan uses (the allocation's count when there is no plan).
-    #[serde(default)]
-    pub node_count: usize,
-    /// The nodes the plan uses as a compressed hostlist, when they are fewer than the
-    /// job holds: sent to the job's first node only, which shrinks the job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub used_nodes: Option<String>,
-    /// The plan's predicted time, energy and power, when there is a plan.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted: Option<greenup::plan::Estimate>,
-    /// Communication-phase DVFS for the job's MPI ranks on this node, its low gear
-    /// resolved; absent when the job's policy does not ask for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comm_dvfs: Option<greenup::comm::CommDvfs>,
-    /// This node's share of the watts Slurm granted the job (on a GPU node, the CPU
-    /// package's part of it): the RAPL long-term limit its prolog sets (`power.enforce:
-    /// queue`); absent: the node's limit is left alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_limit_w: Option<f64>,
-    /// On a GPU node, each GPU's part of the node's share and the power limit each of the
-    /// job's GPUs is set to ([`greenup::power::split`]); absent: GPU limits are left alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu_power: Option<greenup::power::split::GpuPart>,
-    /// The job's grant, carried from the decision to [`NodeSettings::with_node_type`],
-    /// which weighs this node's share by its type.
-    #[serde(skip)]
-    grant: Option<greenup::power::Grant>,
-}
-
-impl NodeSettings {
-    /// `node`'s part of `d`, given the node's planned gears (`planned`: `None` when the
-    /// plan leaves it out), how many nodes the job holds, and the used nodes' hostlist to
-    /// hand on (the first node's only). The one rule for what a node is told.
-    pub fn of(
-        d: &Decision,
-        node: &str,
-        planned: Option<NodeGears>,
-        allocated: usize,
-        used_nodes: Option<String>,
-    ) -> NodeSettings {
-        let plan = d.plan.as_ref();
-        let applied = planned.filter(|_| d.verdict.applies_plan());
-        NodeSettings {
-            job_id: d.job_id,
-            node: node.to_string(),
-            used: plan.is_none() || planned.is_some(),
-            freq_ghz: applied.map(|g| g.freq_ghz),
-            gpu_mhz: applied.and_then(|g| g.gpu_mhz),
-            verdict: d.verdict,
-            reason: d.reason.clone(),
-            node_count: plan.map_or(allocated, |p| p.nodes.len()),
-            used_nodes,
-            predicted: plan.map(|p| p.predicted),
-            comm_dvfs: d.comm_dvfs,
-            power_limit_w: None,
-            gpu_power: None,
-            grant: d.grant,
-        }
-    }
-
-    /// Fill in what this node's type in `site` decides: the communication-phase low gear
-    /// the policy left unset (its type's lowest frequency; unknown type: the runtime's own
-    /// choice), and the node's share of the job's grant, in proportion to what it draws at
-    /// the frequency it is told (its top one when none), split between its CPU package and
-    /// its GPUs.
-    pub fn with_node_type(mut self, site: &greenup::site::Site) -> NodeSettings {
-        if let Some(c) = self.comm_dvfs.as_mut()
-            && c.low_ghz.is_none()
-        {
-            c.low_ghz = site
-                .node_type_of(&self.node)
-                .map(|t| t.fmin())
-                .filter(|f| *f > 0.0);
-        }
-        let split = match (self.grant, self.used) {
-            (Some(g), true) => {
-                greenup::power::split::node_model(site, &self.node, self.freq_ghz, self.gpu_mhz)
-                    .map(|m| greenup::power::split::split(g.share_w(m.total_w()), &m))
-            }
-            _ => None,
-        };
-        self.power_limit_w = split.map(|s| s.cpu_w);
-        self.gpu_power = split.and_then(|s| s.gpu);
-        self
-    }
-
-    /// `node`'s part of `d`, looked up in the plan (linear in the job's size: for one
-    /// node, not for every node of a job).
-    pub fn from_decision(d: &Decision, node: &str, allocated: usize) -> NodeSettings {
-        let planned = d
-            .plan
-            .as_ref()
-            .and_then(|p| p.nodes.iter().find(|n| n.name == node))
-            .map(NodeGears::of);
-        NodeSettings::of(d, node, planned, allocated, None)
-    }
-}
-
 /// One cap in the ledger.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BudgetLine {
@@ -404,10 +270,10 @@ pub enum Reply {
     /// The energy budgets (budgets).
     Budgets {
         /// Each budget's standing, site first.
-        budgets: Vec<greenup::budget::Standing>,
+        budgets: Vec<Standing>,
     },
     /// A job's quote (quote).
-    Quote(greenup::budget::Quote),
+    Quote(Quote),
     /// A power report was counted (power_report).
     PowerTaken {
         /// Samples counted.
@@ -632,39 +498,6 @@ mod tests {
     }
 
     #[test]
-    fn a_nodes_comm_settings_take_its_types_lowest_gear_unless_the_policy_sets_one() {
-        let site = greenup::site::load(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../etc/greenup.yaml"
-        ))
-        .unwrap();
-        let mut d = planned(2);
-        assert_eq!(
-            NodeSettings::from_decision(&d, "n1", 2)
-                .with_node_type(&site)
-                .comm_dvfs,
-            None
-        );
-        d.comm_dvfs = Some(greenup::comm::CommDvfs::default());
-        // n1 is fast (1.0 to 3.0 GHz), n3 eco (1.2 to 2.4), n9 unknown to the site.
-        let low = |d: &Decision, node: &str| {
-            NodeSettings::from_decision(d, node, 2)
-                .with_node_type(&site)
-                .comm_dvfs
-                .unwrap()
-                .low_ghz
-        };
-        assert_eq!(low(&d, "n1"), Some(1.0));
-        assert_eq!(low(&d, "n3"), Some(1.2));
-        assert_eq!(low(&d, "n9"), None);
-        d.comm_dvfs = Some(greenup::comm::CommDvfs {
-            low_ghz: Some(1.4),
-            ..Default::default()
-        });
-        assert_eq!(low(&d, "n3"), Some(1.4));
-    }
-
-    #[test]
     fn a_nodes_start_request_and_reply_do_not_grow_with_the_job() {
         let line = |n: usize, node: &str| {
             let req = Request::StartNode {
@@ -677,7 +510,7 @@ mod tests {
                     nodes: Vec::new(),
                     nodelist: Some(format!("n[1-{n}]")),
                     min_nodes: None,
-                    time_limit: greenup::record::TimeLimit::Seconds(3600.0),
+                    time_limit: greenup_wire::record::TimeLimit::Seconds(3600.0),
                     policy: Some("min-energy".into()),
                     profile: Some("lammps".into()),
                     energy_cap_j: None,
@@ -707,61 +540,6 @@ mod tests {
         assert_eq!(NodeSettings::from_decision(&d, "n3", 4).freq_ghz, Some(2.2));
         let gone = NodeSettings::from_decision(&d, "n9", 5);
         assert_eq!((gone.used, gone.freq_ghz), (false, None));
-    }
-
-    #[test]
-    fn a_gpu_nodes_share_is_told_as_its_cpu_part_and_each_gpus_limit() {
-        // g1: CPU 100 W dynamic at 2.0 GHz (cube law) + 50 W static; 2 GPUs, 300 W
-        // dynamic + 50 W static, limits 100-400 W. c1: the same CPU, no GPUs.
-        let site = greenup::site::parse(
-            "/etc/slurm/greenup.yaml",
-            "node_types:\n  c:\n    frequencies: [1.0, 2.0]\n    power: {dynamic_w: 100, static_w: 50}\n  g:\n    frequencies: [1.0, 2.0]\n    power: {dynamic_w: 100, static_w: 50}\n    gpus: {count: 2, power_limit: {min: 100, max: 400}, power: {dynamic_w: 300, static_w: 50}}\nnodes:\n  c: c1\n  g: g1\n",
-        )
-        .unwrap();
-        let mut d = planned(1);
-        // Nodes at their top: c1 150 W, g1 150 + 2 x 350 = 850 W; 500 W granted, so g1's
-        // share is 425 W: CPU 425 x 150/850 = 75 W, each GPU 425 x 350/850 = 175 W.
-        d.grant = Some(greenup::power::Grant {
-            granted_w: 500.0,
-            weight_w: 1000.0,
-        });
-        let g1 = NodeSettings::of(
-            &d,
-            "g1",
-            Some(NodeGears {
-                freq_ghz: 2.0,
-                gpu_mhz: None,
-            }),
-            2,
-            None,
-        )
-        .with_node_type(&site);
-        assert!((g1.power_limit_w.unwrap() - 75.0).abs() < 1e-9, "{g1:?}");
-        let gpu = g1.gpu_power.unwrap();
-        assert!((gpu.part_w - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
-        let c1 = NodeSettings::of(
-            &d,
-            "c1",
-            Some(NodeGears {
-                freq_ghz: 2.0,
-                gpu_mhz: None,
-            }),
-            2,
-            None,
-        )
-        .with_node_type(&site);
-        assert!((c1.power_limit_w.unwrap() - 75.0).abs() < 1e-9);
-        assert_eq!(c1.gpu_power, None);
-        // The wire: absent when none, read back when there.
-        let line = serde_json::to_string(&g1).unwrap();
-        assert!(line.contains(r#""gpu_power":{"part_w":175"#), "{line}");
-        assert_eq!(
-            serde_json::from_str::<NodeSettings>(&line)
-                .unwrap()
-                .gpu_power,
-            Some(gpu)
-        );
-        assert!(!serde_json::to_string(&c1).unwrap().contains("gpu_power"));
     }
 
     #[test]

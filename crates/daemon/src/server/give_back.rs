@@ -326,8 +326,7 @@ mod tests {
             "plan": null, "decided_at": 1_795_000_000
         }))
         .unwrap();
-        d.grant =
-            greenup::power::Grant::over(site, 320.0, [("n1", None, None), ("n2", None, None)]);
+        d.grant = greenup::power::grant_over(site, 320.0, [("n1", None, None), ("n2", None, None)]);
         let req: OpenJob = serde_json::from_value(serde_json::json!({
             "job_id": 7, "uid": 1000, "nodes": ["n1", "n2"], "partition": null,
             "time_limit_s": 600.0

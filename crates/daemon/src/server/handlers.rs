@@ -13,6 +13,7 @@ use crate::auth::{Caller, authenticate, require_read, require_write};
 use crate::decide::{bad_field, expand_open};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change};
+use greenup::power::split::with_node_type;
 use greenup_proto::protocol::{
     ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES, MAX_RECORDS,
     NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
@@ -152,15 +153,15 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         Request::NodeSettings { job_id, node } => {
             if let Some((owner, s)) = recent_settings(shared, job_id, &node) {
                 require_read(&ctx.roles, caller, owner, job_id)?;
-                return Ok(Reply::NodeSettings(s.with_node_type(&ctx.site)));
+                return Ok(Reply::NodeSettings(with_node_type(s, &ctx.site)));
             }
             let job = stored_job(shared, job_id, "is not open: open it first").await?;
             require_read(&ctx.roles, caller, job.uid, job_id)?;
             let allocated = job.request.nodes.len();
-            Ok(Reply::NodeSettings(
-                NodeSettings::from_decision(&job.decision, &node, allocated)
-                    .with_node_type(&ctx.site),
-            ))
+            Ok(Reply::NodeSettings(with_node_type(
+                NodeSettings::from_decision(&job.decision, &node, allocated),
+                &ctx.site,
+            )))
         }
         Request::CountOutcomes { job_id } => {
             let counted = shared

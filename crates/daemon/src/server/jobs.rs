@@ -12,6 +12,7 @@ use crate::baseline::AppState;
 use crate::decide::{bad_field, expand_open};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
+use greenup::power::split::with_node_type;
 use greenup_proto::protocol::{
     Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeGears, NodeSettings, OpenJob, Reply,
     Verdict,
@@ -122,7 +123,7 @@ impl JobView {
     }
 
     /// Each used node's long-term limit were the job granted `granted_w` instead, by the
-    /// one rule that set them at its start ([`NodeSettings::with_node_type`]). None when
+    /// one rule that set them at its start ([`with_node_type`]). None when
     /// the job has no grant, or a node's share would not be its CPU package's alone (a
     /// GPU node: its GPUs' limits are not lowered while it runs).
     pub(super) fn limits_under(
@@ -136,8 +137,10 @@ impl JobView {
         self.used()
             .into_iter()
             .map(|node| {
-                let s = NodeSettings::of(&d, node, self.planned.get(node).copied(), n, None)
-                    .with_node_type(site);
+                let s = with_node_type(
+                    NodeSettings::of(&d, node, self.planned.get(node).copied(), n, None),
+                    site,
+                );
                 match (s.power_limit_w, s.gpu_power) {
                     (Some(w), None) => Some((node.to_string(), w)),
                     _ => None,
@@ -284,9 +287,10 @@ pub(super) async fn start_node(
     let limits = ctx.site.daemon.limits;
     let site = ctx.clone();
     let view = decided(shared, ctx, req).await?;
-    Ok(view
-        .settings(&node, &list, &limits)?
-        .with_node_type(&site.site))
+    Ok(with_node_type(
+        view.settings(&node, &list, &limits)?,
+        &site.site,
+    ))
 }
 
 /// `node`'s settings from a job's decision kept in memory, if it is there.

@@ -11,6 +11,7 @@ pub mod period;
 
 use serde::{Deserialize, Serialize};
 
+pub use greenup_wire::budget::{AtAdmission, PowerHold, Quote, Standing, show_budget_energy};
 pub use period::Period;
 
 /// Whose energy a budget counts.
@@ -190,53 +191,6 @@ impl Combined {
     }
 }
 
-/// A budget's state as a job was admitted, kept in its decision record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AtAdmission {
-    /// `site`, `partition:NAME` or `account:NAME`.
-    pub budget: String,
-    /// Start of the period charged (Unix seconds).
-    pub period_start: i64,
-    /// Joules per period.
-    pub amount_j: f64,
-    /// Joules settled in the period before this job.
-    pub used_j: f64,
-    /// Joules held by open jobs before this job.
-    pub held_j: f64,
-    /// Joules charged to this job.
-    pub charged_j: f64,
-    /// The level in force with this job charged, as a percentage of the amount.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level_pct: Option<f64>,
-    /// What that level did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-}
-
-impl AtAdmission {
-    /// Joules left after this job's charge.
-    pub fn left_j(&self) -> f64 {
-        self.amount_j - self.used_j - self.held_j - self.charged_j
-    }
-
-    /// One line for reports: `account:chem: charged 30.0 kJ; before it 0 J used, 30.0 kJ
-    /// held of 50.0 kJ; level 100%: refuse`.
-    pub fn describe(&self) -> String {
-        let mut s = format!(
-            "{}: charged {}; before it {} used, {} held of {}",
-            self.budget,
-            show_budget_energy(self.charged_j),
-            show_budget_energy(self.used_j),
-            show_budget_energy(self.held_j),
-            show_budget_energy(self.amount_j)
-        );
-        if let (Some(p), Some(a)) = (self.level_pct, &self.action) {
-            s.push_str(&format!("; level {p:.0}%: {a}"));
-        }
-        s
-    }
-}
-
 /// The one-line quote: `predicted 1.20 MJ (±8%, from 5 runs), 00:42:00 on 6 nodes;
 /// account chem: 3.40 MWh of 10.0 MWh left this month`.
 pub fn quote_line(
@@ -274,25 +228,6 @@ pub fn quote_line(
         ));
     }
     s
-}
-
-/// Budget-sized energies read best in watt-hours: `3.40 MWh`, `120 kWh`; small ones in joules.
-pub fn show_budget_energy(j: f64) -> String {
-    let wh = j / 3600.0;
-    for (f, u) in [(1e9, "GWh"), (1e6, "MWh"), (1e3, "kWh")] {
-        if wh.abs() >= f {
-            let v = wh / f;
-            let d = if v.abs() >= 100.0 {
-                0
-            } else if v.abs() >= 10.0 {
-                1
-            } else {
-                2
-            };
-            return format!("{v:.d$} {u}");
-        }
-    }
-    crate::units::format_energy(j)
 }
 
 #[cfg(test)]
@@ -391,39 +326,6 @@ mod tests {
     }
 }
 
-/// A budget as `greenup budget` shows it: use, holds and what is left in the current
-/// period, a forecast to its end, and the level in force.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Standing {
-    /// `site`, `partition:NAME` or `account:NAME`.
-    pub budget: String,
-    /// `day`, `week`, `month` or `period`.
-    pub period: String,
-    /// Start of the current period (Unix seconds, UTC).
-    pub period_start: i64,
-    /// End of the current period (Unix seconds, UTC).
-    pub period_end: i64,
-    /// Joules per period.
-    pub amount_j: f64,
-    /// Joules settled by closed jobs.
-    pub used_j: f64,
-    /// Joules held by open jobs.
-    pub held_j: f64,
-    /// Joules left: amount - used - held.
-    pub left_j: f64,
-    /// Jobs charged this period.
-    pub jobs: u64,
-    /// Use at the period's end if it goes on at the rate so far (used + held, scaled
-    /// from the time elapsed to the whole period).
-    pub forecast_j: f64,
-    /// The warning level in force now, as a percentage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level_pct: Option<f64>,
-    /// What that level does to jobs admitted now.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-}
-
 impl Budget {
     /// Where this budget stands at `now` with `totals` charged in its current period.
     pub fn standing(&self, totals: book::Totals, now: i64) -> Standing {
@@ -451,41 +353,6 @@ impl Budget {
             action: level.map(|l| l.action.describe()),
         }
     }
-}
-
-/// What a job would be charged if it started now, and how each budget would stand.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Quote {
-    /// The one line users see.
-    pub line: String,
-    /// Predicted joules.
-    pub energy_j: f64,
-    /// Predicted wall time in seconds, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_s: Option<f64>,
-    /// Nodes the job would use.
-    pub nodes: usize,
-    /// Whether a warning level would refuse it now.
-    pub refused: bool,
-    /// Whether that refusal would fail the job at start (`enforce: strict`); under
-    /// `enforce: open` a refused job runs unchanged.
-    #[serde(default)]
-    pub fails: bool,
-    /// Each budget it falls under, with this job charged.
-    pub budgets: Vec<AtAdmission>,
-    /// The watts the job should hold in Slurm's queue (`power.enforce: queue`): the
-    /// plan's predicted power, as the license greenup's cli_filter asks for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hold: Option<PowerHold>,
-}
-
-/// Watts a job holds as a Slurm license.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PowerHold {
-    /// The license (`greenup_w`).
-    pub license: String,
-    /// Whole watts.
-    pub watts: u64,
 }
 
 #[cfg(test)]

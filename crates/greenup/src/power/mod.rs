@@ -4,25 +4,15 @@
 //!
 //! The one home for these rules: slurm.conf's `Licenses=` line and the data the
 //! job_submit script reads are generated from them ([`slurm`]), PrologSlurmctld reads a
-//! grant with [`granted_w`], and greenupd shares it among the nodes with [`Grant`].
+//! grant with [`granted_w`], and greenupd shares it among the nodes with [`grant_over`].
 
 pub mod give_back;
 pub mod slurm;
 pub mod split;
 
-use serde::{Deserialize, Serialize};
-
 use crate::site::{PowerSettings, Site};
 
-/// The watts Slurm granted a job and the sum of its nodes' weights, so each node's share
-/// is `granted_w * weight / weight_w`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Grant {
-    /// Watts the job holds as greenup's licenses.
-    pub granted_w: f64,
-    /// The sum over the job's used nodes of [`node_weight_w`].
-    pub weight_w: f64,
-}
+pub use greenup_wire::power::Grant;
 
 /// What a node would draw running flat out at `freq_ghz` with its GPUs at `gpu_mhz` (each
 /// its top one when None), by its type's power model ([`split::node_model`]): the weight
@@ -47,29 +37,22 @@ pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
         .sum()
 }
 
-impl Grant {
-    /// A grant of `granted_w` over `nodes` (each with the frequency and GPU clock it will
-    /// run at, None for its top ones). None when a node is untyped: its share could not
-    /// be weighed.
-    pub fn over<'a>(
-        site: &Site,
-        granted_w: f64,
-        nodes: impl IntoIterator<Item = (&'a str, Option<f64>, Option<u32>)>,
-    ) -> Option<Grant> {
-        let mut weight_w = 0.0;
-        for (n, f, g) in nodes {
-            weight_w += node_weight_w(site, n, f, g)?;
-        }
-        (granted_w.is_finite() && granted_w >= 0.0 && weight_w > 0.0).then_some(Grant {
-            granted_w,
-            weight_w,
-        })
+/// A grant of `granted_w` over `nodes` (each with the frequency and GPU clock it will
+/// run at, None for its top ones). None when a node is untyped: its share could not
+/// be weighed.
+pub fn grant_over<'a>(
+    site: &Site,
+    granted_w: f64,
+    nodes: impl IntoIterator<Item = (&'a str, Option<f64>, Option<u32>)>,
+) -> Option<Grant> {
+    let mut weight_w = 0.0;
+    for (n, f, g) in nodes {
+        weight_w += node_weight_w(site, n, f, g)?;
     }
-
-    /// The share of a node of weight `weight_w` (from [`node_weight_w`]), in watts.
-    pub fn share_w(&self, weight_w: f64) -> f64 {
-        self.granted_w * weight_w / self.weight_w
-    }
+    (granted_w.is_finite() && granted_w >= 0.0 && weight_w > 0.0).then_some(Grant {
+        granted_w,
+        weight_w,
+    })
 }
 
 /// A license of greenup's whose count is not watts, so the job's grant is unknown.
@@ -146,13 +129,13 @@ mod tests {
         // etc/greenup.yaml: n[1-2] fast (120 W dynamic at 3.0 GHz, cube law, 40 W static).
         let fast = |f: f64| 120.0 * (f / 3.0_f64).powi(3) + 40.0;
         let nodes = [("n1", None, None), ("n2", Some(1.4), None)];
-        let g = Grant::over(&site, 100.0, nodes).unwrap();
+        let g = grant_over(&site, 100.0, nodes).unwrap();
         let (w1, w2) = (fast(3.0), fast(1.4));
         assert!((g.weight_w - (w1 + w2)).abs() < 1e-9, "{g:?}");
         let s1 = g.share_w(node_weight_w(&site, "n1", None, None).unwrap());
         let s2 = g.share_w(node_weight_w(&site, "n2", Some(1.4), None).unwrap());
         assert!((s1 + s2 - 100.0).abs() < 1e-9);
         assert!((s1 / s2 - w1 / w2).abs() < 1e-9);
-        assert!(Grant::over(&site, 100.0, [("nowhere", None, None)]).is_none());
+        assert!(grant_over(&site, 100.0, [("nowhere", None, None)]).is_none());
     }
 }

@@ -2,13 +2,14 @@
 //! of the job's watts splits between the CPU package (its RAPL limit) and each GPU (its
 //! NVML power limit) in proportion to what each is modelled to draw.
 //!
-//! The one home for that split: greenupd tells each node its parts
-//! (greenupd's `NodeSettings` for the node), and the node's prolog clamps each GPU's
-//! part again into the range NVML accepts with [`GpuPart::clamped`].
-
-use serde::{Deserialize, Serialize};
+//! The one home for that split: greenupd tells each node its parts ([`with_node_type`]
+//! fills them into a node's `NodeSettings`), and the node's prolog clamps each GPU's part
+//! again into the range NVML accepts with [`GpuPart::clamped`].
 
 use crate::site::Site;
+
+pub use greenup_wire::power::GpuPart;
+use greenup_wire::settings::NodeSettings;
 
 /// What one node is modelled to draw flat out: its CPUs at the frequency it is told, and
 /// each of its GPUs at the GPU clock it is told.
@@ -53,64 +54,6 @@ pub fn node_model(
     (cpu_w.is_finite() && cpu_w >= 0.0 && w.is_finite() && w > 0.0).then_some(m)
 }
 
-/// Each GPU's part of a node's share and the limit it is set to.
-// Unknown fields are let through, as in the rest of a node's settings: a newer greenupd
-// must not leave an older plugin without its decision.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct GpuPart {
-    /// Each GPU's part of the node's share, watts: the node's share times one GPU's
-    /// modelled power over the node's.
-    pub part_w: f64,
-    /// The power limit each of the job's GPUs is set to, watts: the part clamped into the
-    /// range greenup may set.
-    pub limit_w: f64,
-}
-
-impl GpuPart {
-    /// The part `part_w` with its limit clamped into `range_w` (none: the part itself).
-    pub fn of(part_w: f64, range_w: Option<(f64, f64)>) -> GpuPart {
-        GpuPart {
-            part_w,
-            limit_w: part_w,
-        }
-        .clamped(range_w)
-    }
-
-    /// This part with its limit clamped further into `range_w` (NVML's, at the node).
-    pub fn clamped(self, range_w: Option<(f64, f64)>) -> GpuPart {
-        let limit_w = match range_w {
-            Some((lo, hi)) if lo <= hi => self.limit_w.clamp(lo, hi),
-            _ => self.limit_w,
-        };
-        GpuPart { limit_w, ..self }
-    }
-
-    /// Watts each GPU may draw beyond its part because its lowest limit is above it:
-    /// what the node may draw over its share, per GPU.
-    pub fn over_w(&self) -> f64 {
-        (self.limit_w - self.part_w).max(0.0)
-    }
-
-    /// One line when the limit is not the part: held at the lowest limit (the node may
-    /// draw more than its share) or at the highest (the GPU leaves watts unused).
-    pub fn note(&self) -> Option<String> {
-        let (limit, part) = (self.limit_w, self.part_w);
-        if (limit - part).abs() < 0.05 {
-            None
-        } else if limit > part {
-            Some(format!(
-                "GPU limit {limit:.1} W is its lowest, {:.1} W above its {part:.1} W part of the node's share",
-                limit - part
-            ))
-        } else {
-            Some(format!(
-                "GPU limit {limit:.1} W is its highest, {:.1} W of its {part:.1} W part unused",
-                part - limit
-            ))
-        }
-    }
-}
-
 /// How a node's share of a grant splits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
@@ -136,6 +79,31 @@ pub fn split(share_w: f64, m: &NodeModel) -> Split {
         cpu_w: share_w * m.cpu_w / total,
         gpu: Some(GpuPart::of(share_w * m.gpu_w / total, m.gpu_range_w)),
     }
+}
+
+/// Fill in what `s`'s node type in `site` decides: the communication-phase low gear the
+/// policy left unset (its type's lowest frequency; unknown type: the runtime's own
+/// choice), and the node's share of the job's grant, in proportion to what it draws at
+/// the frequency it is told (its top one when none), split between its CPU package and
+/// its GPUs. What greenupd tells a node, after [`NodeSettings::of`] took its part of the
+/// decision.
+pub fn with_node_type(mut s: NodeSettings, site: &Site) -> NodeSettings {
+    if let Some(c) = s.comm_dvfs.as_mut()
+        && c.low_ghz.is_none()
+    {
+        c.low_ghz = site
+            .node_type_of(&s.node)
+            .map(|t| t.fmin())
+            .filter(|f| *f > 0.0);
+    }
+    let parts = match (s.grant(), s.used) {
+        (Some(g), true) => node_model(site, &s.node, s.freq_ghz, s.gpu_mhz)
+            .map(|m| split(g.share_w(m.total_w()), &m)),
+        _ => None,
+    };
+    s.power_limit_w = parts.map(|p| p.cpu_w);
+    s.gpu_power = parts.and_then(|p| p.gpu);
+    s
 }
 
 #[cfg(test)]
@@ -257,5 +225,102 @@ nodes:
         // A CPU node's share is all the CPU's.
         let c = split(250.0, &node_model(&s, "c1", None, None).unwrap());
         assert_eq!((c.cpu_w, c.gpu), (250.0, None));
+    }
+
+    // What greenupd tells a node, by its type.
+    use greenup_wire::record::Decision;
+    use greenup_wire::settings::NodeGears;
+
+    /// A planned decision for nodes n1..=n, every other node at 1.8 GHz, the rest 2.2.
+    fn planned(n: usize) -> Decision {
+        let nodes: Vec<serde_json::Value> = (1..=n)
+            .map(|i| {
+                let f = if i % 2 == 0 { 1.8 } else { 2.2 };
+                serde_json::json!({"name": format!("n{i}"), "type": "std", "freq_ghz": f})
+            })
+            .collect();
+        let est = serde_json::json!({"time_s": 100.0, "energy_j": 3.0e7, "avg_power_w": 3.0e5});
+        serde_json::from_value(serde_json::json!({
+            "job_id": 4242, "verdict": "planned", "reason": "", "policy": "min-energy",
+            "profile": "lammps", "profile_version": "3", "power_cap_w": null, "reserved_w": 1.0e5,
+            "plan": {"policy": "min-energy", "feasible": true, "reason": "", "node_count": n,
+                "nodes": nodes, "predicted": est, "baseline": est, "objective": 1.0,
+                "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}},
+            "decided_at": 1_795_000_000
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_nodes_comm_settings_take_its_types_lowest_gear_unless_the_policy_sets_one() {
+        let site = crate::site::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../etc/greenup.yaml"
+        ))
+        .unwrap();
+        let mut d = planned(2);
+        assert_eq!(
+            with_node_type(NodeSettings::from_decision(&d, "n1", 2), &site).comm_dvfs,
+            None
+        );
+        d.comm_dvfs = Some(crate::comm::CommDvfs::default());
+        // n1 is fast (1.0 to 3.0 GHz), n3 eco (1.2 to 2.4), n9 unknown to the site.
+        let low = |d: &Decision, node: &str| {
+            with_node_type(NodeSettings::from_decision(d, node, 2), &site)
+                .comm_dvfs
+                .unwrap()
+                .low_ghz
+        };
+        assert_eq!(low(&d, "n1"), Some(1.0));
+        assert_eq!(low(&d, "n3"), Some(1.2));
+        assert_eq!(low(&d, "n9"), None);
+        d.comm_dvfs = Some(crate::comm::CommDvfs {
+            low_ghz: Some(1.4),
+            ..Default::default()
+        });
+        assert_eq!(low(&d, "n3"), Some(1.4));
+    }
+
+    #[test]
+    fn a_gpu_nodes_share_is_told_as_its_cpu_part_and_each_gpus_limit() {
+        // g1: CPU 100 W dynamic at 2.0 GHz (cube law) + 50 W static; 2 GPUs, 300 W
+        // dynamic + 50 W static, limits 100-400 W. c1: the same CPU, no GPUs.
+        let site = crate::site::parse(
+            "/etc/slurm/greenup.yaml",
+            "node_types:\n  c:\n    frequencies: [1.0, 2.0]\n    power: {dynamic_w: 100, static_w: 50}\n  g:\n    frequencies: [1.0, 2.0]\n    power: {dynamic_w: 100, static_w: 50}\n    gpus: {count: 2, power_limit: {min: 100, max: 400}, power: {dynamic_w: 300, static_w: 50}}\nnodes:\n  c: c1\n  g: g1\n",
+        )
+        .unwrap();
+        let mut d = planned(1);
+        // Nodes at their top: c1 150 W, g1 150 + 2 x 350 = 850 W; 500 W granted, so g1's
+        // share is 425 W: CPU 425 x 150/850 = 75 W, each GPU 425 x 350/850 = 175 W.
+        d.grant = Some(crate::power::Grant {
+            granted_w: 500.0,
+            weight_w: 1000.0,
+        });
+        let gears = Some(NodeGears {
+            freq_ghz: 2.0,
+            gpu_mhz: None,
+        });
+        let g1 = with_node_type(NodeSettings::of(&d, "g1", gears, 2, None), &site);
+        assert!((g1.power_limit_w.unwrap() - 75.0).abs() < 1e-9, "{g1:?}");
+        let gpu = g1.gpu_power.unwrap();
+        assert!((gpu.part_w - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
+        let gears = Some(NodeGears {
+            freq_ghz: 2.0,
+            gpu_mhz: None,
+        });
+        let c1 = with_node_type(NodeSettings::of(&d, "c1", gears, 2, None), &site);
+        assert!((c1.power_limit_w.unwrap() - 75.0).abs() < 1e-9);
+        assert_eq!(c1.gpu_power, None);
+        // The wire: absent when none, read back when there.
+        let line = serde_json::to_string(&g1).unwrap();
+        assert!(line.contains(r#""gpu_power":{"part_w":175"#), "{line}");
+        assert_eq!(
+            serde_json::from_str::<NodeSettings>(&line)
+                .unwrap()
+                .gpu_power,
+            Some(gpu)
+        );
+        assert!(!serde_json::to_string(&c1).unwrap().contains("gpu_power"));
     }
 }

@@ -9,13 +9,7 @@ use serde_json::Value;
 use super::check::{Checker, shown};
 use crate::input::{InputError, Spanned};
 
-/// `power.report_period_s` by default: a node's meter sends its samples at most this
-/// often, in seconds. At 10,000 nodes sampling every 5 s, one report per node a minute
-/// (167 a second, 12 samples each) keeps greenupd under 5 % of a core, where a report
-/// per sample (2,000 a second) takes a quarter of one, and every 30 s a tenth
-/// (docs/BENCHMARKS.md). The live view lags by up to this much; each sample keeps its
-/// own time, so the over-grant warning does not.
-pub const REPORT_PERIOD_S: f64 = 60.0;
+pub use greenup_wire::power::REPORT_PERIOD_S;
 
 /// How the power caps are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
