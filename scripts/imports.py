@@ -3,8 +3,17 @@
 and every circle among them, file by file and between a crate's top-level modules.
 
 Usage: python3 scripts/imports.py [CRATE_SRC_DIR ...]   (default: every crate's src/)
-Exit status 1 when a crate has a circle. Test code (`#[cfg(test)] mod tests`) is left
-out: a test may reach anywhere.
+Exit status 1 when a crate has a circle, or the library an import up its layers.
+
+Every file is read whole, comments and string and char literals blanked out. Only the
+bodies of `#[cfg(test)]` modules (found by matching braces) and the files of
+`#[cfg(test)] mod NAME;` are left out: a test may reach anywhere. An import is every
+path a `use` names (`pub use`, nested groups `crate::a::{b, c::{d}}`, `self`, `super::`,
+aliases, globs) and every path written inline from `crate::`, `super::` or `self::`, or
+through one of the module's own child modules (`book::Totals` in budget/mod.rs). A
+module's use of its own ancestors (the crate root included) is not counted: a parent
+holds its children's re-exports. tests/structure.rs plants back-imports in a copy of a
+crate, in each of these forms, and expects this check to fail.
 """
 import os
 import re
@@ -27,7 +36,11 @@ LAYERS = {
     ],
 }
 
-REF = re.compile(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)(::\{([^}]*)\})?")
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# A `use` item, `pub`, `pub(crate)` and `pub(in path)` included; its tree runs to the `;`.
+USE = re.compile(r"(?<![\w$])(?:pub\s*(?:\([^)]*\)\s*)?)?use\s+([^;]*);")
+# A path written inline, in code or in a use tree: `crate::x::y()`, `super::super::x`.
+INLINE = re.compile(r"(?<![\w$:])(crate|super|self)((?:\s*::\s*" + IDENT + r")+)")
 
 
 def module_files(src):
@@ -47,26 +60,197 @@ def module_files(src):
     return mods
 
 
+def blank(text):
+    """The source with comments, string literals and char literals blanked out (their
+    bytes become spaces, newlines kept), so braces and paths inside them do not count."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif re.match(r'b?r#*"', text[i:i + 260]) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'b?r(#*)"', text[i:])
+            end = '"' + m.group(1)
+            j = text.find(end, i + m.end())
+            j = n if j < 0 else j + len(end)
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c == "'":
+            # A char literal ('a', '\n', '\u{1F600}', '{'), not a lifetime ('a, 'static).
+            m = re.match(r"'(?:\\(?:u\{[0-9A-Fa-f]+\}|x[0-9A-Fa-f]{2}|.)|[^\\'\n])'", text[i:])
+            if m:
+                out.append(" " * m.end())
+                i += m.end()
+            else:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+TEST_MOD = re.compile(r"#\[cfg\(test\)\]\s*(?:#!?\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*([{;])")
+
+
 def strip_tests(text):
-    i = text.find("#[cfg(test)]")
-    return text if i < 0 else text[:i]
+    """`text` (already blanked) without the bodies of its `#[cfg(test)]` modules, found
+    by matching braces; everything else is read, however far down the file it is."""
+    out, i = [], 0
+    while True:
+        m = TEST_MOD.search(text, i)
+        if not m:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:m.start()])
+        j = m.end()
+        if m.group(1) == "{":
+            depth = 1
+            while j < len(text) and depth:
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                j += 1
+        i = j
 
 
-def refs(mod, text):
-    """Module paths this file refers to (as written, before resolving to a file)."""
+def test_module_files(src, mods):
+    """Files that are `#[cfg(test)] mod NAME;` of their parent: test code, left out."""
+    out = set()
+    for mod, path in mods.items():
+        text = blank(open(path, encoding="utf-8").read())
+        for m in TEST_MOD.finditer(text):
+            if m.group(1) == ";":
+                name = re.search(r"mod\s+(" + IDENT + r")\s*;$", m.group(0)).group(1)
+                out.add(mod + (name,))
+    return out
+
+
+def use_paths(tree):
+    """Every path a use tree names: `a::{b, c::{d, e as f}, self}` gives a::b, a::c::d,
+    a::c::e and a (each a list of segments); a glob names its prefix."""
+    toks = re.findall(IDENT + r"|::|[{},*]", tree)
+    pos = [0]
+
+    def peek():
+        return toks[pos[0]] if pos[0] < len(toks) else None
+
+    def take():
+        pos[0] += 1
+        return toks[pos[0] - 1]
+
+    def parse(prefix):
+        path = list(prefix)
+        if peek() == "::":  # a leading `::`: another crate
+            take()
+            path.append("::")
+        while True:
+            t = peek()
+            if t == "{":
+                take()
+                out = []
+                while peek() not in (None, "}"):
+                    out += parse(path)
+                    if peek() == ",":
+                        take()
+                if peek() == "}":
+                    take()
+                return out
+            if t == "*":
+                take()
+                return [path]
+            if t is None or t in (",", "}"):
+                return [path]
+            seg = take()
+            if seg == "as":
+                take()  # the alias
+                return [path]
+            if seg == "self" and path:
+                pass  # `a::{self}` names `a`
+            else:
+                path.append(seg)
+            if peek() == "::":
+                take()
+            elif peek() == "as":
+                take()
+                if peek() not in (None, ",", "}"):
+                    take()
+                return [path]
+            else:
+                return [path]
+
     out = []
-    text = re.sub(r"//[^\n]*", "", text)
-    for m in REF.finditer(text):
-        base = list(mod) if m.group(1) == "super" else []
-        if m.group(1) == "super":
-            base = base[:-1]
-        parts = base + m.group(2).strip(":").split("::")
-        out.append(tuple(parts))
-        if m.group(4):
-            for name in m.group(4).split(","):
-                name = name.strip().split(" as ")[0].split("::")[0]
-                if name and name != "self":
-                    out.append(tuple(parts + [name]))
+    while pos[0] < len(toks):
+        before = pos[0]
+        out += parse([])
+        if peek() == ",":
+            take()
+        if pos[0] == before:
+            take()
+    return out
+
+
+def absolute(mod, path, mods):
+    """`path` as written in module `mod`, as a module path from the crate root; None for
+    another crate's."""
+    if not path or path[0] == "::":
+        return None
+    path = list(path)
+    if path[0] == "crate":
+        return tuple(path[1:])
+    base = list(mod)
+    if path[0] == "self":
+        return tuple(base + path[1:])
+    if path[0] == "super":
+        while path and path[0] == "super":
+            base, path = base[:-1], path[1:]
+        return tuple(base + path)
+    # A path that starts with a child module's name (2018 edition's relative paths).
+    if tuple(base + path[:1]) in mods:
+        return tuple(base + path)
+    return None
+
+
+def refs(mod, text, mods):
+    """Module paths this file refers to (as written, before resolving to a file): every
+    `use` tree's paths, every path written inline from `crate`, `super` or `self`, and
+    every inline path through one of the module's own child modules."""
+    out = []
+    for m in USE.finditer(text):
+        for p in use_paths(m.group(1)):
+            a = absolute(mod, p, mods)
+            if a is not None:
+                out.append(a)
+    code = USE.sub(lambda m: " " * len(m.group(0)), text)
+    for m in INLINE.finditer(code):
+        p = [m.group(1)] + re.findall(IDENT, m.group(2))
+        a = absolute(mod, p, mods)
+        if a is not None:
+            out.append(a)
+    children = {k[-1] for k in mods if len(k) == len(mod) + 1 and k[:-1] == mod}
+    if children:
+        child = re.compile(r"(?<![\w$:])(" + "|".join(sorted(children)) + r")((?:\s*::\s*" + IDENT + r")+)")
+        for m in child.finditer(code):
+            out.append(tuple(mod) + (m.group(1),) + tuple(re.findall(IDENT, m.group(2))))
     return out
 
 
@@ -111,12 +295,15 @@ def circles(nodes, edges):
 
 def crate(src):
     mods = module_files(src)
+    for t in test_module_files(src, mods):
+        mods.pop(t, None)
     files, tops = {}, {}
     for mod, path in mods.items():
-        for r in refs(mod, strip_tests(open(path, encoding="utf-8").read())):
+        text = strip_tests(blank(open(path, encoding="utf-8").read()))
+        for r in refs(mod, text, mods):
             to = resolve(r, mods)
-            if to is None or to == mod or (to and mod[: len(to)] == to):
-                continue  # itself, or a parent module (its re-exports)
+            if to is None or mod[: len(to)] == to:
+                continue  # itself, or a parent module (the crate root included)
             files.setdefault(mod, set()).add(to)
             if mod and to and mod[0] != to[0]:
                 tops.setdefault(mod[0], set()).add(to[0])

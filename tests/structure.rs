@@ -1,22 +1,145 @@
 //! The layers hold: `scripts/imports.py` finds no circle of imports in any crate and no
 //! import up the decision library's layers (docs/architecture.md). The crates' own
 //! boundaries are Cargo's to hold; this holds the ones inside a crate.
+//!
+//! The check is itself checked: a back-import planted in a copy of a crate, in each of
+//! the forms Rust lets one be written, must fail it.
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn imports(args: &[&Path]) -> Output {
+    Command::new("python3")
+        .arg(root().join("scripts/imports.py"))
+        .args(args)
+        .output()
+        .expect("run python3 scripts/imports.py")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
 
 #[test]
 fn no_crate_has_an_import_circle_or_an_import_up_its_layers() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = Command::new("python3")
-        .arg(format!("{root}/scripts/imports.py"))
-        .output()
-        .expect("run python3 scripts/imports.py");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = imports(&[]);
+    let text = text(&out);
+    assert!(out.status.success(), "{text}");
     // The library's layers were checked, not skipped.
     assert!(text.contains(" up the layers"), "{text}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A copy of `crate_src` (e.g. `crates/greenup/src`) at the same relative path under a
+/// temporary directory, so that the script knows it by its path (the library's layers).
+fn copy_of(tmp: &Path, crate_src: &str) -> PathBuf {
+    let to = tmp.join(crate_src);
+    copy_dir(&root().join(crate_src), &to);
+    to
+}
+
+fn append(file: &Path, code: &str) {
+    let mut s = std::fs::read_to_string(file).unwrap();
+    s.push_str(code);
+    std::fs::write(file, s).unwrap();
+}
+
+fn prepend(file: &Path, code: &str) {
+    let s = std::fs::read_to_string(file).unwrap();
+    std::fs::write(file, format!("{code}{s}")).unwrap();
+}
+
+/// The library's copy with `plant` done to it: the script's exit and output.
+fn planted_library(plant: impl FnOnce(&Path)) -> (bool, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = copy_of(tmp.path(), "crates/greenup/src");
+    plant(&src);
+    let out = imports(&[&src]);
+    (out.status.success(), text(&out))
+}
+
+#[test]
+fn a_back_import_planted_in_a_copy_of_the_library_fails_the_check_in_every_form() {
+    // The copy as it is passes: what fails below is the plant.
+    let (ok, text) = planted_library(|_| {});
+    assert!(ok, "{text}");
+
+    // `use crate::{a, b::{c}}`, nested: the bottom layer's expr reaches the top's report.
+    let (ok, text) = planted_library(|src| {
+        prepend(
+            &src.join("expr.rs"),
+            "#[allow(unused_imports)]\nuse crate::{hostlist, report::{text}};\n",
+        )
+    });
+    assert!(!ok, "{text}");
+    assert!(text.contains("expr -> report"), "{text}");
+
+    // A path written inline, below the file's first `#[cfg(test)]` module (site/mod.rs's
+    // tests sit at line 27 of 321): the whole file is read.
+    let (ok, text) = planted_library(|src| {
+        append(
+            &src.join("site/mod.rs"),
+            "\n/// Planted.\npub fn planted() -> usize {\n    std::mem::size_of_val(&crate::plan::check_cap)\n}\n",
+        )
+    });
+    assert!(!ok, "{text}");
+    assert!(text.contains("site -> plan"), "{text}");
+
+    // `pub use super::super::…` from a module's child.
+    let (ok, text) = planted_library(|src| {
+        prepend(
+            &src.join("model/amdahl.rs"),
+            "pub use super::super::profile::{self as planted};\n",
+        )
+    });
+    assert!(!ok, "{text}");
+    assert!(text.contains("model -> profile"), "{text}");
+
+    // The same import inside a `#[cfg(test)]` module is a test's, and tests may reach
+    // anywhere; a brace in a string or a comment there does not end the module early.
+    let (ok, text) = planted_library(|src| {
+        append(
+            &src.join("expr.rs"),
+            "\n#[cfg(test)]\nmod planted {\n    // }\n    const BRACE: &str = \"}\";\n    const CH: char = '}';\n    #[allow(unused_imports)]\n    use crate::report::text;\n}\n",
+        )
+    });
+    assert!(ok, "{text}");
+}
+
+#[test]
+fn a_circle_planted_in_a_copy_of_a_crate_fails_the_check() {
+    // The protocol's client uses its protocol module; the protocol using the client back
+    // closes a circle.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = copy_of(tmp.path(), "crates/proto/src");
+    let ok = imports(&[&src]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    prepend(
+        &src.join("protocol.rs"),
+        "#[allow(unused_imports)]\nuse crate::client::Client;\n",
+    );
+    let out = imports(&[&src]);
+    let text = text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("circle: client <-> protocol"), "{text}");
 }
