@@ -77,41 +77,52 @@ pub fn start_later(
 /// # Safety
 /// Only between fork and exec; calls async-signal-safe functions only.
 unsafe fn detach_streams() {
-    // SAFETY: the caller is a freshly forked child; each call is async-signal-safe.
-    unsafe {
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        if null >= 0 {
-            for fd in 0..3 {
-                libc::dup2(null, fd);
-            }
-            if null > 2 {
-                libc::close(null);
-            }
+    // Each call below is async-signal-safe, as the caller's state between fork and exec
+    // demands, and is given only constants or memory this function owns.
+    // SAFETY: open on a C string literal.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+    if null >= 0 {
+        for fd in 0..3 {
+            // SAFETY: dup2 of a descriptor this function just opened onto 0, 1 or 2.
+            unsafe { libc::dup2(null, fd) };
         }
-        let all = libc::syscall(
+        if null > 2 {
+            // SAFETY: close of the descriptor this function opened, now duplicated.
+            unsafe { libc::close(null) };
+        }
+    }
+    // SAFETY: close_range takes plain integers; it only marks descriptors close-on-exec.
+    let all = unsafe {
+        libc::syscall(
             libc::SYS_close_range,
             3u32,
             u32::MAX,
             libc::CLOSE_RANGE_CLOEXEC,
-        );
-        if all != 0 {
-            for fd in 3..1024 {
-                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-            }
+        )
+    };
+    if all != 0 {
+        for fd in 3..1024 {
+            // SAFETY: fcntl on an integer descriptor; a closed one only fails with EBADF.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
-        libc::chdir(c"/".as_ptr());
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        for sig in [
-            libc::SIGTERM,
-            libc::SIGINT,
-            libc::SIGHUP,
-            libc::SIGPIPE,
-            libc::SIGCHLD,
-        ] {
-            libc::signal(sig, libc::SIG_DFL);
-        }
+    }
+    // SAFETY: chdir on a C string literal.
+    unsafe { libc::chdir(c"/".as_ptr()) };
+    // SAFETY: an all-zero sigset_t is a valid value for sigemptyset to fill in.
+    let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sigemptyset writes the local set it is given.
+    unsafe { libc::sigemptyset(&mut none) };
+    // SAFETY: sigprocmask reads the local, initialized set; no old set is asked for.
+    unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) };
+    for sig in [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGPIPE,
+        libc::SIGCHLD,
+    ] {
+        // SAFETY: restoring the default disposition installs no Rust handler.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
 }
 

@@ -2,7 +2,6 @@
 //! power) and the controls it sets (CPU frequency, power limits, GPU clocks). Nothing
 //! here decides: the decision library says what to set, and this crate sets it, saves
 //! what was there, and restores it.
-#![deny(missing_docs)]
 
 pub mod dvfs;
 pub mod gpu;

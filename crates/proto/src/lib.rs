@@ -4,8 +4,6 @@
 //! The protocol carries the wire vocabulary (`greenup-wire`: a job's record, listings,
 //! budgets, grants, a node's settings), which the decision library makes and reads; it
 //! links neither the library nor its models, and nothing in the library imports it.
-#![forbid(unsafe_op_in_unsafe_fn)]
-#![deny(missing_docs)]
 
 pub mod client;
 pub mod live_power;

@@ -7,7 +7,6 @@
 //! The decision library makes and reads them, and re-exports each at its old path
 //! (`greenup::record`, `greenup::query`, ...); the protocol, the plugin and the CLI
 //! speak them without linking the library's models, optimizers or reports.
-#![deny(missing_docs)]
 
 pub mod budget;
 pub mod power;
