@@ -143,3 +143,77 @@ fn a_circle_planted_in_a_copy_of_a_crate_fails_the_check() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("circle: client <-> protocol"), "{text}");
 }
+
+/// Each workspace crate's dependencies on the others, from `cargo metadata` (normal
+/// dependencies; dev-dependencies are the tests' own).
+fn workspace_dependencies() -> std::collections::BTreeMap<String, Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("run cargo metadata");
+    assert!(out.status.success(), "{}", text(&out));
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = m["packages"].as_array().unwrap();
+    let names: std::collections::BTreeSet<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let mut deps: Vec<String> = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .filter_map(|d| d["name"].as_str())
+                .filter(|d| names.contains(d))
+                .map(String::from)
+                .collect();
+            deps.sort();
+            deps.dedup();
+            (p["name"].as_str().unwrap().to_string(), deps)
+        })
+        .collect()
+}
+
+#[test]
+fn the_architecture_tables_crates_and_their_dependencies_are_cargos() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let cargo = workspace_dependencies();
+    // The table's rows: `| `crate` | path | owns | depends on |`; the workspace crates
+    // the last column names in backticks are the crate's dependencies.
+    let mut table = std::collections::BTreeMap::new();
+    for line in doc.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+        let name = cells[0].trim().trim_matches('`').to_string();
+        if !cargo.contains_key(&name) {
+            continue;
+        }
+        let mut deps: Vec<String> = cells[cells.len() - 1]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|d| cargo.contains_key(*d))
+            .map(String::from)
+            .collect();
+        deps.sort();
+        deps.dedup();
+        assert!(
+            table.insert(name.clone(), deps).is_none(),
+            "{name} has two rows"
+        );
+    }
+    assert_eq!(
+        table, cargo,
+        "docs/architecture.md's table (left) against cargo metadata (right)"
+    );
+}

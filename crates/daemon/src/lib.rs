@@ -2,8 +2,9 @@
 //! job's decision and outcome.
 //!
 //! It decides with the `greenup` library, speaks `greenup-proto` on its sockets, and
-//! keeps what it learns in SQLite (`store`). Nothing else links it: the plugin and the
-//! CLI reach it only through the protocol.
+//! keeps what it learns in SQLite (`store`). Only greenupd's `main` (the root package's
+//! `greenupd` binary) and tests link it: the plugin and the CLI reach it only through
+//! the protocol.
 
 pub mod auth;
 pub mod baseline;
