@@ -577,7 +577,7 @@ pub enum ErrorCode {
     BadVersion,
     /// Unknown `op`, or a field is missing or has the wrong type.
     BadRequest,
-    /// The line is longer than [`MAX_LINE_BYTES`].
+    /// The line is longer than the protocol's `MAX_LINE_BYTES` (greenup-proto).
     TooLong,
     /// No MUNGE credential on a TCP request.
     CredMissing,
