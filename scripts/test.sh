@@ -42,7 +42,7 @@ suite "daemon: herd (2,000 nodes at once)" env NODES=2000 TIMEOUT_MS=30000 bash 
 suite "MPI runtime: lowering, restoring and rank files" bash tests/runtime/run.sh
 suite "daemon: herd decided by PrologSlurmctld (2,000 nodes at once)" env CONTROLLER=1 NODES=2000 TIMEOUT_MS=30000 bash tests/daemon/herd.sh
 # The debug binaries cargo test built: the simulation, not greenup, takes the time.
-suite "SimGrid: NAS EP and IS on 8 simulated nodes and EP on 128, greenupd deciding" env BIN_DIR="$PWD/target/debug" bash tests/simgrid/run.sh
+suite "SimGrid: NAS EP and IS on published physics (EPYC and Xeon nodes) and on greenup's own law, EP on 128, greenupd deciding" env BIN_DIR="$PWD/target/debug" bash tests/simgrid/run.sh
 [ -e tests/cluster/run-tests.sh ] && suite "Slurm cluster end to end" bash tests/cluster/run-tests.sh
 [ -e packaging/test-deb.sh ] && suite ".deb build, install and job" bash packaging/test-deb.sh
 [ -e packaging/test-rpm.sh ] && suite ".rpm build, contents, scratch install and series guard" bash packaging/test-rpm.sh

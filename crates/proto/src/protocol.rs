@@ -477,24 +477,9 @@ mod tests {
         );
     }
 
-    /// A planned decision for nodes n1..=n, every other node at 1.8 GHz, the rest 2.2.
+    /// A planned decision for nodes n1..=n (greenup-wire's fixture).
     fn planned(n: usize) -> Decision {
-        let nodes: Vec<serde_json::Value> = (1..=n)
-            .map(|i| {
-                let f = if i % 2 == 0 { 1.8 } else { 2.2 };
-                serde_json::json!({"name": format!("n{i}"), "type": "std", "freq_ghz": f})
-            })
-            .collect();
-        let est = serde_json::json!({"time_s": 100.0, "energy_j": 3.0e7, "avg_power_w": 3.0e5});
-        serde_json::from_value(serde_json::json!({
-            "job_id": 4242, "verdict": "planned", "reason": "", "policy": "min-energy",
-            "profile": "lammps", "profile_version": "3", "power_cap_w": null, "reserved_w": 1.0e5,
-            "plan": {"policy": "min-energy", "feasible": true, "reason": "", "node_count": n,
-                "nodes": nodes, "predicted": est, "baseline": est, "objective": 1.0,
-                "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}},
-            "decided_at": 1_795_000_000
-        }))
-        .unwrap()
+        greenup_wire::fixtures::planned_decision(n)
     }
 
     #[test]

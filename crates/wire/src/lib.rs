@@ -9,6 +9,8 @@
 //! speak them without linking the library's models, optimizers or reports.
 
 pub mod budget;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
 pub mod power;
 pub mod query;
 pub mod record;
