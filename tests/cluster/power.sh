@@ -271,6 +271,8 @@ t_rapl_user() {
 #       long-term limit was its grant (the prolog's "power limit held at" line in slurmd's
 #       log), clamped to the node's TDP;
 #     - each job's wait (start - submit) is printed.
+#     - greenupd's reload named no drift between slurm.conf's Licenses= and the site
+#       config; a count then changed in slurm.conf alone is named at the next reload.
 #     The site config, license table and Licenses= line are put back after.
 P3_CAP_W=400
 P3_RESERVE=0.3
@@ -322,6 +324,7 @@ t_power_cap_queue() {
     || { say "greenup's job_submit script is not installed (setup.sh installs it with the plugin)"; return 1; }
   local rc=0 tick window tdp_sum s d n
   gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  local log_mark; log_mark=$(wc -l < "$GC_LOG/greenupd.log")
   p3_site on || { say "could not turn the queue on"; p3_site off; return 1; }
   local licensed
   licensed=$(scontrol show lic greenup_w | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)
@@ -410,6 +413,28 @@ t_power_cap_queue() {
   # Over longer stretches the window's allowance shrinks: five seconds leave 38 W.
   cap_stretches "$samples" 5 "$since" "$until" || rc=1
   rm -f "$stop"
+  # Drift (issue 34): slurm.conf's line came from the site config, so greenupd's reload
+  # named no difference; a count then changed in slurm.conf alone is named, with both
+  # figures, at the next reload.
+  local drift='slurm.conf counts|declares none|no cap in the site config uses it'
+  if tail -n +"$((log_mark + 1))" "$GC_LOG/greenupd.log" | grep -Eq "$drift"; then
+    say "greenupd named a drift where slurm.conf's Licenses= came from the site config:"
+    tail -n +"$((log_mark + 1))" "$GC_LOG/greenupd.log" | grep -E "$drift" | sed 's/^/      /'
+    rc=1
+  fi
+  log_mark=$(wc -l < "$GC_LOG/greenupd.log")
+  sed -i "s/^Licenses=greenup_w:$licensed\b/Licenses=greenup_w:$((licensed - 7))/" "$GC_ETC/slurm.conf"
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"
+  local named="license greenup_w: the site config grants $licensed W under its cap, slurm.conf counts $((licensed - 7))"
+  for _ in $(seq 1 20); do
+    tail -n +"$((log_mark + 1))" "$GC_LOG/greenupd.log" | grep -qF "$named" && break
+    sleep 0.5
+  done
+  if tail -n +"$((log_mark + 1))" "$GC_LOG/greenupd.log" | grep -qF "$named"; then
+    say "a Licenses= count changed in slurm.conf alone: greenupd's log names it ($named)"
+  else
+    say "greenupd's log did not name slurm.conf's changed count: want '$named'"; rc=1
+  fi
   p3_site off || { say "could not put the ledger back"; rc=1; }
   return $rc
 }

@@ -223,6 +223,7 @@ pub async fn serve_until(
     let store_path = site.daemon.store.clone();
     let metrics_listen = site.daemon.metrics_listen.clone();
     let live_site = site.clone();
+    warn_license_drift(&site);
     let ctx = build_ctx(site)?;
 
     let mut store = SqliteStore::open(&store_path)?;
@@ -369,6 +370,75 @@ async fn bind_tcp(addr: &str, backlog: usize) -> std::io::Result<TcpListener> {
     }))
 }
 
+/// slurm.conf as slurmctld reads it: `$SLURM_CONF`, else /etc/slurm/slurm.conf.
+fn slurm_conf_path() -> PathBuf {
+    std::env::var_os("SLURM_CONF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"))
+}
+
+/// A slurm.conf's text with its `Include` files in place (relative paths from its folder,
+/// four levels at most, as deep as any site nests them), so licenses declared in an
+/// included file count.
+fn read_slurm_conf(path: &Path, depth: u32) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let t = line.trim();
+        let include = t
+            .split_once(char::is_whitespace)
+            .filter(|(k, _)| k.eq_ignore_ascii_case("include"))
+            .map(|(_, v)| v.trim());
+        match include {
+            Some(inc) if depth < 4 => {
+                let p = Path::new(inc);
+                let p = if p.is_relative() {
+                    path.parent().unwrap_or(Path::new("/")).join(p)
+                } else {
+                    p.to_path_buf()
+                };
+                match read_slurm_conf(&p, depth + 1) {
+                    Ok(t) => out.push_str(&t),
+                    Err(e) => {
+                        tracing::info!(file = %p.display(), "slurm.conf's Include not read: {e}")
+                    }
+                }
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Under `power.enforce: queue`, say in the log where slurm.conf's `Licenses=` and the
+/// site config's caps differ: a cap changed in one file and not the other queues jobs by
+/// the wrong watts, silently. Checked at start and at each reload.
+fn warn_license_drift(site: &greenup::site::Site) {
+    if site.power.enforce != greenup::site::PowerEnforce::Queue {
+        return;
+    }
+    let path = slurm_conf_path();
+    let text = match read_slurm_conf(&path, 0) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::info!(slurm_conf = %path.display(), "licenses not compared with slurm.conf: {e}");
+            return;
+        }
+    };
+    let drift = greenup::power::slurm::license_drift(site, &text);
+    for d in &drift {
+        tracing::warn!(slurm_conf = %path.display(), "{d}");
+    }
+    if !drift.is_empty()
+        && let Some(line) = greenup::power::slurm::licenses_line(site)
+    {
+        tracing::warn!(
+            "the site config's caps need `{line}` in slurm.conf (`greenup site licenses`), then `scontrol reconfigure`"
+        );
+    }
+}
+
 fn reload(shared: &Arc<Shared>) {
     let path = shared.opts.config.clone();
     let loaded = (shared.loader)(&path)
@@ -386,7 +456,40 @@ fn reload(shared: &Arc<Shared>) {
             lock(&shared.live).configure(&ctx.site);
             *shared.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
             tracing::info!(config = %path.display(), "config reloaded");
+            warn_license_drift(&shared.ctx.read().unwrap_or_else(|e| e.into_inner()).site);
         }
         Err(e) => tracing::error!("config not reloaded, keeping the old one: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_slurm_conf;
+
+    #[test]
+    fn included_files_count_relative_to_the_including_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("conf.d")).unwrap();
+        std::fs::write(
+            dir.path().join("slurm.conf"),
+            "ClusterName=c\ninclude conf.d/power.conf\nInclude /nonexistent/x.conf\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("conf.d/power.conf"),
+            "Licenses=greenup_w:300\n",
+        )
+        .unwrap();
+        let text = read_slurm_conf(&dir.path().join("slurm.conf"), 0).unwrap();
+        let got = greenup::power::slurm::declared_licenses(&text);
+        assert_eq!(got.get("greenup_w"), Some(&300), "{text}");
+        // An Include that names itself stops at the depth limit instead of recursing on.
+        std::fs::write(
+            dir.path().join("loop.conf"),
+            "Include loop.conf\nLicenses=a:1\n",
+        )
+        .unwrap();
+        let text = read_slurm_conf(&dir.path().join("loop.conf"), 0).unwrap();
+        assert_eq!(text.matches("Licenses=a:1").count(), 5, "{text}");
     }
 }

@@ -3,6 +3,7 @@
 //! cap, less the reserve) and the table etc/job_submit.lua reads to size each job's
 //! request (`greenup power slurm`).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::site::Site;
@@ -49,24 +50,119 @@ pub fn bounds(site: &Site, names: &[String]) -> Option<NodeBounds> {
     out
 }
 
-/// slurm.conf's `Licenses=` line: the site cap's license and each capped partition's,
-/// each counting the cap's grantable watts. None when the site has no power cap at all.
-pub fn licenses_line(site: &Site) -> Option<String> {
+/// The licenses the site's caps need in Slurm, by name: the site cap's and each capped
+/// partition's, each counting the cap's grantable watts (one license a watt).
+pub fn licenses(site: &Site) -> BTreeMap<String, u64> {
     let p = &site.power;
-    let mut items = Vec::new();
+    let mut out = BTreeMap::new();
     if let Some(cap) = site.power_cap_w {
-        items.push(format!("{}:{}", p.license_for(None), p.grantable_w(cap)));
+        out.insert(p.license_for(None), p.grantable_w(cap));
     }
     for (name, part) in &site.partitions {
         if let Some(cap) = part.power_cap_w {
-            items.push(format!(
-                "{}:{}",
-                p.license_for(Some(name)),
-                p.grantable_w(cap)
-            ));
+            out.insert(p.license_for(Some(name)), p.grantable_w(cap));
         }
     }
+    out
+}
+
+/// slurm.conf's `Licenses=` line for [`licenses`]. None when the site has no power cap at all.
+pub fn licenses_line(site: &Site) -> Option<String> {
+    let all = licenses(site);
+    let items: Vec<String> = all.iter().map(|(l, w)| format!("{l}:{w}")).collect();
     (!items.is_empty()).then(|| format!("Licenses={}", items.join(",")))
+}
+
+/// The licenses a slurm.conf text declares on its `Licenses=` lines (Slurm's keys ignore
+/// case; a name without `:COUNT` counts one). A later line's count for a name wins, as a
+/// later value does in slurm.conf.
+pub fn declared_licenses(slurm_conf: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for line in slurm_conf.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if !key.trim().eq_ignore_ascii_case("licenses") {
+            continue;
+        }
+        for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, count) = match item.split_once(':') {
+                Some((n, c)) => (n, c.trim().parse::<u64>().ok()),
+                None => (item, Some(1)),
+            };
+            if let Some(c) = count {
+                out.insert(name.trim().to_string(), c);
+            }
+        }
+    }
+    out
+}
+
+/// One way slurm.conf's licenses and the site config's caps disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LicenseDrift {
+    /// The license's name.
+    pub license: String,
+    /// The watts the site config's cap grants through it; None when no cap names it.
+    pub site_w: Option<u64>,
+    /// The count slurm.conf declares; None when it declares none.
+    pub slurm_count: Option<u64>,
+}
+
+impl std::fmt::Display for LicenseDrift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let l = &self.license;
+        match (self.site_w, self.slurm_count) {
+            (Some(w), Some(c)) => write!(
+                f,
+                "license {l}: the site config grants {w} W under its cap, slurm.conf counts {c}; \
+                 Slurm queues jobs by {c}"
+            ),
+            (Some(w), None) => write!(
+                f,
+                "license {l}: the site config grants {w} W under its cap, slurm.conf declares none; \
+                 Slurm refuses every job job_submit gives it"
+            ),
+            (None, Some(c)) => write!(
+                f,
+                "license {l}: slurm.conf counts {c}, but no cap in the site config uses it"
+            ),
+            (None, None) => write!(f, "license {l}: declared nowhere"),
+        }
+    }
+}
+
+/// Where slurm.conf's `Licenses=` and the site config's caps differ, under
+/// `power.enforce: queue` (the only mode in which Slurm counts greenup's licenses). A
+/// slurm.conf license counts as greenup's when it is the site license or starts with it
+/// and an underscore.
+pub fn license_drift(site: &Site, slurm_conf: &str) -> Vec<LicenseDrift> {
+    if site.power.enforce != crate::site::PowerEnforce::Queue {
+        return Vec::new();
+    }
+    let want = licenses(site);
+    let have = declared_licenses(slurm_conf);
+    let ours = |name: &str| {
+        name == site.power.license
+            || name
+                .strip_prefix(site.power.license.as_str())
+                .is_some_and(|rest| rest.starts_with('_'))
+    };
+    let mut names: Vec<&String> = want.keys().collect();
+    names.extend(have.keys().filter(|n| ours(n) && !want.contains_key(*n)));
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let (site_w, slurm_count) = (want.get(n).copied(), have.get(n).copied());
+            (site_w != slurm_count).then(|| LicenseDrift {
+                license: n.clone(),
+                site_w,
+                slurm_count,
+            })
+        })
+        .collect()
 }
 
 /// The Lua table etc/job_submit.lua loads (`dofile`): for each partition, the licenses a
@@ -148,6 +244,51 @@ mod tests {
             p.power_cap_w = None;
         }
         assert_eq!(licenses_line(&site), None);
+    }
+
+    #[test]
+    fn slurm_conf_licenses_are_read_as_slurm_reads_them() {
+        let conf = "ClusterName=c\n# Licenses=greenup_w:1\nlicenses = greenup_w:4000, matlab ,greenup_w_debug:bad\nLICENSES=greenup_w_hetero:3500 # hetero\n";
+        let got = declared_licenses(conf);
+        let want: BTreeMap<String, u64> = [
+            ("greenup_w", 4000),
+            ("greenup_w_hetero", 3500),
+            ("matlab", 1),
+        ]
+        .into_iter()
+        .map(|(n, c)| (n.to_string(), c))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn drift_names_each_license_that_differs_and_only_under_queue() {
+        let mut site = site();
+        site.power.enforce = crate::site::PowerEnforce::Queue;
+        // etc/greenup.yaml: site 4 kW, debug 1 kW, hetero 3.5 kW; the conf lowered the
+        // site's to 3600, forgot debug's, and keeps an old one for a removed partition.
+        let conf = "Licenses=greenup_w:3600,greenup_w_hetero:3500,greenup_w_old:500,greenup_wx:9,matlab:4\n";
+        let d = license_drift(&site, conf);
+        let got: Vec<(&str, Option<u64>, Option<u64>)> = d
+            .iter()
+            .map(|x| (x.license.as_str(), x.site_w, x.slurm_count))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("greenup_w", Some(4000), Some(3600)),
+                ("greenup_w_debug", Some(1000), None),
+                ("greenup_w_old", None, Some(500)),
+            ]
+        );
+        assert_eq!(
+            d[0].to_string(),
+            "license greenup_w: the site config grants 4000 W under its cap, slurm.conf counts 3600; Slurm queues jobs by 3600"
+        );
+        // The generated line itself never drifts.
+        assert!(license_drift(&site, &licenses_line(&site).unwrap()).is_empty());
+        site.power.enforce = crate::site::PowerEnforce::Ledger;
+        assert!(license_drift(&site, conf).is_empty());
     }
 
     #[test]
