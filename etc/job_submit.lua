@@ -11,14 +11,19 @@ holds it to its share.
 
 A job's watts:
 - what it asked for (`--licenses=greenup_w:W`, which greenup's cli_filter sets from the
-  job's quote), kept within [nodes x the most a node draws at its lowest clock,
-  nodes x the most a node draws at its top clock];
-- otherwise its nodes' full power: a job greenup does not plan holds what it may draw.
+  job's quote), kept within [its fewest nodes x the most a node draws at its lowest
+  clock, its most nodes x the most a node draws at its top clock] (the most nodes: -N's
+  maximum, else as many as its tasks can spread over, at most the partition's);
+- otherwise its nodes' full power: a job greenup does not plan holds what it may draw;
+- never more than the cap can grant (its licenses' smallest total): a job that fits
+  the cap at its nodes' lowest clock is held to the cap, and greenup plans it within it.
 The node bounds come from the table `greenup site licenses --lua` writes (TABLE below), so
 the caps and node powers live in greenup.yaml alone.
 
 This runs inside slurmctld for every submission: it reads one small file and does
-arithmetic, and never runs a program. It never refuses a job for power. If the table
+arithmetic, and never runs a program. It refuses a job for power only when it can never
+run: its fewest nodes draw more than the cap at their lowest clock (Slurm would refuse it
+anyway, with no reason given); the message says how many nodes fit. If the table
 cannot be read it leaves the job as submitted and logs why (greenupd then plans the job
 under its ledger, as before the queue held power).
 
@@ -85,12 +90,31 @@ local function entries_for(t, partition, part_list)
   return out
 end
 
--- The job's node count as submitted: -N's minimum, else its maximum, else one.
-local function node_count(job_desc)
-  for _, n in ipairs({ job_desc.min_nodes, job_desc.max_nodes }) do
-    if n ~= nil and n > 0 and n < NO_VAL then return n end
+-- A count Slurm leaves unset is NO_VAL (32-bit) or NO_VAL16; 0 is unset too.
+local function set(n, no_val)
+  return n ~= nil and n > 0 and n < (no_val or NO_VAL)
+end
+
+-- The fewest and the most nodes the job can get in a partition of `pool` nodes: -N's
+-- range; without a maximum, as many as its tasks can spread over (-n, with
+-- --ntasks-per-node when given); never more than the partition has. A job holds watts
+-- for the most, because Slurm chooses the count only when it starts the job.
+local function node_range(job_desc, pool)
+  local lo = set(job_desc.min_nodes) and job_desc.min_nodes or 1
+  local hi = lo
+  if set(job_desc.max_nodes) then
+    hi = math.max(hi, job_desc.max_nodes)
+  elseif set(job_desc.num_tasks) then
+    local k = job_desc.num_tasks
+    if set(job_desc.ntasks_per_node, 0xfffe) then
+      k = math.ceil(job_desc.num_tasks / job_desc.ntasks_per_node)
+    end
+    hi = math.max(hi, k)
   end
-  return 1
+  if pool and pool > 0 then
+    lo, hi = math.min(lo, pool), math.min(hi, pool)
+  end
+  return lo, hi
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -106,18 +130,32 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   local names = greenup_names(t)
   local asked, rest = split_licenses(job_desc.licenses, names)
-  local n = node_count(job_desc)
-  local lo, hi, need = 0, 0, {}
+  local lo, hi, cap, need = 0, 0, math.huge, {}
+  local fewest, most, min_node_w = 1, 1, 0
   for _, e in ipairs(entries_for(t, job_desc.partition, part_list)) do
-    lo = math.max(lo, n * e.min_node_w)
-    hi = math.max(hi, n * e.max_node_w)
+    local a, b = node_range(job_desc, e.nodes)
+    fewest, most = math.max(fewest, a), math.max(most, b)
+    min_node_w = math.max(min_node_w, e.min_node_w)
+    lo = math.max(lo, a * e.min_node_w)
+    hi = math.max(hi, b * e.max_node_w)
+    if e.cap_w then cap = math.min(cap, e.cap_w) end
     for _, l in ipairs(e.licenses) do need[l] = true end
   end
+  -- Slurm refuses a request above a license's total with a bare "Invalid license
+  -- specification"; a job whose nodes fit the cap at their lowest clock is clamped to it
+  -- instead, and one that can never fit is refused with what would.
+  if lo > cap then
+    slurm.log_user("greenup: a job on %d node(s) draws at least %d W at their lowest clock; the power cap grants at most %d W: ask for at most %d node(s)",
+      fewest, lo, cap, math.max(0, math.floor(cap / math.max(min_node_w, 1))))
+    return slurm.ERROR
+  end
+  hi = math.min(hi, cap)
   local want = nil
   for _, w in pairs(asked) do want = math.max(want or 0, w) end
   local watts = math.floor(math.min(math.max(want or hi, lo), hi) + 0.5)
+  local nodes = fewest == most and tostring(most) or (fewest .. "-" .. most)
   if want and watts ~= want then
-    slurm.log_user("greenup: power asked %d W, held %d W: a job on %d node(s) holds %d-%d W", want, watts, n, lo, hi)
+    slurm.log_user("greenup: power asked %d W, held %d W: a job on %s node(s) holds %d-%d W", want, watts, nodes, lo, hi)
   end
   local list = {}
   for _, item in ipairs(rest) do table.insert(list, item) end
@@ -126,7 +164,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   table.sort(sorted)
   for _, l in ipairs(sorted) do table.insert(list, l .. ":" .. watts) end
   job_desc.licenses = table.concat(list, ",")
-  slurm.log_info("greenup: job of uid %d on %d node(s) holds %d W as %s", submit_uid, n, watts, job_desc.licenses)
+  slurm.log_info("greenup: job of uid %d on %s node(s) holds %d W as %s", submit_uid, nodes, watts, job_desc.licenses)
   return slurm.SUCCESS
 end
 

@@ -96,6 +96,26 @@ fn a_granted_job_is_planned_under_its_grant_and_its_nodes_share_it() {
 }
 
 #[test]
+fn the_quote_under_the_queue_is_planned_within_what_slurm_can_ever_grant() {
+    // The ledger cap of 400 W less a 25% reserve: Slurm counts 300 licenses, so a job
+    // asking for more is refused by Slurm itself. Four nodes at the top clock draw
+    // 4 x 300 W, at the lowest (daemon_support's 1.2 GHz) 4 x 125 W: min-time must come
+    // down to what fits, and the cli_filter's -L then asks for at most 300 W.
+    let d = start(4, |_, site, _| {
+        site.power.enforce = PowerEnforce::Queue;
+        site.power.reserve = 0.25;
+        site.power_cap_w = Some(400.0);
+    });
+    let q = d
+        .tcp_client()
+        .quote(job(1, None, "min-time", Some(1)))
+        .unwrap();
+    let hold = q.hold.expect("a planned job under the queue holds watts");
+    assert!(hold.watts <= 300, "the quote holds {} W of 300", hold.watts);
+    assert!(hold.watts > 0, "{}", q.line);
+}
+
+#[test]
 fn a_grant_too_small_for_any_plan_runs_at_the_lowest_power_under_every_over_budget_setting() {
     for over_budget in [
         OverBudget::Refuse,

@@ -13,14 +13,26 @@ fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
         .replace("enforce: open", "enforce: open\npower: {enforce: queue}");
     let t = tempfile::tempdir().unwrap();
     let cfg = t.path().join("greenup.yaml");
-    std::fs::write(&cfg, text).unwrap();
+    std::fs::write(&cfg, &text).unwrap();
     let site = greenup::site::load(&cfg).unwrap();
     let table = t.path().join("greenup_power.lua");
     std::fs::write(&table, greenup::power::slurm::lua_table(&site)).unwrap();
+    // The same site under a cap too small for its four nodes at their lowest clock.
+    let tight_cfg = t.path().join("tight.yaml");
+    std::fs::write(
+        &tight_cfg,
+        text.replace("power_cap: 2kW", "power_cap: 150W")
+            .replace("power_cap: 1kW", "power_cap: 237W"),
+    )
+    .unwrap();
+    let tight = t.path().join("tight.lua");
+    let tight_site = greenup::site::load(&tight_cfg).unwrap();
+    std::fs::write(&tight, greenup::power::slurm::lua_table(&tight_site)).unwrap();
     let out = Command::new("lua5.3")
         .arg(format!("{ROOT}/tests/lua/job_submit_test.lua"))
         .arg(format!("{ROOT}/etc/job_submit.lua"))
         .arg(&table)
+        .arg(&tight)
         .output()
         .expect("lua5.3 runs (Debian's lua5.3, which scripts/lib.sh installs)");
     let said = String::from_utf8_lossy(&out.stdout);

@@ -1,10 +1,11 @@
 -- Unit test of etc/job_submit.lua under a stand-in of Slurm's `slurm` table (Slurm's
 -- own job_submit/lua calls these functions with job_desc tables of the same fields).
--- Run: lua5.3 tests/lua/job_submit_test.lua etc/job_submit.lua TABLE
+-- Run: lua5.3 tests/lua/job_submit_test.lua etc/job_submit.lua TABLE TIGHT
 -- where TABLE is what `greenup site licenses SITE --lua TABLE` wrote for a site whose
--- node types give min_node_w = 45 and max_node_w = 160 (tests/cluster/greenup.yaml with
--- power.enforce: queue). Expected numbers are written out by hand below.
-local script, table_path = arg[1], arg[2]
+-- node types give min_node_w = 45 and max_node_w = 160 on 4 nodes (tests/cluster/greenup.yaml
+-- with power.enforce: queue: caps 2 kW and 1 kW), and TIGHT the same site with a 150 W
+-- site cap and a 237 W partition cap. Expected numbers are written out by hand below.
+local script, table_path, tight_path = arg[1], arg[2], arg[3]
 local said = {}
 slurm = {
   SUCCESS = 0, ERROR = -1, NO_VAL = 0xfffffffe,
@@ -13,8 +14,11 @@ slurm = {
   log_user = function(fmt, ...) table.insert(said, string.format(fmt, ...)) end,
 }
 local src = assert(io.open(script)):read("a")
-src = string.gsub(src, 'local TABLE = "[^"]*"', 'local TABLE = "' .. table_path .. '"')
-assert(load(src, "job_submit.lua"))()
+local function load_script(path)
+  local s = string.gsub(src, 'local TABLE = "[^"]*"', 'local TABLE = "' .. path .. '"')
+  assert(load(s, "job_submit.lua"))()
+end
+load_script(table_path)
 
 local failed = 0
 local function check(what, got, want)
@@ -51,6 +55,18 @@ check("max nodes when no min", select(2, submit({ min_nodes = slurm.NO_VAL, max_
   "greenup_w:480,greenup_w_debug:480")
 check("one node when none", select(2, submit({ min_nodes = slurm.NO_VAL, max_nodes = slurm.NO_VAL })),
   "greenup_w:160,greenup_w_debug:160")
+-- Slurm picks the count within -N's range, or spreads -n's tasks, when it starts the
+-- job: the job holds watts for the most nodes it can get, at most the partition's 4.
+check("-N 1-3 holds for three", select(2, submit({ min_nodes = 1, max_nodes = 3 })),
+  "greenup_w:480,greenup_w_debug:480")
+check("-N 1-3 may ask for one node's lowest", select(2, submit({ min_nodes = 1, max_nodes = 3, licenses = "greenup_w:45" })),
+  "greenup_w:45,greenup_w_debug:45")
+check("-n 8 spreads over the partition's 4", select(2, submit({ num_tasks = 8, min_nodes = slurm.NO_VAL, max_nodes = slurm.NO_VAL })),
+  "greenup_w:640,greenup_w_debug:640")
+check("-n 8 --ntasks-per-node=4 is two nodes", select(2, submit({ num_tasks = 8, ntasks_per_node = 4 })),
+  "greenup_w:320,greenup_w_debug:320")
+check("unset ntasks_per_node (NO_VAL16)", select(2, submit({ num_tasks = 3, ntasks_per_node = 0xfffe })),
+  "greenup_w:480,greenup_w_debug:480")
 -- A partition greenup does not know holds the site's license only.
 check("unknown partition", select(2, submit({ min_nodes = 1, partition = "other" })), "greenup_w:160")
 -- OR-ed licenses cannot be combined: refused with a message.
@@ -63,6 +79,20 @@ check("owner changes them", slurm_job_modify({ licenses = "greenup_w:1,greenup_w
 check("owner changes other licenses", slurm_job_modify({ licenses = "matlab:2,greenup_w:160,greenup_w_debug:160" }, rec, parts, 1000), slurm.SUCCESS)
 check("root changes them", slurm_job_modify({ licenses = "greenup_w:100,greenup_w_debug:100" }, rec, parts, 0), slurm.SUCCESS)
 check("other changes pass", slurm_job_modify({ name = "x" }, rec, parts, 1000), slurm.SUCCESS)
+
+-- Under a tight cap (site 150 W, debug 237 W): the smaller total binds. A job that fits
+-- at its nodes' lowest clock is held to the cap rather than refused by Slurm; one that
+-- can never fit is refused with how many nodes would.
+load_script(tight_path)
+check("two nodes clamped to the cap", select(2, submit({ min_nodes = 2 })), "greenup_w:150,greenup_w_debug:150")
+check("nothing asked, nothing said", #said, 0)
+check("asked too much, clamped", select(2, submit({ min_nodes = 1, licenses = "greenup_w:317" })),
+  "greenup_w:150,greenup_w_debug:150")
+check("said so", said[1] ~= nil and string.find(said[1], "asked 317 W, held 150 W", 1, true) ~= nil, true)
+check("three nodes fit at their lowest (135 W)", select(2, submit({ min_nodes = 3 })), "greenup_w:150,greenup_w_debug:150")
+check("four never fit (180 W)", (submit({ min_nodes = 4 })), slurm.ERROR)
+check("refusal says how many fit", said[1],
+  "greenup: a job on 4 node(s) draws at least 180 W at their lowest clock; the power cap grants at most 150 W: ask for at most 3 node(s)")
 
 if failed > 0 then print(failed .. " failed"); os.exit(1) end
 print("all passed")

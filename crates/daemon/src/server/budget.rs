@@ -228,10 +228,12 @@ pub(super) async fn quote_for(
         validate_open(&req, &limits)?;
     }
     // Under the queue a job that does not fit waits in Slurm for its watts: its quote is
-    // the plan it would run, not the one the power left now allows.
+    // the plan it would run, not the one the power left now allows; but it is planned
+    // within what Slurm can ever grant it (the cap less the reserve), since the cli_filter
+    // asks for the quote's watts and Slurm refuses a request above its licenses' total.
     let queue = ctx.site.power.enforce == greenup::site::PowerEnforce::Queue;
     let free = if queue {
-        None
+        greenup::power::slurm::grantable_w(&ctx.site, req.partition.as_deref()).map(|w| w as f64)
     } else {
         lock(&shared.ledger).free_w(req.partition.as_deref())
     };

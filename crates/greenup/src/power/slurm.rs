@@ -66,6 +66,21 @@ pub fn licenses(site: &Site) -> BTreeMap<String, u64> {
     out
 }
 
+/// The most watts Slurm can ever grant one job in `partition` (None: a job that names
+/// none): the smallest total of the licenses it must hold. None where no cap applies.
+pub fn grantable_w(site: &Site, partition: Option<&str>) -> Option<u64> {
+    let p = &site.power;
+    let part_cap = partition
+        .and_then(|n| site.partitions.get(n))
+        .and_then(|x| x.power_cap_w);
+    let site_w = site.power_cap_w.map(|c| p.grantable_w(c));
+    let part_w = part_cap.map(|c| p.grantable_w(c));
+    match (site_w, part_w) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// slurm.conf's `Licenses=` line for [`licenses`]. None when the site has no power cap at all.
 pub fn licenses_line(site: &Site) -> Option<String> {
     let all = licenses(site);
@@ -186,22 +201,23 @@ pub fn lua_table(site: &Site) -> String {
         .collect();
     let ops: Vec<String> = operators.iter().map(u32::to_string).collect();
     let _ = writeln!(out, "  operators = {{ {} }},", ops.join(", "));
+    let totals = licenses(site);
     let entry = |out: &mut String, key: &str, part_license: Option<String>, nodes: &[String]| {
-        let licenses: Vec<String> = site_license
-            .iter()
-            .cloned()
-            .chain(part_license)
-            .map(|l| format!("{l:?}"))
-            .collect();
+        let names: Vec<String> = site_license.iter().cloned().chain(part_license).collect();
+        let licenses: Vec<String> = names.iter().map(|l| format!("{l:?}")).collect();
         let Some(b) = bounds(site, nodes) else {
             return;
         };
+        // The most any job here can ever hold: the smallest of its licenses' totals.
+        let cap_w = names.iter().filter_map(|l| totals.get(l)).min();
+        let cap = cap_w.map_or(String::new(), |w| format!(", cap_w = {w}"));
         let _ = writeln!(
             out,
-            "    [{key:?}] = {{ licenses = {{ {} }}, min_node_w = {}, max_node_w = {} }},",
+            "    [{key:?}] = {{ licenses = {{ {} }}, min_node_w = {}, max_node_w = {}, nodes = {}{cap} }},",
             licenses.join(", "),
             b.min_w.ceil(),
-            b.max_w.ceil()
+            b.max_w.ceil(),
+            nodes.len(),
         );
     };
     let _ = writeln!(out, "  partitions = {{");
@@ -292,6 +308,19 @@ mod tests {
     }
 
     #[test]
+    fn a_job_can_be_granted_at_most_its_tightest_licenses_total() {
+        let mut site = site();
+        site.power.reserve = 0.1;
+        // Site 4 kW, debug 1 kW: 3600 and 900 W grantable.
+        assert_eq!(grantable_w(&site, None), Some(3600));
+        assert_eq!(grantable_w(&site, Some("debug")), Some(900));
+        assert_eq!(grantable_w(&site, Some("nowhere")), Some(3600));
+        site.power_cap_w = None;
+        assert_eq!(grantable_w(&site, None), None);
+        assert_eq!(grantable_w(&site, Some("debug")), Some(900));
+    }
+
+    #[test]
     fn bounds_are_the_pools_largest_draw_at_its_lowest_and_top_clock() {
         let site = site();
         // debug is n[1-4]: fast 40 + 120 (f/3.0)^3 over 1.0-3.0 GHz, eco 20 + 60 (f/2.4)^3
@@ -303,7 +332,7 @@ mod tests {
         assert!((b.max_w - 160.0).abs() < 1e-9, "{b:?}");
         let lua = lua_table(&site);
         assert!(
-            lua.contains(r#"    ["debug"] = { licenses = { "greenup_w", "greenup_w_debug" }, min_node_w = 45, max_node_w = 160 },"#),
+            lua.contains(r#"    ["debug"] = { licenses = { "greenup_w", "greenup_w_debug" }, min_node_w = 45, max_node_w = 160, nodes = 4, cap_w = 1000 },"#),
             "{lua}"
         );
         assert!(
