@@ -104,6 +104,10 @@ pub struct CapPower {
     /// (`power.give_back_after_s`).
     #[serde(default)]
     pub given_back_w: f64,
+    /// Of `nodes`, those reporting for a job greenupd never opened (it was down when the
+    /// job started): their watts count, but no plan or grant stands behind them.
+    #[serde(default)]
+    pub unopened_nodes: u64,
 }
 
 /// One cap at one time of its timeline.
@@ -155,7 +159,7 @@ pub fn prometheus(caps: &[CapPower]) -> String {
         &'static str,
         fn(&CapPower) -> Option<f64>,
     );
-    let metrics: [Metric; 7] = [
+    let metrics: [Metric; 8] = [
         (
             "measured_watts",
             "gauge",
@@ -186,6 +190,12 @@ pub fn prometheus(caps: &[CapPower]) -> String {
             "gauge",
             "Nodes whose latest power report counts under the cap.",
             |c| Some(c.nodes as f64),
+        ),
+        (
+            "nodes_unopened",
+            "gauge",
+            "Of the nodes reporting, those running a job greenupd never opened (down at its start).",
+            |c| Some(c.unopened_nodes as f64),
         ),
         (
             "given_back_watts_total",
@@ -253,6 +263,7 @@ mod tests {
             over_grant_since: None,
             over_grant_episodes: 0,
             given_back_w: 60.0,
+            unopened_nodes: 0,
         };
         let text = prometheus(&[c]);
         assert!(text.contains("# TYPE greenup_power_given_back_watts_total counter\n"));

@@ -92,7 +92,10 @@ fn text(v: &PowerView, rows: usize) -> String {
             w(c.measured_gpu_w),
             w(c.stranded_w),
             w(c.given_back_w),
-            c.nodes.to_string(),
+            match c.unopened_nodes {
+                0 => c.nodes.to_string(),
+                u => format!("{} ({u} unopened)", c.nodes),
+            },
             c.over_grant_since
                 .map_or_else(|| "-".into(), |s| format!("since {}", clock(s))),
         ]);
@@ -273,6 +276,7 @@ mod tests {
                 over_grant_since: None,
                 over_grant_episodes: 0,
                 given_back_w: 0.0,
+                unopened_nodes: 0,
             }],
             timelines: vec![CapTimeline {
                 scope: "site".into(),

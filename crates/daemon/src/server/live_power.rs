@@ -32,6 +32,8 @@ const UNTYPED_MAX_W: f64 = 100_000.0;
 const REFUSALS_LOGGED: u32 = 20;
 /// The most timeline points one reply carries, over all caps.
 const REPLY_POINTS: usize = 6000;
+/// Jobs never opened whose first report greenupd remembers having logged.
+const MAX_UNOPENED: usize = 10_000;
 
 /// A node's latest report.
 struct NodeNow {
@@ -45,6 +47,8 @@ struct NodeNow {
     cap: Option<usize>,
     /// The jobs it named.
     jobs: Vec<u64>,
+    /// Whether its own job (the first it named) was never opened in greenupd.
+    unopened: bool,
 }
 
 /// One timeline point: the cap's state at the last report or tick in its span.
@@ -157,6 +161,7 @@ impl Cap {
             over_grant_since: self.over_since,
             over_grant_episodes: self.episodes,
             given_back_w: self.given_back_w,
+            unopened_nodes: 0,
         }
     }
 
@@ -213,6 +218,8 @@ pub(super) struct Live {
     refusals: Refusals,
     /// Jobs whose unused watts may be given back.
     give_back: GiveBacks,
+    /// Jobs greenupd never opened whose nodes report, each logged once while they do.
+    unopened: HashSet<u64>,
 }
 
 impl Live {
@@ -228,6 +235,7 @@ impl Live {
             ledger_seen: None,
             refusals: Refusals::default(),
             give_back: GiveBacks::default(),
+            unopened: HashSet::new(),
         };
         l.configure(site);
         l
@@ -272,6 +280,13 @@ impl Live {
     /// The most points a cap's timeline keeps.
     fn keep(&self) -> usize {
         (HOURS_KEPT * 3600.0 / self.step_s).ceil() as usize + 2
+    }
+
+    /// Whether job `job_id`, never opened, is new here (to be logged once). At most
+    /// [`MAX_UNOPENED`] are remembered; past that no more are logged, so a greenupd back
+    /// after a long outage does not log a line per report.
+    fn first_unopened(&mut self, job_id: u64) -> bool {
+        self.unopened.len() < MAX_UNOPENED && self.unopened.insert(job_id)
     }
 
     /// A job's view, if a report of one of its nodes brought it here.
@@ -323,7 +338,7 @@ impl Live {
     /// Count a checked report from a node of jobs in `partition`, at greenupd's time
     /// `now`; returns how many samples were newer than the node's last. Costs the same
     /// however many nodes report.
-    fn take(&mut self, r: &PowerReport, partition: Option<&str>, now: i64) -> u64 {
+    fn take(&mut self, r: &PowerReport, partition: Option<&str>, unopened: bool, now: i64) -> u64 {
         let cap = partition.and_then(|p| self.by_partition.get(p).copied());
         let step = self.step_s;
         let mut counted = 0;
@@ -334,8 +349,8 @@ impl Live {
                 Some(n) if n.at >= s.at => continue,
                 Some(n) => {
                     let old = ((n.watts, n.gpu_watts), n.cap);
-                    (n.watts, n.gpu_watts, n.at, n.stale_at, n.cap) =
-                        (s.watts, gpu_w, s.at, stale_at, cap);
+                    (n.watts, n.gpu_watts, n.at, n.stale_at, n.cap, n.unopened) =
+                        (s.watts, gpu_w, s.at, stale_at, cap, unopened);
                     n.jobs.clone_from(&s.jobs);
                     Some(old)
                 }
@@ -349,6 +364,7 @@ impl Live {
                             stale_at,
                             cap,
                             jobs: s.jobs.clone(),
+                            unopened,
                         },
                     );
                     None
@@ -424,6 +440,7 @@ impl Live {
         }
         self.jobs.retain(|id, _| jobs.contains(id));
         self.give_back.retain(|id| jobs.contains(&id));
+        self.unopened.retain(|id| jobs.contains(id));
         let (step, keep, window) = (self.step_s, self.keep(), self.window_s);
         for c in &mut self.caps {
             if c.nodes == 0 {
@@ -437,11 +454,27 @@ impl Live {
     fn view(&self, hours: f64, now: i64) -> PowerView {
         let from = now - (hours * 3600.0) as i64;
         let most = (REPLY_POINTS / self.caps.len().max(1)).max(10);
+        // Counted here, not in the running sums: a view is asked for rarely, a report
+        // arrives from every node every interval.
+        let mut unopened = vec![0; self.caps.len()];
+        for n in self.nodes.values().filter(|n| n.unopened) {
+            for c in std::iter::once(0).chain(n.cap) {
+                unopened[c] += 1;
+            }
+        }
         PowerView {
             at: now,
             interval_s: self.step_s,
             over_grant_window_s: self.window_s,
-            caps: self.caps.iter().map(Cap::now).collect(),
+            caps: self
+                .caps
+                .iter()
+                .zip(unopened)
+                .map(|(c, u)| CapPower {
+                    unopened_nodes: u,
+                    ..c.now()
+                })
+                .collect(),
             timelines: self
                 .caps
                 .iter()
@@ -605,6 +638,15 @@ async fn job_view(shared: &Arc<Shared>, job_id: u64) -> Result<Arc<JobView>, Err
     Ok(v)
 }
 
+/// The capped partition node `node` counts under when no open job says (the first, in
+/// the site config's order, that holds it and has a cap).
+fn node_partition(site: &greenup::site::Site, node: &str) -> Option<String> {
+    site.partitions
+        .iter()
+        .find(|(_, p)| p.power_cap_w.is_some() && p.nodes.iter().any(|n| n == node))
+        .map(|(name, _)| name.clone())
+}
+
 /// Bring each cap's granted watts up to the ledger, when the ledger has changed.
 fn follow_ledger(shared: &Shared) {
     let changes = lock(&shared.ledger).changes();
@@ -637,8 +679,30 @@ async fn take(shared: &Arc<Shared>, ctx: &Ctx, r: &PowerReport, at: i64) -> Outc
     let first = r.samples.last().and_then(|s| s.jobs.first().copied());
     let mut partition = None;
     let mut own = None;
+    let mut own_unopened = false;
     for id in ids {
-        let v = job_view(shared, id).await?;
+        // A job greenupd never heard of started while it was down (the plugin failed
+        // open): its nodes still draw power under the caps, so it is counted, under the
+        // node's own capped partition, and said once in the log. A closed job's reports
+        // are still refused: its nodes no longer run it.
+        let v = match job_view(shared, id).await {
+            Ok(v) => v,
+            Err(e) if e.code == ErrorCode::NotFound => {
+                if Some(id) == first {
+                    own_unopened = true;
+                    partition = node_partition(&ctx.site, &r.node);
+                }
+                if lock(&shared.live).first_unopened(id) {
+                    tracing::warn!(
+                        job_id = id,
+                        node = %r.node,
+                        "job {id} reports power but greenupd never opened it (down at its start?): its watts count under the caps, unplanned and ungranted"
+                    );
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if !v.has_node(&r.node) {
             return Err(ErrorReply::new(
                 ErrorCode::Forbidden,
@@ -657,7 +721,7 @@ async fn take(shared: &Arc<Shared>, ctx: &Ctx, r: &PowerReport, at: i64) -> Outc
     follow_ledger(shared);
     let (samples, step) = {
         let mut l = lock(&shared.live);
-        let samples = l.take(r, partition.as_deref(), at);
+        let samples = l.take(r, partition.as_deref(), own_unopened, at);
         let step = own.map(|v| l.give_back.judge(r, &v, &ctx.site, at));
         (samples, step.unwrap_or_default())
     };
@@ -736,14 +800,14 @@ mod tests {
             r.samples[0].gpu_watts = Some(gpu);
             r
         };
-        l.take(&with_gpu("a", 100, 900.0, 700.0), None, 100);
-        l.take(&rep("b", 100, 300.0), None, 100);
+        l.take(&with_gpu("a", 100, 900.0, 700.0), None, false, 100);
+        l.take(&rep("b", 100, 300.0), None, false, 100);
         assert_eq!(
             (l.caps[0].measured_w, l.caps[0].measured_gpu_w),
             (1200.0, 700.0)
         );
         // a's newer report replaces its GPUs' part too.
-        l.take(&with_gpu("a", 105, 500.0, 350.0), None, 105);
+        l.take(&with_gpu("a", 105, 500.0, 350.0), None, false, 105);
         assert_eq!(
             (l.caps[0].measured_w, l.caps[0].measured_gpu_w),
             (800.0, 350.0)
@@ -755,7 +819,7 @@ mod tests {
             (l.caps[0].measured_w, l.caps[0].measured_gpu_w),
             (800.0, 350.0)
         );
-        l.take(&rep("b", 110, 300.0), None, 110);
+        l.take(&rep("b", 110, 300.0), None, false, 110);
         l.tick(231);
         assert_eq!(
             (l.caps[0].now().measured_w, l.caps[0].now().measured_gpu_w),
@@ -766,11 +830,11 @@ mod tests {
     #[test]
     fn a_nodes_new_report_replaces_its_last_in_the_sums() {
         let mut l = live(60.0);
-        l.take(&rep("a", 100, 300.0), None, 100);
-        l.take(&rep("b", 100, 200.0), None, 100);
-        l.take(&rep("a", 105, 250.0), None, 105);
+        l.take(&rep("a", 100, 300.0), None, false, 100);
+        l.take(&rep("b", 100, 200.0), None, false, 100);
+        l.take(&rep("a", 105, 250.0), None, false, 105);
         // An older report changes nothing.
-        assert_eq!(l.take(&rep("a", 103, 999.0), None, 105), 0);
+        assert_eq!(l.take(&rep("a", 103, 999.0), None, false, 105), 0);
         assert_eq!((l.caps[0].measured_w, l.caps[0].nodes), (450.0, 2));
         // b's report counts until 100 + 125 s; a's until 230.
         l.tick(226);
@@ -794,16 +858,16 @@ mod tests {
     fn over_grant_warns_once_per_episode_after_the_window() {
         let mut l = live(10.0);
         l.caps[0].granted_w = 100.0;
-        l.take(&rep("a", 100, 150.0), None, 100);
-        l.take(&rep("a", 105, 150.0), None, 105);
+        l.take(&rep("a", 100, 150.0), None, false, 100);
+        l.take(&rep("a", 105, 150.0), None, false, 105);
         assert_eq!((l.caps[0].over_since, l.caps[0].episodes), (Some(100), 0));
-        l.take(&rep("a", 110, 150.0), None, 110);
-        l.take(&rep("a", 115, 150.0), None, 115);
+        l.take(&rep("a", 110, 150.0), None, false, 110);
+        l.take(&rep("a", 115, 150.0), None, false, 115);
         assert_eq!(l.caps[0].episodes, 1);
-        l.take(&rep("a", 120, 50.0), None, 120);
+        l.take(&rep("a", 120, 50.0), None, false, 120);
         assert_eq!(l.caps[0].over_since, None);
-        l.take(&rep("a", 125, 150.0), None, 125);
-        l.take(&rep("a", 135, 150.0), None, 135);
+        l.take(&rep("a", 125, 150.0), None, false, 125);
+        l.take(&rep("a", 135, 150.0), None, false, 135);
         assert_eq!(l.caps[0].episodes, 2);
     }
 }
