@@ -85,6 +85,7 @@ pub fn run(a: MeterArgs) -> Outcome {
             job_id: a.job_id,
             node: a.node.clone(),
             sysfs_root: paths.sysfs_root.clone(),
+            run_dir: paths.run_dir.clone(),
             record: state::path(&paths.run_dir, a.job_id, &a.node),
             gpu_record: greenup_platform::gpu::hold::record_path(&paths.run_dir, a.job_id, &a.node),
             every: Duration::from_secs_f64(every),
@@ -143,6 +144,8 @@ struct PowerReporter {
     job_id: u32,
     node: String,
     sysfs_root: PathBuf,
+    /// The node's run directory (the job's records and their lock).
+    run_dir: PathBuf,
     /// The job's saved record on this node: gone once the epilog has run.
     record: PathBuf,
     /// The job's GPU record on this node, when it holds GPUs: their power counts too.
@@ -235,11 +238,21 @@ impl PowerReporter {
     /// raising it; the epilog restores what the prolog saved); the limit read back, or
     /// None (logged) when it could not be written, so greenupd keeps the job's watts.
     fn lower(&self, watts: f64) -> Option<f64> {
-        if !self.record.exists() {
-            return None;
-        }
-        match greenup_platform::dvfs::powercap::lower(&self.sysfs_root, watts) {
-            Ok(held) => {
+        let paths = NodePaths {
+            sysfs_root: self.sysfs_root.clone(),
+            run_dir: self.run_dir.clone(),
+        };
+        // Under the lock the epilog restores under, so the lowering never lands after the
+        // restore; a restore in progress is waited for briefly, then nothing is lowered.
+        match greenup_platform::dvfs::job::lower_while_running(
+            &paths,
+            self.job_id,
+            &self.node,
+            watts,
+            Duration::from_secs(1),
+        ) {
+            Ok(None) => None,
+            Ok(Some(held)) => {
                 eprintln!(
                     "greenup meter: job {} on {}: long-term power limit lowered to {held:.1} W (greenupd gives the job's unused watts back)",
                     self.job_id, self.node

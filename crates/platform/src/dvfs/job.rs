@@ -238,6 +238,54 @@ fn lock_job_dir(
     Ok(Some(DirLock { _held: dir }))
 }
 
+/// Why a running job's node could not be lowered.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    /// The job's directory could not be locked.
+    #[error("{path}: {source}")]
+    Lock {
+        /// The job's directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The limit could not be written.
+    #[error(transparent)]
+    Powercap(#[from] powercap::PowercapError),
+}
+
+/// Lower job `job_id`'s node to a long-term limit of `watts` ([`powercap::lower`]) while
+/// the job still runs here, under the job directory's lock that [`end`] holds while it
+/// restores: a lowering then lands before the epilog's restore or not at all, never after
+/// it, where the next job's prolog would save the lowered limit as the node's own.
+/// Ok(None) when the job has ended here, or its end holds the lock past `patience` (it
+/// is restoring: nothing is lowered, so greenupd keeps the job's watts).
+pub fn lower_while_running(
+    paths: &NodePaths,
+    job_id: u32,
+    key: &str,
+    watts: f64,
+    patience: Duration,
+) -> Result<Option<f64>, LowerError> {
+    let path = JobDir::new(&paths.run_dir, job_id).path().to_path_buf();
+    let lock_err = |source| LowerError::Lock {
+        path: path.clone(),
+        source,
+    };
+    let dir = match std::fs::File::open(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(lock_err(e)),
+    };
+    if !state::lock_within(&dir, Some(patience)).map_err(lock_err)? {
+        return Ok(None);
+    }
+    if !state::path(&paths.run_dir, job_id, key).exists() {
+        return Ok(None);
+    }
+    Ok(Some(powercap::lower(&paths.sysfs_root, watts)?))
+}
+
 fn load_tally(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<Option<Tally>> {
     state::load_json(&tally_path(run_dir, job_id, key))
 }
@@ -707,6 +755,52 @@ mod tests {
         assert_eq!(limit_file(&p, "constraint_0_time_window_us"), "976562");
         assert_eq!(limit_file(&p, "constraint_1_power_limit_uw"), "0");
         assert_eq!(limit_file(&p, "constraint_1_time_window_us"), "2440");
+    }
+
+    #[test]
+    fn a_lowering_never_lands_while_the_end_restores_nor_after_it() {
+        let (_t, p) = setup();
+        with_limits(&p);
+        let asked = Apply {
+            khz: None,
+            power: Some(LIMIT),
+        };
+        begin(&p, 60, "n1", "n1", &asked, &Scope::Node).unwrap();
+        // While the job runs, a give-back lowers the node (never raising it).
+        let got = lower_while_running(&p, 60, "n1", 100.0, Duration::from_secs(1)).unwrap();
+        assert_eq!(got, Some(100.0));
+        assert_eq!(limit_file(&p, "constraint_0_power_limit_uw"), "100000000");
+        // The epilog's end holds the job's lock while it restores: a lowering sent now
+        // waits, then finds the job ended and writes nothing.
+        let dir = std::fs::File::open(JobDir::new(&p.run_dir, 60).path()).unwrap();
+        assert!(state::lock_within(&dir, None).unwrap());
+        let meter = {
+            let p = NodePaths {
+                sysfs_root: p.sysfs_root.clone(),
+                run_dir: p.run_dir.clone(),
+            };
+            std::thread::spawn(move || {
+                lower_while_running(&p, 60, "n1", 50.0, Duration::from_secs(5)).unwrap()
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            limit_file(&p, "constraint_0_power_limit_uw"),
+            "100000000",
+            "a lowering landed while the end held the lock"
+        );
+        let saved = state::load(&p.run_dir, 60, "n1").unwrap().unwrap();
+        powercap::restore(&p.sysfs_root, &saved.powercap).unwrap();
+        state::remove(&p.run_dir, 60, "n1").unwrap();
+        drop(dir);
+        assert_eq!(meter.join().unwrap(), None);
+        assert_eq!(limit_file(&p, "constraint_0_power_limit_uw"), "0");
+        // And once the job is gone, nothing is lowered at all.
+        assert_eq!(
+            lower_while_running(&p, 60, "n1", 50.0, Duration::from_secs(1)).unwrap(),
+            None
+        );
+        assert_eq!(limit_file(&p, "constraint_0_power_limit_uw"), "0");
     }
 
     #[test]
