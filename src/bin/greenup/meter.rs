@@ -360,6 +360,7 @@ mod tests {
             job_id: 42,
             node: "n1".into(),
             sysfs_root: "/nonexistent".into(),
+            run_dir: "/nonexistent".into(),
             record: "/nonexistent".into(),
             gpu_record: "/nonexistent".into(),
             every: Duration::from_secs(5),
