@@ -13,6 +13,18 @@ use crate::step::{self, BATCH_STEP, StepInfo};
 
 SPANK_PLUGIN!(b"greenup", crate::SLURM_PLUGIN_VERSION, Greenup);
 
+/// Slurm's `ESPANK_JOB_FAILURE` (slurm_errno.h: `ESPANK_ERROR` 3000, then in order to
+/// `ESPANK_NODE_FAILURE` 3011 and `ESPANK_JOB_FAILURE` 3012, unchanged since 25.05).
+const ESPANK_JOB_FAILURE: std::ffi::c_int = 3012;
+
+/// What Slurm 25.05 and later do when this plugin's init fails: fail the job, never drain
+/// the node (the default of a plugin without this symbol). greenup's init does not fail,
+/// since its errors are logged and the job runs; this holds if it ever did. Older Slurms
+/// never look the symbol up.
+#[unsafe(no_mangle)]
+#[used]
+pub static slurm_spank_init_failure_mode: std::ffi::c_int = ESPANK_JOB_FAILURE;
+
 /// The plugin's state within one Slurm process.
 #[derive(Default)]
 struct Greenup {

@@ -25,7 +25,9 @@ mkdir -p "$GC24_DIR"
 # Not while a run is inside the root (tests/slurm24/enter.sh holds the same lock).
 exec 9>"$GC24_DIR/.lock"
 flock 9
-# apt-get install PACKAGES inside root DIR, with its /proc, in a mount namespace of its
+# apt-get install PACKAGES inside root DIR (a testing suite's Release file expires within
+# a week, so a mirror that lags behind would refuse it: its date is not checked here, in a
+# test root that only ever installs these packages), with its /proc, in a mount namespace of its
 # own, so that nothing stays mounted if this script is interrupted. Output to LOG.
 root_apt() { # DIR LOG PACKAGES...
   local dir=$1 log=$2; shift 2
@@ -34,7 +36,7 @@ root_apt() { # DIR LOG PACKAGES...
     mount -t proc proc "$1/proc"
     mount --rbind /dev "$1/dev"
     chroot "$1" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c "
-      apt-get update -qq && apt-get install -y -qq --no-install-recommends $2 && apt-get clean"
+      apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq --no-install-recommends $2 && apt-get clean"
   ' root24 "$dir" "$*" > "$log" 2>&1 9>&- \
     || { tail -n 20 "$log" >&2; echo "root24: apt in the root failed; see $log" >&2; return 1; }
 }
@@ -70,8 +72,12 @@ mirror=${GC24_MIRROR:-${mirror:-http://deb.debian.org/debian}}
 new=$GC24_DIR/root.new
 rm -rf --one-file-system "$new"
 echo "root24: debootstrap $GC24_SUITE from $mirror into $new"
+# Debian 12's debootstrap predates forky: a suite it has no script for is made with sid's
+# (every Debian suite since bookworm is bootstrapped the same way).
+script=()
+[ -e "/usr/share/debootstrap/scripts/$GC24_SUITE" ] || script=(/usr/share/debootstrap/scripts/sid)
 debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
-  "$GC24_SUITE" "$new" "$mirror" > "$GC24_DIR/debootstrap.log" 2>&1 9>&- \
+  "$GC24_SUITE" "$new" "$mirror" "${script[@]}" > "$GC24_DIR/debootstrap.log" 2>&1 9>&- \
   || { tail -n 20 "$GC24_DIR/debootstrap.log" >&2; echo "root24: debootstrap failed; see $GC24_DIR/debootstrap.log" >&2; exit 1; }
 
 # No service may start while packages install (there is no init in the root).

@@ -13,10 +13,10 @@ REPO=$(cd "$HERE/../.." && pwd)
 START=$SECONDS
 fail() { echo "slurm24: $*"; echo "0 passed, 1 failed"; exit 1; }
 
-"$HERE/root.sh" >/dev/null || fail "could not make the Debian 13 root"
+"$HERE/root.sh" >/dev/null || fail "could not make the $GC24_DISTRO root"
 PROFILE=${GC_PROFILE:-debug}
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
-STAGE=$TARGET/slurm24
+STAGE=$TARGET/$GC24_STAGE_NAME
 if [ "${GC_SKIP_BUILD:-0}" != 1 ]; then
   echo "==> building greenup ($PROFILE) with the plugin for Slurm $(gc24_slurm_version)"
   "$HERE/build.sh" "$PROFILE" "$STAGE/$PROFILE" || fail "build failed"
@@ -24,7 +24,7 @@ fi
 for f in greenup greenupd greenup-prolog-slurmctld libspank_greenup.so libgreenup_mpi.so; do
   [ -x "$STAGE/$PROFILE/$f" ] || fail "$STAGE/$PROFILE/$f is missing (build first)"
 done
-echo "==> the cluster tests inside the Debian 13 root (Slurm $(gc24_slurm_version))"
+echo "==> the cluster tests inside the $GC24_DISTRO root (Slurm $(gc24_slurm_version))"
 # Tests 21-23 learn and refine LAMMPS's profiles from its measured runs: greenupd's and the
 # MPI runtime's work, the same on either series, and about 380 s of this suite. Tests 19
 # and 20 run LAMMPS, with and without the runtime, on this series too; the 22.05 suite
@@ -34,5 +34,5 @@ GC24_BIN=$STAGE "$HERE/enter.sh" env GC_SKIP_BUILD=1 CARGO_TARGET_DIR=/greenup-b
   GC_SKIP="$GC_SKIP" GC_SKIP_WHY="learning from LAMMPS runs on Slurm 22.05's suite (tests/slurm24/run-tests.sh says why)" \
   bash /greenup/tests/cluster/run-tests.sh
 rc=$?
-echo "Slurm 24.11 cluster tests took $((SECONDS - START)) s"
+echo "Slurm $GC_SERIES cluster tests took $((SECONDS - START)) s"
 exit $rc

@@ -8,5 +8,5 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 gc24_stage runtime debug || exit 1
-echo "==> the MPI runtime's mechanism tests inside the Debian 13 root ($(chroot "$GC24_ROOT" /usr/bin/mpirun --version | head -n 1))"
+echo "==> the MPI runtime's mechanism tests inside the $GC24_DISTRO root ($(chroot "$GC24_ROOT" /usr/bin/mpirun --version | head -n 1))"
 GC24_BIN=$GC24_STAGE "$HERE/enter.sh" env GREENUP_MPI_LIB=/greenup-bin/debug/libgreenup_mpi.so bash /greenup/tests/runtime/run.sh

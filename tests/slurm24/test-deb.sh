@@ -19,10 +19,10 @@ REPO=$(cd "$HERE/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "slurm24 test-deb: run as root"; echo "0 passed, 1 failed"; exit 1; }
 fail() { echo "FAIL $*"; echo "0 passed, 1 failed"; exit 1; }
 cd "$REPO"
-"$HERE/root.sh" >/dev/null || fail "could not make the Debian 13 root"
+"$HERE/root.sh" >/dev/null || fail "could not make the $GC24_DISTRO root"
 
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
-STAGE=$TARGET/slurm24/debs
+STAGE=$TARGET/$GC24_STAGE_NAME/debs
 rm -rf "$STAGE"; mkdir -p "$STAGE"
 # The newest package of another series, kept before cargo deb replaces it with this one.
 SERIES=$(gc24_slurm_version | cut -d. -f1,2)
@@ -42,22 +42,22 @@ else
   echo "    no package for another Slurm series built here yet (packaging/test-deb.sh builds one)"
 fi
 
-step "installing and running it in the Debian 13 root"
+step "installing and running it in the $GC24_DISTRO root"
 out=$(mktemp)
 GC24_BIN=$(dirname "$STAGE") "$HERE/enter.sh" env "${env[@]}" bash /greenup/packaging/test-deb.sh | tee "$out"
 summary=$(tail -n 1 "$out"); rm -f "$out"
 passed=$(sed -n 's/^\([0-9]*\) passed.*/\1/p' <<<"$summary"); failed=$(sed -n 's/.* \([0-9]*\) failed$/\1/p' <<<"$summary")
 passed=${passed:-0}; failed=${failed:-1}
 
-step "the package's MPI runtime with Debian 13's Open MPI 5 (tests/runtime/run.sh in the root)"
+step "the package's MPI runtime with $GC24_DISTRO's Open MPI (tests/runtime/run.sh in the root)"
 dpkg-deb -x "$DEB" "$STAGE/files"
 GC24_BIN=$(dirname "$STAGE") "$HERE/enter.sh" env GREENUP_MPI_LIB=/greenup-bin/debs/files/usr/lib/greenup/libgreenup_mpi.so \
   bash /greenup/tests/runtime/run.sh > "$STAGE/runtime.log" 2>&1
 rc=$?; sed 's/^/    /' "$STAGE/runtime.log"
 if [ $rc = 0 ]; then
-  passed=$((passed + 1)); echo "PASS the package's libgreenup_mpi.so passes the runtime's mechanism tests with Open MPI 5"
+  passed=$((passed + 1)); echo "PASS the package's libgreenup_mpi.so passes the runtime's mechanism tests with $GC24_DISTRO's Open MPI"
 else
-  failed=$((failed + 1)); echo "FAIL the package's libgreenup_mpi.so passes the runtime's mechanism tests with Open MPI 5"
+  failed=$((failed + 1)); echo "FAIL the package's libgreenup_mpi.so passes the runtime's mechanism tests with $GC24_DISTRO's Open MPI"
 fi
 
 step "dpkg -i of the Slurm $SERIES package on this host (Slurm $(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins 2>/dev/null))"
