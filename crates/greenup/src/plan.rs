@@ -92,7 +92,17 @@ pub fn plan(
     req: &PlanRequest,
 ) -> Result<Plan, PlanError> {
     let predictor = profile.predictor(site)?;
-    plan_with(site, predictor.as_ref(), policy, req)
+    let mut plan = plan_with(site, predictor.as_ref(), policy, req)?;
+    // Say whether the time the plan promises rests on a learned clock sensitivity or
+    // on the compute-bound assumption.
+    if profile.chosen_model() == "hetero"
+        && let Some(h) = profile.hetero_model(site)
+    {
+        let used: Vec<&str> = plan.nodes.iter().map(|n| n.node_type.as_str()).collect();
+        plan.reason.push_str("; ");
+        plan.reason.push_str(&h.clock_sensitivity(&used));
+    }
+    Ok(plan)
 }
 
 /// Decide with the model `predictor`: merge the user's, the policy's and the site's

@@ -18,9 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::outcome::{Outcome, check, outcome_from_record};
+use super::refine::fit_clock;
 use super::{
-    AmdahlFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile,
-    unspanned,
+    AmdahlFile, ClockFitFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile,
+    ProfileFile, unspanned,
 };
 use crate::model::amdahl;
 use crate::record::JobRecord;
@@ -67,10 +68,16 @@ pub struct Learned {
 /// Relative tolerance for "ran at f_max": sysfs gives kHz, decisions GHz.
 const AT_FMAX: f64 = 1e-3;
 
-/// Runs of `app` that ended well with every node at its type's maximum frequency, and one
-/// line per other stored run saying why it was left out.
-fn runs_at_fmax(site: &Site, app: &str, records: &[JobRecord]) -> (Vec<Outcome>, Vec<String>) {
+/// Runs of `app` that ended well with every node at its type's maximum frequency, the
+/// runs that ended well with some node below it (they can teach only how the compute
+/// time follows the clock), and one line per stored run not at f_max saying why.
+fn runs_at_fmax(
+    site: &Site,
+    app: &str,
+    records: &[JobRecord],
+) -> (Vec<Outcome>, Vec<Outcome>, Vec<String>) {
     let mut used = Vec::new();
+    let mut clocked = Vec::new();
     let mut left_out = Vec::new();
     for r in records
         .iter()
@@ -90,15 +97,24 @@ fn runs_at_fmax(site: &Site, app: &str, records: &[JobRecord]) -> (Vec<Outcome>,
                 .is_none_or(|t| n.freq_ghz < t.fmax() * (1.0 - AT_FMAX))
         });
         match below {
-            Some(n) => left_out.push(format!(
-                "job {}: {} ran at {} GHz, below its type's maximum",
-                o.job_id, n.name, n.freq_ghz
-            )),
+            Some(n) => {
+                left_out.push(format!(
+                    "job {}: {} ran at {} GHz, below its type's maximum",
+                    o.job_id, n.name, n.freq_ghz
+                ));
+                if o.nodes
+                    .iter()
+                    .all(|n| site.node_types.contains_key(&n.node_type))
+                {
+                    clocked.push(o);
+                }
+            }
             None => used.push(o),
         }
     }
     used.sort_by_key(|o| o.job_id);
-    (used, left_out)
+    clocked.sort_by_key(|o| o.job_id);
+    (used, clocked, left_out)
 }
 
 /// "1, 2 and 4", "4" or "none".
@@ -136,9 +152,9 @@ pub fn learn(
             crate::names::NAME_RULE
         )));
     }
-    let (runs, left_out) = runs_at_fmax(site, app, records);
+    let (runs, clocked, left_out) = runs_at_fmax(site, app, records);
     let (mut file, mut notes, jobs) = match model {
-        Model::Hetero => hetero(site, app, &runs, &left_out, nodes)?,
+        Model::Hetero => hetero(site, app, &runs, &clocked, &left_out, nodes)?,
         Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
         Model::IsoEnergy => iso_energy_section(site, app, &runs, &left_out)?,
     };
@@ -285,6 +301,7 @@ fn hetero(
     site: &Site,
     app: &str,
     runs: &[Outcome],
+    clocked: &[Outcome],
     left_out: &[String],
     nodes: Option<usize>,
 ) -> Result<Section, LearnError> {
@@ -398,15 +415,49 @@ fn hetero(
         notes.push(format!(
             "type {ty}: t_cp_s {cp:.3}, t_cm_s {cm:.3} at maximum frequency, from {how}; power: the site's"
         ));
-        node_types.insert(
-            ty.clone(),
-            HeteroTypeFile {
-                t_cp_s: number(cp),
-                t_cm_s: number(cm),
-                p_dyn_w: None,
-                p_static_w: None,
-            },
-        );
+        // Clock sensitivity: the measured compute seconds of this type's nodes on n
+        // nodes, at f_max and below it.
+        let fmax = site.node_types[ty].fmax();
+        let mut samples = Vec::new();
+        for o in on_n
+            .iter()
+            .copied()
+            .chain(clocked.iter().filter(|o| o.nodes.len() == n))
+        {
+            for node in o.nodes.iter().filter(|x| &x.node_type == ty) {
+                if let Some((c, _)) = o.split(node) {
+                    samples.push((node.freq_ghz, c));
+                }
+            }
+        }
+        let mut entry = HeteroTypeFile {
+            t_cp_s: number(cp),
+            t_cm_s: number(cm),
+            p_dyn_w: None,
+            p_static_w: None,
+            t_mem_s: None,
+            t_mem_fit: None,
+        };
+        match fit_clock(fmax, &samples) {
+            Some(term) => {
+                let fit = term.record("greenup profile learn, measured compute time");
+                notes.push(format!(
+                    "type {ty}: clock sensitivity from {} node runs at {} clocks: t_cp_s {:.3} scales with the clock, t_mem_s {:.3} does not (fit error {:.1}%)",
+                    fit.samples,
+                    fit.clocks,
+                    term.t_cp_s,
+                    term.t_mem_s,
+                    fit.rms_error * 100.0
+                ));
+                entry.t_cp_s = number(term.t_cp_s);
+                entry.t_mem_s = Some(number(term.t_mem_s));
+                entry.t_mem_fit = Some(ClockFitFile::from_fit(&fit));
+            }
+            None => notes.push(format!(
+                "type {ty}: clock sensitivity not learned (no run on {n} nodes measured its compute time below maximum frequency); taken as compute-bound until refinement sees runs at a second clock"
+            )),
+        }
+        node_types.insert(ty.clone(), entry);
     }
     if node_types.is_empty() {
         return Err(missing(
