@@ -237,3 +237,133 @@ impl Predictor for Hetero {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+    use crate::model::{Config, NodeSetting, PowerModel};
+
+    /// Node type `a` at 1.0 and 2.0 GHz with dynamic power `10 + 5 f` W (20 W at f_max,
+    /// 15 W at 1 GHz: shape 0.75, where the cube law would say 0.125) and 3 W static.
+    fn expr_type() -> NodeType {
+        NodeType {
+            name: "a".into(),
+            freqs_ghz: vec![1.0, 2.0],
+            power: PowerModel::Expr {
+                dynamic_w: Expr::parse("10 + 5 * f", &["f"]).unwrap(),
+                static_w: Expr::parse("3", &["f"]).unwrap(),
+            },
+        }
+    }
+
+    fn model(nt: NodeType, t_mem_s: Option<f64>, p_dyn_w: Option<f64>) -> Hetero {
+        Hetero {
+            iterations: 10.0,
+            types: BTreeMap::from([(
+                "a".to_string(),
+                TypeTimes {
+                    t_cp_s: 1.0,
+                    t_cm_s: 0.5,
+                    p_dyn_w,
+                    p_static_w: None,
+                    t_mem_s,
+                    t_mem_fit: None,
+                },
+            )]),
+            site_types: BTreeMap::from([("a".to_string(), nt)]),
+        }
+    }
+
+    fn at(f: f64) -> Config {
+        Config {
+            nodes: vec![NodeSetting {
+                name: "n1".into(),
+                node_type: "a".into(),
+                freq_ghz: f,
+                gpu_mhz: None,
+            }],
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn t_mem_does_not_scale_with_the_clock() {
+        // t_cp 1.0, t_mem 0.5, t_cm 0.5, 10 iterations, profile's p_dyn_w 40 W.
+        // At 1 GHz (S = 2): compute 2 + 0.5 = 2.5 s/iter, time 10 * (2.5 + 0.5) = 30 s;
+        // dynamic 40 W * 15 / 20 = 30 W over 25 s = 750 J; static 3 W * 30 s = 90 J.
+        let m = model(expr_type(), Some(0.5), Some(40.0));
+        let p = m.predict(&at(1.0)).unwrap();
+        assert!(close(p.time_s, 30.0), "{p:?}");
+        assert!(close(p.energy_j, 840.0), "{p:?}");
+        // At 2 GHz: compute 1.5 s/iter, time 20 s, 40 W * 15 s + 3 W * 20 s = 660 J.
+        let p = m.predict(&at(2.0)).unwrap();
+        assert!(close(p.time_s, 20.0) && close(p.energy_j, 660.0), "{p:?}");
+        // Unlearned t_mem: the compute-bound law, 10 * (2 + 0.5) = 25 s at 1 GHz and
+        // 30 W * 20 s + 3 W * 25 s = 675 J.
+        let p = model(expr_type(), None, Some(40.0))
+            .predict(&at(1.0))
+            .unwrap();
+        assert!(close(p.time_s, 25.0) && close(p.energy_j, 675.0), "{p:?}");
+    }
+
+    #[test]
+    fn a_profiles_power_level_follows_the_node_types_curve() {
+        let nt = expr_type();
+        assert!(close(dynamic_shape(&nt, 1.0), 0.75));
+        // Under the site's cube law the shape is (f / f_max)^3, paper 004's S^-3.
+        let cube = NodeType {
+            name: "a".into(),
+            freqs_ghz: vec![1.0, 2.0],
+            power: PowerModel::AtMax {
+                dynamic_w: 20.0,
+                static_w: 3.0,
+                gamma: 3.0,
+            },
+        };
+        assert!(close(dynamic_shape(&cube, 1.0), 0.125));
+        // p_dyn_w 40 W, compute-bound, 1 GHz: 40 W / 8 over 20 s = 100 J, static 75 J.
+        let p = model(cube, None, Some(40.0)).predict(&at(1.0)).unwrap();
+        assert!(close(p.energy_j, 175.0), "{p:?}");
+        // A curve with nothing at f_max falls back to the cube law.
+        let flat = NodeType {
+            power: PowerModel::Expr {
+                dynamic_w: Expr::parse("0", &["f"]).unwrap(),
+                static_w: Expr::parse("3", &["f"]).unwrap(),
+            },
+            ..expr_type()
+        };
+        assert!(close(dynamic_shape(&flat, 1.0), 0.125));
+    }
+
+    #[test]
+    fn the_reason_names_the_assumption_per_type() {
+        let mut m = model(expr_type(), None, None);
+        assert_eq!(
+            m.clock_sensitivity(&["a", "a"]),
+            "clock sensitivity: assumed compute-bound: measured at one clock only"
+        );
+        let t = m.types.get_mut("a").unwrap();
+        t.t_mem_s = Some(0.0123);
+        t.t_mem_fit = Some(ClockFit {
+            clocks: 3,
+            samples: 9,
+            rms_error: 0.0234,
+            source: "test".into(),
+        });
+        assert_eq!(
+            m.clock_sensitivity(&["a"]),
+            "clock sensitivity: learned from runs at 3 clocks (t_mem 0.0123 s per iteration, fit error 2.3%)"
+        );
+        let mut b = m.types["a"].clone();
+        b.t_mem_s = None;
+        m.types.insert("b".into(), b);
+        assert_eq!(
+            m.clock_sensitivity(&["a", "b"]),
+            "clock sensitivity: a learned from runs at 3 clocks (t_mem 0.0123 s per iteration, fit error 2.3%); b assumed compute-bound: measured at one clock only"
+        );
+    }
+}

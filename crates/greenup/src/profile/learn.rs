@@ -926,6 +926,62 @@ mod tests {
     }
 
     #[test]
+    fn runs_at_a_second_clock_teach_t_mem_and_without_them_the_note_says_so() {
+        // The fast nodes alone on two nodes, each measured by the MPI runtime. Truth per
+        // node (one iteration): t_cp 10 s at 3.0 GHz, t_mem 8 s, 2 s in MPI. At 3.0 GHz
+        // compute is 18 s; at 1.5 GHz (S = 2) 28 s; at 2.0 GHz (S = 1.5) 23 s.
+        let at = |job, ghz: f64, compute: f64| {
+            let n = Some((compute, 2.0));
+            run(
+                job,
+                "md",
+                compute + 2.0,
+                &[("n1", Some(ghz), n), ("n2", Some(ghz), n)],
+            )
+        };
+        let recs = vec![at(1, 3.0, 18.0), at(2, 1.5, 28.0), at(3, 2.0, 23.0)];
+        let l = learn(&site(), "md", Model::Hetero, &recs, None).unwrap();
+        let t = &l.file.hetero.as_ref().unwrap().node_types["fast"];
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert!((n(&t.t_cp_s.value) - 10.0).abs() < 1e-9, "{t:?}");
+        assert!(
+            (n(&t.t_mem_s.as_ref().unwrap().value) - 8.0).abs() < 1e-9,
+            "{t:?}"
+        );
+        let fit = t.t_mem_fit.as_ref().unwrap();
+        assert_eq!(fit.clocks.value, Param::Number(3.0));
+        assert_eq!(fit.samples.value, Param::Number(6.0));
+        assert!(n(&fit.rms_error.value) < 1e-9);
+        assert!(
+            l.notes.iter().any(|x| x.starts_with(
+                "type fast: clock sensitivity from 6 node runs at 3 clocks: t_cp_s 10.000 scales with the clock, t_mem_s 8.000 does not"
+            )),
+            "{:?}",
+            l.notes
+        );
+        // The learned profile predicts 10 * 3.0 / 1.0 + 8 + 2 = 40 s at 1.0 GHz.
+        let p = Profile::from_file(Path::new("md"), l.file.clone()).unwrap();
+        let h = p.hetero_model(&site()).unwrap();
+        let tt = &h.types["fast"];
+        assert!((tt.compute_s(3.0) + tt.t_cm_s - 40.0).abs() < 1e-9);
+
+        // At f_max only: t_cp is the whole 18 s, t_mem is left out and the note says why.
+        let l = learn(&site(), "md", Model::Hetero, &recs[..1], None).unwrap();
+        let t = &l.file.hetero.as_ref().unwrap().node_types["fast"];
+        assert_eq!((n(&t.t_cp_s.value), t.t_mem_s.as_ref()), (18.0, None));
+        assert!(
+            l.notes
+                .iter()
+                .any(|x| x.starts_with("type fast: clock sensitivity not learned")),
+            "{:?}",
+            l.notes
+        );
+    }
+
+    #[test]
     fn the_gpus_busy_time_is_learned_from_nvmls_utilization_over_each_run() {
         let mut s = site();
         // etc/greenup.yaml's fast nodes n1 and n2 get two GPUs each.
