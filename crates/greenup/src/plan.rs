@@ -92,17 +92,7 @@ pub fn plan(
     req: &PlanRequest,
 ) -> Result<Plan, PlanError> {
     let predictor = profile.predictor(site)?;
-    let mut plan = plan_with(site, predictor.as_ref(), policy, req)?;
-    // Say whether the time the plan promises rests on a learned clock sensitivity or
-    // on the compute-bound assumption.
-    if profile.chosen_model() == "hetero"
-        && let Some(h) = profile.hetero_model(site)
-    {
-        let used: Vec<&str> = plan.nodes.iter().map(|n| n.node_type.as_str()).collect();
-        plan.reason.push_str("; ");
-        plan.reason.push_str(&h.clock_sensitivity(&used));
-    }
-    Ok(plan)
+    plan_with(site, predictor.as_ref(), policy, req)
 }
 
 /// Decide with the model `predictor`: merge the user's, the policy's and the site's
@@ -165,10 +155,25 @@ pub fn plan_with(
         .iter()
         .map(|s| (s.name.as_str(), s.node_type.as_str()))
         .collect();
+    // Say whether the time the plan promises rests on a learned clock sensitivity or
+    // on the compute-bound assumption.
+    let mut reason = decision.reason;
+    let used: Vec<&str> = decision
+        .config
+        .nodes
+        .iter()
+        .filter_map(|n| types.get(n.name.as_str()).copied())
+        .collect();
+    if let Some(note) = predictor.clock_note(&used) {
+        if !reason.is_empty() {
+            reason.push_str("; ");
+        }
+        reason.push_str(&note);
+    }
     Ok(Plan {
         policy: policy.name.clone(),
         feasible: decision.feasible,
-        reason: decision.reason,
+        reason,
         node_count: decision.config.nodes.len(),
         nodes: decision
             .config

@@ -219,6 +219,10 @@ impl Predictor for Hetero {
         "hetero"
     }
 
+    fn clock_note(&self, node_types: &[&str]) -> Option<String> {
+        Some(self.clock_sensitivity(node_types))
+    }
+
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
         node_count(nodes)?;
         let rows = rows_by_kind(nodes, |s| self.row(s))?;
