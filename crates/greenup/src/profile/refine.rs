@@ -341,9 +341,8 @@ pub fn fit_clock(fmax: f64, samples: &[(f64, f64)]) -> Option<ClockTerm> {
         pts.iter().map(|p| p.1 * p.2).sum::<f64>() / pts.iter().map(|p| p.1 * p.1).sum::<f64>();
     let a = sxc / sxx;
     let b = mc - a * ms;
-    let (t_cp, t_mem) = if !(a.is_finite() && b.is_finite()) {
-        (bound, 0.0)
-    } else if b < 0.0 {
+    // A free line that cannot be had, or one below zero at S = 0: compute-bound.
+    let (t_cp, t_mem) = if !(a.is_finite() && b.is_finite()) || b < 0.0 {
         (bound, 0.0)
     } else if a < 0.0 {
         let span = clocks[clocks.len() - 1] / clocks[0];
