@@ -162,9 +162,20 @@ pub fn learn(
         file.gpu = Some(gpu);
         notes.push(note);
     }
-    let jobs_text = and_list(&jobs);
+    let (below, top): (Vec<u64>, Vec<u64>) = jobs
+        .iter()
+        .partition(|j| clocked.iter().any(|o| o.job_id == **j));
+    let below_text = if below.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " and {} below it (clock sensitivity only)",
+            and_list(&below)
+        )
+    };
     file.description = Some(unspanned(Param::Text(format!(
-        "{app}, learned by greenup profile learn from jobs {jobs_text} at maximum frequency"
+        "{app}, learned by greenup profile learn from jobs {} at maximum frequency{below_text}",
+        and_list(&top)
     ))));
     // The learned file must load and plan on this site like any admin's file.
     let path = Path::new(app);
@@ -391,6 +402,8 @@ fn hetero(
     }
     let mut node_types = BTreeMap::new();
     let mut notes = Vec::new();
+    // Runs below f_max that taught a type its clock sensitivity.
+    let mut below_jobs: BTreeSet<u64> = BTreeSet::new();
     let number = |x: f64| unspanned(Param::Number(x));
     for ty in site.node_types.keys() {
         let (cp, cm, how) = if let Some(s) = direct.get(ty) {
@@ -419,11 +432,16 @@ fn hetero(
         // nodes, at f_max and below it.
         let fmax = site.node_types[ty].fmax();
         let mut samples = Vec::new();
-        for o in on_n
-            .iter()
-            .copied()
-            .chain(clocked.iter().filter(|o| o.nodes.len() == n))
-        {
+        let mut from_below = Vec::new();
+        for o in clocked.iter().filter(|o| o.nodes.len() == n) {
+            for node in o.nodes.iter().filter(|x| &x.node_type == ty) {
+                if let Some((c, _)) = o.split(node) {
+                    samples.push((node.freq_ghz, c));
+                    from_below.push(o.job_id);
+                }
+            }
+        }
+        for o in &on_n {
             for node in o.nodes.iter().filter(|x| &x.node_type == ty) {
                 if let Some((c, _)) = o.split(node) {
                     samples.push((node.freq_ghz, c));
@@ -452,6 +470,7 @@ fn hetero(
                 entry.t_cp_s = number(term.t_cp_s);
                 entry.t_mem_s = Some(number(term.t_mem_s));
                 entry.t_mem_fit = Some(ClockFitFile::from_fit(&fit));
+                below_jobs.extend(from_below);
             }
             None => notes.push(format!(
                 "type {ty}: clock sensitivity not learned (no run on {n} nodes measured its compute time below maximum frequency); taken as compute-bound until refinement sees runs at a second clock"
@@ -465,7 +484,8 @@ fn hetero(
             left_out,
         ));
     }
-    let jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
+    let mut jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
+    jobs.extend(below_jobs);
     let mut file = empty_file(app);
     file.hetero = Some(HeteroFile {
         iterations: number(1.0),
@@ -961,6 +981,13 @@ mod tests {
             )),
             "{:?}",
             l.notes
+        );
+        assert_eq!(l.jobs, vec![1, 2, 3]);
+        assert_eq!(
+            l.file.description.as_ref().unwrap().value,
+            Param::Text(
+                "md, learned by greenup profile learn from jobs 1 at maximum frequency and 2 and 3 below it (clock sensitivity only)".into()
+            )
         );
         // The learned profile predicts 10 * 3.0 / 1.0 + 8 + 2 = 40 s at 1.0 GHz.
         let p = Profile::from_file(Path::new("md"), l.file.clone()).unwrap();
