@@ -100,6 +100,12 @@ fn baseline_matches_paper_004_by_hand() {
         assert_eq!(n["freq_ghz"], 2.5);
         assert_eq!(n["type"], "type1");
     }
+    // Table I was measured at f_max only: the reason says the time rests on that.
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.ends_with("; clock sensitivity: assumed compute-bound: measured at one clock only"),
+        "{reason}"
+    );
 }
 
 #[test]

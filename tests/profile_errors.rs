@@ -53,6 +53,65 @@ fn unknown_nested_key() {
 }
 
 #[test]
+fn a_hetero_type_without_t_mem_still_loads_and_one_with_it_too() {
+    // Profiles written before clock sensitivity existed: compute-bound, as before.
+    let p = Profile::from_str(Path::new("app.yaml"), GOOD).unwrap();
+    let mut sites =
+        greenup::site::load(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/greenup.yaml")).unwrap();
+    let any = sites.node_types.values().next().unwrap().clone();
+    sites.node_types.insert("type1".into(), any);
+    let t = &p.hetero_model(&sites).unwrap().types["type1"];
+    assert_eq!(t.t_mem_s, None);
+    let with = GOOD.replace(
+        "t_cm_s: 0.05 }",
+        "t_cm_s: 0.05, t_mem_s: 0.2, t_mem_fit: { clocks: 2, samples: 4, rms_error: 0.01, source: refine } }",
+    );
+    let p = Profile::from_str(Path::new("app.yaml"), &with).unwrap();
+    let t = &p.hetero_model(&sites).unwrap().types["type1"];
+    assert_eq!(t.t_mem_s, Some(0.2));
+    assert_eq!(t.t_mem_fit.as_ref().map(|f| f.clocks), Some(2));
+}
+
+#[test]
+fn negative_or_nan_t_mem_is_refused() {
+    for (bad, shown) in [("-0.2", "'-0.2'"), ("fast", "'fast'")] {
+        let s = err(&GOOD.replace("t_cm_s: 0.05", &format!("t_cm_s: 0.05, t_mem_s: {bad}")));
+        println!("{s}");
+        has(
+            &s,
+            &[
+                "/etc/greenup/profiles/app.yaml:6:50:",
+                "hetero.node_types.type1.t_mem_s",
+                shown,
+                "expected a finite number >= 0",
+            ],
+        );
+    }
+    // The YAML reader refuses NaN before any key is checked: the line names the place
+    // (the t_mem_s value at 6:50), the value and the rule.
+    let s = err(&GOOD.replace("t_cm_s: 0.05", "t_cm_s: 0.05, t_mem_s: .nan"));
+    println!("{s}");
+    assert_eq!(
+        s,
+        "/etc/greenup/profiles/app.yaml:6:50: invalid value '.nan': expected a finite number"
+    );
+    let s = err(&GOOD.replace(
+        "t_cm_s: 0.05",
+        "t_cm_s: 0.05, t_mem_s: 0.1, t_mem_fit: { clocks: 1, samples: 4, rms_error: 0, source: x }",
+    ));
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:6:",
+            "hetero.node_types.type1.t_mem_fit.clocks",
+            "'1'",
+            "a whole number >= 2",
+        ],
+    );
+}
+
+#[test]
 fn negative_time() {
     let s = err(&GOOD.replace("t_cp_s: 0.5", "t_cp_s: -0.5"));
     println!("{s}");

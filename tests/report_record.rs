@@ -191,6 +191,8 @@ fn all_measured_with_a_predictor() {
                 t_cm_s: 2.0,
                 p_dyn_w: Some(20.0),
                 p_static_w: Some(4.0),
+                t_mem_s: None,
+                t_mem_fit: None,
             },
         )]),
         site_types,

@@ -140,8 +140,20 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(
             Some(loc) => file_origin(path, &loc),
             None => Origin::Path(path.to_path_buf()),
         };
-        InputError::bare(origin, first_line(&e.to_string()))
+        InputError::bare(origin, finite_rule(first_line(&e.to_string())))
     })
+}
+
+/// The parser refuses `.nan` and `.inf` before any key is checked; say it the way every
+/// other bad value is said: the value, then what is valid.
+fn finite_rule(msg: String) -> String {
+    match msg
+        .strip_prefix("non-finite float `")
+        .and_then(|r| r.split_once('`'))
+    {
+        Some((value, _)) => format!("invalid value '{value}': expected a finite number"),
+        None => msg,
+    }
 }
 
 /// Read and parse a YAML file into `T` (see [`check_file`] for what errors may show).

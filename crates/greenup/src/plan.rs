@@ -155,10 +155,25 @@ pub fn plan_with(
         .iter()
         .map(|s| (s.name.as_str(), s.node_type.as_str()))
         .collect();
+    // Say whether the time the plan promises rests on a learned clock sensitivity or
+    // on the compute-bound assumption.
+    let mut reason = decision.reason;
+    let used: Vec<&str> = decision
+        .config
+        .nodes
+        .iter()
+        .filter_map(|n| types.get(n.name.as_str()).copied())
+        .collect();
+    if let Some(note) = predictor.clock_note(&used) {
+        if !reason.is_empty() {
+            reason.push_str("; ");
+        }
+        reason.push_str(&note);
+    }
     Ok(Plan {
         policy: policy.name.clone(),
         feasible: decision.feasible,
-        reason: decision.reason,
+        reason,
         node_count: decision.config.nodes.len(),
         nodes: decision
             .config

@@ -297,6 +297,10 @@ impl Predictor for WithGpus<'_> {
         let own = self.inner.predict(config).ok()?;
         self.inner.efficiency(config, &own)
     }
+
+    fn clock_note(&self, node_types: &[&str]) -> Option<String> {
+        self.inner.clock_note(node_types)
+    }
 }
 
 /// A model together with its profile's GPU busy times, which a decision reads through
@@ -327,6 +331,10 @@ impl Predictor for Busy {
 
     fn gpu_busy(&self) -> Option<&GpuBusy> {
         Some(&self.busy)
+    }
+
+    fn clock_note(&self, node_types: &[&str]) -> Option<String> {
+        self.inner.clock_note(node_types)
     }
 }
 

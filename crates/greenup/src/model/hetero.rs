@@ -16,11 +16,28 @@
 //! `compute_s = T_cp * S * iters`, `dynamic_j = S^-2 * P_d * T_cp * iters`,
 //! `static_w = P_s`, `fixed_time_s = min T_cm * iters`, `fixed_energy_j = 0`.
 //!
+//! Clock sensitivity: paper 004 lets all compute time scale with the clock. A
+//! memory-bound program slows much less, so each type may also carry `T_mem`,
+//! seconds per iteration that do not shrink or grow with the clock:
+//!
+//! `t(f) = T_cp * f_max / f + T_mem`
+//!
+//! This is the form of Hsu and Feng's beta model (a power-aware DVFS
+//! scheduler, SC 2005): `beta = T_cp / (T_cp + T_mem)` is the share of the
+//! time at f_max that scales with the clock. Without a learned `T_mem` the
+//! program is taken as compute-bound (`T_mem = 0`, beta = 1), which never
+//! promises less slowdown than the program may show. [`TypeTimes::compute_s`]
+//! is the one home of this rule.
+//!
 //! The dynamic power at frequency f is the site's `dynamic_w(f)` for the node
 //! type, so `dynamic_w(f) * T_cp * S` equals `S^-2 * P_d * T_cp` when the site
 //! gives power at maximum frequency with the cube law of eq. 8. A profile may
 //! instead give its own measured `p_dyn_w` and `p_static_w` (at maximum
-//! frequency); then eq. 8's `P_d * S^-3` is used as published.
+//! frequency); then `p_dyn_w` sets the level and the node type's curve the
+//! shape: `p_dyn_w * dynamic_w(f) / dynamic_w(f_max)`, which is eq. 8's
+//! `P_d * S^-3` under the site's cube law and keeps a measured curve's real
+//! shape otherwise ([`dynamic_shape`]). Dynamic energy is that power times the
+//! whole compute time `t(f)`, memory stalls included.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +45,7 @@ use super::{
     Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, node_count, node_freq,
     power_error, rows_by_kind, site_type,
 };
+use crate::expr::ExprError;
 use crate::model::NodeType;
 
 /// What one node type measures per iteration at its maximum frequency.
@@ -41,6 +59,79 @@ pub struct TypeTimes {
     pub p_dyn_w: Option<f64>,
     /// Static watts, when the profile measured its own.
     pub p_static_w: Option<f64>,
+    /// Compute seconds per iteration that do not scale with the clock (memory
+    /// stalls, `T_mem`). `None`: not learned, taken as 0 (compute-bound).
+    pub t_mem_s: Option<f64>,
+    /// How `t_mem_s` was fitted, when runs at several clocks taught it.
+    pub t_mem_fit: Option<ClockFit>,
+}
+
+/// How a type's clock sensitivity (`t_cp_s` against `t_mem_s`) was fitted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockFit {
+    /// Distinct clocks among the measured runs.
+    pub clocks: u32,
+    /// Node runs the fit used.
+    pub samples: u32,
+    /// Root-mean-square relative error of the fitted compute time over those runs (0.01 = 1%).
+    pub rms_error: f64,
+    /// Where the runs came from, in words (e.g. which command fitted them).
+    pub source: String,
+}
+
+impl TypeTimes {
+    /// Compute seconds of one iteration at scaling factor `s = f_max / f`:
+    /// `t_cp_s * s + t_mem_s`, with an unlearned `t_mem_s` taken as 0.
+    pub fn compute_s(&self, s: f64) -> f64 {
+        self.t_cp_s * s + self.t_mem_s.unwrap_or(0.0)
+    }
+
+    /// Dynamic watts of one node of type `nt` at `f` GHz: the profile's own level on
+    /// the type's curve shape when it measured one, else the site's curve.
+    pub fn dynamic_w(&self, nt: &NodeType, f: f64) -> Result<f64, ExprError> {
+        match self.p_dyn_w {
+            Some(pd) => Ok(pd * dynamic_shape(nt, f)),
+            None => nt.dynamic_w(f),
+        }
+    }
+
+    /// One line on which clock-sensitivity assumption holds for this type, for reports.
+    pub fn clock_sensitivity(&self) -> String {
+        match (self.t_mem_s, &self.t_mem_fit) {
+            (Some(m), Some(fit)) => format!(
+                "learned from runs at {} clocks (t_mem {} s per iteration, fit error {:.1}%)",
+                fit.clocks,
+                short(m),
+                fit.rms_error * 100.0
+            ),
+            (Some(m), None) => format!(
+                "given in the profile (t_mem {} s per iteration, not fitted)",
+                short(m)
+            ),
+            (None, _) => "assumed compute-bound: measured at one clock only".to_string(),
+        }
+    }
+}
+
+/// A seconds figure to three significant digits, for one-line reports.
+fn short(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+/// Dynamic power at `f` relative to `f_max` on node type `nt`: the type's own curve,
+/// `dynamic_w(f) / dynamic_w(f_max)`. Where that curve gives nothing usable (zero or
+/// failing at f_max), paper 004's cube law `(f / f_max)^3`.
+pub fn dynamic_shape(nt: &NodeType, f: f64) -> f64 {
+    let fmax = nt.fmax();
+    let cube = (f / fmax).powi(3);
+    match (nt.dynamic_w(f), nt.dynamic_w(fmax)) {
+        (Ok(at), Ok(top)) if top > 0.0 && top.is_finite() && at.is_finite() => at / top,
+        _ => cube,
+    }
 }
 
 /// The heterogeneous iterative model of paper 004 on a site's node types.
@@ -55,6 +146,29 @@ pub struct Hetero {
 }
 
 impl Hetero {
+    /// One line saying which clock-sensitivity assumption holds for the node types
+    /// `used` (each named when they differ), for a decision's reason.
+    pub fn clock_sensitivity(&self, used: &[&str]) -> String {
+        let mut lines: Vec<(String, String)> = Vec::new();
+        for ty in used {
+            if lines.iter().any(|(t, _)| t == ty) {
+                continue;
+            }
+            if let Some(t) = self.types.get(*ty) {
+                lines.push((ty.to_string(), t.clock_sensitivity()));
+            }
+        }
+        let same = lines.windows(2).all(|w| w[0].1 == w[1].1);
+        match lines.as_slice() {
+            [] => "clock sensitivity: no node type of the profile used".to_string(),
+            [(_, one), ..] if same => format!("clock sensitivity: {one}"),
+            _ => {
+                let each: Vec<String> = lines.iter().map(|(t, l)| format!("{t} {l}")).collect();
+                format!("clock sensitivity: {}", each.join("; "))
+            }
+        }
+    }
+
     /// One node's choices and static power.
     fn row(&self, slot: &NodeSlot) -> Result<(Vec<Choice>, f64), ModelError> {
         let nt = site_type(&self.site_types, slot)?;
@@ -82,11 +196,8 @@ impl Hetero {
         let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
         for &f in &slot.freqs_ghz {
             let s = fmax / node_freq(slot, f)?;
-            let compute_s = times.t_cp_s * s * self.iterations;
-            let p_dyn = match times.p_dyn_w {
-                Some(pd) => pd * s.powi(-3),
-                None => nt.dynamic_w(f).map_err(expr_err)?,
-            };
+            let compute_s = times.compute_s(s) * self.iterations;
+            let p_dyn = times.dynamic_w(nt, f).map_err(expr_err)?;
             let dynamic_j = p_dyn * compute_s;
             choices.push(Choice {
                 gpu_mhz: None,
@@ -108,6 +219,10 @@ impl Predictor for Hetero {
         "hetero"
     }
 
+    fn clock_note(&self, node_types: &[&str]) -> Option<String> {
+        Some(self.clock_sensitivity(node_types))
+    }
+
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
         node_count(nodes)?;
         let rows = rows_by_kind(nodes, |s| self.row(s))?;
@@ -124,5 +239,135 @@ impl Predictor for Hetero {
             fixed_time_s,
             fixed_energy_j: 0.0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+    use crate::model::{Config, NodeSetting, PowerModel};
+
+    /// Node type `a` at 1.0 and 2.0 GHz with dynamic power `10 + 5 f` W (20 W at f_max,
+    /// 15 W at 1 GHz: shape 0.75, where the cube law would say 0.125) and 3 W static.
+    fn expr_type() -> NodeType {
+        NodeType {
+            name: "a".into(),
+            freqs_ghz: vec![1.0, 2.0],
+            power: PowerModel::Expr {
+                dynamic_w: Expr::parse("10 + 5 * f", &["f"]).unwrap(),
+                static_w: Expr::parse("3", &["f"]).unwrap(),
+            },
+        }
+    }
+
+    fn model(nt: NodeType, t_mem_s: Option<f64>, p_dyn_w: Option<f64>) -> Hetero {
+        Hetero {
+            iterations: 10.0,
+            types: BTreeMap::from([(
+                "a".to_string(),
+                TypeTimes {
+                    t_cp_s: 1.0,
+                    t_cm_s: 0.5,
+                    p_dyn_w,
+                    p_static_w: None,
+                    t_mem_s,
+                    t_mem_fit: None,
+                },
+            )]),
+            site_types: BTreeMap::from([("a".to_string(), nt)]),
+        }
+    }
+
+    fn at(f: f64) -> Config {
+        Config {
+            nodes: vec![NodeSetting {
+                name: "n1".into(),
+                node_type: "a".into(),
+                freq_ghz: f,
+                gpu_mhz: None,
+            }],
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn t_mem_does_not_scale_with_the_clock() {
+        // t_cp 1.0, t_mem 0.5, t_cm 0.5, 10 iterations, profile's p_dyn_w 40 W.
+        // At 1 GHz (S = 2): compute 2 + 0.5 = 2.5 s/iter, time 10 * (2.5 + 0.5) = 30 s;
+        // dynamic 40 W * 15 / 20 = 30 W over 25 s = 750 J; static 3 W * 30 s = 90 J.
+        let m = model(expr_type(), Some(0.5), Some(40.0));
+        let p = m.predict(&at(1.0)).unwrap();
+        assert!(close(p.time_s, 30.0), "{p:?}");
+        assert!(close(p.energy_j, 840.0), "{p:?}");
+        // At 2 GHz: compute 1.5 s/iter, time 20 s, 40 W * 15 s + 3 W * 20 s = 660 J.
+        let p = m.predict(&at(2.0)).unwrap();
+        assert!(close(p.time_s, 20.0) && close(p.energy_j, 660.0), "{p:?}");
+        // Unlearned t_mem: the compute-bound law, 10 * (2 + 0.5) = 25 s at 1 GHz and
+        // 30 W * 20 s + 3 W * 25 s = 675 J.
+        let p = model(expr_type(), None, Some(40.0))
+            .predict(&at(1.0))
+            .unwrap();
+        assert!(close(p.time_s, 25.0) && close(p.energy_j, 675.0), "{p:?}");
+    }
+
+    #[test]
+    fn a_profiles_power_level_follows_the_node_types_curve() {
+        let nt = expr_type();
+        assert!(close(dynamic_shape(&nt, 1.0), 0.75));
+        // Under the site's cube law the shape is (f / f_max)^3, paper 004's S^-3.
+        let cube = NodeType {
+            name: "a".into(),
+            freqs_ghz: vec![1.0, 2.0],
+            power: PowerModel::AtMax {
+                dynamic_w: 20.0,
+                static_w: 3.0,
+                gamma: 3.0,
+            },
+        };
+        assert!(close(dynamic_shape(&cube, 1.0), 0.125));
+        // p_dyn_w 40 W, compute-bound, 1 GHz: 40 W / 8 over 20 s = 100 J, static 75 J.
+        let p = model(cube, None, Some(40.0)).predict(&at(1.0)).unwrap();
+        assert!(close(p.energy_j, 175.0), "{p:?}");
+        // A curve with nothing at f_max falls back to the cube law.
+        let flat = NodeType {
+            power: PowerModel::Expr {
+                dynamic_w: Expr::parse("0", &["f"]).unwrap(),
+                static_w: Expr::parse("3", &["f"]).unwrap(),
+            },
+            ..expr_type()
+        };
+        assert!(close(dynamic_shape(&flat, 1.0), 0.125));
+    }
+
+    #[test]
+    fn the_reason_names_the_assumption_per_type() {
+        let mut m = model(expr_type(), None, None);
+        assert_eq!(
+            m.clock_sensitivity(&["a", "a"]),
+            "clock sensitivity: assumed compute-bound: measured at one clock only"
+        );
+        let t = m.types.get_mut("a").unwrap();
+        t.t_mem_s = Some(0.0123);
+        t.t_mem_fit = Some(ClockFit {
+            clocks: 3,
+            samples: 9,
+            rms_error: 0.0234,
+            source: "test".into(),
+        });
+        assert_eq!(
+            m.clock_sensitivity(&["a"]),
+            "clock sensitivity: learned from runs at 3 clocks (t_mem 0.0123 s per iteration, fit error 2.3%)"
+        );
+        let mut b = m.types["a"].clone();
+        b.t_mem_s = None;
+        m.types.insert("b".into(), b);
+        assert_eq!(
+            m.clock_sensitivity(&["a", "b"]),
+            "clock sensitivity: a learned from runs at 3 clocks (t_mem 0.0123 s per iteration, fit error 2.3%); b assumed compute-bound: measured at one clock only"
+        );
     }
 }

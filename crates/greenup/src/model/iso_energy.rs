@@ -19,6 +19,11 @@
 //!
 //! One processor is one node (p = node count). The machine vector carries its
 //! own power, so the site's node power is not used.
+//!
+//! Clock sensitivity needs no extra term here: `W_c t_c(f) + W_m t_m(f)` is already
+//! the compute-plus-memory split of hetero's `t(f) = T_cp f_max / f + T_mem` (Hsu and
+//! Feng's beta form) when `t_c` scales as `1 / f` and `t_m` is constant, and each
+//! is an expression in `f` the profile states.
 
 use std::collections::HashMap;
 

@@ -293,6 +293,12 @@ pub trait Predictor {
     fn gpu_busy(&self) -> Option<&gpus::GpuBusy> {
         None
     }
+
+    /// One line on what the model knows of how the job's time follows the clock on
+    /// these node types, for a decision's reason; `None` for models that do not say.
+    fn clock_note(&self, _node_types: &[&str]) -> Option<String> {
+        None
+    }
 }
 
 /// Check that a model output is finite and non-negative, naming it otherwise.

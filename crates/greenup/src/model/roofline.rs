@@ -20,6 +20,8 @@
 //! reading: `tau_flop` scales with the clock period (`tau_flop(f) =
 //! tau_flop(f_max) * f_max / f`), memory time and the energies per operation
 //! do not depend on f. A profile states its own dependence in its expressions.
+//! This is not hetero's additive `T_cp S + T_mem` ([`super::hetero::TypeTimes::compute_s`]):
+//! the roofline's time is the larger of the flop and memory times, as published.
 
 use std::collections::HashMap;
 

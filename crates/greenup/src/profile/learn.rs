@@ -18,9 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::outcome::{Outcome, check, outcome_from_record};
+use super::refine::fit_clock;
 use super::{
-    AmdahlFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile, ProfileFile,
-    unspanned,
+    AmdahlFile, ClockFitFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile,
+    ProfileFile, unspanned,
 };
 use crate::model::amdahl;
 use crate::record::JobRecord;
@@ -67,10 +68,16 @@ pub struct Learned {
 /// Relative tolerance for "ran at f_max": sysfs gives kHz, decisions GHz.
 const AT_FMAX: f64 = 1e-3;
 
-/// Runs of `app` that ended well with every node at its type's maximum frequency, and one
-/// line per other stored run saying why it was left out.
-fn runs_at_fmax(site: &Site, app: &str, records: &[JobRecord]) -> (Vec<Outcome>, Vec<String>) {
+/// Runs of `app` that ended well with every node at its type's maximum frequency, the
+/// runs that ended well with some node below it (they can teach only how the compute
+/// time follows the clock), and one line per stored run not at f_max saying why.
+fn runs_at_fmax(
+    site: &Site,
+    app: &str,
+    records: &[JobRecord],
+) -> (Vec<Outcome>, Vec<Outcome>, Vec<String>) {
     let mut used = Vec::new();
+    let mut clocked = Vec::new();
     let mut left_out = Vec::new();
     for r in records
         .iter()
@@ -90,15 +97,24 @@ fn runs_at_fmax(site: &Site, app: &str, records: &[JobRecord]) -> (Vec<Outcome>,
                 .is_none_or(|t| n.freq_ghz < t.fmax() * (1.0 - AT_FMAX))
         });
         match below {
-            Some(n) => left_out.push(format!(
-                "job {}: {} ran at {} GHz, below its type's maximum",
-                o.job_id, n.name, n.freq_ghz
-            )),
+            Some(n) => {
+                left_out.push(format!(
+                    "job {}: {} ran at {} GHz, below its type's maximum",
+                    o.job_id, n.name, n.freq_ghz
+                ));
+                if o.nodes
+                    .iter()
+                    .all(|n| site.node_types.contains_key(&n.node_type))
+                {
+                    clocked.push(o);
+                }
+            }
             None => used.push(o),
         }
     }
     used.sort_by_key(|o| o.job_id);
-    (used, left_out)
+    clocked.sort_by_key(|o| o.job_id);
+    (used, clocked, left_out)
 }
 
 /// "1, 2 and 4", "4" or "none".
@@ -136,9 +152,9 @@ pub fn learn(
             crate::names::NAME_RULE
         )));
     }
-    let (runs, left_out) = runs_at_fmax(site, app, records);
+    let (runs, clocked, left_out) = runs_at_fmax(site, app, records);
     let (mut file, mut notes, jobs) = match model {
-        Model::Hetero => hetero(site, app, &runs, &left_out, nodes)?,
+        Model::Hetero => hetero(site, app, &runs, &clocked, &left_out, nodes)?,
         Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
         Model::IsoEnergy => iso_energy_section(site, app, &runs, &left_out)?,
     };
@@ -146,9 +162,20 @@ pub fn learn(
         file.gpu = Some(gpu);
         notes.push(note);
     }
-    let jobs_text = and_list(&jobs);
+    let (below, top): (Vec<u64>, Vec<u64>) = jobs
+        .iter()
+        .partition(|j| clocked.iter().any(|o| o.job_id == **j));
+    let below_text = if below.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " and {} below it (clock sensitivity only)",
+            and_list(&below)
+        )
+    };
     file.description = Some(unspanned(Param::Text(format!(
-        "{app}, learned by greenup profile learn from jobs {jobs_text} at maximum frequency"
+        "{app}, learned by greenup profile learn from jobs {} at maximum frequency{below_text}",
+        and_list(&top)
     ))));
     // The learned file must load and plan on this site like any admin's file.
     let path = Path::new(app);
@@ -285,6 +312,7 @@ fn hetero(
     site: &Site,
     app: &str,
     runs: &[Outcome],
+    clocked: &[Outcome],
     left_out: &[String],
     nodes: Option<usize>,
 ) -> Result<Section, LearnError> {
@@ -374,6 +402,8 @@ fn hetero(
     }
     let mut node_types = BTreeMap::new();
     let mut notes = Vec::new();
+    // Runs below f_max that taught a type its clock sensitivity.
+    let mut below_jobs: BTreeSet<u64> = BTreeSet::new();
     let number = |x: f64| unspanned(Param::Number(x));
     for ty in site.node_types.keys() {
         let (cp, cm, how) = if let Some(s) = direct.get(ty) {
@@ -398,15 +428,55 @@ fn hetero(
         notes.push(format!(
             "type {ty}: t_cp_s {cp:.3}, t_cm_s {cm:.3} at maximum frequency, from {how}; power: the site's"
         ));
-        node_types.insert(
-            ty.clone(),
-            HeteroTypeFile {
-                t_cp_s: number(cp),
-                t_cm_s: number(cm),
-                p_dyn_w: None,
-                p_static_w: None,
-            },
-        );
+        // Clock sensitivity: the measured compute seconds of this type's nodes on n
+        // nodes, at f_max and below it.
+        let fmax = site.node_types[ty].fmax();
+        let mut samples = Vec::new();
+        let mut from_below = Vec::new();
+        for o in clocked.iter().filter(|o| o.nodes.len() == n) {
+            for node in o.nodes.iter().filter(|x| &x.node_type == ty) {
+                if let Some((c, _)) = o.split(node) {
+                    samples.push((node.freq_ghz, c));
+                    from_below.push(o.job_id);
+                }
+            }
+        }
+        for o in &on_n {
+            for node in o.nodes.iter().filter(|x| &x.node_type == ty) {
+                if let Some((c, _)) = o.split(node) {
+                    samples.push((node.freq_ghz, c));
+                }
+            }
+        }
+        let mut entry = HeteroTypeFile {
+            t_cp_s: number(cp),
+            t_cm_s: number(cm),
+            p_dyn_w: None,
+            p_static_w: None,
+            t_mem_s: None,
+            t_mem_fit: None,
+        };
+        match fit_clock(fmax, &samples) {
+            Some(term) => {
+                let fit = term.record("greenup profile learn, measured compute time");
+                notes.push(format!(
+                    "type {ty}: clock sensitivity from {} node runs at {} clocks: t_cp_s {:.3} scales with the clock, t_mem_s {:.3} does not (fit error {:.1}%)",
+                    fit.samples,
+                    fit.clocks,
+                    term.t_cp_s,
+                    term.t_mem_s,
+                    fit.rms_error * 100.0
+                ));
+                entry.t_cp_s = number(term.t_cp_s);
+                entry.t_mem_s = Some(number(term.t_mem_s));
+                entry.t_mem_fit = Some(ClockFitFile::from_fit(&fit));
+                below_jobs.extend(from_below);
+            }
+            None => notes.push(format!(
+                "type {ty}: clock sensitivity not learned (no run on {n} nodes measured its compute time below maximum frequency); taken as compute-bound until refinement sees runs at a second clock"
+            )),
+        }
+        node_types.insert(ty.clone(), entry);
     }
     if node_types.is_empty() {
         return Err(missing(
@@ -414,7 +484,8 @@ fn hetero(
             left_out,
         ));
     }
-    let jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
+    let mut jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
+    jobs.extend(below_jobs);
     let mut file = empty_file(app);
     file.hetero = Some(HeteroFile {
         iterations: number(1.0),
@@ -872,6 +943,69 @@ mod tests {
         // On two nodes each type's own run says it directly.
         let two = learn(&site(), "md", Model::Hetero, &cluster_runs("md"), Some(2)).unwrap();
         assert_eq!((times(&two, "fast").0, times(&two, "eco").0), (40.0, 50.0));
+    }
+
+    #[test]
+    fn runs_at_a_second_clock_teach_t_mem_and_without_them_the_note_says_so() {
+        // The fast nodes alone on two nodes, each measured by the MPI runtime. Truth per
+        // node (one iteration): t_cp 10 s at 3.0 GHz, t_mem 8 s, 2 s in MPI. At 3.0 GHz
+        // compute is 18 s; at 1.5 GHz (S = 2) 28 s; at 2.0 GHz (S = 1.5) 23 s.
+        let at = |job, ghz: f64, compute: f64| {
+            let n = Some((compute, 2.0));
+            run(
+                job,
+                "md",
+                compute + 2.0,
+                &[("n1", Some(ghz), n), ("n2", Some(ghz), n)],
+            )
+        };
+        let recs = vec![at(1, 3.0, 18.0), at(2, 1.5, 28.0), at(3, 2.0, 23.0)];
+        let l = learn(&site(), "md", Model::Hetero, &recs, None).unwrap();
+        let t = &l.file.hetero.as_ref().unwrap().node_types["fast"];
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert!((n(&t.t_cp_s.value) - 10.0).abs() < 1e-9, "{t:?}");
+        assert!(
+            (n(&t.t_mem_s.as_ref().unwrap().value) - 8.0).abs() < 1e-9,
+            "{t:?}"
+        );
+        let fit = t.t_mem_fit.as_ref().unwrap();
+        assert_eq!(fit.clocks.value, Param::Number(3.0));
+        assert_eq!(fit.samples.value, Param::Number(6.0));
+        assert!(n(&fit.rms_error.value) < 1e-9);
+        assert!(
+            l.notes.iter().any(|x| x.starts_with(
+                "type fast: clock sensitivity from 6 node runs at 3 clocks: t_cp_s 10.000 scales with the clock, t_mem_s 8.000 does not"
+            )),
+            "{:?}",
+            l.notes
+        );
+        assert_eq!(l.jobs, vec![1, 2, 3]);
+        assert_eq!(
+            l.file.description.as_ref().unwrap().value,
+            Param::Text(
+                "md, learned by greenup profile learn from jobs 1 at maximum frequency and 2 and 3 below it (clock sensitivity only)".into()
+            )
+        );
+        // The learned profile predicts 10 * 3.0 / 1.0 + 8 + 2 = 40 s at 1.0 GHz.
+        let p = Profile::from_file(Path::new("md"), l.file.clone()).unwrap();
+        let h = p.hetero_model(&site()).unwrap();
+        let tt = &h.types["fast"];
+        assert!((tt.compute_s(3.0) + tt.t_cm_s - 40.0).abs() < 1e-9);
+
+        // At f_max only: t_cp is the whole 18 s, t_mem is left out and the note says why.
+        let l = learn(&site(), "md", Model::Hetero, &recs[..1], None).unwrap();
+        let t = &l.file.hetero.as_ref().unwrap().node_types["fast"];
+        assert_eq!((n(&t.t_cp_s.value), t.t_mem_s.as_ref()), (18.0, None));
+        assert!(
+            l.notes
+                .iter()
+                .any(|x| x.starts_with("type fast: clock sensitivity not learned")),
+            "{:?}",
+            l.notes
+        );
     }
 
     #[test]

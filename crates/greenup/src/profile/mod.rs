@@ -25,7 +25,7 @@ use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
 use crate::model::amdahl::{Amdahl, AmdahlFit, CommLaw};
 use crate::model::gpus::{Busy, GpuBusy, TypeBusy};
-use crate::model::hetero::{Hetero, TypeTimes};
+use crate::model::hetero::{ClockFit, Hetero, TypeTimes};
 use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
 use crate::model::roofline::Roofline;
 use crate::model::{ModelError, Predictor};
@@ -333,7 +333,8 @@ pub struct HeteroFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HeteroTypeFile {
-    /// Compute seconds per iteration at maximum frequency.
+    /// Compute seconds per iteration at maximum frequency that scale with the clock
+    /// (all compute seconds when `t_mem_s` is absent).
     pub t_cp_s: Spanned<Param>,
     /// Communication seconds per iteration at maximum frequency.
     pub t_cm_s: Spanned<Param>,
@@ -343,6 +344,40 @@ pub struct HeteroTypeFile {
     /// Static watts (default: the site's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_static_w: Option<Spanned<Param>>,
+    /// Compute seconds per iteration that do not scale with the clock (memory stalls).
+    /// Absent: not learned, the program is taken as compute-bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_mem_s: Option<Spanned<Param>>,
+    /// How `t_mem_s` was fitted from runs at several clocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_mem_fit: Option<ClockFitFile>,
+}
+
+/// `t_mem_fit:` of a hetero node type: where its `t_mem_s` came from and how well it fits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockFitFile {
+    /// Distinct clocks among the runs fitted.
+    pub clocks: Spanned<Param>,
+    /// Node runs fitted.
+    pub samples: Spanned<Param>,
+    /// Root-mean-square relative error of the fitted compute time (0.01 = 1%).
+    pub rms_error: Spanned<Param>,
+    /// Where the runs came from, in words.
+    pub source: Spanned<Param>,
+}
+
+impl ClockFitFile {
+    /// The file form of a fit.
+    pub fn from_fit(fit: &ClockFit) -> ClockFitFile {
+        let number = |x: f64| unspanned(Param::Number(x));
+        ClockFitFile {
+            clocks: number(fit.clocks as f64),
+            samples: number(fit.samples as f64),
+            rms_error: number(fit.rms_error),
+            source: unspanned(Param::Text(fit.source.clone())),
+        }
+    }
 }
 
 /// A checked profile: the file as written plus its parsed models.
@@ -903,8 +938,41 @@ fn check_hetero(
                     .as_ref()
                     .map(|v| c.nonneg(v, &k("p_static_w")))
                     .transpose()?,
+                t_mem_s: t
+                    .t_mem_s
+                    .as_ref()
+                    .map(|v| c.nonneg(v, &k("t_mem_s")))
+                    .transpose()?,
+                t_mem_fit: t
+                    .t_mem_fit
+                    .as_ref()
+                    .map(|f| check_clock_fit(c, f, &k("t_mem_fit")))
+                    .transpose()?,
             },
         );
     }
     Ok((types, iterations))
+}
+
+fn check_clock_fit(c: &Checker, f: &ClockFitFile, key: &str) -> Result<ClockFit, InputError> {
+    let k = |x: &str| format!("{key}.{x}");
+    // A fit needs two clocks, and so at least two runs.
+    let whole = |v: &Spanned<Param>, x: &str| {
+        c.number(v, &k(x), "a whole number >= 2", |n| {
+            (2.0..4.0e9).contains(&n) && n.fract() == 0.0
+        })
+        .map(|n| n as u32)
+    };
+    Ok(ClockFit {
+        clocks: whole(&f.clocks, "clocks")?,
+        samples: whole(&f.samples, "samples")?,
+        rms_error: c.nonneg(&f.rms_error, &k("rms_error"))?,
+        source: c
+            .text(
+                &f.source,
+                &k("source"),
+                "text saying where the runs came from",
+            )?
+            .to_string(),
+    })
 }

@@ -21,12 +21,12 @@ use std::collections::BTreeMap;
 use crate::expr::Expr;
 use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
-use crate::model::hetero::{Hetero, TypeTimes};
+use crate::model::hetero::{ClockFit, Hetero, TypeTimes, dynamic_shape};
 use crate::model::iso_energy::{AppVector, IsoEnergy};
 use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
-use crate::profile::{Param, Profile, ProfileFile, unspanned};
+use crate::profile::{ClockFitFile, Param, Profile, ProfileFile, unspanned};
 use crate::record::JobRecord;
 use crate::site::Site;
 
@@ -83,15 +83,19 @@ fn energy_errors(model: &dyn Predictor, used: &[&Outcome]) -> Result<Vec<f64>, R
         .collect()
 }
 
-/// Refine a hetero model: per node type T_cp, T_cm, P_dyn and P_static at maximum frequency.
+/// Refine a hetero model: per node type T_cp, T_mem, T_cm, P_dyn and P_static.
 ///
-/// Time: where nodes report their compute seconds, T_cp = compute / (S * iterations) and
-/// T_cm = the node's measured MPI seconds / iterations (without them, wall - compute),
-/// averaged per type (S = f_max / f). Otherwise
-/// every type's times are scaled by the mean measured-over-predicted wall time.
+/// Time: where nodes report their compute seconds c per iteration, at two or more
+/// clocks [`fit_clock`] fits `c = T_cp * S + T_mem` (S = f_max / f); at one clock
+/// T_cp = c / S averaged per type, with a T_mem the profile already has kept and taken
+/// off first (none stays none: compute-bound). T_cm = the node's measured MPI seconds /
+/// iterations (without them, wall - compute). Where nodes did not report compute
+/// seconds every type's times are scaled by the mean measured-over-predicted wall time.
 /// Power: per type, least squares of each node's energy
-/// `E = P_static * T + P_dyn * S^-3 * compute` over its outcomes; when the outcomes
-/// cannot separate the two (one frequency, one wall time) both are scaled by one factor.
+/// `E = P_static * T + P_dyn * shape(f) * compute` over its outcomes, shape being the
+/// node type's dynamic power curve relative to f_max ([`dynamic_shape`]); when the
+/// outcomes cannot separate the two (one frequency, one wall time) both are scaled by
+/// one factor.
 pub fn hetero(
     model: &Hetero,
     outcomes: &[Outcome],
@@ -127,6 +131,7 @@ pub fn hetero(
     let mut types = model.types.clone();
     for (ty, times) in types.iter_mut() {
         let fmax = fmax_of(ty)?;
+        // (clock GHz, compute seconds per iteration) per node.
         let mut cp = Vec::new();
         let mut cm = Vec::new();
         let mut all_timed = true;
@@ -138,7 +143,7 @@ pub fn hetero(
             for n in o.nodes.iter().filter(|n| &n.node_type == ty) {
                 match (o.split(n), floor) {
                     (Some((c, _)), Some(comm)) => {
-                        cp.push(c / (fmax / n.freq_ghz) / iters);
+                        cp.push((n.freq_ghz, c / iters));
                         cm.push(comm / iters);
                     }
                     _ => all_timed = false,
@@ -146,11 +151,25 @@ pub fn hetero(
             }
         }
         if all_timed && !cp.is_empty() {
-            times.t_cp_s = cp.iter().sum::<f64>() / cp.len() as f64;
+            if let Some(fit) = fit_clock(fmax, &cp) {
+                times.t_cp_s = fit.t_cp_s;
+                times.t_mem_s = Some(fit.t_mem_s);
+                times.t_mem_fit = Some(fit.record("refined from the jobs' measured compute time"));
+            } else {
+                // One clock cannot tell the parts apart: keep what the profile knew of
+                // T_mem (none: compute-bound, the conservative reading) and fit T_cp to it.
+                let mem = times.t_mem_s.unwrap_or(0.0);
+                let per: Vec<f64> = cp
+                    .iter()
+                    .map(|(f, c)| (c - mem).max(0.0) / (fmax / f))
+                    .collect();
+                times.t_cp_s = per.iter().sum::<f64>() / per.len() as f64;
+            }
             times.t_cm_s = cm.iter().sum::<f64>() / cm.len() as f64;
         } else {
             times.t_cp_s *= k;
             times.t_cm_s *= k;
+            times.t_mem_s = times.t_mem_s.map(|m| m * k);
         }
     }
 
@@ -175,13 +194,14 @@ pub fn hetero(
                 message: m.to_string(),
             })?,
         };
-        // Rows: x1 = wall time (static), x2 = S^-3 * compute seconds (dynamic), y = energy.
+        // Rows: x1 = wall time (static), x2 = shape(f) * compute seconds (dynamic), y = energy.
         let mut rows: Vec<(f64, f64, f64)> = Vec::new();
         for o in &used {
             for n in o.nodes.iter().filter(|n| &n.node_type == ty) {
                 let s = fmax / n.freq_ghz;
-                let compute = n.compute_s.unwrap_or(times.t_cp_s * s * iters);
-                rows.push((o.time_s, compute / s.powi(3), n.energy_j.unwrap_or(0.0)));
+                let compute = n.compute_s.unwrap_or(times.compute_s(s) * iters);
+                let shape = dynamic_shape(site, n.freq_ghz);
+                rows.push((o.time_s, compute * shape, n.energy_j.unwrap_or(0.0)));
             }
         }
         if rows.is_empty() {
@@ -231,6 +251,115 @@ pub fn hetero(
         params: types,
         samples: used.len() as u32,
         residual,
+    })
+}
+
+/// Relative tolerance for two clocks being the same: sysfs gives kHz, decisions GHz.
+const SAME_CLOCK: f64 = 1e-3;
+
+/// The least ratio of the fitted runs' highest to lowest clock for which a program that
+/// did not slow down is taken as memory-bound: below it, a few percent of noise in the
+/// measured compute time hides the slowdown of a compute-bound program.
+pub const MIN_FLAT_SPAN: f64 = 1.1;
+
+/// A type's compute time per iteration split into the part that scales with the clock
+/// and the part that does not, fitted by [`fit_clock`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockTerm {
+    /// Seconds per iteration at f_max that scale with the clock (`T_cp`).
+    pub t_cp_s: f64,
+    /// Seconds per iteration that do not (`T_mem`).
+    pub t_mem_s: f64,
+    /// The distinct clocks fitted, GHz, ascending.
+    pub clocks_ghz: Vec<f64>,
+    /// Node runs fitted.
+    pub samples: u32,
+    /// Root-mean-square relative error of the fitted compute time over them.
+    pub rms_error: f64,
+}
+
+impl ClockTerm {
+    /// The fit as a profile records it; `how` says which runs it came from.
+    pub fn record(&self, how: &str) -> ClockFit {
+        let clocks: Vec<String> = self.clocks_ghz.iter().map(|f| format!("{f}")).collect();
+        ClockFit {
+            clocks: self.clocks_ghz.len() as u32,
+            samples: self.samples,
+            rms_error: self.rms_error,
+            source: format!(
+                "{how}: {} node runs at {} GHz",
+                self.samples,
+                clocks.join(", ")
+            ),
+        }
+    }
+}
+
+/// Fit `c = T_cp * S + T_mem` (S = `fmax / f`) by least squares to `(f GHz, compute
+/// seconds per iteration)` samples of one node type; `None` below two distinct clocks.
+///
+/// Neither part may be negative. A negative T_mem is clamped to 0 and T_cp refitted (a
+/// compute-bound program). A negative T_cp means the program did not slow as the
+/// clock fell; that is believed (T_cp = 0, all time in T_mem) only when the runs span
+/// clocks at least [`MIN_FLAT_SPAN`] apart, so that a compute-bound program would have
+/// slowed visibly, and the flat fit's error is under half the compute-bound fit's.
+/// Otherwise the evidence is noise and the compute-bound fit, which never
+/// under-promises slowdown, is kept.
+pub fn fit_clock(fmax: f64, samples: &[(f64, f64)]) -> Option<ClockTerm> {
+    let pts: Vec<(f64, f64, f64)> = samples
+        .iter()
+        .filter(|(f, c)| f.is_finite() && *f > 0.0 && c.is_finite() && *c > 0.0)
+        .map(|&(f, c)| (f, fmax / f, c))
+        .collect();
+    let mut clocks: Vec<f64> = Vec::new();
+    let mut sorted: Vec<f64> = pts.iter().map(|p| p.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    for f in sorted {
+        if clocks
+            .last()
+            .is_none_or(|last| (f - last).abs() > SAME_CLOCK * f)
+        {
+            clocks.push(f);
+        }
+    }
+    if clocks.len() < 2 || !(fmax.is_finite() && fmax > 0.0) {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let ms = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let mc = pts.iter().map(|p| p.2).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.1 - ms).powi(2)).sum();
+    let sxc: f64 = pts.iter().map(|p| (p.1 - ms) * (p.2 - mc)).sum();
+    let err = |a: f64, b: f64| {
+        rms(&pts
+            .iter()
+            .map(|p| (a * p.1 + b) / p.2 - 1.0)
+            .collect::<Vec<_>>())
+    };
+    // Through the origin: all compute scales with the clock.
+    let bound =
+        pts.iter().map(|p| p.1 * p.2).sum::<f64>() / pts.iter().map(|p| p.1 * p.1).sum::<f64>();
+    let a = sxc / sxx;
+    let b = mc - a * ms;
+    // A free line that cannot be had, or one below zero at S = 0: compute-bound.
+    let (t_cp, t_mem) = if !(a.is_finite() && b.is_finite()) || b < 0.0 {
+        (bound, 0.0)
+    } else if a < 0.0 {
+        let span = clocks[clocks.len() - 1] / clocks[0];
+        if span >= MIN_FLAT_SPAN && err(0.0, mc) < 0.5 * err(bound, 0.0) {
+            (0.0, mc)
+        } else {
+            (bound, 0.0)
+        }
+    } else {
+        (a, b)
+    };
+    Some(ClockTerm {
+        t_cp_s: t_cp,
+        t_mem_s: t_mem,
+        clocks_ghz: clocks,
+        samples: pts.len() as u32,
+        rms_error: err(t_cp, t_mem),
     })
 }
 
@@ -498,6 +627,8 @@ pub fn refine_profile(
                     f.t_cm_s = number(t.t_cm_s);
                     f.p_dyn_w = t.p_dyn_w.map(number);
                     f.p_static_w = t.p_static_w.map(number);
+                    f.t_mem_s = t.t_mem_s.map(number);
+                    f.t_mem_fit = t.t_mem_fit.as_ref().map(ClockFitFile::from_fit);
                 }
             }
             (r.samples, r.residual)
@@ -724,6 +855,8 @@ mod tests {
             t_cm_s: cm,
             p_dyn_w: None,
             p_static_w: None,
+            t_mem_s: None,
+            t_mem_fit: None,
         };
         Hetero {
             iterations: ITERS,
@@ -770,6 +903,152 @@ mod tests {
         assert!(
             errors[4] <= errors[0] / 2.0,
             "energy error after run 5 must be at most half of run 1: {errors:?}"
+        );
+    }
+
+    /// One type1 node (f_max 2.5 GHz) running ITERS iterations at `f`, of a program whose
+    /// compute per iteration is `cp * 2.5 / f + mem` and whose communication is 0.2 s per
+    /// iteration; energy `5.5 W * wall + 26 W * (f / 2.5)^3 * compute`, all written out
+    /// here by hand.
+    fn memory_bound_run(job_id: u64, f: f64, cp: f64, mem: f64) -> Outcome {
+        let compute = (cp * 2.5 / f + mem) * ITERS;
+        let wall = compute + 0.2 * ITERS;
+        let energy = 5.5 * wall + 26.0 * (f / 2.5_f64).powi(3) * compute;
+        Outcome {
+            gpu_locked: false,
+            job_id,
+            state: RunState::Completed,
+            time_s: wall,
+            predicted_time_s: wall,
+            nodes: vec![NodeOutcome {
+                gpu: None,
+                comm_s: Some(wall - compute),
+                calls: None,
+                bytes: None,
+                name: "n1".into(),
+                node_type: "type1".into(),
+                freq_ghz: f,
+                energy_j: Some(energy),
+                compute_s: Some(compute),
+            }],
+        }
+    }
+
+    fn one_type_model() -> Hetero {
+        let mut m = wrong_hetero();
+        m.types.remove("type3");
+        m
+    }
+
+    #[test]
+    fn runs_at_two_clocks_recover_t_cp_and_t_mem() {
+        // Truth: t_cp 0.6 s, t_mem 0.4 s per iteration. At 2.5 GHz (S = 1) compute is
+        // 100 s, at 1.25 GHz (S = 2) 160 s, at 2.0 GHz (S = 1.25) 115 s.
+        let runs = [
+            memory_bound_run(1, 2.5, 0.6, 0.4),
+            memory_bound_run(2, 1.25, 0.6, 0.4),
+            memory_bound_run(3, 2.0, 0.6, 0.4),
+        ];
+        let r = hetero(&one_type_model(), &runs).unwrap();
+        let t = &r.params["type1"];
+        assert!((t.t_cp_s - 0.6).abs() < 1e-9, "{t:?}");
+        assert!((t.t_mem_s.unwrap() - 0.4).abs() < 1e-9, "{t:?}");
+        let fit = t.t_mem_fit.as_ref().unwrap();
+        assert_eq!((fit.clocks, fit.samples), (3, 3));
+        assert!(fit.rms_error < 1e-9, "{fit:?}");
+        // The energy regression's dynamic column is compute * (f / f_max)^3 under the
+        // site's cube law, so the truth's 26 W and 5.5 W come back exactly.
+        assert!((t.p_dyn_w.unwrap() - 26.0).abs() < 1e-6, "{t:?}");
+        assert!((t.p_static_w.unwrap() - 5.5).abs() < 1e-6, "{t:?}");
+        // At 1.0 GHz (S = 2.5): 100 * (0.6 * 2.5 + 0.4 + 0.2) = 210 s, where the
+        // compute-bound law would say 100 * (1.0 * 2.5 + 0.2) = 270 s.
+        let mut model = one_type_model();
+        model.types = r.params.clone();
+        let mut at = runs[0].config();
+        at.nodes[0].freq_ghz = 1.0;
+        let p = model.predict(&at).unwrap();
+        assert!((p.time_s - 210.0).abs() < 1e-6, "{p:?}");
+        // Energy there: 5.5 W * 210 s + 26 W * 0.4^3 * 190 s.
+        let e = 5.5 * 210.0 + 26.0 * 0.064 * 190.0;
+        assert!((p.energy_j - e).abs() < 1e-6, "{} against {e}", p.energy_j);
+    }
+
+    #[test]
+    fn one_clock_leaves_t_mem_unlearned_and_the_compute_bound_law() {
+        // Two runs at f_max only: compute 100 s is all taken as clock-scaled, t_cp 1.0.
+        let runs = [
+            memory_bound_run(1, 2.5, 0.6, 0.4),
+            memory_bound_run(2, 2.5, 0.6, 0.4),
+        ];
+        let r = hetero(&one_type_model(), &runs).unwrap();
+        let t = &r.params["type1"];
+        assert!((t.t_cp_s - 1.0).abs() < 1e-12, "{t:?}");
+        assert_eq!((t.t_mem_s, t.t_mem_fit.as_ref()), (None, None));
+        assert_eq!(
+            t.clock_sensitivity(),
+            "assumed compute-bound: measured at one clock only"
+        );
+        // At 1.25 GHz: 100 * (1.0 * 2 + 0.2) = 220 s, paper 004's law unchanged.
+        let mut model = one_type_model();
+        model.types = r.params.clone();
+        let mut at = runs[0].config();
+        at.nodes[0].freq_ghz = 1.25;
+        assert!((model.predict(&at).unwrap().time_s - 220.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_clock_fit_keeps_both_parts_non_negative() {
+        // f_max 2 GHz. (S, c) = (1, 1.0), (2, 2.2): the free line is 1.2 S - 0.2; t_mem
+        // clamps to 0 and t_cp refits through the origin: (1 + 4.4) / (1 + 4) = 1.08.
+        let t = fit_clock(2.0, &[(2.0, 1.0), (1.0, 2.2)]).unwrap();
+        assert!((t.t_cp_s - 1.08).abs() < 1e-12 && t.t_mem_s == 0.0, "{t:?}");
+        // (1, 1.0), (2, 0.98): halving the clock did not slow it; the flat fit (0.99,
+        // errors -1 % and +1 %) beats the compute-bound one (0.592, errors -41 % and
+        // +21 %) by far, so it is memory-bound: t_cp 0, t_mem 0.99.
+        let t = fit_clock(2.0, &[(2.0, 1.0), (1.0, 0.98)]).unwrap();
+        assert!(t.t_cp_s == 0.0 && (t.t_mem_s - 0.99).abs() < 1e-12, "{t:?}");
+        let e = ((0.01f64.powi(2) + (0.99 / 0.98 - 1.0f64).powi(2)) / 2.0).sqrt();
+        assert!((t.rms_error - e).abs() < 1e-12, "{t:?}");
+        // Clocks 1 % apart and a 0.5 % speed-up: noise, not evidence. Compute-bound,
+        // t_cp (1 + 1.01 * 0.995) / (1 + 1.01^2).
+        let t = fit_clock(2.0, &[(2.0, 1.0), (2.0 / 1.01, 0.995)]).unwrap();
+        let want = (1.0 + 1.01 * 0.995) / (1.0 + 1.01 * 1.01);
+        assert!((t.t_cp_s - want).abs() < 1e-12 && t.t_mem_s == 0.0, "{t:?}");
+        // One clock, or nothing usable: no fit.
+        assert_eq!(fit_clock(2.0, &[(2.0, 1.0), (2.0005, 1.1)]), None);
+        assert_eq!(
+            fit_clock(2.0, &[(2.0, 1.0), (1.0, f64::NAN), (1.0, -1.0)]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_refined_profile_writes_t_mem_with_its_fit_and_loads_again() {
+        let yaml = "name: mem\nversion: 1\nhetero:\n  iterations: 100\n  node_types:\n    type1: { t_cp_s: 0.7, t_cm_s: 0.1 }\n";
+        let profile = Profile::from_str(std::path::Path::new("mem.yaml"), yaml).unwrap();
+        let mut site = crate::site::example();
+        site.node_types = site_types();
+        let runs = [
+            memory_bound_run(1, 2.5, 0.6, 0.4),
+            memory_bound_run(2, 1.25, 0.6, 0.4),
+        ];
+        let r = refine_profile(&profile, &site, &runs).unwrap();
+        let text = serde_saphyr::to_string(&r.file).unwrap();
+        assert!(
+            text.contains("t_mem_s: 0.4") || text.contains("t_mem_s: 0.3999"),
+            "{text}"
+        );
+        assert!(text.contains("clocks: 2"), "{text}");
+        assert!(text.contains("rms_error:"), "{text}");
+        let again = Profile::from_str(std::path::Path::new("mem.yaml"), &text).unwrap();
+        let h = again.hetero_model(&site).unwrap();
+        assert!((h.types["type1"].t_mem_s.unwrap() - 0.4).abs() < 1e-9);
+        assert!(
+            h.clock_sensitivity(&["type1"]).starts_with(
+                "clock sensitivity: learned from runs at 2 clocks (t_mem 0.400 s per iteration, fit error 0.0%)"
+            ),
+            "{}",
+            h.clock_sensitivity(&["type1"])
         );
     }
 
