@@ -114,7 +114,7 @@ fn num(v: f64) -> String {
 }
 
 /// A label value with `\`, `"` and newlines escaped.
-fn label(v: &str) -> String {
+pub(crate) fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
