@@ -22,8 +22,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::model::NodeType;
-use crate::profile::outcome::Outcome;
-use crate::record::RunState;
+use crate::profile::outcome::{Outcome, outcome_from_record};
+use crate::record::{JobRecord, RunState};
+use crate::site::Site;
+
+/// Closed jobs, newest first, the curves are learned from (greenupd and `greenup site
+/// power` read the same): decoding one stored job takes some tens of microseconds, so
+/// a thousand cost some tens of milliseconds, and at a few dozen jobs a day per clock
+/// they still span weeks.
+pub const LEARN_FROM: usize = 1000;
 
 /// The least share of a run's wall time a node must have computed for its run to
 /// teach its busy watts (see the module's note on polling waits).
@@ -345,6 +352,28 @@ pub fn learn(outcomes: &[Outcome], types: &BTreeMap<String, NodeType>) -> Learne
         }
     }
     Learned { curves, left_out }
+}
+
+/// [`learn`] from stored jobs, on `site`'s node types without any curve laid over them
+/// (their site models give the idle watts).
+pub fn learn_from_records(records: &[JobRecord], site: &Site) -> Learned {
+    let outcomes: Vec<Outcome> = records
+        .iter()
+        .filter_map(|r| outcome_from_record(r, site))
+        .collect();
+    learn(&outcomes, &overlay(&site.node_types, &BTreeMap::new()))
+}
+
+/// `types` with `curves` laid over their site models; a type without a curve gets its
+/// site model back.
+pub fn overlay(
+    types: &BTreeMap<String, NodeType>,
+    curves: &BTreeMap<String, PowerCurve>,
+) -> BTreeMap<String, NodeType> {
+    types
+        .iter()
+        .map(|(k, t)| (k.clone(), t.with_measured(curves.get(k).cloned())))
+        .collect()
 }
 
 /// The index of the type's clock `f` stands for, if it is near one.
