@@ -61,7 +61,8 @@ pub fn run(cmd: SiteCommand) -> Outcome {
 }
 
 fn power(args: PowerArgs) -> Outcome {
-    use greenup::model::measured_power::{LEARN_FROM, learn_from_records, overlay, table};
+    use greenup::model::measured_power::{overlay, table};
+    use greenup::profile::node_power::{LEARN_FROM, learn_from_records};
     let site = greenup::site::load(crate::site_path(&args.site))?;
     if args.site_only {
         crate::say!("{}", table(&site.node_types).trim_end());

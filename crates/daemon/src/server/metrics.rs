@@ -94,5 +94,5 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
     render(&snap)
         + &greenup::budget::prometheus(&budgets)
         + &power
-        + &greenup::model::measured_power::prometheus(&ctx.site.node_types)
+        + &greenup::report::metrics::node_type_power(&ctx.site.node_types)
 }

@@ -1,5 +1,5 @@
 //! Each node type's busy watts per clock, learned from the nodes' measured energy in
-//! closed jobs ([`greenup::model::measured_power`]) and laid over the site's power
+//! closed jobs ([`greenup::profile::node_power`]) and laid over the site's power
 //! models, so that decisions plan with what the nodes draw rather than the cube law.
 //!
 //! Relearned at start, on reload and after each job whose completion is confirmed, from
@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use super::{Ctx, Shared, lock};
 use crate::store::{SqliteStore, Store};
-use greenup::model::measured_power::{LEARN_FROM, PowerCurve, learn_from_records, overlay};
+use greenup::model::measured_power::{PowerCurve, overlay};
+use greenup::profile::node_power::{LEARN_FROM, learn_from_records};
 use greenup_proto::protocol::{JobState, ListRecords};
 
 /// Least time between the end of one relearning and the next.
@@ -92,8 +93,34 @@ pub(super) async fn relearn(shared: Arc<Shared>) {
     install(&shared, learned.curves);
 }
 
-/// Keep `curves` and lay them over the loaded site's node types.
+/// How much a clock's busy watts must move before greenupd plans with the new curve:
+/// each close nudges the means, and every change rebuilds each profile's predictor and
+/// empties its plan cache.
+const MATERIAL_SHARE: f64 = 0.005;
+
+/// Whether `new` differs from `old` enough to plan with: a clock gained or lost, or busy
+/// watts moved by more than [`MATERIAL_SHARE`].
+fn material(old: &BTreeMap<String, PowerCurve>, new: &BTreeMap<String, PowerCurve>) -> bool {
+    old.len() != new.len()
+        || old.iter().zip(new).any(|((ta, a), (tb, b))| {
+            ta != tb
+                || a.clocks.len() != b.clocks.len()
+                || a.clocks.iter().zip(&b.clocks).any(|(x, y)| {
+                    x.freq_ghz != y.freq_ghz
+                        || (x.busy_w - y.busy_w).abs() > MATERIAL_SHARE * x.busy_w.abs()
+                })
+        })
+}
+
+/// Lay `curves` over the loaded site's node types and keep them, unless they differ
+/// from those in use by no more than noise (then the old ones, with their run counts,
+/// stay in use).
 fn install(shared: &Shared, curves: BTreeMap<String, PowerCurve>) {
+    let mut kept = lock(&shared.power_curves);
+    kept.at = Some(Instant::now());
+    if !material(&kept.by_type, &curves) {
+        return;
+    }
     {
         let mut ctx = shared.ctx.write().unwrap_or_else(|e| e.into_inner());
         if let Some(next) = with_curves(&ctx, &curves) {
@@ -108,7 +135,35 @@ fn install(shared: &Shared, curves: BTreeMap<String, PowerCurve>) {
             *ctx = Arc::new(next);
         }
     }
-    let mut kept = lock(&shared.power_curves);
     kept.by_type = curves;
-    kept.at = Some(Instant::now());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use greenup::model::measured_power::MeasuredClock;
+
+    fn curve(points: &[(f64, f64)]) -> BTreeMap<String, PowerCurve> {
+        let clocks = points
+            .iter()
+            .map(|&(freq_ghz, busy_w)| MeasuredClock {
+                freq_ghz,
+                busy_w,
+                runs: 3,
+                samples: 3,
+            })
+            .collect();
+        BTreeMap::from([("t".to_string(), PowerCurve { clocks })])
+    }
+
+    #[test]
+    fn only_a_new_clock_or_a_move_past_half_a_percent_replaces_the_curve_in_use() {
+        let old = curve(&[(2.0, 200.0)]);
+        // 0.5% of 200 W is 1 W.
+        assert!(!material(&old, &curve(&[(2.0, 200.9)])));
+        assert!(material(&old, &curve(&[(2.0, 201.1)])));
+        assert!(material(&old, &curve(&[(2.0, 200.0), (2.4, 260.0)])));
+        assert!(material(&old, &BTreeMap::new()));
+        assert!(!material(&BTreeMap::new(), &BTreeMap::new()));
+    }
 }
