@@ -3,7 +3,7 @@
 //! models, so that decisions plan with what the nodes draw rather than the cube law.
 //!
 //! Relearned at start, on reload and after each job whose completion is confirmed, from
-//! the newest [`LEARN_FROM`] closed jobs (some tens of milliseconds of one core): at
+//! the newest [`LEARN_FROM`] closed jobs (some tens of milliseconds of one core for small jobs): at
 //! most one relearning waits, at most one runs at a time and one a second, on a read
 //! connection of its own off the store thread. Nothing is written: the curves are
 //! recomputed from the stored jobs after every restart.

@@ -24,9 +24,10 @@ use crate::record::{JobRecord, RunState};
 use crate::site::Site;
 
 /// Closed jobs, newest first, the curves are learned from (greenupd and `greenup site
-/// power` read the same): decoding one stored job takes some tens of microseconds, so
-/// a thousand cost some tens of milliseconds, and at a few dozen jobs a day per clock
-/// they still span weeks.
+/// power` read the same). The cost grows with their node outcomes: refinement reads 50
+/// whole jobs in milliseconds, so a thousand small jobs take some tens of milliseconds
+/// (an estimate from that, not measured); at a few dozen jobs a day per clock they
+/// still span weeks.
 pub const LEARN_FROM: usize = 1000;
 
 /// The least share of a run's wall time a node must have computed for its run to
