@@ -85,6 +85,9 @@ struct Loaded {
     path: PathBuf,
     modified: Option<SystemTime>,
     version: u64,
+    /// The site's node types the predictor was built on: measured power curves change
+    /// them while the site file stays, and a predictor holds its own copy.
+    types: std::collections::BTreeMap<String, greenup::model::NodeType>,
     predictor: Arc<dyn Predictor + Send + Sync>,
     plans: PlanCache,
 }
@@ -213,6 +216,7 @@ impl Decider {
             && l.path == path
             && l.modified == modified
             && modified.is_some()
+            && l.types == site.node_types
         {
             return Ok(l.clone());
         }
@@ -224,6 +228,7 @@ impl Decider {
             path,
             modified,
             version: profile.version(),
+            types: site.node_types.clone(),
             predictor: Arc::from(predictor),
             plans: PlanCache::default(),
         });

@@ -279,7 +279,8 @@ fn feeds_jobs(site: &Site, dest: &Path) -> bool {
         || versions.is_some_and(|v| parent.starts_with(v))
 }
 
-fn connect(site: &Site) -> Result<Client, Failure> {
+/// A connection to greenupd's local socket.
+pub(crate) fn connect(site: &Site) -> Result<Client, Failure> {
     let timeout = Duration::from_millis(site.daemon.timeout_ms.max(2_000));
     Client::connect(&Endpoint::Unix(site.daemon.socket.clone()), timeout)
         .map_err(|e| Failure::Runtime(e.to_string()))

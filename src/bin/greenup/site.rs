@@ -17,6 +17,21 @@ pub enum SiteCommand {
     /// Print slurm.conf's `Licenses=` line for the site's power caps, and write the table
     /// job_submit.lua sizes each job's watts from (`power.enforce: queue`).
     Licenses(LicensesArgs),
+    /// Each node type's idle and busy watts per clock as greenupd plans with them, each
+    /// with its source (site, measured, interpolated, site scaled), learned from the
+    /// jobs greenupd stored the way greenupd learns them; runs left out are listed.
+    Power(PowerArgs),
+}
+
+/// Options of `greenup site power`.
+#[derive(Args, Debug)]
+pub struct PowerArgs {
+    /// Site config (default /etc/slurm/greenup.yaml).
+    #[arg(long, value_name = "FILE")]
+    site: Option<PathBuf>,
+    /// Only the site config's values: do not ask greenupd for the stored jobs.
+    #[arg(long)]
+    site_only: bool,
 }
 
 /// Options of `greenup site licenses`.
@@ -41,7 +56,32 @@ pub fn run(cmd: SiteCommand) -> Outcome {
     match cmd {
         SiteCommand::Check(args) => check(args),
         SiteCommand::Licenses(args) => licenses(args),
+        SiteCommand::Power(args) => power(args),
     }
+}
+
+fn power(args: PowerArgs) -> Outcome {
+    use greenup::model::measured_power::{overlay, table};
+    use greenup::profile::node_power::{LEARN_FROM, learn_from_records};
+    let site = greenup::site::load(crate::site_path(&args.site))?;
+    if args.site_only {
+        crate::say!("{}", table(&site.node_types).trim_end());
+        return Ok(());
+    }
+    let filter = greenup_proto::protocol::ListRecords {
+        state: Some(greenup::record::JobState::Closed),
+        ..Default::default()
+    };
+    let records = crate::report_cmds::connect(&site)?
+        .records(filter, LEARN_FROM)
+        .map_err(|e| crate::Failure::Runtime(e.to_string()))?;
+    let learned = learn_from_records(&records, &site);
+    let types = overlay(&site.node_types, &learned.curves);
+    crate::say!("{}", table(&types).trim_end());
+    for l in &learned.left_out {
+        crate::say!("left out: {l}");
+    }
+    Ok(())
 }
 
 fn licenses(args: LicensesArgs) -> Outcome {

@@ -551,6 +551,10 @@ pub(super) async fn close_job(
             } else if new && state == JobState::Closed && app != Some(None) {
                 tokio::spawn(refine_after_close(shared.clone(), job_id, app.flatten()));
             }
+            // A settled close relearns once Slurm confirms the completion.
+            if new && !settling && state == JobState::Closed {
+                tokio::spawn(super::power_curves::relearn(shared.clone()));
+            }
             if let (true, Some((app, policy))) = (new, judged) {
                 tokio::spawn(super::missed::judge_after_close(
                     shared.clone(),

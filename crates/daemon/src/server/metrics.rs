@@ -91,5 +91,8 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
     let power = super::live_power::view(&shared, Some(0.0001))
         .map(|v| greenup_proto::live_power::prometheus(&v.caps))
         .unwrap_or_default();
-    render(&snap) + &greenup::budget::prometheus(&budgets) + &power
+    render(&snap)
+        + &greenup::budget::prometheus(&budgets)
+        + &power
+        + &greenup::report::metrics::node_type_power(&ctx.site.node_types)
 }

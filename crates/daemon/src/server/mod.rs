@@ -13,13 +13,14 @@ mod listen;
 mod live_power;
 mod metrics;
 mod missed;
+mod power_curves;
 mod reclaim;
 mod refine;
 mod slots;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -117,7 +118,8 @@ impl Options {
 pub(super) struct Ctx {
     pub(super) site: Site,
     pub(super) roles: Roles,
-    pub(super) decider: Decider,
+    /// Shared by the contexts that differ only in measured power curves.
+    pub(super) decider: Arc<Decider>,
 }
 
 fn build_ctx(site: Site) -> Result<Ctx, DeciderError> {
@@ -125,7 +127,7 @@ fn build_ctx(site: Site) -> Result<Ctx, DeciderError> {
     for w in warnings {
         tracing::warn!("{}: {w}", site.path.display());
     }
-    let decider = Decider::new(&site)?;
+    let decider = Arc::new(Decider::new(&site)?);
     Ok(Ctx {
         site,
         roles,
@@ -161,6 +163,12 @@ struct Shared {
     refined_at: Mutex<HashMap<String, Instant>>,
     /// Measured power, live: the nodes' latest reports and each cap's sums and timeline.
     live: Mutex<live_power::Live>,
+    /// Each node type's measured busy watts per clock, laid over `ctx`'s site.
+    power_curves: Mutex<power_curves::Curves>,
+    /// Whether a relearning of the power curves waits for `power_learning`.
+    power_waiting: AtomicBool,
+    /// Held while the power curves are relearned.
+    power_learning: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -290,7 +298,11 @@ pub async fn serve_until(
         refine_waiting: Mutex::new(Default::default()),
         refined_at: Mutex::new(HashMap::new()),
         live: Mutex::new(live_power::Live::new(&live_site)),
+        power_curves: Mutex::new(power_curves::Curves::default()),
+        power_waiting: AtomicBool::new(false),
+        power_learning: tokio::sync::Mutex::new(()),
     });
+    tokio::spawn(power_curves::relearn(shared.clone()));
     let mut metrics = MetricsListener::default();
     metrics.follow(&shared, metrics_listen.as_deref()).await?;
 
@@ -454,9 +466,14 @@ fn reload(shared: &Arc<Shared>) {
             }
             lock(&shared.ledger).set_caps(&ctx.site);
             lock(&shared.live).configure(&ctx.site);
+            // The curves learned so far until they are relearned on the new site's
+            // idle watts.
+            let ctx =
+                power_curves::with_curves(&ctx, &lock(&shared.power_curves).by_type).unwrap_or(ctx);
             *shared.ctx.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ctx);
             tracing::info!(config = %path.display(), "config reloaded");
             warn_license_drift(&shared.ctx.read().unwrap_or_else(|e| e.into_inner()).site);
+            tokio::spawn(power_curves::relearn(shared.clone()));
         }
         Err(e) => tracing::error!("config not reloaded, keeping the old one: {e}"),
     }

@@ -41,6 +41,7 @@ pub(super) async fn settle_then_refine(
         );
         return;
     }
+    tokio::spawn(super::power_curves::relearn(shared.clone()));
     if learn {
         refine_after_close(shared, job_id, app).await;
     }

@@ -13,6 +13,7 @@ pub mod amdahl;
 pub mod gpus;
 pub mod hetero;
 pub mod iso_energy;
+pub mod measured_power;
 pub mod node_type;
 pub mod roofline;
 

@@ -2,6 +2,7 @@
 //! node draws at each. The site config names and fills these; the models only read them.
 
 use crate::expr::{Expr, ExprError};
+use crate::model::measured_power::{PowerCurve, PowerSource};
 
 /// How a node type's power depends on its frequency.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +23,16 @@ pub enum PowerModel {
         dynamic_w: Expr,
         /// Static watts of one node at `f`.
         static_w: Expr,
+    },
+    /// The site's model with what the type's nodes measured laid over it: busy watts
+    /// come from the curve where it has them ([`PowerCurve::busy_w`]), idle watts and
+    /// every other clock from the site's model. A variant rather than a field of
+    /// [`NodeType`], so that every `NodeType { .. }` written elsewhere stays valid.
+    Measured {
+        /// The site config's model (never itself `Measured`).
+        site: Box<PowerModel>,
+        /// The measured busy watts.
+        curve: PowerCurve,
     },
 }
 
@@ -47,21 +58,113 @@ impl NodeType {
         self.freqs_ghz.first().copied().unwrap_or(0.0)
     }
 
-    /// Dynamic watts at `f` GHz.
+    /// Dynamic watts at `f` GHz: the measured busy watts less the idle ones where the
+    /// type has a measured curve, else the site's.
     pub fn dynamic_w(&self, f: f64) -> Result<f64, ExprError> {
         match &self.power {
+            PowerModel::Measured { curve, .. } => {
+                let (busy, source) = self.busy_w(curve, f)?;
+                match source {
+                    PowerSource::Site => self.site_dynamic_w(f),
+                    // Never below zero: a curve under the site's idle watts at some
+                    // clock (an expression in f) must not make busy nodes cheaper
+                    // than idle ones.
+                    _ => Ok((busy - self.site_static_w(f)?).max(0.0)),
+                }
+            }
+            _ => self.site_dynamic_w(f),
+        }
+    }
+
+    /// Static watts at `f` GHz: always the site's (greenupd measures no idle power).
+    pub fn static_w(&self, f: f64) -> Result<f64, ExprError> {
+        self.site_static_w(f)
+    }
+
+    /// Where [`NodeType::dynamic_w`] at `f` GHz comes from.
+    pub fn power_source(&self, f: f64) -> PowerSource {
+        match &self.power {
+            PowerModel::Measured { curve, .. } => self
+                .busy_w(curve, f)
+                .map_or(PowerSource::Site, |(_, source)| source),
+            _ => PowerSource::Site,
+        }
+    }
+
+    /// The measured curve laid over the site's model, if any.
+    pub fn measured(&self) -> Option<&PowerCurve> {
+        match &self.power {
+            PowerModel::Measured { curve, .. } => Some(curve),
+            _ => None,
+        }
+    }
+
+    /// This type with `curve` laid over its site model (replacing any curve before);
+    /// an empty curve or None gives the site's model alone.
+    pub fn with_measured(&self, curve: Option<PowerCurve>) -> NodeType {
+        let site = self.site_model().clone();
+        NodeType {
+            name: self.name.clone(),
+            freqs_ghz: self.freqs_ghz.clone(),
+            power: match curve.filter(|c| !c.clocks.is_empty()) {
+                Some(curve) => PowerModel::Measured {
+                    site: Box::new(site),
+                    curve,
+                },
+                None => site,
+            },
+        }
+    }
+
+    /// The site config's power model, without any measured curve.
+    pub fn site_model(&self) -> &PowerModel {
+        let mut m = &self.power;
+        while let PowerModel::Measured { site, .. } = m {
+            m = site;
+        }
+        m
+    }
+
+    /// Dynamic watts at `f` GHz by the site config alone.
+    pub fn site_dynamic_w(&self, f: f64) -> Result<f64, ExprError> {
+        match self.site_model() {
             PowerModel::AtMax {
                 dynamic_w, gamma, ..
             } => Ok(dynamic_w * (f / self.fmax()).powf(*gamma)),
             PowerModel::Expr { dynamic_w, .. } => dynamic_w.eval(&[f]),
+            // site_model never returns this variant.
+            PowerModel::Measured { .. } => Ok(f64::NAN),
         }
     }
 
-    /// Static watts at `f` GHz.
-    pub fn static_w(&self, f: f64) -> Result<f64, ExprError> {
-        match &self.power {
+    /// Static watts at `f` GHz by the site config alone.
+    pub fn site_static_w(&self, f: f64) -> Result<f64, ExprError> {
+        match self.site_model() {
             PowerModel::AtMax { static_w, .. } => Ok(*static_w),
             PowerModel::Expr { static_w, .. } => static_w.eval(&[f]),
+            PowerModel::Measured { .. } => Ok(f64::NAN),
         }
+    }
+
+    /// Busy watts at `f` by `curve` over the site's model, with their source.
+    fn busy_w(&self, curve: &PowerCurve, f: f64) -> Result<(f64, PowerSource), ExprError> {
+        // The site's busy watts, evaluated up front at the clocks the curve may need
+        // (an expression can fail, and the curve's callback cannot).
+        let site_at = |g: f64| -> Result<f64, ExprError> {
+            Ok(self.site_static_w(g)? + self.site_dynamic_w(g)?)
+        };
+        let mut known = vec![(f, site_at(f)?)];
+        for g in [curve.clocks.first(), curve.clocks.last()]
+            .into_iter()
+            .flatten()
+        {
+            known.push((g.freq_ghz, site_at(g.freq_ghz)?));
+        }
+        Ok(curve.busy_w(f, |g| {
+            known
+                .iter()
+                .find(|(k, _)| *k == g)
+                .map_or(f64::NAN, |(_, w)| *w)
+        }))
     }
 }

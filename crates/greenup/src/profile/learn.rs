@@ -570,7 +570,8 @@ fn rms_rel(fit: impl Iterator<Item = f64>, y: &[f64]) -> f64 {
 
 /// A node type's power as the machine vector's expressions in `f`: (P_idle, dP_c).
 fn power_exprs(t: &crate::model::NodeType) -> (String, String) {
-    match &t.power {
+    // The site's model: a measured curve is a table of clocks, not an expression in f.
+    match t.site_model() {
         crate::model::node_type::PowerModel::AtMax {
             dynamic_w,
             static_w,
@@ -586,6 +587,8 @@ fn power_exprs(t: &crate::model::NodeType) -> (String, String) {
             static_w.source().to_string(),
             dynamic_w.source().to_string(),
         ),
+        // site_model never returns this variant.
+        crate::model::node_type::PowerModel::Measured { .. } => ("0".into(), "0".into()),
     }
 }
 

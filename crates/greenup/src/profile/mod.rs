@@ -10,6 +10,7 @@
 pub mod iso_overheads;
 pub mod learn;
 pub mod locate;
+pub mod node_power;
 pub mod outcome;
 pub mod refine;
 pub mod versions;

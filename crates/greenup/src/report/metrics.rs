@@ -113,6 +113,31 @@ fn num(v: f64) -> String {
     }
 }
 
+/// Each node type's busy watts at each clock it offers, with their source, as
+/// Prometheus gauges for greenupd's metrics page.
+pub fn node_type_power(
+    types: &std::collections::BTreeMap<String, crate::model::NodeType>,
+) -> String {
+    let mut out = String::from(
+        "# HELP greenup_node_type_busy_watts Watts of one busy node of a type at a clock, \
+         as greenup plans with them.\n# TYPE greenup_node_type_busy_watts gauge\n",
+    );
+    for (name, nt) in types {
+        for &f in &nt.freqs_ghz {
+            let (Ok(s), Ok(d)) = (nt.static_w(f), nt.dynamic_w(f)) else {
+                continue;
+            };
+            out += &format!(
+                "greenup_node_type_busy_watts{{node_type=\"{}\",ghz=\"{f}\",source=\"{}\"}} {}\n",
+                label(name),
+                nt.power_source(f),
+                s + d
+            );
+        }
+    }
+    out
+}
+
 /// A label value with `\`, `"` and newlines escaped.
 fn label(v: &str) -> String {
     v.replace('\\', "\\\\")

@@ -1,0 +1,133 @@
+//! A node type's busy watts at the clocks its nodes measured, laid over the site
+//! config's power model ([`crate::model::PowerModel::Measured`]): where each value at a
+//! clock comes from, and how clocks between and beyond the measured ones are filled in.
+//! Learning the curve from runs is `profile::node_power`'s.
+//!
+//! Why: real CPUs do not follow the cube law the site's `gamma` assumes (an EPYC 7502
+//! measures 173/221/260 W busy at 1.5/2.2/2.5 GHz over a 77 W idle), so the prior
+//! overstates what a lower clock saves.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::model::NodeType;
+
+/// Where a node type's watts at one clock come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerSource {
+    /// The site config's power model.
+    Site,
+    /// The mean of what nodes measured at this clock in this many runs.
+    Measured {
+        /// Distinct runs that measured it.
+        runs: usize,
+    },
+    /// A straight line between the two nearest measured clocks.
+    Interpolated,
+    /// The site's model, scaled by measured / site at the nearest measured clock
+    /// (a clock below or above every measured one).
+    SiteScaled,
+}
+
+impl fmt::Display for PowerSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PowerSource::Site => write!(f, "site"),
+            PowerSource::Measured { runs } => write!(f, "measured ({runs} runs)"),
+            PowerSource::Interpolated => write!(f, "interpolated"),
+            PowerSource::SiteScaled => write!(f, "site, scaled"),
+        }
+    }
+}
+
+/// One clock of a measured curve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeasuredClock {
+    /// The clock in GHz.
+    pub freq_ghz: f64,
+    /// Mean watts of one node while computing at this clock.
+    pub busy_w: f64,
+    /// Distinct runs that measured it (at least `profile::node_power::MIN_RUNS`).
+    pub runs: usize,
+    /// Node samples averaged.
+    pub samples: usize,
+}
+
+/// A node type's measured busy watts at the clocks enough runs measured, ascending.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PowerCurve {
+    /// The measured clocks, ascending by frequency.
+    pub clocks: Vec<MeasuredClock>,
+}
+
+impl PowerCurve {
+    /// Busy watts of one node at `f` GHz and their source, given the site's busy watts
+    /// (`site_busy_w`, static plus dynamic) at any clock. Between measured clocks the
+    /// value is a straight line; outside them the site's shape is kept and scaled to
+    /// meet the nearest measured clock, so the curve has no step where measurement ends.
+    pub fn busy_w(&self, f: f64, site_busy_w: impl Fn(f64) -> f64) -> (f64, PowerSource) {
+        let (Some(lo), Some(hi)) = (self.clocks.first(), self.clocks.last()) else {
+            return (site_busy_w(f), PowerSource::Site);
+        };
+        if let Some(c) = self.clocks.iter().find(|c| same_clock(c.freq_ghz, f)) {
+            return (c.busy_w, PowerSource::Measured { runs: c.runs });
+        }
+        if f > lo.freq_ghz && f < hi.freq_ghz {
+            for w in self.clocks.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                if f > a.freq_ghz && f < b.freq_ghz {
+                    let t = (f - a.freq_ghz) / (b.freq_ghz - a.freq_ghz);
+                    return (
+                        a.busy_w + t * (b.busy_w - a.busy_w),
+                        PowerSource::Interpolated,
+                    );
+                }
+            }
+        }
+        let near = if f < lo.freq_ghz { lo } else { hi };
+        let at_near = site_busy_w(near.freq_ghz);
+        if !(at_near.is_finite() && at_near > 0.0) {
+            return (site_busy_w(f), PowerSource::Site);
+        }
+        (
+            site_busy_w(f) * near.busy_w / at_near,
+            PowerSource::SiteScaled,
+        )
+    }
+}
+
+fn same_clock(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+/// `types` with `curves` laid over their site models; a type without a curve gets its
+/// site model back.
+pub fn overlay(
+    types: &BTreeMap<String, NodeType>,
+    curves: &BTreeMap<String, PowerCurve>,
+) -> BTreeMap<String, NodeType> {
+    types
+        .iter()
+        .map(|(k, t)| (k.clone(), t.with_measured(curves.get(k).cloned())))
+        .collect()
+}
+
+/// Each node type's watts at each clock it offers, with their source, one line each:
+/// what an admin reads to see which values greenup plans with.
+pub fn table(types: &BTreeMap<String, NodeType>) -> String {
+    let mut out = format!(
+        "{:<16} {:>7} {:>9} {:>9}  {}\n",
+        "node type", "GHz", "idle W", "busy W", "source"
+    );
+    for (name, nt) in types {
+        for &f in &nt.freqs_ghz {
+            let idle = nt.static_w(f).unwrap_or(f64::NAN);
+            let busy = idle + nt.dynamic_w(f).unwrap_or(f64::NAN);
+            out += &format!(
+                "{name:<16} {f:>7.2} {idle:>9.1} {busy:>9.1}  {}\n",
+                nt.power_source(f)
+            );
+        }
+    }
+    out
+}

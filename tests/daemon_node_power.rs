@@ -1,0 +1,168 @@
+//! greenupd learns each node type's busy watts per clock from the energy its nodes
+//! measured in closed jobs, plans with them, and shows them on its metrics page and
+//! through `greenup site power`.
+
+mod daemon_support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use daemon_support::*;
+use greenup_proto::protocol::{NodeOutcome, OpenJob};
+
+fn metrics(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The busy watts gauge of type `std` at `ghz` from `source`, if the page has it.
+fn busy(page: &str, ghz: &str, source: &str) -> Option<f64> {
+    let name = format!(
+        "greenup_node_type_busy_watts{{node_type=\"std\",ghz=\"{ghz}\",source=\"{source}\"}} "
+    );
+    page.lines()
+        .find_map(|l| l.strip_prefix(&name))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A monitor job on n1 and n2 that ran 100 s at `ghz`, each node computing 95 s and
+/// drawing `busy_w[i]` while it did and the site's 100 W idle the other 5 s.
+fn run(d: &Daemon, job_id: u64, ghz: f64, busy_w: [f64; 2]) {
+    let mut c = d.tcp_client();
+    let req = OpenJob {
+        policy: Some("monitor".into()),
+        ..open_req(job_id, 0, 2)
+    };
+    c.open_job(req).unwrap();
+    for (i, w) in busy_w.iter().enumerate() {
+        c.record_outcome(NodeOutcome {
+            job_id,
+            node: format!("n{}", i + 1),
+            freq_ghz: Some(ghz),
+            energy_j: Some(95.0 * w + 5.0 * 100.0),
+            elapsed_s: Some(100.0),
+            source: Some(greenup::record::Source::parse("rapl")),
+            restored: true,
+            note: None,
+            comm: Some(greenup_comm::NodeComm {
+                ranks: 4,
+                compute_s: 95.0,
+                comm_s: 5.0,
+                ..Default::default()
+            }),
+            gpu: None,
+            power: None,
+        })
+        .unwrap();
+    }
+    c.close_job(job_id, Some(greenup::record::JobEnd::Completed))
+        .unwrap();
+}
+
+#[test]
+fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let listen = addr.clone();
+    let d = start(2, move |_, s, _| s.daemon.metrics_listen = Some(listen));
+    // Before any run the site's cube law: 100 + 200 W at 2.4 GHz.
+    let page = metrics(&addr);
+    assert_eq!(busy(&page, "2.4", "site"), Some(300.0), "{page}");
+    let lammps = |job_id| OpenJob {
+        profile: Some("lammps".into()),
+        policy: Some("min-energy".into()),
+        ..open_req(job_id, 0, 2)
+    };
+    let before = d.tcp_client().open_job(lammps(100)).unwrap();
+
+    for j in 1..=3 {
+        run(&d, j, 1.6, [180.0, 180.0]);
+    }
+    // n2 of job 6 reads 400 W where the others read 260 W: left out.
+    for j in 4..=6 {
+        run(&d, j, 2.4, [260.0, if j == 6 { 400.0 } else { 260.0 }]);
+    }
+    let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-6);
+    let mut page = String::new();
+    wait_for(|| {
+        page = metrics(&addr);
+        close(busy(&page, "2.4", "measured (3 runs)"), 260.0)
+    });
+    assert!(
+        close(busy(&page, "1.6", "measured (3 runs)"), 180.0),
+        "{page}"
+    );
+    // 2.0 GHz is halfway from 1.6 to 2.4: (180 + 260) / 2.
+    assert!(close(busy(&page, "2", "interpolated"), 220.0), "{page}");
+    // 1.2 GHz is below every measured clock: the site's 100 + 200 (1.2/2.4)^3 = 125 W,
+    // scaled by 180 W over the site's 100 + 200 (1.6/2.4)^3 at 1.6 GHz.
+    let site_16 = 100.0 + 200.0 * (1.6f64 / 2.4).powi(3);
+    assert!(
+        close(busy(&page, "1.2", "site, scaled"), 125.0 * 180.0 / site_16),
+        "{page}"
+    );
+
+    // Decisions plan with it. lammps (amdahl) computes 3600 s x (0.97 / 2 + 0.03) =
+    // 1854 s per node at f_max, at computing watts 300 by the site and 260 measured:
+    // 40 W x 1854 s x 2 nodes less in the all-f_max baseline, in the same time.
+    let after = d.tcp_client().open_job(lammps(101)).unwrap();
+    let (b, a) = (
+        &before.plan.as_ref().unwrap().baseline,
+        &after.plan.as_ref().unwrap().baseline,
+    );
+    assert!((a.time_s.0 - b.time_s.0).abs() < 1e-6);
+    assert!(
+        (b.energy_j.0 - a.energy_j.0 - 40.0 * 1854.0 * 2.0).abs() < 1e-3,
+        "{} -> {}",
+        b.energy_j.0,
+        a.energy_j.0
+    );
+
+    // The CLI learns the same from the same stored jobs, and names what it left out.
+    let site = d.dir.path().join("power-site.yaml");
+    std::fs::write(
+        &site,
+        format!(
+            "node_types:\n  std:\n    frequencies: [1.2, 1.6, 2.0, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
+             nodes:\n  std: \"n[1-2]\"\n\
+             daemon:\n  socket: {}\n  store: {}\n",
+            d.socket.display(),
+            d.store.display()
+        ),
+    )
+    .unwrap();
+    let (rc, out, err) = cli(None, &["site", "power", "--site", site.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(
+        out.contains("std                 2.00     100.0     220.0  interpolated"),
+        "{out}"
+    );
+    assert!(
+        out.contains("std                 2.40     100.0     260.0  measured (3 runs)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("left out: node n2 (type std) job 6 at 2.4 GHz: busy 400.0 W"),
+        "{out}"
+    );
+    let (rc, out, _) = cli(
+        None,
+        &[
+            "site",
+            "power",
+            "--site-only",
+            "--site",
+            site.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rc, 0);
+    assert!(
+        out.contains("std                 2.40     100.0     300.0  site"),
+        "{out}"
+    );
+}
