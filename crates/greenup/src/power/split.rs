@@ -33,7 +33,8 @@ impl NodeModel {
 }
 
 /// `node`'s model at CPU frequency `freq_ghz` and GPU clock `gpu_mhz` (each its top one
-/// when None). None for a node the site does not type, or whose model draws nothing.
+/// when None), by the site config's watts. None for a node the site does not type, or
+/// whose model draws nothing.
 pub fn node_model(
     site: &Site,
     node: &str,
@@ -42,7 +43,10 @@ pub fn node_model(
 ) -> Option<NodeModel> {
     let t = site.node_type_of(node)?;
     let f = freq_ghz.unwrap_or_else(|| t.fmax());
-    let cpu_w = t.dynamic_w(f).ok()? + t.static_w(f).ok()?;
+    // The site config's watts, not a learned curve: the licenses, job_submit's bounds
+    // and every reservation are sized from the config, and a learned busy mean is no
+    // bound on what a node may draw.
+    let cpu_w = t.site_dynamic_w(f).ok()? + t.site_static_w(f).ok()?;
     let g = site.nodes.get(node).and_then(|n| site.gpu_types.get(n));
     let m = NodeModel {
         cpu_w,

@@ -575,6 +575,8 @@ mod tests {
                     t_cm_s: 0.0,
                     p_dyn_w: None,
                     p_static_w: None,
+                    t_mem_s: None,
+                    t_mem_fit: None,
                 },
             )]),
             site_types: types,
