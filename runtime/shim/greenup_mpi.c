@@ -1002,14 +1002,17 @@ typedef MPI_Fint F;
 #define FDECL2(base, ...)                                                                 \
     FDECL(pmpi_##base##_, __VA_ARGS__);                                                   \
     FDECL(pmpi_##base##_f08_, __VA_ARGS__)
+#define FDECL3(base, ...)                                                                 \
+    FDECL2(base, __VA_ARGS__);                                                            \
+    FDECL(pmpi_##base##_f08ts_, __VA_ARGS__)
 FDECL2(init, F *);
 FDECL2(init_thread, F *, F *, F *);
 FDECL2(finalize, F *);
-FDECL2(send, void *, F *, F *, F *, F *, F *, F *);
-FDECL2(recv, void *, F *, F *, F *, F *, F *, F *, F *);
-FDECL2(sendrecv, void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
-FDECL2(isend, void *, F *, F *, F *, F *, F *, F *, F *);
-FDECL2(irecv, void *, F *, F *, F *, F *, F *, F *, F *);
+FDECL3(send, void *, F *, F *, F *, F *, F *, F *);
+FDECL3(recv, void *, F *, F *, F *, F *, F *, F *, F *);
+FDECL3(sendrecv, void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
+FDECL3(isend, void *, F *, F *, F *, F *, F *, F *, F *);
+FDECL3(irecv, void *, F *, F *, F *, F *, F *, F *, F *);
 FDECL2(wait, F *, F *, F *);
 FDECL2(waitall, F *, F *, F *, F *);
 FDECL2(waitany, F *, F *, F *, F *, F *);
@@ -1022,16 +1025,16 @@ FDECL2(request_free, F *, F *);
 FDECL2(win_wait, F *, F *);
 FDECL2(win_complete, F *, F *);
 FDECL2(barrier, F *, F *);
-FDECL2(bcast, void *, F *, F *, F *, F *, F *);
-FDECL2(reduce, void *, void *, F *, F *, F *, F *, F *, F *);
-FDECL2(allreduce, void *, void *, F *, F *, F *, F *, F *);
-FDECL2(alltoall, void *, F *, F *, void *, F *, F *, F *, F *);
-FDECL2(allgather, void *, F *, F *, void *, F *, F *, F *, F *);
-FDECL2(put, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *);
-FDECL2(get, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *);
-FDECL2(accumulate, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *, F *);
-FDECL2(rput, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *, F *);
-FDECL2(rget, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *, F *);
+FDECL3(bcast, void *, F *, F *, F *, F *, F *);
+FDECL3(reduce, void *, void *, F *, F *, F *, F *, F *, F *);
+FDECL3(allreduce, void *, void *, F *, F *, F *, F *, F *);
+FDECL3(alltoall, void *, F *, F *, void *, F *, F *, F *, F *);
+FDECL3(allgather, void *, F *, F *, void *, F *, F *, F *, F *);
+FDECL3(put, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *);
+FDECL3(get, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *);
+FDECL3(accumulate, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *, F *);
+FDECL3(rput, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *, F *);
+FDECL3(rget, void *, F *, F *, F *, MPI_Aint *, F *, F *, F *, F *, F *);
 FDECL2(win_fence, F *, F *, F *);
 FDECL2(win_flush, F *, F *, F *);
 FDECL2(win_unlock, F *, F *, F *);
@@ -1051,6 +1054,16 @@ FDECL2(win_unlock_all, F *, F *);
     void greenup_shim_mpi_##base##_f08_ params                                            \
     {                                                                                     \
         FBODY(pmpi_##base##_f08_, "mpi_" #base "_f08_", __VA_ARGS__)                      \
+    }
+/* Open MPI 6's `use mpi_f08` passes a choice buffer as a Fortran 2018 descriptor (TS
+ * 29113): each call with one is mpi_BASE_f08ts_, its other arguments as in f08. The
+ * descriptor goes through untouched and the counts and types sit where they did, so
+ * one body serves all three names. */
+#define FALL(base, params, ...)                                                           \
+    FBOTH(base, params, __VA_ARGS__)                                                      \
+    void greenup_shim_mpi_##base##_f08ts_ params                                          \
+    {                                                                                     \
+        FBODY(pmpi_##base##_f08ts_, "mpi_" #base "_f08ts_", __VA_ARGS__)                  \
     }
 #define FBODY(impl, self, ...)                                                            \
     static __typeof__(impl) *next;                                                        \
@@ -1124,26 +1137,26 @@ FBOTH(init_thread, (F *required, F *provided, F *ierr), FFWD(required, provided)
 
 FBOTH(finalize, (F *ierr), greenup_finalize(); FFWD0();)
 
-FBOTH(send, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr),
+FALL(send, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FCOUNT(b, s, buf, count, type, dest, tag, comm);)
 
-FBOTH(recv, (void *buf, F *count, F *type, F *src, F *tag, F *comm, F *status, F *ierr),
+FALL(recv, (void *buf, F *count, F *type, F *src, F *tag, F *comm, F *status, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FCOUNT(b, s, buf, count, type, src, tag, comm, status);)
 
-FBOTH(sendrecv,
+FALL(sendrecv,
       (void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount, F *rtype,
        F *src, F *rtag, F *comm, F *status, F *ierr),
       int s = 0; uint64_t b = max_u64(fbytes(scount, stype, &s), fbytes(rcount, rtype, &s));
       FCOUNT(b, s, sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm,
              status);)
 
-FBOTH(isend, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr),
+FALL(isend, (void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FPOST(b, s, req, buf, count, type, dest, tag, comm, req);)
 
-FBOTH(irecv, (void *buf, F *count, F *type, F *src, F *tag, F *comm, F *req, F *ierr),
+FALL(irecv, (void *buf, F *count, F *type, F *src, F *tag, F *comm, F *req, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FPOST(b, s, req, buf, count, type, src, tag, comm, req);)
 
@@ -1210,53 +1223,53 @@ FBOTH(request_free, (F *req, F *ierr), uint64_t key = greenup_tracking() ? fkey(
 
 FBOTH(barrier, (F *comm, F *ierr), FCOLLECTIVE(comm, 0, 0, comm);)
 
-FBOTH(bcast, (void *buf, F *count, F *type, F *root, F *comm, F *ierr),
+FALL(bcast, (void *buf, F *count, F *type, F *root, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FCOLLECTIVE(comm, b, s, buf, count, type, root, comm);)
 
-FBOTH(reduce, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr),
+FALL(reduce, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FCOLLECTIVE(comm, b, s, sbuf, rbuf, count, type, op, root, comm);)
 
-FBOTH(allreduce, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr),
+FALL(allreduce, (void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr),
       int s = 0; uint64_t b = fbytes(count, type, &s);
       FCOLLECTIVE(comm, b, s, sbuf, rbuf, count, type, op, comm);)
 
-FBOTH(alltoall,
+FALL(alltoall,
       (void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr),
       int s = 0; uint64_t b = (uint64_t)fothers(comm) * fbytes(rcount, rtype, &s);
       FCOLLECTIVE(comm, b, s, sbuf, scount, stype, rbuf, rcount, rtype, comm);)
 
-FBOTH(allgather,
+FALL(allgather,
       (void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr),
       int s = 0; uint64_t b = (uint64_t)fothers(comm) * fbytes(rcount, rtype, &s);
       FCOLLECTIVE(comm, b, s, sbuf, scount, stype, rbuf, rcount, rtype, comm);)
 
-FBOTH(put,
+FALL(put,
       (void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp, F *tcount, F *ttype,
        F *win, F *ierr),
       int s = 0; uint64_t b = fbytes(ocount, otype, &s);
       FRMA(b, s, obuf, ocount, otype, target, tdisp, tcount, ttype, win);)
 
-FBOTH(get,
+FALL(get,
       (void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp, F *tcount, F *ttype,
        F *win, F *ierr),
       int s = 0; uint64_t b = fbytes(ocount, otype, &s);
       FRMA(b, s, obuf, ocount, otype, target, tdisp, tcount, ttype, win);)
 
-FBOTH(accumulate,
+FALL(accumulate,
       (void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp, F *tcount, F *ttype,
        F *op, F *win, F *ierr),
       int s = 0; uint64_t b = fbytes(ocount, otype, &s);
       FRMA(b, s, obuf, ocount, otype, target, tdisp, tcount, ttype, op, win);)
 
-FBOTH(rput,
+FALL(rput,
       (void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp, F *tcount, F *ttype,
        F *win, F *req, F *ierr),
       int s = 0; uint64_t b = fbytes(ocount, otype, &s);
       FPOST(b, s, req, obuf, ocount, otype, target, tdisp, tcount, ttype, win, req);)
 
-FBOTH(rget,
+FALL(rget,
       (void *obuf, F *ocount, F *otype, F *target, MPI_Aint *tdisp, F *tcount, F *ttype,
        F *win, F *req, F *ierr),
       int s = 0; uint64_t b = fbytes(ocount, otype, &s);

@@ -37,7 +37,8 @@ trampolines! {
     MPI_Win_lock MPI_Win_unlock MPI_Win_lock_all MPI_Win_unlock_all MPI_Win_wait MPI_Win_complete
 }
 
-// The Fortran names: `mpif.h` and `use mpi`, then `use mpi_f08`.
+// The Fortran names: `mpif.h` and `use mpi`, then `use mpi_f08` (and Open MPI 6's
+// descriptor-passing `_f08ts_` names of the calls that take a buffer).
 #[cfg(greenup_shim)]
 trampolines! {
     mpi_init_ mpi_init_thread_ mpi_finalize_ mpi_send_ mpi_recv_ mpi_sendrecv_ mpi_isend_
@@ -53,4 +54,8 @@ trampolines! {
     mpi_allreduce_f08_ mpi_alltoall_f08_ mpi_allgather_f08_ mpi_put_f08_ mpi_get_f08_
     mpi_accumulate_f08_ mpi_rput_f08_ mpi_rget_f08_ mpi_win_fence_f08_ mpi_win_flush_f08_
     mpi_win_unlock_f08_ mpi_win_unlock_all_f08_ mpi_win_wait_f08_ mpi_win_complete_f08_
+    mpi_send_f08ts_ mpi_recv_f08ts_ mpi_sendrecv_f08ts_ mpi_isend_f08ts_ mpi_irecv_f08ts_
+    mpi_bcast_f08ts_ mpi_reduce_f08ts_ mpi_allreduce_f08ts_ mpi_alltoall_f08ts_
+    mpi_allgather_f08ts_ mpi_put_f08ts_ mpi_get_f08ts_ mpi_accumulate_f08ts_ mpi_rput_f08ts_
+    mpi_rget_f08ts_
 }

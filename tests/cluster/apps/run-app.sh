@@ -18,12 +18,6 @@ mkdir -p "$DIR" && cd "$DIR" || exit 1
 # memory between "nodes" polls so hard that CPU quotas turn it into seconds of latency.)
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo
 RUN="srun --mpi=pmix --ntasks-per-node=1"
-# Slurm 26.05 in Debian forky ships no mpi/pmix plugin (forky's PMIx is 7.0, which its
-# Slurm is not built against): there Open MPI's own launcher starts one daemon a node
-# through srun, and each daemon its rank.
-if ! srun --mpi=list 2>&1 | grep -qw pmix; then
-  RUN="mpirun --map-by ppr:1:node --bind-to none"
-fi
 # Every MPI wait on the bench sleeps between tests (apps/sleepwait.c, test-only): under the
 # stand-in's CPU quotas a polling rank would spend its quota waiting and then be stopped
 # when its message comes. Appended after greenup's runtime when the plugin preloads it.
