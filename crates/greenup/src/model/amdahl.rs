@@ -135,10 +135,12 @@ impl Predictor for Amdahl {
                     }
                 };
                 if p_c < p_b {
-                    return Err(ModelError::Config(format!(
-                        "node {}: computing power {p_c} W at {f} GHz is below blocked power {p_b} W",
-                        slot.name
-                    )));
+                    return Err(ModelError::ComputeBelowBlocked {
+                        node: slot.name.clone(),
+                        ghz: f,
+                        compute_w: p_c,
+                        blocked_w: p_b,
+                    });
                 }
                 let compute_s = finite_or(s * tc0, || {
                     format!("amdahl compute time of node {} at {f} GHz", slot.name)

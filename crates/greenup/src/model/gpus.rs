@@ -279,12 +279,9 @@ impl Predictor for WithGpus<'_> {
                 .choices
                 .iter()
                 .position(|c| c.gpu_mhz == n.gpu_mhz)
-                .ok_or_else(|| {
-                    ModelError::Config(format!(
-                        "node {}: GPU clock {} MHz is not one a decision may choose for its type",
-                        n.name,
-                        n.gpu_mhz.map_or_else(|| "top".into(), |m| m.to_string())
-                    ))
+                .ok_or_else(|| ModelError::GpuClockNotOffered {
+                    node: n.name.clone(),
+                    mhz: n.gpu_mhz,
                 })?;
             pick.push(k);
         }

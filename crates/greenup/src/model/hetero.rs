@@ -181,10 +181,9 @@ impl Hetero {
             })?;
         let fmax = nt.fmax();
         if fmax <= 0.0 {
-            return Err(ModelError::Config(format!(
-                "node type '{}' has no frequencies",
-                nt.name
-            )));
+            return Err(ModelError::NoFrequencies {
+                node_type: nt.name.clone(),
+            });
         }
         let expr_err = power_error(nt);
         // Static power is constant over frequencies (paper 004, sec. III-B): take it at F_max.

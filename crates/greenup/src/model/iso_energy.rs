@@ -133,14 +133,10 @@ fn ev(e: &Expr, what: &str, vals: &[f64]) -> Result<f64, ModelError> {
 impl IsoEnergy {
     fn point(&self, n: f64, p: usize, f: f64) -> Result<Point, ModelError> {
         if p == 0 {
-            return Err(ModelError::Config(
-                "iso_energy needs at least one processor".into(),
-            ));
+            return Err(ModelError::NoProcessors);
         }
         if !(f > 0.0 && f.is_finite()) {
-            return Err(ModelError::Config(format!(
-                "frequency {f} GHz is not positive"
-            )));
+            return Err(ModelError::BadFrequency { ghz: f });
         }
         let m = &self.machine;
         let fv = [f];
@@ -180,10 +176,13 @@ impl IsoEnergy {
     pub fn ee_row(&self, n: f64, p: usize, f_ghz: f64) -> Result<EeRow, ModelError> {
         let pt = self.point(n, p, f_ghz)?;
         if pt.e1 <= 0.0 || pt.ep <= 0.0 {
-            return Err(ModelError::Config(format!(
-                "E1 = {} J and Ep = {} J at n={n}, p={p}, f={f_ghz} GHz; EE needs both positive",
-                pt.e1, pt.ep
-            )));
+            return Err(ModelError::NoEfficiency {
+                n,
+                p,
+                ghz: f_ghz,
+                e1_j: pt.e1,
+                ep_j: pt.ep,
+            });
         }
         let eef = (pt.ep - pt.e1) / pt.e1;
         Ok(EeRow {

@@ -265,9 +265,76 @@ pub enum ModelError {
         /// The value it came out as.
         value: f64,
     },
-    /// The configuration itself is unusable.
-    #[error("{0}")]
-    Config(String),
+    /// A table was asked for no nodes at all.
+    #[error("no nodes to predict for")]
+    NoNodes,
+    /// A node type offers no frequency.
+    #[error("node type '{node_type}' has no frequencies")]
+    NoFrequencies {
+        /// The site's node type.
+        node_type: String,
+    },
+    /// A frequency that is not a positive number of GHz.
+    #[error("frequency {ghz} GHz is not positive")]
+    BadFrequency {
+        /// The frequency asked for.
+        ghz: f64,
+    },
+    /// A node's frequency that is not a positive number of GHz.
+    #[error("node {node}: frequency {ghz} GHz is not positive")]
+    NodeFrequency {
+        /// Slurm node name.
+        node: String,
+        /// The frequency asked for.
+        ghz: f64,
+    },
+    /// An iso_energy question about zero processors.
+    #[error("iso_energy needs at least one processor")]
+    NoProcessors,
+    /// An amdahl profile whose computing power is below its blocked power at a clock.
+    #[error(
+        "node {node}: computing power {compute_w} W at {ghz} GHz is below blocked power {blocked_w} W"
+    )]
+    ComputeBelowBlocked {
+        /// Slurm node name.
+        node: String,
+        /// The frequency.
+        ghz: f64,
+        /// Watts while computing.
+        compute_w: f64,
+        /// Watts while blocked.
+        blocked_w: f64,
+    },
+    /// Iso-energy-efficiency asked where E1 or Ep is not positive.
+    #[error("E1 = {e1_j} J and Ep = {ep_j} J at n={n}, p={p}, f={ghz} GHz; EE needs both positive")]
+    NoEfficiency {
+        /// Problem size.
+        n: f64,
+        /// Processors.
+        p: usize,
+        /// Frequency in GHz.
+        ghz: f64,
+        /// Energy on one processor.
+        e1_j: f64,
+        /// Energy on p processors.
+        ep_j: f64,
+    },
+    /// A GPU clock the node's type does not offer a decision.
+    #[error("node {node}: GPU clock {} MHz is not one a decision may choose for its type", .mhz.map_or_else(|| "top".to_string(), |m| m.to_string()))]
+    GpuClockNotOffered {
+        /// Slurm node name.
+        node: String,
+        /// The clock asked for (None: the top one).
+        mhz: Option<u32>,
+    },
+    /// A profile asked for a model it has no section for.
+    #[error("profile '{profile}' has no '{model}' section")]
+    NoSection {
+        /// The profile's name.
+        profile: String,
+        /// The model asked for.
+        model: String,
+    },
 }
 
 /// A model of a job's time and energy on a set of nodes.
@@ -375,7 +442,7 @@ pub fn rows_by_kind(
 /// The node count of a table request, refused when there are no nodes.
 pub fn node_count(nodes: &[NodeSlot]) -> Result<usize, ModelError> {
     match nodes.len() {
-        0 => Err(ModelError::Config("no nodes to predict for".into())),
+        0 => Err(ModelError::NoNodes),
         n => Ok(n),
     }
 }
@@ -385,10 +452,10 @@ pub fn node_freq(slot: &NodeSlot, f: f64) -> Result<f64, ModelError> {
     if f > 0.0 && f.is_finite() {
         Ok(f)
     } else {
-        Err(ModelError::Config(format!(
-            "node {}: frequency {f} GHz is not positive",
-            slot.name
-        )))
+        Err(ModelError::NodeFrequency {
+            node: slot.name.clone(),
+            ghz: f,
+        })
     }
 }
 

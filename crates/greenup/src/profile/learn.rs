@@ -51,8 +51,94 @@ impl Model {
 
 /// Why no first version could be learned, as one line saying what is missing.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct LearnError(pub String);
+pub enum LearnError {
+    /// The application's name is not one a profile may have.
+    #[error(
+        "NAME: invalid value '{name}': expected a profile name of {}",
+        crate::names::NAME_RULE
+    )]
+    BadName {
+        /// The name asked for.
+        name: String,
+    },
+    /// Too few usable runs: what the model needs, then the runs left out and why.
+    #[error("{need}{}", if .left_out.is_empty() { String::new() } else { format!(" (left out: {})", .left_out.join("; ")) })]
+    TooFewRuns {
+        /// What the model needs, in words.
+        need: String,
+        /// Each stored run that was left out, and why.
+        left_out: Vec<String>,
+    },
+    /// The learned profile does not pass the checks every profile file passes.
+    #[error("the learned profile does not check: {0}")]
+    Unchecked(crate::input::InputError),
+    /// The learned profile cannot predict on this site.
+    #[error("the learned profile does not fit the site: {0}")]
+    Misfit(crate::model::ModelError),
+    /// Paper 003's regressions found no fit in the runs.
+    #[error("amdahl: the runs of {app} on {counts} nodes do not fit: {source}")]
+    AmdahlFit {
+        /// The application.
+        app: String,
+        /// The node counts the runs covered, as a list.
+        counts: String,
+        /// Why the fit failed.
+        source: crate::model::amdahl::FitError,
+    },
+    /// iso_energy's runs ran on more than one node type.
+    #[error(
+        "iso_energy models one kind of processor: the runs of {app} ran on node types {types}; learn from runs on one type"
+    )]
+    MixedTypes {
+        /// The application.
+        app: String,
+        /// The node types, as a list.
+        types: String,
+    },
+    /// The runs' node type is not in the site config.
+    #[error("node type {0} is not in the site config")]
+    UnknownType(String),
+    /// A run measured no time outside MPI.
+    #[error("iso_energy: a run of {0} measured no time outside MPI")]
+    NoComputeTime(String),
+    /// A communication law greenup tries could not be evaluated.
+    #[error("iso_energy: law {law}: {source}")]
+    Law {
+        /// The law's expression.
+        law: String,
+        /// Why it could not be evaluated.
+        source: crate::expr::ExprError,
+    },
+    /// No communication law fits the time outside MPI.
+    #[error("iso_energy: no law fits the time outside MPI of {0}")]
+    NoLaw(String),
+    /// The time outside MPI grows so fast with p that no sequential work remains.
+    #[error(
+        "iso_energy: the time outside MPI of {app} grows so fast with p that no sequential work remains (W_c {w_c}); learn from runs on smaller node counts"
+    )]
+    NoSequentialWork {
+        /// The application.
+        app: String,
+        /// The fitted sequential work.
+        w_c: f64,
+    },
+    /// One of the machine's expressions did not parse.
+    #[error("iso_energy: {expr}: {source}")]
+    Expression {
+        /// The expression.
+        expr: String,
+        /// Why it did not parse.
+        source: crate::expr::ExprError,
+    },
+    /// Refinement could not fit the overhead terms to the runs.
+    #[error("iso_energy: the runs of {app} do not fit: {source}")]
+    IsoFit {
+        /// The application.
+        app: String,
+        /// Why the fit failed.
+        source: Box<super::refine::RefineError>,
+    },
+}
 
 /// A learned first version and what it came from.
 #[derive(Debug, Clone)]
@@ -128,11 +214,10 @@ fn and_list<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
 }
 
 /// The error for too little data: `what`, then the runs left out, if any.
-fn missing(what: String, left_out: &[String]) -> LearnError {
-    if left_out.is_empty() {
-        LearnError(what)
-    } else {
-        LearnError(format!("{what} (left out: {})", left_out.join("; ")))
+fn missing(need: String, left_out: &[String]) -> LearnError {
+    LearnError::TooFewRuns {
+        need,
+        left_out: left_out.to_vec(),
     }
 }
 
@@ -147,10 +232,7 @@ pub fn learn(
     nodes: Option<usize>,
 ) -> Result<Learned, LearnError> {
     if !crate::names::is_name(app) {
-        return Err(LearnError(format!(
-            "NAME: invalid value '{app}': expected a profile name of {}",
-            crate::names::NAME_RULE
-        )));
+        return Err(LearnError::BadName { name: app.into() });
     }
     let (runs, clocked, left_out) = runs_at_fmax(site, app, records);
     let (mut file, mut notes, jobs) = match model {
@@ -179,11 +261,8 @@ pub fn learn(
     ))));
     // The learned file must load and plan on this site like any admin's file.
     let path = Path::new(app);
-    let profile = Profile::from_file(path, file.clone())
-        .map_err(|e| LearnError(format!("the learned profile does not check: {e}")))?;
-    profile
-        .predictor(site)
-        .map_err(|e| LearnError(format!("the learned profile does not fit the site: {e}")))?;
+    let profile = Profile::from_file(path, file.clone()).map_err(LearnError::Unchecked)?;
+    profile.predictor(site).map_err(LearnError::Misfit)?;
     Ok(Learned { file, jobs, notes })
 }
 
@@ -514,11 +593,10 @@ fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Se
             blocked_s: o.blocked_s(),
         })
         .collect();
-    let fit = amdahl::fit(&fit_runs).map_err(|e| {
-        LearnError(format!(
-            "amdahl: the runs of {app} on {} nodes do not fit: {e}",
-            and_list(&counts)
-        ))
+    let fit = amdahl::fit(&fit_runs).map_err(|source| LearnError::AmdahlFit {
+        app: app.into(),
+        counts: and_list(&counts),
+        source,
     })?;
     let notes = vec![format!(
         "T_C(0,1) {:.3} s, F_p {:.4}, communication {} with {:.4} s, from {} runs on {} nodes (mean error {:.1}%); power: the site's",
@@ -633,15 +711,15 @@ fn iso_energy_section(
         .flat_map(|o| o.nodes.iter().map(|n| n.node_type.as_str()))
         .collect();
     let [ty] = types.iter().copied().collect::<Vec<_>>()[..] else {
-        return Err(LearnError(format!(
-            "iso_energy models one kind of processor: the runs of {app} ran on node types {}; learn from runs on one type",
-            and_list(&types)
-        )));
+        return Err(LearnError::MixedTypes {
+            app: app.into(),
+            types: and_list(&types),
+        });
     };
     let node_type = site
         .node_types
         .get(ty)
-        .ok_or_else(|| LearnError(format!("node type {ty} is not in the site config")))?;
+        .ok_or_else(|| LearnError::UnknownType(ty.to_string()))?;
     // Per run: p, seconds outside MPI per cycle's worth at f_max, inside MPI, calls, bytes.
     let fmax = node_type.fmax();
     let t_c = 1e-9 / fmax;
@@ -666,16 +744,17 @@ fn iso_energy_section(
         .map(|o| sum(o, |n| n.bytes.unwrap_or(0) as f64))
         .collect();
     if cycles.iter().any(|c| c.is_nan() || *c <= 0.0) {
-        return Err(LearnError(format!(
-            "iso_energy: a run of {app} measured no time outside MPI"
-        )));
+        return Err(LearnError::NoComputeTime(app.into()));
     }
     // W_c + W_co(p): the cycles outside MPI. Two node counts fit the first law exactly;
     // three or more choose the law with the least relative RMS error.
     let np = |law: &str, p: f64| -> Result<f64, LearnError> {
         crate::expr::Expr::parse(law, &["n", "p"])
             .and_then(|e| e.eval(&[1.0, p]))
-            .map_err(|e| LearnError(format!("iso_energy: law {law}: {e}")))
+            .map_err(|source| LearnError::Law {
+                law: law.into(),
+                source,
+            })
     };
     let mut best: Option<(f64, &str, f64, f64)> = None;
     for law in W_CO_LAWS.iter().take(if counts.len() >= 3 { 3 } else { 1 }) {
@@ -688,15 +767,12 @@ fn iso_energy_section(
             best = Some((err, law, w_c, k));
         }
     }
-    let (w_err, w_law, w_c, w_k) = best.ok_or_else(|| {
-        LearnError(format!(
-            "iso_energy: no law fits the time outside MPI of {app}"
-        ))
-    })?;
+    let (w_err, w_law, w_c, w_k) = best.ok_or_else(|| LearnError::NoLaw(app.into()))?;
     if w_c.is_nan() || w_c <= 0.0 {
-        return Err(LearnError(format!(
-            "iso_energy: the time outside MPI of {app} grows so fast with p that no sequential work remains (W_c {w_c}); learn from runs on smaller node counts"
-        )));
+        return Err(LearnError::NoSequentialWork {
+            app: app.into(),
+            w_c,
+        });
     }
     // The network's price: the time inside MPI over the counted calls and bytes, both
     // at least 0; when calls and bytes move together they cannot be told apart, and the
@@ -742,8 +818,10 @@ fn iso_energy_section(
         ("dp_m", "0".to_string()),
     ];
     let ex = |src: &str, vars: &[&str]| {
-        crate::expr::Expr::parse(src, vars)
-            .map_err(|e| LearnError(format!("iso_energy: {src}: {e}")))
+        crate::expr::Expr::parse(src, vars).map_err(|source| LearnError::Expression {
+            expr: src.into(),
+            source,
+        })
     };
     let w_co = format!("{w_k:e} * ({w_law})");
     let model = IsoEnergy {
@@ -769,8 +847,10 @@ fn iso_energy_section(
     };
     // M, B (and W_co again, on this W_c) and alpha as refinement fits them.
     let owned: Vec<Outcome> = measured.iter().map(|o| (*o).clone()).collect();
-    let r = super::refine::iso_energy(&model, &owned)
-        .map_err(|e| LearnError(format!("iso_energy: the runs of {app} do not fit: {e}")))?;
+    let r = super::refine::iso_energy(&model, &owned).map_err(|source| LearnError::IsoFit {
+        app: app.into(),
+        source: Box::new(source),
+    })?;
     let text = |s: &str| unspanned(Param::Text(s.to_string()));
     let num = |x: f64| unspanned(Param::Number(x));
     let section = super::IsoEnergyFile {
@@ -1106,13 +1186,13 @@ mod tests {
         // Only the mixed run: nothing tells the types apart.
         let e = learn(&s, "md", Model::Hetero, &cluster_runs("md")[2..], None).unwrap_err();
         assert!(
-            e.0.starts_with("hetero cannot tell the compute time of type eco and fast on 4 nodes: job 3 ran on types eco and fast together"),
+            e.to_string().starts_with("hetero cannot tell the compute time of type eco and fast on 4 nodes: job 3 ran on types eco and fast together"),
             "{e}"
         );
         // amdahl needs three node counts.
         let e = learn(&s, "md", Model::Amdahl, &cluster_runs("md"), None).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "amdahl needs monitor runs of md on 3 node counts; have 2 and 4"
         );
         // Runs that cannot teach say why they were left out.
@@ -1122,22 +1202,22 @@ mod tests {
         let silent = run(10, "md", 30.0, &[("n2", None, None)]);
         let e = learn(&s, "md", Model::Amdahl, &[failed, slow, silent], None).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "amdahl needs monitor runs of md on 3 node counts; have none (left out: job 8: job ended FAILED; job 9: n1 ran at 2.2 GHz, below its type's maximum; job 10: node n2 did not report the frequency it ran at)"
         );
         let e = learn(&s, "md", Model::Hetero, &[], Some(4)).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "hetero for 4 nodes needs a monitor run of md on 4 nodes; have none"
         );
         let e = learn(&s, "md", Model::Hetero, &cluster_runs("md"), Some(3)).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "hetero for 3 nodes needs a monitor run of md on 3 nodes; have runs on 2 and 4 nodes"
         );
         // Other applications' runs do not count.
         let e = learn(&s, "lmp", Model::Hetero, &cluster_runs("md"), None).unwrap_err();
-        assert!(e.0.contains("have none"), "{e}");
+        assert!(e.to_string().contains("have none"), "{e}");
     }
 
     #[test]
@@ -1368,7 +1448,7 @@ mod tests {
     fn iso_energy_without_the_runtimes_measurements_or_on_two_types_is_one_line() {
         let e = learn(&site(), "md", Model::IsoEnergy, &cluster_runs("md"), None).unwrap_err();
         assert!(
-            e.0.starts_with(
+            e.to_string().starts_with(
                 "iso_energy needs monitor runs of md that greenup's MPI runtime measured on 2 node counts; have none (0 of 3 runs measured)"
             ),
             "{e}"
@@ -1376,7 +1456,8 @@ mod tests {
         let one = vec![iso_run(10, "md", 2), iso_run(11, "md", 2)];
         let e = learn(&site(), "md", Model::IsoEnergy, &one, None).unwrap_err();
         assert!(
-            e.0.contains("have runs on 2 nodes (2 of 2 runs measured)"),
+            e.to_string()
+                .contains("have runs on 2 nodes (2 of 2 runs measured)"),
             "{e}"
         );
         // A run on the fast pair beside type1's: two kinds of processor.
@@ -1390,7 +1471,7 @@ mod tests {
         mixed.push(fast);
         let e = learn(&site(), "md", Model::IsoEnergy, &mixed, None).unwrap_err();
         assert_eq!(
-            e.0,
+            e.to_string(),
             "iso_energy models one kind of processor: the runs of md ran on node types fast and type1; learn from runs on one type"
         );
     }

@@ -684,11 +684,9 @@ impl Profile {
         model: &str,
         site: &Site,
     ) -> Result<Box<dyn Predictor + Send + Sync>, ModelError> {
-        let missing = || {
-            ModelError::Config(format!(
-                "profile '{}' has no '{model}' section",
-                self.name()
-            ))
+        let missing = || ModelError::NoSection {
+            profile: self.name().to_string(),
+            model: model.to_string(),
         };
         let inner: Box<dyn Predictor + Send + Sync> = match model {
             "hetero" => Box::new(self.hetero_model(site).ok_or_else(missing)?),

@@ -62,6 +62,12 @@ pub enum RefineError {
     /// An outcome ran on a node type the model does not know.
     #[error("node type '{0}' is not in the model")]
     UnknownType(String),
+    /// The application's profile could not be found or read.
+    #[error("{0}")]
+    Profile(crate::input::InputError),
+    /// The refined profile does not pass the checks every profile file passes.
+    #[error("refined profile does not check: {0}")]
+    Unchecked(crate::input::InputError),
 }
 
 fn rms(v: &[f64]) -> f64 {
@@ -672,11 +678,7 @@ pub fn refine_profile(
     };
     file.version = number(profile.version() as f64 + 1.0);
     // The refined file must load like any profile before anyone stores it.
-    Profile::from_file(&profile.path, file.clone()).map_err(|e| {
-        RefineError::Model(ModelError::Config(format!(
-            "refined profile does not check: {e}"
-        )))
-    })?;
+    Profile::from_file(&profile.path, file.clone()).map_err(RefineError::Unchecked)?;
     let (_, left_out) = usable(outcomes);
     Ok(RefinedProfile {
         file,
@@ -708,8 +710,7 @@ pub fn refine_and_store(
     records: &[JobRecord],
 ) -> Result<Option<StoredVersion>, RefineError> {
     let versions = Versions::for_store(&site.daemon.store);
-    let to_model =
-        |e: crate::input::InputError| RefineError::Model(ModelError::Config(e.to_string()));
+    let to_model = RefineError::Profile;
     let origin = crate::input::Origin::Request("profile".into());
     // Monitor runs of an application with no profile yet wait for its first version
     // (`greenup profile learn`); nothing is refined before it exists.
