@@ -217,3 +217,33 @@ fn the_architecture_tables_crates_and_their_dependencies_are_cargos() {
         "docs/architecture.md's table (left) against cargo metadata (right)"
     );
 }
+
+#[test]
+fn the_plugin_links_no_rendering_crate() {
+    // The plugin lives inside slurmstepd: the library's text tables, CSV and plots stay
+    // behind its `render` feature, which the plugin's dependency leaves off.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "spank_greenup",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("run cargo tree");
+    assert!(out.status.success(), "{}", text(&out));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.lines().any(|l| l.starts_with("greenup v")), "{tree}");
+    for heavy in ["plotters", "comfy-table", "csv"] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(&format!("{heavy} v"))),
+            "the plugin links {heavy}:\n{tree}"
+        );
+    }
+}

@@ -94,7 +94,7 @@ pub fn report_line(rec: &JobRecord, site: &Site) -> String {
         slurm_energy: greenup::report::accounting::SlurmEnergy::in_job_epilog(),
         ..Default::default()
     };
-    greenup::report::text::energy_paragraph(&greenup::report::record::from_record(rec, &ctx))
+    greenup::report::paragraph::energy_paragraph(&greenup::report::record::from_record(rec, &ctx))
 }
 
 /// Fill in the `%j` (job id) and `%u` (user) of an output file pattern; other patterns stay.

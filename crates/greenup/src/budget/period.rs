@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(parse_clock("6:00"), None);
         assert_eq!(parse_clock("23:59"), Some(86_340));
         assert_eq!(
-            crate::report::text::fmt_utc(oracle(2026, 11, 24) + 3661),
+            crate::report::paragraph::fmt_utc(oracle(2026, 11, 24) + 3661),
             "2026-11-24T01:01:01"
         );
     }

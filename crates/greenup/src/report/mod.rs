@@ -11,9 +11,13 @@ pub mod accounting;
 pub mod landscape;
 pub mod measured;
 pub mod metrics;
+pub mod paragraph;
 pub mod record;
+#[cfg(feature = "render")]
 pub mod svg;
+#[cfg(feature = "render")]
 pub mod table;
+#[cfg(feature = "render")]
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -532,6 +536,7 @@ impl AppHistory {
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// CSV writing failed.
+    #[cfg(feature = "render")]
     #[error("csv: {0}")]
     Csv(#[from] csv::Error),
     /// JSON writing failed.
