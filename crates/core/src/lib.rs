@@ -5,6 +5,7 @@
 pub mod fs;
 pub mod plan;
 pub mod quantity;
+pub mod stats;
 pub mod time_limit;
 pub mod units;
 pub mod utc;

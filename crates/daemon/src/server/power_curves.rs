@@ -74,15 +74,10 @@ pub(super) async fn relearn(shared: Arc<Shared>) {
         Ok::<_, String>(learn_from_records(&records, &ctx.site))
     })
     .await;
-    let learned = match done {
+    let learned = match done.map_err(|e| format!("the relearning stopped: {e}")) {
         Ok(Ok(l)) => l,
-        Ok(Err(e)) => {
+        Ok(Err(e)) | Err(e) => {
             tracing::warn!(error = %e, "node power not relearned");
-            lock(&shared.power_curves).at = Some(Instant::now());
-            return;
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "node power relearning stopped");
             lock(&shared.power_curves).at = Some(Instant::now());
             return;
         }

@@ -619,23 +619,13 @@ const W_CO_LAWS: [&str; 3] = ["p - 1", "p * log2(p)", "p * (p - 1)"];
 
 /// Least squares `y = a + k * x` with a, k >= 0: (a, k), or None when x does not vary.
 fn line_nonneg(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let sxx: f64 = x.iter().map(|v| (v - mx) * (v - mx)).sum();
-    if sxx <= f64::EPSILON * (1.0 + mx * mx) {
-        return None;
-    }
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let k = sxy / sxx;
+    let (a, k) = super::refine::least_squares_line(x, y)?;
     if k < 0.0 {
+        let my = y.iter().sum::<f64>() / y.len() as f64;
         return Some((my.max(0.0), 0.0));
     }
-    let a = my - k * mx;
     if a < 0.0 {
-        // Through the origin.
-        let k0 =
-            x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() / x.iter().map(|a| a * a).sum::<f64>();
-        return Some((0.0, k0.max(0.0)));
+        return Some((0.0, super::refine::slope_through_origin(x, y).max(0.0)));
     }
     Some((a, k))
 }

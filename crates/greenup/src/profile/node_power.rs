@@ -324,12 +324,7 @@ fn drop_far_off(
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    greenup_core::stats::median_of_sorted(&v).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

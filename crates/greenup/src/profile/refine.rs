@@ -301,6 +301,24 @@ impl ClockTerm {
     }
 }
 
+/// Least squares `y = a + k * x`: (a, k), or None when x does not vary.
+pub(crate) fn least_squares_line(x: &[f64], y: &[f64]) -> Option<(f64, f64)> {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxx: f64 = x.iter().map(|v| (v - mx) * (v - mx)).sum();
+    if sxx.is_nan() || sxx <= f64::EPSILON * (1.0 + mx * mx) {
+        return None;
+    }
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let k = sxy / sxx;
+    Some((my - k * mx, k))
+}
+
+/// Least squares `y = k * x` through the origin: k.
+pub(crate) fn slope_through_origin(x: &[f64], y: &[f64]) -> f64 {
+    x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() / x.iter().map(|a| a * a).sum::<f64>()
+}
+
 /// Fit `c = T_cp * S + T_mem` (S = `fmax / f`) by least squares to `(f GHz, compute
 /// seconds per iteration)` samples of one node type; `None` below two distinct clocks.
 ///
@@ -331,11 +349,9 @@ pub fn fit_clock(fmax: f64, samples: &[(f64, f64)]) -> Option<ClockTerm> {
     if clocks.len() < 2 || !(fmax.is_finite() && fmax > 0.0) {
         return None;
     }
-    let n = pts.len() as f64;
-    let ms = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let mc = pts.iter().map(|p| p.2).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.1 - ms).powi(2)).sum();
-    let sxc: f64 = pts.iter().map(|p| (p.1 - ms) * (p.2 - mc)).sum();
+    let s: Vec<f64> = pts.iter().map(|p| p.1).collect();
+    let c: Vec<f64> = pts.iter().map(|p| p.2).collect();
+    let mc = c.iter().sum::<f64>() / c.len() as f64;
     let err = |a: f64, b: f64| {
         rms(&pts
             .iter()
@@ -343,10 +359,8 @@ pub fn fit_clock(fmax: f64, samples: &[(f64, f64)]) -> Option<ClockTerm> {
             .collect::<Vec<_>>())
     };
     // Through the origin: all compute scales with the clock.
-    let bound =
-        pts.iter().map(|p| p.1 * p.2).sum::<f64>() / pts.iter().map(|p| p.1 * p.1).sum::<f64>();
-    let a = sxc / sxx;
-    let b = mc - a * ms;
+    let bound = slope_through_origin(&s, &c);
+    let (b, a) = least_squares_line(&s, &c).unwrap_or((f64::NAN, f64::NAN));
     // A free line that cannot be had, or one below zero at S = 0: compute-bound.
     let (t_cp, t_mem) = if !(a.is_finite() && b.is_finite()) || b < 0.0 {
         (bound, 0.0)

@@ -33,12 +33,7 @@ impl Spread {
             return None;
         }
         s.sort_by(f64::total_cmp);
-        let m = s.len() / 2;
-        let median = if s.len() % 2 == 1 {
-            s[m]
-        } else {
-            (s[m - 1] + s[m]) / 2.0
-        };
+        let median = greenup_core::stats::median_of_sorted(&s)?;
         Some(Spread {
             n: s.len(),
             min: s[0],
