@@ -222,20 +222,20 @@ struct DirLock {
 const END_LOCK_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Lock the job's directory under `run_dir`, waiting at most `patience` (None: as long as
-/// it takes); Ok(None) when the directory does not exist.
+/// it takes); Ok(None) when the directory does not exist. With the lock, whether it was
+/// had: `false` when the patience ran out, and each caller decides whether to go ahead.
 fn lock_job_dir(
     run_dir: &Path,
     job_id: u32,
     patience: Option<Duration>,
-) -> std::io::Result<Option<DirLock>> {
+) -> std::io::Result<Option<(DirLock, bool)>> {
     let dir = match std::fs::File::open(JobDir::new(run_dir, job_id).path()) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    // Waited long enough (`false`): go ahead without the lock.
-    state::lock_within(&dir, patience)?;
-    Ok(Some(DirLock { _held: dir }))
+    let held = state::lock_within(&dir, patience)?;
+    Ok(Some((DirLock { _held: dir }, held)))
 }
 
 /// Why a running job's node could not be lowered.
@@ -267,19 +267,16 @@ pub fn lower_while_running(
     watts: f64,
     patience: Duration,
 ) -> Result<Option<f64>, LowerError> {
-    let path = JobDir::new(&paths.run_dir, job_id).path().to_path_buf();
-    let lock_err = |source| LowerError::Lock {
-        path: path.clone(),
-        source,
-    };
-    let dir = match std::fs::File::open(&path) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(lock_err(e)),
-    };
-    if !state::lock_within(&dir, Some(patience)).map_err(lock_err)? {
+    let locked = lock_job_dir(&paths.run_dir, job_id, Some(patience)).map_err(|source| {
+        LowerError::Lock {
+            path: JobDir::new(&paths.run_dir, job_id).path().to_path_buf(),
+            source,
+        }
+    })?;
+    // A job gone from here, or an end that holds the lock past `patience`: not lowered.
+    let Some((_lock, true)) = locked else {
         return Ok(None);
-    }
+    };
     if !state::path(&paths.run_dir, job_id, key).exists() {
         return Ok(None);
     }
@@ -356,6 +353,7 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
         path: state::path(&paths.run_dir, job_id, key),
         source,
     };
+    // Past its patience the end goes ahead without the lock (END_LOCK_PATIENCE).
     let Some(_lock) =
         lock_job_dir(&paths.run_dir, job_id, Some(END_LOCK_PATIENCE)).map_err(state_err)?
     else {
