@@ -41,6 +41,7 @@ done
 # the timings are benchmarks (docs/BENCHMARKS.md, with NODES=10000 TIMEOUT_MS=2000).
 suite "daemon: herd (2,000 nodes at once)" env NODES=2000 TIMEOUT_MS=30000 bash tests/daemon/herd.sh
 suite "MPI runtime: lowering, restoring and rank files" bash tests/runtime/run.sh
+suite "MPI runtime: the in-job guard raises, records and restores" bash tests/runtime/guard.sh
 suite "daemon: herd decided by PrologSlurmctld (2,000 nodes at once)" env CONTROLLER=1 NODES=2000 TIMEOUT_MS=30000 bash tests/daemon/herd.sh
 # The debug binaries cargo test built: the simulation, not greenup, takes the time.
 suite "SimGrid: NAS EP and IS on published physics (EPYC and Xeon nodes) and on greenup's own law, EP on 128, greenupd deciding" env BIN_DIR="$PWD/target/debug" bash tests/simgrid/run.sh

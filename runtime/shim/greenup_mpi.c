@@ -527,14 +527,14 @@ int greenup_shim_MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
     return rc;
 }
 
-/* Tests wait for nothing: counted, never lowered by the table; a request they complete
- * leaves it. */
+/* Tests wait for nothing: counted as calls that wait for nothing (never lowered, no
+ * progress for the guard); a request they complete leaves the table. */
 int greenup_shim_MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     struct greenup_call c;
     uint64_t key = greenup_tracking() ? key_of(*req) : 0;
     int rc;
-    greenup_enter(&c, 0, 0);
+    greenup_enter_post(&c, 0, 0);
     rc = PMPI_Test(req, flag, status);
     if (rc == MPI_SUCCESS && *flag && key)
         greenup_forget(key);
@@ -550,7 +550,7 @@ int greenup_shim_MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
         struct keys ks_;                                                                  \
         int rc_;                                                                          \
         keys_c(&ks_, (n), (reqs));                                                        \
-        greenup_enter(&c_, 0, 0);                                                         \
+        greenup_enter_post(&c_, 0, 0);                                                    \
         rc_ = (call);                                                                     \
         forget;                                                                           \
         greenup_leave(&c_);                                                               \
@@ -710,8 +710,13 @@ static uint64_t origin_bytes(int ocount, MPI_Datatype otype, int tcount, MPI_Dat
 
 #define RMA(bytes, strided, call)                                                         \
     do {                                                                                  \
+        struct greenup_call c_;                                                           \
+        int rc_;                                                                          \
         greenup_pending((bytes), (strided));                                              \
-        FORWARD(0, 0, call);                                                              \
+        greenup_enter_post(&c_, 0, 0);                                                    \
+        rc_ = (call);                                                                     \
+        greenup_leave(&c_);                                                               \
+        return rc_;                                                                       \
     } while (0)
 
 int greenup_shim_MPI_Put(const void *obuf, int ocount, MPI_Datatype otype, int target,
@@ -1091,6 +1096,15 @@ FDECL2(win_unlock_all, F *, F *);
         FFWD(__VA_ARGS__);                                                                \
         greenup_leave(&c_);                                                               \
     } while (0)
+/* A call that waits for nothing (a test, a one-sided transfer): counted, never lowered,
+ * no progress for the guard. */
+#define FNOWAIT(...)                                                                      \
+    do {                                                                                  \
+        struct greenup_call c_;                                                           \
+        greenup_enter_post(&c_, 0, 0);                                                    \
+        FFWD(__VA_ARGS__);                                                                \
+        greenup_leave(&c_);                                                               \
+    } while (0)
 /* A collective on `*comm_`, uncounted where the rank is alone (as COLLECTIVE in C). */
 #define FCOLLECTIVE(comm_, bytes, strided, ...)                                           \
     do {                                                                                  \
@@ -1113,7 +1127,7 @@ FDECL2(win_unlock_all, F *, F *);
 #define FRMA(bytes, strided, ...)                                                         \
     do {                                                                                  \
         greenup_pending((bytes), (strided));                                              \
-        FCOUNT(0, 0, __VA_ARGS__);                                                        \
+        FNOWAIT(__VA_ARGS__);                                                             \
     } while (0)
 #define FSYNC(...)                                                                        \
     do {                                                                                  \
@@ -1190,7 +1204,7 @@ FBOTH(waitsome, (F *n, F *reqs, F *outcount, F *indices, F *statuses, F *ierr),
 
 FBOTH(test, (F *req, F *flag, F *status, F *ierr),
       uint64_t key = greenup_tracking() ? fkey(req) : 0;
-      FCOUNT(0, 0, req, flag, status);
+      FNOWAIT(req, flag, status);
       if (e == MPI_SUCCESS && *flag && key) greenup_forget(key);)
 
 /* Fortran tests on arrays: counted; `forget` removes what they completed. */
@@ -1198,7 +1212,7 @@ FBOTH(test, (F *req, F *flag, F *status, F *ierr),
     do {                                                                                  \
         struct keys ks = {0};                                                             \
         keys_f(&ks, (n_), (reqs_));                                                       \
-        FCOUNT(0, 0, __VA_ARGS__);                                                        \
+        FNOWAIT(__VA_ARGS__);                                                             \
         forget_;                                                                          \
         keys_end(&ks);                                                                    \
     } while (0)

@@ -35,8 +35,10 @@ struct Held {
     holders: u32,
     /// The control's text as read, newline and all, written back byte for byte.
     previous: String,
-    /// The control, open for reading and writing once it has been lowered.
+    /// The control, open for reading and writing once it has been lowered or raised.
     file: Option<File>,
+    /// The control's text before the in-job guard raised it, while it is raised.
+    raised: Option<String>,
 }
 
 /// The controls by CPU number.
@@ -163,20 +165,8 @@ impl Controls {
         }
         let mut held = control.held.lock().unwrap_or_else(|e| e.into_inner());
         if held.holders == 0 {
-            if held.file.is_none() {
-                // Never create: a missing control is an error, not a file to leave behind.
-                match std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(&control.path)
-                {
-                    Ok(f) => held.file = Some(f),
-                    Err(_) => {
-                        control.broken.store(true, Relaxed);
-                        STATS.errors.fetch_add(1, Relaxed);
-                        return None;
-                    }
-                }
+            if !open(control, &mut held) {
+                return None;
             }
             let file = held.file.as_ref()?;
             // Only a number above the low frequency is ours to lower and put back; anything
@@ -215,18 +205,108 @@ impl Controls {
     }
 }
 
+/// Open `control` once, for reading and writing. Never create: a missing control is an
+/// error, not a file to leave behind. False (the control marked broken) when it cannot.
+fn open(control: &Control, held: &mut Held) -> bool {
+    if held.file.is_some() {
+        return true;
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&control.path)
+    {
+        Ok(f) => {
+            held.file = Some(f);
+            true
+        }
+        Err(_) => {
+            control.broken.store(true, Relaxed);
+            STATS.errors.fetch_add(1, Relaxed);
+            false
+        }
+    }
+}
+
 impl Controls {
-    /// At a fatal signal, from the handler: write back each control this rank holds
-    /// lowered, unless the interrupted thread is inside its lock (then the epilog
-    /// restores it). The write is a pwrite of a saved string to an open file.
+    /// Whether this process may write no control at all.
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// Raise the control of the core this thread runs on to `khz` (the in-job guard's
+    /// f_max) until [`Controls::restore_raised`]. The value it had, in kHz, when this
+    /// raised it; `None` when the core has no control of ours, is already raised, already
+    /// runs at or above `khz` (another rank on a shared policy raised it: it restores
+    /// it), or the write failed. Never lowers anything.
+    pub fn raise(&self, khz: u64) -> Option<u64> {
+        // SAFETY: sched_getcpu takes nothing.
+        let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+        let index = (*self.by_cpu.get(cpu)?)?;
+        let control = &self.policies[index];
+        if control.broken.load(Relaxed) {
+            return None;
+        }
+        let mut held = control.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.raised.is_some() || !open(control, &mut held) {
+            return None;
+        }
+        let value = khz.to_string();
+        if held.holders > 0 {
+            // A call on another thread holds the core lowered: its restore writes the
+            // raised value, and the guard's restore the value the lowering saved.
+            let from = held
+                .previous
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&f| f < khz)?;
+            held.raised = Some(std::mem::replace(&mut held.previous, value));
+            return Some(from);
+        }
+        let file = held.file.as_ref()?;
+        let previous = read_at_start(file)?;
+        let from = previous.trim().parse::<u64>().ok().filter(|&f| f < khz)?;
+        if !put(file, &value) {
+            control.broken.store(true, Relaxed);
+            STATS.errors.fetch_add(1, Relaxed);
+            return None;
+        }
+        held.raised = Some(previous);
+        Some(from)
+    }
+
+    /// Put back every control the guard raised, exactly as it was (MPI_Finalize).
+    pub fn restore_raised(&self) {
+        for control in &self.policies {
+            let mut held = control.held.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(previous) = held.raised.take() else {
+                continue;
+            };
+            if held.holders > 0 {
+                held.previous = previous;
+            } else if !held.file.as_ref().is_some_and(|f| put(f, &previous)) {
+                control.broken.store(true, Relaxed);
+                STATS.errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+impl Controls {
+    /// At a fatal signal, from the handler, or at an exit without MPI_Finalize: write
+    /// back each control this rank holds lowered or raised, unless the interrupted thread
+    /// is inside its lock (then the epilog restores it). The write is a pwrite of a saved
+    /// string to an open file; a raised control goes back to its value before the raise.
     pub fn restore_for_exit(&self) {
         for control in &self.policies {
             if let Ok(mut held) = control.held.try_lock()
-                && held.holders > 0
+                && (held.holders > 0 || held.raised.is_some())
             {
                 held.holders = 0;
+                let raised = held.raised.take();
                 if let Some(f) = &held.file {
-                    put(f, &held.previous);
+                    put(f, raised.as_deref().unwrap_or(&held.previous));
                 }
             }
         }

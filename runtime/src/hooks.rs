@@ -12,6 +12,7 @@ use greenup_comm::{self as comm, CommDvfs, WaitMode};
 use crate::clock::now_ns;
 
 use crate::cpufreq::Controls;
+use crate::guard;
 use crate::rank;
 use crate::requests;
 
@@ -43,6 +44,8 @@ struct Settings {
     block: bool,
     timeout_ns: u64,
     controls: Controls,
+    /// Whether the in-job guard watches this rank.
+    guarded: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -92,24 +95,27 @@ fn read_settings(rank: u32) -> Option<Settings> {
     if dvfs.is_none() && !measuring {
         return None;
     }
+    let guard_text = std::env::var(comm::env::GUARD).ok();
     let block = dvfs.is_some_and(|d| d.wait == WaitMode::Block);
     let lowering = dvfs.filter(|d| d.enabled);
-    let controls = match lowering {
-        Some(d) => {
-            let root = std::env::var_os(comm::env::SYSFS_ROOT).map_or_else(
-                || PathBuf::from(comm::env::DEFAULT_SYSFS_ROOT),
-                PathBuf::from,
-            );
-            Controls::discover(&root, d.low_ghz)
-        }
-        None => Controls::default(),
+    // The guard needs the controls even where communication-phase lowering is off.
+    let controls = if lowering.is_some() || guard_text.is_some() {
+        let root = std::env::var_os(comm::env::SYSFS_ROOT).map_or_else(
+            || PathBuf::from(comm::env::DEFAULT_SYSFS_ROOT),
+            PathBuf::from,
+        );
+        Controls::discover(&root, lowering.and_then(|d| d.low_ghz))
+    } else {
+        Controls::default()
     };
+    let guarded = guard::start(guard_text.as_deref(), rank, now_ns(), &controls);
     Some(Settings {
         dvfs: lowering,
         own_wait: lowering.is_some() || block,
         block,
         timeout_ns: dvfs.map_or(u64::MAX, |d| d.timeout_us.saturating_mul(1000)),
         controls,
+        guarded,
     })
 }
 
@@ -130,12 +136,17 @@ pub extern "C" fn greenup_init(rank: libc::c_int) {
     });
 }
 
-/// Before MPI_Finalize: write this rank's file.
+/// Before MPI_Finalize: put back what the guard raised and write this rank's file.
 #[unsafe(no_mangle)]
 pub extern "C" fn greenup_finalize() {
     guard(|| {
         if ACTIVE.swap(false, Relaxed) {
-            rank::finish(true, now_ns());
+            let now = now_ns();
+            guard::stop(now);
+            if let Some(s) = SETTINGS.get() {
+                s.controls.restore_raised();
+            }
+            rank::finish(true, now);
         }
     });
 }
@@ -157,7 +168,7 @@ pub unsafe extern "C" fn greenup_enter(call: *mut Call, bytes: u64, strided: lib
     // SAFETY: the shim passes its own stack variable.
     let call = unsafe { &mut *call };
     *call = Call::default();
-    guard(|| enter(call, bytes, bytes, strided != 0));
+    guard(|| enter(call, bytes, bytes, strided != 0, true));
 }
 
 /// A one-sided synchronization begins: the transfers since the last one decide.
@@ -172,7 +183,7 @@ pub unsafe extern "C" fn greenup_enter_sync(call: *mut Call) {
     guard(|| {
         let pending = PENDING_BYTES.swap(0, Relaxed);
         let strided = PENDING_STRIDED.swap(false, Relaxed);
-        enter(call, 0, pending, strided);
+        enter(call, 0, pending, strided, true);
     });
 }
 
@@ -210,8 +221,9 @@ pub extern "C" fn greenup_fence_blocks() -> libc::c_int {
     on
 }
 
-/// A nonblocking call that starts a transfer of `bytes` begins: counted now, never
-/// lowered (it only posts the transfer; its wait decides).
+/// A call that waits for nothing begins: a nonblocking call that starts a transfer of
+/// `bytes`, a test, or a one-sided transfer. Counted now, never lowered (its wait or
+/// synchronisation decides), and no progress for the guard.
 ///
 /// # Safety
 /// As [`greenup_enter`].
@@ -220,7 +232,7 @@ pub unsafe extern "C" fn greenup_enter_post(call: *mut Call, bytes: u64, strided
     // SAFETY: the shim passes its own stack variable.
     let call = unsafe { &mut *call };
     *call = Call::default();
-    guard(|| enter(call, bytes, 0, strided != 0));
+    guard(|| enter(call, bytes, 0, strided != 0, false));
 }
 
 /// The request `key` (the handle's bits; 0 for none) was posted to move `bytes`.
@@ -265,16 +277,24 @@ pub unsafe extern "C" fn greenup_enter_wait(
     };
     guard(|| {
         let (bytes, strided) = requests::pending(keys, any != 0);
-        enter(call, 0, bytes, strided);
+        enter(call, 0, bytes, strided, true);
     });
 }
 
-fn enter(call: &mut Call, counted: u64, deciding: u64, strided: bool) {
+/// A call begins; `sync`: it synchronises with other ranks (a blocking transfer, a
+/// wait, a collective, a one-sided synchronisation), the progress the guard counts.
+fn enter(call: &mut Call, counted: u64, deciding: u64, strided: bool, sync: bool) {
     let Some(s) = settings() else { return };
     call.active = 1;
     call.start_ns = now_ns();
     rank::STATS.calls.fetch_add(1, Relaxed);
     rank::STATS.bytes.fetch_add(counted, Relaxed);
+    if sync {
+        let n = rank::STATS.sync_calls.fetch_add(1, Relaxed) + 1;
+        if s.guarded {
+            guard::on_sync(call.start_ns, n, &s.controls);
+        }
+    }
     if s.dvfs.is_some_and(|d| d.lowers_at_once(deciding, strided)) {
         lower(s, call, call.start_ns);
     }
@@ -344,9 +364,10 @@ pub unsafe extern "C" fn greenup_leave(call: *mut Call) {
     });
 }
 
-/// At a fatal signal: put back the controls this rank holds lowered, where that needs no
-/// waiting (see `Controls::restore_for_exit`).
+/// At a fatal signal or an exit without MPI_Finalize: put back the controls this rank
+/// holds lowered or raised, where that needs no waiting (see `Controls::restore_for_exit`).
 pub fn restore_for_exit() {
+    guard::stop(now_ns());
     if let Some(s) = SETTINGS.get() {
         s.controls.restore_for_exit();
     }

@@ -9,6 +9,7 @@
 
 mod clock;
 mod cpufreq;
+mod guard;
 mod hooks;
 mod rank;
 mod requests;

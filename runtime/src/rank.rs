@@ -14,6 +14,8 @@ use greenup_comm::{self as comm, RankStats};
 pub struct Counters {
     /// Intercepted calls.
     pub calls: AtomicU64,
+    /// Of those, the synchronising ones (the guard's progress).
+    pub sync_calls: AtomicU64,
     /// Bytes those calls moved.
     pub bytes: AtomicU64,
     /// Nanoseconds inside them.
@@ -29,6 +31,7 @@ pub struct Counters {
 /// The rank's counters.
 pub static STATS: Counters = Counters {
     calls: AtomicU64::new(0),
+    sync_calls: AtomicU64::new(0),
     bytes: AtomicU64::new(0),
     mpi_ns: AtomicU64::new(0),
     low_ns: AtomicU64::new(0),
@@ -42,8 +45,9 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 static WRITTEN: AtomicBool = AtomicBool::new(false);
 /// The rank file and its temporary, ready for the signal handler, which may not allocate.
 static SIGNAL_PATHS: OnceLock<(CString, CString)> = OnceLock::new();
-/// What puts the node's controls back at SIGTERM (the hooks' `restore_for_exit`), given at
-/// start so that the rank's files need not know the controls.
+/// What puts the node's controls back at SIGTERM or at an exit without MPI_Finalize (the
+/// hooks' `restore_for_exit`), given at start so that the rank's files need not know the
+/// controls.
 static RESTORE_AT_TERM: OnceLock<fn()> = OnceLock::new();
 
 /// MPI_Init returned as rank `rank` at `now_ns`: start the clock, and make sure an exit
@@ -152,27 +156,55 @@ impl std::fmt::Write for FixedBuf {
 fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Result {
     write!(
         out,
-        r#"{{"rank":{},"wall_s":{:?},"mpi_s":{:?},"bytes":{},"calls":{},"low_s":{:?},"transitions":{},"complete":{},"errors":{}}}"#,
+        r#"{{"rank":{},"wall_s":{:?},"mpi_s":{:?},"bytes":{},"calls":{},"sync_calls":{},"low_s":{:?},"transitions":{},"complete":{},"errors":{}"#,
         stats.rank,
         stats.wall_s,
         stats.mpi_s,
         stats.bytes,
         stats.calls,
+        stats.sync_calls,
         stats.low_s,
         stats.transitions,
         stats.complete,
         stats.errors
-    )
+    )?;
+    if let Some(g) = &stats.guard {
+        write!(out, r#","guard":{{"armed":{}"#, g.armed)?;
+        if let Some(off) = g.off {
+            write!(out, r#","off":"{}""#, off.as_str())?;
+        }
+        if let Some(at) = g.acted_s {
+            write!(out, r#","acted_s":{at:?}"#)?;
+        }
+        if let Some(k) = g.from_khz {
+            write!(out, r#","from_khz":{k}"#)?;
+        }
+        if let Some(k) = g.to_khz {
+            write!(out, r#","to_khz":{k}"#)?;
+        }
+        write!(out, r#","raised_s":{:?}}}"#, g.raised_s)?;
+    }
+    out.write_str("}")
 }
 
 extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(|| finish(false, crate::clock::now_ns()));
+    let _ = std::panic::catch_unwind(|| {
+        // Only when the rank did not finalize: then nothing else puts the guard's raise back.
+        if !WRITTEN.load(Relaxed)
+            && let Some(restore) = RESTORE_AT_TERM.get()
+        {
+            restore();
+        }
+        finish(false, crate::clock::now_ns())
+    });
 }
 
 /// This rank's measurements at `now_ns`.
 pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
     let secs = |ns: u64| ns as f64 / 1e9;
-    let wall_s = secs(now_ns.saturating_sub(START_NS.load(Relaxed)));
+    let start_ns = START_NS.load(Relaxed);
+    let wall_s = secs(now_ns.saturating_sub(start_ns));
+    let sync_calls = STATS.sync_calls.load(Relaxed);
     // Threads can be inside MPI at once; a rank's MPI time never exceeds its wall time.
     RankStats {
         rank: RANK.load(Relaxed),
@@ -180,11 +212,16 @@ pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
         mpi_s: secs(STATS.mpi_ns.load(Relaxed)).min(wall_s),
         bytes: STATS.bytes.load(Relaxed),
         calls: STATS.calls.load(Relaxed),
+        sync_calls,
         low_s: secs(STATS.low_ns.load(Relaxed)).min(wall_s),
         transitions: STATS.transitions.load(Relaxed),
         saved_j: None,
         complete,
         errors: STATS.errors.load(Relaxed),
+        guard: crate::guard::record(now_ns, start_ns, sync_calls).map(|mut g| {
+            g.raised_s = g.raised_s.min(wall_s);
+            g
+        }),
     }
 }
 
@@ -212,7 +249,28 @@ mod tests {
 
     #[test]
     fn the_signal_handlers_json_is_what_the_epilog_reads() {
-        for (wall_s, mpi_s) in [(12.5, 3.25), (1e-7, 0.0), (86400.0, 86399.999999)] {
+        let acted = greenup_comm::GuardRecord {
+            armed: true,
+            off: None,
+            acted_s: Some(3.5),
+            from_khz: Some(2_000_000),
+            to_khz: Some(3_000_000),
+            raised_s: 8.25,
+        };
+        let never = greenup_comm::GuardRecord {
+            armed: true,
+            off: Some(greenup_comm::GuardOff::NoSync),
+            acted_s: None,
+            from_khz: None,
+            to_khz: None,
+            raised_s: 0.0,
+        };
+        let cases = [
+            (12.5, 3.25, None),
+            (1e-7, 0.0, Some(acted)),
+            (86400.0, 86399.999999, Some(never)),
+        ];
+        for (wall_s, mpi_s, guard) in cases {
             let stats = RankStats {
                 rank: 4095,
                 wall_s,
@@ -224,6 +282,8 @@ mod tests {
                 saved_j: None,
                 complete: false,
                 errors: 1,
+                sync_calls: 3,
+                guard,
             };
             let mut buf = FixedBuf::default();
             write_json(&mut buf, &stats).unwrap();

@@ -23,7 +23,12 @@ pub mod env {
     pub const SYSFS_ROOT: &str = "GREENUP_SYSFS_ROOT";
     /// The sysfs root when [`SYSFS_ROOT`] is unset.
     pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
+    /// The in-job guard's settings ([`super::Guard`]), as one line of JSON. Unset: no guard.
+    pub const GUARD: &str = "GREENUP_GUARD";
 }
+
+pub mod guard;
+pub use guard::{Guard, GuardOff, GuardRecord, NodeGuard, job_line as guard_line, leads};
 
 /// The cpufreq files (in `devices/system/cpu/cpufreq/policyN/`) the runtime writes: the
 /// set speed when the policy's governor is `userspace`, otherwise the frequency ceiling.
@@ -115,6 +120,10 @@ pub struct RankStats {
     pub bytes: u64,
     /// Intercepted calls.
     pub calls: u64,
+    /// Of those, the synchronising ones (blocking point-to-point, waits, collectives,
+    /// one-sided synchronisations): the progress the in-job guard counts.
+    #[serde(default)]
+    pub sync_calls: u64,
     /// Seconds the rank's core spent at the lowered frequency.
     pub low_s: f64,
     /// Times the core was lowered (each is also restored).
@@ -128,6 +137,9 @@ pub struct RankStats {
     /// could not read) and let the MPI call go ahead unchanged.
     #[serde(default)]
     pub errors: u64,
+    /// What the in-job guard did on this rank; absent when it was not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<GuardRecord>,
 }
 
 /// One node's ranks added up: what the epilog sends with the node's outcome.
@@ -145,6 +157,9 @@ pub struct NodeComm {
     pub bytes: u64,
     /// Calls made by all ranks.
     pub calls: u64,
+    /// Synchronising calls made by all ranks (0 from runtimes that did not count them).
+    #[serde(default)]
+    pub sync_calls: u64,
     /// Mean seconds per rank at the lowered frequency.
     pub low_s: f64,
     /// Lowerings by all ranks.
@@ -158,6 +173,10 @@ pub struct NodeComm {
     /// The node's CPUs under cpufreq, as the epilog counted them; absent from older nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u32>,
+    /// What the in-job guard did on this node, or why it was off; absent when the job's
+    /// policy promised no `max_slowdown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<NodeGuard>,
 }
 
 impl NodeComm {
@@ -255,7 +274,8 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
             && sane(stats.mpi_s)
             && sane(stats.low_s)
             && stats.mpi_s <= stats.wall_s
-            && stats.saved_j.is_none_or(|j| j.is_finite() && j >= 0.0))
+            && stats.saved_j.is_none_or(|j| j.is_finite() && j >= 0.0)
+            && stats.guard.as_ref().is_none_or(|g| g.sane(limit)))
         {
             return Err(RankFileError::new(
                 &entry.path(),
@@ -282,10 +302,12 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
         sum.low_s += r.low_s / n;
         sum.bytes = sum.bytes.saturating_add(r.bytes);
         sum.calls = sum.calls.saturating_add(r.calls);
+        sum.sync_calls = sum.sync_calls.saturating_add(r.sync_calls);
         sum.transitions = sum.transitions.saturating_add(r.transitions);
         sum.errors = sum.errors.saturating_add(r.errors);
         sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
     }
+    sum.guard = NodeGuard::of(&ranks);
     Ok(Some(sum))
 }
 
@@ -321,6 +343,8 @@ mod tests {
             saved_j: Some(1.5),
             complete: true,
             errors: 0,
+            sync_calls: 4,
+            guard: None,
         }
     }
 

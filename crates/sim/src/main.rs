@@ -387,6 +387,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                                     errors: 0,
                                     saved_j: None,
                                     cpus: Some(1),
+                                    ..NodeComm::default()
                                 }),
                                 gpu: None,
                                 power: None,
