@@ -96,6 +96,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             refusal: None,
             budgets: Vec::new(),
             grant: None,
+            guard: None,
         };
         let job = NewJob {
             request: open_req(1, 0, 2),

@@ -114,6 +114,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             refusal: None,
             budgets: Vec::new(),
             grant: None,
+            guard: None,
         },
         outcomes,
     }

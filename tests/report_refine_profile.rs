@@ -204,6 +204,7 @@ mod after_close {
                 refusal: None,
                 budgets: Vec::new(),
                 grant: None,
+                guard: None,
             },
             outcomes: vec![
                 out("h001", 2.5, 14_000.0, "rapl"),

@@ -50,6 +50,7 @@ pub(crate) fn read_comm(
     let dir = JobDir::new(&paths.run_dir, job.job_id);
     let stats = dir.mpi_stats(&job.node);
     let _ = std::fs::remove_file(dir.comm(&job.node));
+    let _ = std::fs::remove_file(dir.guard(&job.node));
     let read = match lend::close_stats_dir(&stats) {
         Ok(false) => return None,
         Ok(true) => comm::read_node(&stats, elapsed_s).map_err(|e| e.to_string()),

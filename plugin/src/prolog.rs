@@ -280,8 +280,23 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                 ),
             }
             let asked = decision.as_ref().ok().and_then(|d| d.comm_dvfs);
-            if let Some(comm) = greenup::policy::comm_for_job(asked, job.options.comm) {
-                let note = start_comm(&paths, job, &scope, comm);
+            let settings = decision.as_ref().ok();
+            // The guard needs the runtime where greenup holds a baseline to guard with,
+            // even where the policy asks no lowering: then it measures and leaves waits
+            // to the MPI.
+            let guard = settings
+                .and_then(|d| d.guard)
+                .filter(|t| t.off.is_none() && t.baseline_rate.is_some())
+                .map(|t| (t, settings.and_then(|d| d.freq_ghz).and_then(ghz_to_khz)));
+            let comm = greenup::policy::comm_for_job(asked, job.options.comm).or_else(|| {
+                guard.map(|_| CommDvfs {
+                    enabled: false,
+                    wait: greenup::comm::WaitMode::Poll,
+                    ..CommDvfs::default()
+                })
+            });
+            if let Some(comm) = comm {
+                let note = start_comm(&paths, job, &scope, comm, guard);
                 log(
                     Level::Info,
                     &format!("greenup: job {} on {}: {note}", job.job_id, job.node),
@@ -315,21 +330,27 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
 /// Prepare communication-phase DVFS for the job's MPI ranks on this node: their
 /// measurement directory (the job user's), the cores' speed control lent to the user
 /// where `comm` lowers frequencies and the job holds whole policies, and the settings the
-/// job's MPI steps hand to the runtime (`NODE.comm.json`). Returns what was done.
+/// job's MPI steps hand to the runtime (`NODE.comm.json`), and with `guard` (the
+/// decision's guard terms and the plan's clock in kHz) the in-job guard's settings
+/// (`NODE.guard.json`), its f_max the lent CPUs' ceiling. Returns what was done.
 pub(crate) fn start_comm(
     paths: &NodePaths,
     job: &JobEnv,
     scope: &Scope,
     mut comm: CommDvfs,
+    guard: Option<(greenup::comm::GuardTerms, Option<u64>)>,
 ) -> String {
     let gid = job.gid.unwrap_or(job.uid);
     if let Err(e) = lend::make_stats_dir(&paths.run_dir, job.job_id, &job.node, job.uid, gid) {
         return format!("MPI runtime not prepared: measurement directory: {e}");
     }
     let mut note = String::from("MPI runtime measures");
-    if comm.enabled {
+    let mut fmax_khz = None;
+    if comm.enabled || guard.is_some() {
         match lend::lend(paths, job.job_id, &job.node, job.uid, scope) {
+            Ok(lent) if !lent.files.is_empty() && !comm.enabled => fmax_khz = lent.max_khz,
             Ok(lent) if !lent.files.is_empty() => {
+                fmax_khz = lent.max_khz;
                 comm.low_ghz = comm.low_ghz.or(lent.min_khz.map(|k| k as f64 / 1.0e6));
                 note = format!(
                     "MPI runtime lowers cpus {} to {} GHz in long or large calls",
@@ -361,7 +382,36 @@ pub(crate) fn start_comm(
         }
         Err(e) => return format!("MPI runtime not prepared: {e}"),
     }
+    if let Some((terms, plan_khz)) = guard {
+        note.push_str(&write_guard(paths, job, &terms, fmax_khz, plan_khz));
+    }
     note
+}
+
+/// Save the in-job guard's settings for the job's MPI steps on this node, or say why
+/// there are none. Returns the note's addition.
+fn write_guard(
+    paths: &NodePaths,
+    job: &JobEnv,
+    terms: &greenup::comm::GuardTerms,
+    fmax_khz: Option<u64>,
+    plan_khz: Option<u64>,
+) -> String {
+    let g = match terms.guard(fmax_khz, plan_khz) {
+        Ok(g) => g,
+        Err(off) => return format!("; no in-job guard: {}", off.why()),
+    };
+    let file = JobDir::new(&paths.run_dir, job.job_id).guard(&job.node);
+    match serde_json::to_vec(&g) {
+        Ok(json) => match greenup::input::write_atomic_mode(&file, &json, 0o600) {
+            Ok(()) => format!(
+                "; in-job guard raises to {:.2} GHz a rank that falls behind its baseline",
+                g.fmax_khz as f64 / 1e6
+            ),
+            Err(e) => format!("; no in-job guard: {}: {e}", file.display()),
+        },
+        Err(e) => format!("; no in-job guard: {e}"),
+    }
 }
 
 /// This node's settings for a prolog's `request` (a [`start_request`]).

@@ -68,7 +68,8 @@ pub enum RuntimeEnvError {
 
 /// The variables an MPI step's tasks get so the runtime runs in them: the library
 /// appended to the user's own `LD_PRELOAD` (never replacing it), the measurement
-/// directory, the settings and the sysfs root. `Ok(None)`: the job did not ask for it
+/// directory, the settings, the sysfs root and, when the prolog saved them, the in-job
+/// guard's settings (`GREENUP_GUARD`). `Ok(None)`: the job did not ask for it
 /// (no settings saved for this node), so the step is left untouched.
 pub fn runtime_env(
     site: &NodeConfig,
@@ -93,13 +94,18 @@ pub fn runtime_env(
             lib: lib.to_path_buf(),
         });
     }
+    // The guard's settings, when the prolog saved them: a file that cannot be read
+    // leaves the step unguarded, never unmeasured.
+    let guard = std::fs::read_to_string(dir.guard(&step.node))
+        .ok()
+        .map(|g| g.trim().to_string());
     let lib = lib.display().to_string();
     let preload = match user_preload.map(str::trim).filter(|p| !p.is_empty()) {
         Some(p) if p.split([' ', ':']).any(|w| w == lib) => p.to_string(),
         Some(p) => format!("{p} {lib}"),
         None => lib,
     };
-    Ok(Some(vec![
+    let mut env = vec![
         ("LD_PRELOAD", preload),
         (
             greenup::comm::env::DIR,
@@ -110,7 +116,11 @@ pub fn runtime_env(
             greenup::comm::env::SYSFS_ROOT,
             paths.sysfs_root.display().to_string(),
         ),
-    ]))
+    ];
+    if let Some(g) = guard {
+        env.push((greenup::comm::env::GUARD, g));
+    }
+    Ok(Some(env))
 }
 
 /// What a step knows about itself.
@@ -301,6 +311,10 @@ mod tests {
         );
         assert_eq!(get("GREENUP_COMM_DVFS"), "{\"enabled\":true}");
         assert_eq!(get("GREENUP_SYSFS_ROOT"), "/srv/n1/sys");
+        assert!(
+            env.iter().all(|(n, _)| *n != "GREENUP_GUARD"),
+            "no guard saved"
+        );
         // Already there: not twice.
         let again = runtime_env(&site, &paths, &step, Some(&get("LD_PRELOAD")))
             .unwrap()
@@ -308,6 +322,14 @@ mod tests {
         assert_eq!(again[0].1, get("LD_PRELOAD"));
         let alone = runtime_env(&site, &paths, &step, None).unwrap().unwrap();
         assert_eq!(alone[0].1, lib.display().to_string());
+        // The guard's settings saved by the prolog reach the tasks as they are.
+        let g =
+            r#"{"max_slowdown":0.1,"baseline_rate":50.0,"fmax_khz":3000000,"plan_khz":2000000}"#;
+        std::fs::write(dir.guard("n1"), format!("{g}\n")).unwrap();
+        let guarded = runtime_env(&site, &paths, &step, None).unwrap().unwrap();
+        let got = guarded.iter().find(|(n, _)| *n == "GREENUP_GUARD").unwrap();
+        assert_eq!(got.1, g);
+        assert!(serde_json::from_str::<greenup::comm::Guard>(&got.1).is_ok());
         // A missing library is said, and nothing is preloaded.
         std::fs::remove_file(&lib).unwrap();
         assert!(

@@ -89,6 +89,7 @@ pub fn measured_job() -> JobReport {
         slurm_energy: SlurmEnergy::Measured { joules: 5.28e6 },
         warnings: vec![],
         budgets: Vec::new(),
+        guard: None,
     }
 }
 
@@ -159,6 +160,7 @@ pub fn partial_job() -> JobReport {
             Warning::NotRefined("unmeasured nodes (n3)".into()),
         ],
         budgets: Vec::new(),
+        guard: None,
     }
 }
 

@@ -115,6 +115,49 @@ impl Guard {
     }
 }
 
+/// What greenupd tells a node of the guard when the job's policy promises a
+/// `max_slowdown`: the promise, and the measured baseline's rate or why there is none.
+/// The node adds its own clocks ([`GuardTerms::guard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GuardTerms {
+    /// The policy's `max_slowdown`, a fraction.
+    pub max_slowdown: f64,
+    /// The measured baseline's synchronising calls per second per rank; absent when
+    /// greenup holds no usable baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_rate: Option<f64>,
+    /// Why the guard is off, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off: Option<GuardOff>,
+}
+
+impl GuardTerms {
+    /// The runtime's settings on a node whose CPUs top out at `fmax_khz` and run the
+    /// plan's `plan_khz`, or why the guard is off there.
+    pub fn guard(&self, fmax_khz: Option<u64>, plan_khz: Option<u64>) -> Result<Guard, GuardOff> {
+        if let Some(off) = self.off {
+            return Err(off);
+        }
+        let rate = self.baseline_rate.ok_or(GuardOff::NoBaseline)?;
+        let fmax_khz = fmax_khz.ok_or(GuardOff::NoControl)?;
+        // No plan applied: the node runs as it is, at its own top clock.
+        let plan_khz = plan_khz.ok_or(GuardOff::AtFmax)?.min(fmax_khz);
+        let g = Guard {
+            max_slowdown: self.max_slowdown,
+            baseline_rate: rate,
+            fmax_khz,
+            plan_khz,
+        };
+        if g.invalid().is_some() {
+            return Err(GuardOff::Invalid);
+        }
+        if !g.can_raise() {
+            return Err(GuardOff::AtFmax);
+        }
+        Ok(g)
+    }
+}
+
 /// Whether a rank that spent `mpi_s` of a `window_s` window inside MPI leads: its share
 /// outside MPI is at least [`LEAD_SHARE`].
 pub fn leads(window_s: f64, mpi_s: f64) -> bool {
@@ -487,6 +530,38 @@ mod tests {
         assert_eq!(job_line([Some(&off)]).unwrap(), "guard off: no baseline");
         assert_eq!(job_line([None]), None);
         assert_eq!(NodeGuard::of(&[rank(0, None)]), None);
+    }
+
+    #[test]
+    fn a_nodes_terms_become_settings_or_a_reason() {
+        let t = GuardTerms {
+            max_slowdown: 0.1,
+            baseline_rate: Some(100.0),
+            off: None,
+        };
+        assert_eq!(t.guard(Some(3_000_000), Some(2_000_000)), Ok(guard()));
+        assert_eq!(
+            t.guard(Some(3_000_000), Some(3_000_000)),
+            Err(GuardOff::AtFmax)
+        );
+        assert_eq!(t.guard(Some(3_000_000), None), Err(GuardOff::AtFmax));
+        assert_eq!(t.guard(None, Some(2_000_000)), Err(GuardOff::NoControl));
+        let none = GuardTerms {
+            baseline_rate: None,
+            ..t
+        };
+        assert_eq!(
+            none.guard(Some(3_000_000), Some(2_000_000)),
+            Err(GuardOff::NoBaseline)
+        );
+        let stale = GuardTerms {
+            off: Some(GuardOff::StaleBaseline),
+            ..t
+        };
+        assert_eq!(
+            stale.guard(Some(3_000_000), Some(2_000_000)),
+            Err(GuardOff::StaleBaseline)
+        );
     }
 
     #[test]

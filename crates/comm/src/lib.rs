@@ -28,7 +28,9 @@ pub mod env {
 }
 
 pub mod guard;
-pub use guard::{Guard, GuardOff, GuardRecord, NodeGuard, job_line as guard_line, leads};
+pub use guard::{
+    Guard, GuardOff, GuardRecord, GuardTerms, NodeGuard, job_line as guard_line, leads,
+};
 
 /// The cpufreq files (in `devices/system/cpu/cpufreq/policyN/`) the runtime writes: the
 /// set speed when the policy's governor is `userspace`, otherwise the frequency ceiling.
@@ -176,7 +178,7 @@ pub struct NodeComm {
     /// What the in-job guard did on this node, or why it was off; absent when the job's
     /// policy promised no `max_slowdown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guard: Option<NodeGuard>,
+    pub guard: Option<Box<NodeGuard>>,
 }
 
 impl NodeComm {
@@ -307,7 +309,7 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
         sum.errors = sum.errors.saturating_add(r.errors);
         sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
     }
-    sum.guard = NodeGuard::of(&ranks);
+    sum.guard = NodeGuard::of(&ranks).map(Box::new);
     Ok(Some(sum))
 }
 

@@ -7,10 +7,11 @@
 //! the application's history, never on anything the user writes, and a sample is only
 //! taken when running at f_max fits every cap the job is under.
 
+use greenup::comm::{GuardOff, GuardTerms};
 use greenup::optimize::Limits;
 use greenup::plan::Plan;
 use greenup::site::{BaselineSettings, OnMiss, Site};
-use greenup_proto::protocol::OpenJob;
+use greenup_proto::protocol::{OpenJob, Verdict};
 
 /// What greenupd knows about an application's history when it decides for a new job.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -172,4 +173,78 @@ pub fn missed(
         .iter()
         .filter(|m| m.policy == policy)
         .find_map(|m| m.miss_line())
+}
+
+/// The in-job guard's terms for a job whose policy promises `max_slowdown` (a fraction),
+/// decided `verdict` under profile version `plan_version`, given the application's
+/// measured `baseline` (its rate and the profile version it ran under, from
+/// `Store::baseline_rate`). `None` when there is nothing to guard: no promise, or a
+/// verdict that runs the job at its nodes' own clocks. A baseline whose version is not
+/// the plan's is older than the profile: the program it measured may not be this one.
+pub fn guard_terms(
+    max_slowdown: Option<f64>,
+    verdict: Verdict,
+    plan_version: Option<&str>,
+    baseline: Option<(f64, Option<String>)>,
+) -> Option<GuardTerms> {
+    let max_slowdown = max_slowdown?;
+    if !verdict.applies_plan() {
+        return None;
+    }
+    let mut t = GuardTerms {
+        max_slowdown,
+        baseline_rate: None,
+        off: Some(GuardOff::NoBaseline),
+    };
+    if let Some((rate, version)) = baseline {
+        if version.is_some() && plan_version.is_some() && version.as_deref() != plan_version {
+            t.off = Some(GuardOff::StaleBaseline);
+        } else {
+            t.baseline_rate = Some(rate);
+            t.off = None;
+        }
+    }
+    Some(t)
+}
+
+/// What the decision's reason adds for `terms`: whether the job's steps are guarded.
+/// The runtime sees only MPI steps it is preloaded into; every other step relies on
+/// the decision alone, which the reason says.
+pub fn guard_reason(terms: &GuardTerms) -> String {
+    match terms.off {
+        None => "in-job guard for MPI steps; other steps have no in-job guard and rely on the decision alone".into(),
+        Some(off) => format!("no in-job guard: {}", off.why()),
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+
+    #[test]
+    fn a_promise_with_a_current_baseline_is_guarded_and_the_rest_say_why_not() {
+        let b = Some((120.0, Some("3".to_string())));
+        let t = guard_terms(Some(0.1), Verdict::Planned, Some("3"), b.clone()).unwrap();
+        assert_eq!((t.baseline_rate, t.off), (Some(120.0), None));
+        assert!(guard_reason(&t).starts_with("in-job guard for MPI steps"));
+        // No promise, or the job runs unchanged: nothing to guard.
+        assert_eq!(
+            guard_terms(None, Verdict::Planned, Some("3"), b.clone()),
+            None
+        );
+        assert_eq!(
+            guard_terms(Some(0.1), Verdict::Unchanged, Some("3"), b.clone()),
+            None
+        );
+        // No baseline.
+        let none = guard_terms(Some(0.1), Verdict::Planned, Some("3"), None).unwrap();
+        assert_eq!(guard_reason(&none), "no in-job guard: no baseline");
+        // A baseline from an earlier profile version.
+        let stale = guard_terms(Some(0.1), Verdict::BudgetLimited, Some("4"), b).unwrap();
+        assert_eq!(stale.off, Some(GuardOff::StaleBaseline));
+        assert_eq!(stale.baseline_rate, None);
+        // A baseline that names no version is taken.
+        let unversioned = guard_terms(Some(0.1), Verdict::Planned, Some("4"), Some((5.0, None)));
+        assert_eq!(unversioned.unwrap().baseline_rate, Some(5.0));
+    }
 }

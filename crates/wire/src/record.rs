@@ -188,6 +188,11 @@ pub struct Decision {
     /// site holds power in Slurm's queue; each node's RAPL limit is its share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<crate::power::Grant>,
+    /// The in-job guard's terms when the job's policy promises a `max_slowdown`: the
+    /// promise and the measured baseline's rate, or why the guard is off; absent when
+    /// there is no promise to guard (and in decisions from before the guard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<greenup_comm::GuardTerms>,
 }
 
 impl Decision {

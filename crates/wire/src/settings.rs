@@ -73,6 +73,10 @@ pub struct NodeSettings {
     /// job's GPUs is set to (the library's `power::split`); absent: GPU limits are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_power: Option<GpuPart>,
+    /// The in-job guard's terms (the promise, the baseline's rate or why there is none);
+    /// absent when the job's policy promises no `max_slowdown`, or from an older greenupd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<greenup_comm::GuardTerms>,
     /// The job's grant, carried from the decision to the library's
     /// `power::split::with_node_type`, which weighs this node's share by its type.
     #[serde(skip)]
@@ -106,6 +110,7 @@ impl NodeSettings {
             comm_dvfs: d.comm_dvfs,
             power_limit_w: None,
             gpu_power: None,
+            guard: d.guard,
             grant: d.grant,
         }
     }

@@ -342,6 +342,38 @@ async fn app_state(shared: &Arc<Shared>, ctx: &Ctx, req: &OpenJob) -> AppState {
     }
 }
 
+/// The in-job guard's terms for the job decided `p`: asked of the store only when the
+/// job's policy promises a `max_slowdown`, the verdict applies a plan and the job names
+/// a profile. A store that cannot answer leaves the guard off for want of a baseline.
+async fn guard_terms(
+    shared: &Arc<Shared>,
+    ctx: &Ctx,
+    req: &OpenJob,
+    p: &crate::decide::Proposal,
+) -> Option<greenup::comm::GuardTerms> {
+    let max_slowdown = ctx.decider.max_slowdown(&p.policy)?;
+    if !p.verdict.applies_plan() {
+        return None;
+    }
+    let baseline = match req.profile.clone() {
+        None => None,
+        Some(profile) => shared
+            .store
+            .read(move |s| s.baseline_rate(&profile))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(job_id = req.job_id, error = %e, "baselines unread: no in-job guard");
+                None
+            }),
+    };
+    crate::baseline::guard_terms(
+        Some(max_slowdown),
+        p.verdict,
+        p.profile_version.as_deref(),
+        baseline,
+    )
+}
+
 async fn decide_and_store(
     shared: &Arc<Shared>,
     ctx: Arc<Ctx>,
@@ -423,10 +455,16 @@ async fn decide_and_store(
         }
     }
     let grant = crate::decide::grant_of(&ctx.site, &req, p.verdict, p.plan.as_ref());
+    let guard = guard_terms(shared, &ctx, &req, &p).await;
+    let reason = match &guard {
+        Some(t) if p.reason.is_empty() => crate::baseline::guard_reason(t),
+        Some(t) => format!("{}; {}", p.reason, crate::baseline::guard_reason(t)),
+        None => p.reason,
+    };
     let decision = Decision {
         job_id,
         verdict: p.verdict,
-        reason: p.reason,
+        reason,
         policy: p.policy,
         monitor: p.monitor,
         profile: p.profile,
@@ -440,6 +478,7 @@ async fn decide_and_store(
         budgets: admitted.states,
         comm_dvfs: p.comm_dvfs,
         grant,
+        guard,
     };
     let inputs = p.inputs;
     let partition = req.partition.clone();

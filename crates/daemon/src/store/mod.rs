@@ -230,4 +230,14 @@ pub trait Store: Send {
     ) -> Result<(u32, Option<String>), StoreError>;
     /// Every hold: (profile, policy, reason, unix seconds held).
     fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError>;
+    /// The measured baselines of `profile` for the in-job guard: the median over the
+    /// nodes of its most recent monitor runs that counted synchronising calls of their
+    /// calls per second per rank, and the profile version the newest of those runs was
+    /// decided under. `None`: no baseline counted them. A store without the query has none.
+    fn baseline_rate(
+        &mut self,
+        _profile: &str,
+    ) -> Result<Option<(f64, Option<String>)>, StoreError> {
+        Ok(None)
+    }
 }

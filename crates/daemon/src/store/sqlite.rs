@@ -595,6 +595,47 @@ impl Store for SqliteStore {
         Ok((u32::try_from(baselines).unwrap_or(u32::MAX), hold))
     }
 
+    fn baseline_rate(
+        &mut self,
+        profile: &str,
+    ) -> Result<Option<(f64, Option<String>)>, StoreError> {
+        // The 64 newest baseline nodes: enough for a median that one odd node cannot
+        // move, few enough to read at every decision of a guarded job.
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT json_extract(o.comm, '$.sync_calls'), json_extract(o.comm, '$.ranks'),
+                        json_extract(o.comm, '$.compute_s') + json_extract(o.comm, '$.comm_s'),
+                        d.profile_version
+                 FROM decisions d JOIN outcomes o ON o.job_id = d.job_id
+                 WHERE d.profile = ?1 AND json_extract(d.decision, '$.monitor') = 1
+                   AND json_extract(o.comm, '$.sync_calls') > 0
+                 ORDER BY d.decided_at DESC, d.job_id DESC LIMIT 64",
+            )
+            .map_err(read_err)?;
+        let rows: Vec<(f64, f64, f64, Option<String>)> = st
+            .query_map(params![profile], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(read_err)?;
+        let version = rows.first().and_then(|r| r.3.clone());
+        let mut rates: Vec<f64> = rows
+            .iter()
+            .filter(|(_, ranks, wall, _)| *ranks > 0.0 && *wall > 0.0)
+            .map(|(calls, ranks, wall, _)| calls / ranks / wall)
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        let n = rates.len();
+        let median = match n {
+            0 => return Ok(None),
+            _ if n % 2 == 1 => rates[n / 2],
+            _ => (rates[n / 2 - 1] + rates[n / 2]) / 2.0,
+        };
+        Ok(Some((median, version)))
+    }
+
     fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError> {
         let mut st = self
             .conn
@@ -999,6 +1040,7 @@ mod tests {
             refusal: None,
             budgets: Vec::new(),
             grant: None,
+            guard: None,
         }
     }
 
@@ -1236,6 +1278,46 @@ mod tests {
         job.decision.monitor = monitor;
         job.decision.baseline_sample = monitor && job_id.is_multiple_of(2);
         Change::Open(job)
+    }
+
+    #[test]
+    fn the_guards_baseline_rate_is_the_median_of_the_baselines_nodes_per_rank_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        // sync calls, ranks, per-rank wall (compute + comm) of each node.
+        let with = |job: u64, node: &str, sync: u64, ranks: u32, wall: f64| {
+            let Change::Outcome { mut outcome, at } = outcome(job, node, 5.0) else {
+                unreachable!()
+            };
+            outcome.comm = Some(greenup::comm::NodeComm {
+                ranks,
+                compute_s: wall * 0.75,
+                comm_s: wall * 0.25,
+                sync_calls: sync,
+                ..Default::default()
+            });
+            Change::Outcome { outcome, at }
+        };
+        assert!(
+            s.apply(&[
+                open_as(1, "lammps", true),
+                open_as(2, "lammps", true),
+                open_as(3, "lammps", false),
+                // By hand: 8000 / 4 / 20 = 100; 6000 / 4 / 20 = 75; 4000 / 2 / 10 = 200.
+                with(1, "n1", 8000, 4, 20.0),
+                with(1, "n2", 6000, 4, 20.0),
+                with(2, "n1", 4000, 2, 10.0),
+                // Not a baseline, and a baseline node that counted nothing: neither counts.
+                with(3, "n1", 1, 1, 10.0),
+                with(2, "n2", 0, 2, 10.0),
+            ])
+            .iter()
+            .all(Result::is_ok)
+        );
+        let (rate, version) = s.baseline_rate("lammps").unwrap().unwrap();
+        assert!((rate - 100.0).abs() < 1e-9, "{rate}");
+        assert_eq!(version, None);
+        assert_eq!(s.baseline_rate("hpcc").unwrap(), None);
     }
 
     #[test]

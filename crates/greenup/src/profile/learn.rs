@@ -942,6 +942,7 @@ mod tests {
                 budgets: Vec::new(),
                 comm_dvfs: None,
                 grant: None,
+                guard: None,
             },
             outcomes: nodes
                 .iter()

@@ -222,6 +222,11 @@ pub struct JobReport {
     /// The job's energy budget charges and each budget's state at admission.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budgets: Vec<crate::budget::AtAdmission>,
+    /// What the in-job guard did for the policy's `max_slowdown`, in one line ("promise
+    /// held by the model", "guard raised N nodes' clocks ...", "guard off: ..."); absent
+    /// when the policy promised none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
 }
 
 /// Signed prediction error in percent: (predicted - measured) / measured * 100.

@@ -267,5 +267,22 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         slurm_energy: ctx.slurm_energy.clone(),
         warnings,
         budgets: d.budgets.clone(),
+        guard: guard_line(rec),
     }
+}
+
+/// The in-job guard's line: what the nodes' runtimes did, or, where none reported, what
+/// the decision said of the guard; `None` when the job's policy promised no slowdown.
+pub fn guard_line(rec: &JobRecord) -> Option<String> {
+    let nodes = rec
+        .outcomes
+        .iter()
+        .map(|o| o.comm.as_ref().and_then(|c| c.guard.as_deref()));
+    crate::comm::guard_line(nodes).or_else(|| {
+        let terms = rec.decision.guard?;
+        Some(match terms.off {
+            Some(off) => format!("guard off: {}", off.why()),
+            None => "no in-job guard ran: no MPI step preloaded greenup's runtime; the promise rests on the decision alone".into(),
+        })
+    })
 }

@@ -71,6 +71,9 @@ pub fn job_report(r: &JobReport) -> String {
     if let Some(p) = power_line(&r.nodes) {
         let _ = writeln!(out, "Power       {p}");
     }
+    if let Some(g) = &r.guard {
+        let _ = writeln!(out, "Guard       {g}");
+    }
     out.push('\n');
 
     let mut nodes = new_table();

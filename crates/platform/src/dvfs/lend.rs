@@ -60,6 +60,10 @@ pub struct Lent {
     pub cpus: Vec<u32>,
     /// The lowest frequency those CPUs offer, in kHz.
     pub min_khz: Option<u64>,
+    /// The highest frequency all of them may run at, in kHz: the lowest of their
+    /// `scaling_max_freq` ceilings (what the in-job guard raises to, never past).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_khz: Option<u64>,
 }
 
 fn open_regular(path: &Path) -> std::io::Result<File> {
@@ -356,6 +360,11 @@ pub fn lend(
         let low = p.available_khz().ok().and_then(|f| f.into_iter().min());
         lent.min_khz = match (lent.min_khz, low) {
             (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let high = p.settings().ok().map(|s| s.max_khz);
+        lent.max_khz = match (lent.max_khz, high) {
+            (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
     }

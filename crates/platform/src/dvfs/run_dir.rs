@@ -123,6 +123,11 @@ impl JobDir {
         self.dir.join(format!("{node}.comm.json"))
     }
 
+    /// The in-job guard's settings for the job's MPI ranks on `node` (`GREENUP_GUARD`).
+    pub fn guard(&self, node: &str) -> PathBuf {
+        self.dir.join(format!("{node}.guard.json"))
+    }
+
     /// The saved settings and counters of the job's GPUs on `node`.
     pub fn gpu(&self, node: &str) -> PathBuf {
         self.dir.join(format!("{node}.gpu.json"))
