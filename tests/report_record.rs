@@ -406,3 +406,85 @@ fn a_gpu_plans_report_compares_the_models_part_with_rapl_and_keeps_the_gpus_besi
     // RAPL measured 9 kJ: the models' 9 kJ, exactly.
     assert_eq!(r.energy_error_pct(), Some(0.0));
 }
+
+#[test]
+fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
+    use greenup::comm::{GuardOff, GuardTerms, NodeComm, NodeGuard};
+    let guarded = |g: Option<NodeGuard>| NodeOutcome {
+        comm: Some(NodeComm {
+            ranks: 2,
+            compute_s: 80.0,
+            comm_s: 20.0,
+            guard: g.map(Box::new),
+            ..Default::default()
+        }),
+        ..outcome("n1", 2.0, Some(3_000.0), "rapl", None)
+    };
+    let terms = GuardTerms {
+        max_slowdown: 0.1,
+        baseline_rate: Some(100.0),
+        off: None,
+    };
+    // No promise: no line.
+    let rec = record(Verdict::Planned, vec![guarded(None)]);
+    assert_eq!(from_record(&rec, &Context::default()).guard, None);
+    // Two nodes raised, from 2.0 to 3.0 GHz, the first at 12.5 s; the longest 40 s.
+    let raised = |at: f64, for_s: f64| NodeGuard {
+        armed: 2,
+        acted: 1,
+        first_s: Some(at),
+        from_khz: Some(2_000_000),
+        to_khz: Some(3_000_000),
+        raised_s: for_s,
+        off: None,
+    };
+    let mut rec = record(
+        Verdict::Planned,
+        vec![
+            guarded(Some(raised(20.0, 40.0))),
+            NodeOutcome {
+                node: "n2".into(),
+                ..guarded(Some(raised(12.5, 30.0)))
+            },
+        ],
+    );
+    rec.decision.guard = Some(terms);
+    let r = from_record(&rec, &Context::default());
+    assert_eq!(
+        r.guard.as_deref(),
+        Some(
+            "guard raised 2 nodes' clocks at 12.5 s (from 2.00 to 3.00 GHz) for 40.0 s; its energy cost is not separated from the job's"
+        )
+    );
+    assert!(report::text::job_report(&r).contains("Guard       guard raised 2 nodes'"));
+    // Watched and never acted.
+    let quiet = NodeGuard {
+        armed: 2,
+        ..NodeGuard::default()
+    };
+    let mut rec = record(Verdict::Planned, vec![guarded(Some(quiet))]);
+    rec.decision.guard = Some(terms);
+    assert_eq!(
+        from_record(&rec, &Context::default()).guard.as_deref(),
+        Some("promise held by the model: the guard watched and never acted")
+    );
+    // No baseline: the decision's terms say so, nothing ran on the nodes.
+    let mut rec = record(Verdict::Planned, vec![guarded(None)]);
+    rec.decision.guard = Some(GuardTerms {
+        baseline_rate: None,
+        off: Some(GuardOff::NoBaseline),
+        ..terms
+    });
+    assert_eq!(
+        from_record(&rec, &Context::default()).guard.as_deref(),
+        Some("guard off: no baseline")
+    );
+    // Armed, but no step preloaded the runtime (not MPI): the decision alone.
+    rec.decision.guard = Some(terms);
+    assert!(
+        from_record(&rec, &Context::default())
+            .guard
+            .unwrap()
+            .starts_with("no in-job guard ran: no MPI step")
+    );
+}

@@ -472,3 +472,65 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, site: &NodeConfig, 
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use greenup::comm::{Guard, GuardTerms};
+    use greenup::slurm::time_limit::TimeLimit;
+
+    #[test]
+    fn the_guards_settings_are_saved_only_where_they_can_raise_a_clock() {
+        let t = tempfile::tempdir().unwrap();
+        let paths = NodePaths {
+            sysfs_root: t.path().join("sys"),
+            run_dir: t.path().join("run"),
+        };
+        let job = JobEnv {
+            job_id: 9,
+            uid: 1,
+            gid: None,
+            user: None,
+            partition: None,
+            account: None,
+            node: "n1".into(),
+            nodelist: "n1".into(),
+            nodes: vec!["n1".into()],
+            cpus_per_node: None,
+            options: crate::options::Checked::default(),
+            exit: None,
+            gpus: None,
+            time_limit: TimeLimit::Unknown,
+            licenses: None,
+        };
+        let dir = JobDir::new(&paths.run_dir, 9);
+        dir.create().unwrap();
+        let terms = GuardTerms {
+            max_slowdown: 0.1,
+            baseline_rate: Some(80.0),
+            off: None,
+        };
+        // No CPU lent: nothing to raise.
+        let note = write_guard(&paths, &job, &terms, None, Some(2_000_000));
+        assert_eq!(note, "; no in-job guard: no cpufreq control of the job's own");
+        assert!(!dir.guard("n1").exists());
+        // The plan at the ceiling: nothing to raise to.
+        let note = write_guard(&paths, &job, &terms, Some(2_000_000), Some(2_000_000));
+        assert!(note.ends_with("the plan already runs at f_max"), "{note}");
+        assert!(!dir.guard("n1").exists());
+        // Lent CPUs topping out at 3 GHz under a 2.2 GHz plan: saved for the steps.
+        let note = write_guard(&paths, &job, &terms, Some(3_000_000), Some(2_200_000));
+        assert!(note.contains("raises to 3.00 GHz"), "{note}");
+        let saved: Guard =
+            serde_json::from_str(&std::fs::read_to_string(dir.guard("n1")).unwrap()).unwrap();
+        assert_eq!(
+            saved,
+            Guard {
+                max_slowdown: 0.1,
+                baseline_rate: 80.0,
+                fmax_khz: 3_000_000,
+                plan_khz: 2_200_000,
+            }
+        );
+    }
+}
