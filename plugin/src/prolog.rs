@@ -512,7 +512,10 @@ mod tests {
         };
         // No CPU lent: nothing to raise.
         let note = write_guard(&paths, &job, &terms, None, Some(2_000_000));
-        assert_eq!(note, "; no in-job guard: no cpufreq control of the job's own");
+        assert_eq!(
+            note,
+            "; no in-job guard: no cpufreq control of the job's own"
+        );
         assert!(!dir.guard("n1").exists());
         // The plan at the ceiling: nothing to raise to.
         let note = write_guard(&paths, &job, &terms, Some(2_000_000), Some(2_000_000));
