@@ -4,8 +4,8 @@
 # communication-phase DVFS on (default settings: 16 KiB threshold, 500 µs timeout, block
 # waits) against a stand-in cpufreq tree, and with it measuring and the in-job guard
 # armed but never acting (a baseline rate every loop beats, against a stand-in tree with
-# a control for every CPU, so that the guard watches). Four loops (tests/runtime/latency.c): one rank
-# calling MPI_Send and MPI_Recv on MPI_PROC_NULL, then MPI_Isend and MPI_Irecv each with
+# a control for every CPU, so that the guard watches). Four loops
+# (tests/runtime/latency.c): one rank calling MPI_Send and MPI_Recv on MPI_PROC_NULL, then MPI_Isend and MPI_Irecv each with
 # its MPI_Wait (the interception alone), and OSU-style ping-pongs of BYTES between two
 # ranks of a local mpirun, each bound to a core, blocking and then nonblocking, and
 # MPI_Win_fence between them (which block mode precedes with a nonblocking barrier), and

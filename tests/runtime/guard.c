@@ -1,6 +1,7 @@
 /* A two-rank MPI program for the in-job guard's tests (guard.sh).
- *   loop SECONDS  each rank computes 10 ms, then both meet in an MPI_Barrier, for about
- *         SECONDS: about 100 synchronising calls a second, nearly all time computing
+ *   loop SECONDS [MS]  each rank computes MS ms (10 unless given), then both meet in an
+ *         MPI_Barrier, SECONDS × 1000 / MS times: about 1000 / MS synchronising calls a
+ *         second, nearly all time computing
  *   nosync SECONDS  each rank computes for SECONDS and makes no MPI call at all
  *   exit SECONDS / term SECONDS  as loop, then each rank exits without MPI_Finalize
  *         (exit(0)) or is killed by SIGTERM
@@ -69,20 +70,20 @@ int main(int argc, char **argv)
 {
     int rank;
     if (argc < 4) {
-        fprintf(stderr, "usage: guard MODE DIR SECONDS\n");
+        fprintf(stderr, "usage: guard MODE DIR SECONDS [MS]\n");
         return 2;
     }
     const char *mode = argv[1], *dir = argv[2];
-    double secs = atof(argv[3]);
+    double secs = atof(argv[3]), step = argc > 4 ? atof(argv[4]) / 1000 : 0.01;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     long loops = 0;
     if (strcmp(mode, "nosync") == 0) {
         compute(secs);
     } else {
-        long n = (long)(secs * 100);
+        long n = (long)(secs / step + 0.5);
         for (loops = 0; loops < n; loops++) {
-            compute(0.01);
+            compute(step);
             MPI_Barrier(MPI_COMM_WORLD);
         }
     }
