@@ -2,6 +2,8 @@
  *   loop SECONDS [MS]  each rank computes MS ms (10 unless given), then both meet in an
  *         MPI_Barrier, SECONDS × 1000 / MS times: about 1000 / MS synchronising calls a
  *         second, nearly all time computing
+ *   imbalance SECONDS [MS]  as loop, but rank 0 computes a tenth of the step and waits
+ *         the rest in the barrier: it never leads
  *   nosync SECONDS  each rank computes for SECONDS and makes no MPI call at all
  *   exit SECONDS / term SECONDS  as loop, then each rank exits without MPI_Finalize
  *         (exit(0)) or is killed by SIGTERM
@@ -83,7 +85,7 @@ int main(int argc, char **argv)
     } else {
         long n = (long)(secs / step + 0.5);
         for (loops = 0; loops < n; loops++) {
-            compute(step);
+            compute(strcmp(mode, "imbalance") == 0 && rank == 0 ? step / 10 : step);
             MPI_Barrier(MPI_COMM_WORLD);
         }
     }

@@ -4,7 +4,8 @@
 # and meets the other rank in a barrier, about 100 synchronising calls a second. With a
 # baseline rate the program cannot meet (1000 a second: it looks ten times too slow),
 # each rank raises the control of its own CPU to f_max, and no other, records it and
-# puts it back at MPI_Finalize, at an exit without it and at SIGTERM; with
+# puts it back at MPI_Finalize, at an exit without it and at SIGTERM; a rank that waits
+# most of each step is left alone (it does not lead); with
 # communication-phase lowering on too, a lowered call restores to the raised clock. With a
 # rate it meets (20 a second) it never acts. A malformed GREENUP_GUARD is said in one
 # line and nothing moves; a program that never synchronises is never acted on, and its
@@ -84,6 +85,19 @@ for r in 0 1; do
     || fail "slow: rank $r: $(cat "$T/slow/ranks/rank-$r.json")"
 done
 [ ! -s "$T/slow/stderr" ] || fail "slow: stderr: $(cat "$T/slow/stderr")"
+
+# 1b. The lead rule: rank 0 computes a tenth of each step and waits the rest; too slow
+# for the baseline as a whole, only rank 1 (which computes) is raised.
+run imbalance imbalance 4 "$SLOW"
+got=$(changed imbalance | sort -u)
+if [ "$(cat "$T/imbalance/cpu-0")" != "$(cat "$T/imbalance/cpu-1")" ] \
+  && [ "$got" = "policy$(cat "$T/imbalance/cpu-1") scaling_setspeed $FMAX" ] && restored \
+  && jq -e '.guard.armed and .guard.acted_s == null' "$T/imbalance/ranks/rank-0.json" > /dev/null \
+  && jq -e '.guard.acted_s >= 2' "$T/imbalance/ranks/rank-1.json" > /dev/null; then
+  ok "imbalance: the waiting rank is left alone, the computing one raised ($got)"
+elif [ "$(cat "$T/imbalance/cpu-0")" = "$(cat "$T/imbalance/cpu-1")" ]; then
+  echo "skipped: imbalance needs the ranks on two CPUs"
+else fail "imbalance: changed [$got]; $(cat "$T/imbalance/ranks/rank-0.json" "$T/imbalance/ranks/rank-1.json")"; fi
 
 # 2. A rate the program meets: never acts, nothing moves.
 run met loop 4 "$MET"
