@@ -51,6 +51,11 @@ pub(crate) fn read_comm(
     let stats = dir.mpi_stats(&job.node);
     let _ = std::fs::remove_file(dir.comm(&job.node));
     let _ = std::fs::remove_file(dir.guard(&job.node));
+    // Why the prolog left this node unguarded, if it did: the report says so.
+    let guard_off = std::fs::read(dir.guard_off(&job.node))
+        .ok()
+        .and_then(|w| serde_json::from_slice::<comm::GuardOff>(&w).ok());
+    let _ = std::fs::remove_file(dir.guard_off(&job.node));
     let read = match lend::close_stats_dir(&stats) {
         Ok(false) => return None,
         Ok(true) => comm::read_node(&stats, elapsed_s).map_err(|e| e.to_string()),
@@ -77,6 +82,9 @@ pub(crate) fn read_comm(
         );
         None
     })?;
+    if comm.guard.is_none() {
+        comm.guard = guard_off.map(|o| Box::new(comm::NodeGuard::off(o)));
+    }
     // The report's estimate of what lowering saved spreads the node's power over these.
     comm.cpus = Cpufreq::new(&paths.sysfs_root)
         .cpu_count()
@@ -449,5 +457,62 @@ mod report_tests {
             "a partial sum is never the total: {line}"
         );
         assert!(line.ends_with("Details: greenup report 5"), "{line}");
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+    use greenup::comm::{GuardOff, RankStats};
+
+    #[test]
+    fn a_node_the_prolog_left_unguarded_says_why_in_its_summary() {
+        let t = tempfile::tempdir().unwrap();
+        let paths = NodePaths {
+            sysfs_root: t.path().join("sys"),
+            run_dir: t.path().join("run"),
+        };
+        let mut job = JobEnv::from_slurm_vars(
+            |k| {
+                match k {
+                    "SLURM_JOB_ID" => Some("7"),
+                    "SLURM_JOB_UID" => Some("0"),
+                    "SLURMD_NODENAME" => Some("n1"),
+                    "SLURM_JOB_NODELIST" => Some("n1"),
+                    _ => None,
+                }
+                .map(str::to_string)
+            },
+            0,
+        )
+        .unwrap();
+        // SAFETY: getuid takes nothing.
+        let uid = unsafe { libc::getuid() };
+        job.uid = uid;
+        let stats = lend::make_stats_dir(&paths.run_dir, 7, "n1", uid, uid).unwrap();
+        let rank = RankStats {
+            rank: 0,
+            wall_s: 1.0,
+            mpi_s: 0.5,
+            bytes: 0,
+            calls: 2,
+            sync_calls: 2,
+            low_s: 0.0,
+            transitions: 0,
+            saved_j: None,
+            complete: true,
+            errors: 0,
+            guard: None,
+        };
+        comm::write_rank(&stats, &rank).unwrap();
+        let dir = JobDir::new(&paths.run_dir, 7);
+        dir.create().unwrap();
+        std::fs::write(dir.guard_off("n1"), "\"no_control\"").unwrap();
+        let log = |_: Level, _: &str| {};
+        let c = read_comm(&paths, &job, 10.0, &log).unwrap();
+        let g = c.guard.unwrap();
+        assert_eq!((g.armed, g.acted), (0, 0));
+        assert_eq!(g.off.as_deref(), Some(GuardOff::NoControl.why()));
+        assert!(!dir.guard_off("n1").exists(), "removed once read");
     }
 }

@@ -128,6 +128,12 @@ impl JobDir {
         self.dir.join(format!("{node}.guard.json"))
     }
 
+    /// Why the in-job guard is off on `node`, when the prolog found it could not act
+    /// there (one `greenup_comm::GuardOff` word, as JSON): the epilog's note for the report.
+    pub fn guard_off(&self, node: &str) -> PathBuf {
+        self.dir.join(format!("{node}.guard-off.json"))
+    }
+
     /// The saved settings and counters of the job's GPUs on `node`.
     pub fn gpu(&self, node: &str) -> PathBuf {
         self.dir.join(format!("{node}.gpu.json"))
