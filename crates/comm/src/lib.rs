@@ -1,7 +1,7 @@
 //! The contract between greenup's in-job MPI runtime (`libgreenup_mpi.so`, preloaded into
 //! a job's tasks) and the node that runs it: the settings of communication-phase DVFS
-//! (paper 002), the environment that carries them into the tasks, and the per-rank
-//! measurements the runtime leaves behind for the epilog.
+//! (paper 002) and of the in-job guard ([`guard`]), the environment that carries them
+//! into the tasks, and the per-rank measurements the runtime leaves behind for the epilog.
 //!
 //! The runtime writes one file per rank, `rank-R.json`, into the directory named by
 //! [`env::DIR`]. That directory belongs to the job's user, so the epilog (root) reads
