@@ -185,6 +185,7 @@ pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
         saved_j: None,
         complete,
         errors: STATS.errors.load(Relaxed),
+        steps: None,
     }
 }
 
@@ -224,6 +225,7 @@ mod tests {
                 saved_j: None,
                 complete: false,
                 errors: 1,
+                steps: None,
             };
             let mut buf = FixedBuf::default();
             write_json(&mut buf, &stats).unwrap();
