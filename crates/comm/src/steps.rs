@@ -105,6 +105,14 @@ impl StepTimes {
             && (self.compute_s.len().saturating_sub(1)) as f64 * w <= wall_s + slack
     }
 
+    /// These counts over windows of `window_s` (a longer greenup window), adding windows
+    /// together; unchanged when `window_s` is not longer.
+    pub fn coarsened(&self, window_s: f64) -> StepTimes {
+        let mut c = self.clone();
+        c.coarsen_to(window_s);
+        c
+    }
+
     /// Coarsen to `window_s` (a longer greenup window), adding windows together.
     fn coarsen_to(&mut self, window_s: f64) {
         while self.window_s < window_s * (1.0 - 1e-9) {

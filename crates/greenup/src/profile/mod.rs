@@ -12,6 +12,7 @@ pub mod learn;
 pub mod locate;
 pub mod node_power;
 pub mod outcome;
+pub mod windows;
 pub mod refine;
 pub mod versions;
 
