@@ -23,10 +23,11 @@ use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{ClockFit, Hetero, TypeTimes, dynamic_shape};
 use crate::model::iso_energy::{AppVector, IsoEnergy};
+use crate::model::steps::{self, ModelChoice, Steps};
 use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
-use crate::profile::{ClockFitFile, Param, Profile, ProfileFile, unspanned};
+use crate::profile::{ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, unspanned};
 use crate::record::JobRecord;
 use crate::site::Site;
 
@@ -251,6 +252,8 @@ pub fn hetero(
         iterations: model.iterations,
         types: types.clone(),
         site_types: model.site_types.clone(),
+        steps: model.steps.clone(),
+        time_choice: None,
     };
     let residual = rms(&energy_errors(&refined, &used)?);
     Ok(Refined {
@@ -258,6 +261,39 @@ pub fn hetero(
         samples: used.len() as u32,
         residual,
     })
+}
+
+/// Which time model, paper 004's max model or `steps`, predicts the wall time of the
+/// measured runs better (RMS relative error over the usable outcomes), by
+/// [`steps::choose`]: the step model wins only with the smaller error over at least
+/// [`steps::MIN_RUNS`] runs, or, with fewer, only if it predicts at least the max
+/// model's slowdown ([`Hetero::steps_safer`]).
+pub fn time_model_choice(
+    model: &Hetero,
+    with_steps: &Steps,
+    outcomes: &[Outcome],
+) -> Result<ModelChoice, RefineError> {
+    let (used, _) = usable(outcomes);
+    let max = Hetero {
+        steps: None,
+        time_choice: None,
+        ..model.clone()
+    };
+    let stepped = Hetero {
+        steps: Some(with_steps.clone()),
+        time_choice: None,
+        ..model.clone()
+    };
+    let mut runs = Vec::with_capacity(used.len());
+    for o in &used {
+        let config = o.config();
+        runs.push((
+            max.predict(&config)?.time_s,
+            stepped.predict(&config)?.time_s,
+            o.time_s,
+        ));
+    }
+    Ok(steps::choose(&runs, max.steps_safer(with_steps)))
 }
 
 /// Relative tolerance for two clocks being the same: sysfs gives kHz, decisions GHz.
@@ -640,7 +676,21 @@ pub fn refine_profile(
                 .cloned()
                 .collect();
             let r = hetero(&current, &on_count)?;
+            // The refitted times decide afresh which time model predicts them better.
+            let choice = match profile.hetero_steps() {
+                Some(s) => {
+                    let refitted = Hetero {
+                        types: r.params.clone(),
+                        ..current.clone()
+                    };
+                    Some(time_model_choice(&refitted, s, &on_count)?)
+                }
+                None => None,
+            };
             let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
+            if let Some(c) = &choice {
+                h.model_choice = Some(ModelChoiceFile::from_choice(c));
+            }
             for (k, t) in &r.params {
                 if let Some(f) = h.node_types.get_mut(k) {
                     f.t_cp_s = number(t.t_cp_s);
@@ -880,6 +930,8 @@ mod tests {
                 ("type3".into(), tt(0.5, 0.1)),
             ]),
             site_types: site_types(),
+            steps: None,
+            time_choice: None,
         }
     }
 
