@@ -936,6 +936,89 @@ mod tests {
     }
 
     #[test]
+    fn the_time_model_is_the_one_whose_time_error_is_smaller() {
+        use crate::model::steps::{StepClass, TimeModel};
+        // type1 leads half the steps (share 0.8 against type3's 0.2), type3 the other half.
+        let share =
+            |a: f64, b: f64| BTreeMap::from([("type1".to_string(), a), ("type3".to_string(), b)]);
+        let steps = Steps {
+            classes: vec![
+                StepClass {
+                    steps: 10,
+                    share: share(0.8, 0.2),
+                },
+                StepClass {
+                    steps: 10,
+                    share: share(0.2, 0.8),
+                },
+            ],
+        };
+        let model = Hetero {
+            types: BTreeMap::from_iter(TRUTH.iter().map(|t| {
+                (
+                    t.0.to_string(),
+                    TypeTimes {
+                        t_cp_s: t.2,
+                        t_cm_s: t.3,
+                        p_dyn_w: Some(t.4),
+                        p_static_w: Some(t.5),
+                        t_mem_s: None,
+                        t_mem_fit: None,
+                    },
+                )
+            })),
+            ..wrong_hetero()
+        };
+        let runs: [[f64; 2]; 4] = [[2.5, 2.9], [2.0, 2.9], [2.5, 2.0], [1.8, 2.3]];
+        let mut noise = Noise(7);
+        // Runs whose wall time follows the steps, written out: per iteration
+        // max(0.8 t1, 0.2 t3) + max(0.2 t1, 0.8 t3) + min T_cm, t = T_cp * f_max / f.
+        let stepped: Vec<Outcome> = runs
+            .iter()
+            .enumerate()
+            .map(|(k, [f1, f3])| {
+                let t1 = 1.0 * 2.5 / f1;
+                let t3 = 0.8 * 2.9 / f3;
+                let t = ITERS * ((0.8 * t1).max(0.2 * t3) + (0.2 * t1).max(0.8 * t3) + 0.2);
+                let mut o = simulate(
+                    k as u64 + 1,
+                    &[("n1", "type1", *f1), ("n3", "type3", *f3)],
+                    &mut noise,
+                );
+                o.time_s = t * noise.next();
+                o.predicted_time_s = t;
+                o
+            })
+            .collect();
+        let c = time_model_choice(&model, &steps, &stepped).unwrap();
+        assert_eq!(c.winner, TimeModel::Steps, "{c:?}");
+        assert_eq!(c.runs, 4);
+        assert!(c.step_model_error < 0.011, "{c:?}");
+        // At f_max the max model says 1.2 s an iteration where the steps take 1.64 s.
+        assert!(c.max_model_error > 0.2, "{c:?}");
+        // Runs that follow paper 004's max model choose it.
+        let maxed: Vec<Outcome> = runs
+            .iter()
+            .enumerate()
+            .map(|(k, [f1, f3])| {
+                simulate(
+                    k as u64 + 1,
+                    &[("n1", "type1", *f1), ("n3", "type3", *f3)],
+                    &mut noise,
+                )
+            })
+            .collect();
+        let c = time_model_choice(&model, &steps, &maxed).unwrap();
+        assert_eq!(c.winner, TimeModel::Max, "{c:?}");
+        assert!(c.max_model_error < 0.011, "{c:?}");
+        // One run is too few: the safer slowdown decides, and slowing type1 alone costs
+        // the max model more than the steps here, so the max model stays.
+        let c = time_model_choice(&model, &steps, &stepped[..1]).unwrap();
+        assert_eq!((c.winner, c.runs), (TimeModel::Max, 1));
+        assert!(!model.steps_safer(&steps));
+    }
+
+    #[test]
     fn five_runs_halve_the_energy_error() {
         // Frequencies a policy might pick over five submissions of the same job.
         let runs: [[f64; 2]; 5] = [[2.5, 2.9], [2.0, 2.3], [2.2, 2.9], [1.8, 2.0], [2.4, 2.5]];
