@@ -203,11 +203,26 @@ fn one_step_class_of_share_one_is_paper_004() {
         .unwrap()
         .predictor(&site)
         .unwrap();
+    // Without a recorded choice the two models predict the same slowdowns, so the step
+    // model is as safe as the max model and is used.
+    let text = with_steps("    - { steps: 1, share: { a: 1, b: 1 } }\n", None);
+    let unrecorded = Profile::from_str(Path::new("two.yaml"), &text)
+        .unwrap()
+        .predictor(&site)
+        .unwrap();
+    let note = unrecorded.clock_note(&["a"]).unwrap();
+    assert!(
+        note.starts_with("time predicted by the step model")
+            && note.contains("it predicts at least the max model's slowdown"),
+        "{note}"
+    );
     for (fa, fb) in [(2.0, 3.0), (2.0, 1.5), (1.0, 3.0), (1.0, 1.5)] {
         let a = plain.predict(&cfg(fa, fb)).unwrap();
-        let b = stepped.predict(&cfg(fa, fb)).unwrap();
-        assert!(close(a.time_s, b.time_s, 1e-12), "{a:?} {b:?}");
-        assert!(close(a.energy_j, b.energy_j, 1e-12), "{a:?} {b:?}");
+        for m in [&stepped, &unrecorded] {
+            let b = m.predict(&cfg(fa, fb)).unwrap();
+            assert!(close(a.time_s, b.time_s, 1e-12), "{a:?} {b:?}");
+            assert!(close(a.energy_j, b.energy_j, 1e-12), "{a:?} {b:?}");
+        }
     }
 }
 

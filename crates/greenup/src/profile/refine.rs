@@ -1203,6 +1203,32 @@ mod tests {
     }
 
     #[test]
+    fn a_refined_profile_with_steps_records_which_time_model_won() {
+        let yaml = "name: mem\nversion: 1\nhetero:\n  iterations: 100\n  node_types:\n    type1: { t_cp_s: 0.7, t_cm_s: 0.1 }\n  steps:\n    - { steps: 4, share: { type1: 1 } }\n";
+        let profile = Profile::from_str(std::path::Path::new("mem.yaml"), yaml).unwrap();
+        let mut site = crate::site::example();
+        site.node_types = site_types();
+        let runs = [
+            memory_bound_run(1, 2.5, 0.6, 0.4),
+            memory_bound_run(2, 1.25, 0.6, 0.4),
+        ];
+        let r = refine_profile(&profile, &site, &runs).unwrap();
+        let text = serde_saphyr::to_string(&r.file).unwrap();
+        // One type with share 1 is the max model: equal errors, and a tie keeps paper 004's.
+        assert!(text.contains("winner: max"), "{text}");
+        assert!(text.contains("runs: 2"), "{text}");
+        let again = Profile::from_str(std::path::Path::new("mem.yaml"), &text).unwrap();
+        let h = again.hetero_model(&site).unwrap();
+        assert!(h.steps.is_none());
+        let c = h.time_choice.unwrap();
+        assert_eq!((c.winner, c.runs), (steps::TimeModel::Max, 2));
+        assert!(
+            (c.max_model_error - c.step_model_error).abs() < 1e-12,
+            "{c:?}"
+        );
+    }
+
+    #[test]
     fn measured_compute_times_recover_each_type() {
         // With per-node compute seconds, T_cp is compute / (S * iters), exactly.
         let mut noise = Noise(7);
