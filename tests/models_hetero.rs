@@ -327,3 +327,53 @@ fn a_plan_with_steps_bounds_the_slowdown_the_steps_predict_and_says_which_model(
     let oracle = brute(&table, &goal).unwrap();
     assert!(close(oracle.energy_j, d.prediction.energy_j, 1e-12));
 }
+
+#[test]
+fn the_plans_reason_says_which_model_predicted_time() {
+    use greenup::plan::{Algorithm, NodeRequest, PlanRequest, plan};
+    use greenup::policy::PolicySet;
+    let site = two_type_site(20.0, 4.0, 30.0, 6.0);
+    let policies =
+        PolicySet::load(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")]).unwrap();
+    let policy = policies.get("min-energy").unwrap();
+    let req = PlanRequest {
+        policy: "min-energy".into(),
+        nodes: NodeRequest::List {
+            names: vec!["na".into(), "nb".into()],
+            min: None,
+        },
+        partition: None,
+        energy_cap_j: None,
+        power_cap_w: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
+        algorithm: Algorithm::Exact,
+        max_freq_ghz: None,
+    };
+    let p = Profile::from_str(
+        Path::new("two.yaml"),
+        &with_steps(TWO_CLASSES, Some("steps")),
+    )
+    .unwrap();
+    let planned = plan(&site, &p, policy, &req).unwrap();
+    assert!(
+        planned
+            .reason
+            .starts_with("time predicted by the step model"),
+        "{}",
+        planned.reason
+    );
+    assert!(
+        planned.reason.contains("; clock sensitivity:"),
+        "{}",
+        planned.reason
+    );
+    // The baseline is the steps' 17 s, not the max model's 15 s.
+    assert!(close(planned.baseline.time_s.0, 17.0, 1e-12), "{planned:?}");
+    let plain = Profile::from_str(Path::new("two.yaml"), PROFILE).unwrap();
+    let planned = plan(&site, &plain, policy, &req).unwrap();
+    assert!(
+        planned.reason.starts_with("clock sensitivity:"),
+        "{}",
+        planned.reason
+    );
+}
