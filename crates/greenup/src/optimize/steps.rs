@@ -79,30 +79,49 @@ pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, StepSearchError
             limit: LIMIT,
         });
     }
-    // Groups without nodes take no part; the rest are enumerated like an odometer.
-    let live: Vec<usize> = (0..candidates.len())
+    // Groups without nodes take no part; the rest are enumerated like an odometer whose
+    // fastest wheel is the group with the most candidates: for each setting of the
+    // others, each class's max over them is computed once and the inner loop costs
+    // one max per class.
+    let mut live: Vec<usize> = (0..candidates.len())
         .filter(|&g| !candidates[g].is_empty())
         .collect();
+    live.sort_by_key(|&g| std::cmp::Reverse(candidates[g].len()));
     let static_w = table.static_w();
     let mut at = vec![0usize; live.len()];
-    let mut m = vec![0.0f64; steps.groups.len()];
     let mut best: Option<(Vec<usize>, super::Assessment)> = None;
     let mut tried = 0u64;
+    let Some(&inner) = live.first() else {
+        return Err(OptimizeError::NoChoices("(every node)".into()).into());
+    };
+    let inner_w: Vec<f64> = steps.weights.iter().map(|w| w[inner]).collect();
+    let mut rest = vec![0.0f64; steps.weights.len()];
     loop {
-        let mut d = 0.0;
-        for (slot, &g) in live.iter().enumerate() {
+        let mut d_rest = 0.0;
+        rest.iter_mut().for_each(|r| *r = 0.0);
+        for (slot, &g) in live.iter().enumerate().skip(1) {
             let c = candidates[g][at[slot]];
-            m[g] = c.time_s;
-            d += c.dynamic_j;
+            d_rest += c.dynamic_j;
+            for (r, w) in rest.iter_mut().zip(&steps.weights) {
+                *r = r.max(w[g] * c.time_s);
+            }
         }
-        let t = steps.compute_s(&m) + table.fixed_time_s;
-        let e = d + t * static_w + table.fixed_energy_j;
-        let a = goal.assess(t, e, None);
-        tried += 1;
-        if best.as_ref().is_none_or(|b| a.better_than(&b.1)) {
-            best = Some((at.clone(), a));
+        for (j, c) in candidates[inner].iter().enumerate() {
+            let compute: f64 = rest
+                .iter()
+                .zip(&inner_w)
+                .map(|(r, w)| r.max(w * c.time_s))
+                .sum();
+            let t = compute + table.fixed_time_s;
+            let e = d_rest + c.dynamic_j + t * static_w + table.fixed_energy_j;
+            let a = goal.assess(t, e, None);
+            tried += 1;
+            if best.as_ref().is_none_or(|b| a.better_than(&b.1)) {
+                at[0] = j;
+                best = Some((at.clone(), a));
+            }
         }
-        let mut i = 0;
+        let mut i = 1;
         while i < live.len() {
             at[i] += 1;
             if at[i] < candidates[live[i]].len() {
