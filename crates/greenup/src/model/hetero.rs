@@ -151,7 +151,8 @@ pub struct Hetero {
     /// The site's node types (frequencies and power).
     pub site_types: BTreeMap<String, NodeType>,
     /// The step model that predicts time, when it won against the max model; `None`:
-    /// paper 004's max model.
+    /// paper 004's max model. A type with no share in any class leads no step, so a
+    /// profile's `steps:` must give every type one (the profile check refuses it otherwise).
     pub steps: Option<Steps>,
     /// Which time model won and by how much, for the decision's reason.
     pub time_choice: Option<ModelChoice>,
