@@ -388,3 +388,14 @@ fn hetero_steps_and_model_choice_are_checked_one_line_each() {
     ));
     has(&s, &["hetero.model_choice.winner", "add a steps: list"]);
 }
+
+#[test]
+fn the_steps_example_of_profiles_md_loads() {
+    let doc = include_str!("../docs/profiles.md");
+    let start = doc.find("```yaml\nhetero:\n  iterations: 1000\n  node_types:\n    type1: { t_cp_s: 0.5, t_cm_s: 0.05 }\n    type4").unwrap();
+    let block = &doc[start + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let text = format!("name: hpl\nversion: 1\n{block}");
+    let p = Profile::from_str(Path::new("hpl.yaml"), &text).unwrap();
+    assert_eq!(p.hetero_steps().unwrap().classes.len(), 2);
+}
