@@ -4,14 +4,19 @@
 //! sweep; `typed`: nodes of a type are identical, as a per-type profile predicts.
 //! Each is measured twice: wall time (`decide/...`) and the benchmark thread's
 //! CPU time (`decide-cpu/...`), which other jobs on a shared machine disturb less.
+//! `steps-typed`: the typed instance with 8 classes of synchronised steps, searched by
+//! the exact step search (`optimize::steps`).
 //! Run: `cargo bench --bench decide -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use greenup::model::StepTable;
+use greenup::model::steps::Steps;
 use greenup::optimize::brute::brute;
 use greenup::optimize::paper::algorithm1;
+use greenup::optimize::steps::exact as step_exact;
 use greenup::optimize::sweep::sweep;
 use greenup::optimize::testbed::{Instance, Rng, instance_with};
 use greenup::optimize::{Goal, Limits, Objective};
@@ -84,6 +89,49 @@ impl ValueFormatter for CpuFormatter {
     }
 }
 
+/// The typed instance of `n` nodes with 8 step classes compressed from 400 random
+/// steps (each type's slowest node leads some), and the goal against its own baseline.
+fn with_steps(n: usize) -> (Instance, Goal) {
+    let mut inst = instance_with(n, &mut Rng::new(n as u64), false);
+    let mut rng = Rng::new(36);
+    let types: Vec<String> = (1..=4).map(|t| format!("type{t}")).collect();
+    let per_step: Vec<std::collections::BTreeMap<String, f64>> = (0..400)
+        .map(|_| {
+            types
+                .iter()
+                .map(|t| (t.clone(), rng.uniform(0.1, 1.0)))
+                .collect()
+        })
+        .collect();
+    let steps = Steps::from_step_times(&per_step, 8).expect("random steps make a model");
+    let group_of = inst
+        .table
+        .nodes
+        .iter()
+        .map(|r| types.iter().position(|t| *t == r.node_type).unwrap_or(0))
+        .collect();
+    let weights = steps
+        .classes
+        .iter()
+        .map(|c| {
+            types
+                .iter()
+                .map(|t| c.share.get(t).copied().unwrap_or(0.0))
+                .collect()
+        })
+        .collect();
+    inst.table.steps = Some(StepTable {
+        groups: types,
+        group_of,
+        weights,
+    });
+    let (t, e) = inst.table.totals(&inst.table.max_pick());
+    inst.t_old = t;
+    inst.e_original = e;
+    let g = goal(&inst);
+    (inst, g)
+}
+
 fn decide(c: &mut Criterion) {
     decide_group(c, "decide");
     let mut slow = c.benchmark_group("decide-brute");
@@ -118,6 +166,10 @@ fn decide_group<M: Measurement>(c: &mut Criterion<M>, name: &str) {
             );
         }
     }
+    let (inst, g) = with_steps(144);
+    group.bench_with_input(BenchmarkId::new("steps-typed", 144), &inst, |b, i| {
+        b.iter(|| step_exact(black_box(&i.table), &g).unwrap())
+    });
     group.finish();
 }
 

@@ -82,6 +82,7 @@ impl Predictor for Waiting {
                 .collect(),
             fixed_time_s: 0.0,
             fixed_energy_j: 0.0,
+            steps: None,
         })
     }
 }

@@ -179,3 +179,201 @@ fn nodes_with_their_own_frequency_lists_get_their_own_rows() {
         assert!(close(c.compute_s, 0.5 * 2.5 / 1.2 * 1000.0, 1e-12));
     }
 }
+
+/// PROFILE with a `steps:` list and, when given, the recorded winner.
+fn with_steps(classes: &str, winner: Option<&str>) -> String {
+    let mut text = format!("{PROFILE}  steps:\n{classes}");
+    if let Some(w) = winner {
+        text.push_str(&format!(
+            "  model_choice: {{ winner: {w}, max_model_error: 0.12, step_model_error: 0.03, runs: 5 }}\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn one_step_class_of_share_one_is_paper_004() {
+    let site = two_type_site(20.0, 4.0, 30.0, 6.0);
+    let plain = Profile::from_str(Path::new("two.yaml"), PROFILE)
+        .unwrap()
+        .predictor(&site)
+        .unwrap();
+    let text = with_steps("    - { steps: 1, share: { a: 1, b: 1 } }\n", Some("steps"));
+    let stepped = Profile::from_str(Path::new("two.yaml"), &text)
+        .unwrap()
+        .predictor(&site)
+        .unwrap();
+    // Without a recorded choice the two models predict the same slowdowns, so the step
+    // model is as safe as the max model and is used.
+    let text = with_steps("    - { steps: 1, share: { a: 1, b: 1 } }\n", None);
+    let unrecorded = Profile::from_str(Path::new("two.yaml"), &text)
+        .unwrap()
+        .predictor(&site)
+        .unwrap();
+    let note = unrecorded.clock_note(&["a"]).unwrap();
+    assert!(
+        note.starts_with("time predicted by the step model")
+            && note.contains("it predicts at least the max model's slowdown"),
+        "{note}"
+    );
+    for (fa, fb) in [(2.0, 3.0), (2.0, 1.5), (1.0, 3.0), (1.0, 1.5)] {
+        let a = plain.predict(&cfg(fa, fb)).unwrap();
+        for m in [&stepped, &unrecorded] {
+            let b = m.predict(&cfg(fa, fb)).unwrap();
+            assert!(close(a.time_s, b.time_s, 1e-12), "{a:?} {b:?}");
+            assert!(close(a.energy_j, b.energy_j, 1e-12), "{a:?} {b:?}");
+        }
+    }
+}
+
+const TWO_CLASSES: &str = "    - { steps: 40, share: { a: 0.8, b: 0.2 } }\n    - { steps: 60, share: { a: 0.2, b: 0.8 } }\n";
+
+#[test]
+fn steps_by_hand_and_slowing_the_waiting_type_costs_time() {
+    let site = two_type_site(20.0, 4.0, 30.0, 6.0);
+    let p = Profile::from_str(
+        Path::new("two.yaml"),
+        &with_steps(TWO_CLASSES, Some("steps")),
+    )
+    .unwrap();
+    let model = p.predictor(&site).unwrap();
+    // (S_a, S_b) = (1, 1): t_a = 1, t_b = 0.5: max(0.8, 0.1) + max(0.2, 0.4) + 0.5 = 1.7 s/iter.
+    let base = model.predict(&cfg(2.0, 3.0)).unwrap();
+    assert!(close(base.time_s, 17.0, 1e-12), "{base:?}");
+    // (1, 2): t_b = 1: max(0.8, 0.2) + max(0.2, 0.8) + 0.5 = 2.1 s/iter, where the max
+    // model keeps 1.5 (b waits on the whole). Energy: 20 + 2^-2 * 30 * 0.5 + 10 * 2.1
+    // = 44.75 J/iter.
+    let slow_b = model.predict(&cfg(2.0, 1.5)).unwrap();
+    assert!(close(slow_b.time_s, 21.0, 1e-12), "{slow_b:?}");
+    assert!(close(slow_b.energy_j, 447.5, 1e-12), "{slow_b:?}");
+    let note = model.clock_note(&["a", "b"]).unwrap();
+    assert!(
+        note.starts_with("time predicted by the step model (each step class led by its slowest type): RMS time error 3.0% against 12.0% for the max model over 5 measured runs"),
+        "{note}"
+    );
+    // A recorded win of the max model keeps paper 004's time.
+    let p =
+        Profile::from_str(Path::new("two.yaml"), &with_steps(TWO_CLASSES, Some("max"))).unwrap();
+    let m = p.predictor(&site).unwrap();
+    assert!(close(
+        m.predict(&cfg(2.0, 1.5)).unwrap().time_s,
+        15.0,
+        1e-12
+    ));
+    assert!(
+        m.clock_note(&["a"])
+            .unwrap()
+            .starts_with("time predicted by the max model")
+    );
+    // Nothing recorded: slowing a alone (S = 2) costs the max model 1.0 s of 1.5 (67%) and
+    // the steps max(1.6, 0.1) + max(0.4, 0.4) + 0.5 = 2.5 s against 1.7 (47%): the steps do
+    // not predict at least the max model's slowdown, so the max model predicts.
+    let p = Profile::from_str(Path::new("two.yaml"), &with_steps(TWO_CLASSES, None)).unwrap();
+    let m = p.predictor(&site).unwrap();
+    assert!(close(
+        m.predict(&cfg(2.0, 1.5)).unwrap().time_s,
+        15.0,
+        1e-12
+    ));
+    let note = m.clock_note(&["a"]).unwrap();
+    assert!(note.contains("0 measured run(s), too few to compare errors, and the step model does not predict at least its slowdown"), "{note}");
+}
+
+#[test]
+fn a_plan_with_steps_bounds_the_slowdown_the_steps_predict_and_says_which_model() {
+    use greenup::optimize::nodes::{Search, decide};
+    use greenup::optimize::{Goal, Limits, Objective, brute::brute};
+    let site = two_type_site(20.0, 4.0, 30.0, 6.0);
+    let p = Profile::from_str(
+        Path::new("two.yaml"),
+        &with_steps(TWO_CLASSES, Some("steps")),
+    )
+    .unwrap();
+    let model = p.predictor(&site).unwrap();
+    let slots = slots(&site, &["na", "nb"]);
+    let limits = Limits {
+        max_slowdown: Some(0.1),
+        ..Limits::default()
+    };
+    let search = Search {
+        slots: &slots,
+        min_nodes: 2,
+        max_nodes: 2,
+        objective: Objective::MinEnergy,
+        limits,
+        min_ee: None,
+        algorithm: greenup::plan::Algorithm::Exact,
+        max_freq_ghz: None,
+    };
+    let d = decide(model.as_ref(), &search).unwrap();
+    // Within 10% of 17 s only every node at f_max fits (slowing b costs 4 s, a 8 s); the
+    // max model would have slowed b for free.
+    assert!(d.feasible, "{d:?}");
+    assert_eq!(
+        d.config
+            .nodes
+            .iter()
+            .map(|n| n.freq_ghz)
+            .collect::<Vec<_>>(),
+        [2.0, 3.0]
+    );
+    let table = model.table(&slots).unwrap();
+    let goal = Goal {
+        objective: Objective::MinEnergy,
+        limits,
+        baseline_time_s: 17.0,
+        baseline_energy_j: d.baseline.energy_j,
+    };
+    let oracle = brute(&table, &goal).unwrap();
+    assert!(close(oracle.energy_j, d.prediction.energy_j, 1e-12));
+}
+
+#[test]
+fn the_plans_reason_says_which_model_predicted_time() {
+    use greenup::plan::{Algorithm, NodeRequest, PlanRequest, plan};
+    use greenup::policy::PolicySet;
+    let site = two_type_site(20.0, 4.0, 30.0, 6.0);
+    let policies =
+        PolicySet::load(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")]).unwrap();
+    let policy = policies.get("min-energy").unwrap();
+    let req = PlanRequest {
+        policy: "min-energy".into(),
+        nodes: NodeRequest::List {
+            names: vec!["na".into(), "nb".into()],
+            min: None,
+        },
+        partition: None,
+        energy_cap_j: None,
+        power_cap_w: None,
+        time_limit: greenup::record::TimeLimit::Unknown,
+        algorithm: Algorithm::Exact,
+        max_freq_ghz: None,
+    };
+    let p = Profile::from_str(
+        Path::new("two.yaml"),
+        &with_steps(TWO_CLASSES, Some("steps")),
+    )
+    .unwrap();
+    let planned = plan(&site, &p, policy, &req).unwrap();
+    assert!(
+        planned
+            .reason
+            .starts_with("time predicted by the step model"),
+        "{}",
+        planned.reason
+    );
+    assert!(
+        planned.reason.contains("; clock sensitivity:"),
+        "{}",
+        planned.reason
+    );
+    // The baseline is the steps' 17 s, not the max model's 15 s.
+    assert!(close(planned.baseline.time_s.0, 17.0, 1e-12), "{planned:?}");
+    let plain = Profile::from_str(Path::new("two.yaml"), PROFILE).unwrap();
+    let planned = plan(&site, &plain, policy, &req).unwrap();
+    assert!(
+        planned.reason.starts_with("clock sensitivity:"),
+        "{}",
+        planned.reason
+    );
+}

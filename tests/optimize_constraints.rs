@@ -34,6 +34,7 @@ fn one_node() -> SweepTable {
         nodes: vec![node("a", &[(1.0, 20.0, 20.0), (2.0, 10.0, 80.0)], 2.0)],
         fixed_time_s: 0.0,
         fixed_energy_j: 0.0,
+        steps: None,
     }
 }
 
@@ -212,6 +213,7 @@ fn two_nodes() -> SweepTable {
         ],
         fixed_time_s: 0.0,
         fixed_energy_j: 0.0,
+        steps: None,
     }
 }
 

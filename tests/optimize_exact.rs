@@ -33,6 +33,7 @@ fn table(rows: &[Row], fixed_time_s: f64, fixed_energy_j: f64) -> SweepTable {
             .collect(),
         fixed_time_s,
         fixed_energy_j,
+        steps: None,
     }
 }
 

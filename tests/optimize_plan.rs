@@ -60,6 +60,7 @@ impl Predictor for Model<'_> {
             nodes: rows,
             fixed_time_s: 0.5 * n,
             fixed_energy_j: 0.0,
+            steps: None,
         })
     }
 }

@@ -335,3 +335,67 @@ fn a_gpu_section_loads_and_each_bad_gpu_value_is_one_line_at_its_place() {
     ));
     has(&s, &["gpu.node_types", "at least one node type with GPUs"]);
 }
+
+#[test]
+fn hetero_steps_and_model_choice_are_checked_one_line_each() {
+    let with = |tail: &str| format!("{GOOD}  steps:\n{tail}");
+    let ok = with(
+        "    - { steps: 3, share: { type1: 1.0 } }\n  model_choice: { winner: steps, max_model_error: 0.1, step_model_error: 0.02, runs: 4 }\n",
+    );
+    Profile::from_str(Path::new("app.yaml"), &ok).unwrap();
+    let s = err(&with(
+        "    - { steps: 3, share: { type1: 1.0, type9: 0.5 } }\n",
+    ));
+    has(
+        &s,
+        &[
+            "app.yaml:8:",
+            "hetero.steps[0].share.type9",
+            "a node type of this hetero section (type1)",
+        ],
+    );
+    let s = err(&with("    - { steps: 3, share: { type1: -0.5 } }\n"));
+    has(
+        &s,
+        &[
+            "hetero.steps[0].share.type1",
+            "-0.5",
+            "a finite number >= 0",
+        ],
+    );
+    // NaN is refused by the YAML reader, at its place, like every number of a profile.
+    let s = err(&with("    - { steps: 3, share: { type1: .nan } }\n"));
+    has(&s, &["app.yaml:8:35:", "'.nan'", "a finite number"]);
+    let s = err(&with("    - { steps: 0, share: { type1: 1 } }\n"));
+    has(&s, &["hetero.steps[0].steps", "a whole number >= 1"]);
+    let s = err(&with("    - { steps: 2, share: { type1: 0 } }\n"));
+    has(&s, &["hetero.steps", "a share > 0 for every node type"]);
+    let s = err(&ok.replace("winner: steps", "winner: best"));
+    has(
+        &s,
+        &["hetero.model_choice.winner", "'best'", "max or steps"],
+    );
+    let s = err(&ok.replace("step_model_error: 0.02", "step_model_error: -1"));
+    has(
+        &s,
+        &[
+            "hetero.model_choice.step_model_error",
+            "a finite number >= 0",
+        ],
+    );
+    let s = err(&format!(
+        "{GOOD}  model_choice: {{ winner: steps, max_model_error: 0.1, step_model_error: 0.02, runs: 4 }}\n"
+    ));
+    has(&s, &["hetero.model_choice.winner", "add a steps: list"]);
+}
+
+#[test]
+fn the_steps_example_of_profiles_md_loads() {
+    let doc = include_str!("../docs/profiles.md");
+    let start = doc.find("```yaml\nhetero:\n  iterations: 1000\n  node_types:\n    type1: { t_cp_s: 0.5, t_cm_s: 0.05 }\n    type4").unwrap();
+    let block = &doc[start + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let text = format!("name: hpl\nversion: 1\n{block}");
+    let p = Profile::from_str(Path::new("hpl.yaml"), &text).unwrap();
+    assert_eq!(p.hetero_steps().unwrap().classes.len(), 2);
+}

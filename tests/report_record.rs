@@ -197,6 +197,8 @@ fn all_measured_with_a_predictor() {
             },
         )]),
         site_types,
+        steps: None,
+        time_choice: None,
     };
     let ctx = Context {
         predictor: Some(&model as &dyn Predictor),

@@ -503,6 +503,7 @@ mod guard_tests {
             complete: true,
             errors: 0,
             guard: None,
+            steps: None,
         };
         comm::write_rank(&stats, &rank).unwrap();
         let dir = JobDir::new(&paths.run_dir, 7);

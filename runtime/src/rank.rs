@@ -222,6 +222,7 @@ pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
             g.raised_s = g.raised_s.min(wall_s);
             g
         }),
+        steps: None,
     }
 }
 
@@ -284,6 +285,7 @@ mod tests {
                 errors: 1,
                 sync_calls: 3,
                 guard,
+                steps: None,
             };
             let mut buf = FixedBuf::default();
             write_json(&mut buf, &stats).unwrap();

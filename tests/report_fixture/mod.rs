@@ -215,5 +215,6 @@ pub fn table_i(n: usize, gflop: f64, comm_s: f64) -> SweepTable {
         nodes,
         fixed_time_s: comm_s,
         fixed_energy_j: 0.0,
+        steps: None,
     }
 }

@@ -475,6 +475,7 @@ mod tests {
             complete: true,
             errors: 0,
             guard: g,
+            steps: None,
         }
     }
 

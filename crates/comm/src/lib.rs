@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod steps;
+
+pub use steps::StepTimes;
+
 /// Names of the environment variables the plugin sets in a task for the runtime.
 pub mod env {
     /// Directory where each rank writes `rank-R.json`. Unset: the runtime measures nothing.
@@ -142,6 +146,10 @@ pub struct RankStats {
     /// What the in-job guard did on this rank; absent when it was not asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<GuardRecord>,
+    /// The rank's compute seconds per window of wall time (what the step model learns
+    /// from); absent from runtimes that do not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepTimes>,
 }
 
 /// One node's ranks added up: what the epilog sends with the node's outcome.
@@ -179,6 +187,10 @@ pub struct NodeComm {
     /// policy promised no `max_slowdown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<Box<NodeGuard>>,
+    /// Compute seconds per window of wall time, window by window the most of any of the
+    /// node's ranks (its slowest rank leads its steps); absent where no rank counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepTimes>,
 }
 
 impl NodeComm {
@@ -277,12 +289,13 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
             && sane(stats.low_s)
             && stats.mpi_s <= stats.wall_s
             && stats.saved_j.is_none_or(|j| j.is_finite() && j >= 0.0)
-            && stats.guard.as_ref().is_none_or(|g| g.sane(limit)))
+            && stats.guard.as_ref().is_none_or(|g| g.sane(limit))
+            && stats.steps.as_ref().is_none_or(|s| s.fits(stats.wall_s)))
         {
             return Err(RankFileError::new(
                 &entry.path(),
                 format!(
-                    "times outside 0..{limit:.1} s (the node's wall time), or more MPI time than wall time"
+                    "times outside 0..{limit:.1} s (the node's wall time), more MPI time than wall time, or compute windows no greenup runtime writes"
                 ),
             ));
         }
@@ -308,6 +321,12 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
         sum.transitions = sum.transitions.saturating_add(r.transitions);
         sum.errors = sum.errors.saturating_add(r.errors);
         sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
+        if let Some(s) = &r.steps {
+            match &mut sum.steps {
+                Some(all) => all.max_with(s),
+                None => sum.steps = Some(s.clone()),
+            }
+        }
     }
     sum.guard = NodeGuard::of(&ranks).map(Box::new);
     Ok(Some(sum))
@@ -347,6 +366,7 @@ mod tests {
             errors: 0,
             sync_calls: 4,
             guard: None,
+            steps: None,
         }
     }
 
@@ -397,6 +417,53 @@ mod tests {
         .unwrap();
         let node = read_node(dir.path(), 10.0).unwrap().unwrap();
         assert_eq!((node.ranks, node.errors), (2, 2));
+    }
+
+    #[test]
+    fn a_nodes_steps_are_its_slowest_ranks_window_by_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let steps = |window_s: f64, compute_s: Vec<f64>| {
+            Some(StepTimes {
+                window_s,
+                compute_s,
+            })
+        };
+        write_rank(
+            dir.path(),
+            &RankStats {
+                steps: steps(0.01, vec![0.01, 0.002, 0.0, 0.007]),
+                ..rank(0, 10.0, 2.0)
+            },
+        )
+        .unwrap();
+        write_rank(
+            dir.path(),
+            &RankStats {
+                steps: steps(0.02, vec![0.005, 0.02]),
+                ..rank(1, 10.0, 2.0)
+            },
+        )
+        .unwrap();
+        // Rank 0 at 20 ms windows: 12 and 7 ms; against rank 1's 5 and 20 ms.
+        let node = read_node(dir.path(), 10.0).unwrap().unwrap();
+        let s = node.steps.unwrap();
+        assert_eq!(s.window_s, 0.02);
+        assert!((s.compute_s[0] - 0.012).abs() < 1e-12 && (s.compute_s[1] - 0.02).abs() < 1e-12);
+        // A window with more compute than its length is no runtime's.
+        write_rank(
+            dir.path(),
+            &RankStats {
+                steps: steps(0.01, vec![0.5]),
+                ..rank(2, 10.0, 2.0)
+            },
+        )
+        .unwrap();
+        assert!(
+            read_node(dir.path(), 10.0)
+                .unwrap_err()
+                .why
+                .contains("windows")
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 mod physics;
 mod platform;
 mod smpi;
+mod steps;
 mod trace;
 
 use std::collections::BTreeMap;
@@ -387,6 +388,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                                     errors: 0,
                                     saved_j: None,
                                     cpus: Some(1),
+                                    steps: h.steps.clone(),
                                     ..NodeComm::default()
                                 }),
                                 gpu: None,

@@ -15,6 +15,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::platform::{self, Host, Links, PlatformError};
+use crate::steps;
 use crate::trace::{self, TraceError, Traffic};
 
 /// Why an SMPI run gave no measurement; each message names the file or program at fault.
@@ -154,6 +155,10 @@ pub struct HostResult {
     /// Those waits' share of the flops the trace holds for the rank, 0 to 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_share: Option<f64>,
+    /// Its rank's compute seconds per window of wall time, played again from the trace
+    /// (`crate::steps`); `None` where the trace could not be played.
+    #[serde(skip)]
+    pub steps: Option<greenup::comm::StepTimes>,
 }
 
 /// What one run measured.
@@ -249,6 +254,32 @@ pub fn run(spec: &RunSpec, hosts: &[Host<'_>]) -> Result<RunResult, SmpiError> {
             .collect(),
         Program::Replay { .. } => Vec::new(),
     };
+    let speeds: Vec<f64> = hosts
+        .iter()
+        .map(|h| {
+            let g = spec.gflops.get(&h.node_type.name).copied().unwrap_or(0.0);
+            h.flops_per_s(g, h.freq_ghz())
+        })
+        .collect();
+    let link = steps::bandwidth(&spec.links.bandwidth)
+        .zip(steps::latency(&spec.links.latency))
+        .map(|(bytes_per_s, latency_s)| steps::Link {
+            bytes_per_s,
+            latency_s,
+        });
+    // The windows only teach the step model; a trace they cannot be played from leaves
+    // the run's other measurements as they are.
+    let windows = match link.map(|l| steps::of_trace(&traced, &speeds, l)) {
+        Some(Ok(w)) => w,
+        Some(Err(e)) => {
+            eprintln!("greenup-sim: warning: no compute windows for this run: {e}");
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    for (h, w) in result.hosts.iter_mut().zip(windows) {
+        h.steps = Some(w);
+    }
     let live = matches!(spec.program, Program::Live { .. });
     for (h, (t, w)) in result
         .hosts
@@ -325,6 +356,7 @@ pub fn parse(text: &str, hosts: &[Host<'_>]) -> Result<RunResult, LogError> {
             traffic: Traffic::default(),
             probe_wait_s: None,
             probe_share: None,
+            steps: None,
         });
     }
     Ok(RunResult {

@@ -136,23 +136,7 @@ pub fn count_with_probes(
     index: &Path,
     steps: &[f64],
 ) -> Result<Vec<(Traffic, ProbeWaits)>, TraceError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| TraceError::Io { path, source }
-    };
-    let text = std::fs::read_to_string(index).map_err(io(index))?;
-    let base = index.parent().unwrap_or(Path::new("."));
-    let files: Vec<PathBuf> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| base.join(l))
-        .collect();
-    if files.is_empty() {
-        return Err(TraceError::Empty {
-            path: index.to_path_buf(),
-        });
-    }
+    let files = rank_files(index)?;
     let ranks = files.len() as u64;
     let mut out = vec![(Traffic::default(), ProbeWaits::default()); files.len()];
     // Which file counted each rank: a rank in two files would overwrite the first count.
@@ -195,6 +179,30 @@ pub fn count_with_probes(
         *slot = (traffic, waits);
     }
     Ok(out)
+}
+
+/// How a file of the trace failed to read, as a [`TraceError`].
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TraceError {
+    let path = path.to_path_buf();
+    move |source| TraceError::Io { path, source }
+}
+
+/// The rank files the trace's index lists, each relative to the index's folder.
+pub(crate) fn rank_files(index: &Path) -> Result<Vec<PathBuf>, TraceError> {
+    let text = std::fs::read_to_string(index).map_err(io(index))?;
+    let base = index.parent().unwrap_or(Path::new("."));
+    let files: Vec<PathBuf> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| base.join(l))
+        .collect();
+    if files.is_empty() {
+        return Err(TraceError::Empty {
+            path: index.to_path_buf(),
+        });
+    }
+    Ok(files)
 }
 
 /// One rank's file: its rank, what it moved and the flops of each `compute` action, or
@@ -245,7 +253,7 @@ fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic, Vec<f64>), (usize
 }
 
 /// What a line stands for.
-enum Moved {
+pub(crate) enum Moved {
     /// Not a communication (computation, communicators, the end).
     Nothing,
     /// The run's start; true when it sets the default datatype to doubles.
@@ -255,7 +263,7 @@ enum Moved {
 }
 
 /// What `action` with `args` (the words after it) moved on rank `me` of `ranks`.
-fn moved(
+pub(crate) fn moved(
     action: &str,
     args: &[&str],
     me: u64,

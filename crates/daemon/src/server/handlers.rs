@@ -185,7 +185,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             match shared
                 .store
                 .write(Change::Outcome {
-                    outcome: o,
+                    outcome: Box::new(o),
                     at: now(),
                 })
                 .await

@@ -48,8 +48,8 @@ pub enum Change {
     Open(Box<NewJob>),
     /// Store one node's outcome (the first outcome per node wins).
     Outcome {
-        /// The outcome.
-        outcome: NodeOutcome,
+        /// The outcome (boxed: with its MPI summary it is the largest change by far).
+        outcome: Box<NodeOutcome>,
         /// Unix seconds it arrived.
         at: i64,
     },

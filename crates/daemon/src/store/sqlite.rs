@@ -1072,7 +1072,7 @@ mod tests {
 
     fn outcome(job_id: u64, node: &str, e: f64) -> Change {
         Change::Outcome {
-            outcome: NodeOutcome {
+            outcome: Box::new(NodeOutcome {
                 comm: None,
                 job_id,
                 node: node.into(),
@@ -1084,7 +1084,7 @@ mod tests {
                 note: None,
                 gpu: None,
                 power: None,
-            },
+            }),
             at: 1001,
         }
     }
@@ -1249,7 +1249,7 @@ mod tests {
         s.apply(&[open(1, 1000, 10.0)]);
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0)));
         let outcome = |node: &str| Change::Outcome {
-            outcome: NodeOutcome {
+            outcome: Box::new(NodeOutcome {
                 comm: None,
                 job_id: 1,
                 node: node.into(),
@@ -1261,7 +1261,7 @@ mod tests {
                 note: None,
                 gpu: None,
                 power: None,
-            },
+            }),
             at: 0,
         };
         // The same node twice is one outcome: the first wins.

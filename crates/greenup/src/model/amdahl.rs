@@ -160,6 +160,7 @@ impl Predictor for Amdahl {
             nodes: rows,
             fixed_time_s: finite("amdahl blocking time", self.blocked_s(n))?,
             fixed_energy_j: 0.0,
+            steps: None,
         })
     }
 }

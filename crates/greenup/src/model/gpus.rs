@@ -370,6 +370,7 @@ mod tests {
                     .collect(),
                 fixed_time_s: 5.0,
                 fixed_energy_j: 0.0,
+                steps: None,
             })
         }
         fn efficiency(&self, _: &Config, p: &Prediction) -> Option<f64> {

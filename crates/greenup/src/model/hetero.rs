@@ -38,12 +38,19 @@
 //! `P_d * S^-3` under the site's cube law and keeps a measured curve's real
 //! shape otherwise ([`dynamic_shape`]). Dynamic energy is that power times the
 //! whole compute time `t(f)`, memory stalls included.
+//!
+//! Synchronised steps: with a step model ([`super::steps`]) the compute part of an
+//! iteration is `sum_k max_τ share[k][τ] * t_τ(f_τ)` instead of `max_i t_i`, each type
+//! τ's time being its slowest node's. The table then carries the node types as groups
+//! of a [`StepTable`]; [`super::steps::ModelChoice`] records which of the two models
+//! predicted the measured runs better, and only the winner predicts.
 
 use std::collections::BTreeMap;
 
+use super::steps::{ModelChoice, Steps};
 use super::{
-    Choice, ModelError, NodeSlot, Predictor, SweepTable, finite, finite_or, node_count, node_freq,
-    power_error, rows_by_kind, site_type,
+    Choice, ModelError, NodeSlot, Predictor, StepTable, SweepTable, finite, finite_or, node_count,
+    node_freq, power_error, rows_by_kind, site_type,
 };
 use crate::expr::ExprError;
 use crate::model::NodeType;
@@ -143,9 +150,66 @@ pub struct Hetero {
     pub types: BTreeMap<String, TypeTimes>,
     /// The site's node types (frequencies and power).
     pub site_types: BTreeMap<String, NodeType>,
+    /// The step model that predicts time, when it won against the max model; `None`:
+    /// paper 004's max model. A type with no share in any class leads no step, so a
+    /// profile's `steps:` must give every type one (the profile check refuses it otherwise).
+    pub steps: Option<Steps>,
+    /// Which time model won and by how much, for the decision's reason.
+    pub time_choice: Option<ModelChoice>,
 }
 
 impl Hetero {
+    /// Whether `steps` predicts at least the max model's slowdown wherever a decision
+    /// may go, probed at each node type alone at its lowest clock (the others at their
+    /// maximum) and at every type at its lowest: then it is the safe one for a
+    /// `max_slowdown` bound ([`super::steps::choose`]'s rule for too few runs).
+    pub fn steps_safer(&self, steps: &Steps) -> bool {
+        // Per type: compute seconds per iteration at f_max and at the lowest clock.
+        let mut at: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        let mut comm = f64::INFINITY;
+        for (ty, times) in &self.types {
+            let Some(nt) = self.site_types.get(ty) else {
+                continue;
+            };
+            let fmax = nt.fmax();
+            let fmin = nt.freqs_ghz.iter().copied().fold(f64::INFINITY, f64::min);
+            if !(fmax > 0.0 && fmin > 0.0 && fmin.is_finite()) {
+                continue;
+            }
+            at.insert(
+                ty.clone(),
+                (times.compute_s(1.0), times.compute_s(fmax / fmin)),
+            );
+            comm = comm.min(times.t_cm_s);
+        }
+        if at.is_empty() {
+            return false;
+        }
+        let comm = if comm.is_finite() { comm } else { 0.0 };
+        let both = |t: &BTreeMap<String, f64>| {
+            let max = t.values().copied().fold(0.0, f64::max) + comm;
+            (max, steps.compute_s(t) + comm)
+        };
+        let top: BTreeMap<String, f64> = at.iter().map(|(k, v)| (k.clone(), v.0)).collect();
+        let (max0, steps0) = both(&top);
+        if !(max0 > 0.0 && steps0 > 0.0) {
+            return false;
+        }
+        let mut probes: Vec<BTreeMap<String, f64>> = at
+            .keys()
+            .map(|slow| {
+                at.iter()
+                    .map(|(k, v)| (k.clone(), if k == slow { v.1 } else { v.0 }))
+                    .collect()
+            })
+            .collect();
+        probes.push(at.iter().map(|(k, v)| (k.clone(), v.1)).collect());
+        probes.iter().all(|p| {
+            let (m, s) = both(p);
+            s / steps0 >= m / max0 - 1e-12
+        })
+    }
+
     /// One line saying which clock-sensitivity assumption holds for the node types
     /// `used` (each named when they differ), for a decision's reason.
     pub fn clock_sensitivity(&self, used: &[&str]) -> String {
@@ -219,7 +283,11 @@ impl Predictor for Hetero {
     }
 
     fn clock_note(&self, node_types: &[&str]) -> Option<String> {
-        Some(self.clock_sensitivity(node_types))
+        let clock = self.clock_sensitivity(node_types);
+        Some(match &self.time_choice {
+            Some(c) => format!("{}; {clock}", c.note()),
+            None => clock,
+        })
     }
 
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
@@ -233,10 +301,40 @@ impl Predictor for Hetero {
             }
         }
         let fixed_time_s = finite("communication time", min_cm * self.iterations)?;
+        let steps = self.steps.as_ref().map(|steps| {
+            // The job's node types are the groups, in the order nodes bring them.
+            let mut groups: Vec<String> = Vec::new();
+            let group_of = nodes
+                .iter()
+                .map(|s| match groups.iter().position(|g| *g == s.node_type) {
+                    Some(g) => g,
+                    None => {
+                        groups.push(s.node_type.clone());
+                        groups.len() - 1
+                    }
+                })
+                .collect();
+            let weights = steps
+                .classes
+                .iter()
+                .map(|c| {
+                    groups
+                        .iter()
+                        .map(|g| c.share.get(g).copied().unwrap_or(0.0))
+                        .collect()
+                })
+                .collect();
+            StepTable {
+                groups,
+                group_of,
+                weights,
+            }
+        });
         Ok(SweepTable {
             nodes: rows,
             fixed_time_s,
             fixed_energy_j: 0.0,
+            steps,
         })
     }
 }
@@ -275,6 +373,8 @@ mod tests {
                 },
             )]),
             site_types: BTreeMap::from([("a".to_string(), nt)]),
+            steps: None,
+            time_choice: None,
         }
     }
 

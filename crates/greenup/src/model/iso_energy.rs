@@ -263,6 +263,7 @@ impl Predictor for IsoEnergy {
             nodes: rows,
             fixed_time_s: 0.0,
             fixed_energy_j: 0.0,
+            steps: None,
         })
     }
 

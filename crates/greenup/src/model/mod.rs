@@ -16,6 +16,7 @@ pub mod iso_energy;
 pub mod measured_power;
 pub mod node_type;
 pub mod roofline;
+pub mod steps;
 
 use std::collections::BTreeMap;
 
@@ -136,6 +137,8 @@ pub struct NodeChoices {
 /// For a pick `k` (one choice index per node):
 /// `T = max_i compute_s[i][k_i] + fixed_time_s`,
 /// `E = sum_i dynamic_j[i][k_i] + T * sum_i static_w[i] + fixed_energy_j`.
+/// With [`StepTable`] steps, `max_i compute_s` becomes `sum_k max_g w[k][g] * m_g`,
+/// `m_g` being the slowest compute time among the nodes of group g.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepTable {
     /// One row per node.
@@ -144,6 +147,33 @@ pub struct SweepTable {
     pub fixed_time_s: f64,
     /// Joules no frequency choice changes (e.g. communication energy).
     pub fixed_energy_j: f64,
+    /// Synchronised steps led by different groups of nodes; `None`: the slowest node
+    /// sets the time (every model but hetero with a step model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepTable>,
+}
+
+/// The step structure of a [`SweepTable`]: which group each node belongs to and how
+/// much of each step class each group's slowest node computes ([`steps`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTable {
+    /// Name of each group (for hetero, the node type).
+    pub groups: Vec<String>,
+    /// Group index of each node row, in the order of [`SweepTable::nodes`].
+    pub group_of: Vec<usize>,
+    /// Per step class, per group, the weight of the group's slowest compute time.
+    pub weights: Vec<Vec<f64>>,
+}
+
+impl StepTable {
+    /// Compute seconds of the step classes given each group's slowest compute time:
+    /// `sum_k max_g w[k][g] * m[g]`.
+    pub fn compute_s(&self, m: &[f64]) -> f64 {
+        self.weights
+            .iter()
+            .map(|w| w.iter().zip(m).map(|(w, m)| w * m).fold(0.0, f64::max))
+            .sum()
+    }
 }
 
 impl SweepTable {
@@ -181,10 +211,19 @@ impl SweepTable {
     pub fn totals(&self, pick: &[usize]) -> (f64, f64) {
         let mut tmax: f64 = 0.0;
         let mut dyn_j = 0.0;
-        for (node, &k) in self.nodes.iter().zip(pick) {
+        let mut slowest = self.steps.as_ref().map(|s| vec![0.0f64; s.groups.len()]);
+        for (i, (node, &k)) in self.nodes.iter().zip(pick).enumerate() {
             let c = &node.choices[k];
             tmax = tmax.max(c.compute_s);
             dyn_j += c.dynamic_j;
+            if let (Some(m), Some(s)) = (slowest.as_mut(), self.steps.as_ref())
+                && let Some(g) = s.group_of.get(i).and_then(|&g| m.get_mut(g))
+            {
+                *g = g.max(c.compute_s);
+            }
+        }
+        if let (Some(m), Some(s)) = (&slowest, &self.steps) {
+            tmax = s.compute_s(m);
         }
         let t = tmax + self.fixed_time_s;
         (t, dyn_j + t * self.static_w() + self.fixed_energy_j)
@@ -507,6 +546,7 @@ mod capped_tests {
             nodes: vec![row("a", &[1.2, 1.6, 2.0, 2.4]), row("b", &[1.8, 2.6])],
             fixed_time_s: 0.0,
             fixed_energy_j: 0.0,
+            steps: None,
         };
         let c = t.capped(1.6);
         let freqs = |n: &NodeChoices| n.choices.iter().map(|c| c.freq_ghz).collect::<Vec<_>>();

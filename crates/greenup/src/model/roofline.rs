@@ -193,6 +193,7 @@ impl Predictor for Roofline {
             nodes: rows,
             fixed_time_s: 0.0,
             fixed_energy_j: 0.0,
+            steps: None,
         })
     }
 }

@@ -5,10 +5,14 @@
 //! - [`sweep::sweep`], the exact sweep over sorted makespan bounds (the default);
 //! - [`paper::algorithm1`], paper 004's Algorithm 1 as published, for comparison;
 //! - [`brute::brute`], every combination, the oracle for small instances.
+//!
+//! A table with synchronised steps ([`crate::model::StepTable`]) is searched exactly by
+//! [`steps::exact`] instead of the sweep.
 
 pub mod brute;
 pub mod nodes;
 pub mod paper;
+pub mod steps;
 pub mod sweep;
 pub mod testbed;
 
@@ -231,6 +235,8 @@ pub struct Optimum {
     pub assessment: Assessment,
     /// Configurations evaluated.
     pub candidates: u64,
+    /// Something the plan's reason should say about how the optimum was found.
+    pub note: Option<String>,
 }
 
 impl Optimum {
@@ -244,6 +250,7 @@ impl Optimum {
             energy_j,
             assessment,
             candidates,
+            note: None,
         }
     }
 
@@ -289,6 +296,9 @@ pub enum OptimizeError {
     /// The policy needs a quantity the model does not define.
     #[error("{0}")]
     Unsupported(String),
+    /// A table's step structure does not fit its nodes.
+    #[error("step structure: {0}")]
+    BadSteps(String),
 }
 
 /// Check that every number in `table` is usable by the optimizers.
@@ -314,6 +324,35 @@ pub fn check_table(table: &SweepTable) -> Result<(), OptimizeError> {
         for c in &n.choices {
             bad(&n.name, "compute time", c.compute_s)?;
             bad(&n.name, "dynamic energy", c.dynamic_j)?;
+        }
+    }
+    if let Some(s) = &table.steps {
+        if s.group_of.len() != table.nodes.len() {
+            return Err(OptimizeError::BadSteps(format!(
+                "{} group indices for {} nodes",
+                s.group_of.len(),
+                table.nodes.len()
+            )));
+        }
+        if let Some(g) = s.group_of.iter().find(|&&g| g >= s.groups.len()) {
+            return Err(OptimizeError::BadSteps(format!(
+                "group {g} of a node, but only {} groups",
+                s.groups.len()
+            )));
+        }
+        for (k, w) in s.weights.iter().enumerate() {
+            if w.len() != s.groups.len() {
+                return Err(OptimizeError::BadSteps(format!(
+                    "class {k} has {} weights for {} groups",
+                    w.len(),
+                    s.groups.len()
+                )));
+            }
+            if let Some(x) = w.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+                return Err(OptimizeError::BadSteps(format!(
+                    "class {k} has weight {x}, not a finite number >= 0"
+                )));
+            }
         }
     }
     Ok(())

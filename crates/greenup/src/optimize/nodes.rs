@@ -17,6 +17,7 @@
 //! with the model's EE where it defines one.
 
 use super::Algorithm;
+use super::steps::StepSearchError;
 use super::{Goal, Limits, Objective, OptimizeError, Optimum};
 use crate::model::{Config, NodeSlot, Prediction, Predictor, SweepTable};
 
@@ -68,9 +69,34 @@ pub fn optimize(
     goal: &Goal,
 ) -> Result<Optimum, OptimizeError> {
     match algorithm {
-        Algorithm::Exact => super::sweep::sweep(table, goal),
+        Algorithm::Exact => exact(table, goal),
         Algorithm::Paper => super::paper::algorithm1(table, goal),
         Algorithm::Brute => super::brute::brute(table, goal),
+    }
+}
+
+/// The exact optimum of a table: the step search when it has steps, else the sweep.
+/// A step table too large to search exactly is swept as the max model would see it;
+/// the pick is still scored with the steps, and the optimum's note says so.
+pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> {
+    if table.steps.is_none() {
+        return super::sweep::sweep(table, goal);
+    }
+    match super::steps::exact(table, goal) {
+        Ok(o) => Ok(o),
+        Err(StepSearchError::Table(e)) => Err(e),
+        Err(e) => {
+            let flat = SweepTable {
+                steps: None,
+                ..table.clone()
+            };
+            let o = super::sweep::sweep(&flat, goal)?;
+            let mut o = Optimum::of(table, goal, o.pick, o.candidates);
+            o.note = Some(format!(
+                "step model too large to search exactly: {e}; frequencies chosen by the max model's sweep"
+            ));
+            Ok(o)
+        }
     }
 }
 
@@ -106,6 +132,8 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
     let rankings = rankings(&full);
     let mut best: Option<(super::Assessment, Decision, Goal)> = None;
     let mut candidates = 0u64;
+    // What the optimizers said of how they searched, for the reason.
+    let mut notes: Vec<String> = Vec::new();
     for n in lo..=hi {
         let mut tried: Vec<Vec<usize>> = Vec::new();
         for rank in &rankings {
@@ -150,6 +178,11 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
                     let config = table.config(&opt.pick);
                     let prediction = table.evaluate(&opt.pick);
                     let ee = predictor.efficiency(&config, &prediction);
+                    if let Some(n) = opt.note
+                        && !notes.contains(&n)
+                    {
+                        notes.push(n);
+                    }
                     Scored {
                         assessment: goal.assess(prediction.time_s, prediction.energy_j, ee),
                         config,
@@ -179,6 +212,12 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
     decision.candidates = candidates;
     if !decision.feasible {
         decision.reason = goal.explain(decision.prediction.time_s, decision.prediction.energy_j);
+    }
+    for n in notes {
+        if !decision.reason.is_empty() {
+            decision.reason.push_str("; ");
+        }
+        decision.reason.push_str(&n);
     }
     Ok(decision)
 }

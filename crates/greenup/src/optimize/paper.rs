@@ -52,6 +52,11 @@ pub fn algorithm1(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeEr
         .collect();
 
     let eval = |pick: &[usize]| {
+        // Algorithm 1 walks gears as published; a step table still scores each vector
+        // with its own time formula.
+        if table.steps.is_some() {
+            return table.totals(pick);
+        }
         let mut m: f64 = 0.0;
         let mut d = 0.0;
         for (row, &k) in table.nodes.iter().zip(pick) {

@@ -165,6 +165,7 @@ pub fn instance_with(n: usize, rng: &mut Rng, per_node_noise: bool) -> Instance 
         nodes,
         fixed_time_s: if n == 0 { 0.0 } else { min_tcm },
         fixed_energy_j: 0.0,
+        steps: None,
     };
     let e_original = dyn_at_max + table.static_w() * t_old;
     Instance {

@@ -570,6 +570,8 @@ fn hetero(
         iterations: number(1.0),
         nodes: Some(number(n as f64)),
         node_types,
+        steps: None,
+        model_choice: None,
     });
     Ok((file, notes, jobs))
 }

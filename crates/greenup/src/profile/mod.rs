@@ -12,6 +12,7 @@ pub mod learn;
 pub mod locate;
 pub mod node_power;
 pub mod outcome;
+pub mod windows;
 pub mod refine;
 pub mod versions;
 
@@ -29,6 +30,7 @@ use crate::model::gpus::{Busy, GpuBusy, TypeBusy};
 use crate::model::hetero::{ClockFit, Hetero, TypeTimes};
 use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
 use crate::model::roofline::Roofline;
+use crate::model::steps::{ModelChoice, StepClass, Steps, TimeModel};
 use crate::model::{ModelError, Predictor};
 use crate::site::Site;
 
@@ -328,6 +330,66 @@ pub struct HeteroFile {
     pub nodes: Option<Spanned<Param>>,
     /// Measurements per site node type.
     pub node_types: BTreeMap<String, HeteroTypeFile>,
+    /// Synchronised steps: classes of steps and each type's share of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepClassFile>>,
+    /// Which time model (max or steps) predicted the measured runs better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_choice: Option<ModelChoiceFile>,
+}
+
+/// One class of a hetero section's `steps:` list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepClassFile {
+    /// Raw steps merged into the class.
+    pub steps: Spanned<Param>,
+    /// Per node type, the class's compute as a fraction of the type's whole compute per iteration.
+    pub share: BTreeMap<String, Spanned<Param>>,
+}
+
+/// `model_choice:` of a hetero section: the time model that won and the errors it won by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelChoiceFile {
+    /// `max` or `steps`.
+    pub winner: Spanned<Param>,
+    /// RMS relative time error of the max model over the runs (0.01 = 1%).
+    pub max_model_error: Spanned<Param>,
+    /// RMS relative time error of the step model over the runs.
+    pub step_model_error: Spanned<Param>,
+    /// Measured runs compared.
+    pub runs: Spanned<Param>,
+}
+
+impl ModelChoiceFile {
+    /// The file form of a choice.
+    pub fn from_choice(c: &ModelChoice) -> ModelChoiceFile {
+        let number = |x: f64| unspanned(Param::Number(x));
+        ModelChoiceFile {
+            winner: unspanned(Param::Text(c.winner.name().to_string())),
+            max_model_error: number(c.max_model_error),
+            step_model_error: number(c.step_model_error),
+            runs: number(f64::from(c.runs)),
+        }
+    }
+}
+
+impl StepClassFile {
+    /// The file form of a step model.
+    pub fn from_steps(s: &Steps) -> Vec<StepClassFile> {
+        s.classes
+            .iter()
+            .map(|c| StepClassFile {
+                steps: unspanned(Param::Number(c.steps as f64)),
+                share: c
+                    .share
+                    .iter()
+                    .map(|(k, v)| (k.clone(), unspanned(Param::Number(*v))))
+                    .collect(),
+            })
+            .collect()
+    }
 }
 
 /// One node type's measurements in a `hetero:` section.
@@ -397,6 +459,8 @@ pub struct Profile {
     hetero: Option<BTreeMap<String, TypeTimes>>,
     hetero_iterations: f64,
     hetero_nodes: Option<usize>,
+    hetero_steps: Option<Steps>,
+    hetero_choice: Option<ModelChoice>,
     gpu: Option<GpuBusy>,
 }
 
@@ -577,6 +641,10 @@ impl Profile {
             .as_ref()
             .map(|s| check_amdahl(&c, s))
             .transpose()?;
+        let (hetero_steps, hetero_choice) = match &file.hetero {
+            Some(h) => check_steps(&c, h)?,
+            None => (None, None),
+        };
         let (hetero, hetero_iterations, hetero_nodes) = match &file.hetero {
             Some(h) => {
                 let (t, i) = check_hetero(&c, h)?;
@@ -608,6 +676,8 @@ impl Profile {
             hetero,
             hetero_iterations,
             hetero_nodes,
+            hetero_steps,
+            hetero_choice,
         };
         let present = profile.models();
         if present.is_empty() {
@@ -704,13 +774,34 @@ impl Profile {
         })
     }
 
-    /// The hetero model of this profile on the site's node types, if it has one.
+    /// The hetero model of this profile on the site's node types, if it has one. With a
+    /// `steps:` section the step model predicts time only where it won: by the recorded
+    /// `model_choice`, or without one by [`crate::model::steps::choose`]'s rule for too
+    /// few runs (the step model only if it predicts at least the max model's slowdown).
     pub fn hetero_model(&self, site: &Site) -> Option<Hetero> {
-        Some(Hetero {
+        let mut h = Hetero {
             iterations: self.hetero_iterations,
             types: self.hetero.clone()?,
             site_types: site.node_types.clone(),
-        })
+            steps: None,
+            time_choice: None,
+        };
+        if let Some(steps) = &self.hetero_steps {
+            let choice = match &self.hetero_choice {
+                Some(c) => c.clone(),
+                None => crate::model::steps::choose(&[], h.steps_safer(steps)),
+            };
+            if choice.winner == TimeModel::Steps {
+                h.steps = Some(steps.clone());
+            }
+            h.time_choice = Some(choice);
+        }
+        Some(h)
+    }
+
+    /// The hetero section's step model as written, whichever time model won.
+    pub fn hetero_steps(&self) -> Option<&Steps> {
+        self.hetero_steps.as_ref()
     }
 
     /// How long the GPUs of each GPU node type are busy, when the profile knows.
@@ -951,6 +1042,94 @@ fn check_hetero(
         );
     }
     Ok((types, iterations))
+}
+
+/// The `steps:` and `model_choice:` of a hetero section: every share names one of the
+/// section's node types and is a finite number >= 0.
+fn check_steps(
+    c: &Checker,
+    s: &HeteroFile,
+) -> Result<(Option<Steps>, Option<ModelChoice>), InputError> {
+    let known: Vec<&str> = s.node_types.keys().map(String::as_str).collect();
+    let steps = match &s.steps {
+        None => None,
+        Some(list) => {
+            if list.is_empty() {
+                return Err(InputError::new(
+                    file_origin(c.path, &s.iterations.referenced),
+                    "hetero.steps",
+                    "[]",
+                    "at least one step class (or no steps: key)",
+                ));
+            }
+            let mut classes = Vec::with_capacity(list.len());
+            for (k, class) in list.iter().enumerate() {
+                let key = |x: &str| format!("hetero.steps[{k}].{x}");
+                let steps = c.number(&class.steps, &key("steps"), "a whole number >= 1", |x| {
+                    x >= 1.0 && x.fract() == 0.0 && x < 9.0e15
+                })? as u64;
+                let mut share = BTreeMap::new();
+                for (ty, v) in &class.share {
+                    if !known.contains(&ty.as_str()) {
+                        return Err(InputError::at(
+                            c.path,
+                            v,
+                            &key(&format!("share.{ty}")),
+                            format!(
+                                "a node type of this hetero section ({}) as the key",
+                                known.join(", ")
+                            ),
+                        ));
+                    }
+                    share.insert(ty.clone(), c.nonneg(v, &key(&format!("share.{ty}")))?);
+                }
+                classes.push(StepClass { steps, share });
+            }
+            for ty in &known {
+                if !classes
+                    .iter()
+                    .any(|cl| cl.share.get(*ty).is_some_and(|&x| x > 0.0))
+                {
+                    return Err(InputError::new(
+                        file_origin(c.path, &s.iterations.referenced),
+                        "hetero.steps",
+                        format!("no share for {ty}"),
+                        format!(
+                            "a share > 0 for every node type of the section ({}) in some class",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            Some(Steps { classes })
+        }
+    };
+    let choice = match &s.model_choice {
+        None => None,
+        Some(m) => {
+            let k = |x: &str| format!("hetero.model_choice.{x}");
+            let word = c.text(&m.winner, &k("winner"), "max or steps")?;
+            let winner = TimeModel::parse(word)
+                .ok_or_else(|| InputError::at(c.path, &m.winner, &k("winner"), "max or steps"))?;
+            if winner == TimeModel::Steps && steps.is_none() {
+                return Err(InputError::at(
+                    c.path,
+                    &m.winner,
+                    &k("winner"),
+                    "max, or add a steps: list to the hetero section",
+                ));
+            }
+            Some(ModelChoice {
+                winner,
+                max_model_error: c.nonneg(&m.max_model_error, &k("max_model_error"))?,
+                step_model_error: c.nonneg(&m.step_model_error, &k("step_model_error"))?,
+                runs: c.number(&m.runs, &k("runs"), "a whole number >= 0", |x| {
+                    (0.0..4.0e9).contains(&x) && x.fract() == 0.0
+                })? as u32,
+            })
+        }
+    };
+    Ok((steps, choice))
 }
 
 fn check_clock_fit(c: &Checker, f: &ClockFitFile, key: &str) -> Result<ClockFit, InputError> {

@@ -575,6 +575,8 @@ mod tests {
                 },
             )]),
             site_types: types,
+            steps: None,
+            time_choice: None,
         };
         let config = Config {
             nodes: vec![NodeSetting {

@@ -23,10 +23,11 @@ use crate::input::Spanned;
 use crate::model::amdahl::{self, Amdahl, FitError};
 use crate::model::hetero::{ClockFit, Hetero, TypeTimes, dynamic_shape};
 use crate::model::iso_energy::{AppVector, IsoEnergy};
+use crate::model::steps::{self, ModelChoice, Steps};
 use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
-use crate::profile::{ClockFitFile, Param, Profile, ProfileFile, unspanned};
+use crate::profile::{ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, unspanned};
 use crate::record::JobRecord;
 use crate::site::Site;
 
@@ -251,6 +252,8 @@ pub fn hetero(
         iterations: model.iterations,
         types: types.clone(),
         site_types: model.site_types.clone(),
+        steps: model.steps.clone(),
+        time_choice: None,
     };
     let residual = rms(&energy_errors(&refined, &used)?);
     Ok(Refined {
@@ -258,6 +261,39 @@ pub fn hetero(
         samples: used.len() as u32,
         residual,
     })
+}
+
+/// Which time model, paper 004's max model or `steps`, predicts the wall time of the
+/// measured runs better (RMS relative error over the usable outcomes), by
+/// [`steps::choose`]: the step model wins only with the smaller error over at least
+/// [`steps::MIN_RUNS`] runs, or, with fewer, only if it predicts at least the max
+/// model's slowdown ([`Hetero::steps_safer`]).
+pub fn time_model_choice(
+    model: &Hetero,
+    with_steps: &Steps,
+    outcomes: &[Outcome],
+) -> Result<ModelChoice, RefineError> {
+    let (used, _) = usable(outcomes);
+    let max = Hetero {
+        steps: None,
+        time_choice: None,
+        ..model.clone()
+    };
+    let stepped = Hetero {
+        steps: Some(with_steps.clone()),
+        time_choice: None,
+        ..model.clone()
+    };
+    let mut runs = Vec::with_capacity(used.len());
+    for o in &used {
+        let config = o.config();
+        runs.push((
+            max.predict(&config)?.time_s,
+            stepped.predict(&config)?.time_s,
+            o.time_s,
+        ));
+    }
+    Ok(steps::choose(&runs, max.steps_safer(with_steps)))
 }
 
 /// Relative tolerance for two clocks being the same: sysfs gives kHz, decisions GHz.
@@ -640,7 +676,21 @@ pub fn refine_profile(
                 .cloned()
                 .collect();
             let r = hetero(&current, &on_count)?;
+            // The refitted times decide afresh which time model predicts them better.
+            let choice = match profile.hetero_steps() {
+                Some(s) => {
+                    let refitted = Hetero {
+                        types: r.params.clone(),
+                        ..current.clone()
+                    };
+                    Some(time_model_choice(&refitted, s, &on_count)?)
+                }
+                None => None,
+            };
             let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
+            if let Some(c) = &choice {
+                h.model_choice = Some(ModelChoiceFile::from_choice(c));
+            }
             for (k, t) in &r.params {
                 if let Some(f) = h.node_types.get_mut(k) {
                     f.t_cp_s = number(t.t_cp_s);
@@ -880,7 +930,92 @@ mod tests {
                 ("type3".into(), tt(0.5, 0.1)),
             ]),
             site_types: site_types(),
+            steps: None,
+            time_choice: None,
         }
+    }
+
+    #[test]
+    fn the_time_model_is_the_one_whose_time_error_is_smaller() {
+        use crate::model::steps::{StepClass, TimeModel};
+        // type1 leads half the steps (share 0.8 against type3's 0.2), type3 the other half.
+        let share =
+            |a: f64, b: f64| BTreeMap::from([("type1".to_string(), a), ("type3".to_string(), b)]);
+        let steps = Steps {
+            classes: vec![
+                StepClass {
+                    steps: 10,
+                    share: share(0.8, 0.2),
+                },
+                StepClass {
+                    steps: 10,
+                    share: share(0.2, 0.8),
+                },
+            ],
+        };
+        let model = Hetero {
+            types: BTreeMap::from_iter(TRUTH.iter().map(|t| {
+                (
+                    t.0.to_string(),
+                    TypeTimes {
+                        t_cp_s: t.2,
+                        t_cm_s: t.3,
+                        p_dyn_w: Some(t.4),
+                        p_static_w: Some(t.5),
+                        t_mem_s: None,
+                        t_mem_fit: None,
+                    },
+                )
+            })),
+            ..wrong_hetero()
+        };
+        let runs: [[f64; 2]; 4] = [[2.5, 2.9], [2.0, 2.9], [2.5, 2.0], [1.8, 2.3]];
+        let mut noise = Noise(7);
+        // Runs whose wall time follows the steps, written out: per iteration
+        // max(0.8 t1, 0.2 t3) + max(0.2 t1, 0.8 t3) + min T_cm, t = T_cp * f_max / f.
+        let stepped: Vec<Outcome> = runs
+            .iter()
+            .enumerate()
+            .map(|(k, [f1, f3])| {
+                let t1 = 1.0 * 2.5 / f1;
+                let t3 = 0.8 * 2.9 / f3;
+                let t = ITERS * ((0.8 * t1).max(0.2 * t3) + (0.2 * t1).max(0.8 * t3) + 0.2);
+                let mut o = simulate(
+                    k as u64 + 1,
+                    &[("n1", "type1", *f1), ("n3", "type3", *f3)],
+                    &mut noise,
+                );
+                o.time_s = t * noise.next();
+                o.predicted_time_s = t;
+                o
+            })
+            .collect();
+        let c = time_model_choice(&model, &steps, &stepped).unwrap();
+        assert_eq!(c.winner, TimeModel::Steps, "{c:?}");
+        assert_eq!(c.runs, 4);
+        assert!(c.step_model_error < 0.011, "{c:?}");
+        // At f_max the max model says 1.2 s an iteration where the steps take 1.64 s.
+        assert!(c.max_model_error > 0.2, "{c:?}");
+        // Runs that follow paper 004's max model choose it.
+        let maxed: Vec<Outcome> = runs
+            .iter()
+            .enumerate()
+            .map(|(k, [f1, f3])| {
+                simulate(
+                    k as u64 + 1,
+                    &[("n1", "type1", *f1), ("n3", "type3", *f3)],
+                    &mut noise,
+                )
+            })
+            .collect();
+        let c = time_model_choice(&model, &steps, &maxed).unwrap();
+        assert_eq!(c.winner, TimeModel::Max, "{c:?}");
+        assert!(c.max_model_error < 0.011, "{c:?}");
+        // One run is too few: the safer slowdown decides, and slowing type1 alone costs
+        // the max model more than the steps here, so the max model stays.
+        let c = time_model_choice(&model, &steps, &stepped[..1]).unwrap();
+        assert_eq!((c.winner, c.runs), (TimeModel::Max, 1));
+        assert!(!model.steps_safer(&steps));
     }
 
     #[test]
@@ -1064,6 +1199,32 @@ mod tests {
             ),
             "{}",
             h.clock_sensitivity(&["type1"])
+        );
+    }
+
+    #[test]
+    fn a_refined_profile_with_steps_records_which_time_model_won() {
+        let yaml = "name: mem\nversion: 1\nhetero:\n  iterations: 100\n  node_types:\n    type1: { t_cp_s: 0.7, t_cm_s: 0.1 }\n  steps:\n    - { steps: 4, share: { type1: 1 } }\n";
+        let profile = Profile::from_str(std::path::Path::new("mem.yaml"), yaml).unwrap();
+        let mut site = crate::site::example();
+        site.node_types = site_types();
+        let runs = [
+            memory_bound_run(1, 2.5, 0.6, 0.4),
+            memory_bound_run(2, 1.25, 0.6, 0.4),
+        ];
+        let r = refine_profile(&profile, &site, &runs).unwrap();
+        let text = serde_saphyr::to_string(&r.file).unwrap();
+        // One type with share 1 is the max model: equal errors, and a tie keeps paper 004's.
+        assert!(text.contains("winner: max"), "{text}");
+        assert!(text.contains("runs: 2"), "{text}");
+        let again = Profile::from_str(std::path::Path::new("mem.yaml"), &text).unwrap();
+        let h = again.hetero_model(&site).unwrap();
+        assert!(h.steps.is_none());
+        let c = h.time_choice.unwrap();
+        assert_eq!((c.winner, c.runs), (steps::TimeModel::Max, 2));
+        assert!(
+            (c.max_model_error - c.step_model_error).abs() < 1e-12,
+            "{c:?}"
         );
     }
 

@@ -1,0 +1,331 @@
+//! The exact search of a table with synchronised steps ([`crate::model::StepTable`]).
+//!
+//! Why it is exact. A pick's wall time is `T = sum_k max_g w[k][g] * m_g + T0`, where
+//! `m_g` is the slowest compute time among the nodes of group g, and its energy is
+//! `E = D + T * S + E0` with D the sum of the nodes' dynamic energies. T depends on
+//! the pick only through the vector (m_g). Fix that vector: the pick of least D with
+//! exactly these slowest times is found per group as in [`super::sweep`] (each node of
+//! g takes its least-dynamic choice with compute <= m_g, and one node is forced to a
+//! choice of exactly m_g, the one whose forcing costs least). Against any other pick
+//! with the same vector it has the same T and no more D, so no more E and no more
+//! E / T: it is at least as good under every objective and limit (each is monotone in
+//! (T, E), and every limit bounds T, E or E / T from above). Each m_g is one of the
+//! group's compute times, so trying every vector of per-group candidate times and
+//! keeping the best under the [`Goal`] is exact.
+//!
+//! Pruning. A candidate time of a group is dropped when a smaller one of the same
+//! group needs no more dynamic energy: T does not grow as m_g shrinks (weights are
+//! non-negative), so both T and E are no larger. That argument fails for a power cap
+//! alone (a shorter run at the same energy draws more watts), so with a power cap
+//! nothing is pruned.
+
+use super::{Goal, OptimizeError, Optimum, check_table};
+use crate::model::{StepTable, SweepTable};
+
+/// Most vectors of per-group times the exact search agrees to try.
+pub const LIMIT: u64 = 4_000_000;
+
+/// Why the exact step search did not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepSearchError {
+    /// The table is unusable (see [`check_table`]).
+    #[error(transparent)]
+    Table(#[from] OptimizeError),
+    /// The search would try more vectors than [`LIMIT`].
+    #[error("{vectors} combinations of per-group times (limit {limit})")]
+    TooLarge {
+        /// Vectors the search would try.
+        vectors: f64,
+        /// The most it may.
+        limit: u64,
+    },
+    /// The table has no step structure; the plain sweep applies.
+    #[error("the table has no step structure")]
+    NoSteps,
+}
+
+/// One candidate slowest time of a group: the least dynamic energy of the group's
+/// nodes with that slowest time, and the node and choice forced to reach it.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    time_s: f64,
+    dynamic_j: f64,
+    node: usize,
+    choice: usize,
+}
+
+/// The exact optimum of `goal` over a table with steps, or the closest configuration
+/// when none is feasible.
+pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, StepSearchError> {
+    check_table(table)?;
+    let steps = table.steps.as_ref().ok_or(StepSearchError::NoSteps)?;
+    if table.nodes.is_empty() {
+        return Ok(Optimum::of(table, goal, Vec::new(), 1));
+    }
+    let members = members(table, steps);
+    let prune = goal.limits.power_cap_w.is_none();
+    let candidates: Vec<Vec<Candidate>> = members
+        .iter()
+        .map(|nodes| group_candidates(table, nodes, prune))
+        .collect();
+    let vectors: f64 = candidates
+        .iter()
+        .filter(|c| !c.is_empty())
+        .map(|c| c.len() as f64)
+        .product();
+    if vectors > LIMIT as f64 {
+        return Err(StepSearchError::TooLarge {
+            vectors,
+            limit: LIMIT,
+        });
+    }
+    // Groups without nodes take no part; the rest are enumerated like an odometer whose
+    // fastest wheel is the group with the most candidates: for each setting of the
+    // others, each class's max over them is computed once and the inner loop costs
+    // one max per class.
+    let mut live: Vec<usize> = (0..candidates.len())
+        .filter(|&g| !candidates[g].is_empty())
+        .collect();
+    live.sort_by_key(|&g| std::cmp::Reverse(candidates[g].len()));
+    let static_w = table.static_w();
+    let mut at = vec![0usize; live.len()];
+    let mut best: Option<(Vec<usize>, super::Assessment)> = None;
+    let mut tried = 0u64;
+    let Some(&inner) = live.first() else {
+        return Err(OptimizeError::NoChoices("(every node)".into()).into());
+    };
+    let inner_w: Vec<f64> = steps.weights.iter().map(|w| w[inner]).collect();
+    let mut rest = vec![0.0f64; steps.weights.len()];
+    loop {
+        let mut d_rest = 0.0;
+        rest.iter_mut().for_each(|r| *r = 0.0);
+        for (slot, &g) in live.iter().enumerate().skip(1) {
+            let c = candidates[g][at[slot]];
+            d_rest += c.dynamic_j;
+            for (r, w) in rest.iter_mut().zip(&steps.weights) {
+                *r = r.max(w[g] * c.time_s);
+            }
+        }
+        for (j, c) in candidates[inner].iter().enumerate() {
+            let compute: f64 = rest
+                .iter()
+                .zip(&inner_w)
+                .map(|(r, w)| r.max(w * c.time_s))
+                .sum();
+            let t = compute + table.fixed_time_s;
+            let e = d_rest + c.dynamic_j + t * static_w + table.fixed_energy_j;
+            let a = goal.assess(t, e, None);
+            tried += 1;
+            if best.as_ref().is_none_or(|b| a.better_than(&b.1)) {
+                at[0] = j;
+                best = Some((at.clone(), a));
+            }
+        }
+        let mut i = 1;
+        while i < live.len() {
+            at[i] += 1;
+            if at[i] < candidates[live[i]].len() {
+                break;
+            }
+            at[i] = 0;
+            i += 1;
+        }
+        if i == live.len() {
+            break;
+        }
+    }
+    let (at, _) = best.ok_or_else(|| OptimizeError::NoChoices("(every node)".into()))?;
+    let mut pick = vec![0usize; table.nodes.len()];
+    for (slot, &g) in live.iter().enumerate() {
+        let c = candidates[g][at[slot]];
+        for &i in &members[g] {
+            pick[i] = least_dynamic(table, i, c.time_s);
+        }
+        pick[c.node] = c.choice;
+    }
+    Ok(Optimum::of(table, goal, pick, tried))
+}
+
+/// The node rows of each group; rows naming a group the table lacks are refused by
+/// [`check_table`] before this runs.
+fn members(table: &SweepTable, steps: &StepTable) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); steps.groups.len()];
+    for (i, &g) in steps.group_of.iter().enumerate().take(table.nodes.len()) {
+        if let Some(list) = out.get_mut(g) {
+            list.push(i);
+        }
+    }
+    out
+}
+
+/// The choice of node `i` of least dynamic energy among those computing at most `tau`
+/// seconds (the first such on a tie, as the sweep does).
+fn least_dynamic(table: &SweepTable, i: usize, tau: f64) -> usize {
+    let mut k = 0;
+    let mut d = f64::INFINITY;
+    for (j, c) in table.nodes[i].choices.iter().enumerate() {
+        if c.compute_s <= tau && c.dynamic_j < d {
+            d = c.dynamic_j;
+            k = j;
+        }
+    }
+    k
+}
+
+/// Every slowest time a group can have, ascending, with the least dynamic energy that
+/// reaches it (the sweep of [`super::sweep`] restricted to the group's nodes); with
+/// `prune`, only the times no smaller time beats on dynamic energy.
+fn group_candidates(table: &SweepTable, nodes: &[usize], prune: bool) -> Vec<Candidate> {
+    let mut entries: Vec<(f64, usize, usize)> = nodes
+        .iter()
+        .flat_map(|&i| {
+            table.nodes[i]
+                .choices
+                .iter()
+                .enumerate()
+                .map(move |(k, c)| (c.compute_s, i, k))
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut best_d = vec![f64::INFINITY; table.nodes.len()];
+    let mut covered = 0usize;
+    let mut sum_d = 0.0;
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut start = 0;
+    while start < entries.len() {
+        let tau = entries[start].0;
+        let mut end = start;
+        while end < entries.len() && entries[end].0 == tau {
+            let (_, i, k) = entries[end];
+            let d = table.nodes[i].choices[k].dynamic_j;
+            if best_d[i].is_infinite() {
+                covered += 1;
+                sum_d += d;
+                best_d[i] = d;
+            } else if d < best_d[i] {
+                sum_d += d - best_d[i];
+                best_d[i] = d;
+            }
+            end += 1;
+        }
+        if covered == nodes.len() {
+            let mut forced = (f64::INFINITY, 0, 0);
+            for &(_, i, k) in &entries[start..end] {
+                let cost = table.nodes[i].choices[k].dynamic_j - best_d[i];
+                if cost < forced.0 {
+                    forced = (cost, i, k);
+                }
+            }
+            let c = Candidate {
+                time_s: tau,
+                dynamic_j: sum_d + forced.0,
+                node: forced.1,
+                choice: forced.2,
+            };
+            if !prune || out.last().is_none_or(|l| c.dynamic_j < l.dynamic_j) {
+                out.push(c);
+            }
+        }
+        start = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Choice, NodeChoices};
+    use crate::optimize::{Limits, Objective};
+
+    fn node(name: &str, ty: &str, rows: &[(f64, f64)]) -> NodeChoices {
+        NodeChoices {
+            name: name.into(),
+            node_type: ty.into(),
+            choices: rows
+                .iter()
+                .enumerate()
+                .map(|(k, &(compute_s, dynamic_j))| Choice {
+                    freq_ghz: 1.0 + k as f64,
+                    gpu_mhz: None,
+                    compute_s,
+                    dynamic_j,
+                })
+                .collect(),
+            static_w: 1.0,
+        }
+    }
+
+    #[test]
+    fn slowing_the_type_that_waits_on_average_still_costs_time() {
+        // Two nodes, a and b, each at a slow (2x time, a quarter the dynamic energy) or
+        // fast gear: a computes 4 s fast, b 5 s. Steps: a leads class 0 with share 0.75
+        // (b 0.2), b leads class 1 with share 0.8 (a 0.25).
+        let t = SweepTable {
+            nodes: vec![
+                node("a", "a", &[(8.0, 10.0), (4.0, 40.0)]),
+                node("b", "b", &[(10.0, 10.0), (5.0, 40.0)]),
+            ],
+            fixed_time_s: 1.0,
+            fixed_energy_j: 0.0,
+            steps: Some(StepTable {
+                groups: vec!["a".into(), "b".into()],
+                group_of: vec![0, 1],
+                weights: vec![vec![0.75, 0.2], vec![0.25, 0.8]],
+            }),
+        };
+        // Closed forms. Both fast: 0.75*4 + 0.8*5 = 3 + 4 = 7 s compute, T = 8 s,
+        // E = 80 + 2 W * 8 s = 96 J. a slow: max(6, 1) + max(2, 4) = 10, T = 11 s,
+        // E = 50 + 22 = 72 J. b slow: max(3, 2) + max(1, 8) = 11, T = 12, E = 50 + 24 = 74 J.
+        // Both slow: 6 + 8 = 14, T = 15, E = 20 + 30 = 50 J.
+        // Under the max model slowing a would cost 3 s as well (max(8, 5) against 5) and
+        // slowing b 5 s (max(4, 10)); with steps b's costs 4 s.
+        assert_eq!(t.totals(&[1, 1]), (8.0, 96.0));
+        assert_eq!(t.totals(&[0, 1]), (11.0, 72.0));
+        assert_eq!(t.totals(&[1, 0]), (12.0, 74.0));
+        assert_eq!(t.totals(&[0, 0]), (15.0, 50.0));
+        let goal = |objective, max_slowdown| Goal {
+            objective,
+            limits: Limits {
+                max_slowdown,
+                ..Limits::default()
+            },
+            baseline_time_s: 8.0,
+            baseline_energy_j: 96.0,
+        };
+        let o = exact(&t, &goal(Objective::MinEnergy, None)).unwrap();
+        assert_eq!((o.pick, o.time_s, o.energy_j), (vec![0, 0], 15.0, 50.0));
+        // At most 40% slower (11.2 s): only a may slow down.
+        let o = exact(&t, &goal(Objective::MinEnergy, Some(0.4))).unwrap();
+        assert_eq!((o.pick, o.time_s, o.energy_j), (vec![0, 1], 11.0, 72.0));
+        let o = exact(&t, &goal(Objective::MinTime, None)).unwrap();
+        assert_eq!(o.pick, vec![1, 1]);
+    }
+
+    #[test]
+    fn too_many_vectors_is_a_typed_error() {
+        // 4 groups of 50 distinct times whose dynamic energy falls with time: 50^4 > LIMIT.
+        let rows: Vec<(f64, f64)> = (0..50)
+            .map(|k| (1.0 + k as f64, 100.0 - k as f64))
+            .collect();
+        let t = SweepTable {
+            nodes: (0..4).map(|g| node(&format!("n{g}"), "t", &rows)).collect(),
+            fixed_time_s: 0.0,
+            fixed_energy_j: 0.0,
+            steps: Some(StepTable {
+                groups: (0..4).map(|g| format!("g{g}")).collect(),
+                group_of: vec![0, 1, 2, 3],
+                weights: vec![vec![1.0; 4]],
+            }),
+        };
+        let goal = Goal {
+            objective: Objective::MinEnergy,
+            limits: Limits::default(),
+            baseline_time_s: 1.0,
+            baseline_energy_j: 1.0,
+        };
+        assert!(matches!(
+            exact(&t, &goal),
+            Err(StepSearchError::TooLarge { .. })
+        ));
+    }
+}

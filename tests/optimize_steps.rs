@@ -1,0 +1,162 @@
+//! The exact search of tables with synchronised steps against the brute-force oracle
+//! (which scores every pick with `SweepTable::totals`, the step formula itself).
+
+use greenup::model::{Choice, NodeChoices, StepTable, SweepTable};
+use greenup::optimize::brute::brute;
+use greenup::optimize::nodes::exact;
+use greenup::optimize::steps;
+use greenup::optimize::sweep::sweep;
+use greenup::optimize::{Assessment, Goal, Limits, Objective};
+use proptest::prelude::*;
+
+/// A node's row: its group, (compute_s, dynamic_j) per choice, and its static watts.
+type Row = (usize, Vec<(f64, f64)>, f64);
+
+fn table(rows: &[Row], groups: usize, weights: Vec<Vec<f64>>, fixed: (f64, f64)) -> SweepTable {
+    SweepTable {
+        nodes: rows
+            .iter()
+            .enumerate()
+            .map(|(i, (g, choices, static_w))| NodeChoices {
+                name: format!("n{i}"),
+                node_type: format!("t{g}"),
+                choices: choices
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(compute_s, dynamic_j))| Choice {
+                        gpu_mhz: None,
+                        freq_ghz: 1.0 + k as f64 * 0.1,
+                        compute_s,
+                        dynamic_j,
+                    })
+                    .collect(),
+                static_w: *static_w,
+            })
+            .collect(),
+        fixed_time_s: fixed.0,
+        fixed_energy_j: fixed.1,
+        steps: Some(StepTable {
+            groups: (0..groups).map(|g| format!("t{g}")).collect(),
+            group_of: rows.iter().map(|r| r.0).collect(),
+            weights,
+        }),
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+fn same_quality(a: &Assessment, b: &Assessment) -> bool {
+    a.feasible == b.feasible
+        && close(a.value, b.value)
+        && a.excess.iter().zip(&b.excess).all(|(x, y)| close(*x, *y))
+}
+
+/// Caps drawn around the all-max baseline, each present or not.
+fn goal_for(t: &SweepTable, objective: Objective, draw: [(bool, f64); 4]) -> Goal {
+    let (bt, be) = t.totals(&t.max_pick());
+    let on = |(b, x): (bool, f64), v: f64| b.then_some(v * x);
+    Goal {
+        objective,
+        limits: Limits {
+            energy_cap_j: on(draw[0], be),
+            power_cap_w: on(draw[1], be / bt),
+            time_limit_s: on(draw[2], bt),
+            max_slowdown: draw[3].0.then_some(draw[3].1 - 0.5),
+        },
+        baseline_time_s: bt,
+        baseline_energy_j: be,
+    }
+}
+
+fn cap() -> impl Strategy<Value = (bool, f64)> {
+    (any::<bool>(), 0.4f64..1.6)
+}
+
+/// 2-3 groups, 1-6 nodes each in some group, 1-4 classes of weights in [0, 1.5].
+fn instance() -> impl Strategy<Value = (Vec<Row>, usize, Vec<Vec<f64>>)> {
+    (2usize..=3).prop_flat_map(|groups| {
+        (
+            prop::collection::vec(
+                (
+                    0..groups,
+                    prop::collection::vec((0.5f64..20.0, 0.0f64..100.0), 1..=4),
+                    0.0f64..10.0,
+                ),
+                1..=6,
+            ),
+            Just(groups),
+            prop::collection::vec(prop::collection::vec(0.0f64..1.5, groups), 1..=4),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn the_step_search_equals_brute_force(
+        (rows, groups, weights) in instance(),
+        fixed in (0.0f64..5.0, 0.0f64..50.0),
+        draw in [cap(), cap(), cap(), cap()],
+    ) {
+        let t = table(&rows, groups, weights, fixed);
+        for objective in Objective::ALL {
+            let goal = goal_for(&t, objective, draw);
+            let got = steps::exact(&t, &goal).unwrap();
+            let oracle = brute(&t, &goal).unwrap();
+            let (time, energy) = t.totals(&got.pick);
+            prop_assert!(close(time, got.time_s) && close(energy, got.energy_j));
+            prop_assert!(
+                same_quality(&got.assessment, &oracle.assessment),
+                "{objective:?}: steps {:?} {:?} vs brute {:?} {:?}",
+                got.pick, got.assessment, oracle.pick, oracle.assessment
+            );
+            // The exact algorithm's dispatch reaches the same search.
+            let via = exact(&t, &goal).unwrap();
+            prop_assert!(same_quality(&via.assessment, &oracle.assessment));
+            prop_assert!(via.note.is_none());
+        }
+    }
+
+    #[test]
+    fn one_class_of_weight_one_is_the_sweep_of_the_max_model(
+        (rows, groups, _) in instance(),
+        fixed in (0.0f64..5.0, 0.0f64..50.0),
+        draw in [cap(), cap(), cap(), cap()],
+    ) {
+        let t = table(&rows, groups, vec![vec![1.0; groups]], fixed);
+        let flat = SweepTable { steps: None, ..t.clone() };
+        for objective in Objective::ALL {
+            let goal = goal_for(&t, objective, draw);
+            let a = steps::exact(&t, &goal).unwrap();
+            let b = sweep(&flat, &goal).unwrap();
+            prop_assert!(same_quality(&a.assessment, &b.assessment));
+        }
+    }
+}
+
+#[test]
+fn a_table_too_large_for_the_step_search_is_swept_as_the_max_model_with_a_note() {
+    // 4 nodes in 4 groups, 50 times each whose dynamic energy falls as they grow: no time
+    // is dominated, so 50^4 = 6,250,000 vectors, past the limit.
+    let row: Vec<(f64, f64)> = (0..50)
+        .map(|k| (1.0 + k as f64, 100.0 - k as f64))
+        .collect();
+    let rows: Vec<Row> = (0..4).map(|g| (g, row.clone(), 1.0)).collect();
+    let t = table(&rows, 4, vec![vec![1.0, 0.5, 0.5, 0.5]], (0.0, 0.0));
+    let goal = goal_for(&t, Objective::MinEnergy, [(false, 1.0); 4]);
+    assert!(matches!(
+        steps::exact(&t, &goal),
+        Err(steps::StepSearchError::TooLarge { .. })
+    ));
+    let o = exact(&t, &goal).unwrap();
+    let note = o.note.as_deref().unwrap();
+    assert!(
+        note.starts_with("step model too large to search exactly: 6250000 combinations"),
+        "{note}"
+    );
+    // The pick is scored with the steps: its totals are the table's.
+    assert_eq!(t.totals(&o.pick), (o.time_s, o.energy_j));
+}
