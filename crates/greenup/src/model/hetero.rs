@@ -186,11 +186,12 @@ impl Hetero {
             return false;
         }
         let comm = if comm.is_finite() { comm } else { 0.0 };
+        let top: BTreeMap<String, f64> = at.iter().map(|(k, v)| (k.clone(), v.0)).collect();
+        let steps_comm = steps.comm_s(comm, &top);
         let both = |t: &BTreeMap<String, f64>| {
             let max = t.values().copied().fold(0.0, f64::max) + comm;
-            (max, steps.compute_s(t) + comm)
+            (max, steps.compute_s(t) + steps_comm)
         };
-        let top: BTreeMap<String, f64> = at.iter().map(|(k, v)| (k.clone(), v.0)).collect();
         let (max0, steps0) = both(&top);
         if !(max0 > 0.0 && steps0 > 0.0) {
             return false;
@@ -300,7 +301,17 @@ impl Predictor for Hetero {
                 min_cm = min_cm.min(t.t_cm_s);
             }
         }
-        let fixed_time_s = finite("communication time", min_cm * self.iterations)?;
+        let mut fixed_time_s = finite("communication time", min_cm * self.iterations)?;
+        if let Some(steps) = &self.steps {
+            let at_fmax: BTreeMap<String, f64> = nodes
+                .iter()
+                .filter_map(|s| {
+                    let t = self.types.get(&s.node_type)?;
+                    Some((s.node_type.clone(), t.compute_s(1.0) * self.iterations))
+                })
+                .collect();
+            fixed_time_s = steps.comm_s(fixed_time_s, &at_fmax);
+        }
         let steps = self.steps.as_ref().map(|steps| {
             // The job's node types are the groups, in the order nodes bring them.
             let mut groups: Vec<String> = Vec::new();

@@ -127,6 +127,20 @@ impl Steps {
             .sum()
     }
 
+    /// The seconds per iteration outside the steps, given the max model's `comm_s` and
+    /// each present type's compute seconds `at_fmax` at its maximum clock.
+    ///
+    /// Paper 004's `T_cm` is the least time any type spent blocked, and it holds the
+    /// waits the step model explains instead: the slowest type also waits in the steps
+    /// other types lead. At f_max the steps take `compute_s(at_fmax)`, longer than the
+    /// slowest type's `max_τ t_τ` by exactly those waits, so they come off the
+    /// communication time. Both models then predict the same time at f_max, where the
+    /// profile measured it, and part only where the clocks change.
+    pub fn comm_s(&self, comm_s: f64, at_fmax: &BTreeMap<String, f64>) -> f64 {
+        let slowest = at_fmax.values().copied().fold(0.0, f64::max);
+        (comm_s - (self.compute_s(at_fmax) - slowest)).max(0.0)
+    }
+
     /// Check the model against the node types it may be used with.
     pub fn check<'a>(
         &self,

@@ -21,9 +21,10 @@ use super::outcome::{Outcome, check, outcome_from_record};
 use super::refine::fit_clock;
 use super::{
     AmdahlFile, ClockFitFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile,
-    ProfileFile, unspanned,
+    ProfileFile, StepClassFile, unspanned,
 };
 use crate::model::amdahl;
+use crate::model::steps::Steps;
 use crate::record::JobRecord;
 use crate::site::Site;
 
@@ -236,7 +237,7 @@ pub fn learn(
     }
     let (runs, clocked, left_out) = runs_at_fmax(site, app, records);
     let (mut file, mut notes, jobs) = match model {
-        Model::Hetero => hetero(site, app, &runs, &clocked, &left_out, nodes)?,
+        Model::Hetero => hetero(site, app, records, &runs, &clocked, &left_out, nodes)?,
         Model::Amdahl => amdahl_section(app, &runs, &left_out)?,
         Model::IsoEnergy => iso_energy_section(site, app, &runs, &left_out)?,
     };
@@ -390,6 +391,7 @@ fn mean(v: &[f64]) -> f64 {
 fn hetero(
     site: &Site,
     app: &str,
+    records: &[JobRecord],
     runs: &[Outcome],
     clocked: &[Outcome],
     left_out: &[String],
@@ -563,6 +565,9 @@ fn hetero(
             left_out,
         ));
     }
+    let on_n_owned: Vec<Outcome> = on_n.iter().map(|o| (*o).clone()).collect();
+    let (steps, note) = learned_steps(&on_n_owned, records, &node_types);
+    notes.push(note);
     let mut jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
     jobs.extend(below_jobs);
     let mut file = empty_file(app);
@@ -570,10 +575,76 @@ fn hetero(
         iterations: number(1.0),
         nodes: Some(number(n as f64)),
         node_types,
-        steps: None,
+        steps: steps.as_ref().map(StepClassFile::from_steps),
         model_choice: None,
     });
     Ok((file, notes, jobs))
+}
+
+/// Most step classes a learned profile keeps: enough for a few kinds of step per node
+/// type, few enough that the exact search stays within its budget at 144 nodes
+/// (docs/BENCHMARKS.md, `steps-typed/144` with 8 classes).
+pub const MAX_STEP_CLASSES: usize = 8;
+
+/// The step model of the runs on the profile's node count, from their nodes' compute
+/// windows, and one line saying what it came from or why there is none.
+fn learned_steps(
+    runs: &[Outcome],
+    records: &[JobRecord],
+    types: &BTreeMap<String, HeteroTypeFile>,
+) -> (Option<Steps>, String) {
+    let seen = super::windows::run_steps(runs, records);
+    if seen.steps.is_empty() {
+        return (
+            None,
+            "steps: none learned (no run measured its nodes' compute windows); time follows paper 004's max model".to_string(),
+        );
+    }
+    // Only the profile's types can lead a step of its model, and every one of them must.
+    let per_step: Vec<BTreeMap<String, f64>> = seen
+        .steps
+        .iter()
+        .map(|s| {
+            s.iter()
+                .filter(|(t, _)| types.contains_key(*t))
+                .map(|(t, c)| (t.clone(), *c))
+                .collect()
+        })
+        .collect();
+    let silent: Vec<&str> = types
+        .keys()
+        .filter(|t| !per_step.iter().any(|s| s.get(*t).is_some_and(|c| *c > 0.0)))
+        .map(String::as_str)
+        .collect();
+    if !silent.is_empty() {
+        return (
+            None,
+            format!(
+                "steps: none learned (type {} computed in no window of jobs {}); time follows paper 004's max model",
+                and_list(&silent),
+                and_list(&seen.jobs)
+            ),
+        );
+    }
+    match Steps::compressed(&per_step, MAX_STEP_CLASSES) {
+        Ok(c) => {
+            let windows: BTreeSet<String> = seen.window_s.iter().map(|w| format!("{w}")).collect();
+            let merged = if c.quantum > 0.0 {
+                format!(", directions merged on a grid of {}", c.quantum)
+            } else {
+                String::new()
+            };
+            let note = format!(
+                "steps: {} classes from {} windows of {} s of jobs {}{merged}; the decision uses them only where they predict at least the max model's slowdown, or, once refinement has measured runs, where they predict time better (model_choice)",
+                c.steps.classes.len(),
+                per_step.len(),
+                and_list(&windows),
+                and_list(&seen.jobs),
+            );
+            (Some(c.steps), note)
+        }
+        Err(e) => (None, format!("steps: none learned ({e})")),
+    }
 }
 
 fn amdahl_section(app: &str, runs: &[Outcome], left_out: &[String]) -> Result<Section, LearnError> {
@@ -1171,6 +1242,76 @@ mod tests {
         // Means over each type's nodes: fast (18 + 20) / 2 and (7 + 5) / 2.
         assert_eq!(times(&l, "fast"), (19.0, 6.0));
         assert_eq!(times(&l, "eco"), (23.0, 2.5));
+    }
+
+    #[test]
+    fn steps_are_learned_from_each_types_slowest_node_per_window() {
+        let windows = |c: &[f64]| crate::comm::StepTimes {
+            window_s: 0.01,
+            compute_s: c.to_vec(),
+        };
+        let split = Some((0.014, 0.006));
+        let mut rec = run(
+            8,
+            "md",
+            0.02,
+            &[
+                ("n1", FAST, split),
+                ("n2", FAST, split),
+                ("n3", ECO, split),
+                ("n4", ECO, split),
+            ],
+        );
+        let counted = [
+            ("n1", [0.010, 0.002]),
+            ("n2", [0.008, 0.004]),
+            ("n3", [0.003, 0.010]),
+            ("n4", [0.002, 0.009]),
+        ];
+        for (node, c) in counted {
+            let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
+            o.comm.as_mut().unwrap().steps = Some(windows(&c));
+        }
+        let l = learn(&site(), "md", Model::Hetero, &[rec.clone()], None).unwrap();
+        // Per window, each type's slowest node: fast 10 and 4 ms, eco 3 and 10 ms. Over
+        // each type's total (14 and 13 ms) the two steps' shares are fast 10/14, eco 3/13
+        // and fast 4/14, eco 10/13: two directions, kept apart exactly.
+        let steps = l.file.hetero.as_ref().unwrap().steps.as_ref().unwrap();
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        let mut got: Vec<(f64, f64)> = steps
+            .iter()
+            .map(|c| (n(&c.share["fast"].value), n(&c.share["eco"].value)))
+            .collect();
+        got.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let want = [(10.0 / 14.0, 3.0 / 13.0), (4.0 / 14.0, 10.0 / 13.0)];
+        assert_eq!(got.len(), 2, "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g.0 - w.0).abs() < 1e-12 && (g.1 - w.1).abs() < 1e-12,
+                "{got:?}"
+            );
+        }
+        assert!(
+            l.notes
+                .iter()
+                .any(|x| x.starts_with("steps: 2 classes from 2 windows of 0.01 s of jobs 8")),
+            "{:?}",
+            l.notes
+        );
+        // A node without windows leaves the run out, and nothing is learned.
+        rec.outcomes[3].comm.as_mut().unwrap().steps = None;
+        let l = learn(&site(), "md", Model::Hetero, &[rec], None).unwrap();
+        assert!(l.file.hetero.as_ref().unwrap().steps.is_none());
+        assert!(
+            l.notes
+                .iter()
+                .any(|x| x.starts_with("steps: none learned (no run measured")),
+            "{:?}",
+            l.notes
+        );
     }
 
     #[test]

@@ -12,9 +12,9 @@ pub mod learn;
 pub mod locate;
 pub mod node_power;
 pub mod outcome;
-pub mod windows;
 pub mod refine;
 pub mod versions;
+pub mod windows;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -953,13 +953,15 @@ mod tests {
                 },
             ],
         };
-        let model = Hetero {
+        // `waits`: what a profile measured as blocked time at f_max beyond the true
+        // communication (the slowest type's wait in the steps others lead).
+        let profile = |waits: f64| Hetero {
             types: BTreeMap::from_iter(TRUTH.iter().map(|t| {
                 (
                     t.0.to_string(),
                     TypeTimes {
                         t_cp_s: t.2,
-                        t_cm_s: t.3,
+                        t_cm_s: t.3 + waits,
                         p_dyn_w: Some(t.4),
                         p_static_w: Some(t.5),
                         t_mem_s: None,
@@ -969,6 +971,9 @@ mod tests {
             })),
             ..wrong_hetero()
         };
+        // Runs that follow the steps block 0.2 s plus type1's wait in type3's steps,
+        // max(0.8, 0.16) + max(0.2, 0.64) - 1.0 = 0.44 s, at f_max.
+        let model = profile(0.44);
         let runs: [[f64; 2]; 4] = [[2.5, 2.9], [2.0, 2.9], [2.5, 2.0], [1.8, 2.3]];
         let mut noise = Noise(7);
         // Runs whose wall time follows the steps, written out: per iteration
@@ -994,8 +999,10 @@ mod tests {
         assert_eq!(c.winner, TimeModel::Steps, "{c:?}");
         assert_eq!(c.runs, 4);
         assert!(c.step_model_error < 0.011, "{c:?}");
-        // At f_max the max model says 1.2 s an iteration where the steps take 1.64 s.
-        assert!(c.max_model_error > 0.2, "{c:?}");
+        // Both say 1.64 s an iteration at f_max; below it the max model is off by
+        // +2.7 %, -6.6 % and -4.2 % (1.89 s against 1.84, 1.80 against 1.93, 2.03
+        // against 2.12): 4.1 % RMS over the four runs.
+        assert!(c.max_model_error > 0.03, "{c:?}");
         // Runs that follow paper 004's max model choose it.
         let maxed: Vec<Outcome> = runs
             .iter()
@@ -1008,7 +1015,7 @@ mod tests {
                 )
             })
             .collect();
-        let c = time_model_choice(&model, &steps, &maxed).unwrap();
+        let c = time_model_choice(&profile(0.0), &steps, &maxed).unwrap();
         assert_eq!(c.winner, TimeModel::Max, "{c:?}");
         assert!(c.max_model_error < 0.011, "{c:?}");
         // One run is too few: the safer slowdown decides, and slowing type1 alone costs

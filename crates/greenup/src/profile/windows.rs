@@ -63,7 +63,11 @@ pub fn run_steps(runs: &[Outcome], records: &[JobRecord]) -> RunSteps {
             .into_iter()
             .map(|(ty, t)| (ty, t.coarsened(window)))
             .collect();
-        let len = aligned.values().map(|t| t.compute_s.len()).max().unwrap_or(0);
+        let len = aligned
+            .values()
+            .map(|t| t.compute_s.len())
+            .max()
+            .unwrap_or(0);
         for k in 0..len {
             let step: BTreeMap<String, f64> = aligned
                 .iter()
