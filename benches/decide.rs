@@ -4,7 +4,7 @@
 //! sweep; `typed`: nodes of a type are identical, as a per-type profile predicts.
 //! Each is measured twice: wall time (`decide/...`) and the benchmark thread's
 //! CPU time (`decide-cpu/...`), which other jobs on a shared machine disturb less.
-//! `steps-typed`: the typed instance with 8 classes of synchronised steps, searched by
+//! `steps-typed`: the typed instance with `profile::learn::MAX_STEP_CLASSES` (16) classes of synchronised steps, searched by
 //! the exact step search (`optimize::steps`).
 //! Run: `cargo bench --bench decide -- --warm-up-time 1 --measurement-time 3`.
 
@@ -89,7 +89,7 @@ impl ValueFormatter for CpuFormatter {
     }
 }
 
-/// The typed instance of `n` nodes with 8 step classes compressed from 400 random
+/// The typed instance of `n` nodes with `MAX_STEP_CLASSES` step classes compressed from 400 random
 /// steps (each type's slowest node leads some), and the goal against its own baseline.
 fn with_steps(n: usize) -> (Instance, Goal) {
     let mut inst = instance_with(n, &mut Rng::new(n as u64), false);
@@ -103,7 +103,8 @@ fn with_steps(n: usize) -> (Instance, Goal) {
                 .collect()
         })
         .collect();
-    let steps = Steps::from_step_times(&per_step, 8).expect("random steps make a model");
+    let steps = Steps::from_step_times(&per_step, greenup::profile::learn::MAX_STEP_CLASSES)
+        .expect("random steps make a model");
     let group_of = inst
         .table
         .nodes

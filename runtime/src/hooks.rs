@@ -287,6 +287,7 @@ fn enter(call: &mut Call, counted: u64, deciding: u64, strided: bool, sync: bool
     let Some(s) = settings() else { return };
     call.active = 1;
     call.start_ns = now_ns();
+    rank::computing_ends(call.start_ns);
     rank::STATS.calls.fetch_add(1, Relaxed);
     rank::STATS.bytes.fetch_add(counted, Relaxed);
     if sync {
@@ -349,6 +350,7 @@ pub unsafe extern "C" fn greenup_leave(call: *mut Call) {
             return;
         }
         let now = now_ns();
+        rank::computing_begins(now);
         rank::STATS
             .mpi_ns
             .fetch_add(now.saturating_sub(call.start_ns), Relaxed);

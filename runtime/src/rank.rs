@@ -5,10 +5,10 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 
-use greenup_comm::{self as comm, RankStats};
+use greenup_comm::{self as comm, RankStats, StepTimes};
 
 /// Counters shared by every thread of the rank.
 pub struct Counters {
@@ -50,12 +50,43 @@ static SIGNAL_PATHS: OnceLock<(CString, CString)> = OnceLock::new();
 /// controls.
 static RESTORE_AT_TERM: OnceLock<fn()> = OnceLock::new();
 
+/// When this rank's computing began: the end of its last MPI call (or MPI_Init), ns; 0
+/// while a call is under way.
+static COMPUTING_SINCE_NS: AtomicU64 = AtomicU64::new(0);
+/// The rank's compute seconds per window of wall time, for the step model. Taken with
+/// `try_lock`: a thread that finds another counting skips its interval rather than wait.
+static WINDOWS: Mutex<StepTimes> = Mutex::new(StepTimes {
+    window_s: comm::steps::FIRST_WINDOW_S,
+    compute_s: Vec::new(),
+});
+
+/// An MPI call begins at `now_ns`: the computing since the last one ended is counted in
+/// its windows. With threads, the first to enter counts the stretch and the others find
+/// it taken (a rank computes while none of its threads is in MPI, near enough).
+pub fn computing_ends(now_ns: u64) {
+    let since = COMPUTING_SINCE_NS.swap(0, Relaxed);
+    if since == 0 || now_ns <= since {
+        return;
+    }
+    let start = START_NS.load(Relaxed);
+    let secs = |ns: u64| ns.saturating_sub(start) as f64 / 1e9;
+    if let Ok(mut w) = WINDOWS.try_lock() {
+        w.add(secs(since), secs(now_ns));
+    }
+}
+
+/// An MPI call returned at `now_ns`: computing begins again.
+pub fn computing_begins(now_ns: u64) {
+    COMPUTING_SINCE_NS.store(now_ns, Relaxed);
+}
+
 /// MPI_Init returned as rank `rank` at `now_ns`: start the clock, and make sure an exit
 /// without MPI_Finalize still leaves a file; `restore` runs first at SIGTERM.
 pub fn start(rank: u32, now_ns: u64, restore: fn()) {
     let _ = RESTORE_AT_TERM.set(restore);
     RANK.store(rank, Relaxed);
     START_NS.store(now_ns, Relaxed);
+    COMPUTING_SINCE_NS.store(now_ns, Relaxed);
     if STARTED.swap(true, Relaxed) {
         return;
     }
@@ -234,7 +265,14 @@ pub fn finish(complete: bool, now_ns: u64) {
     let Some(dir) = std::env::var_os(comm::env::DIR).map(PathBuf::from) else {
         return;
     };
-    if let Err(e) = comm::write_rank(&dir, &snapshot(complete, now_ns)) {
+    // The windows only here, not in `snapshot`: the signal handler may neither lock nor
+    // allocate, and a run cut short teaches no steps.
+    computing_ends(now_ns);
+    let mut stats = snapshot(complete, now_ns);
+    if complete && let Ok(w) = WINDOWS.try_lock() {
+        stats.steps = (!w.compute_s.is_empty()).then(|| w.clone());
+    }
+    if let Err(e) = comm::write_rank(&dir, &stats) {
         eprintln!(
             "greenup-mpi: rank {}: {}: {e}",
             RANK.load(Relaxed),

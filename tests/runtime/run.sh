@@ -109,6 +109,14 @@ for r in 0 1; do
 done
 jq -e '.wall_s >= .mpi_s and .mpi_s > 0 and .low_s == 0' "$T/short/ranks/rank-0.json" > /dev/null \
   && ok "rank 0: MPI time within wall time" || fail "times: $(cat "$T/short/ranks/rank-0.json")"
+# The step model's windows: every stretch outside MPI counted once, so they add up to the
+# wall time less the MPI time (within 2 ms and 2 %), on a greenup window.
+jq -e '.steps.window_s as $ws | ((.steps.compute_s | add) - (.wall_s - .mpi_s)) as $d
+       | $ws >= 0.01 and (if $d < 0 then -$d else $d end) <= 0.002 + 0.02 * .wall_s
+       and ([.steps.compute_s[] | select(. < 0 or . > $ws + 1e-9)] | length) == 0' \
+  "$T/short/ranks/rank-0.json" > /dev/null \
+  && ok "rank 0: compute windows add up to its time outside MPI" \
+  || fail "windows: $(cat "$T/short/ranks/rank-0.json")"
 diff -r "$T/sys.orig" "$T/sys" > /dev/null && ok "short calls touched no control" || fail "short calls wrote a control"
 
 # 2b. Every intercepted C call (tests/runtime/probe.c, mode "all"): the same results with

@@ -581,10 +581,12 @@ fn hetero(
     Ok((file, notes, jobs))
 }
 
-/// Most step classes a learned profile keeps: enough for a few kinds of step per node
-/// type, few enough that the exact search stays within its budget at 144 nodes
-/// (docs/BENCHMARKS.md, `steps-typed/144` with 8 classes).
-pub const MAX_STEP_CLASSES: usize = 8;
+/// Most step classes a learned profile keeps. Directions are merged on a dyadic grid
+/// (`Steps::compressed`): with four node types the grid of half-width cells has up to
+/// 15 of them, so 16 classes keep that grid where 8 would merge every step into one
+/// class, paper 004's max model. The exact search costs about linearly in classes
+/// (docs/BENCHMARKS.md, `steps-typed/144`).
+pub const MAX_STEP_CLASSES: usize = 16;
 
 /// The step model of the runs on the profile's node count, from their nodes' compute
 /// windows, and one line saying what it came from or why there is none.
