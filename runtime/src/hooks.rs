@@ -131,7 +131,7 @@ pub extern "C" fn greenup_init(rank: libc::c_int) {
             return;
         };
         let _ = SETTINGS.set(s);
-        rank::start(rank, now_ns(), restore_for_exit);
+        rank::start(rank, now_ns(), restore_for_exit, guard::record);
         ACTIVE.store(true, Relaxed);
     });
 }

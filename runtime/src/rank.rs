@@ -49,6 +49,13 @@ static SIGNAL_PATHS: OnceLock<(CString, CString)> = OnceLock::new();
 /// hooks' `restore_for_exit`), given at start so that the rank's files need not know the
 /// controls.
 static RESTORE_AT_TERM: OnceLock<fn()> = OnceLock::new();
+/// What the in-job guard did, as of (now, start, synchronising calls) in ns and calls:
+/// given at start (the hooks' `guard::record`), so that the rank's files need not know
+/// the guard, which itself counts in this module's counters.
+static GUARD_RECORD: OnceLock<GuardRecordFn> = OnceLock::new();
+
+/// The in-job guard's record at (now_ns, start_ns, sync_calls), if it was asked for.
+pub type GuardRecordFn = fn(u64, u64, u64) -> Option<comm::GuardRecord>;
 
 /// When this rank's computing began: the end of its last MPI call (or MPI_Init), ns; 0
 /// while a call is under way.
@@ -82,8 +89,9 @@ pub fn computing_begins(now_ns: u64) {
 
 /// MPI_Init returned as rank `rank` at `now_ns`: start the clock, and make sure an exit
 /// without MPI_Finalize still leaves a file; `restore` runs first at SIGTERM.
-pub fn start(rank: u32, now_ns: u64, restore: fn()) {
+pub fn start(rank: u32, now_ns: u64, restore: fn(), guard: GuardRecordFn) {
     let _ = RESTORE_AT_TERM.set(restore);
+    let _ = GUARD_RECORD.set(guard);
     RANK.store(rank, Relaxed);
     START_NS.store(now_ns, Relaxed);
     COMPUTING_SINCE_NS.store(now_ns, Relaxed);
@@ -249,10 +257,13 @@ pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
         saved_j: None,
         complete,
         errors: STATS.errors.load(Relaxed),
-        guard: crate::guard::record(now_ns, start_ns, sync_calls).map(|mut g| {
-            g.raised_s = g.raised_s.min(wall_s);
-            g
-        }),
+        guard: GUARD_RECORD
+            .get()
+            .and_then(|record| record(now_ns, start_ns, sync_calls))
+            .map(|mut g| {
+                g.raised_s = g.raised_s.min(wall_s);
+                g
+            }),
         steps: None,
     }
 }
