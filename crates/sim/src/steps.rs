@@ -17,7 +17,7 @@ use std::path::Path;
 
 use greenup::comm::StepTimes;
 
-use crate::trace::{Moved, TraceError, io, moved, rank_files};
+use crate::trace::{Moved, TraceError, io, moved, rank_files, rank_lines};
 
 /// The network the replay assumes: each host's link, crossed twice by every message.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,22 +63,10 @@ const SENDRECV_TAG: i64 = i64::MIN;
 
 /// One rank's file as replay actions, or the 1-based line at fault and why.
 fn actions(text: &str, ranks: u64) -> Result<(u64, Vec<Action>), (usize, String)> {
-    let mut rank = None;
+    let (rank, lines) = rank_lines(text)?;
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let [who, action, args @ ..] = words.as_slice() else {
-            if words.is_empty() {
-                continue;
-            }
-            return Err((i + 1, format!("'{line}': expected RANK ACTION [ARGS]")));
-        };
-        let me: u64 = who
-            .parse()
-            .map_err(|_| (i + 1, format!("'{who}': expected a rank number")))?;
-        if *rank.get_or_insert(me) != me {
-            return Err((i + 1, format!("rank {me} in another rank's file")));
-        }
+    for l in &lines {
+        let (i, line, me, action, args) = (l.no - 1, l.text, l.who, l.action, &l.args[..]);
         let int = |j: usize| -> Result<i64, (usize, String)> {
             args.get(j)
                 .and_then(|w| w.parse::<i64>().ok())
@@ -102,13 +90,13 @@ fn actions(text: &str, ranks: u64) -> Result<(u64, Vec<Action>), (usize, String)
             Moved::Call(b) => b,
             Moved::Init(_) | Moved::Nothing => 0,
         };
-        let a = match *action {
+        let a = match action {
             "compute" => Action::Compute(args.first().and_then(|w| w.parse().ok()).unwrap_or(0.0)),
             "send" | "isend" => Action::Send {
                 dst: peer(0)?,
                 tag: int(1)?,
                 bytes,
-                blocking: *action == "send",
+                blocking: action == "send",
             },
             "recv" => Action::Recv {
                 src: peer(0)?,
@@ -153,7 +141,7 @@ fn actions(text: &str, ranks: u64) -> Result<(u64, Vec<Action>), (usize, String)
             out.push(a);
         }
     }
-    Ok((rank.ok_or((1, "an empty rank file".to_string()))?, out))
+    Ok((rank, out))
 }
 
 /// Each rank's compute windows for the trace whose index is `index`, rank `r` running at

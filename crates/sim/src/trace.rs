@@ -205,20 +205,33 @@ pub(crate) fn rank_files(index: &Path) -> Result<Vec<PathBuf>, TraceError> {
     Ok(files)
 }
 
-/// One rank's file: its rank, what it moved and the flops of each `compute` action, or
-/// the 1-based line at fault and why.
-fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic, Vec<f64>), (usize, String)> {
+/// One line of a rank's file, split into its words.
+pub(crate) struct Line<'a> {
+    /// 1-based.
+    pub no: usize,
+    /// The whole line, for messages.
+    pub text: &'a str,
+    /// The rank that wrote it.
+    pub who: u64,
+    /// What it did (`compute`, `send`, ...).
+    pub action: &'a str,
+    /// The words after the action.
+    pub args: Vec<&'a str>,
+}
+
+/// A rank's file as lines, with the rank they all name, or the 1-based line at fault
+/// and why (a line that is not `RANK ACTION [ARGS]`, another rank's line, no line).
+pub(crate) fn rank_lines(text: &str) -> Result<(u64, Vec<Line<'_>>), (usize, String)> {
     let mut rank = None;
-    let mut default_bytes = 1;
-    let mut t = Traffic::default();
-    let mut computes = Vec::new();
+    let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let [who, action, args @ ..] = words.as_slice() else {
-            if words.is_empty() {
-                continue;
+        let mut words = line.split_whitespace();
+        let (who, action) = match (words.next(), words.next()) {
+            (None, _) => continue,
+            (Some(who), Some(action)) => (who, action),
+            (Some(_), None) => {
+                return Err((i + 1, format!("'{line}': expected RANK ACTION [ARGS]")));
             }
-            return Err((i + 1, format!("'{line}': expected RANK ACTION [ARGS]")));
         };
         let who: u64 = who
             .parse()
@@ -230,7 +243,28 @@ fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic, Vec<f64>), (usize
             }
             Some(_) => {}
         }
-        if *action == "compute" {
+        out.push(Line {
+            no: i + 1,
+            text: line,
+            who,
+            action,
+            args: words.collect(),
+        });
+    }
+    let rank = rank.ok_or((1, "an empty rank file".to_string()))?;
+    Ok((rank, out))
+}
+
+/// One rank's file: its rank, what it moved and the flops of each `compute` action, or
+/// the 1-based line at fault and why.
+fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic, Vec<f64>), (usize, String)> {
+    let (rank, lines) = rank_lines(text)?;
+    let mut default_bytes = 1;
+    let mut t = Traffic::default();
+    let mut computes = Vec::new();
+    for l in &lines {
+        let (i, line, who, action, args) = (l.no - 1, l.text, l.who, l.action, &l.args[..]);
+        if action == "compute" {
             let flops = args
                 .first()
                 .and_then(|w| w.parse::<f64>().ok())
@@ -248,7 +282,6 @@ fn count_rank(text: &str, ranks: u64) -> Result<(u64, Traffic, Vec<f64>), (usize
             }
         }
     }
-    let rank = rank.ok_or((1, "an empty rank file".to_string()))?;
     Ok((rank, t, computes))
 }
 
