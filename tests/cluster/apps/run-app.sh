@@ -9,6 +9,7 @@
 # Environment: LAMMPS_STEPS (500), HPCC_N (1000), BSP_STEPS (2000) and BSP_WORK (600000):
 # the size of the input. GC_SLEEPWAIT=0 runs the MPI's own polling waits instead of the
 # bench's sleeping ones (for measuring the bench itself; tests/cluster/README.md).
+# GC_GUARD=0 hides the in-job guard's settings from the step (tests/cluster/guard_pairs.sh).
 set -u
 APP=${1:?usage: run-app.sh lammps|nwchem|hpcc|bsp DIR}
 HERE=${2:?usage: run-app.sh lammps|nwchem|hpcc|bsp DIR}
@@ -18,6 +19,10 @@ mkdir -p "$DIR" && cd "$DIR" || exit 1
 # memory between "nodes" polls so hard that CPU quotas turn it into seconds of latency.)
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo
 RUN="srun --mpi=pmix --ntasks-per-node=1"
+# GC_GUARD=0: the step runs without the in-job guard's settings the plugin hands it, the
+# runtime still measuring: the unguarded half of guard_pairs.sh's pairs. Any user can do
+# the same in a job (env -u GREENUP_GUARD before the program).
+[ "${GC_GUARD:-1}" = 0 ] && RUN="$RUN env -u GREENUP_GUARD"
 # Every MPI wait on the bench sleeps between tests (apps/sleepwait.c, test-only): under the
 # stand-in's CPU quotas a polling rank would spend its quota waiting and then be stopped
 # when its message comes. Appended after greenup's runtime when the plugin preloads it.
