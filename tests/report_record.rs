@@ -481,7 +481,19 @@ fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
         from_record(&rec, &Context::default()).guard.as_deref(),
         Some("guard off: no baseline")
     );
+    // Armed, and the runtime measured the steps, but none was given the guard's terms.
+    rec.decision.guard = Some(terms);
+    assert!(
+        from_record(&rec, &Context::default())
+            .guard
+            .unwrap()
+            .starts_with("no in-job guard ran: the MPI steps ran greenup's runtime without")
+    );
     // Armed, but no step preloaded the runtime (not MPI): the decision alone.
+    let mut rec = record(
+        Verdict::Planned,
+        vec![outcome("n1", 2.0, Some(3_000.0), "rapl", None)],
+    );
     rec.decision.guard = Some(terms);
     assert!(
         from_record(&rec, &Context::default())

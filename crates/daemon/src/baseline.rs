@@ -179,8 +179,10 @@ pub fn missed(
 /// decided `verdict` under profile version `plan_version`, given the application's
 /// measured `baseline` (its rate and the profile version it ran under, from
 /// `Store::baseline_rate`). `None` when there is nothing to guard: no promise, or a
-/// verdict that runs the job at its nodes' own clocks. A baseline whose version is not
-/// the plan's is older than the profile: the program it measured may not be this one.
+/// verdict that runs the job at its nodes' own clocks. `plan_version` is the version of
+/// the file the plan's profile was written as (refinements set aside): a baseline under
+/// an earlier version is older than the profile, and the program it measured may not be
+/// this one.
 pub fn guard_terms(
     max_slowdown: Option<f64>,
     verdict: Verdict,
@@ -196,8 +198,16 @@ pub fn guard_terms(
         baseline_rate: None,
         off: Some(GuardOff::NoBaseline),
     };
+    // Versions are numbers where greenup wrote them: a baseline under the written file
+    // or any later refinement of it is current; one under an earlier file is not.
+    let older = |b: &str, p: &str| match (b.parse::<u64>(), p.parse::<u64>()) {
+        (Ok(b), Ok(p)) => b < p,
+        _ => b != p,
+    };
     if let Some((rate, version)) = baseline {
-        if version.is_some() && plan_version.is_some() && version.as_deref() != plan_version {
+        if let (Some(b), Some(p)) = (version.as_deref(), plan_version)
+            && older(b, p)
+        {
             t.off = Some(GuardOff::StaleBaseline);
         } else {
             t.baseline_rate = Some(rate);
@@ -243,6 +253,15 @@ mod guard_tests {
         let stale = guard_terms(Some(0.1), Verdict::BudgetLimited, Some("4"), b).unwrap();
         assert_eq!(stale.off, Some(GuardOff::StaleBaseline));
         assert_eq!(stale.baseline_rate, None);
+        // A baseline under a refinement of the written file (version 5 of file 4) is
+        // current: refinement fits the same program again.
+        let refined = guard_terms(
+            Some(0.1),
+            Verdict::Planned,
+            Some("4"),
+            Some((7.0, Some("5".into()))),
+        );
+        assert_eq!(refined.unwrap().baseline_rate, Some(7.0));
         // A baseline that names no version is taken.
         let unversioned = guard_terms(Some(0.1), Verdict::Planned, Some("4"), Some((5.0, None)));
         assert_eq!(unversioned.unwrap().baseline_rate, Some(5.0));

@@ -366,12 +366,28 @@ async fn guard_terms(
                 None
             }),
     };
-    crate::baseline::guard_terms(
-        Some(max_slowdown),
-        p.verdict,
-        p.profile_version.as_deref(),
-        baseline,
-    )
+    let written = p
+        .profile_version
+        .as_deref()
+        .map(|v| written_version(&ctx.site, p.profile.as_deref(), v));
+    crate::baseline::guard_terms(Some(max_slowdown), p.verdict, written.as_deref(), baseline)
+}
+
+/// The version of `name` the admin (or `profile learn`) wrote that `version` refines, or
+/// `version` itself when it is no refinement. Refinement fits the same program's
+/// numbers again after every run, so a baseline measured under an earlier refinement
+/// measured the same program; only a newly written file may describe another.
+fn written_version(site: &greenup::site::Site, name: Option<&str>, version: &str) -> String {
+    let (Some(name), Ok(mut v)) = (name, version.parse::<u64>()) else {
+        return version.to_string();
+    };
+    let refined = greenup::profile::versions::Versions::for_store(&site.daemon.store)
+        .list(name)
+        .unwrap_or_default();
+    while v > 1 && refined.binary_search(&v).is_ok() {
+        v -= 1;
+    }
+    v.to_string()
 }
 
 async fn decide_and_store(

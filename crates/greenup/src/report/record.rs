@@ -280,8 +280,11 @@ pub fn guard_line(rec: &JobRecord) -> Option<String> {
         .map(|o| o.comm.as_ref().and_then(|c| c.guard.as_deref()));
     crate::comm::guard_line(nodes).or_else(|| {
         let terms = rec.decision.guard?;
+        // A node summary without a guard record still says whether the runtime ran.
+        let measured = rec.outcomes.iter().any(|o| o.comm.is_some());
         Some(match terms.off {
             Some(off) => format!("guard off: {}", off.why()),
+            None if measured => "no in-job guard ran: the MPI steps ran greenup's runtime without the guard's settings (GREENUP_GUARD unset in the step); the promise rests on the decision alone".into(),
             None => "no in-job guard ran: no MPI step preloaded greenup's runtime; the promise rests on the decision alone".into(),
         })
     })
