@@ -21,7 +21,7 @@ use super::outcome::{Outcome, check, outcome_from_record};
 use super::refine::fit_clock;
 use super::{
     AmdahlFile, ClockFitFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile,
-    ProfileFile, StepClassFile, unspanned,
+    ProfileFile, StepClassFile, StepWindowFile, unspanned,
 };
 use crate::model::amdahl;
 use crate::model::steps::Steps;
@@ -566,8 +566,8 @@ fn hetero(
         ));
     }
     let on_n_owned: Vec<Outcome> = on_n.iter().map(|o| (*o).clone()).collect();
-    let (steps, note) = learned_steps(&on_n_owned, records, &node_types);
-    notes.push(note);
+    let (ladder, steps_notes) = learned_steps(&on_n_owned, records, &node_types);
+    notes.extend(steps_notes);
     let mut jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
     jobs.extend(below_jobs);
     let mut file = empty_file(app);
@@ -575,7 +575,12 @@ fn hetero(
         iterations: number(1.0),
         nodes: Some(number(n as f64)),
         node_types,
-        steps: steps.as_ref().map(StepClassFile::from_steps),
+        // The finest window's classes are the ones decisions use until refinement has
+        // measured which length predicts best: a max of sums is at most the sum of maxes,
+        // so cutting steps apart makes slowing a type cost more, never less (HPL: 10.2 %
+        // over at 10 ms), and a max_slowdown bound made with them errs on the safe side.
+        steps: ladder.first().map(|(_, s)| StepClassFile::from_steps(s)),
+        step_windows: (!ladder.is_empty()).then(|| StepWindowFile::from_ladder(&ladder)),
         model_choice: None,
     });
     Ok((file, notes, jobs))
@@ -588,20 +593,68 @@ fn hetero(
 /// (docs/BENCHMARKS.md, `steps-typed/144`).
 pub const MAX_STEP_CLASSES: usize = 16;
 
-/// The step model of the runs on the profile's node count, from their nodes' compute
-/// windows, and one line saying what it came from or why there is none.
+/// Fewest windows every used run must keep for a coarser window length to be learned:
+/// below it a run is a handful of steps and its classes say more about where the
+/// windows fell than about the program.
+pub const MIN_WINDOWS_PER_RUN: usize = 8;
+
+/// Each rung of the window ladder is this many times the one before: doubling would
+/// give near-duplicate candidates, and each one costs refinement a prediction per run.
+const WINDOW_LADDER_STEP: f64 = 4.0;
+
+/// The step models of the runs on the profile's node count, from their nodes' compute
+/// windows, one per window length from the finest (the runs' own) up, and the lines
+/// saying what they came from or why there are none.
 fn learned_steps(
     runs: &[Outcome],
     records: &[JobRecord],
     types: &BTreeMap<String, HeteroTypeFile>,
-) -> (Option<Steps>, String) {
-    let seen = super::windows::run_steps(runs, records);
-    if seen.steps.is_empty() {
+) -> (Vec<(f64, Steps)>, Vec<String>) {
+    let own = super::windows::run_steps(runs, records);
+    if own.steps.is_empty() {
         return (
-            None,
-            "steps: none learned (no run measured its nodes' compute windows); time follows paper 004's max model".to_string(),
+            Vec::new(),
+            vec!["steps: none learned (no run measured its nodes' compute windows); time follows paper 004's max model".to_string()],
         );
     }
+    // One length per candidate: runs counted at different windows meet at the longest.
+    let finest = own.window_s.iter().copied().fold(0.0, f64::max);
+    let first = super::windows::run_steps_at(runs, records, finest);
+    let (steps, note) = match steps_of(&first, types) {
+        Ok(x) => x,
+        Err(note) => return (Vec::new(), vec![note]),
+    };
+    let mut ladder = vec![(finest, steps)];
+    let mut window = finest * WINDOW_LADDER_STEP;
+    // Windows shorter than the program's steps cut steps apart and overstate what slowing
+    // a type costs; longer ones merge steps led by different types and understate it.
+    // Which length predicts best is measured by refinement, so learn keeps every length
+    // the runs are long enough for.
+    for _ in 0..64 {
+        let seen = super::windows::run_steps_at(runs, records, window);
+        if seen.jobs != first.jobs || seen.windows.iter().any(|n| *n < MIN_WINDOWS_PER_RUN) {
+            break;
+        }
+        if let Ok((s, _)) = steps_of(&seen, types) {
+            ladder.push((window, s));
+        }
+        window *= WINDOW_LADDER_STEP;
+    }
+    let lengths: Vec<String> = ladder.iter().map(|(w, _)| format!("{w}")).collect();
+    let ladder_note = format!(
+        "step_windows: classes learned at windows of {} s (every run keeps at least {MIN_WINDOWS_PER_RUN} windows); steps: holds the {} s ones until refinement keeps the length whose step model predicts the measured runs best",
+        and_list(&lengths),
+        lengths[0],
+    );
+    (ladder, vec![note, ladder_note])
+}
+
+/// The step model of one window length's steps and the line saying what it came from,
+/// or the line saying why there is none.
+fn steps_of(
+    seen: &super::windows::RunSteps,
+    types: &BTreeMap<String, HeteroTypeFile>,
+) -> Result<(Steps, String), String> {
     // Only the profile's types can lead a step of its model, and every one of them must.
     let per_step: Vec<BTreeMap<String, f64>> = seen
         .steps
@@ -619,14 +672,11 @@ fn learned_steps(
         .map(String::as_str)
         .collect();
     if !silent.is_empty() {
-        return (
-            None,
-            format!(
-                "steps: none learned (type {} computed in no window of jobs {}); time follows paper 004's max model",
-                and_list(&silent),
-                and_list(&seen.jobs)
-            ),
-        );
+        return Err(format!(
+            "steps: none learned (type {} computed in no window of jobs {}); time follows paper 004's max model",
+            and_list(&silent),
+            and_list(&seen.jobs)
+        ));
     }
     match Steps::compressed(&per_step, MAX_STEP_CLASSES) {
         Ok(c) => {
@@ -643,9 +693,9 @@ fn learned_steps(
                 and_list(&windows),
                 and_list(&seen.jobs),
             );
-            (Some(c.steps), note)
+            Ok((c.steps, note))
         }
-        Err(e) => (None, format!("steps: none learned ({e})")),
+        Err(e) => Err(format!("steps: none learned ({e})")),
     }
 }
 

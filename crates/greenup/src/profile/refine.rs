@@ -27,7 +27,9 @@ use crate::model::steps::{self, ModelChoice, Steps};
 use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
-use crate::profile::{ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, unspanned};
+use crate::profile::{
+    ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, StepClassFile, unspanned,
+};
 use crate::record::JobRecord;
 use crate::site::Site;
 
@@ -294,6 +296,38 @@ pub fn time_model_choice(
         ));
     }
     Ok(steps::choose(&runs, max.steps_safer(with_steps)))
+}
+
+/// Of step models learned at several window lengths (`(window_s, steps)`, shortest
+/// first), the one whose step model predicts the measured runs' wall time best, with
+/// [`time_model_choice`]'s verdict between it and the max model (its `window_s` set).
+///
+/// The window length is chosen by measured error because no length is right for every
+/// program: windows shorter than its steps cut them apart and overstate what slowing a
+/// type costs, longer ones merge steps different types lead. With fewer than
+/// [`steps::MIN_RUNS`] runs no error is trusted and the shortest is kept, as learn wrote
+/// it: it predicts the most slowdown. A tie keeps the shorter window for the same reason.
+/// `None` when `candidates` is empty.
+pub fn best_step_window(
+    model: &Hetero,
+    candidates: &[(f64, Steps)],
+    outcomes: &[Outcome],
+) -> Result<Option<(ModelChoice, Steps)>, RefineError> {
+    let mut best: Option<(ModelChoice, Steps)> = None;
+    for (w, s) in candidates {
+        let mut c = time_model_choice(model, s, outcomes)?;
+        c.window_s = Some(*w);
+        let better = match &best {
+            None => true,
+            Some((b, _)) => {
+                (b.runs as usize) >= steps::MIN_RUNS && c.step_model_error < b.step_model_error
+            }
+        };
+        if better {
+            best = Some((c, s.clone()));
+        }
+    }
+    Ok(best)
 }
 
 /// Relative tolerance for two clocks being the same: sysfs gives kHz, decisions GHz.
@@ -677,19 +711,26 @@ pub fn refine_profile(
                 .collect();
             let r = hetero(&current, &on_count)?;
             // The refitted times decide afresh which time model predicts them better.
-            let choice = match profile.hetero_steps() {
-                Some(s) => {
-                    let refitted = Hetero {
-                        types: r.params.clone(),
-                        ..current.clone()
-                    };
-                    Some(time_model_choice(&refitted, s, &on_count)?)
-                }
-                None => None,
+            let refitted = Hetero {
+                types: r.params.clone(),
+                ..current.clone()
             };
+            // With step models at several window lengths, the one that predicts best is
+            // kept in `steps:`; the others stay listed for later runs to judge again.
+            let (choice, kept) =
+                match best_step_window(&refitted, profile.hetero_step_windows(), &on_count)? {
+                    Some((c, s)) => (Some(c), Some(s)),
+                    None => match profile.hetero_steps() {
+                        Some(s) => (Some(time_model_choice(&refitted, s, &on_count)?), None),
+                        None => (None, None),
+                    },
+                };
             let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
             if let Some(c) = &choice {
                 h.model_choice = Some(ModelChoiceFile::from_choice(c));
+            }
+            if let Some(s) = &kept {
+                h.steps = Some(StepClassFile::from_steps(s));
             }
             for (k, t) in &r.params {
                 if let Some(f) = h.node_types.get_mut(k) {
