@@ -1367,6 +1367,93 @@ mod tests {
     }
 
     #[test]
+    fn steps_are_learned_at_each_window_length_the_runs_are_long_enough_for() {
+        // 32 windows of 10 ms, in 8 blocks of 40 ms. Even blocks: fast computes 9 ms in
+        // each of its 4 windows, eco 8 ms in the first only; odd blocks the other way
+        // round, eco 9 ms in each, fast 4 ms in the first. At 10 ms that is 4 directions;
+        // at 40 ms it is the blocks' alternation, 2 directions.
+        let (fast, eco): (Vec<f64>, Vec<f64>) = (0..32)
+            .map(|k| match ((k / 4) % 2, k % 4) {
+                (0, 0) => (0.009, 0.008),
+                (0, _) => (0.009, 0.0),
+                (_, 0) => (0.004, 0.009),
+                _ => (0.0, 0.009),
+            })
+            .unzip();
+        let split = Some((0.16, 0.16));
+        let mut rec = run(
+            9,
+            "md",
+            0.32,
+            &[
+                ("n1", FAST, split),
+                ("n2", FAST, split),
+                ("n3", ECO, split),
+                ("n4", ECO, split),
+            ],
+        );
+        for (node, c) in [("n1", &fast), ("n2", &fast), ("n3", &eco), ("n4", &eco)] {
+            let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
+            o.comm.as_mut().unwrap().steps = Some(crate::comm::StepTimes {
+                window_s: 0.01,
+                compute_s: c.clone(),
+            });
+        }
+        let l = learn(&site(), "md", Model::Hetero, &[rec], None).unwrap();
+        let h = l.file.hetero.as_ref().unwrap();
+        let ladder = h.step_windows.as_ref().expect("step_windows");
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        // 10 ms, then 40 ms (8 windows); 160 ms would leave the run 2.
+        let lengths: Vec<f64> = ladder.iter().map(|w| n(&w.window_s.value)).collect();
+        assert_eq!(lengths, [0.01, 0.04]);
+        // steps: is the finest length's classes.
+        assert_eq!(h.steps.as_ref(), Some(&ladder[0].classes));
+        let steps: Vec<u64> = ladder[0]
+            .classes
+            .iter()
+            .map(|c| n(&c.steps.value) as u64)
+            .collect();
+        assert_eq!(steps, [4, 12, 4, 12]);
+        // At 40 ms, over the totals (fast 4 * 36 + 4 * 4 = 160 ms, eco 4 * 8 + 4 * 36 =
+        // 176 ms): even blocks fast 144/160, eco 32/176; odd blocks fast 16/160, eco 144/176.
+        let mut got: Vec<(u64, f64, f64)> = ladder[1]
+            .classes
+            .iter()
+            .map(|c| {
+                (
+                    n(&c.steps.value) as u64,
+                    n(&c.share["fast"].value),
+                    n(&c.share["eco"].value),
+                )
+            })
+            .collect();
+        got.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let want = [(4, 0.9, 2.0 / 11.0), (4, 0.1, 9.0 / 11.0)];
+        assert_eq!(got.len(), 2, "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                g.0 == w.0 && (g.1 - w.1).abs() < 1e-12 && (g.2 - w.2).abs() < 1e-12,
+                "{got:?}"
+            );
+        }
+        assert!(
+            l.notes
+                .iter()
+                .any(|x| x
+                    .starts_with("step_windows: classes learned at windows of 0.01 and 0.04 s")),
+            "{:?}",
+            l.notes
+        );
+        let p = Profile::from_file(Path::new("md"), l.file).unwrap();
+        let w: Vec<f64> = p.hetero_step_windows().iter().map(|x| x.0).collect();
+        assert_eq!(w, [0.01, 0.04]);
+        assert_eq!(p.hetero_steps(), Some(&p.hetero_step_windows()[0].1));
+    }
+
+    #[test]
     fn missing_data_is_one_line_saying_what_is_missing() {
         let s = site();
         // Only the mixed run: nothing tells the types apart.

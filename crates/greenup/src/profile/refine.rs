@@ -1066,6 +1066,128 @@ mod tests {
         assert!(!model.steps_safer(&steps));
     }
 
+    /// The ground truth's times with `waits` seconds of blocked time added to each type,
+    /// as a profile measures them at f_max when steps make the slowest type wait.
+    fn truth_hetero(waits: f64) -> Hetero {
+        Hetero {
+            types: BTreeMap::from_iter(TRUTH.iter().map(|t| {
+                (
+                    t.0.to_string(),
+                    TypeTimes {
+                        t_cp_s: t.2,
+                        t_cm_s: t.3 + waits,
+                        p_dyn_w: Some(t.4),
+                        p_static_w: Some(t.5),
+                        t_mem_s: None,
+                        t_mem_fit: None,
+                    },
+                )
+            })),
+            ..wrong_hetero()
+        }
+    }
+
+    /// Two classes of 10 steps each: type1's share `a` in the first and `1 - a` in the
+    /// second, type3's the other way round.
+    fn two_classes(a: f64) -> Steps {
+        use crate::model::steps::StepClass;
+        let share =
+            |x: f64, y: f64| BTreeMap::from([("type1".to_string(), x), ("type3".to_string(), y)]);
+        Steps {
+            classes: vec![
+                StepClass {
+                    steps: 10,
+                    share: share(a, 1.0 - a),
+                },
+                StepClass {
+                    steps: 10,
+                    share: share(1.0 - a, a),
+                },
+            ],
+        }
+    }
+
+    /// Runs at `clocks` (type1's, type3's GHz) whose wall time follows two classes of
+    /// share `a`, written out: per iteration max(a t1, (1 - a) t3) + max((1 - a) t1, a t3)
+    /// + 0.2 s (type1's true T_cm, the least), t = T_cp * f_max / f.
+    fn runs_following(a: f64, clocks: &[[f64; 2]]) -> Vec<Outcome> {
+        let mut noise = Noise(11);
+        clocks
+            .iter()
+            .enumerate()
+            .map(|(k, [f1, f3])| {
+                let t1 = 1.0 * 2.5 / f1;
+                let t3 = 0.8 * 2.9 / f3;
+                let b = 1.0 - a;
+                let t = ITERS * ((a * t1).max(b * t3) + (b * t1).max(a * t3) + 0.2);
+                let mut o = simulate(
+                    k as u64 + 1,
+                    &[("n1", "type1", *f1), ("n3", "type3", *f3)],
+                    &mut noise,
+                );
+                o.time_s = t * noise.next();
+                o.predicted_time_s = t;
+                o
+            })
+            .collect()
+    }
+
+    const CLOCKS: [[f64; 2]; 4] = [[2.5, 2.9], [2.0, 2.9], [2.5, 2.0], [1.8, 2.3]];
+
+    #[test]
+    fn of_several_window_lengths_the_one_predicting_the_runs_best_is_kept() {
+        use crate::model::steps::TimeModel;
+        // 10 ms windows cut steps apart (shares 0.8 / 0.2), 40 ms ones see them as the
+        // runs take them (0.6 / 0.4). At f_max type1 computes 1.0 s, type3 0.8 s, so the
+        // slowest type waits max(0.6, 0.32) + max(0.4, 0.48) - 1.0 = 0.08 s in the steps:
+        // the profile measured that as blocked time.
+        let candidates = [(0.01, two_classes(0.8)), (0.04, two_classes(0.6))];
+        let runs = runs_following(0.6, &CLOCKS);
+        let model = truth_hetero(0.08);
+        let (c, kept) = best_step_window(&model, &candidates, &runs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept, candidates[1].1);
+        assert_eq!(c.window_s, Some(0.04));
+        assert_eq!((c.winner, c.runs), (TimeModel::Steps, 4), "{c:?}");
+        assert!(c.step_model_error < 0.011, "{c:?}");
+        // The 10 ms classes, judged alone on the same runs, do worse.
+        let lost = time_model_choice(&model, &candidates[0].1, &runs).unwrap();
+        assert!(lost.step_model_error > 2.0 * c.step_model_error, "{lost:?}");
+        assert!(
+            c.note().contains("classes from 0.04 s windows"),
+            "{}",
+            c.note()
+        );
+        // One run: no error is trusted, and the finest length stays, as learn wrote it.
+        let (c, kept) = best_step_window(&model, &candidates, &runs[..1])
+            .unwrap()
+            .unwrap();
+        assert_eq!((kept, c.window_s), (candidates[0].1.clone(), Some(0.01)));
+        assert!(best_step_window(&model, &[], &runs).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_profile_with_step_windows_is_refined_to_the_best_one_and_loads_again() {
+        let yaml = "name: hpl\nversion: 1\nhetero:\n  iterations: 100\n  node_types:\n    type1: { t_cp_s: 1.0, t_cm_s: 0.28, p_dyn_w: 26, p_static_w: 5.5 }\n    type3: { t_cp_s: 0.8, t_cm_s: 0.33, p_dyn_w: 33, p_static_w: 4 }\n  steps:\n    - { steps: 10, share: { type1: 0.8, type3: 0.2 } }\n    - { steps: 10, share: { type1: 0.2, type3: 0.8 } }\n  step_windows:\n    - window_s: 0.01\n      classes:\n        - { steps: 10, share: { type1: 0.8, type3: 0.2 } }\n        - { steps: 10, share: { type1: 0.2, type3: 0.8 } }\n    - window_s: 0.04\n      classes:\n        - { steps: 10, share: { type1: 0.6, type3: 0.4 } }\n        - { steps: 10, share: { type1: 0.4, type3: 0.6 } }\n";
+        let profile = Profile::from_str(std::path::Path::new("hpl.yaml"), yaml).unwrap();
+        assert_eq!(profile.hetero_step_windows().len(), 2);
+        let mut site = crate::site::example();
+        site.node_types = site_types();
+        let r = refine_profile(&profile, &site, &runs_following(0.6, &CLOCKS)).unwrap();
+        let text = serde_saphyr::to_string(&r.file).unwrap();
+        let again = Profile::from_str(std::path::Path::new("hpl.yaml"), &text).unwrap();
+        // Both lengths stay for later runs to judge; steps: holds the 40 ms classes.
+        let w: Vec<f64> = again.hetero_step_windows().iter().map(|x| x.0).collect();
+        assert_eq!(w, [0.01, 0.04]);
+        assert_eq!(again.hetero_steps(), Some(&two_classes(0.6)), "{text}");
+        let h = again.hetero_model(&site).unwrap();
+        let c = h.time_choice.unwrap();
+        assert_eq!(c.window_s, Some(0.04), "{text}");
+        assert_eq!(c.winner, steps::TimeModel::Steps, "{text}");
+        assert_eq!(h.steps, Some(two_classes(0.6)));
+    }
+
     #[test]
     fn five_runs_halve_the_energy_error() {
         // Frequencies a policy might pick over five submissions of the same job.
