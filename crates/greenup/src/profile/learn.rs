@@ -576,9 +576,10 @@ fn hetero(
         nodes: Some(number(n as f64)),
         node_types,
         // The finest window's classes are the ones decisions use until refinement has
-        // measured which length predicts best: a max of sums is at most the sum of maxes,
-        // so cutting steps apart makes slowing a type cost more, never less (HPL: 10.2 %
-        // over at 10 ms), and a max_slowdown bound made with them errs on the safe side.
+        // measured which length predicts best: their compute is a sum of per-window
+        // maxima, at least any coarser length's (a max of sums is at most the sum of
+        // maxes), so they predict the most slowdown (on HPL, 10 ms windows overstated it:
+        // 10.2 % RMS time error) and a max_slowdown bound made with them errs safe.
         steps: ladder.first().map(|(_, s)| StepClassFile::from_steps(s)),
         step_windows: (!ladder.is_empty()).then(|| StepWindowFile::from_ladder(&ladder)),
         model_choice: None,
