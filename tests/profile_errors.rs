@@ -399,3 +399,95 @@ fn the_steps_example_of_profiles_md_loads() {
     let p = Profile::from_str(Path::new("hpl.yaml"), &text).unwrap();
     assert_eq!(p.hetero_steps().unwrap().classes.len(), 2);
 }
+
+#[test]
+fn hetero_step_windows_are_checked_one_line_each() {
+    let with = |tail: &str| format!("{GOOD}  step_windows:\n{tail}");
+    let entry = |w: &str, share: &str| {
+        format!(
+            "    - window_s: {w}\n      classes:\n        - {{ steps: 3, share: {{ {share} }} }}\n"
+        )
+    };
+    let ok = with(&format!(
+        "{}{}",
+        entry("0.04", "type1: 1.0"),
+        entry("0.01", "type1: 1.0")
+    ));
+    let p = Profile::from_str(Path::new("app.yaml"), &ok).unwrap();
+    // Listed in any order, returned shortest first.
+    let w: Vec<f64> = p.hetero_step_windows().iter().map(|x| x.0).collect();
+    assert_eq!(w, [0.01, 0.04]);
+    assert!(p.hetero_steps().is_none());
+    for bad in ["0", "-0.01", "fast"] {
+        let s = err(&with(&entry(bad, "type1: 1.0")));
+        has(
+            &s,
+            &[
+                "app.yaml:8:",
+                "hetero.step_windows[0].window_s",
+                "a finite number > 0",
+            ],
+        );
+    }
+    let s = err(&with(&entry(".inf", "type1: 1.0")));
+    has(&s, &["app.yaml:8:", "a finite number"]);
+    let s = err(&with(&format!(
+        "{}{}",
+        entry("0.01", "type1: 1.0"),
+        entry("0.01", "type1: 1.0")
+    )));
+    has(
+        &s,
+        &[
+            "app.yaml:11:",
+            "hetero.step_windows[1].window_s",
+            "a window length not already listed",
+        ],
+    );
+    let s = err(&with(&entry("0.01", "type1: 1.0, type9: 0.5")));
+    has(
+        &s,
+        &[
+            "app.yaml:10:",
+            "hetero.step_windows[0].classes[0].share.type9",
+            "a node type of this hetero section (type1)",
+        ],
+    );
+    let s = err(&with(&entry("0.01", "type1: -1")));
+    has(
+        &s,
+        &[
+            "hetero.step_windows[0].classes[0].share.type1",
+            "a finite number >= 0",
+        ],
+    );
+    let s = err(&with(&entry("0.01", "type1: 0")));
+    has(
+        &s,
+        &[
+            "hetero.step_windows[0].classes",
+            "a share > 0 for every node type",
+        ],
+    );
+    let s = err(&with("    - { window_s: 0.01, classes: [] }\n"));
+    has(
+        &s,
+        &["hetero.step_windows[0].classes", "at least one step class"],
+    );
+    let s = err(&format!("{GOOD}  step_windows: []\n"));
+    has(&s, &["hetero.step_windows", "at least one window length"]);
+    let s = err(&with("    - { window_s: 0.01 }\n"));
+    has(&s, &["app.yaml:8:", "classes"]);
+    // model_choice.window_s, written by refinement, is a length too.
+    let choice = |w: &str| {
+        format!(
+            "{GOOD}  steps:\n    - {{ steps: 3, share: {{ type1: 1.0 }} }}\n  model_choice: {{ winner: steps, max_model_error: 0.1, step_model_error: 0.02, runs: 4, window_s: {w} }}\n"
+        )
+    };
+    Profile::from_str(Path::new("app.yaml"), &choice("0.08")).unwrap();
+    let s = err(&choice("0"));
+    has(
+        &s,
+        &["hetero.model_choice.window_s", "'0'", "a finite number > 0"],
+    );
+}

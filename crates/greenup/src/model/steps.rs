@@ -347,6 +347,9 @@ pub struct ModelChoice {
     pub step_model_error: f64,
     /// Measured runs compared.
     pub runs: u32,
+    /// The compute window length, seconds, the step model's classes were learned at,
+    /// when refinement chose it among several (`step_windows` in a profile).
+    pub window_s: Option<f64>,
 }
 
 /// Fewest measured runs for the errors to choose the model; below it [`choose`] falls
@@ -397,15 +400,23 @@ pub fn choose(runs: &[(f64, f64, f64)], steps_safer: bool) -> ModelChoice {
         max_model_error,
         step_model_error,
         runs: counted as u32,
+        window_s: None,
     }
 }
 
 impl ModelChoice {
     /// One line for a decision's reason: which model predicted time and why.
     pub fn note(&self) -> String {
-        let which = match self.winner {
-            TimeModel::Max => "the max model (paper 004: the slowest type's whole compute)",
-            TimeModel::Steps => "the step model (each step class led by its slowest type)",
+        let which = match (self.winner, self.window_s) {
+            (TimeModel::Max, _) => {
+                "the max model (paper 004: the slowest type's whole compute)".to_string()
+            }
+            (TimeModel::Steps, None) => {
+                "the step model (each step class led by its slowest type)".to_string()
+            }
+            (TimeModel::Steps, Some(w)) => format!(
+                "the step model (each step class led by its slowest type; classes from {w} s windows)"
+            ),
         };
         if (self.runs as usize) < MIN_RUNS {
             let why = match self.winner {

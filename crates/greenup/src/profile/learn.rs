@@ -21,7 +21,7 @@ use super::outcome::{Outcome, check, outcome_from_record};
 use super::refine::fit_clock;
 use super::{
     AmdahlFile, ClockFitFile, GpuFile, GpuTypeFile, HeteroFile, HeteroTypeFile, Param, Profile,
-    ProfileFile, StepClassFile, unspanned,
+    ProfileFile, StepClassFile, StepWindowFile, unspanned,
 };
 use crate::model::amdahl;
 use crate::model::steps::Steps;
@@ -566,8 +566,8 @@ fn hetero(
         ));
     }
     let on_n_owned: Vec<Outcome> = on_n.iter().map(|o| (*o).clone()).collect();
-    let (steps, note) = learned_steps(&on_n_owned, records, &node_types);
-    notes.push(note);
+    let (ladder, steps_notes) = learned_steps(&on_n_owned, records, &node_types);
+    notes.extend(steps_notes);
     let mut jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
     jobs.extend(below_jobs);
     let mut file = empty_file(app);
@@ -575,7 +575,13 @@ fn hetero(
         iterations: number(1.0),
         nodes: Some(number(n as f64)),
         node_types,
-        steps: steps.as_ref().map(StepClassFile::from_steps),
+        // The finest window's classes are the ones decisions use until refinement has
+        // measured which length predicts best: their compute is a sum of per-window
+        // maxima, at least any coarser length's (a max of sums is at most the sum of
+        // maxes), so they predict the most slowdown (on HPL, 10 ms windows overstated it:
+        // 10.2 % RMS time error) and a max_slowdown bound made with them errs safe.
+        steps: ladder.first().map(|(_, s)| StepClassFile::from_steps(s)),
+        step_windows: (!ladder.is_empty()).then(|| StepWindowFile::from_ladder(&ladder)),
         model_choice: None,
     });
     Ok((file, notes, jobs))
@@ -588,20 +594,68 @@ fn hetero(
 /// (docs/BENCHMARKS.md, `steps-typed/144`).
 pub const MAX_STEP_CLASSES: usize = 16;
 
-/// The step model of the runs on the profile's node count, from their nodes' compute
-/// windows, and one line saying what it came from or why there is none.
+/// Fewest windows every used run must keep for a coarser window length to be learned:
+/// below it a run is a handful of steps and its classes say more about where the
+/// windows fell than about the program.
+pub const MIN_WINDOWS_PER_RUN: usize = 8;
+
+/// Each rung of the window ladder is this many times the one before: doubling would
+/// give near-duplicate candidates, and each one costs refinement a prediction per run.
+const WINDOW_LADDER_STEP: f64 = 4.0;
+
+/// The step models of the runs on the profile's node count, from their nodes' compute
+/// windows, one per window length from the finest (the runs' own) up, and the lines
+/// saying what they came from or why there are none.
 fn learned_steps(
     runs: &[Outcome],
     records: &[JobRecord],
     types: &BTreeMap<String, HeteroTypeFile>,
-) -> (Option<Steps>, String) {
-    let seen = super::windows::run_steps(runs, records);
-    if seen.steps.is_empty() {
+) -> (Vec<(f64, Steps)>, Vec<String>) {
+    let own = super::windows::run_steps(runs, records);
+    if own.steps.is_empty() {
         return (
-            None,
-            "steps: none learned (no run measured its nodes' compute windows); time follows paper 004's max model".to_string(),
+            Vec::new(),
+            vec!["steps: none learned (no run measured its nodes' compute windows); time follows paper 004's max model".to_string()],
         );
     }
+    // One length per candidate: runs counted at different windows meet at the longest.
+    let finest = own.window_s.iter().copied().fold(0.0, f64::max);
+    let first = super::windows::run_steps_at(runs, records, finest);
+    let (steps, note) = match steps_of(&first, types) {
+        Ok(x) => x,
+        Err(note) => return (Vec::new(), vec![note]),
+    };
+    let mut ladder = vec![(finest, steps)];
+    let mut window = finest * WINDOW_LADDER_STEP;
+    // Windows shorter than the program's steps cut steps apart and overstate what slowing
+    // a type costs; longer ones merge steps led by different types and understate it.
+    // Which length predicts best is measured by refinement, so learn keeps every length
+    // the runs are long enough for.
+    for _ in 0..64 {
+        let seen = super::windows::run_steps_at(runs, records, window);
+        if seen.jobs != first.jobs || seen.windows.iter().any(|n| *n < MIN_WINDOWS_PER_RUN) {
+            break;
+        }
+        if let Ok((s, _)) = steps_of(&seen, types) {
+            ladder.push((window, s));
+        }
+        window *= WINDOW_LADDER_STEP;
+    }
+    let lengths: Vec<String> = ladder.iter().map(|(w, _)| format!("{w}")).collect();
+    let ladder_note = format!(
+        "step_windows: classes learned at windows of {} s (every run keeps at least {MIN_WINDOWS_PER_RUN} windows); steps: holds the {} s ones until refinement keeps the length whose step model predicts the measured runs best",
+        and_list(&lengths),
+        lengths[0],
+    );
+    (ladder, vec![note, ladder_note])
+}
+
+/// The step model of one window length's steps and the line saying what it came from,
+/// or the line saying why there is none.
+fn steps_of(
+    seen: &super::windows::RunSteps,
+    types: &BTreeMap<String, HeteroTypeFile>,
+) -> Result<(Steps, String), String> {
     // Only the profile's types can lead a step of its model, and every one of them must.
     let per_step: Vec<BTreeMap<String, f64>> = seen
         .steps
@@ -619,14 +673,11 @@ fn learned_steps(
         .map(String::as_str)
         .collect();
     if !silent.is_empty() {
-        return (
-            None,
-            format!(
-                "steps: none learned (type {} computed in no window of jobs {}); time follows paper 004's max model",
-                and_list(&silent),
-                and_list(&seen.jobs)
-            ),
-        );
+        return Err(format!(
+            "steps: none learned (type {} computed in no window of jobs {}); time follows paper 004's max model",
+            and_list(&silent),
+            and_list(&seen.jobs)
+        ));
     }
     match Steps::compressed(&per_step, MAX_STEP_CLASSES) {
         Ok(c) => {
@@ -643,9 +694,9 @@ fn learned_steps(
                 and_list(&windows),
                 and_list(&seen.jobs),
             );
-            (Some(c.steps), note)
+            Ok((c.steps, note))
         }
-        Err(e) => (None, format!("steps: none learned ({e})")),
+        Err(e) => Err(format!("steps: none learned ({e})")),
     }
 }
 
@@ -1314,6 +1365,93 @@ mod tests {
             "{:?}",
             l.notes
         );
+    }
+
+    #[test]
+    fn steps_are_learned_at_each_window_length_the_runs_are_long_enough_for() {
+        // 32 windows of 10 ms, in 8 blocks of 40 ms. Even blocks: fast computes 9 ms in
+        // each of its 4 windows, eco 8 ms in the first only; odd blocks the other way
+        // round, eco 9 ms in each, fast 4 ms in the first. At 10 ms that is 4 directions;
+        // at 40 ms it is the blocks' alternation, 2 directions.
+        let (fast, eco): (Vec<f64>, Vec<f64>) = (0..32)
+            .map(|k| match ((k / 4) % 2, k % 4) {
+                (0, 0) => (0.009, 0.008),
+                (0, _) => (0.009, 0.0),
+                (_, 0) => (0.004, 0.009),
+                _ => (0.0, 0.009),
+            })
+            .unzip();
+        let split = Some((0.16, 0.16));
+        let mut rec = run(
+            9,
+            "md",
+            0.32,
+            &[
+                ("n1", FAST, split),
+                ("n2", FAST, split),
+                ("n3", ECO, split),
+                ("n4", ECO, split),
+            ],
+        );
+        for (node, c) in [("n1", &fast), ("n2", &fast), ("n3", &eco), ("n4", &eco)] {
+            let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
+            o.comm.as_mut().unwrap().steps = Some(crate::comm::StepTimes {
+                window_s: 0.01,
+                compute_s: c.clone(),
+            });
+        }
+        let l = learn(&site(), "md", Model::Hetero, &[rec], None).unwrap();
+        let h = l.file.hetero.as_ref().unwrap();
+        let ladder = h.step_windows.as_ref().expect("step_windows");
+        let n = |p: &Param| match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        };
+        // 10 ms, then 40 ms (8 windows); 160 ms would leave the run 2.
+        let lengths: Vec<f64> = ladder.iter().map(|w| n(&w.window_s.value)).collect();
+        assert_eq!(lengths, [0.01, 0.04]);
+        // steps: is the finest length's classes.
+        assert_eq!(h.steps.as_ref(), Some(&ladder[0].classes));
+        let steps: Vec<u64> = ladder[0]
+            .classes
+            .iter()
+            .map(|c| n(&c.steps.value) as u64)
+            .collect();
+        assert_eq!(steps, [4, 12, 4, 12]);
+        // At 40 ms, over the totals (fast 4 * 36 + 4 * 4 = 160 ms, eco 4 * 8 + 4 * 36 =
+        // 176 ms): even blocks fast 144/160, eco 32/176; odd blocks fast 16/160, eco 144/176.
+        let mut got: Vec<(u64, f64, f64)> = ladder[1]
+            .classes
+            .iter()
+            .map(|c| {
+                (
+                    n(&c.steps.value) as u64,
+                    n(&c.share["fast"].value),
+                    n(&c.share["eco"].value),
+                )
+            })
+            .collect();
+        got.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let want = [(4, 0.9, 2.0 / 11.0), (4, 0.1, 9.0 / 11.0)];
+        assert_eq!(got.len(), 2, "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                g.0 == w.0 && (g.1 - w.1).abs() < 1e-12 && (g.2 - w.2).abs() < 1e-12,
+                "{got:?}"
+            );
+        }
+        assert!(
+            l.notes
+                .iter()
+                .any(|x| x
+                    .starts_with("step_windows: classes learned at windows of 0.01 and 0.04 s")),
+            "{:?}",
+            l.notes
+        );
+        let p = Profile::from_file(Path::new("md"), l.file).unwrap();
+        let w: Vec<f64> = p.hetero_step_windows().iter().map(|x| x.0).collect();
+        assert_eq!(w, [0.01, 0.04]);
+        assert_eq!(p.hetero_steps(), Some(&p.hetero_step_windows()[0].1));
     }
 
     #[test]

@@ -333,9 +333,36 @@ pub struct HeteroFile {
     /// Synchronised steps: classes of steps and each type's share of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepClassFile>>,
+    /// Step classes learned at each window length; refinement keeps the best in `steps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_windows: Option<Vec<StepWindowFile>>,
     /// Which time model (max or steps) predicted the measured runs better.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_choice: Option<ModelChoiceFile>,
+}
+
+/// One entry of a hetero section's `step_windows:` list: the step classes learned from
+/// compute windows of one length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepWindowFile {
+    /// The window length the classes were learned at, seconds.
+    pub window_s: Spanned<Param>,
+    /// The classes, written as in `steps:`.
+    pub classes: Vec<StepClassFile>,
+}
+
+impl StepWindowFile {
+    /// The file form of step models learned at several window lengths.
+    pub fn from_ladder(ladder: &[(f64, Steps)]) -> Vec<StepWindowFile> {
+        ladder
+            .iter()
+            .map(|(w, s)| StepWindowFile {
+                window_s: unspanned(Param::Number(*w)),
+                classes: StepClassFile::from_steps(s),
+            })
+            .collect()
+    }
 }
 
 /// One class of a hetero section's `steps:` list.
@@ -360,6 +387,9 @@ pub struct ModelChoiceFile {
     pub step_model_error: Spanned<Param>,
     /// Measured runs compared.
     pub runs: Spanned<Param>,
+    /// The window length, seconds, of the `step_windows` entry whose classes `steps` holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<Spanned<Param>>,
 }
 
 impl ModelChoiceFile {
@@ -371,6 +401,7 @@ impl ModelChoiceFile {
             max_model_error: number(c.max_model_error),
             step_model_error: number(c.step_model_error),
             runs: number(f64::from(c.runs)),
+            window_s: c.window_s.map(number),
         }
     }
 }
@@ -460,6 +491,7 @@ pub struct Profile {
     hetero_iterations: f64,
     hetero_nodes: Option<usize>,
     hetero_steps: Option<Steps>,
+    hetero_step_windows: Vec<(f64, Steps)>,
     hetero_choice: Option<ModelChoice>,
     gpu: Option<GpuBusy>,
 }
@@ -641,9 +673,9 @@ impl Profile {
             .as_ref()
             .map(|s| check_amdahl(&c, s))
             .transpose()?;
-        let (hetero_steps, hetero_choice) = match &file.hetero {
+        let (hetero_steps, hetero_step_windows, hetero_choice) = match &file.hetero {
             Some(h) => check_steps(&c, h)?,
-            None => (None, None),
+            None => (None, Vec::new(), None),
         };
         let (hetero, hetero_iterations, hetero_nodes) = match &file.hetero {
             Some(h) => {
@@ -677,6 +709,7 @@ impl Profile {
             hetero_iterations,
             hetero_nodes,
             hetero_steps,
+            hetero_step_windows,
             hetero_choice,
         };
         let present = profile.models();
@@ -802,6 +835,12 @@ impl Profile {
     /// The hetero section's step model as written, whichever time model won.
     pub fn hetero_steps(&self) -> Option<&Steps> {
         self.hetero_steps.as_ref()
+    }
+
+    /// The hetero section's `step_windows`: each window length, seconds, with the step
+    /// model learned at it, shortest first; empty without the key.
+    pub fn hetero_step_windows(&self) -> &[(f64, Steps)] {
+        &self.hetero_step_windows
     }
 
     /// How long the GPUs of each GPU node type are busy, when the profile knows.
@@ -1044,66 +1083,51 @@ fn check_hetero(
     Ok((types, iterations))
 }
 
-/// The `steps:` and `model_choice:` of a hetero section: every share names one of the
-/// section's node types and is a finite number >= 0.
+/// The `steps:`, `step_windows:` and `model_choice:` of a hetero section: every share
+/// names one of the section's node types and is a finite number >= 0; window lengths
+/// are finite, > 0 and each listed once.
+#[allow(clippy::type_complexity)]
 fn check_steps(
     c: &Checker,
     s: &HeteroFile,
-) -> Result<(Option<Steps>, Option<ModelChoice>), InputError> {
-    let known: Vec<&str> = s.node_types.keys().map(String::as_str).collect();
-    let steps = match &s.steps {
-        None => None,
-        Some(list) => {
-            if list.is_empty() {
-                return Err(InputError::new(
-                    file_origin(c.path, &s.iterations.referenced),
-                    "hetero.steps",
-                    "[]",
-                    "at least one step class (or no steps: key)",
+) -> Result<(Option<Steps>, Vec<(f64, Steps)>, Option<ModelChoice>), InputError> {
+    let steps = s
+        .steps
+        .as_ref()
+        .map(|list| check_classes(c, s, list, "hetero.steps", "(or no steps: key)"))
+        .transpose()?;
+    let mut windows: Vec<(f64, Steps)> = Vec::new();
+    if let Some(list) = &s.step_windows {
+        if list.is_empty() {
+            return Err(InputError::new(
+                file_origin(c.path, &s.iterations.referenced),
+                "hetero.step_windows",
+                "[]",
+                "at least one window length with its classes (or no step_windows: key)",
+            ));
+        }
+        for (i, w) in list.iter().enumerate() {
+            let key = format!("hetero.step_windows[{i}].window_s");
+            let window_s = c.positive(&w.window_s, &key)?;
+            if windows.iter().any(|(x, _)| *x == window_s) {
+                return Err(InputError::at(
+                    c.path,
+                    &w.window_s,
+                    &key,
+                    "a window length not already listed",
                 ));
             }
-            let mut classes = Vec::with_capacity(list.len());
-            for (k, class) in list.iter().enumerate() {
-                let key = |x: &str| format!("hetero.steps[{k}].{x}");
-                let steps = c.number(&class.steps, &key("steps"), "a whole number >= 1", |x| {
-                    x >= 1.0 && x.fract() == 0.0 && x < 9.0e15
-                })? as u64;
-                let mut share = BTreeMap::new();
-                for (ty, v) in &class.share {
-                    if !known.contains(&ty.as_str()) {
-                        return Err(InputError::at(
-                            c.path,
-                            v,
-                            &key(&format!("share.{ty}")),
-                            format!(
-                                "a node type of this hetero section ({}) as the key",
-                                known.join(", ")
-                            ),
-                        ));
-                    }
-                    share.insert(ty.clone(), c.nonneg(v, &key(&format!("share.{ty}")))?);
-                }
-                classes.push(StepClass { steps, share });
-            }
-            for ty in &known {
-                if !classes
-                    .iter()
-                    .any(|cl| cl.share.get(*ty).is_some_and(|&x| x > 0.0))
-                {
-                    return Err(InputError::new(
-                        file_origin(c.path, &s.iterations.referenced),
-                        "hetero.steps",
-                        format!("no share for {ty}"),
-                        format!(
-                            "a share > 0 for every node type of the section ({}) in some class",
-                            known.join(", ")
-                        ),
-                    ));
-                }
-            }
-            Some(Steps { classes })
+            let classes = check_classes(
+                c,
+                s,
+                &w.classes,
+                &format!("hetero.step_windows[{i}].classes"),
+                "",
+            )?;
+            windows.push((window_s, classes));
         }
-    };
+        windows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
     let choice = match &s.model_choice {
         None => None,
         Some(m) => {
@@ -1126,10 +1150,76 @@ fn check_steps(
                 runs: c.number(&m.runs, &k("runs"), "a whole number >= 0", |x| {
                     (0.0..4.0e9).contains(&x) && x.fract() == 0.0
                 })? as u32,
+                window_s: m
+                    .window_s
+                    .as_ref()
+                    .map(|v| c.positive(v, &k("window_s")))
+                    .transpose()?,
             })
         }
     };
-    Ok((steps, choice))
+    Ok((steps, windows, choice))
+}
+
+/// One list of step classes at `key` (`hetero.steps` or a `step_windows` entry's
+/// `classes`), checked against the section's node types; `absent` says how to do
+/// without the list, where one may.
+fn check_classes(
+    c: &Checker,
+    s: &HeteroFile,
+    list: &[StepClassFile],
+    key: &str,
+    absent: &str,
+) -> Result<Steps, InputError> {
+    let known: Vec<&str> = s.node_types.keys().map(String::as_str).collect();
+    if list.is_empty() {
+        return Err(InputError::new(
+            file_origin(c.path, &s.iterations.referenced),
+            key,
+            "[]",
+            format!("at least one step class {absent}").trim_end(),
+        ));
+    }
+    let mut classes = Vec::with_capacity(list.len());
+    for (k, class) in list.iter().enumerate() {
+        let key = |x: &str| format!("{key}[{k}].{x}");
+        let steps = c.number(&class.steps, &key("steps"), "a whole number >= 1", |x| {
+            x >= 1.0 && x.fract() == 0.0 && x < 9.0e15
+        })? as u64;
+        let mut share = BTreeMap::new();
+        for (ty, v) in &class.share {
+            if !known.contains(&ty.as_str()) {
+                return Err(InputError::at(
+                    c.path,
+                    v,
+                    &key(&format!("share.{ty}")),
+                    format!(
+                        "a node type of this hetero section ({}) as the key",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            share.insert(ty.clone(), c.nonneg(v, &key(&format!("share.{ty}")))?);
+        }
+        classes.push(StepClass { steps, share });
+    }
+    for ty in &known {
+        if !classes
+            .iter()
+            .any(|cl| cl.share.get(*ty).is_some_and(|&x| x > 0.0))
+        {
+            return Err(InputError::new(
+                file_origin(c.path, &s.iterations.referenced),
+                key,
+                format!("no share for {ty}"),
+                format!(
+                    "a share > 0 for every node type of the section ({}) in some class",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(Steps { classes })
 }
 
 fn check_clock_fit(c: &Checker, f: &ClockFitFile, key: &str) -> Result<ClockFit, InputError> {

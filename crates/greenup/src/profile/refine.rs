@@ -27,7 +27,9 @@ use crate::model::steps::{self, ModelChoice, Steps};
 use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
 use crate::profile::versions::{Fit, Versions};
-use crate::profile::{ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, unspanned};
+use crate::profile::{
+    ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, StepClassFile, unspanned,
+};
 use crate::record::JobRecord;
 use crate::site::Site;
 
@@ -294,6 +296,38 @@ pub fn time_model_choice(
         ));
     }
     Ok(steps::choose(&runs, max.steps_safer(with_steps)))
+}
+
+/// Of step models learned at several window lengths (`(window_s, steps)`, shortest
+/// first), the one whose step model predicts the measured runs' wall time best, with
+/// [`time_model_choice`]'s verdict between it and the max model (its `window_s` set).
+///
+/// The window length is chosen by measured error because no length is right for every
+/// program: windows shorter than its steps cut them apart and overstate what slowing a
+/// type costs, longer ones merge steps different types lead. With fewer than
+/// [`steps::MIN_RUNS`] runs no error is trusted and the shortest is kept, as learn wrote
+/// it: it predicts the most slowdown. A tie keeps the shorter window for the same reason.
+/// `None` when `candidates` is empty.
+pub fn best_step_window(
+    model: &Hetero,
+    candidates: &[(f64, Steps)],
+    outcomes: &[Outcome],
+) -> Result<Option<(ModelChoice, Steps)>, RefineError> {
+    let mut best: Option<(ModelChoice, Steps)> = None;
+    for (w, s) in candidates {
+        let mut c = time_model_choice(model, s, outcomes)?;
+        c.window_s = Some(*w);
+        let better = match &best {
+            None => true,
+            Some((b, _)) => {
+                (b.runs as usize) >= steps::MIN_RUNS && c.step_model_error < b.step_model_error
+            }
+        };
+        if better {
+            best = Some((c, s.clone()));
+        }
+    }
+    Ok(best)
 }
 
 /// Relative tolerance for two clocks being the same: sysfs gives kHz, decisions GHz.
@@ -677,19 +711,26 @@ pub fn refine_profile(
                 .collect();
             let r = hetero(&current, &on_count)?;
             // The refitted times decide afresh which time model predicts them better.
-            let choice = match profile.hetero_steps() {
-                Some(s) => {
-                    let refitted = Hetero {
-                        types: r.params.clone(),
-                        ..current.clone()
-                    };
-                    Some(time_model_choice(&refitted, s, &on_count)?)
-                }
-                None => None,
+            let refitted = Hetero {
+                types: r.params.clone(),
+                ..current.clone()
             };
+            // With step models at several window lengths, the one that predicts best is
+            // kept in `steps:`; the others stay listed for later runs to judge again.
+            let (choice, kept) =
+                match best_step_window(&refitted, profile.hetero_step_windows(), &on_count)? {
+                    Some((c, s)) => (Some(c), Some(s)),
+                    None => match profile.hetero_steps() {
+                        Some(s) => (Some(time_model_choice(&refitted, s, &on_count)?), None),
+                        None => (None, None),
+                    },
+                };
             let h = file.hetero.as_mut().ok_or(RefineError::NoModel(model))?;
             if let Some(c) = &choice {
                 h.model_choice = Some(ModelChoiceFile::from_choice(c));
+            }
+            if let Some(s) = &kept {
+                h.steps = Some(StepClassFile::from_steps(s));
             }
             for (k, t) in &r.params {
                 if let Some(f) = h.node_types.get_mut(k) {
@@ -1023,6 +1064,128 @@ mod tests {
         let c = time_model_choice(&model, &steps, &stepped[..1]).unwrap();
         assert_eq!((c.winner, c.runs), (TimeModel::Max, 1));
         assert!(!model.steps_safer(&steps));
+    }
+
+    /// The ground truth's times with `waits` seconds of blocked time added to each type,
+    /// as a profile measures them at f_max when steps make the slowest type wait.
+    fn truth_hetero(waits: f64) -> Hetero {
+        Hetero {
+            types: BTreeMap::from_iter(TRUTH.iter().map(|t| {
+                (
+                    t.0.to_string(),
+                    TypeTimes {
+                        t_cp_s: t.2,
+                        t_cm_s: t.3 + waits,
+                        p_dyn_w: Some(t.4),
+                        p_static_w: Some(t.5),
+                        t_mem_s: None,
+                        t_mem_fit: None,
+                    },
+                )
+            })),
+            ..wrong_hetero()
+        }
+    }
+
+    /// Two classes of 10 steps each: type1's share `a` in the first and `1 - a` in the
+    /// second, type3's the other way round.
+    fn two_classes(a: f64) -> Steps {
+        use crate::model::steps::StepClass;
+        let share =
+            |x: f64, y: f64| BTreeMap::from([("type1".to_string(), x), ("type3".to_string(), y)]);
+        Steps {
+            classes: vec![
+                StepClass {
+                    steps: 10,
+                    share: share(a, 1.0 - a),
+                },
+                StepClass {
+                    steps: 10,
+                    share: share(1.0 - a, a),
+                },
+            ],
+        }
+    }
+
+    /// Runs at `clocks` (type1's, type3's GHz) whose wall time follows two classes of
+    /// share `a`, written out: per iteration max(a t1, (1 - a) t3) + max((1 - a) t1, a t3)
+    /// + 0.2 s (type1's true T_cm, the least), t = T_cp * f_max / f.
+    fn runs_following(a: f64, clocks: &[[f64; 2]]) -> Vec<Outcome> {
+        let mut noise = Noise(11);
+        clocks
+            .iter()
+            .enumerate()
+            .map(|(k, [f1, f3])| {
+                let t1 = 1.0 * 2.5 / f1;
+                let t3 = 0.8 * 2.9 / f3;
+                let b = 1.0 - a;
+                let t = ITERS * ((a * t1).max(b * t3) + (b * t1).max(a * t3) + 0.2);
+                let mut o = simulate(
+                    k as u64 + 1,
+                    &[("n1", "type1", *f1), ("n3", "type3", *f3)],
+                    &mut noise,
+                );
+                o.time_s = t * noise.next();
+                o.predicted_time_s = t;
+                o
+            })
+            .collect()
+    }
+
+    const CLOCKS: [[f64; 2]; 4] = [[2.5, 2.9], [2.0, 2.9], [2.5, 2.0], [1.8, 2.3]];
+
+    #[test]
+    fn of_several_window_lengths_the_one_predicting_the_runs_best_is_kept() {
+        use crate::model::steps::TimeModel;
+        // 10 ms windows cut steps apart (shares 0.8 / 0.2), 40 ms ones see them as the
+        // runs take them (0.6 / 0.4). At f_max type1 computes 1.0 s, type3 0.8 s, so the
+        // slowest type waits max(0.6, 0.32) + max(0.4, 0.48) - 1.0 = 0.08 s in the steps:
+        // the profile measured that as blocked time.
+        let candidates = [(0.01, two_classes(0.8)), (0.04, two_classes(0.6))];
+        let runs = runs_following(0.6, &CLOCKS);
+        let model = truth_hetero(0.08);
+        let (c, kept) = best_step_window(&model, &candidates, &runs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept, candidates[1].1);
+        assert_eq!(c.window_s, Some(0.04));
+        assert_eq!((c.winner, c.runs), (TimeModel::Steps, 4), "{c:?}");
+        assert!(c.step_model_error < 0.011, "{c:?}");
+        // The 10 ms classes, judged alone on the same runs, do worse.
+        let lost = time_model_choice(&model, &candidates[0].1, &runs).unwrap();
+        assert!(lost.step_model_error > 2.0 * c.step_model_error, "{lost:?}");
+        assert!(
+            c.note().contains("classes from 0.04 s windows"),
+            "{}",
+            c.note()
+        );
+        // One run: no error is trusted, and the finest length stays, as learn wrote it.
+        let (c, kept) = best_step_window(&model, &candidates, &runs[..1])
+            .unwrap()
+            .unwrap();
+        assert_eq!((kept, c.window_s), (candidates[0].1.clone(), Some(0.01)));
+        assert!(best_step_window(&model, &[], &runs).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_profile_with_step_windows_is_refined_to_the_best_one_and_loads_again() {
+        let yaml = "name: hpl\nversion: 1\nhetero:\n  iterations: 100\n  node_types:\n    type1: { t_cp_s: 1.0, t_cm_s: 0.28, p_dyn_w: 26, p_static_w: 5.5 }\n    type3: { t_cp_s: 0.8, t_cm_s: 0.33, p_dyn_w: 33, p_static_w: 4 }\n  steps:\n    - { steps: 10, share: { type1: 0.8, type3: 0.2 } }\n    - { steps: 10, share: { type1: 0.2, type3: 0.8 } }\n  step_windows:\n    - window_s: 0.01\n      classes:\n        - { steps: 10, share: { type1: 0.8, type3: 0.2 } }\n        - { steps: 10, share: { type1: 0.2, type3: 0.8 } }\n    - window_s: 0.04\n      classes:\n        - { steps: 10, share: { type1: 0.6, type3: 0.4 } }\n        - { steps: 10, share: { type1: 0.4, type3: 0.6 } }\n";
+        let profile = Profile::from_str(std::path::Path::new("hpl.yaml"), yaml).unwrap();
+        assert_eq!(profile.hetero_step_windows().len(), 2);
+        let mut site = crate::site::example();
+        site.node_types = site_types();
+        let r = refine_profile(&profile, &site, &runs_following(0.6, &CLOCKS)).unwrap();
+        let text = serde_saphyr::to_string(&r.file).unwrap();
+        let again = Profile::from_str(std::path::Path::new("hpl.yaml"), &text).unwrap();
+        // Both lengths stay for later runs to judge; steps: holds the 40 ms classes.
+        let w: Vec<f64> = again.hetero_step_windows().iter().map(|x| x.0).collect();
+        assert_eq!(w, [0.01, 0.04]);
+        assert_eq!(again.hetero_steps(), Some(&two_classes(0.6)), "{text}");
+        let h = again.hetero_model(&site).unwrap();
+        let c = h.time_choice.unwrap();
+        assert_eq!(c.window_s, Some(0.04), "{text}");
+        assert_eq!(c.winner, steps::TimeModel::Steps, "{text}");
+        assert_eq!(h.steps, Some(two_classes(0.6)));
     }
 
     #[test]

@@ -25,12 +25,24 @@ pub struct RunSteps {
     pub jobs: Vec<u64>,
     /// The window each used job's steps were counted in, seconds.
     pub window_s: Vec<f64>,
+    /// How many windows each used job's run spans at its window (idle ones included).
+    pub windows: Vec<usize>,
 }
 
 /// The steps of `runs` (outcomes at every node's maximum clock), reading each node's
 /// windows from its job's record in `records`. A run with a node that counted no
 /// windows is left out: its steps would lack that node's type.
 pub fn run_steps(runs: &[Outcome], records: &[JobRecord]) -> RunSteps {
+    run_steps_at(runs, records, 0.0)
+}
+
+/// The steps of `runs` as [`run_steps`] makes them, with every window at least
+/// `window_s` long (a greenup window: the nodes' counts are coarsened to it).
+///
+/// Each node is coarsened before its type's slowest node is taken: in a longer window
+/// the type's step ends when the node with the most compute in that whole window is
+/// done, which is not the sum of each shorter window's slowest node.
+pub fn run_steps_at(runs: &[Outcome], records: &[JobRecord], window_s: f64) -> RunSteps {
     let mut out = RunSteps::default();
     for o in runs {
         let Some(rec) = records.iter().find(|r| r.job_id == o.job_id) else {
@@ -50,10 +62,11 @@ pub fn run_steps(runs: &[Outcome], records: &[JobRecord]) -> RunSteps {
                 all = false;
                 break;
             };
+            let w = w.coarsened(window_s);
             per_type
                 .entry(n.node_type.as_str())
-                .and_modify(|t| t.max_with(w))
-                .or_insert_with(|| w.clone());
+                .and_modify(|t| t.max_with(&w))
+                .or_insert(w);
         }
         if !all || per_type.is_empty() {
             continue;
@@ -80,6 +93,7 @@ pub fn run_steps(runs: &[Outcome], records: &[JobRecord]) -> RunSteps {
         }
         out.jobs.push(o.job_id);
         out.window_s.push(window);
+        out.windows.push(len);
     }
     out
 }
