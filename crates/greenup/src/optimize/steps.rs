@@ -19,6 +19,7 @@
 //! alone (a shorter run at the same energy draws more watts), so with a power cap
 //! nothing is pruned.
 
+use super::sweep::least_dynamic;
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::{StepTable, SweepTable};
 
@@ -156,20 +157,6 @@ fn members(table: &SweepTable, steps: &StepTable) -> Vec<Vec<usize>> {
         }
     }
     out
-}
-
-/// The choice of node `i` of least dynamic energy among those computing at most `tau`
-/// seconds (the first such on a tie, as the sweep does).
-fn least_dynamic(table: &SweepTable, i: usize, tau: f64) -> usize {
-    let mut k = 0;
-    let mut d = f64::INFINITY;
-    for (j, c) in table.nodes[i].choices.iter().enumerate() {
-        if c.compute_s <= tau && c.dynamic_j < d {
-            d = c.dynamic_j;
-            k = j;
-        }
-    }
-    k
 }
 
 /// Every slowest time a group can have, ascending, with the least dynamic energy that

@@ -197,17 +197,7 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     let kind_pick: Vec<usize> = kinds
         .first
         .iter()
-        .map(|&i| {
-            let mut k = 0;
-            let mut d = f64::INFINITY;
-            for (j, c) in table.nodes[i].choices.iter().enumerate() {
-                if c.compute_s <= tau && c.dynamic_j < d {
-                    d = c.dynamic_j;
-                    k = j;
-                }
-            }
-            k
-        })
+        .map(|&i| least_dynamic(table, i, tau))
         .collect();
     let mut pick: Vec<usize> = kinds
         .of
@@ -267,6 +257,21 @@ fn radix_sort<T: Copy>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
         }
         start = end;
     }
+}
+
+/// The choice of node `i` of least dynamic energy among those computing at most `tau`
+/// seconds (the first such on a tie): the pick every node makes once the slowest time
+/// is fixed, here and in the step search (`super::steps`).
+pub(super) fn least_dynamic(table: &SweepTable, i: usize, tau: f64) -> usize {
+    let mut k = 0;
+    let mut d = f64::INFINITY;
+    for (j, c) in table.nodes[i].choices.iter().enumerate() {
+        if c.compute_s <= tau && c.dynamic_j < d {
+            d = c.dynamic_j;
+            k = j;
+        }
+    }
+    k
 }
 
 #[cfg(test)]

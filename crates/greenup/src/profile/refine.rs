@@ -994,27 +994,9 @@ mod tests {
                 },
             ],
         };
-        // `waits`: what a profile measured as blocked time at f_max beyond the true
-        // communication (the slowest type's wait in the steps others lead).
-        let profile = |waits: f64| Hetero {
-            types: BTreeMap::from_iter(TRUTH.iter().map(|t| {
-                (
-                    t.0.to_string(),
-                    TypeTimes {
-                        t_cp_s: t.2,
-                        t_cm_s: t.3 + waits,
-                        p_dyn_w: Some(t.4),
-                        p_static_w: Some(t.5),
-                        t_mem_s: None,
-                        t_mem_fit: None,
-                    },
-                )
-            })),
-            ..wrong_hetero()
-        };
         // Runs that follow the steps block 0.2 s plus type1's wait in type3's steps,
         // max(0.8, 0.16) + max(0.2, 0.64) - 1.0 = 0.44 s, at f_max.
-        let model = profile(0.44);
+        let model = truth_hetero(0.44);
         let runs: [[f64; 2]; 4] = [[2.5, 2.9], [2.0, 2.9], [2.5, 2.0], [1.8, 2.3]];
         let mut noise = Noise(7);
         // Runs whose wall time follows the steps, written out: per iteration
@@ -1056,7 +1038,7 @@ mod tests {
                 )
             })
             .collect();
-        let c = time_model_choice(&profile(0.0), &steps, &maxed).unwrap();
+        let c = time_model_choice(&truth_hetero(0.0), &steps, &maxed).unwrap();
         assert_eq!(c.winner, TimeModel::Max, "{c:?}");
         assert!(c.max_model_error < 0.011, "{c:?}");
         // One run is too few: the safer slowdown decides, and slowing type1 alone costs
