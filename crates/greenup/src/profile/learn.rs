@@ -565,8 +565,7 @@ fn hetero(
             left_out,
         ));
     }
-    let on_n_owned: Vec<Outcome> = on_n.iter().map(|o| (*o).clone()).collect();
-    let (ladder, steps_notes) = learned_steps(&on_n_owned, records, &node_types);
+    let (ladder, steps_notes) = learned_steps(&on_n, records, &node_types);
     notes.extend(steps_notes);
     let mut jobs: Vec<u64> = runs.iter().map(|o| o.job_id).collect();
     jobs.extend(below_jobs);
@@ -607,7 +606,7 @@ const WINDOW_LADDER_STEP: f64 = 4.0;
 /// windows, one per window length from the finest (the runs' own) up, and the lines
 /// saying what they came from or why there are none.
 fn learned_steps(
-    runs: &[Outcome],
+    runs: &[&Outcome],
     records: &[JobRecord],
     types: &BTreeMap<String, HeteroTypeFile>,
 ) -> (Vec<(f64, Steps)>, Vec<String>) {

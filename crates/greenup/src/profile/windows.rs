@@ -8,7 +8,7 @@
 //! run is one step. Only runs with every node at its type's maximum clock are used, so
 //! the seconds are what the step model calls the type's time at f_max.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::comm::StepTimes;
 use crate::record::JobRecord;
@@ -32,7 +32,7 @@ pub struct RunSteps {
 /// The steps of `runs` (outcomes at every node's maximum clock), reading each node's
 /// windows from its job's record in `records`. A run with a node that counted no
 /// windows is left out: its steps would lack that node's type.
-pub fn run_steps(runs: &[Outcome], records: &[JobRecord]) -> RunSteps {
+pub fn run_steps(runs: &[&Outcome], records: &[JobRecord]) -> RunSteps {
     run_steps_at(runs, records, 0.0)
 }
 
@@ -42,19 +42,21 @@ pub fn run_steps(runs: &[Outcome], records: &[JobRecord]) -> RunSteps {
 /// Each node is coarsened before its type's slowest node is taken: in a longer window
 /// the type's step ends when the node with the most compute in that whole window is
 /// done, which is not the sum of each shorter window's slowest node.
-pub fn run_steps_at(runs: &[Outcome], records: &[JobRecord], window_s: f64) -> RunSteps {
+pub fn run_steps_at(runs: &[&Outcome], records: &[JobRecord], window_s: f64) -> RunSteps {
     let mut out = RunSteps::default();
     for o in runs {
         let Some(rec) = records.iter().find(|r| r.job_id == o.job_id) else {
             continue;
         };
+        // Indexed once: a run of thousands of nodes would otherwise search its outcomes
+        // once per node.
+        let by_node: HashMap<&str, &crate::record::NodeOutcome> =
+            rec.outcomes.iter().map(|x| (x.node.as_str(), x)).collect();
         let mut per_type: BTreeMap<&str, StepTimes> = BTreeMap::new();
         let mut all = true;
         for n in &o.nodes {
-            let windows = rec
-                .outcomes
-                .iter()
-                .find(|x| x.node == n.name)
+            let windows = by_node
+                .get(n.name.as_str())
                 .and_then(|x| x.comm.as_ref())
                 .and_then(|c| c.steps.as_ref())
                 .filter(|s| s.fits(o.time_s));
