@@ -16,11 +16,16 @@
 # variants max-dist-block and max-dist-dvfs in tests/cluster/apps/policies/), PAIRS (3), OUT (eval-out),
 # NODES and COUNT: the nodes every run uses (default n[1-4] and 4; NWChem needs n[2-3] 2,
 # one node of each type, see docs/evaluation.md), and
+# GC_PHYSICS (published: the stand-in draws real nodes' measured watts, n1-n2 AMD EPYC
+# 7502 and n3-n4 Intel Xeon E5-2680 v3, tests/cluster/lib.sh; law: greenup.yaml's own),
+# GC_BETA (the share of the application's time that slows with the clock, as the
+# stand-in runs it; default 1, compute-bound; tests/physics/programs.yaml's ranges),
 # GC_LOCK: a lock file each batch holds (flock) while it has the cluster, for hosts
 # where several people take turns on the one test cluster; TOGETHER=1: one batch per
 # application running every policy against shared baselines (see batch below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GC_PHYSICS=${GC_PHYSICS:-published} GC_BETA=${GC_BETA:-1}
 source scripts/lib.sh
 source tests/cluster/lib.sh
 source tests/cluster/apps/lib.sh
@@ -30,7 +35,7 @@ APPS=("$@"); [ ${#APPS[@]} -gt 0 ] || APPS=(lammps nwchem hpcc)
 [ "$(id -u)" = 0 ] || { echo "evaluate: run as root (it starts Slurm daemons)" >&2; exit 1; }
 mkdir -p "$OUT"
 CSV=$OUT/runs.csv
-[ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,freqs_ghz,load1" > "$CSV"
+[ -s "$CSV" ] || echo "date,app,policy,pair,kind,job,time_s,energy_j,check,profile_version,pred_time_s,pred_energy_j,freqs_ghz,load1,physics,beta" > "$CSV"
 
 row() { # app policy pair kind "job time energy check"
   local j t e ok pv="" pt="" pe="" fq=""
@@ -39,7 +44,7 @@ row() { # app policy pair kind "job time energy check"
     read -r pv pt pe fq < <("$APPS_GREENUP" report "$j" --json --site "$GC_ETC/greenup.yaml" |
       jq -r '"\(.profile_version) \(.predicted.time_s) \(.predicted.energy_j) \([.nodes[] | "\(.name)=\(.freq_ghz)"] | join(";"))"')
   fi
-  echo "$(date -u +%FT%TZ),$1,$2,$3,$4,$j,$t,$e,$ok,$pv,$pt,$pe,$fq,$(cut -d' ' -f1 /proc/loadavg)" >> "$CSV"
+  echo "$(date -u +%FT%TZ),$1,$2,$3,$4,$j,$t,$e,$ok,$pv,$pt,$pe,$fq,$(cut -d' ' -f1 /proc/loadavg),$GC_PHYSICS,$GC_BETA" >> "$CSV"
   printf '  %-10s %-7s pair %s job %-4s %7.1f s %9.0f J  %s\n' "$2" "$4" "$3" "$j" "$t" "$e" "$ok"
 }
 
@@ -52,7 +57,7 @@ row() { # app policy pair kind "job time energy check"
 batch() { # APP POLICY...
   local app=$1 policy base; shift
   trap 'tests/cluster/teardown.sh >/dev/null 2>&1 || true' EXIT
-  step "$app under $*: fresh cluster"
+  step "$app under $*: fresh cluster ($GC_PHYSICS physics, beta $GC_BETA)"
   tests/cluster/teardown.sh >/dev/null 2>&1 || true
   tests/cluster/setup.sh >/dev/null
   apps_install

@@ -22,8 +22,9 @@ need_debs() {
 # The Debian packages greenup builds and runs against (slurmdbd and MariaDB: the test
 # cluster's accounting; debootstrap: the Debian 13 root of the Slurm 24.11 tests;
 # libopenmpi-dev: mpicc and mpi.h, which the MPI runtime in runtime/ is compiled against,
-# needed before the first cargo build).
-GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config jq sqlite3 slurmdbd mariadb-server debootstrap libopenmpi-dev)
+# needed before the first cargo build; python3-yaml: the test cluster's stand-in reads
+# tests/physics/cpus.yaml).
+GREENUP_DEBS=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 libslurm-dev lua5.3 gcc libc6-dev pkg-config jq sqlite3 python3-yaml slurmdbd mariadb-server debootstrap libopenmpi-dev)
 
 # Debian's Open MPI and the real applications the test cluster runs (LAMMPS, NWChem,
 # HPCC; tests/cluster/apps/). libpmix-dev holds the libpmix.so that Slurm's PMIx plugin

@@ -45,6 +45,7 @@ suite "MPI runtime: the in-job guard raises, records and restores" bash tests/ru
 suite "daemon: herd decided by PrologSlurmctld (2,000 nodes at once)" env CONTROLLER=1 NODES=2000 TIMEOUT_MS=30000 bash tests/daemon/herd.sh
 # The debug binaries cargo test built: the simulation, not greenup, takes the time.
 suite "SimGrid: NAS EP and IS on published physics (EPYC and Xeon nodes) and on greenup's own law, EP on 128, greenupd deciding" env BIN_DIR="$PWD/target/debug" bash tests/simgrid/run.sh
+suite "stand-in hardware: published and closed-form node watts, clock law" /usr/bin/python3 tests/cluster/test_powermodel.py
 [ -e tests/cluster/run-tests.sh ] && suite "Slurm cluster end to end" bash tests/cluster/run-tests.sh
 [ -e packaging/test-deb.sh ] && suite ".deb build, install and job" bash packaging/test-deb.sh
 [ -e packaging/test-rpm.sh ] && suite ".rpm build, contents, scratch install and series guard" bash packaging/test-rpm.sh

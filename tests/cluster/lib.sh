@@ -14,6 +14,14 @@ GC_USER=${GC_USER:-alice}
 GC_USER2=${GC_USER2:-bob}
 GC_NODES="n1 n2 n3 n4"
 GC_CPUS=4
+# The stand-in hardware's physics (powermodel.py, tests/cluster/README.md):
+# law        greenup.yaml's own closed form (fast and eco nodes), from which the cluster
+#            tests derive the numbers they expect;
+# published  real nodes' measured watts (tests/physics/cpus.yaml: n1-n2 AMD EPYC 7502,
+#            n3-n4 Intel Xeon E5-2680 v3, tests/cluster/published.yaml), and each job's
+#            clock sensitivity from GC_BETA in its environment: the demo and
+#            scripts/evaluate.sh.
+GC_PHYSICS=${GC_PHYSICS:-law}
 GC_PLUGIN_SO=/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_greenup.so
 GC_REPO=${GC_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 
@@ -37,5 +45,17 @@ gc_wait_idle() {
     sleep 0.2
   done
   return 1
+}
+# Print the test site config $1 for GC_PHYSICS: on published physics its node types,
+# nodes and caps are tests/cluster/published.yaml's.
+gc_site_yaml() {
+  if [ "$GC_PHYSICS" = published ]; then
+    awk -v snip="$GC_REPO/tests/cluster/published.yaml" '
+      /^node_types:/ { skip = 1; while ((getline l < snip) > 0) if (l !~ /^#/) print l }
+      /^job_energy_limit:/ { skip = 0 }
+      !skip' "$1"
+  else
+    cat "$1"
+  fi
 }
 GC_BIN_DIR=${GC_BIN_DIR:-${CARGO_TARGET_DIR:-$GC_REPO/target}/release}

@@ -13,10 +13,19 @@ it plays the kernel's part for each node's sysfs tree and CPU time:
   (the node's own quota is the same sum over all its CPUs).
   A compute-bound job at half of f_max thus gets half the CPU time and takes twice as long.
 - power: the RAPL counter advances by
-      P = static_w + sum over CPUs c of dynamic_w / ncpus * (f_c / f_max)^3 * u_c
+      P = idle_w + sum over CPUs c of (busy_w(f_c) - idle_w) / ncpus * u_c
   where u_c, a job CPU's utilization, is the job's CPU time (cpuacct) over what its quota
-  allows at the CPUs' frequencies, at most 1. A job that busy-polls draws dynamic power; one
-  that sleeps draws only static power. The counter wraps at max_energy_range_uj, like RAPL.
+  allows at the CPUs' frequencies, at most 1. A job that busy-polls draws busy power; one
+  that sleeps draws only idle power. The counter wraps at max_energy_range_uj, like RAPL.
+  A node's law is either a closed form given on the command line (NODE:STATIC_W:DYNAMIC_W:
+  idle_w = static, busy_w = static + dynamic (f/f_max)^3, greenup.yaml's own law, which the
+  mechanism tests derive their expected numbers from) or a real CPU's published
+  measurements (NODE:CPU with PHYSICS=tests/physics/cpus.yaml: idle and busy node AC watts
+  at each P-state, straight lines between them).
+- a job's clock sensitivity: a job whose environment has GC_BETA=b (test-only; Hsu and
+  Feng's beta, tests/physics/programs.yaml) runs as a program of which only the share b of
+  its time at f_max scales with 1/f: its CPUs' speed is 1 / (b / x + 1 - b) at x = f/f_max
+  instead of x. Without it b = 1, a compute-bound program.
 - RAPL power limits: each tick it reads the zone's enabled flag and its long-term and
   short-term constraints (constraint_{0,1}_power_limit_uw, _time_window_us). Where the
   node's power averaged over a constraint's window would exceed its limit, it lowers the
@@ -36,11 +45,12 @@ one process and forks only that scontrol, so the CPU it takes does not crowd the
 daemons and jobs it stands beside (the overhead benchmark runs with it).
 
 Usage: powermodel.py SYSFS PIDDIR NODE:STATIC_W:DYNAMIC_W[:SPEED] ...
+       PHYSICS=tests/physics/cpus.yaml powermodel.py SYSFS PIDDIR NODE:CPU[:SPEED] ...
        powermodel.py --cleanup      (move every process out of the bench's cgroups, remove them)
 Environment: TICK (seconds, 0.2), RISE (2.0), SHARE (host cores per node at speed 1, f_max; default
 90% of the host's cores split over the nodes), CGROUP_ROOT (/sys/fs/cgroup), GC_CGROUP
 (greenup-test: the cgroups' name), PERIOD_US (10000: the CFS period; for measuring the
-bench, tests/cluster/README.md)."""
+bench, tests/cluster/README.md), PHYSICS (the published measurements NODE:CPU names)."""
 import os
 import re
 import signal
@@ -207,9 +217,8 @@ def parent_and_cmd(pid):
 
 class Node:
     def __init__(self, spec, sysfs, piddir, share, hier):
-        name, static, dynamic, *speed = spec.split(":")
-        self.name, self.static, self.dynamic = name, float(static), float(dynamic)
-        self.speed = float(speed[0]) if speed else 1.0
+        name, self.law, self.speed = node_spec(spec)
+        self.name = name
         self.tree = os.path.join(sysfs, name)
         self.pidfile = os.path.join(piddir, f"slurmd-{name}.pid")
         self.share = share
@@ -289,19 +298,30 @@ class Node:
             if job not in self.jobs:
                 cpus = job_cpus(job, self.name)
                 new_cgroups([os.path.join(cg, f"job_{job}") for cg in self.cgs])
-                self.jobs[job] = {"cpus": cpus, "usage": 0, "quota": None, "carry": 0.0}
+                self.jobs[job] = {"cpus": cpus, "usage": 0, "quota": None, "carry": 0.0, "beta": 1.0,
+                                  "beta_from": None}
+            j = self.jobs[job]
+            if j["beta_from"] is None:
+                beta = job_beta(pid)
+                if beta is not None:
+                    j["beta"], j["beta_from"] = beta, pid
             for cg in self.cgs:
                 poke(os.path.join(cg, f"job_{job}", "cgroup.procs"), pid)
         self.seen = {p: j for p, j in self.seen.items() if p in live}
 
     def caps(self, x):
-        """CPU time per second (host cores) for the node and for each job at clocks x."""
+        """CPU time per second (host cores) for the node and for each job at clocks x: a
+        CPU's share at f_max times its job's speed at its clock (x itself for a
+        compute-bound job)."""
         per_cpu = self.share * self.speed / max(len(x), 1)
+        speed = dict(x)
         caps = {}
         for job, j in self.jobs.items():
             cpus = [c for c in (j["cpus"] or x.keys()) if c in x]
-            caps[job] = (cpus, per_cpu * sum(x[c] for c in cpus))
-        return per_cpu * sum(x.values()), caps
+            for c in cpus:
+                speed[c] = max(speed[c], clock_speed(x[c], j["beta"]))
+            caps[job] = (cpus, per_cpu * sum(clock_speed(x[c], j["beta"]) for c in cpus))
+        return per_cpu * sum(speed.values()), caps
 
     def apply(self, x):
         """Set the node's and each job's CFS quota for clocks x (f/f_max per CPU)."""
@@ -343,9 +363,14 @@ class Node:
         return {c: min(busy[c] + u, 1.0) for c in x}
 
     def power(self, x, lo, busy):
-        """Watts at clocks x (f/f_max, after any RAPL ceiling) and busy fractions."""
-        dyn = self.dynamic / max(len(x), 1)
-        return self.static + sum(dyn * dynamic_share(x[c], lo[c]) * busy[c] for c in x)
+        """Watts at clocks x (f/f_max, after any RAPL ceiling) and busy fractions: each CPU
+        its share of the node's idle watts, and of its busy watts as far as it is busy."""
+        n = max(len(x), 1)
+        total = 0.0
+        for c in x:
+            idle = self.law.idle(max(x[c], lo[c]))
+            total += idle + (busy_watts(self.law, x[c], lo[c]) - idle) * busy[c]
+        return total / n
 
     def tick(self, dt):
         want, lo, pols = self.frequencies()
@@ -371,11 +396,120 @@ class Node:
         write(os.path.join(self.tree, "standin-rapl"), self.rapl.status())
 
 
-def dynamic_share(x, lo):
-    """Dynamic power at effective clock x (f/f_max) over that at f_max: x^3 through the
-    P-states; below the lowest one (lo) the clock is modulated at lo's voltage, so power
-    falls with the duty cycle only."""
-    return x ** 3 if x >= lo else lo ** 2 * x
+def busy_watts(law, x, lo):
+    """A busy node's watts at effective clock x (f/f_max): the law's through the P-states;
+    below the lowest one (lo) the clock is modulated at lo's voltage, so what a busy core
+    adds to idle falls with the duty cycle only."""
+    if x >= lo:
+        return law.busy(x)
+    idle = law.idle(lo)
+    return idle + (law.busy(lo) - idle) * x / lo
+
+
+def clock_speed(x, beta):
+    """How fast a program runs at clock x (f/f_max) against f_max, when the share beta of
+    its time at f_max scales with 1/f (Hsu and Feng's model) and the rest does not."""
+    return 1.0 / (beta / x + 1.0 - beta)
+
+
+class ClosedForm:
+    """greenup.yaml's own law: static watts idle, static + dynamic (f/f_max)^3 busy."""
+
+    def __init__(self, static, dynamic):
+        self.static, self.dynamic = static, dynamic
+
+    def idle(self, x):
+        return self.static
+
+    def busy(self, x):
+        return self.static + self.dynamic * x ** 3
+
+
+class Measured:
+    """A real CPU's node AC watts as published (tests/physics/cpus.yaml): idle and busy at
+    each P-state, a straight line between two P-states."""
+
+    def __init__(self, name, rows):
+        self.name = name
+        self.rows = sorted(rows)  # [(ghz, idle_w, busy_w)]
+        self.top = self.rows[-1][0]
+
+    def at(self, x, k):
+        ghz = x * self.top
+        rows = self.rows
+        if ghz <= rows[0][0]:
+            return rows[0][k]
+        for (g0, *a), (g1, *b) in zip(rows, rows[1:]):
+            if ghz <= g1:
+                return a[k - 1] + (b[k - 1] - a[k - 1]) * (ghz - g0) / (g1 - g0)
+        return rows[-1][k]
+
+    def idle(self, x):
+        return self.at(x, 1)
+
+    def busy(self, x):
+        return self.at(x, 2)
+
+
+def load_cpu(path, name):
+    """The named CPU's P-states from the physics file as [(ghz, idle AC W, busy AC W)]."""
+    import yaml  # only the published physics needs it (python3-yaml)
+
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    for cpu in doc.get("cpus", []):
+        if cpu.get("name") == name:
+            rows = []
+            for p in cpu.get("pstates", []):
+                if "idle_ac_w" not in p or "busy_ac_w" not in p:
+                    sys.exit(f"powermodel: {path}: {name} at {p.get('ghz')} GHz has no idle_ac_w and busy_ac_w")
+                rows.append((float(p["ghz"]), float(p["idle_ac_w"]), float(p["busy_ac_w"])))
+            if not rows:
+                sys.exit(f"powermodel: {path}: {name} has no pstates")
+            return rows
+    names = ", ".join(c.get("name", "?") for c in doc.get("cpus", []))
+    sys.exit(f"powermodel: {path}: no CPU named {name!r}; expected one of: {names}")
+
+
+def node_spec(spec):
+    """NODE:STATIC_W:DYNAMIC_W[:SPEED] or NODE:CPU[:SPEED] -> (name, law, speed)."""
+    name, *rest = spec.split(":")
+    try:
+        if len(rest) in (2, 3) and all(_number(v) for v in rest):
+            return name, ClosedForm(float(rest[0]), float(rest[1])), float(rest[2]) if len(rest) == 3 else 1.0
+        if len(rest) in (1, 2) and not _number(rest[0]) and all(_number(v) for v in rest[1:]):
+            physics = os.environ.get("PHYSICS")
+            if not physics:
+                sys.exit(f"powermodel: {spec}: a CPU name needs PHYSICS=FILE (tests/physics/cpus.yaml)")
+            return name, Measured(rest[0], load_cpu(physics, rest[0])), float(rest[1]) if len(rest) == 2 else 1.0
+    except ValueError:
+        pass
+    sys.exit(f"powermodel: node spec {spec!r}: expected NODE:STATIC_W:DYNAMIC_W[:SPEED] or NODE:CPU[:SPEED]")
+
+
+def _number(v):
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def job_beta(pid):
+    """GC_BETA from a job process's environment (0 < beta <= 1), or None if it has none."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return None
+    for kv in env:
+        if kv.startswith(b"GC_BETA="):
+            try:
+                beta = float(kv[len(b"GC_BETA="):])
+            except ValueError:
+                return None
+            return beta if 0 < beta <= 1 else None
+    return None
 
 
 class Rapl:

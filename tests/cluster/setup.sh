@@ -9,9 +9,14 @@
 # INSTALLED=1 uses the files the greenup package installed (/usr/bin/greenup,
 # /usr/sbin/greenupd, the plugin in Slurm's plugin directory, /usr/share/greenup)
 # instead of the build tree; only the test site config and profiles come from here.
+# GC_PHYSICS=published runs the stand-in on real nodes' measured watts (lib.sh).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
+case $GC_PHYSICS in
+  law | published) ;;
+  *) echo "setup: GC_PHYSICS=$GC_PHYSICS: expected law (greenup.yaml's closed form) or published (tests/physics/cpus.yaml)" >&2; exit 2 ;;
+esac
 PLUGIN=${PLUGIN:-1}
 INSTALLED=${INSTALLED:-0}
 ACCOUNTING=${ACCOUNTING:-1}
@@ -71,8 +76,8 @@ if [ "$PLUGIN" = 1 ] && [ "$INSTALLED" = 1 ]; then
   cp "$HERE"/profiles/*.yaml $GC_SHARE/profiles/
   chmod -R a+rX $GC_SHARE
   # The package's own MPI runtime, at its default path.
-  sed -e "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" -e "/^  mpi_runtime: /d" \
-    "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
+  gc_site_yaml "$HERE/greenup.yaml" |
+    sed -e "s|^policy_dirs: .*|policy_dirs: [/usr/share/greenup/policies]|" -e "/^  mpi_runtime: /d" > $GC_ETC/greenup.yaml
   chmod 0644 $GC_ETC/greenup.yaml
   GREENUPD_BIN=/usr/sbin/greenupd
   PROLOG_SLURMCTLD_BIN=/usr/sbin/greenup-prolog-slurmctld
@@ -95,7 +100,8 @@ elif [ "$PLUGIN" = 1 ]; then
     install -D -m 0644 "$GC_BIN_DIR/libgreenup_mpi.so" $GC_SHARE/lib/libgreenup_mpi.so
   fi
   chmod -R a+rX $GC_SHARE
-  install -m 0644 "$HERE/greenup.yaml" $GC_ETC/greenup.yaml
+  gc_site_yaml "$HERE/greenup.yaml" > $GC_ETC/greenup.yaml
+  chmod 0644 $GC_ETC/greenup.yaml
   [ -f "$GC_PLUGIN_SO" ] && ! [ -f "$GC_RUN/plugin.installed" ] && cp -p "$GC_PLUGIN_SO" "$GC_RUN/plugin.saved"
   install -m 0755 "$GC_BIN_DIR/libspank_greenup.so" "$GC_PLUGIN_SO"
   touch "$GC_RUN/plugin.installed"
@@ -144,6 +150,9 @@ AccountingStorageHost=localhost
 AccountingStoragePort=17119"
 fi
 if [ "$PLUGIN" = 1 ] && [ -f $GC_ETC/cli_filter.lua ]; then CLI_FILTER="CliFilterPlugins=cli_filter/lua"; fi
+# Each node pair's feature is its node type in the site config.
+FEATURE12=fast FEATURE34=eco
+[ "$GC_PHYSICS" = published ] && FEATURE12=rome FEATURE34=hsw
 cat > $GC_ETC/slurm.conf <<CONF
 ClusterName=$GC_NAME
 SlurmctldHost=localhost
@@ -186,8 +195,8 @@ InactiveLimit=0
 KillWait=3
 MinJobAge=600
 ${EXTRA_CONF:-}
-NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17101-17102 CPUs=$GC_CPUS RealMemory=2000 Feature=fast State=UNKNOWN
-NodeName=n[3-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17103-17104 CPUs=$GC_CPUS RealMemory=2000 Feature=eco State=UNKNOWN
+NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17101-17102 CPUs=$GC_CPUS RealMemory=2000 Feature=$FEATURE12 State=UNKNOWN
+NodeName=n[3-4] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17103-17104 CPUs=$GC_CPUS RealMemory=2000 Feature=$FEATURE34 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 
@@ -201,10 +210,22 @@ fi
 if [ "$PLUGIN" = 1 ]; then GREENUPD_BIN=$GREENUPD_BIN "$HERE/greenupd.sh" start; fi
 
 # The stand-in hardware (powermodel.py), started before slurmd so that each node's slurmd
-# and everything it starts run in that node's cgroup from the first job on. Static and
-# dynamic watts of each node type as in greenup.yaml (fast: n1-n2, eco: n3-n4); an eco
-# node's core at its 2.4 GHz does 0.8 of what a fast node's core does at 3.0 GHz.
-nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_RUN" n1:40:120 n2:40:120 n3:20:60:0.8 n4:20:60:0.8 \
+# and everything it starts run in that node's cgroup from the first job on.
+# law: static and dynamic watts of each node type as in greenup.yaml (fast: n1-n2, eco:
+# n3-n4); an eco node's core at its 2.4 GHz does 0.8 of what a fast node's core does at
+# 3.0 GHz.
+# published: the CPUs' measured node watts (tests/physics/cpus.yaml); a Xeon node does 0.3
+# of an EPYC node's work (tests/cluster/published.yaml), and 90 % of the host's cores are
+# shared in proportion, so the EPYC nodes are not slowed to the law bench's share.
+if [ "$GC_PHYSICS" = published ]; then
+  SPECS="n1:epyc-7502 n2:epyc-7502 n3:xeon-e5-2680v3:0.3 n4:xeon-e5-2680v3:0.3"
+  export PHYSICS=$GC_REPO/tests/physics/cpus.yaml
+  SHARE=$(awk -v c="$(nproc)" 'BEGIN { printf "%.4f", 0.9 * c / 2.6 }'); export SHARE
+else
+  SPECS="n1:40:120 n2:40:120 n3:20:60:0.8 n4:20:60:0.8"
+fi
+# shellcheck disable=SC2086  # SPECS is a list of node specs
+nohup /usr/bin/python3 "$HERE/powermodel.py" "$GC_SYSFS" "$GC_RUN" $SPECS \
   > "$GC_LOG/powermodel.log" 2>&1 &
 echo $! > "$GC_RUN/powermodel.pid"
 sleep 0.5
