@@ -1,13 +1,15 @@
 //! greenupd end to end: the in-job guard's terms. A job whose policy promises a
 //! `max_slowdown` (edp: 10 %) is told there is no baseline until a monitor run of its
-//! application has left its synchronising calls; then every node is told the baseline's
-//! rate, and the reason says which steps are guarded. Real munged, real SQLite, a real
+//! application (whose nodes are told to measure it) has left its synchronising calls;
+//! then every node is told the baseline's rate, and the reason says which steps are
+//! guarded. Real munged, real SQLite, a real
 //! greenupd on loopback. Needs root.
 
 mod daemon_support;
 
 use daemon_support::*;
 use greenup::comm::{GuardOff, NodeComm};
+use greenup::policy::{RuntimeAsk, runtime_for_job};
 use greenup::record::JobEnd;
 use greenup_proto::protocol::{NodeOutcome, OpenJob, Verdict};
 
@@ -43,9 +45,29 @@ fn a_promise_is_guarded_with_the_baselines_rate_once_one_was_measured() {
     let other = c.open_job(req(2, "min-energy")).unwrap();
     assert_eq!(other.guard, None, "{other:?}");
 
-    // A monitor run: each node's ranks made 8,000 synchronising calls over 4 ranks of 20 s.
+    // A monitor run that names a profile is its application's measured baseline: every
+    // node is told so, and the node's rule runs its MPI steps' runtime measuring only.
     let base = c.open_job(req(3, "monitor")).unwrap();
     assert!(base.monitor && base.guard.is_none(), "{base:?}");
+    let measure = site(d.dir.path(), 2).dvfs.measure_baselines;
+    for n in ["n1", "n2"] {
+        let told = c.node_settings(3, n).unwrap();
+        assert!(told.baseline, "{told:?}");
+        let rt = runtime_for_job(&RuntimeAsk::of(Some(&told), None, measure)).unwrap();
+        assert!(!rt.comm.enabled && rt.guard.is_none(), "{rt:?}");
+    }
+    // Without a profile there is no application to measure for: left untouched.
+    let mut unnamed = req(5, "monitor");
+    unnamed.profile = None;
+    assert!(c.open_job(unnamed).unwrap().monitor);
+    let told = c.node_settings(5, "n1").unwrap();
+    assert!(!told.baseline, "{told:?}");
+    assert_eq!(
+        runtime_for_job(&RuntimeAsk::of(Some(&told), None, measure)),
+        None
+    );
+    // What the measuring runtime leaves: each node's ranks made 8,000 synchronising calls
+    // over 4 ranks of 20 s.
     for n in ["n1", "n2"] {
         c.record_outcome(NodeOutcome {
             job_id: 3,

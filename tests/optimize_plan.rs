@@ -136,6 +136,7 @@ fn site() -> Site {
             run_dir: PathBuf::from("/run/greenup"),
             per_core_shared: false,
             mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
+            measure_baselines: true,
             nvml_library: "libnvidia-ml.so.1".into(),
         },
         budgets: Vec::new(),

@@ -70,6 +70,7 @@ fn defaults_suit_a_debian_site() {
     assert_eq!(s.dvfs.sysfs_root, Path::new("/sys"));
     assert_eq!(s.dvfs.run_dir, Path::new("/run/greenup"));
     assert!(!s.dvfs.per_core_shared);
+    assert!(s.dvfs.measure_baselines);
     assert_eq!(s.daemon.spool_dir, Path::new("/var/spool/greenup"));
     assert_eq!(
         s.node_types["a"].power,
@@ -471,6 +472,18 @@ fn wrong_yaml_types_have_positions() {
         20,
         &["dvfs.per_core_shared", "true or false"],
     );
+    bad(
+        &format!("{MINIMAL}dvfs:\n  measure_baselines: sometimes\n"),
+        8,
+        22,
+        &[
+            "dvfs.measure_baselines",
+            "'sometimes'",
+            "expected true or false",
+        ],
+    );
+    let off = parse(&format!("{MINIMAL}dvfs:\n  measure_baselines: false\n")).unwrap();
+    assert!(!off.dvfs.measure_baselines);
     bad(
         &format!("{MINIMAL}daemon:\n  admins: [root, 7]\n"),
         8,

@@ -12,6 +12,7 @@ use greenup::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
 use greenup::dvfs::lend;
 use greenup::dvfs::powercap::{LimitRequest, PowerHeld, ShortTerm};
 use greenup::dvfs::run_dir::JobDir;
+use greenup::policy::RuntimeAsk;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, PowerSettings};
 use greenup_proto::client::{Client, ClientError};
@@ -279,24 +280,12 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                     ),
                 ),
             }
-            let asked = decision.as_ref().ok().and_then(|d| d.comm_dvfs);
             let settings = decision.as_ref().ok();
-            // The guard needs the runtime where greenup holds a baseline to guard with,
-            // even where the policy asks no lowering: then it measures and leaves waits
-            // to the MPI.
-            let guard = settings
-                .and_then(|d| d.guard)
-                .filter(|t| t.off.is_none() && t.baseline_rate.is_some())
-                .map(|t| (t, settings.and_then(|d| d.freq_ghz).and_then(ghz_to_khz)));
-            let comm = greenup::policy::comm_for_job(asked, job.options.comm).or_else(|| {
-                guard.map(|_| CommDvfs {
-                    enabled: false,
-                    wait: greenup::comm::WaitMode::Poll,
-                    ..CommDvfs::default()
-                })
-            });
-            if let Some(comm) = comm {
-                let note = start_comm(&paths, job, &scope, comm, guard);
+            let ask = RuntimeAsk::of(settings, job.options.comm, site.dvfs.measure_baselines);
+            if let Some(rt) = greenup::policy::runtime_for_job(&ask) {
+                let plan_khz = settings.and_then(|d| d.freq_ghz).and_then(ghz_to_khz);
+                let guard = rt.guard.map(|t| (t, plan_khz));
+                let note = start_comm(&paths, job, &scope, rt.comm, guard);
                 log(
                     Level::Info,
                     &format!("greenup: job {} on {}: {note}", job.job_id, job.node),
@@ -479,16 +468,10 @@ mod tests {
     use greenup::comm::{Guard, GuardTerms};
     use greenup::slurm::time_limit::TimeLimit;
 
-    #[test]
-    fn the_guards_settings_are_saved_only_where_they_can_raise_a_clock() {
-        let t = tempfile::tempdir().unwrap();
-        let paths = NodePaths {
-            sysfs_root: t.path().join("sys"),
-            run_dir: t.path().join("run"),
-        };
-        let job = JobEnv {
+    fn job(uid: u32) -> JobEnv {
+        JobEnv {
             job_id: 9,
-            uid: 1,
+            uid,
             gid: None,
             user: None,
             partition: None,
@@ -502,7 +485,85 @@ mod tests {
             gpus: None,
             time_limit: TimeLimit::Unknown,
             licenses: None,
+        }
+    }
+
+    #[test]
+    fn a_monitor_run_naming_a_profile_has_its_mpi_steps_measured_and_nothing_lowered() {
+        let t = tempfile::tempdir().unwrap();
+        let paths = NodePaths {
+            sysfs_root: t.path().join("sys"),
+            run_dir: t.path().join("run"),
         };
+        let lib = t.path().join("libgreenup_mpi.so");
+        std::fs::write(&lib, "").unwrap();
+        let mut site = NodeConfig::from_site(&crate::node::test_cluster_site());
+        site.dvfs.mpi_runtime = lib;
+        site.dvfs.run_dir = paths.run_dir.clone();
+        // What greenupd tells n1 of a monitor decision: through the rule its reply takes.
+        let told = |profile: Option<&str>| {
+            let d: greenup_proto::protocol::Decision = serde_json::from_value(serde_json::json!({
+                "job_id": 9, "verdict": "unchanged", "reason": "policy monitor records only",
+                "policy": "monitor", "monitor": true, "profile": profile,
+                "profile_version": null, "power_cap_w": null, "reserved_w": 0.0,
+                "plan": null, "decided_at": 1_795_000_000
+            }))
+            .unwrap();
+            NodeSettings::from_decision(&d, "n1", 1)
+        };
+        let base = told(Some("lammps"));
+        assert!(base.baseline && !told(None).baseline);
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        let ask = |s: &NodeSettings, comm, site: &NodeConfig| {
+            greenup::policy::runtime_for_job(&RuntimeAsk::of(
+                Some(s),
+                comm,
+                site.dvfs.measure_baselines,
+            ))
+        };
+        let rt = ask(&base, None, &site).unwrap();
+        assert_eq!(rt.guard, None);
+        // The prolog made the job's directory when it saved the decision.
+        let dir = JobDir::new(&paths.run_dir, 9);
+        dir.create().unwrap();
+        let note = start_comm(&paths, &job(me), &Scope::Node, rt.comm, None);
+        assert_eq!(note, "MPI runtime measures");
+        let saved: CommDvfs =
+            serde_json::from_slice(&std::fs::read(dir.comm("n1")).unwrap()).unwrap();
+        assert!(!saved.enabled, "{saved:?}");
+        assert!(!dir.guard("n1").exists());
+        // Its MPI steps get the runtime, told to lower nothing.
+        let step = crate::step::StepInfo {
+            job_id: 9,
+            step_id: 0,
+            node: "n1".into(),
+        };
+        let env = crate::step::runtime_env(&site, &paths, &step, None)
+            .unwrap()
+            .unwrap();
+        let comm = &env
+            .iter()
+            .find(|(k, _)| *k == "GREENUP_COMM_DVFS")
+            .unwrap()
+            .1;
+        assert!(comm.contains(r#""enabled":false"#), "{comm}");
+        // No profile, the user's off, the site's switch off: no runtime.
+        assert_eq!(ask(&told(None), None, &site), None);
+        assert_eq!(ask(&base, Some(false), &site), None);
+        let mut off = site.clone();
+        off.dvfs.measure_baselines = false;
+        assert_eq!(ask(&base, None, &off), None);
+    }
+
+    #[test]
+    fn the_guards_settings_are_saved_only_where_they_can_raise_a_clock() {
+        let t = tempfile::tempdir().unwrap();
+        let paths = NodePaths {
+            sysfs_root: t.path().join("sys"),
+            run_dir: t.path().join("run"),
+        };
+        let job = job(1);
         let dir = JobDir::new(&paths.run_dir, 9);
         dir.create().unwrap();
         let terms = GuardTerms {

@@ -187,6 +187,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             run_dir: dir.join("run"),
             per_core_shared: false,
             mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
+            measure_baselines: true,
             nvml_library: "libnvidia-ml.so.1".into(),
         },
         budgets: Vec::new(),

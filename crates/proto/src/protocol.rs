@@ -528,6 +528,24 @@ mod tests {
     }
 
     #[test]
+    fn a_node_is_told_its_run_is_a_measured_baseline_only_when_it_is_one() {
+        let told = |monitor: bool, profile: Option<&str>| {
+            let d = Decision {
+                monitor,
+                profile: profile.map(String::from),
+                ..planned(2)
+            };
+            let s = NodeSettings::from_decision(&d, "n1", 2);
+            let json = serde_json::to_string(&s).unwrap();
+            (s.baseline, json.contains("\"baseline\""))
+        };
+        assert_eq!(told(true, Some("lammps")), (true, true));
+        // No application to measure for, or no monitor decision: said by absence.
+        assert_eq!(told(true, None), (false, false));
+        assert_eq!(told(false, Some("lammps")), (false, false));
+    }
+
+    #[test]
     fn error_reply_display_names_the_code() {
         let e = ErrorReply::new(ErrorCode::CredReplayed, "credential already used");
         assert_eq!(e.to_string(), "cred_replayed: credential already used");

@@ -218,6 +218,13 @@ impl Decision {
         self.plan.as_ref().filter(|_| self.verdict.applies_plan())
     }
 
+    /// Whether greenup keeps this run as its application's measured baseline: a monitor
+    /// decision (a monitor policy, a baseline sample, a held policy) that names a profile.
+    pub fn measured_baseline(&self) -> bool {
+        // The same rule as the store's `baseline_rate` and `app_history` queries.
+        self.monitor && self.profile.is_some()
+    }
+
     /// The profile version's number (`3` for `"3"` or `"v3"`); 0, the admin's file,
     /// when the decision names none.
     pub fn profile_version_number(&self) -> u32 {

@@ -77,6 +77,11 @@ pub struct NodeSettings {
     /// absent when the job's policy promises no `max_slowdown`, or from an older greenupd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<greenup_comm::GuardTerms>,
+    /// Whether greenup keeps the run as its application's measured baseline
+    /// ([`Decision::measured_baseline`]): the node then measures its MPI steps, so the
+    /// in-job guard of later runs has a baseline rate. Absent (false) from older greenupd.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline: bool,
     /// The job's grant, carried from the decision to the library's
     /// `power::split::with_node_type`, which weighs this node's share by its type.
     #[serde(skip)]
@@ -111,6 +116,7 @@ impl NodeSettings {
             power_limit_w: None,
             gpu_power: None,
             guard: d.guard,
+            baseline: d.measured_baseline(),
             grant: d.grant,
         }
     }

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use greenup_wire::settings::NodeSettings;
 use serde::Deserialize;
 
-use crate::comm::{CommDvfs, WaitMode};
+use crate::comm::{CommDvfs, GuardTerms, WaitMode};
 use crate::input::{InputError, Origin, Spanned, file_origin, load_yaml};
 use crate::model::gpus::Devices;
 use crate::optimize::Objective;
@@ -339,19 +340,80 @@ impl Policy {
     }
 }
 
-/// The communication-phase DVFS a job's MPI ranks get: its policy's (`policy`, from the
-/// decision) unless the job's `--energy-comm` (`option`) says otherwise. `on` without a
-/// policy setting takes the defaults; `off` means no runtime at all. `None`: the job's
-/// tasks are left untouched.
-pub fn comm_for_job(policy: Option<CommDvfs>, option: Option<bool>) -> Option<CommDvfs> {
-    match option {
-        Some(false) => None,
+/// What a node weighs when it decides whether a job's MPI steps run greenup's runtime,
+/// and how ([`runtime_for_job`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RuntimeAsk {
+    /// The policy's communication-phase DVFS, as the decision carries it.
+    pub policy: Option<CommDvfs>,
+    /// The job's `--energy-comm`: `Some(true)` on, `Some(false)` off.
+    pub option: Option<bool>,
+    /// The decision's in-job guard terms, when they hold a baseline rate to guard with.
+    pub guard: Option<GuardTerms>,
+    /// Whether greenup keeps the run as its application's measured baseline.
+    pub baseline: bool,
+    /// The site's `dvfs.measure_baselines`.
+    pub measure_baselines: bool,
+}
+
+impl RuntimeAsk {
+    /// What a node's settings `s` (`None`: greenupd did not answer), the job's
+    /// `--energy-comm` (`option`) and the site's `dvfs.measure_baselines` ask.
+    pub fn of(
+        s: Option<&NodeSettings>,
+        option: Option<bool>,
+        measure_baselines: bool,
+    ) -> RuntimeAsk {
+        RuntimeAsk {
+            policy: s.and_then(|s| s.comm_dvfs),
+            option,
+            // Terms without a rate have nothing to judge by: no reason to load anything.
+            guard: s
+                .and_then(|s| s.guard)
+                .filter(|t| t.off.is_none() && t.baseline_rate.is_some()),
+            baseline: s.is_some_and(|s| s.baseline),
+            measure_baselines,
+        }
+    }
+}
+
+/// How a job's MPI steps on a node run greenup's runtime.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobRuntime {
+    /// The runtime's settings; `enabled: false` measures only.
+    pub comm: CommDvfs,
+    /// The in-job guard's terms, when the runtime guards the run.
+    pub guard: Option<GuardTerms>,
+}
+
+/// The one rule for which jobs' MPI steps run greenup's runtime, and in which mode:
+/// lowering where the policy or `--energy-comm=on` asks for it; measuring only where a
+/// baseline is there to guard with, or where the run is its application's measured
+/// baseline and the site measures them (the guard's baseline rate comes from those
+/// runs' counts); never under `--energy-comm=off`. `None`: the steps are left untouched.
+pub fn runtime_for_job(ask: &RuntimeAsk) -> Option<JobRuntime> {
+    // Measuring keeps the MPI's own waits: nothing is lowered, so nothing need block.
+    let measuring = CommDvfs {
+        enabled: false,
+        wait: WaitMode::Poll,
+        ..CommDvfs::default()
+    };
+    let comm = match ask.option {
+        // The user's way out of an LD_PRELOAD they cannot have, whatever else asks.
+        Some(false) => return None,
         Some(true) => Some(CommDvfs {
             enabled: true,
-            ..policy.unwrap_or_default()
+            ..ask.policy.unwrap_or_default()
         }),
-        None => policy,
-    }
+        None => ask.policy,
+    };
+    let comm = comm
+        .or(ask.guard.map(|_| measuring))
+        .or((ask.baseline && ask.measure_baselines).then_some(measuring))?;
+    Some(JobRuntime {
+        comm,
+        guard: ask.guard,
+    })
 }
 
 /// A node range `MIN-MAX` or `N`.
@@ -460,20 +522,126 @@ mod tests {
         }
     }
 
+    const MEASURING: CommDvfs = CommDvfs {
+        enabled: false,
+        wait: WaitMode::Poll,
+        threshold_bytes: 16 * 1024,
+        strided_threshold_bytes: 64 * 1024,
+        timeout_us: 500,
+        low_ghz: None,
+    };
+
+    fn comm(ask: RuntimeAsk) -> Option<CommDvfs> {
+        runtime_for_job(&ask).map(|r| r.comm)
+    }
+
     #[test]
     fn the_job_option_overrides_the_policy_either_way() {
         let off = CommDvfs {
             enabled: false,
             ..CommDvfs::default()
         };
-        assert_eq!(comm_for_job(None, None), None);
-        assert_eq!(comm_for_job(Some(off), None), Some(off));
-        assert_eq!(comm_for_job(Some(off), Some(false)), None);
+        let ask = |policy, option| RuntimeAsk {
+            policy,
+            option,
+            ..RuntimeAsk::default()
+        };
+        assert_eq!(comm(ask(None, None)), None);
+        assert_eq!(comm(ask(Some(off), None)), Some(off));
+        assert_eq!(comm(ask(Some(off), Some(false))), None);
         assert_eq!(
-            comm_for_job(Some(off), Some(true)).map(|c| c.enabled),
+            comm(ask(Some(off), Some(true))).map(|c| c.enabled),
             Some(true)
         );
-        assert_eq!(comm_for_job(None, Some(true)), Some(CommDvfs::default()));
+        assert_eq!(comm(ask(None, Some(true))), Some(CommDvfs::default()));
+    }
+
+    #[test]
+    fn a_measured_baseline_runs_the_runtime_measuring_only_unless_told_not_to() {
+        let baseline = RuntimeAsk {
+            baseline: true,
+            measure_baselines: true,
+            ..RuntimeAsk::default()
+        };
+        // A monitor run that names a profile: measured, nothing lowered, no guard.
+        let r = runtime_for_job(&baseline).unwrap();
+        assert_eq!((r.comm, r.guard), (MEASURING, None));
+        // A monitor run without a profile is no baseline: untouched.
+        let no_profile = RuntimeAsk {
+            baseline: false,
+            ..baseline
+        };
+        assert_eq!(comm(no_profile), None);
+        // The user's off wins; so does the site's switch.
+        let off = RuntimeAsk {
+            option: Some(false),
+            ..baseline
+        };
+        assert_eq!(comm(off), None);
+        let site_off = RuntimeAsk {
+            measure_baselines: false,
+            ..baseline
+        };
+        assert_eq!(comm(site_off), None);
+        // What a policy or the user asks is kept as it was.
+        let lowering = CommDvfs::default();
+        let asked = RuntimeAsk {
+            policy: Some(lowering),
+            ..baseline
+        };
+        assert_eq!(comm(asked), Some(lowering));
+        let on = RuntimeAsk {
+            option: Some(true),
+            ..baseline
+        };
+        assert_eq!(comm(on), Some(CommDvfs::default()));
+    }
+
+    #[test]
+    fn a_guard_with_a_baseline_loads_the_runtime_but_not_against_the_users_off() {
+        let terms = GuardTerms {
+            max_slowdown: 0.1,
+            baseline_rate: Some(100.0),
+            off: None,
+        };
+        let guarded = RuntimeAsk {
+            guard: Some(terms),
+            ..RuntimeAsk::default()
+        };
+        let r = runtime_for_job(&guarded).unwrap();
+        assert_eq!((r.comm, r.guard), (MEASURING, Some(terms)));
+        let lowering = RuntimeAsk {
+            policy: Some(CommDvfs::default()),
+            ..guarded
+        };
+        let r = runtime_for_job(&lowering).unwrap();
+        assert_eq!((r.comm, r.guard), (CommDvfs::default(), Some(terms)));
+        let off = RuntimeAsk {
+            option: Some(false),
+            ..guarded
+        };
+        assert_eq!(runtime_for_job(&off), None);
+    }
+
+    #[test]
+    fn a_nodes_settings_ask_what_their_decision_says() {
+        let settings = |extra: &str| -> NodeSettings {
+            serde_json::from_str(&format!(
+                r#"{{"job_id":1,"node":"n1","used":true,"freq_ghz":null,"verdict":"unchanged"{extra}}}"#
+            ))
+            .unwrap()
+        };
+        let base = settings(r#","baseline":true"#);
+        let ask = RuntimeAsk::of(Some(&base), None, true);
+        assert_eq!(comm(ask), Some(MEASURING));
+        assert_eq!(comm(RuntimeAsk::of(Some(&base), None, false)), None);
+        // From an older greenupd, or no answer at all: nothing to measure for.
+        assert_eq!(comm(RuntimeAsk::of(Some(&settings("")), None, true)), None);
+        assert_eq!(comm(RuntimeAsk::of(None, None, true)), None);
+        // Terms without a rate guard nothing.
+        let unguarded = settings(r#","guard":{"max_slowdown":0.1,"off":"no_baseline"}"#);
+        let ask = RuntimeAsk::of(Some(&unguarded), None, true);
+        assert_eq!((ask.guard, comm(ask)), (None, None));
     }
 
     #[test]

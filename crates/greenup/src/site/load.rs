@@ -158,6 +158,8 @@ struct RawDvfs {
     #[serde(default)]
     mpi_runtime: Option<Spanned<Value>>,
     #[serde(default)]
+    measure_baselines: Option<Spanned<Value>>,
+    #[serde(default)]
     nvml_library: Option<Spanned<Value>>,
 }
 
@@ -885,6 +887,11 @@ impl Checker<'_> {
             run_dir: self.path_or(&d.run_dir, "dvfs.run_dir", DEFAULT_RUN_DIR)?,
             per_core_shared: self.boolean(&d.per_core_shared, "dvfs.per_core_shared", false)?,
             mpi_runtime: self.path_or(&d.mpi_runtime, "dvfs.mpi_runtime", DEFAULT_MPI_RUNTIME)?,
+            measure_baselines: self.boolean(
+                &d.measure_baselines,
+                "dvfs.measure_baselines",
+                true,
+            )?,
             nvml_library: self.nvml_library(&d.nvml_library)?,
         })
     }

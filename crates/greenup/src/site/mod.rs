@@ -138,9 +138,13 @@ pub struct DvfsSettings {
     /// Whether a job that shares a node may set its own cores' frequency.
     pub per_core_shared: bool,
     /// The in-job MPI runtime preloaded into MPI steps whose job asks for
-    /// communication-phase DVFS (`libgreenup_mpi.so`).
+    /// communication-phase DVFS, is guarded, or is a measured baseline (`libgreenup_mpi.so`).
     #[serde(default = "default_mpi_runtime")]
     pub mpi_runtime: PathBuf,
+    /// Whether a measured baseline's MPI steps run the runtime measuring only
+    /// (`dvfs.measure_baselines`): the in-job guard's baseline rate comes from them.
+    #[serde(default = "measure_baselines_by_default")]
+    pub measure_baselines: bool,
     /// Where each node loads NVML from (`libnvidia-ml.so.1`): the site's path, never the job's.
     #[serde(default = "default_nvml_library")]
     pub nvml_library: PathBuf,
@@ -148,6 +152,10 @@ pub struct DvfsSettings {
 
 fn default_mpi_runtime() -> PathBuf {
     PathBuf::from(load::DEFAULT_MPI_RUNTIME)
+}
+
+fn measure_baselines_by_default() -> bool {
+    true
 }
 
 fn default_nvml_library() -> PathBuf {
