@@ -63,22 +63,21 @@ node_tree() { # node freqs(desc, kHz) governors governor max_range start_uj tdp_
   w $z/intel-rapl:0:0/max_energy_range_uj "$range"
 }
 
+# Each pair's P-states (kHz, descending), its PL1 (W), and n4's counter range and start.
 if [ "$GC_PHYSICS" = published ]; then
   # tests/cluster/published.yaml: the CPUs' P-states; PL1 at the node's sockets' TDP. n4's
   # counter starts 2 kJ below the top of RAPL's usual range, so it still wraps in the first
   # job, and a long job cannot wrap it twice.
-  ROME="2500000 2200000 1500000"
-  HSW="2000000"
-  node_tree n1 "$ROME" "userspace ondemand performance powersave" ondemand 262143328850 1000000 360
-  node_tree n2 "$ROME" "userspace ondemand performance powersave" ondemand 262143328850 5000000 360
-  node_tree n3 "$HSW" "performance powersave" powersave 262143328850 0 240
-  node_tree n4 "$HSW" "performance powersave" powersave 262143328850 262141328850 240
+  HI="2500000 2200000 1500000" HI_TDP=360
+  LO="2000000" LO_TDP=240
+  N4_RANGE=262143328850 N4_START=262141328850
 else
-  FAST="3000000 2600000 2200000 1800000 1400000 1000000"
-  ECO="2400000 2000000 1600000 1200000"
-  node_tree n1 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 1000000 160
-  node_tree n2 "$FAST" "userspace ondemand performance powersave" ondemand 262143328850 5000000 160
-  node_tree n3 "$ECO" "performance powersave" powersave 262143328850 0 80
-  node_tree n4 "$ECO" "performance powersave" powersave 10000000000 9995000000 80
+  HI="3000000 2600000 2200000 1800000 1400000 1000000" HI_TDP=160
+  LO="2400000 2000000 1600000 1200000" LO_TDP=80
+  N4_RANGE=10000000000 N4_START=9995000000
 fi
+node_tree n1 "$HI" "userspace ondemand performance powersave" ondemand 262143328850 1000000 $HI_TDP
+node_tree n2 "$HI" "userspace ondemand performance powersave" ondemand 262143328850 5000000 $HI_TDP
+node_tree n3 "$LO" "performance powersave" powersave 262143328850 0 $LO_TDP
+node_tree n4 "$LO" "performance powersave" powersave $N4_RANGE $N4_START $LO_TDP
 echo "sysfs: trees for $GC_NODES under $ROOT ($GC_PHYSICS physics)"
