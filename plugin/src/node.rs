@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use greenup::dvfs::job::NodePaths;
-use greenup::dvfs::run_dir::JobDir;
 use greenup::site::node::NodeConfig;
+use greenup_platform::dvfs::job::NodePaths;
+use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_proto::client::{Client, ClientError, Endpoint};
 use greenup_proto::protocol::NodeSettings;
 

@@ -166,7 +166,7 @@ impl Greenup {
         let Some(site) = self.site(&args).cloned() else {
             return Ok(());
         };
-        if !greenup::dvfs::run_dir::JobDir::new(&site.dvfs.run_dir, info.job_id).exists() {
+        if !greenup_platform::dvfs::run_dir::JobDir::new(&site.dvfs.run_dir, info.job_id).exists() {
             return Ok(());
         }
         let warning = step::take_warning(&site.dvfs.run_dir, &info);

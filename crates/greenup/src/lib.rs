@@ -25,9 +25,6 @@ pub mod slurm;
 pub mod users;
 pub use greenup_core::units;
 
-pub use greenup_platform::dvfs;
 pub mod expr;
-pub mod gpu_start;
-pub use greenup_platform::meter;
 
 pub mod report;
