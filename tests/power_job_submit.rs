@@ -16,7 +16,14 @@ fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
     std::fs::write(&cfg, &text).unwrap();
     let site = greenup::site::load(&cfg).unwrap();
     let table = t.path().join("greenup_power.lua");
-    std::fs::write(&table, greenup::power::slurm::lua_table(&site)).unwrap();
+    std::fs::write(
+        &table,
+        greenup::power::slurm::lua_table(
+            &site,
+            greenup_host::users::uid_of(&site.daemon.slurm_user),
+        ),
+    )
+    .unwrap();
     // The same site under a cap too small for its four nodes at their lowest clock.
     let tight_cfg = t.path().join("tight.yaml");
     std::fs::write(
@@ -27,7 +34,14 @@ fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
     .unwrap();
     let tight = t.path().join("tight.lua");
     let tight_site = greenup::site::load(&tight_cfg).unwrap();
-    std::fs::write(&tight, greenup::power::slurm::lua_table(&tight_site)).unwrap();
+    std::fs::write(
+        &tight,
+        greenup::power::slurm::lua_table(
+            &tight_site,
+            greenup_host::users::uid_of(&tight_site.daemon.slurm_user),
+        ),
+    )
+    .unwrap();
     let out = Command::new("lua5.3")
         .arg(format!("{ROOT}/tests/lua/job_submit_test.lua"))
         .arg(format!("{ROOT}/etc/job_submit.lua"))

@@ -258,7 +258,7 @@ fn shrink(spank: &mut SpankHandle, info: &StepInfo, keep: &str) {
         format!("JobId={}", info.job_id),
         format!("NodeList={keep}"),
     ]);
-    match greenup::slurm::command::stdout_of(&mut cmd, SHRINK_LIMIT) {
+    match greenup_host::command::stdout_of(&mut cmd, SHRINK_LIMIT) {
         Ok(_) => {
             let count = greenup::hostlist::expand(keep)
                 .map(|v| v.len())

@@ -22,7 +22,6 @@ pub mod query;
 pub mod record;
 pub mod site;
 pub mod slurm;
-pub mod users;
 pub use greenup_core::units;
 
 pub mod expr;
