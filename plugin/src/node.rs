@@ -19,7 +19,7 @@ pub use crate::job_env::{JobEnv, Level, Log};
 
 /// The site config's node settings, through this node's copy when it is current.
 pub fn settings(args: &Args) -> Result<NodeConfig, greenup::input::InputError> {
-    greenup::site::node::load_cached(&args.config, &args.site_cache)
+    greenup_host::cache::load_cached(&args.config, &args.site_cache, greenup::site::node::load)
 }
 
 /// The node settings for a job's prolog or epilog; when the site config is unusable,
