@@ -1,6 +1,6 @@
 //! What a compute node's prolog, step or epilog pays to learn the site's node settings:
 //! the test cluster's site config parsed and checked in full, against reading the
-//! node's JSON copy of its settings (`site::node::load_cached`, copy current).
+//! node's JSON copy of its settings (`greenup_host::cache::load_cached`, copy current).
 //! Run: `cargo bench --bench site_node -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
@@ -19,9 +19,15 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(greenup::site::load(&config).expect("site config loads")))
     });
     // The first call writes the copy; every call measured here reads it.
-    greenup::site::node::load_cached(&config, &cache).expect("node settings load");
+    greenup_host::cache::load_cached(&config, &cache, greenup::site::node::load)
+        .expect("node settings load");
     g.bench_function("node_copy_read", |b| {
-        b.iter(|| black_box(greenup::site::node::load_cached(&config, &cache).expect("copy reads")))
+        b.iter(|| {
+            black_box(
+                greenup_host::cache::load_cached(&config, &cache, greenup::site::node::load)
+                    .expect("copy reads"),
+            )
+        })
     });
     g.finish();
 }

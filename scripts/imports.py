@@ -23,7 +23,7 @@ import sys
 # may import from its own layer or below, never from above.
 LAYERS = {
     "crates/greenup/src": [
-        ["expr", "names", "hostlist", "input", "users", "units", "dvfs", "meter"],
+        ["expr", "names", "hostlist", "input", "units"],
         ["model"],
         ["optimize", "comm"],
         ["policy"],
@@ -32,7 +32,7 @@ LAYERS = {
         ["record", "query"],
         ["profile"],
         ["plan"],
-        ["slurm", "report", "gpu_start"],
+        ["slurm", "report"],
     ],
 }
 

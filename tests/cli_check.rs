@@ -261,8 +261,8 @@ fn set_counter(root: &std::path::Path, energy_uj: u64) {
 
 #[test]
 fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
-    use greenup::dvfs::job::{Apply, NodePaths, Scope, begin, end, tally_path};
-    use greenup::meter::Energy;
+    use greenup_platform::dvfs::job::{Apply, NodePaths, Scope, begin, end, tally_path};
+    use greenup_platform::meter::Energy;
     use std::time::{Duration, Instant};
     let t = tempfile::tempdir().unwrap();
     let paths = NodePaths {

@@ -455,7 +455,7 @@ fn rapl_zone(root: &std::path::Path, energy_uj: u64) {
 
 #[test]
 fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
-    use greenup::dvfs::job::{Apply, NodePaths, Scope, begin, end};
+    use greenup_platform::dvfs::job::{Apply, NodePaths, Scope, begin, end};
     let d = cluster();
     d.tcp_client().open_job(job(77, "debug", &["n1"])).unwrap();
     let t = tempfile::tempdir().unwrap();

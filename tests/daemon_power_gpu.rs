@@ -56,7 +56,7 @@ fn gpu(dir: &Path) {
 
 #[test]
 fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
-    use greenup::dvfs::job::{Apply, NodePaths, Scope, begin, end};
+    use greenup_platform::dvfs::job::{Apply, NodePaths, Scope, begin, end};
     let d = start(2, |_, s, _| s.power_cap_w = Some(10_000.0));
     d.tcp_client()
         .open_job(OpenJob {

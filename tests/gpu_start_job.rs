@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use greenup::gpu_start::GpuStart;
 use greenup::power::split::GpuPart;
 use greenup_platform::gpu::handoff::{self, Settled};
 use greenup_platform::gpu::hold;
+use greenup_platform::gpu::start::GpuStart;
 
 #[path = "nvml/build_standin.rs"]
 mod nvml_build;

@@ -6,6 +6,12 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// The site's job_submit table, its SlurmUser resolved as `greenup site licenses --lua`
+/// resolves it.
+fn lua_table(site: &greenup::site::Site) -> String {
+    greenup::power::slurm::lua_table(site, greenup_host::users::uid_of(&site.daemon.slurm_user))
+}
+
 #[test]
 fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
     let text = std::fs::read_to_string(format!("{ROOT}/tests/cluster/greenup.yaml"))
@@ -16,7 +22,7 @@ fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
     std::fs::write(&cfg, &text).unwrap();
     let site = greenup::site::load(&cfg).unwrap();
     let table = t.path().join("greenup_power.lua");
-    std::fs::write(&table, greenup::power::slurm::lua_table(&site)).unwrap();
+    std::fs::write(&table, lua_table(&site)).unwrap();
     // The same site under a cap too small for its four nodes at their lowest clock.
     let tight_cfg = t.path().join("tight.yaml");
     std::fs::write(
@@ -27,7 +33,7 @@ fn the_job_submit_script_holds_every_job_within_its_nodes_power() {
     .unwrap();
     let tight = t.path().join("tight.lua");
     let tight_site = greenup::site::load(&tight_cfg).unwrap();
-    std::fs::write(&tight, greenup::power::slurm::lua_table(&tight_site)).unwrap();
+    std::fs::write(&tight, lua_table(&tight_site)).unwrap();
     let out = Command::new("lua5.3")
         .arg(format!("{ROOT}/tests/lua/job_submit_test.lua"))
         .arg(format!("{ROOT}/etc/job_submit.lua"))

@@ -19,9 +19,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use greenup::dvfs::run_dir::JobDir;
 use greenup::power::split;
 use greenup::site::node::NodeConfig;
+use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_platform::gpu::{Nvml, parse_job_gpus};
 use greenup_proto::protocol::{Decision, NodeSettings};
 use spank_greenup::gpu;

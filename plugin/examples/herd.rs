@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use greenup::dvfs::job::NodeOutcome as NodeRun;
-use greenup::meter::Energy;
+use greenup_platform::dvfs::job::NodeOutcome as NodeRun;
+use greenup_platform::meter::Energy;
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::munge::Munge;
 use greenup_proto::protocol::{NodeOutcome, Reply, ReplyLine, Request, request_body, request_line};

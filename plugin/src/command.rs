@@ -1,5 +1,5 @@
 //! The node's energy sampler, started by the prolog and left running on its own. Slurm's
-//! own commands (scontrol) run through `greenup::slurm::command`, under a time bound.
+//! own commands (scontrol) run through `greenup_host::command`, under a time bound.
 
 use std::ffi::OsStr;
 use std::path::Path;

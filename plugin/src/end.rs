@@ -75,7 +75,7 @@ pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> Option
 pub fn ask_slurmctld(job_id: u32, limit: Duration) -> Option<CtldView> {
     let mut cmd = std::process::Command::new("scontrol");
     cmd.args(["-o", "show", "job", &job_id.to_string()]);
-    greenup::slurm::command::stdout_of(&mut cmd, limit)
+    greenup_host::command::stdout_of(&mut cmd, limit)
         .ok()
         .map(|t| parse_scontrol(&t))
 }

@@ -5,15 +5,15 @@
 use std::time::Duration;
 
 use greenup::comm::{self, NodeComm};
-use greenup::dvfs::cpufreq::Cpufreq;
-use greenup::dvfs::job::{self as dvfs_job, NodePaths};
-use greenup::dvfs::lend;
-use greenup::dvfs::powercap::PowerHeld;
-use greenup::dvfs::run_dir::JobDir;
-use greenup::meter::Energy;
 use greenup::record::{JobEnd, NodePower, Source};
 use greenup::site::Site;
 use greenup::site::node::NodeConfig;
+use greenup_platform::dvfs::cpufreq::Cpufreq;
+use greenup_platform::dvfs::job::{self as dvfs_job, NodePaths};
+use greenup_platform::dvfs::lend;
+use greenup_platform::dvfs::powercap::PowerHeld;
+use greenup_platform::dvfs::run_dir::JobDir;
+use greenup_platform::meter::Energy;
 use greenup_proto::client::{Client, ClientError};
 use greenup_proto::protocol::{JobRecord, NodeOutcome as WireOutcome};
 

@@ -6,13 +6,13 @@
 
 use std::path::Path;
 
-use greenup::dvfs::run_dir::JobDir;
-use greenup::gpu_start::GpuStart;
 use greenup::power::split::GpuPart;
 use greenup::record::{GpuSource, NodeGpu, NodePower};
 use greenup::site::node::NodeConfig;
+use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_platform::gpu::handoff::{self, Settled};
 use greenup_platform::gpu::hold::{self, GpuEnd};
+use greenup_platform::gpu::start::GpuStart;
 use greenup_platform::gpu::{Control, Nvml, samples};
 
 use crate::job_env::JobEnv;

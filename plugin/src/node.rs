@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use greenup::dvfs::job::NodePaths;
-use greenup::dvfs::run_dir::JobDir;
 use greenup::site::node::NodeConfig;
+use greenup_platform::dvfs::job::NodePaths;
+use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_proto::client::{Client, ClientError, Endpoint};
 use greenup_proto::protocol::NodeSettings;
 
@@ -19,7 +19,7 @@ pub use crate::job_env::{JobEnv, Level, Log};
 
 /// The site config's node settings, through this node's copy when it is current.
 pub fn settings(args: &Args) -> Result<NodeConfig, greenup::input::InputError> {
-    greenup::site::node::load_cached(&args.config, &args.site_cache)
+    greenup_host::cache::load_cached(&args.config, &args.site_cache, greenup::site::node::load)
 }
 
 /// The node settings for a job's prolog or epilog; when the site config is unusable,

@@ -7,14 +7,14 @@
 use std::path::Path;
 
 use greenup::comm::CommDvfs;
-use greenup::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
-use greenup::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
-use greenup::dvfs::lend;
-use greenup::dvfs::powercap::{LimitRequest, PowerHeld, ShortTerm};
-use greenup::dvfs::run_dir::JobDir;
 use greenup::policy::RuntimeAsk;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, PowerSettings};
+use greenup_platform::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
+use greenup_platform::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
+use greenup_platform::dvfs::lend;
+use greenup_platform::dvfs::powercap::{LimitRequest, PowerHeld, ShortTerm};
+use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_proto::client::{Client, ClientError};
 use greenup_proto::protocol::{NodeSettings, OpenJob, Request, Verdict};
 
@@ -130,7 +130,7 @@ pub fn apply_settings(
     d: Option<&NodeSettings>,
     scope: &Scope,
     log: Log,
-) -> Result<greenup::dvfs::state::NodeRecord, dvfs_job::JobError> {
+) -> Result<greenup_platform::dvfs::state::NodeRecord, dvfs_job::JobError> {
     let asked = d.map_or_else(Apply::default, |d| Apply {
         khz: d.freq_ghz.and_then(ghz_to_khz),
         power: power_request(d.power_limit_w, &site.power),
@@ -448,7 +448,7 @@ fn start_meter(args: &Args, paths: &NodePaths, job: &JobEnv, site: &NodeConfig, 
     ];
     // A job over within a second cannot wrap a counter twice: it never starts the meter.
     let record = JobDir::new(&paths.run_dir, job.job_id).record(&job.node);
-    let delay = greenup::meter::tally::SHORTEST_WAIT;
+    let delay = greenup_platform::meter::tally::SHORTEST_WAIT;
     if let Err(e) = crate::command::start_later(bin, &argv, delay, &record) {
         log(
             Level::Warning,

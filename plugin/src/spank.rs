@@ -166,7 +166,7 @@ impl Greenup {
         let Some(site) = self.site(&args).cloned() else {
             return Ok(());
         };
-        if !greenup::dvfs::run_dir::JobDir::new(&site.dvfs.run_dir, info.job_id).exists() {
+        if !greenup_platform::dvfs::run_dir::JobDir::new(&site.dvfs.run_dir, info.job_id).exists() {
             return Ok(());
         }
         let warning = step::take_warning(&site.dvfs.run_dir, &info);
@@ -258,7 +258,7 @@ fn shrink(spank: &mut SpankHandle, info: &StepInfo, keep: &str) {
         format!("JobId={}", info.job_id),
         format!("NodeList={keep}"),
     ]);
-    match greenup::slurm::command::stdout_of(&mut cmd, SHRINK_LIMIT) {
+    match greenup_host::command::stdout_of(&mut cmd, SHRINK_LIMIT) {
         Ok(_) => {
             let count = greenup::hostlist::expand(keep)
                 .map(|v| v.len())

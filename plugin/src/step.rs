@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use greenup::dvfs::job::{self as dvfs_job, NodePaths, Scope};
-use greenup::dvfs::run_dir::{self, JobDir};
-use greenup::dvfs::{state, sysfs};
 use greenup::site::Enforce;
 use greenup::site::node::NodeConfig;
+use greenup_platform::dvfs::job::{self as dvfs_job, NodePaths, Scope};
+use greenup_platform::dvfs::run_dir::{self, JobDir};
+use greenup_platform::dvfs::{state, sysfs};
 
 use crate::node;
 

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 
 use common::{STANDIN_ENV, get, gpus, node_tree, put, standin};
-use greenup::dvfs::job::Scope;
+use greenup_platform::dvfs::job::Scope;
 use greenup_proto::protocol::{Decision, NodeSettings};
 use spank_greenup::args::Args;
 use spank_greenup::gpu;
@@ -70,7 +70,7 @@ fn quiet(_: Level, _: &str) {}
 fn prolog(args: &Args, job: &JobEnv, d: &NodeSettings) -> (Option<String>, Option<String>) {
     let site = node::settings(args).unwrap();
     let paths = node::node_paths(args, &site, "n1");
-    let dir = greenup::dvfs::run_dir::JobDir::new(&paths.run_dir, job.job_id);
+    let dir = greenup_platform::dvfs::run_dir::JobDir::new(&paths.run_dir, job.job_id);
     dir.create().unwrap();
     std::fs::write(dir.decision("n1"), serde_json::to_vec(d).unwrap()).unwrap();
     prolog::apply_settings(&paths, &site, job, Some(d), &Scope::Node, &quiet).unwrap();

@@ -9,8 +9,8 @@ mod common;
 
 use std::path::Path;
 
-use greenup::dvfs::job::Scope;
-use greenup::dvfs::powercap::PowerHeld;
+use greenup_platform::dvfs::job::Scope;
+use greenup_platform::dvfs::powercap::PowerHeld;
 use greenup_proto::protocol::NodeSettings;
 use spank_greenup::args::Args;
 use spank_greenup::node::{self, JobEnv, Level};
@@ -76,7 +76,7 @@ fn a_decisions_power_limit_is_set_for_any_verdict_and_restored_at_the_epilog() {
     let paths = node::node_paths(&args, &site, "n1");
     let d = refused_with_150_w();
     // The prolog keeps the decision for the epilog; then applies it.
-    let dir = greenup::dvfs::run_dir::JobDir::new(&paths.run_dir, 77);
+    let dir = greenup_platform::dvfs::run_dir::JobDir::new(&paths.run_dir, 77);
     dir.create().unwrap();
     std::fs::write(dir.decision("n1"), serde_json::to_vec(&d).unwrap()).unwrap();
     let rec = prolog::apply_settings(&paths, &site, &job, Some(&d), &Scope::Node, &quiet).unwrap();

@@ -6,7 +6,7 @@
 //! job; everyone else reads only their own.
 
 pub use greenup::site::roles::Roles;
-pub use greenup::users::{name_of, uid_of};
+pub use greenup_host::users::{name_of, uid_of};
 use greenup_proto::munge::{Munge, MungeFailure};
 use greenup_proto::protocol::{ErrorCode, ErrorReply};
 

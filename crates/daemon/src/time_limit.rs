@@ -44,8 +44,11 @@ pub async fn complete(
     let job_id = req.job_id;
     let bound = ask_bound(site);
     let asked = tokio::task::spawn_blocking(move || {
-        time_limit::ask(&mut time_limit::squeue(bin_dir.as_deref(), job_id), bound)
-            .map_err(|e| e.to_string())
+        let mut squeue = greenup_host::command::slurm(bin_dir.as_deref(), "squeue");
+        squeue.args(time_limit::squeue_args(job_id));
+        let out =
+            greenup_host::command::stdout_of(&mut squeue, bound).map_err(|e| e.to_string())?;
+        time_limit::parse_squeue(&out).map_err(|e| e.to_string())
     })
     .await
     .map_err(|e| e.to_string())

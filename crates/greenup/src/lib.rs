@@ -22,12 +22,8 @@ pub mod query;
 pub mod record;
 pub mod site;
 pub mod slurm;
-pub mod users;
 pub use greenup_core::units;
 
-pub use greenup_platform::dvfs;
 pub mod expr;
-pub mod gpu_start;
-pub use greenup_platform::meter;
 
 pub mod report;

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use greenup::dvfs::run_dir::JobDir;
-use greenup::gpu_start::GpuStart;
+use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_platform::gpu::hold::{self, Control, GpuRecord, Request};
+use greenup_platform::gpu::start::GpuStart;
 use greenup_platform::gpu::{DEFAULT_LIBRARY, GpuReading, LimitRange, Nvml, parse_job_gpus};
 use serde::Serialize;
 

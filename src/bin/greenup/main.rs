@@ -16,6 +16,7 @@ mod policy;
 mod power;
 mod profile;
 mod report_cmds;
+mod sacct;
 mod site;
 
 use std::path::PathBuf;

@@ -12,10 +12,10 @@ use std::time::Duration;
 use clap::Args;
 use std::time::Instant;
 
-use greenup::dvfs::job::{NodePaths, count_until_end};
-use greenup::dvfs::state;
-use greenup::meter::rapl::{self, Energy, Reading};
-use greenup::meter::tally::Tally;
+use greenup_platform::dvfs::job::{NodePaths, count_until_end};
+use greenup_platform::dvfs::state;
+use greenup_platform::meter::rapl::{self, Energy, Reading};
+use greenup_platform::meter::tally::Tally;
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::live_power::{PowerReport, PowerSample, REPORT_PERIOD_S, samples_per_report};
 
@@ -336,7 +336,7 @@ fn with_gpus(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use greenup::meter::rapl::ZoneReading;
+    use greenup_platform::meter::rapl::ZoneReading;
 
     fn reading(unix_s: f64, uj: &[u64]) -> Reading {
         Reading {

@@ -183,7 +183,7 @@ pub fn learn(args: LearnArgs) -> Outcome {
     // What a job reads is root's or the SlurmUser's to write; say so before reading
     // anything (the file system would refuse too, with a less helpful line).
     if !to_stdout && feeds_jobs(&site, &dest) {
-        let (roles, _) = greenup::site::roles::Roles::from_site(&site);
+        let (roles, _) = greenup::site::roles::Roles::from_site(&site, greenup_host::users::uid_of);
         // SAFETY: geteuid has no preconditions and cannot fail.
         let uid = unsafe { libc::geteuid() };
         if !roles.may_write(uid) {
@@ -349,7 +349,7 @@ pub fn report(args: ReportArgs) -> Outcome {
     let rec = connect(&site)?
         .get_job(args.job_id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let slurm = accounting::query(rec.job_id, accounting::SACCT_TIMEOUT);
+    let slurm = crate::sacct::query(rec.job_id, accounting::SACCT_TIMEOUT);
     let (mut r, predictor) = build(&site, &rec, slurm);
     r.against_measured = against_measured(&site, &r);
     print_as(

@@ -98,7 +98,11 @@ fn licenses(args: LicensesArgs) -> Outcome {
     if let Some(out) = &args.lua {
         greenup::input::write_atomic_mode(
             out,
-            greenup::power::slurm::lua_table(&site).as_bytes(),
+            greenup::power::slurm::lua_table(
+                &site,
+                greenup_host::users::uid_of(&site.daemon.slurm_user),
+            )
+            .as_bytes(),
             0o644,
         )
         .map_err(|e| crate::Failure::Runtime(format!("{}: {e}", out.display())))?;

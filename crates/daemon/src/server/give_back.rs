@@ -258,10 +258,10 @@ pub(super) async fn shrink(shared: Arc<Shared>, s: Shrink) {
     let (job_id, kept_w, from_w) = (s.job_id, s.kept_w, s.from_w);
     let done = tokio::task::spawn_blocking(move || {
         let id = s.job_id.to_string();
-        let mut show = greenup::slurm::command::slurm(bin.as_deref(), "scontrol");
+        let mut show = greenup_host::command::slurm(bin.as_deref(), "scontrol");
         show.args(["-o", "show", "job", &id]);
-        let text = greenup::slurm::command::stdout_of(&mut show, SLURM_LIMIT)
-            .map_err(|e| e.to_string())?;
+        let text =
+            greenup_host::command::stdout_of(&mut show, SLURM_LIMIT).map_err(|e| e.to_string())?;
         let view = greenup::slurm::job::parse_scontrol(&text);
         if view.state.as_deref() != Some("RUNNING") {
             return Err(format!(
@@ -272,9 +272,9 @@ pub(super) async fn shrink(shared: Arc<Shared>, s: Shrink) {
         let list = view.licenses.unwrap_or_default();
         let new = licenses_with(&list, &power, s.partition.as_deref(), s.kept_w as u64)
             .ok_or_else(|| format!("it holds none of greenup's licenses ({list})"))?;
-        let mut update = greenup::slurm::command::slurm(bin.as_deref(), "scontrol");
+        let mut update = greenup_host::command::slurm(bin.as_deref(), "scontrol");
         update.args(["update", &format!("JobId={id}"), &format!("Licenses={new}")]);
-        greenup::slurm::command::stdout_of(&mut update, SLURM_LIMIT).map_err(|e| e.to_string())?;
+        greenup_host::command::stdout_of(&mut update, SLURM_LIMIT).map_err(|e| e.to_string())?;
         Ok(new)
     })
     .await

@@ -123,7 +123,7 @@ pub(super) struct Ctx {
 }
 
 fn build_ctx(site: Site) -> Result<Ctx, DeciderError> {
-    let (roles, warnings) = Roles::from_site(&site);
+    let (roles, warnings) = Roles::from_site(&site, greenup_host::users::uid_of);
     for w in warnings {
         tracing::warn!("{}: {w}", site.path.display());
     }
@@ -209,7 +209,7 @@ fn store_error(e: StoreError) -> ErrorReply {
 /// Check a site config the way greenupd would load it; returns the warnings.
 pub fn check_config(path: &Path, loader: &SiteLoader) -> Result<Vec<String>, ServeError> {
     let site = loader(path)?;
-    let (_, warnings) = Roles::from_site(&site);
+    let (_, warnings) = Roles::from_site(&site, greenup_host::users::uid_of);
     Decider::new(&site)?;
     Ok(warnings)
 }

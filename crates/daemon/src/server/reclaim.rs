@@ -16,9 +16,9 @@ const SQUEUE_BOUND: Duration = Duration::from_secs(20);
 
 /// Job ids Slurm still knows, or `None` if Slurm could not be asked.
 fn slurm_jobs(bin_dir: Option<&Path>) -> Option<std::collections::HashSet<u64>> {
-    let mut squeue = greenup::slurm::command::slurm(bin_dir, "squeue");
+    let mut squeue = greenup_host::command::slurm(bin_dir, "squeue");
     squeue.args(["-h", "-o", "%A %T", "-t", "all"]);
-    let out = greenup::slurm::command::stdout_of(&mut squeue, SQUEUE_BOUND)
+    let out = greenup_host::command::stdout_of(&mut squeue, SQUEUE_BOUND)
         .inspect_err(|e| tracing::warn!(error = %e, "reclaim cannot ask Slurm"))
         .ok()?;
     Some(live_jobs(&out))

@@ -63,9 +63,9 @@ const SLURM_LIMIT: Duration = Duration::from_secs(10);
 
 /// A Slurm command's standard output, or `None` when it failed or ran past [`SLURM_LIMIT`].
 fn slurm_output(bin: Option<&Path>, prog: &str, args: &[&str]) -> Option<String> {
-    let mut cmd = greenup::slurm::command::slurm(bin, prog);
+    let mut cmd = greenup_host::command::slurm(bin, prog);
     cmd.args(args);
-    greenup::slurm::command::stdout_of(&mut cmd, SLURM_LIMIT)
+    greenup_host::command::stdout_of(&mut cmd, SLURM_LIMIT)
         .inspect_err(|e| tracing::debug!(error = %e, "Slurm could not say how a job ended"))
         .ok()
 }

@@ -182,7 +182,9 @@ pub fn license_drift(site: &Site, slurm_conf: &str) -> Vec<LicenseDrift> {
 
 /// The Lua table etc/job_submit.lua loads (`dofile`): for each partition, the licenses a
 /// job in it must hold and its nodes' bounds; `any` for a job that names no partition.
-pub fn lua_table(site: &Site) -> String {
+/// `slurm_uid` is the site's SlurmUser's uid as the user database says when the table
+/// is written (the caller asks it).
+pub fn lua_table(site: &Site, slurm_uid: Option<u32>) -> String {
     let p = &site.power;
     let site_license = site.power_cap_w.map(|_| p.license_for(None));
     let mut out = String::new();
@@ -195,9 +197,8 @@ pub fn lua_table(site: &Site) -> String {
     let _ = writeln!(out, "  enforce = {:?},", p.enforce.as_str());
     // Who may change a job's greenup licenses after submission: root and SlurmUser (as
     // the user database says when the table is written).
-    let slurm_user = crate::users::uid_of(&site.daemon.slurm_user);
     let operators: Vec<u32> = std::iter::once(0)
-        .chain(slurm_user.filter(|u| *u != 0))
+        .chain(slurm_uid.filter(|u| *u != 0))
         .collect();
     let ops: Vec<String> = operators.iter().map(u32::to_string).collect();
     let _ = writeln!(out, "  operators = {{ {} }},", ops.join(", "));
@@ -330,7 +331,7 @@ mod tests {
         let eco_lo = 20.0 + 60.0 * (1.2_f64 / 2.4).powi(3);
         assert!((b.min_w - fast_lo.max(eco_lo)).abs() < 1e-9, "{b:?}");
         assert!((b.max_w - 160.0).abs() < 1e-9, "{b:?}");
-        let lua = lua_table(&site);
+        let lua = lua_table(&site, None);
         assert!(
             lua.contains(r#"    ["debug"] = { licenses = { "greenup_w", "greenup_w_debug" }, min_node_w = 45, max_node_w = 160, nodes = 4, cap_w = 1000 },"#),
             "{lua}"

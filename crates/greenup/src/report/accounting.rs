@@ -1,18 +1,16 @@
-//! Slurm accounting's own energy figure for a job (ConsumedEnergy), read with
-//! `sacct` and translated into what a report may honestly say about it.
+//! Slurm accounting's own energy figure for a job (ConsumedEnergy): what to ask `sacct`
+//! and how to translate its answer into what a report may honestly say about it. The
+//! CLI runs sacct (through `greenup-host`, under [`SACCT_TIMEOUT`]).
 //!
 //! Slurm prints 0 J when no energy plugin (`AcctGatherEnergyType`) counted the
 //! job, and its figure is final only once the job has ended. Both cases, and a
 //! cluster without accounting at all, become [`SlurmEnergy`] values that say
 //! why there is no number, so no report ever shows "0 J" for "not measured".
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
+use greenup_core::text::last_line;
 use serde::{Deserialize, Serialize};
-
-use crate::slurm::command::{self, CommandError, last_line};
 
 /// How long `greenup report` waits for sacct before saying accounting did not answer.
 pub const SACCT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -165,28 +163,18 @@ pub fn parse(success: bool, stdout: &str, stderr: &str) -> SlurmEnergy {
     }
 }
 
-/// Ask Slurm accounting (the `sacct` on PATH) for a job's ConsumedEnergy, waiting at most `timeout`.
-pub fn query(job_id: u64, timeout: Duration) -> SlurmEnergy {
-    query_with(Path::new("sacct"), job_id, timeout)
-}
-
-/// [`query`] with a given sacct program (tests use a stand-in).
-pub fn query_with(sacct: &Path, job_id: u64, timeout: Duration) -> SlurmEnergy {
-    // sacct without a slurm.conf retries for a minute, and an unreachable slurmdbd can
-    // hang: a report never waits longer than `timeout`.
-    let mut cmd = Command::new(sacct);
-    cmd.args(["-n", "-P", "-X", "-j"])
-        .arg(job_id.to_string())
-        .args(["-o", "State,ConsumedEnergyRaw"]);
-    match command::run(&mut cmd, timeout) {
-        Ok(f) => parse(f.status.success(), &f.stdout, &f.stderr),
-        Err(CommandError::NotFound { .. }) => SlurmEnergy::NoAccounting {
-            detail: format!("{} is not installed", sacct.display()),
-        },
-        Err(e) => SlurmEnergy::Unreachable {
-            detail: e.to_string(),
-        },
-    }
+/// The arguments that make sacct print each of a job's components' state and
+/// ConsumedEnergy in joules, one `STATE|JOULES` line each, as [`parse`] reads them.
+pub fn sacct_args(job_id: u64) -> [String; 7] {
+    [
+        "-n".into(),
+        "-P".into(),
+        "-X".into(),
+        "-j".into(),
+        job_id.to_string(),
+        "-o".into(),
+        "State,ConsumedEnergyRaw".into(),
+    ]
 }
 
 #[cfg(test)]
@@ -275,49 +263,19 @@ mod tests {
         assert_eq!(v, serde_json::json!({"status": "measured", "joules": 5.0}));
     }
 
-    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("sacct");
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
-    }
-
     #[test]
-    fn query_passes_the_job_and_fields_and_reads_the_answer() {
-        let t = tempfile::tempdir().unwrap();
-        // The stand-in answers only to exactly the arguments greenup must pass.
-        let p = script(
-            t.path(),
-            r#"[ "$*" = "-n -P -X -j 42 -o State,ConsumedEnergyRaw" ] && echo 'COMPLETED|7000' && exit 0
-echo "bad args: $*" >&2; exit 2"#,
-        );
+    fn sacct_is_asked_for_the_job_and_exactly_these_fields() {
         assert_eq!(
-            query_with(&p, 42, Duration::from_secs(30)),
-            SlurmEnergy::Measured { joules: 7000.0 }
-        );
-        assert_eq!(
-            query_with(&p, 43, Duration::from_secs(30)),
-            SlurmEnergy::Unreachable {
-                detail: "bad args: -n -P -X -j 43 -o State,ConsumedEnergyRaw".into()
-            }
-        );
-    }
-
-    #[test]
-    fn query_gives_up_on_a_hung_sacct_and_names_a_missing_one() {
-        let t = tempfile::tempdir().unwrap();
-        let p = script(t.path(), "exec sleep 30");
-        let e = query_with(&p, 1, Duration::from_millis(200));
-        assert_eq!(e.status(), "unreachable");
-        assert!(
-            e.reason().unwrap().contains("no answer within 0.2 s"),
-            "{e:?}"
-        );
-        let missing = t.path().join("no-such-sacct");
-        assert_eq!(
-            query_with(&missing, 1, SACCT_TIMEOUT).status(),
-            "no_accounting"
+            sacct_args(42),
+            [
+                "-n",
+                "-P",
+                "-X",
+                "-j",
+                "42",
+                "-o",
+                "State,ConsumedEnergyRaw"
+            ]
         );
     }
 }

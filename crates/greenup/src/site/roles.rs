@@ -5,8 +5,6 @@
 
 use std::collections::HashSet;
 
-use crate::users::uid_of;
-
 use super::Site;
 
 /// Who may do what, resolved from the site config.
@@ -17,8 +15,9 @@ pub struct Roles {
 }
 
 impl Roles {
-    /// Resolve the SlurmUser and admins to uids. Names that do not exist are returned as warnings.
-    pub fn from_site(site: &Site) -> (Roles, Vec<String>) {
+    /// Resolve the SlurmUser and admins to uids with `uid_of` (the caller's look-up in
+    /// the system's user database). Names that do not exist are returned as warnings.
+    pub fn from_site(site: &Site, uid_of: impl Fn(&str) -> Option<u32>) -> (Roles, Vec<String>) {
         let mut warnings = Vec::new();
         let slurm_uid = match uid_of(&site.daemon.slurm_user) {
             Some(u) => Some(u),

@@ -1,6 +1,5 @@
-//! Asking Slurm: its commands, each run under a time bound, and the facts greenup reads
-//! from them.
+//! What greenup asks Slurm and what it reads from the answers. The asking itself (a
+//! command run under a time bound) is `greenup-host`'s, done by the library's callers.
 
-pub mod command;
 pub mod job;
 pub mod time_limit;

@@ -14,10 +14,7 @@
 //! The same squeue line gives the job's Slurm account, which a 22.05 node's prolog does
 //! not see (only PrologSlurmctld does), and which account energy budgets need.
 
-use std::process::Command;
 use std::time::Duration;
-
-use super::command::{self, CommandError};
 
 /// The longest greenupd waits for squeue to say a job's time limit: the job's nodes wait
 /// for the decision, and their prologs give up after the site's `daemon.timeout_ms`.
@@ -60,23 +57,16 @@ pub enum SqueueError {
     Limit(#[from] crate::units::UnitError),
 }
 
-/// Why slurmctld could not say a job's time limit.
-#[derive(Debug, thiserror::Error)]
-pub enum AskError {
-    /// squeue could not be run, failed, or gave no answer in time.
-    #[error(transparent)]
-    Command(#[from] CommandError),
-    /// squeue answered with something unreadable.
-    #[error(transparent)]
-    Squeue(#[from] SqueueError),
-}
-
-/// The squeue command that prints one job's time limit, account and licenses and
-/// nothing else.
-pub fn squeue(bin_dir: Option<&std::path::Path>, job_id: u64) -> Command {
-    let mut c = super::command::slurm(bin_dir, "squeue");
-    c.args(["-h", "-j", &job_id.to_string(), "-o", "%l %a %W"]);
-    c
+/// The arguments that make squeue print one job's time limit, account and licenses and
+/// nothing else (greenupd runs `squeue` with them; [`parse_squeue`] reads the answer).
+pub fn squeue_args(job_id: u64) -> [String; 5] {
+    [
+        "-h".into(),
+        "-j".into(),
+        job_id.to_string(),
+        "-o".into(),
+        "%l %a %W".into(),
+    ]
 }
 
 /// Read what `squeue -h -j JOBID -o "%l %a %W"` printed: the limit (`11:00`,
@@ -114,13 +104,6 @@ pub fn parse_squeue(text: &str) -> Result<Asked, SqueueError> {
         account,
         licenses,
     })
-}
-
-/// Ask slurmctld (through `cmd`, normally [`squeue`]) for a job's time limit and
-/// account, waiting at most `bound`.
-pub fn ask(cmd: &mut Command, bound: Duration) -> Result<Asked, AskError> {
-    let out = command::stdout_of(cmd, bound)?;
-    Ok(parse_squeue(&out)?)
 }
 
 /// The time limit in a job prolog's environment (looked up by `get`), from a Slurm of
@@ -209,12 +192,6 @@ mod tests {
 
     #[test]
     fn a_job_limit_is_asked_of_squeue_with_exactly_these_arguments() {
-        let c = squeue(None, 42);
-        let args: Vec<_> = c
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(c.get_program(), "squeue");
-        assert_eq!(args, ["-h", "-j", "42", "-o", "%l %a %W"]);
+        assert_eq!(squeue_args(42), ["-h", "-j", "42", "-o", "%l %a %W"]);
     }
 }

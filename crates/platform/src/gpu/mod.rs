@@ -15,6 +15,7 @@ pub mod hold;
 pub mod nvml;
 pub mod reading;
 pub mod samples;
+pub mod start;
 
 pub use error::{Code, NvmlError};
 pub use hold::{Control, GpuRecord, Request, SavedGpu};

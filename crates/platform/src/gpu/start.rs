@@ -2,16 +2,17 @@
 //! have their counters saved, any earlier job's record naming one of them is restored
 //! first, and each is held at its part of the node's power share when the decision gives
 //! one. The prolog hands this to a worker of its own (`greenup gpu start-job`, through
-//! [`greenup_platform::gpu::handoff`]) so that it does not wait for NVML; without a
-//! worker it does it itself.
+//! [`super::handoff`]) so that it does not wait for NVML; without a worker it does it
+//! itself. What each GPU's part is, is the decision's (the library's power split); this
+//! only sets it.
 
 use std::path::PathBuf;
 
-use greenup_platform::gpu::hold::{self, Request};
-use greenup_platform::gpu::{Control, Nvml, parse_job_gpus};
+use greenup_wire::power::GpuPart;
 use serde::{Deserialize, Serialize};
 
-use crate::power::split::GpuPart;
+use super::hold::{self, Request};
+use super::{Control, Nvml, parse_job_gpus};
 
 /// What a job's start asks of its GPUs on one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

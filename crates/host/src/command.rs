@@ -14,6 +14,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use greenup_core::text::last_line;
+
 /// The most a command may write (stdout and stderr together) before it is stopped:
 /// `squeue -t all` on a cluster with 100,000 jobs writes about 2 MB.
 pub const MAX_OUTPUT: usize = 32 << 20;
@@ -93,16 +95,6 @@ impl Finished {
             })
         }
     }
-}
-
-/// The last non-empty line of `text`, at most 200 characters (for one-line errors).
-pub fn last_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or("no message");
-    line.chars().take(200).collect()
 }
 
 /// The Slurm command `program` (`squeue`, `scontrol`, `sacct`), from `bin_dir` when a
