@@ -7,7 +7,8 @@
 # of its nodes' RAPL counters; greenup's prediction is read from `greenup report` only to
 # measure its error. Appends one row per run to OUT/runs.csv and prints, per application
 # and policy, slowdown and saving (mean and spread over the pairs) and the prediction
-# error of the policy runs in order.
+# error of the policy runs in order, and each setting against the runs at f_max
+# (scripts/evaluate_summary.py; runs whose answer failed are left out and counted).
 # Each application and policy is one batch on a fresh cluster (learn, then PAIRS pairs),
 # so the prediction errors of a batch follow one learned profile from its first run.
 # Run as root, with greenup built (GC_BIN_DIR, default target/release) and no other test
@@ -96,56 +97,4 @@ for app in "${APPS[@]}"; do
 done
 
 step "summary ($CSV)"
-/usr/bin/python3 - "$CSV" "${APPS[@]}" <<'PY'
-import csv, statistics, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["app"] in sys.argv[2:]]
-def spread(v):
-    return (f"{statistics.mean(v):+.1f} ± {statistics.stdev(v):.1f} ({min(v):+.1f} to {max(v):+.1f})"
-            if len(v) > 1 else f"{v[0]:+.1f}")
-print("| application | policy | pairs | baseline time s | policy time s | slowdown % | baseline energy kJ | policy energy kJ | saving % | all answers checked |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-errors = {}
-for app in dict.fromkeys(r["app"] for r in rows):
-    for pol in dict.fromkeys(r["policy"] for r in rows if r["app"] == app):
-        rs = [r for r in rows if r["app"] == app and r["policy"] == pol]
-        pairs = {}
-        for r in rs:
-            pairs.setdefault(r["pair"], {})[r["kind"]] = r
-        full = [p for p in pairs.values() if "baseline" in p and "policy" in p]
-        if not full:
-            continue
-        bt = [float(p["baseline"]["time_s"]) for p in full]; pt = [float(p["policy"]["time_s"]) for p in full]
-        be = [float(p["baseline"]["energy_j"]) for p in full]; pe = [float(p["policy"]["energy_j"]) for p in full]
-        slow = [100 * (b - a) / a for a, b in zip(bt, pt)]
-        save = [100 * (a - b) / a for a, b in zip(be, pe)]
-        ok = all(r["check"] == "ok" for r in rs)
-        print(f"| {app} | {pol} | {len(full)} | {statistics.mean(bt):.1f} | {statistics.mean(pt):.1f} | {spread(slow)} "
-              f"| {statistics.mean(be)/1000:.2f} | {statistics.mean(pe)/1000:.2f} | {spread(save)} | {'yes' if ok else 'NO'} |")
-        runs = [r for r in rs if r["kind"] == "policy" and r["pred_energy_j"] not in ("", "null")]
-        errors[(app, pol)] = [(100 * (float(r["pred_time_s"]) - float(r["time_s"])) / float(r["time_s"]),
-                    100 * (float(r["pred_energy_j"]) - float(r["energy_j"])) / float(r["energy_j"]),
-                    r["profile_version"]) for r in runs]
-print()
-print("| application | policy | prediction error, run 1 (time, energy, profile version) | run 5 | mean abs. energy error, runs 1-5 |")
-print("|---|---|---|---|---|")
-for (app, pol), e in errors.items():
-    if not e:
-        continue
-    one = f"{e[0][0]:+.1f}%, {e[0][1]:+.1f}% (v{e[0][2]})"
-    five = f"{e[4][0]:+.1f}%, {e[4][1]:+.1f}% (v{e[4][2]})" if len(e) >= 5 else "not run"
-    print(f"| {app} | {pol} | {one} | {five} | {statistics.mean(abs(x[1]) for x in e[:5]):.1f}% |")
-# A profile's version k has been refined from k-1 measured runs (any policy's), so the
-# error by version is the error after so many runs, whichever policy made them.
-print()
-print("| application | profile version (refined from that many runs, minus one) | policy runs | mean abs. time error | mean abs. energy error |")
-print("|---|---|---|---|---|")
-for app in dict.fromkeys(r["app"] for r in rows):
-    byv = {}
-    for (a, _), e in errors.items():
-        if a == app:
-            for t, en, v in e:
-                byv.setdefault(int(v), []).append((abs(t), abs(en)))
-    for v in sorted(byv):
-        x = byv[v]
-        print(f"| {app} | v{v} | {len(x)} | {statistics.mean(t for t, _ in x):.1f}% | {statistics.mean(e for _, e in x):.1f}% |")
-PY
+/usr/bin/python3 scripts/evaluate_summary.py "$CSV" "${APPS[@]}"
