@@ -76,7 +76,9 @@ class ClockLaw(unittest.TestCase):
             self.assertIsNone(pm.job_beta(q.pid))  # out of (0, 1]: ignored
             self.assertIsNone(pm.job_beta(999999999))
         finally:
-            p.kill(), q.kill()
+            for proc in (p, q):
+                proc.kill()
+                proc.wait()
 
 
 class BadSpecs(unittest.TestCase):
