@@ -488,13 +488,18 @@ mod tests {
         }
     }
 
+    /// A node's sysfs and run directory under a test's temporary directory.
+    fn temp_paths(t: &tempfile::TempDir) -> NodePaths {
+        NodePaths {
+            sysfs_root: t.path().join("sys"),
+            run_dir: t.path().join("run"),
+        }
+    }
+
     #[test]
     fn a_monitor_run_naming_a_profile_has_its_mpi_steps_measured_and_nothing_lowered() {
         let t = tempfile::tempdir().unwrap();
-        let paths = NodePaths {
-            sysfs_root: t.path().join("sys"),
-            run_dir: t.path().join("run"),
-        };
+        let paths = temp_paths(&t);
         let lib = t.path().join("libgreenup_mpi.so");
         std::fs::write(&lib, "").unwrap();
         let mut site = NodeConfig::from_site(&crate::node::test_cluster_site());
@@ -559,10 +564,7 @@ mod tests {
     #[test]
     fn the_guards_settings_are_saved_only_where_they_can_raise_a_clock() {
         let t = tempfile::tempdir().unwrap();
-        let paths = NodePaths {
-            sysfs_root: t.path().join("sys"),
-            run_dir: t.path().join("run"),
-        };
+        let paths = temp_paths(&t);
         let job = job(1);
         let dir = JobDir::new(&paths.run_dir, 9);
         dir.create().unwrap();

@@ -318,9 +318,10 @@ class Node:
         caps = {}
         for job, j in self.jobs.items():
             cpus = [c for c in (j["cpus"] or x.keys()) if c in x]
-            for c in cpus:
-                speed[c] = max(speed[c], clock_speed(x[c], j["beta"]))
-            caps[job] = (cpus, per_cpu * sum(clock_speed(x[c], j["beta"]) for c in cpus))
+            own = {c: clock_speed(x[c], j["beta"]) for c in cpus}
+            for c, v in own.items():
+                speed[c] = max(speed[c], v)
+            caps[job] = (cpus, per_cpu * sum(own.values()))
         return per_cpu * sum(speed.values()), caps
 
     def apply(self, x):
