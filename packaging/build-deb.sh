@@ -20,7 +20,7 @@ series=$(printf '%d.%02d' $(( (number >> 16) & 0xff )) $(( (number >> 8) & 0xff 
 export GREENUP_SLURM_VERSION_H=$header   # plugin/build.rs reads the same header
 
 command -v cargo-deb >/dev/null || cargo install --locked --quiet cargo-deb
-cargo build --release --workspace --quiet
+release_build
 
 mkdir -p target/packaging/deb-scripts
 echo "$series" > target/packaging/slurm-series

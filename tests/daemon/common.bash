@@ -8,12 +8,9 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 GREENUPD=${GREENUPD:-$TARGET/release/greenupd}
 LOADGEN=$TARGET/release/examples/loadgen
 
-# Every release binary the daemon scripts run, in one cargo call: one set of features
-# for the library, so the crash, load and herd scripts build it once between them (apart,
-# the herd's plugin example and `greenup` rebuilt it twice, about 3 minutes on 2 CPUs).
+# The daemon scripts' release binaries: scripts/lib.sh builds them with the package's.
 build_release() {
-  (cd "$ROOT" && cargo build --release --quiet -p greenup-commands -p spank_greenup \
-    --bin greenupd --bin greenup --example loadgen --example herd)
+  (cd "$ROOT" && release_build)
 }
 
 # write_config DIR NODES: a site with NODES nodes n1..nNODES in partition "debug", no caps.
