@@ -115,6 +115,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             budgets: Vec::new(),
             grant: None,
             guard: None,
+            watts: Vec::new(),
         },
         outcomes,
     }
