@@ -97,6 +97,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             budgets: Vec::new(),
             grant: None,
             guard: None,
+            watts: Vec::new(),
         };
         let job = NewJob {
             request: open_req(1, 0, 2),

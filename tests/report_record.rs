@@ -115,6 +115,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             budgets: Vec::new(),
             grant: None,
             guard: None,
+            watts: Vec::new(),
         },
         outcomes,
     }
@@ -500,5 +501,61 @@ fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
             .guard
             .unwrap()
             .starts_with("no in-job guard ran: no MPI step")
+    );
+}
+
+#[test]
+fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
+    use greenup::record::{PowerSource, TypeWatts};
+    let outcomes = vec![
+        outcome("n1", 2.0, Some(3_000.0), "rapl", None),
+        outcome("n2", 2.0, Some(3_000.0), "rapl", None),
+        outcome("n3", 2.0, Some(3_000.0), "rapl", None),
+    ];
+    // A decision stored before it recorded its watts says nothing of them.
+    let plain = record(Verdict::Planned, outcomes.clone());
+    let r = from_record(&plain, &Context::default());
+    assert!(r.watts.is_empty());
+    assert!(!report::text::job_report(&r).contains("Watts"));
+    assert!(!report::table::job_json(&r).unwrap().contains("\"watts\""));
+
+    let mut rec = record(Verdict::Planned, outcomes);
+    rec.decision.watts = vec![
+        TypeWatts {
+            node_type: "epyc".into(),
+            freq_ghz: 2.2,
+            busy_w: 233.9,
+            idle_w: 77.0,
+            source: PowerSource::Measured { runs: 3 },
+        },
+        TypeWatts {
+            node_type: "xeon".into(),
+            freq_ghz: 2.0,
+            busy_w: 192.0,
+            idle_w: 48.0,
+            source: PowerSource::Site,
+        },
+    ];
+    let r = from_record(&rec, &Context::default());
+    let page = report::text::job_report(&r);
+    assert!(
+        page.contains(
+            "Decision    3 of 4 allocated nodes\n\
+             Watts       epyc at 2.20 GHz: 233.9 W busy, 77.0 W idle (measured, 3 runs); \
+             xeon at 2.00 GHz: 192.0 W busy, 48.0 W idle (site)\n"
+        ),
+        "{page}"
+    );
+    // The JSON form carries the same values, each source by its kind.
+    let json: serde_json::Value =
+        serde_json::from_str(&report::table::job_json(&r).unwrap()).unwrap();
+    assert_eq!(
+        json["watts"],
+        serde_json::json!([
+            {"type": "epyc", "freq_ghz": 2.2, "busy_w": 233.9, "idle_w": 77.0,
+             "source": {"kind": "measured", "runs": 3}},
+            {"type": "xeon", "freq_ghz": 2.0, "busy_w": 192.0, "idle_w": 48.0,
+             "source": {"kind": "site"}}
+        ])
     );
 }

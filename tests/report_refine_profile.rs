@@ -205,6 +205,7 @@ mod after_close {
                 budgets: Vec::new(),
                 grant: None,
                 guard: None,
+                watts: Vec::new(),
             },
             outcomes: vec![
                 out("h001", 2.5, 14_000.0, "rapl"),

@@ -90,6 +90,7 @@ pub fn measured_job() -> JobReport {
         warnings: vec![],
         budgets: Vec::new(),
         guard: None,
+        watts: Vec::new(),
     }
 }
 
@@ -161,6 +162,7 @@ pub fn partial_job() -> JobReport {
         ],
         budgets: Vec::new(),
         guard: None,
+        watts: Vec::new(),
     }
 }
 

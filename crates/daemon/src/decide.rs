@@ -15,11 +15,13 @@ use std::time::SystemTime;
 use super::baseline::{self, AppState};
 use super::plan_cache::{PlanCache, Shape};
 use greenup::model::Predictor;
+use greenup::model::measured_power::planned;
 use greenup::plan::{Plan, PlanRequest, plan_with};
 use greenup::policy::{Policy, PolicySet};
 use greenup::power::{Grant, grant_over};
 use greenup::profile::Profile;
 use greenup::profile::locate;
+use greenup::record::TypeWatts;
 use greenup::site::{DaemonLimits, Enforce, OverBudget, PowerEnforce, Site};
 use greenup_proto::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 
@@ -142,6 +144,15 @@ pub fn grant_of(
         ),
         None => grant_over(site, g, req.nodes.iter().map(|n| (n.as_str(), None, None))),
     }
+}
+
+/// The watts each node type of `plan` was planned with at its clock, and their source,
+/// by `site`'s node types (those greenupd decides with, measured curves laid over):
+/// what `greenup report` shows of the decision. Empty unless the verdict applies the plan.
+pub fn watts_of(site: &Site, verdict: Verdict, plan: Option<&Plan>) -> Vec<TypeWatts> {
+    plan.filter(|_| verdict.applies_plan())
+        .map(|p| planned(&site.node_types, p))
+        .unwrap_or_default()
 }
 
 fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -586,4 +597,98 @@ fn validate_options(req: &OpenJob) -> Result<(), ErrorReply> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use greenup::model::measured_power::{MeasuredClock, PowerCurve, PowerSource, overlay};
+    use std::collections::BTreeMap;
+
+    const SITE: &str = "\
+node_types:
+  epyc:
+    frequencies: [1.5, 2.2, 2.5]
+    power: {dynamic_w: 190, static_w: 77}
+  xeon:
+    frequencies: [1.2, 2.0, 2.4]
+    power: {dynamic_w: 144, static_w: 48, gamma: 2}
+nodes:
+  epyc: \"e[1-2]\"
+  xeon: \"x[1-2]\"
+";
+
+    fn plan(nodes: &[(&str, &str, f64)]) -> Plan {
+        let nodes: Vec<serde_json::Value> = nodes
+            .iter()
+            .map(|(n, t, f)| serde_json::json!({"name": n, "type": t, "freq_ghz": f}))
+            .collect();
+        let est = serde_json::json!({"time_s": 100.0, "energy_j": 1.0e5, "avg_power_w": 1.0e3});
+        serde_json::from_value(serde_json::json!({
+            "policy": "min-energy", "feasible": true, "reason": "", "node_count": nodes.len(),
+            "nodes": nodes, "predicted": est, "baseline": est, "objective": 1.0,
+            "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}
+        }))
+        .expect("a valid plan")
+    }
+
+    fn clock(freq_ghz: f64, busy_w: f64, runs: usize) -> MeasuredClock {
+        MeasuredClock {
+            freq_ghz,
+            busy_w,
+            runs,
+            samples: runs,
+        }
+    }
+
+    #[test]
+    fn a_decision_records_the_learned_watts_it_planned_with_and_the_sites_elsewhere() {
+        let mut site = greenup::site::parse("greenup.yaml", SITE).unwrap();
+        // As greenupd lays what epyc's nodes measured over the site's model.
+        let curves = BTreeMap::from([(
+            "epyc".to_string(),
+            PowerCurve {
+                clocks: vec![clock(1.5, 173.0, 3), clock(2.5, 260.0, 5)],
+            },
+        )]);
+        site.node_types = overlay(&site.node_types, &curves);
+        let p = plan(&[
+            ("e1", "epyc", 2.5),
+            ("e2", "epyc", 2.2),
+            ("x1", "xeon", 2.0),
+            ("x2", "xeon", 2.0),
+        ]);
+
+        let w = watts_of(&site, Verdict::Planned, Some(&p));
+        // One entry per type and clock, by type then clock: x1 and x2 make one.
+        let keys: Vec<(&str, f64)> = w
+            .iter()
+            .map(|w| (w.node_type.as_str(), w.freq_ghz))
+            .collect();
+        assert_eq!(keys, [("epyc", 2.2), ("epyc", 2.5), ("xeon", 2.0)]);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // 2.2 GHz lies 0.7 of the way from 1.5 to 2.5: 173 + 0.7 x (260 - 173) = 233.9 W.
+        assert!(close(w[0].busy_w, 233.9), "{:?}", w[0]);
+        assert_eq!(w[0].source, PowerSource::Interpolated);
+        // Measured at 2.5 GHz in 5 runs: 260 W. Idle watts stay the site's 77 W.
+        assert!(
+            close(w[1].busy_w, 260.0) && close(w[1].idle_w, 77.0),
+            "{:?}",
+            w[1]
+        );
+        assert_eq!(w[1].source, PowerSource::Measured { runs: 5 });
+        // xeon has no curve: the site's 48 + 144 x (2.0 / 2.4)^2 = 48 + 100 = 148 W.
+        assert!(
+            close(w[2].busy_w, 148.0) && close(w[2].idle_w, 48.0),
+            "{:?}",
+            w[2]
+        );
+        assert_eq!(w[2].source, PowerSource::Site);
+
+        assert_eq!(watts_of(&site, Verdict::BudgetLimited, Some(&p)), w);
+        // A job that runs unchanged or is refused applies no plan: no watts to show.
+        assert!(watts_of(&site, Verdict::Unchanged, Some(&p)).is_empty());
+        assert!(watts_of(&site, Verdict::Refused, Some(&p)).is_empty());
+        assert!(watts_of(&site, Verdict::Planned, None).is_empty());
+    }
 }

@@ -193,6 +193,57 @@ pub struct Decision {
     /// there is no promise to guard (and in decisions from before the guard).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<greenup_comm::GuardTerms>,
+    /// The watts the plan was made with, for each node type at each clock the plan set
+    /// its nodes to, and where they came from; empty when no plan is applied (and in
+    /// decisions from before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watts: Vec<TypeWatts>,
+}
+
+/// Where a node type's watts at one clock come from. The model reads it from its
+/// measured curves and the decision stores it, so it is the wire's, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PowerSource {
+    /// The site config's power model.
+    Site,
+    /// The mean of what nodes measured at this clock in this many runs.
+    Measured {
+        /// Distinct runs that measured it.
+        runs: usize,
+    },
+    /// A straight line between the two nearest measured clocks.
+    Interpolated,
+    /// The site's model, scaled by measured / site at the nearest measured clock
+    /// (a clock below or above every measured one).
+    SiteScaled,
+}
+
+impl std::fmt::Display for PowerSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PowerSource::Site => write!(f, "site"),
+            PowerSource::Measured { runs } => write!(f, "measured ({runs} runs)"),
+            PowerSource::Interpolated => write!(f, "interpolated"),
+            PowerSource::SiteScaled => write!(f, "site, scaled"),
+        }
+    }
+}
+
+/// The watts one node of a type was planned with at the clock its plan set it to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypeWatts {
+    /// The node type, as the site config names it.
+    #[serde(rename = "type")]
+    pub node_type: String,
+    /// The clock the plan set the type's nodes to, in GHz.
+    pub freq_ghz: f64,
+    /// Watts of one node while computing at that clock.
+    pub busy_w: f64,
+    /// Watts of one node while not computing (always the site config's).
+    pub idle_w: f64,
+    /// Where `busy_w` comes from.
+    pub source: PowerSource,
 }
 
 impl Decision {
@@ -626,6 +677,47 @@ pub enum ErrorCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decision_stored_before_its_watts_still_loads_and_new_ones_keep_them() {
+        let old = r#"{"job_id": 9, "verdict": "planned", "reason": "", "policy": "min-energy",
+            "profile": "lammps", "profile_version": "3", "power_cap_w": null,
+            "reserved_w": 500.0, "plan": null, "decided_at": 1795000000}"#;
+        let d: Decision = serde_json::from_str(old).unwrap();
+        assert!(d.watts.is_empty());
+        // Nothing to say is said by absence, so such a decision is stored as before.
+        assert!(!serde_json::to_string(&d).unwrap().contains("watts"));
+
+        let d = Decision {
+            watts: vec![
+                TypeWatts {
+                    node_type: "epyc".into(),
+                    freq_ghz: 2.2,
+                    busy_w: 233.9,
+                    idle_w: 77.0,
+                    source: PowerSource::Measured { runs: 3 },
+                },
+                TypeWatts {
+                    node_type: "xeon".into(),
+                    freq_ghz: 2.0,
+                    busy_w: 192.0,
+                    idle_w: 48.0,
+                    source: PowerSource::SiteScaled,
+                },
+            ],
+            ..d
+        };
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(
+            json.contains(r#"{"type":"epyc","freq_ghz":2.2,"busy_w":233.9,"idle_w":77.0,"source":{"kind":"measured","runs":3}}"#),
+            "{json}"
+        );
+        assert!(
+            json.contains(r#""source":{"kind":"site_scaled"}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Decision>(&json).unwrap(), d);
+    }
 
     #[test]
     fn end_words_round_trip_and_old_words_still_read() {

@@ -471,6 +471,7 @@ async fn decide_and_store(
         }
     }
     let grant = crate::decide::grant_of(&ctx.site, &req, p.verdict, p.plan.as_ref());
+    let watts = crate::decide::watts_of(&ctx.site, p.verdict, p.plan.as_ref());
     let guard = guard_terms(shared, &ctx, &req, &p).await;
     let reason = match &guard {
         Some(t) if p.reason.is_empty() => crate::baseline::guard_reason(t),
@@ -495,6 +496,7 @@ async fn decide_and_store(
         comm_dvfs: p.comm_dvfs,
         grant,
         guard,
+        watts,
     };
     let inputs = p.inputs;
     let partition = req.partition.clone();

@@ -1041,6 +1041,7 @@ mod tests {
             budgets: Vec::new(),
             grant: None,
             guard: None,
+            watts: Vec::new(),
         }
     }
 

@@ -8,37 +8,14 @@
 //! overstates what a lower clock saves.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use crate::model::NodeType;
+use greenup_core::plan::Plan;
+use greenup_wire::record::TypeWatts;
 
-/// Where a node type's watts at one clock come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PowerSource {
-    /// The site config's power model.
-    Site,
-    /// The mean of what nodes measured at this clock in this many runs.
-    Measured {
-        /// Distinct runs that measured it.
-        runs: usize,
-    },
-    /// A straight line between the two nearest measured clocks.
-    Interpolated,
-    /// The site's model, scaled by measured / site at the nearest measured clock
-    /// (a clock below or above every measured one).
-    SiteScaled,
-}
-
-impl fmt::Display for PowerSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PowerSource::Site => write!(f, "site"),
-            PowerSource::Measured { runs } => write!(f, "measured ({runs} runs)"),
-            PowerSource::Interpolated => write!(f, "interpolated"),
-            PowerSource::SiteScaled => write!(f, "site, scaled"),
-        }
-    }
-}
+/// Where a node type's watts at one clock come from: the wire's type, since decisions
+/// store it.
+pub use greenup_wire::record::PowerSource;
 
 /// One clock of a measured curve.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,6 +87,42 @@ pub fn overlay(
         .iter()
         .map(|(k, t)| (k.clone(), t.with_measured(curves.get(k).cloned())))
         .collect()
+}
+
+/// The watts `plan` was made with: for each node type and clock its nodes run at, one
+/// node's busy and idle watts by `types` (the site's models with any measured curves
+/// laid over them) and the busy watts' source, by type then clock. A type `types` does
+/// not know, or whose watts do not evaluate, is left out: the plan was made without it.
+pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts> {
+    let mut out: Vec<TypeWatts> = Vec::new();
+    for n in &plan.nodes {
+        let f = n.freq_ghz.0;
+        if out
+            .iter()
+            .any(|w| w.node_type == n.node_type && same_clock(w.freq_ghz, f))
+        {
+            continue;
+        }
+        let Some(nt) = types.get(&n.node_type) else {
+            continue;
+        };
+        let (Ok(idle_w), Ok(dynamic_w)) = (nt.static_w(f), nt.dynamic_w(f)) else {
+            continue;
+        };
+        out.push(TypeWatts {
+            node_type: n.node_type.clone(),
+            freq_ghz: f,
+            busy_w: idle_w + dynamic_w,
+            idle_w,
+            source: nt.power_source(f),
+        });
+    }
+    out.sort_by(|a, b| {
+        a.node_type
+            .cmp(&b.node_type)
+            .then(a.freq_ghz.total_cmp(&b.freq_ghz))
+    });
+    out
 }
 
 /// Each node type's watts at each clock it offers, with their source, one line each:

@@ -1068,6 +1068,7 @@ mod tests {
                 comm_dvfs: None,
                 grant: None,
                 guard: None,
+                watts: Vec::new(),
             },
             outcomes: nodes
                 .iter()

@@ -227,6 +227,11 @@ pub struct JobReport {
     /// when the policy promised none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
+    /// The watts the decision planned each node type with at its clock, and where they
+    /// came from (the site config, measurements, or a line between measured clocks);
+    /// empty when no plan was applied or the decision predates them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watts: Vec<crate::record::TypeWatts>,
 }
 
 /// Signed prediction error in percent: (predicted - measured) / measured * 100.

@@ -268,6 +268,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         warnings,
         budgets: d.budgets.clone(),
         guard: guard_line(rec),
+        watts: d.watts.clone(),
     }
 }
 

@@ -68,6 +68,9 @@ pub fn job_report(r: &JobReport) -> String {
         r.nodes.len(),
         r.allocated_nodes
     );
+    if let Some(w) = watts_line(&r.watts) {
+        let _ = writeln!(out, "Watts       {w}");
+    }
     if let Some(p) = power_line(&r.nodes) {
         let _ = writeln!(out, "Power       {p}");
     }
@@ -245,6 +248,33 @@ pub fn job_report(r: &JobReport) -> String {
         }
     }
     out
+}
+
+/// The watts the plan was made with, per node type and clock, each with its source; an
+/// admin reads from it whether greenup planned with the site's model or with what the
+/// nodes measured. `None` when the decision records none.
+fn watts_line(watts: &[crate::record::TypeWatts]) -> Option<String> {
+    use crate::record::PowerSource;
+    if watts.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = watts
+        .iter()
+        .map(|w| {
+            let source = match w.source {
+                PowerSource::Site => "site".to_string(),
+                PowerSource::Measured { runs: 1 } => "measured, 1 run".to_string(),
+                PowerSource::Measured { runs } => format!("measured, {runs} runs"),
+                PowerSource::Interpolated => "interpolated between measured clocks".to_string(),
+                PowerSource::SiteScaled => "site, scaled to the nearest measured clock".to_string(),
+            };
+            format!(
+                "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({source})",
+                w.node_type, w.freq_ghz, w.busy_w, w.idle_w
+            )
+        })
+        .collect();
+    Some(parts.join("; "))
 }
 
 /// Which nodes held the RAPL power limit their decision asked for; None when none was asked.
