@@ -122,6 +122,45 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
         b.energy_j.0,
         a.energy_j.0
     );
+    // Each decision stores the watts it planned with at the clock it chose, and their
+    // source: the site's law before any run, the curve above after.
+    use greenup::model::measured_power::PowerSource;
+    let expected_after = |f: f64| match f {
+        f if (f - 1.2).abs() < 1e-9 => (125.0 * 180.0 / site_16, PowerSource::SiteScaled),
+        f if (f - 1.6).abs() < 1e-9 => (180.0, PowerSource::Measured { runs: 3 }),
+        f if (f - 2.0).abs() < 1e-9 => (220.0, PowerSource::Interpolated),
+        _ => (260.0, PowerSource::Measured { runs: 3 }),
+    };
+    for (decision, after_runs) in [(&before, false), (&after, true)] {
+        // One entry per clock the plan set n1 and n2 to.
+        let clocks: std::collections::BTreeSet<String> = ["n1", "n2"]
+            .iter()
+            .filter_map(|n| decision.freq_for(n))
+            .map(|f| format!("{f:.3}"))
+            .collect();
+        let listed: std::collections::BTreeSet<String> = decision
+            .watts
+            .iter()
+            .map(|w| format!("{:.3}", w.freq_ghz))
+            .collect();
+        assert!(!clocks.is_empty(), "{decision:?}");
+        assert_eq!(listed, clocks, "{:?}", decision.watts);
+        assert_eq!(decision.watts.len(), clocks.len(), "{:?}", decision.watts);
+        for w in &decision.watts {
+            assert_eq!(w.node_type, "std");
+            let (busy_w, source) = if after_runs {
+                expected_after(w.freq_ghz)
+            } else {
+                (
+                    100.0 + 200.0 * (w.freq_ghz / 2.4).powi(3),
+                    PowerSource::Site,
+                )
+            };
+            assert!(close(Some(w.busy_w), busy_w), "{w:?} against {busy_w}");
+            assert_eq!(w.source, source, "{w:?}");
+            assert!(close(Some(w.idle_w), 100.0), "{w:?}");
+        }
+    }
 
     // The CLI learns the same from the same stored jobs, and names what it left out.
     let site = d.dir.path().join("power-site.yaml");
