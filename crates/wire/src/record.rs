@@ -688,22 +688,17 @@ mod tests {
         // Nothing to say is said by absence, so such a decision is stored as before.
         assert!(!serde_json::to_string(&d).unwrap().contains("watts"));
 
+        let watts = |node_type: &str, freq_ghz, busy_w, idle_w, source| TypeWatts {
+            node_type: node_type.into(),
+            freq_ghz,
+            busy_w,
+            idle_w,
+            source,
+        };
         let d = Decision {
             watts: vec![
-                TypeWatts {
-                    node_type: "epyc".into(),
-                    freq_ghz: 2.2,
-                    busy_w: 233.9,
-                    idle_w: 77.0,
-                    source: PowerSource::Measured { runs: 3 },
-                },
-                TypeWatts {
-                    node_type: "xeon".into(),
-                    freq_ghz: 2.0,
-                    busy_w: 192.0,
-                    idle_w: 48.0,
-                    source: PowerSource::SiteScaled,
-                },
+                watts("epyc", 2.2, 233.9, 77.0, PowerSource::Measured { runs: 3 }),
+                watts("xeon", 2.0, 192.0, 48.0, PowerSource::SiteScaled),
             ],
             ..d
         };
