@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use greenup::site::DEFAULT_NVML_LIBRARY;
 use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_platform::gpu::hold::{self, Control, GpuRecord, Request};
 use greenup_platform::gpu::start::GpuStart;
-use greenup_platform::gpu::{DEFAULT_LIBRARY, GpuReading, LimitRange, Nvml, parse_job_gpus};
+use greenup_platform::gpu::{GpuReading, LimitRange, Nvml, parse_job_gpus};
 use serde::Serialize;
 
 use crate::daemon_cmds::table;
@@ -124,7 +125,7 @@ fn place(a: &GpuArgs) -> Result<Place, Failure> {
         .nvml
         .clone()
         .or_else(|| site.as_ref().map(|s| s.dvfs.nvml_library.clone()))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_LIBRARY));
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_NVML_LIBRARY));
     let run_dir = a
         .run_dir
         .clone()

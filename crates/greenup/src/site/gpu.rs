@@ -4,8 +4,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::GpuType;
 use super::check::{Checker, shown};
+use super::{DEFAULT_NVML_LIBRARY, GpuType};
 use crate::input::{InputError, Spanned};
 use crate::units;
 
@@ -180,7 +180,7 @@ impl Checker<'_> {
         const KEY: &str = "dvfs.nvml_library";
         const VALID: &str = "an absolute path such as /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1, or a library name the loader finds, such as libnvidia-ml.so.1";
         let Some(v) = v else {
-            return Ok(greenup_platform::gpu::DEFAULT_LIBRARY.into());
+            return Ok(DEFAULT_NVML_LIBRARY.into());
         };
         let p = self.text(v, KEY, VALID)?;
         let bare = !p.contains('/') && p.starts_with("lib") && p.contains(".so");

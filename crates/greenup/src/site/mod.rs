@@ -158,8 +158,12 @@ fn measure_baselines_by_default() -> bool {
     true
 }
 
+/// Where greenup loads NVML from when the site config's `dvfs.nvml_library` names no
+/// other path: the library's name, which the loader looks up.
+pub const DEFAULT_NVML_LIBRARY: &str = "libnvidia-ml.so.1";
+
 fn default_nvml_library() -> PathBuf {
-    PathBuf::from(greenup_platform::gpu::DEFAULT_LIBRARY)
+    PathBuf::from(DEFAULT_NVML_LIBRARY)
 }
 
 /// The GPUs of one node type (`node_types.T.gpus`).

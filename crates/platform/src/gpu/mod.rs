@@ -19,5 +19,5 @@ pub mod start;
 
 pub use error::{Code, NvmlError};
 pub use hold::{Control, GpuRecord, Request, SavedGpu};
-pub use nvml::{DEFAULT_LIBRARY, Gpu, LimitRange, Nvml};
+pub use nvml::{Gpu, LimitRange, Nvml};
 pub use reading::{GpuReading, parse_job_gpus};

@@ -7,9 +7,6 @@ use std::path::{Path, PathBuf};
 
 use super::error::{Code, NvmlError};
 
-/// Where NVML is found when the site config names no other path (the loader's search).
-pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
-
 type Ret = c_uint;
 type Handle = *mut c_void;
 
@@ -87,7 +84,7 @@ pub struct LimitRange {
 }
 
 impl Nvml {
-    /// Load NVML from `path` (the site config's, or [`DEFAULT_LIBRARY`]) and initialise it.
+    /// Load NVML from `path` (the site config's `dvfs.nvml_library`) and initialise it.
     pub fn open(path: &Path) -> Result<Nvml, NvmlError> {
         let load = |e: libloading::Error| NvmlError::Load {
             path: path.to_path_buf(),
