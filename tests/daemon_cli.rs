@@ -72,9 +72,7 @@ fn users_see_their_own_jobs_root_sees_all() {
     let fake = d.dir.path().join("fake-bin");
     std::fs::create_dir_all(&fake).unwrap();
     let report_with_sacct = |body: &str, json: bool| {
-        let sacct = fake.join("sacct");
-        std::fs::write(&sacct, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).unwrap();
+        greenup_host::fixtures::script(&fake, "sacct", body);
         let path = format!(
             "{}:{}",
             fake.display(),

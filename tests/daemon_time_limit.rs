@@ -53,7 +53,7 @@ power:
 /// A squeue that knows jobs 101 (`-t 11`), 102 (no limit), 105 (`-t 11`, 120 W of the
 /// debug partition's power licenses) and hangs on 103 and 104, as a client
 /// of an unresponsive slurmctld does; it lists no job for reclaim.
-const SQUEUE: &str = r#"#!/bin/sh
+const SQUEUE: &str = r#"
 echo "$*" >> "$(dirname "$0")/asked"
 case "$*" in
 "-h -j 101 -o %l %a %W") echo "11:00 physics" ;;
@@ -80,12 +80,10 @@ impl Drop for Greenupd {
 }
 
 fn start() -> Greenupd {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    std::fs::write(bin.join("squeue"), SQUEUE).unwrap();
-    std::fs::set_permissions(bin.join("squeue"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    greenup_host::fixtures::script(&bin, "squeue", SQUEUE);
     let cfg = dir.path().join("greenup.yaml");
     std::fs::write(&cfg, config(dir.path(), free_port())).unwrap();
     let path = format!(

@@ -293,16 +293,9 @@ fn set_nonblocking(fd: std::os::fd::RawFd) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
-    /// A stand-in Slurm command named `name` in `dir`, running `body` with /bin/sh.
-    fn fake(dir: &Path, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
-    }
+    use crate::fixtures::script as fake;
 
     /// `name` looked up on a PATH that holds `dir` first, as greenup looks Slurm up.
     fn on_path(dir: &Path, name: &str) -> Command {

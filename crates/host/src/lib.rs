@@ -7,4 +7,6 @@
 
 pub mod cache;
 pub mod command;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod users;

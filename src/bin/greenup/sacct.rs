@@ -36,12 +36,9 @@ mod tests {
     use super::*;
     use greenup::report::accounting::SACCT_TIMEOUT;
 
-    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("sacct");
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
+    /// A stand-in sacct in `dir`, running `body`.
+    fn script(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
+        greenup_host::fixtures::script(dir, "sacct", body)
     }
 
     #[test]
