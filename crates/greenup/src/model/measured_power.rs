@@ -106,15 +106,15 @@ pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts
         let Some(nt) = types.get(&n.node_type) else {
             continue;
         };
-        let (Ok(idle_w), Ok(dynamic_w)) = (nt.static_w(f), nt.dynamic_w(f)) else {
+        let Ok(w) = nt.watts(f) else {
             continue;
         };
         out.push(TypeWatts {
             node_type: n.node_type.clone(),
             freq_ghz: f,
-            busy_w: idle_w + dynamic_w,
-            idle_w,
-            source: nt.power_source(f),
+            busy_w: w.busy_w,
+            idle_w: w.idle_w,
+            source: w.source,
         });
     }
     out.sort_by(|a, b| {
@@ -126,7 +126,8 @@ pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts
 }
 
 /// Each node type's watts at each clock it offers, with their source, one line each:
-/// what an admin reads to see which values greenup plans with.
+/// what an admin reads to see which values greenup plans with. A clock whose
+/// expression fails there shows the error in place of its watts.
 pub fn table(types: &BTreeMap<String, NodeType>) -> String {
     let mut out = format!(
         "{:<16} {:>7} {:>9} {:>9}  {}\n",
@@ -134,13 +135,51 @@ pub fn table(types: &BTreeMap<String, NodeType>) -> String {
     );
     for (name, nt) in types {
         for &f in &nt.freqs_ghz {
-            let idle = nt.static_w(f).unwrap_or(f64::NAN);
-            let busy = idle + nt.dynamic_w(f).unwrap_or(f64::NAN);
-            out += &format!(
-                "{name:<16} {f:>7.2} {idle:>9.1} {busy:>9.1}  {}\n",
-                nt.power_source(f)
-            );
+            out += &match nt.watts(f) {
+                Ok(w) => format!(
+                    "{name:<16} {f:>7.2} {:>9.1} {:>9.1}  {}\n",
+                    w.idle_w, w.busy_w, w.source
+                ),
+                Err(e) => format!("{name:<16} {f:>7.2} {:>9} {:>9}  error: {e}\n", "-", "-"),
+            };
         }
     }
     out
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+    use crate::expr::Expr;
+    use crate::model::PowerModel;
+
+    #[test]
+    fn a_clock_whose_expression_fails_shows_the_error_in_place_of_its_watts() {
+        // Busy 10 + 100 / (2 - f): 110 W at 1 GHz, no number at 2 GHz.
+        let nt = NodeType {
+            name: "t".into(),
+            freqs_ghz: vec![1.0, 2.0],
+            power: PowerModel::Expr {
+                dynamic_w: Expr::parse("100 / (2 - f)", &["f"]).unwrap(),
+                static_w: Expr::parse("10", &["f"]).unwrap(),
+            },
+        };
+        let w = nt.watts(1.0).unwrap();
+        assert_eq!(
+            (w.idle_w, w.busy_w, w.source),
+            (10.0, 110.0, PowerSource::Site)
+        );
+        assert!(nt.watts(2.0).is_err());
+        let types = BTreeMap::from([("t".to_string(), nt)]);
+        let text = table(&types);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["t", "1.00", "10.0", "110.0", "site"]
+        );
+        let bad: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(bad[..5], ["t", "2.00", "-", "-", "error:"], "{text}");
+        assert!(lines[2].contains("100 / (2 - f)"), "{text}");
+    }
 }

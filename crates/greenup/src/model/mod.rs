@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::expr::ExprError;
 
-pub use node_type::{NodeType, PowerModel};
+pub use node_type::{NodeType, NodeWatts, PowerModel};
 
 /// One node of a configuration: its Slurm name, its type and its frequency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -36,6 +36,17 @@ pub enum PowerModel {
     },
 }
 
+/// One node's watts at a clock ([`NodeType::watts`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeWatts {
+    /// Watts of the node idle.
+    pub idle_w: f64,
+    /// Watts of the node busy.
+    pub busy_w: f64,
+    /// Where the busy watts come from.
+    pub source: PowerSource,
+}
+
 /// A kind of node: the frequencies it offers and the power it draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeType {
@@ -61,18 +72,35 @@ impl NodeType {
     /// Dynamic watts at `f` GHz: the measured busy watts less the idle ones where the
     /// type has a measured curve, else the site's.
     pub fn dynamic_w(&self, f: f64) -> Result<f64, ExprError> {
+        self.dynamic_and_source(f).map(|(w, _)| w)
+    }
+
+    /// One node's idle and busy watts at `f` GHz and where the busy figure comes from:
+    /// what `greenup site power`, the decision's `Watts` and greenupd's metrics show.
+    pub fn watts(&self, f: f64) -> Result<NodeWatts, ExprError> {
+        let idle_w = self.static_w(f)?;
+        let (dynamic_w, source) = self.dynamic_and_source(f)?;
+        Ok(NodeWatts {
+            idle_w,
+            busy_w: idle_w + dynamic_w,
+            source,
+        })
+    }
+
+    /// The dynamic watts at `f` GHz with their source, from one look at the curve.
+    fn dynamic_and_source(&self, f: f64) -> Result<(f64, PowerSource), ExprError> {
         match &self.power {
             PowerModel::Measured { curve, .. } => {
                 let (busy, source) = self.busy_w(curve, f)?;
                 match source {
-                    PowerSource::Site => self.site_dynamic_w(f),
+                    PowerSource::Site => Ok((self.site_dynamic_w(f)?, source)),
                     // Never below zero: a curve under the site's idle watts at some
                     // clock (an expression in f) must not make busy nodes cheaper
                     // than idle ones.
-                    _ => Ok((busy - self.site_static_w(f)?).max(0.0)),
+                    _ => Ok(((busy - self.site_static_w(f)?).max(0.0), source)),
                 }
             }
-            _ => self.site_dynamic_w(f),
+            _ => Ok((self.site_dynamic_w(f)?, PowerSource::Site)),
         }
     }
 
@@ -83,12 +111,8 @@ impl NodeType {
 
     /// Where [`NodeType::dynamic_w`] at `f` GHz comes from.
     pub fn power_source(&self, f: f64) -> PowerSource {
-        match &self.power {
-            PowerModel::Measured { curve, .. } => self
-                .busy_w(curve, f)
-                .map_or(PowerSource::Site, |(_, source)| source),
-            _ => PowerSource::Site,
-        }
+        self.dynamic_and_source(f)
+            .map_or(PowerSource::Site, |(_, source)| source)
     }
 
     /// The measured curve laid over the site's model, if any.

@@ -124,14 +124,14 @@ pub fn node_type_power(
     );
     for (name, nt) in types {
         for &f in &nt.freqs_ghz {
-            let (Ok(s), Ok(d)) = (nt.static_w(f), nt.dynamic_w(f)) else {
+            let Ok(w) = nt.watts(f) else {
                 continue;
             };
             out += &format!(
                 "greenup_node_type_busy_watts{{node_type=\"{}\",ghz=\"{f}\",source=\"{}\"}} {}\n",
                 label(name),
-                nt.power_source(f),
-                s + d
+                w.source,
+                w.busy_w
             );
         }
     }
