@@ -101,3 +101,46 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     let post = get(&addr, "POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert!(post.starts_with("HTTP/1.1 405"), "{post}");
 }
+
+#[test]
+fn a_node_whose_jobs_never_report_is_counted_silent_until_it_reports() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let listen = addr.clone();
+    let d = start(2, move |_, s, _| {
+        s.daemon.metrics_listen = Some(listen);
+    });
+    let silent = || {
+        let page = get(&addr, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        sample(&page, "greenup_nodes_silent")
+    };
+    let outcome = |job_id: u64, node: &str| greenup_proto::protocol::NodeOutcome {
+        comm: None,
+        job_id,
+        node: node.into(),
+        freq_ghz: Some(2.4),
+        energy_j: Some(100.0),
+        elapsed_s: Some(10.0),
+        source: Some(greenup::record::Source::Rapl),
+        restored: true,
+        note: None,
+        gpu: None,
+        power: None,
+    };
+    let mut c = d.tcp_client();
+    // Three jobs on both nodes in a row: n1 reports each time, n2 (no plugin) never.
+    for job in 1..=3 {
+        c.open_job(open_req(job, 0, 2)).unwrap();
+        c.record_outcome(outcome(job, "n1")).unwrap();
+        c.close_job(job, None).unwrap();
+        if job < 3 {
+            // Each close is counted after its reply: wait for the page to agree.
+            wait_for(|| silent() == Some(0.0));
+        }
+    }
+    wait_for(|| silent() == Some(1.0));
+    // Its next outcome brings it back.
+    c.open_job(open_req(4, 0, 2)).unwrap();
+    c.record_outcome(outcome(4, "n2")).unwrap();
+    assert_eq!(silent(), Some(0.0));
+}

@@ -175,6 +175,53 @@ pub fn missed(
         .find_map(|m| m.miss_line())
 }
 
+/// Which baseline runs the in-job guard's rate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateBasis {
+    /// Runs on exactly the job's node types.
+    SameTypes,
+    /// No run on exactly the job's node types: every baseline node's.
+    OtherTypes,
+}
+
+/// The in-job guard's baseline rate for a job on the node types `job_types`, from
+/// `nodes` (newest run first, `Store::baseline_nodes`): the median over the nodes of the
+/// runs on exactly the job's types; with none, over every node, and says so. A run paces
+/// at its slowest type, so a run that held other types (a slower one, or a faster one
+/// alone) synchronises at another rate. With the profile version the newest run used
+/// was decided under. `type_of` names a node's type; a node the site no longer lists
+/// makes its run match no job.
+pub fn baseline_rate<'t>(
+    nodes: &[crate::store::BaselineNode],
+    job_types: &std::collections::BTreeSet<&'t str>,
+    type_of: impl Fn(&str) -> Option<&'t str>,
+) -> Option<(f64, Option<String>, RateBasis)> {
+    use std::collections::BTreeSet;
+    let same: Vec<&crate::store::BaselineNode> = nodes
+        .chunk_by(|a, b| a.job_id == b.job_id)
+        .filter(|run| {
+            let types: Option<BTreeSet<&str>> = run.iter().map(|n| type_of(&n.node)).collect();
+            types.as_ref() == Some(job_types)
+        })
+        .flatten()
+        .collect();
+    let (chosen, basis) = if same.is_empty() {
+        (nodes.iter().collect::<Vec<_>>(), RateBasis::OtherTypes)
+    } else {
+        (same, RateBasis::SameTypes)
+    };
+    let version = chosen.first()?.version.clone();
+    let mut rates: Vec<f64> = chosen.iter().map(|n| n.rate).collect();
+    rates.sort_by(f64::total_cmp);
+    let n = rates.len();
+    let median = if n % 2 == 1 {
+        rates[n / 2]
+    } else {
+        (rates[n / 2 - 1] + rates[n / 2]) / 2.0
+    };
+    Some((median, version, basis))
+}
+
 /// The in-job guard's terms for a job whose policy promises `max_slowdown` (a fraction),
 /// decided `verdict` under profile version `plan_version`, given the application's
 /// measured `baseline` (its rate and the profile version it ran under, from
@@ -220,10 +267,11 @@ pub fn guard_terms(
 /// What the decision's reason adds for `terms`: whether the job's steps are guarded.
 /// The runtime sees only MPI steps it is preloaded into; every other step relies on
 /// the decision alone, which the reason says.
-pub fn guard_reason(terms: &GuardTerms) -> String {
-    match terms.off {
-        None => "in-job guard for MPI steps; other steps have no in-job guard and rely on the decision alone".into(),
-        Some(off) => format!("no in-job guard: {}", off.why()),
+pub fn guard_reason(terms: &GuardTerms, basis: Option<RateBasis>) -> String {
+    match (terms.off, basis) {
+        (None, Some(RateBasis::OtherTypes)) => "in-job guard for MPI steps, its baseline rate from runs on other node types (none ran on the job's own); other steps have no in-job guard and rely on the decision alone".into(),
+        (None, _) => "in-job guard for MPI steps; other steps have no in-job guard and rely on the decision alone".into(),
+        (Some(off), _) => format!("no in-job guard: {}", off.why()),
     }
 }
 
@@ -236,7 +284,9 @@ mod guard_tests {
         let b = Some((120.0, Some("3".to_string())));
         let t = guard_terms(Some(0.1), Verdict::Planned, Some("3"), b.clone()).unwrap();
         assert_eq!((t.baseline_rate, t.off), (Some(120.0), None));
-        assert!(guard_reason(&t).starts_with("in-job guard for MPI steps"));
+        assert!(
+            guard_reason(&t, Some(RateBasis::SameTypes)).starts_with("in-job guard for MPI steps")
+        );
         // No promise, or the job runs unchanged: nothing to guard.
         assert_eq!(
             guard_terms(None, Verdict::Planned, Some("3"), b.clone()),
@@ -248,7 +298,7 @@ mod guard_tests {
         );
         // No baseline.
         let none = guard_terms(Some(0.1), Verdict::Planned, Some("3"), None).unwrap();
-        assert_eq!(guard_reason(&none), "no in-job guard: no baseline");
+        assert_eq!(guard_reason(&none, None), "no in-job guard: no baseline");
         // A baseline from an earlier profile version.
         let stale = guard_terms(Some(0.1), Verdict::BudgetLimited, Some("4"), b).unwrap();
         assert_eq!(stale.off, Some(GuardOff::StaleBaseline));
@@ -265,5 +315,71 @@ mod guard_tests {
         // A baseline that names no version is taken.
         let unversioned = guard_terms(Some(0.1), Verdict::Planned, Some("4"), Some((5.0, None)));
         assert_eq!(unversioned.unwrap().baseline_rate, Some(5.0));
+    }
+
+    fn node(job_id: u64, node: &str, rate: f64) -> crate::store::BaselineNode {
+        crate::store::BaselineNode {
+            job_id,
+            node: node.into(),
+            rate,
+            version: Some(job_id.to_string()),
+        }
+    }
+
+    fn type_of(n: &str) -> Option<&'static str> {
+        match n.as_bytes().first() {
+            Some(b'f') => Some("fast"),
+            Some(b'e') => Some("eco"),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_guards_rate_comes_from_runs_on_the_jobs_own_node_types() {
+        // Newest first: two eco runs around one fast run. Over every node the median
+        // would be the eco pace, (5.0 + 5.2) / 2; a job on fast nodes paces at 10.
+        let nodes = [
+            node(9, "e1", 5.0),
+            node(9, "e2", 5.2),
+            node(8, "f1", 9.8),
+            node(8, "f2", 10.2),
+            node(7, "e1", 4.8),
+            node(7, "e2", 5.4),
+        ];
+        let fast = ["fast"].into_iter().collect();
+        assert_eq!(
+            baseline_rate(&nodes, &fast, type_of),
+            Some((10.0, Some("8".into()), RateBasis::SameTypes))
+        );
+        let eco = ["eco"].into_iter().collect();
+        assert_eq!(
+            baseline_rate(&nodes, &eco, type_of),
+            Some(((5.0 + 5.2) / 2.0, Some("9".into()), RateBasis::SameTypes))
+        );
+        // No run held both types: every node's median, and the reason says so.
+        let both = ["eco", "fast"].into_iter().collect();
+        let (rate, version, basis) = baseline_rate(&nodes, &both, type_of).unwrap();
+        assert_eq!((rate, basis), ((5.2 + 5.4) / 2.0, RateBasis::OtherTypes));
+        assert_eq!(version.as_deref(), Some("9"));
+        let t = guard_terms(
+            Some(0.1),
+            Verdict::Planned,
+            Some("9"),
+            Some((rate, version)),
+        );
+        assert!(guard_reason(&t.unwrap(), Some(basis)).contains("from runs on other node types"));
+        // A mixed run is the mixed job's; a run on a node the site no longer lists
+        // matches no job.
+        let more = [
+            node(11, "x9", 1.0),
+            node(10, "f1", 6.0),
+            node(10, "e1", 6.2),
+        ];
+        let all: Vec<_> = more.iter().chain(&nodes).cloned().collect();
+        assert_eq!(
+            baseline_rate(&all, &both, type_of),
+            Some((6.1, Some("10".into()), RateBasis::SameTypes))
+        );
+        assert_eq!(baseline_rate(&[], &fast, type_of), None);
     }
 }

@@ -182,6 +182,9 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             require_write(&ctx.roles, caller, "record outcomes")?;
             validate_outcome(&o)?;
             let job_id = o.job_id;
+            if lock(&shared.silent).heard(&o.node) {
+                tracing::info!(node = %o.node, job_id, "node reports again: its jobs are greenup's once more");
+            }
             match shared
                 .store
                 .write(Change::Outcome {

@@ -345,32 +345,46 @@ async fn app_state(shared: &Arc<Shared>, ctx: &Ctx, req: &OpenJob) -> AppState {
 /// The in-job guard's terms for the job decided `p`: asked of the store only when the
 /// job's policy promises a `max_slowdown`, the verdict applies a plan and the job names
 /// a profile. A store that cannot answer leaves the guard off for want of a baseline.
+/// With the terms, which baseline runs their rate came from.
 async fn guard_terms(
     shared: &Arc<Shared>,
     ctx: &Ctx,
     req: &OpenJob,
     p: &crate::decide::Proposal,
-) -> Option<greenup::comm::GuardTerms> {
+) -> Option<(
+    greenup::comm::GuardTerms,
+    Option<crate::baseline::RateBasis>,
+)> {
     let max_slowdown = ctx.decider.max_slowdown(&p.policy)?;
     if !p.verdict.applies_plan() {
         return None;
     }
-    let baseline = match req.profile.clone() {
-        None => None,
+    let nodes = match req.profile.clone() {
+        None => Vec::new(),
         Some(profile) => shared
             .store
-            .read(move |s| s.baseline_rate(&profile))
+            .read(move |s| s.baseline_nodes(&profile))
             .await
             .unwrap_or_else(|e| {
                 tracing::warn!(job_id = req.job_id, error = %e, "baselines unread: no in-job guard");
-                None
+                Vec::new()
             }),
     };
+    let type_of = |n: &str| ctx.site.nodes.get(n).map(String::as_str);
+    let job_types = req.nodes.iter().filter_map(|n| type_of(n)).collect();
+    let rate = crate::baseline::baseline_rate(&nodes, &job_types, type_of);
+    let basis = rate.as_ref().map(|r| r.2);
     let written = p
         .profile_version
         .as_deref()
         .map(|v| written_version(&ctx.site, p.profile.as_deref(), v));
-    crate::baseline::guard_terms(Some(max_slowdown), p.verdict, written.as_deref(), baseline)
+    let terms = crate::baseline::guard_terms(
+        Some(max_slowdown),
+        p.verdict,
+        written.as_deref(),
+        rate.map(|(r, v, _)| (r, v)),
+    )?;
+    Some((terms, basis))
 }
 
 /// The version of `name` the admin (or `profile learn`) wrote that `version` refines, or
@@ -474,8 +488,8 @@ async fn decide_and_store(
     let watts = crate::decide::watts_of(&ctx.site, p.verdict, p.plan.as_ref());
     let guard = guard_terms(shared, &ctx, &req, &p).await;
     let reason = match &guard {
-        Some(t) if p.reason.is_empty() => crate::baseline::guard_reason(t),
-        Some(t) => format!("{}; {}", p.reason, crate::baseline::guard_reason(t)),
+        Some((t, b)) if p.reason.is_empty() => crate::baseline::guard_reason(t, *b),
+        Some((t, b)) => format!("{}; {}", p.reason, crate::baseline::guard_reason(t, *b)),
         None => p.reason,
     };
     let decision = Decision {
@@ -495,7 +509,7 @@ async fn decide_and_store(
         budgets: admitted.states,
         comm_dvfs: p.comm_dvfs,
         grant,
-        guard,
+        guard: guard.map(|(t, _)| t),
         watts,
     };
     let inputs = p.inputs;
@@ -551,6 +565,23 @@ async fn decide_and_store(
     }
 }
 
+/// Count the closed job's nodes that sent no outcome for it (`silent`), and say once
+/// of each node that has stayed silent for `silent::SILENT_AFTER` jobs in a row.
+async fn silent_nodes(shared: Arc<Shared>, job_id: u64) {
+    let Ok(Some(rec)) = shared.store.read(move |s| s.job(job_id)).await else {
+        return;
+    };
+    let reported = |n: &str| rec.outcomes.iter().any(|o| o.node == n);
+    for node in lock(&shared.silent).closed(&rec.request.nodes, reported) {
+        tracing::warn!(
+            node,
+            job_id,
+            jobs = super::silent::SILENT_AFTER,
+            "node sent no outcome for its last jobs: is spank_greenup loaded there? (plugstack.conf's optional runs its jobs with no decision, clock or power limit)"
+        );
+    }
+}
+
 pub(super) async fn close_job(
     shared: &Arc<Shared>,
     job_id: u64,
@@ -575,6 +606,9 @@ pub(super) async fn close_job(
     lock(&shared.ledger).release(job_id);
     lock(&shared.live).forget_job(job_id);
     super::budget::settle(shared, job_id).await;
+    if matches!(applied, Applied::Stored { new: true }) {
+        tokio::spawn(silent_nodes(shared.clone(), job_id));
+    }
     let (judged, app) = {
         let mut recent = lock(&shared.recent);
         let decision = recent.by_job.get(&job_id).map(|v| &v.decision);

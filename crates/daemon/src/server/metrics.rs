@@ -95,4 +95,5 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
         + &greenup::budget::prometheus(&budgets)
         + &power
         + &greenup::report::metrics::node_type_power(&ctx.site.node_types)
+        + &super::lock(&shared.silent).prometheus()
 }

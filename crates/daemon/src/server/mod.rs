@@ -16,6 +16,7 @@ mod missed;
 mod power_curves;
 mod reclaim;
 mod refine;
+mod silent;
 mod slots;
 
 use std::collections::HashMap;
@@ -169,6 +170,8 @@ struct Shared {
     power_waiting: AtomicBool,
     /// Held while the power curves are relearned.
     power_learning: tokio::sync::Mutex<()>,
+    /// Nodes whose closed jobs sent no outcome, in a row.
+    silent: Mutex<silent::Silent>,
 }
 
 impl Shared {
@@ -297,6 +300,7 @@ pub async fn serve_until(
         refining: tokio::sync::Mutex::new(()),
         refine_waiting: Mutex::new(Default::default()),
         refined_at: Mutex::new(HashMap::new()),
+        silent: Mutex::new(silent::Silent::default()),
         live: Mutex::new(live_power::Live::new(&live_site)),
         power_curves: Mutex::new(power_curves::Curves::default()),
         power_waiting: AtomicBool::new(false),

@@ -230,14 +230,24 @@ pub trait Store: Send {
     ) -> Result<(u32, Option<String>), StoreError>;
     /// Every hold: (profile, policy, reason, unix seconds held).
     fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError>;
-    /// The measured baselines of `profile` for the in-job guard: the median over the
-    /// nodes of its most recent monitor runs that counted synchronising calls of their
-    /// calls per second per rank, and the profile version the newest of those runs was
-    /// decided under. `None`: no baseline counted them. A store without the query has none.
-    fn baseline_rate(
-        &mut self,
-        _profile: &str,
-    ) -> Result<Option<(f64, Option<String>)>, StoreError> {
-        Ok(None)
+    /// The measured baselines of `profile` for the in-job guard: each node of its most
+    /// recent monitor runs that counted synchronising calls, newest run first
+    /// (`crate::baseline::baseline_rate` makes one rate of them). A store without the
+    /// query has none.
+    fn baseline_nodes(&mut self, _profile: &str) -> Result<Vec<BaselineNode>, StoreError> {
+        Ok(Vec::new())
     }
+}
+
+/// One node of a measured baseline run, as the in-job guard's rate is made from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineNode {
+    /// The baseline run.
+    pub job_id: u64,
+    /// The node.
+    pub node: String,
+    /// Its synchronising calls per second per rank.
+    pub rate: f64,
+    /// The profile version the run was decided under.
+    pub version: Option<String>,
 }

@@ -4,7 +4,9 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Applied, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics};
+use super::{
+    Applied, BaselineNode, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics,
+};
 use greenup::query::{JobSummary, ListJobs, ListRecords};
 use greenup::record::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 use greenup::record::{JobEnd, Source};
@@ -595,45 +597,47 @@ impl Store for SqliteStore {
         Ok((u32::try_from(baselines).unwrap_or(u32::MAX), hold))
     }
 
-    fn baseline_rate(
-        &mut self,
-        profile: &str,
-    ) -> Result<Option<(f64, Option<String>)>, StoreError> {
+    fn baseline_nodes(&mut self, profile: &str) -> Result<Vec<BaselineNode>, StoreError> {
         // The 64 newest baseline nodes: enough for a median that one odd node cannot
         // move, few enough to read at every decision of a guarded job.
         let mut st = self
             .conn
             .prepare_cached(
-                "SELECT json_extract(o.comm, '$.sync_calls'), json_extract(o.comm, '$.ranks'),
+                "SELECT d.job_id, o.node, json_extract(o.comm, '$.sync_calls'),
+                        json_extract(o.comm, '$.ranks'),
                         json_extract(o.comm, '$.compute_s') + json_extract(o.comm, '$.comm_s'),
                         d.profile_version
                  FROM decisions d JOIN outcomes o ON o.job_id = d.job_id
                  WHERE d.profile = ?1 AND json_extract(d.decision, '$.monitor') = 1
                    AND json_extract(o.comm, '$.sync_calls') > 0
-                 ORDER BY d.decided_at DESC, d.job_id DESC LIMIT 64",
+                 ORDER BY d.decided_at DESC, d.job_id DESC, o.node LIMIT 64",
             )
             .map_err(read_err)?;
-        let rows: Vec<(f64, f64, f64, Option<String>)> = st
+        type Row = (i64, String, f64, f64, f64, Option<String>);
+        let rows: Vec<Row> = st
             .query_map(params![profile], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
             })
             .and_then(|rows| rows.collect())
             .map_err(read_err)?;
-        let version = rows.first().and_then(|r| r.3.clone());
-        let mut rates: Vec<f64> = rows
-            .iter()
-            .filter(|(_, ranks, wall, _)| *ranks > 0.0 && *wall > 0.0)
-            .map(|(calls, ranks, wall, _)| calls / ranks / wall)
-            .filter(|r| r.is_finite() && *r > 0.0)
-            .collect();
-        rates.sort_by(f64::total_cmp);
-        let n = rates.len();
-        let median = match n {
-            0 => return Ok(None),
-            _ if n % 2 == 1 => rates[n / 2],
-            _ => (rates[n / 2 - 1] + rates[n / 2]) / 2.0,
-        };
-        Ok(Some((median, version)))
+        Ok(rows
+            .into_iter()
+            .filter(|(_, _, _, ranks, wall, _)| *ranks > 0.0 && *wall > 0.0)
+            .map(|(job_id, node, calls, ranks, wall, version)| BaselineNode {
+                job_id: u64::try_from(job_id).unwrap_or_default(),
+                node,
+                rate: calls / ranks / wall,
+                version,
+            })
+            .filter(|b| b.rate.is_finite() && b.rate > 0.0)
+            .collect())
     }
 
     fn holds(&mut self) -> Result<Vec<(String, String, String, i64)>, StoreError> {
@@ -1282,7 +1286,7 @@ mod tests {
     }
 
     #[test]
-    fn the_guards_baseline_rate_is_the_median_of_the_baselines_nodes_per_rank_rate() {
+    fn the_guards_baseline_nodes_are_the_baselines_per_rank_rates_newest_first() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
         // sync calls, ranks, per-rank wall (compute + comm) of each node.
@@ -1315,10 +1319,22 @@ mod tests {
             .iter()
             .all(Result::is_ok)
         );
-        let (rate, version) = s.baseline_rate("lammps").unwrap().unwrap();
-        assert!((rate - 100.0).abs() < 1e-9, "{rate}");
-        assert_eq!(version, None);
-        assert_eq!(s.baseline_rate("hpcc").unwrap(), None);
+        // Newest run first (both decided at one time: the higher job id), nodes in order.
+        let got: Vec<(u64, String, f64)> = s
+            .baseline_nodes("lammps")
+            .unwrap()
+            .into_iter()
+            .map(|b| (b.job_id, b.node, b.rate))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (2, "n1".into(), 200.0),
+                (1, "n1".into(), 100.0),
+                (1, "n2".into(), 75.0)
+            ]
+        );
+        assert_eq!(s.baseline_nodes("hpcc").unwrap(), []);
     }
 
     #[test]
