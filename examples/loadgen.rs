@@ -313,6 +313,7 @@ fn main() -> std::process::ExitCode {
     let (lat, wall) = phase(&args, &ep, &mut clients, args.jobs, |c, i| {
         let job_id = args.first_job + i;
         let req = OpenJob {
+            restart_count: None,
             job_id,
             uid,
             user: None,
@@ -342,6 +343,7 @@ fn main() -> std::process::ExitCode {
         let job_id = args.first_job + i / per_job;
         let name = node((i % per_job) as u32);
         let o = NodeOutcome {
+            restart_count: None,
             comm: None,
             job_id,
             node: name.clone(),
@@ -364,7 +366,7 @@ fn main() -> std::process::ExitCode {
 
     let (lat, wall) = phase(&args, &ep, &mut clients, args.jobs, |c, i| {
         let job_id = args.first_job + i;
-        c.close_job(job_id, Some(greenup::record::JobEnd::Completed))
+        c.close_job(job_id, Some(greenup::record::JobEnd::Completed), None)
             .map_err(|e| e.to_string())?;
         if let Some(a) = &acks {
             a.write("close", job_id, "");
@@ -418,6 +420,7 @@ mod power {
 
     fn open(job_id: u64, nodes: Vec<String>) -> OpenJob {
         OpenJob {
+            restart_count: None,
             job_id,
             uid: 1000,
             user: None,
@@ -467,7 +470,7 @@ mod power {
                                 let nodes = (1..=4).map(|k| format!("n{k}")).collect();
                                 cl.open_job(open(job, nodes)).map(|_| ())
                             } else {
-                                cl.close_job(job, Some(greenup::record::JobEnd::Completed))
+                                cl.close_job(job, Some(greenup::record::JobEnd::Completed), None)
                                     .map(|_| ())
                             };
                             match r {

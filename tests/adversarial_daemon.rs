@@ -127,6 +127,7 @@ fn a_five_thousand_node_job_never_breaks_listing_or_its_report() {
                 let mut c = d.unix_client();
                 for i in (1..=NODES).filter(|i| i % 4 == t) {
                     c.record_outcome(NodeOutcome {
+                        restart_count: None,
                         comm: None,
                         job_id: 11,
                         node: format!("n{i}"),

@@ -13,6 +13,7 @@ use greenup_proto::protocol::OpenJob;
 
 fn job(job_id: u64, policy: &str) -> OpenJob {
     OpenJob {
+        restart_count: None,
         profile: Some("wrong".into()),
         policy: Some(policy.into()),
         ..open_req(job_id, 0, 2)
@@ -117,6 +118,7 @@ fn node_names_that_could_leave_a_directory_are_refused_on_open_and_outcome() {
     use greenup_proto::protocol::{ErrorCode, NodeOutcome};
     let d = start(2, |_, _, _| {});
     let bad = OpenJob {
+        restart_count: None,
         nodes: vec!["n1".into(), "../../etc".into()],
         ..open_req(9, 0, 2)
     };
@@ -129,6 +131,7 @@ fn node_names_that_could_leave_a_directory_are_refused_on_open_and_outcome() {
     }
     d.tcp_client().open_job(open_req(10, 0, 2)).unwrap();
     let outcome = NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id: 10,
         node: "n1/../../x".into(),

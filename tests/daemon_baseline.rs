@@ -33,6 +33,7 @@ fn settings(fraction: f64, min_runs: u32, on_miss: OnMiss) -> Option<BaselineSet
 
 fn job(id: u64) -> OpenJob {
     OpenJob {
+        restart_count: None,
         job_id: id,
         uid: 1000,
         user: None,

@@ -28,6 +28,7 @@ fn crowded(rule: OverBudget) -> Daemon {
 
 fn lammps(job_id: u64, nodes: usize) -> OpenJob {
     OpenJob {
+        restart_count: None,
         profile: Some("lammps".into()),
         policy: Some("min-energy".into()),
         ..open_req(job_id, 0, nodes)
@@ -77,7 +78,7 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
     );
     assert!(
         d.tcp_client()
-            .close_job(2, Some(greenup::record::JobEnd::Completed))
+            .close_job(2, Some(greenup::record::JobEnd::Completed), None)
             .unwrap()
     );
     let st = d.tcp_client().status().unwrap();
@@ -103,6 +104,7 @@ fn used_up(rule: OverBudget) -> Daemon {
 /// Job `id` on the one node `node`, with the lammps profile when `profile` says so.
 fn on(id: u64, node: &str, profile: Option<&str>) -> OpenJob {
     OpenJob {
+        restart_count: None,
         nodes: vec![node.into()],
         profile: profile.map(str::to_string),
         policy: Some("min-energy".into()),
@@ -253,7 +255,7 @@ fn closing_a_job_returns_its_watts_to_the_next_decision() {
     let d = crowded(OverBudget::Refuse);
     assert!(
         d.tcp_client()
-            .close_job(1, Some(greenup::record::JobEnd::Completed))
+            .close_job(1, Some(greenup::record::JobEnd::Completed), None)
             .unwrap()
     );
     let st = d.tcp_client().status().unwrap();

@@ -20,6 +20,7 @@ fn users_see_their_own_jobs_root_sees_all() {
     root.open_job(open_req(101, uid, 2)).unwrap();
     root.open_job(open_req(102, 0, 2)).unwrap();
     let o = NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id: 101,
         node: "n2".into(),

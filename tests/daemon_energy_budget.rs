@@ -22,6 +22,7 @@ const JOB_J: f64 = 30_000.0;
 
 fn job(job_id: u64, account: &str) -> OpenJob {
     OpenJob {
+        restart_count: None,
         account: Some(account.into()),
         time_limit: greenup::record::TimeLimit::Seconds(100.0),
         ..open_req(job_id, 0, 1)
@@ -46,6 +47,7 @@ fn budget(scope: Scope, amount_j: f64, levels: &[(f64, Action)]) -> Budget {
 /// A four-node job of account chem with the shipped lammps profile under `policy`.
 fn lammps_job(job_id: u64, policy: &str) -> OpenJob {
     OpenJob {
+        restart_count: None,
         profile: Some("lammps".into()),
         policy: Some(policy.into()),
         account: Some("chem".into()),
@@ -151,6 +153,7 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
     assert_eq!(open(&d, job(2, "chem")).verdict, Verdict::Refused);
     let mut c = d.tcp_client();
     c.record_outcome(NodeOutcome {
+        restart_count: None,
         job_id: 1,
         node: "n1".into(),
         freq_ghz: None,
@@ -164,7 +167,7 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
         power: None,
     })
     .unwrap();
-    c.close_job(1, None).unwrap();
+    c.close_job(1, None, None).unwrap();
     assert_eq!(charged(&d, 1, "account:chem"), 12_000.0);
     assert_eq!(
         count(
@@ -176,7 +179,7 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
     // 12 kJ used + 30 kJ = 42 kJ <= 50 kJ: now it fits.
     assert_eq!(open(&d, job(3, "chem")).verdict, Verdict::Unchanged);
     // Closed with nothing measured: settled with the prediction, flagged.
-    d.tcp_client().close_job(3, None).unwrap();
+    d.tcp_client().close_job(3, None, None).unwrap();
     assert_eq!(charged(&d, 3, "account:chem"), JOB_J);
     assert_eq!(
         count(
@@ -203,6 +206,7 @@ fn a_gpu_nodes_settlement_counts_its_gpus_and_unmeasured_gpus_fall_back_to_the_p
         note: None,
     };
     let outcome = |job_id: u64, cpu_j: f64, g: Option<NodeGpu>| NodeOutcome {
+        restart_count: None,
         job_id,
         node: "n1".into(),
         freq_ghz: None,
@@ -220,7 +224,7 @@ fn a_gpu_nodes_settlement_counts_its_gpus_and_unmeasured_gpus_fall_back_to_the_p
     let mut c = d.tcp_client();
     c.record_outcome(outcome(1, 12_000.0, Some(gpu(Some(50_000.0)))))
         .unwrap();
-    c.close_job(1, None).unwrap();
+    c.close_job(1, None, None).unwrap();
     assert_eq!(charged(&d, 1, "account:chem"), 62_000.0);
     assert_eq!(
         count(
@@ -234,7 +238,7 @@ fn a_gpu_nodes_settlement_counts_its_gpus_and_unmeasured_gpus_fall_back_to_the_p
     open(&d, job(2, "chem"));
     c.record_outcome(outcome(2, 12_000.0, Some(gpu(None))))
         .unwrap();
-    c.close_job(2, None).unwrap();
+    c.close_job(2, None, None).unwrap();
     assert_eq!(charged(&d, 2, "account:chem"), JOB_J);
     assert_eq!(
         count(
@@ -392,6 +396,7 @@ daemon:
     client().open_job(job(2, "chem")).unwrap();
     client()
         .record_outcome(NodeOutcome {
+            restart_count: None,
             job_id: 2,
             node: "n1".into(),
             freq_ghz: None,
@@ -405,7 +410,7 @@ daemon:
             power: None,
         })
         .unwrap();
-    client().close_job(2, None).unwrap();
+    client().close_job(2, None, None).unwrap();
     // Every write above was acknowledged; kill -9 gives greenupd no chance to save more.
     std::process::Command::new("kill")
         .args(["-KILL", &first.id().to_string()])
@@ -425,7 +430,7 @@ daemon:
     let four = client().open_job(job(4, "chem")).unwrap();
     assert_eq!(four.verdict, Verdict::Refused, "{}", four.reason);
     // Job 1 still settles after the restart, from the prediction (nothing measured).
-    client().close_job(1, None).unwrap();
+    client().close_job(1, None, None).unwrap();
     let left: Vec<greenup::budget::Standing> = greenup_proto::client::Client::connect(
         &greenup_proto::client::Endpoint::Unix(dir.path().join("greenupd.sock")),
         Duration::from_secs(5),
@@ -660,6 +665,8 @@ fn a_version_2_store_gains_the_budget_charges_once() {
         "DROP TABLE budget_charges; DROP TABLE policy_holds;
          ALTER TABLE outcomes DROP COLUMN comm; ALTER TABLE outcomes DROP COLUMN gpu;
          ALTER TABLE outcomes DROP COLUMN power;
+         ALTER TABLE jobs DROP COLUMN restart_count;
+         DROP TABLE earlier_runs; DROP TABLE earlier_charges;
          PRAGMA user_version = 2;",
     )
     .unwrap();

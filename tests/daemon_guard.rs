@@ -70,6 +70,7 @@ fn a_promise_is_guarded_with_the_baselines_rate_once_one_was_measured() {
     // over 4 ranks of 20 s.
     for n in ["n1", "n2"] {
         c.record_outcome(NodeOutcome {
+            restart_count: None,
             job_id: 3,
             node: n.into(),
             freq_ghz: Some(2.4),
@@ -91,7 +92,7 @@ fn a_promise_is_guarded_with_the_baselines_rate_once_one_was_measured() {
         })
         .unwrap();
     }
-    c.close_job(3, Some(JobEnd::Completed)).unwrap();
+    c.close_job(3, Some(JobEnd::Completed), None).unwrap();
 
     // Now: 8000 / 4 ranks / 20 s = 100 calls per rank-second, told to every node.
     let guarded = c.open_job(req(4, "edp")).unwrap();

@@ -20,6 +20,7 @@ fn truth(n: usize) -> f64 {
 
 fn monitor(job_id: u64, n: usize) -> OpenJob {
     OpenJob {
+        restart_count: None,
         policy: Some("monitor".into()),
         profile: Some("newapp".into()),
         ..open_req(job_id, 0, n)
@@ -31,6 +32,7 @@ fn run(d: &Daemon, job_id: u64, n: usize, ghz: f64, secs: f64) {
     let mut c = d.tcp_client();
     for i in 1..=n {
         c.record_outcome(NodeOutcome {
+            restart_count: None,
             comm: None,
             job_id,
             node: format!("n{i}"),
@@ -45,7 +47,7 @@ fn run(d: &Daemon, job_id: u64, n: usize, ghz: f64, secs: f64) {
         })
         .unwrap();
     }
-    assert!(c.close_job(job_id, Some(JobEnd::Completed)).unwrap());
+    assert!(c.close_job(job_id, Some(JobEnd::Completed), None).unwrap());
 }
 
 #[test]
@@ -167,6 +169,7 @@ fn monitor_runs_build_the_first_version_that_decides_and_later_runs_refine_it() 
     let dec = d
         .tcp_client()
         .open_job(OpenJob {
+            restart_count: None,
             policy: Some("min-energy".into()),
             profile: Some("newapp".into()),
             ..open_req(5, 0, 4)

@@ -154,6 +154,7 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     let a = c.open_job(open_req(7, 0, 2)).unwrap();
     let b = c.open_job(open_req(8, 0, 3)).unwrap();
     let o = NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id: 7,
         node: "n1".into(),
@@ -167,7 +168,7 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
         power: None,
     };
     assert!(c.record_outcome(o).unwrap());
-    assert!(c.close_job(8, None).unwrap());
+    assert!(c.close_job(8, None, None).unwrap());
     signal(&child, "-KILL");
     let _ = child.wait();
 

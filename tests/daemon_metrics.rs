@@ -27,6 +27,7 @@ fn sample(page: &str, name: &str) -> Option<f64> {
 
 fn lammps(job_id: u64) -> OpenJob {
     OpenJob {
+        restart_count: None,
         profile: Some("lammps".into()),
         policy: Some("min-energy".into()),
         ..open_req(job_id, 0, 4)
@@ -50,16 +51,17 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     finish_planned(&d, &j1, pred / 1.04, Some("rapl"));
     // No profile: runs unchanged, a fallback.
     d.tcp_client().open_job(open_req(2, 0, 4)).unwrap();
-    d.tcp_client().close_job(2, None).unwrap();
+    d.tcp_client().close_job(2, None, None).unwrap();
     // Still running.
     let j3 = d.tcp_client().open_job(lammps(3)).unwrap();
     // Monitor runs unchanged on purpose: a decision, not a fallback.
     let monitor = OpenJob {
+        restart_count: None,
         policy: Some("monitor".into()),
         ..open_req(4, 0, 4)
     };
     d.tcp_client().open_job(monitor).unwrap();
-    d.tcp_client().close_job(4, None).unwrap();
+    d.tcp_client().close_job(4, None, None).unwrap();
     // Unmeasured nodes never enter the error histogram.
     let j5 = d.tcp_client().open_job(lammps(5)).unwrap();
     finish_planned(&d, &j5, pred, None);
@@ -126,13 +128,14 @@ fn a_node_whose_jobs_never_report_is_counted_silent_until_it_reports() {
         note: None,
         gpu: None,
         power: None,
+        restart_count: None,
     };
     let mut c = d.tcp_client();
     // Three jobs on both nodes in a row: n1 reports each time, n2 (no plugin) never.
     for job in 1..=3 {
         c.open_job(open_req(job, 0, 2)).unwrap();
         c.record_outcome(outcome(job, "n1")).unwrap();
-        c.close_job(job, None).unwrap();
+        c.close_job(job, None, None).unwrap();
         if job < 3 {
             // Each close is counted after its reply: wait for the page to agree.
             wait_for(|| silent() == Some(0.0));

@@ -36,12 +36,14 @@ fn busy(page: &str, ghz: &str, source: &str) -> Option<f64> {
 fn run(d: &Daemon, job_id: u64, ghz: f64, busy_w: [f64; 2]) {
     let mut c = d.tcp_client();
     let req = OpenJob {
+        restart_count: None,
         policy: Some("monitor".into()),
         ..open_req(job_id, 0, 2)
     };
     c.open_job(req).unwrap();
     for (i, w) in busy_w.iter().enumerate() {
         c.record_outcome(NodeOutcome {
+            restart_count: None,
             job_id,
             node: format!("n{}", i + 1),
             freq_ghz: Some(ghz),
@@ -61,7 +63,7 @@ fn run(d: &Daemon, job_id: u64, ghz: f64, busy_w: [f64; 2]) {
         })
         .unwrap();
     }
-    c.close_job(job_id, Some(greenup::record::JobEnd::Completed))
+    c.close_job(job_id, Some(greenup::record::JobEnd::Completed), None)
         .unwrap();
 }
 
@@ -74,6 +76,7 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
     let page = metrics(&addr);
     assert_eq!(busy(&page, "2.4", "site"), Some(300.0), "{page}");
     let lammps = |job_id| OpenJob {
+        restart_count: None,
         profile: Some("lammps".into()),
         policy: Some("min-energy".into()),
         ..open_req(job_id, 0, 2)

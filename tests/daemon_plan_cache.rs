@@ -22,6 +22,7 @@ fn site(store: &std::path::Path) -> Site {
 
 fn job(id: u64, nodes: &[&str], policy: &str, min: Option<usize>, cap: Option<f64>) -> OpenJob {
     OpenJob {
+        restart_count: None,
         job_id: id,
         uid: 0,
         user: None,

@@ -67,6 +67,7 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
     for s in &samples {
         for n in ["n1", "n2"] {
             c.record_outcome(NodeOutcome {
+                restart_count: None,
                 job_id: s.job_id,
                 node: n.into(),
                 freq_ghz: Some(2.4),
@@ -81,7 +82,8 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
             })
             .unwrap();
         }
-        c.close_job(s.job_id, Some(JobEnd::Completed)).unwrap();
+        c.close_job(s.job_id, Some(JobEnd::Completed), None)
+            .unwrap();
     }
     // Two missed runs are no verdict yet.
     for r in &runs[..2] {

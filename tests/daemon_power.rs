@@ -52,6 +52,7 @@ fn cluster() -> Daemon {
 /// nodes' full power, 300 W each.
 fn job(id: u64, partition: &str, nodes: &[&str]) -> OpenJob {
     OpenJob {
+        restart_count: None,
         partition: Some(partition.into()),
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
         ..open_req(id, 0, 1)
@@ -142,7 +143,7 @@ fn reports_add_up_under_their_caps_beside_the_watts_granted() {
     );
     // Closing job 1 gives its 1200 W back, and its nodes no longer count: the site
     // holds job 2's grant and n5's 280 W alone.
-    c.close_job(1, None).unwrap();
+    c.close_job(1, None, None).unwrap();
     let v = d.unix_client().power_status(None).unwrap();
     let (site, debug) = (cap(&v, "site"), cap(&v, "debug"));
     assert_eq!(

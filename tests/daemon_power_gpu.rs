@@ -60,6 +60,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     let d = start(2, |_, s, _| s.power_cap_w = Some(10_000.0));
     d.tcp_client()
         .open_job(OpenJob {
+            restart_count: None,
             nodes: vec!["n1".into()],
             ..open_req(77, 0, 1)
         })
@@ -167,6 +168,7 @@ fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
     });
     d.tcp_client()
         .open_job(OpenJob {
+            restart_count: None,
             nodes: vec!["n1".into()],
             ..open_req(78, 0, 1)
         })

@@ -16,6 +16,7 @@ fn std_w(f: f64) -> f64 {
 
 fn job(job_id: u64, granted_w: Option<f64>, policy: &str, min_nodes: Option<usize>) -> OpenJob {
     OpenJob {
+        restart_count: None,
         nodes: Vec::new(),
         nodelist: Some("n[1-4]".into()),
         profile: Some("lammps".into()),
@@ -145,6 +146,7 @@ fn a_refused_job_still_holds_its_grant_on_every_node() {
     let d = queue(PowerEnforce::Queue);
     // A profile greenup does not have: the job runs unmanaged, yet within its watts.
     let j = OpenJob {
+        restart_count: None,
         profile: Some("no-such-app".into()),
         ..job(5, Some(800.0), "min-energy", None)
     };
@@ -223,6 +225,7 @@ fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at
         site.profile_dir = profiles;
     });
     let j = OpenJob {
+        restart_count: None,
         nodes: Vec::new(),
         nodelist: Some("n[1-2]".into()),
         profile: Some("gpuapp".into()),

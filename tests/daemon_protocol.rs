@@ -200,9 +200,11 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
     let r = as_user(&Request::CloseJob {
         job_id: 11,
         end: None,
+        restart_count: None,
     });
     assert_eq!(code(&r), ErrorCode::Forbidden);
     let outcome = NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id: 11,
         node: "n1".into(),
@@ -261,6 +263,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
     let d = start(4, |_, _, _| {});
     let mut root = d.tcp_client();
     let lammps = |id, owner| OpenJob {
+        restart_count: None,
         profile: Some("lammps".into()),
         user: Some(if owner == 0 { "root" } else { TEST_USER }.into()),
         ..open_req(id, owner, 2)
@@ -270,6 +273,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
     root.open_job(open_req(33, uid, 2)).unwrap();
     root.open_job(lammps(34, uid)).unwrap();
     root.record_outcome(NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id: 31,
         node: "n1".into(),
@@ -283,7 +287,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
         power: None,
     })
     .unwrap();
-    root.close_job(31, Some(greenup::record::JobEnd::Completed))
+    root.close_job(31, Some(greenup::record::JobEnd::Completed), None)
         .unwrap();
 
     let as_user = |req: ListRecords| -> ReplyLine {
@@ -386,6 +390,7 @@ fn admins_read_every_job() {
             &Request::CloseJob {
                 job_id: 21,
                 end: None,
+                restart_count: None,
             },
         ))
         .unwrap();
@@ -454,11 +459,11 @@ fn unix_socket_knows_the_caller_without_a_credential() {
     // Root over the socket may write.
     c.open_job(open_req(31, 0, 1)).unwrap();
     assert!(
-        c.close_job(31, Some(greenup::record::JobEnd::Completed))
+        c.close_job(31, Some(greenup::record::JobEnd::Completed), None)
             .unwrap()
     );
     assert!(
-        !c.close_job(31, Some(greenup::record::JobEnd::Completed))
+        !c.close_job(31, Some(greenup::record::JobEnd::Completed), None)
             .unwrap(),
         "a second close is harmless"
     );

@@ -9,6 +9,7 @@ use greenup_proto::protocol::{Decision, OpenJob};
 
 fn wrong(job_id: u64) -> OpenJob {
     OpenJob {
+        restart_count: None,
         profile: Some("wrong".into()),
         policy: Some("min-energy".into()),
         ..open_req(job_id, 0, 2)

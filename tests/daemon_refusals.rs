@@ -15,6 +15,7 @@ use greenup_proto::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 /// Job `id` on nodes n1 and n2 of the test site (200 + 100 W each at full power).
 fn two_nodes(id: u64) -> OpenJob {
     OpenJob {
+        restart_count: None,
         profile: Some("lammps".into()),
         policy: Some("min-energy".into()),
         ..open_req(id, 0, 2)
@@ -41,6 +42,7 @@ fn debug_line(d: &Daemon) -> (usize, f64) {
 fn a_policy_the_site_does_not_allow_is_recorded_and_holds_full_power() {
     let d = start(4, |_, s, _| s.allowed_policies = vec!["min-energy".into()]);
     let req = OpenJob {
+        restart_count: None,
         policy: Some("min-time".into()),
         ..two_nodes(5)
     };
@@ -64,7 +66,7 @@ fn a_policy_the_site_does_not_allow_is_recorded_and_holds_full_power() {
     // Its epilog closes it like any job, giving the watts back.
     assert!(
         d.tcp_client()
-            .close_job(5, Some(greenup::record::JobEnd::Completed))
+            .close_job(5, Some(greenup::record::JobEnd::Completed), None)
             .unwrap()
     );
     assert_eq!(debug_line(&d), (0, 0.0));
@@ -74,6 +76,7 @@ fn a_policy_the_site_does_not_allow_is_recorded_and_holds_full_power() {
 fn under_strict_a_refused_job_is_recorded_closed_and_holds_nothing() {
     let d = start(4, |_, s, _| s.enforce = Enforce::Strict);
     let req = OpenJob {
+        restart_count: None,
         profile: Some("no-such-application".into()),
         ..two_nodes(6)
     };
@@ -101,6 +104,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
         (
             7,
             OpenJob {
+                restart_count: None,
                 power_cap_w: Some(-5.0),
                 ..two_nodes(7)
             },
@@ -108,6 +112,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
         (
             8,
             OpenJob {
+                restart_count: None,
                 energy_cap_j: Some(0.0),
                 ..two_nodes(8)
             },
@@ -115,6 +120,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
         (
             9,
             OpenJob {
+                restart_count: None,
                 min_nodes: Some(3),
                 ..two_nodes(9)
             },
@@ -133,6 +139,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
 fn greenup_report_says_why_a_job_ran_unmanaged() {
     let d = start(4, |_, s, _| s.allowed_policies = vec!["min-energy".into()]);
     let req = OpenJob {
+        restart_count: None,
         policy: Some("min-time".into()),
         ..two_nodes(21)
     };
@@ -158,6 +165,7 @@ fn caps_above_the_site_limits_are_planned_under_the_site_limits_and_recorded() {
     let dec = d
         .tcp_client()
         .open_job(OpenJob {
+            restart_count: None,
             power_cap_w: Some(1e9),
             ..two_nodes(30)
         })

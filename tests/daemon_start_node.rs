@@ -14,9 +14,11 @@ use greenup_proto::protocol::{
     ErrorCode, NodeOutcome, OpenJob, Reply, Request, request_body, request_line,
 };
 
-/// The job as a node's prolog describes it: its nodes as the hostlist `nodelist`.
+/// The job as a node's prolog describes it: its nodes as the hostlist `nodelist`, in
+/// its first run (without the restart count, other nodes would be a requeued run).
 fn job(job_id: u64, nodelist: &str) -> OpenJob {
     OpenJob {
+        restart_count: Some(0),
         nodes: Vec::new(),
         nodelist: Some(nodelist.into()),
         profile: Some("lammps".into()),
@@ -158,6 +160,7 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
     assert_eq!(c.count_outcomes(77).unwrap(), 0);
     for i in [1, 2, 3] {
         c.record_outcome(NodeOutcome {
+            restart_count: None,
             comm: None,
             job_id: 77,
             node: format!("n{i}"),

@@ -56,6 +56,7 @@ fn store_failed(r: Result<impl std::fmt::Debug, ClientError>) -> String {
 
 fn outcome(job_id: u64, node: &str) -> NodeOutcome {
     NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id,
         node: node.into(),
@@ -118,7 +119,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
         "{msg}"
     );
     store_failed(c.record_outcome(outcome(1, "n1")));
-    store_failed(c.close_job(1, None));
+    store_failed(c.close_job(1, None, None));
 
     // Reads still work, and the ledger was rebuilt from the store and not changed by the failures.
     let job = c.get_job(1).unwrap();

@@ -119,6 +119,7 @@ fn open(d: &Greenupd, job_id: u64) -> Decision {
 /// A min-energy md job on n1 as a 22.05 node describes it: no time limit.
 fn md_job(job_id: u64) -> OpenJob {
     OpenJob {
+        restart_count: None,
         job_id,
         uid: 0,
         user: None,
@@ -245,6 +246,7 @@ fn start_line(job_id: u64) -> Vec<u8> {
     let req = Request::StartNode {
         node: "n1".into(),
         job: OpenJob {
+            restart_count: None,
             nodes: Vec::new(),
             nodelist: Some("n1".into()),
             ..md_job(job_id)

@@ -14,6 +14,7 @@ use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJo
 
 fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
     NodeOutcome {
+        restart_count: None,
         comm: None,
         job_id: 7,
         node: node.into(),
@@ -71,6 +72,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         gpus: None,
     };
     let request = OpenJob {
+        restart_count: None,
         job_id: 7,
         uid: 1000,
         user: Some("alice".into()),
@@ -245,6 +247,7 @@ fn comm_saved_is_estimated_from_the_site_power_model_and_the_node_cpus() {
         ..Default::default()
     };
     let with = |o: NodeOutcome, cpus| NodeOutcome {
+        restart_count: None,
         comm: Some(comm(cpus)),
         ..o
     };
@@ -414,6 +417,7 @@ fn a_gpu_plans_report_compares_the_models_part_with_rapl_and_keeps_the_gpus_besi
 fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
     use greenup::comm::{GuardOff, GuardTerms, NodeComm, NodeGuard};
     let guarded = |g: Option<NodeGuard>| NodeOutcome {
+        restart_count: None,
         comm: Some(NodeComm {
             ranks: 2,
             compute_s: 80.0,
@@ -446,6 +450,7 @@ fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
         vec![
             guarded(Some(raised(20.0, 40.0))),
             NodeOutcome {
+                restart_count: None,
                 node: "n2".into(),
                 ..guarded(Some(raised(12.5, 30.0)))
             },

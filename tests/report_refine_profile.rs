@@ -133,6 +133,7 @@ mod after_close {
             avg_power_w: greenup_core::quantity::Watts(26_000.0 / 550.0),
         };
         let out = |n: &str, f: f64, e: f64, src: &str| NodeOutcome {
+            restart_count: None,
             comm: None,
             job_id,
             node: n.into(),
@@ -155,6 +156,7 @@ mod after_close {
             opened_at: 0,
             closed_at: Some(600),
             request: OpenJob {
+                restart_count: None,
                 job_id,
                 uid: 1000,
                 user: None,

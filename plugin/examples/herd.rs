@@ -463,7 +463,7 @@ fn run(args: &Args) -> Result<bool, String> {
         } else {
             epilog::wait_for_outcomes(&mut c, closer_job, n).map_err(|e| e.to_string())?;
         }
-        c.close_job(closer_job, Some(greenup::record::JobEnd::Completed))
+        c.close_job(closer_job, Some(greenup::record::JobEnd::Completed), None)
             .map_err(|e| e.to_string())?;
         Ok(t0.elapsed())
     });

@@ -195,6 +195,7 @@ pub fn wire_outcome(
         note.push_str(&format!("; restore incomplete: {err}"));
     }
     WireOutcome {
+        restart_count: job.restart_count,
         comm,
         job_id: u64::from(job.job_id),
         node: o.node.clone(),
@@ -262,6 +263,7 @@ fn report_end(
             .collect(),
         close,
         end: ended.filter(|_| close),
+        restart_count: job.restart_count,
         spooled_at: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
@@ -287,7 +289,7 @@ fn report_end(
                     ),
                 }
             }
-            c.close_job(entry.job_id, entry.end)
+            c.close_job(entry.job_id, entry.end, entry.restart_count)
                 .map_err(|e| e.to_string())?;
         }
         Ok(c)

@@ -73,6 +73,10 @@ pub struct JobEnv {
     /// and slurmd does not give a node's prolog: the watts the job holds under
     /// `power.enforce: queue`.
     pub licenses: Option<String>,
+    /// How many times Slurm has requeued the job before this run
+    /// (`SLURM_JOB_RESTART_COUNT`, which slurmd gives its prologs and epilogs from the
+    /// job's credential); unknown where Slurm does not say.
+    pub restart_count: Option<u32>,
 }
 
 impl JobEnv {
@@ -141,6 +145,7 @@ impl JobEnv {
             gpus: get("SLURM_JOB_GPUS"),
             time_limit: time_limit::from_prolog_env(&get, slurm_version),
             licenses: get("SLURM_JOB_LICENSES").filter(|l| !l.is_empty()),
+            restart_count: get("SLURM_JOB_RESTART_COUNT").and_then(|c| c.parse().ok()),
         })
     }
 

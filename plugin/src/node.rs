@@ -216,6 +216,7 @@ mod tests {
             std::fs::write(d.join("affected_cpus"), format!("{i}\n")).unwrap();
         }
         let mut job = JobEnv {
+            restart_count: None,
             job_id: 1,
             uid: 1,
             gid: None,

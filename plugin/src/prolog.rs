@@ -84,6 +84,7 @@ pub(crate) fn open_request(job: &JobEnv, policy: String, power: &PowerSettings) 
             .flatten()
     });
     OpenJob {
+        restart_count: job.restart_count,
         job_id: u64::from(job.job_id),
         uid: job.uid,
         user: job.user.clone(),
@@ -470,6 +471,7 @@ mod tests {
 
     fn job(uid: u32) -> JobEnv {
         JobEnv {
+            restart_count: None,
             job_id: 9,
             uid,
             gid: None,

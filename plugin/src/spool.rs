@@ -34,6 +34,10 @@ pub struct Entry {
     /// How the job ended, sent with the close.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<JobEnd>,
+    /// The job's run (`SLURM_JOB_RESTART_COUNT`), sent with the close; absent from
+    /// entries spooled before it was kept, or where Slurm does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<u32>,
     /// When the entry was written (Unix seconds).
     pub spooled_at: i64,
 }
@@ -161,8 +165,13 @@ fn load(path: &Path) -> Result<Entry, String> {
 pub trait Sink {
     /// Store one node's outcome.
     fn record_outcome(&mut self, o: NodeOutcome) -> Result<bool, ClientError>;
-    /// Close a job.
-    fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError>;
+    /// Close run `restart_count` of a job.
+    fn close_job(
+        &mut self,
+        job_id: u64,
+        end: Option<JobEnd>,
+        restart_count: Option<u32>,
+    ) -> Result<bool, ClientError>;
     /// Limit each following call to `t`.
     fn set_timeout(&mut self, t: Duration);
 }
@@ -171,8 +180,13 @@ impl Sink for Client {
     fn record_outcome(&mut self, o: NodeOutcome) -> Result<bool, ClientError> {
         Client::record_outcome(self, o)
     }
-    fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
-        Client::close_job(self, job_id, end)
+    fn close_job(
+        &mut self,
+        job_id: u64,
+        end: Option<JobEnd>,
+        restart_count: Option<u32>,
+    ) -> Result<bool, ClientError> {
+        Client::close_job(self, job_id, end, restart_count)
     }
     fn set_timeout(&mut self, t: Duration) {
         let _ = Client::set_timeout(self, t);
@@ -203,7 +217,7 @@ pub fn send(sink: &mut dyn Sink, entry: &Entry) -> Result<(), ClientError> {
         sink.record_outcome(o.clone())?;
     }
     if entry.close {
-        sink.close_job(entry.job_id, entry.end)?;
+        sink.close_job(entry.job_id, entry.end, entry.restart_count)?;
     }
     Ok(())
 }
@@ -312,7 +326,12 @@ mod tests {
             self.calls.push(format!("outcome {} {}", o.job_id, o.node));
             self.answer()
         }
-        fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
+        fn close_job(
+            &mut self,
+            job_id: u64,
+            end: Option<JobEnd>,
+            _restart_count: Option<u32>,
+        ) -> Result<bool, ClientError> {
             self.calls.push(format!(
                 "close {job_id} {}",
                 end.map_or("-", JobEnd::as_str)
@@ -326,9 +345,11 @@ mod tests {
 
     fn entry(job_id: u64, close: bool) -> Entry {
         Entry {
+            restart_count: None,
             job_id,
             node: "n1".into(),
             outcomes: vec![NodeOutcome {
+                restart_count: None,
                 comm: None,
                 job_id,
                 node: "n1".into(),

@@ -299,6 +299,7 @@ fn spawn(dir: tempfile::TempDir, s: &Site, opts: Options, loader: SiteLoader) ->
 /// An open request for `job_id` on nodes `n1..=n`.
 pub fn open_req(job_id: u64, uid: u32, n: usize) -> OpenJob {
     OpenJob {
+        restart_count: None,
         job_id,
         uid,
         user: None,
@@ -332,6 +333,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
     let mut c = d.tcp_client();
     for n in &plan.nodes {
         c.record_outcome(NodeOutcome {
+            restart_count: None,
             comm: None,
             job_id: dec.job_id,
             node: n.name.clone(),
@@ -346,7 +348,7 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
         })
         .unwrap();
     }
-    c.close_job(dec.job_id, Some(greenup::record::JobEnd::Completed))
+    c.close_job(dec.job_id, Some(greenup::record::JobEnd::Completed), None)
         .unwrap()
 }
 

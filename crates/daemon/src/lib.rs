@@ -12,6 +12,7 @@ pub mod decide;
 pub mod ledger;
 pub mod metrics_http;
 pub mod plan_cache;
+pub mod run;
 pub mod server;
 pub mod settle;
 pub mod store;

@@ -294,9 +294,20 @@ impl Client {
         }
     }
 
-    /// Close a job; `Ok(false)` when it was closed before.
-    pub fn close_job(&mut self, job_id: u64, end: Option<JobEnd>) -> Result<bool, ClientError> {
-        match self.call(&Request::CloseJob { job_id, end })? {
+    /// Close run `restart_count` of a job (any run: `None`); `Ok(false)` when it was
+    /// closed before.
+    pub fn close_job(
+        &mut self,
+        job_id: u64,
+        end: Option<JobEnd>,
+        restart_count: Option<u32>,
+    ) -> Result<bool, ClientError> {
+        let req = Request::CloseJob {
+            job_id,
+            end,
+            restart_count,
+        };
+        match self.call(&req)? {
             Reply::Stored { new, .. } => Ok(new),
             other => Err(unexpected("stored", &other)),
         }

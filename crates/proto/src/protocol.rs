@@ -78,6 +78,10 @@ pub enum Request {
         /// How the job ended, as its first node saw it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         end: Option<JobEnd>,
+        /// The run that ended, as its open's `restart_count`: a late close of a run
+        /// before a requeue is refused rather than taken for the run after it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        restart_count: Option<u32>,
     },
     /// How many nodes of a job have recorded their outcome: what the closing node
     /// waits on, without reading the job's record.
@@ -410,6 +414,7 @@ mod tests {
         let req = Request::CloseJob {
             job_id: 42,
             end: Some(JobEnd::Completed),
+            restart_count: Some(1),
         };
         let body = request_body(&req).unwrap();
         let line = request_line(&body, Some("MUNGE:abc\"x")).unwrap();
@@ -488,6 +493,7 @@ mod tests {
             let req = Request::StartNode {
                 node: node.into(),
                 job: OpenJob {
+                    restart_count: None,
                     job_id: 4242,
                     uid: 1000,
                     user: Some("alice".into()),

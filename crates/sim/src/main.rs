@@ -306,6 +306,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             // Every node asks for its own settings, as each node's prolog does: the
             // first request decides the job, the others are answered from it.
             let job = OpenJob {
+                restart_count: None,
                 job_id,
                 uid: 0,
                 user: None,
@@ -368,6 +369,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
                     for h in &r.hosts {
                         client
                             .record_outcome(NodeOutcome {
+                                restart_count: None,
                                 job_id,
                                 node: h.node.clone(),
                                 freq_ghz: Some(h.freq_ghz),
@@ -407,7 +409,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             };
             let stored = client.count_outcomes(job_id).map_err(|e| e.to_string())?;
             client
-                .close_job(job_id, Some(end))
+                .close_job(job_id, Some(end), None)
                 .map_err(|e| e.to_string())?;
             let measured = run.map_err(|e| e.to_string())?;
             if stored != nodes.len() as u64 {
@@ -515,6 +517,7 @@ impl Runs {
 /// nothing and the job's energy holds none of its draw.
 fn released(job_id: u64, node: &str, used: usize, given: usize) -> NodeOutcome {
     NodeOutcome {
+        restart_count: None,
         job_id,
         node: node.to_string(),
         freq_ghz: None,

@@ -382,6 +382,10 @@ pub struct NodeOutcome {
     /// Whether the node held the RAPL power limit its decision asked for, when it asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<NodePower>,
+    /// The run of the job it measured, as [`OpenJob::restart_count`]: so a node of an
+    /// earlier run that reports late is never taken for one of the run after a requeue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<u32>,
 }
 
 /// A node's RAPL power limit for a job: the watts asked and whether the node held them.
@@ -628,6 +632,11 @@ pub struct OpenJob {
     /// The optimizer; the exact sweep when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<Algorithm>,
+    /// How many times Slurm has requeued the job before this run
+    /// (`SLURM_JOB_RESTART_COUNT`), where Slurm tells the prolog; absent from older
+    /// plugins and Slurms, whose runs greenupd tells apart by their nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<u32>,
 }
 
 /// Why a request failed. Clients branch on these; messages are for people.

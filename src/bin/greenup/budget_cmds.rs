@@ -202,6 +202,7 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         }
     };
     let job = OpenJob {
+        restart_count: None,
         // A quote is no job: any valid id will do, nothing is stored under it.
         job_id: 1,
         // SAFETY: getuid cannot fail and touches no memory.

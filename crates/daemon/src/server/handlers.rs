@@ -225,9 +225,13 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 )),
             }
         }
-        Request::CloseJob { job_id, end } => {
+        Request::CloseJob {
+            job_id,
+            end,
+            restart_count,
+        } => {
             require_write(&ctx.roles, caller, "close jobs")?;
-            close_job(shared, job_id, JobState::Closed, end).await
+            close_job(shared, job_id, JobState::Closed, end, restart_count).await
         }
         Request::GetJob { job_id } => {
             let job = stored_job(shared, job_id, "is not known to greenupd").await?;

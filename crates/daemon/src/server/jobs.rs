@@ -10,6 +10,7 @@ use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
 use crate::baseline::AppState;
 use crate::decide::{bad_field, expand_open};
+use crate::run::{self, Run};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
 use greenup::power::split::with_node_type;
@@ -46,6 +47,8 @@ pub(super) struct JobView {
     used_nodes: Option<String>,
     /// The job's partition.
     pub(super) partition: Option<String>,
+    /// The run decided: Slurm's restart count, when its plugin gave it.
+    restart_count: Option<u32>,
 }
 
 impl JobView {
@@ -81,7 +84,30 @@ impl JobView {
             planned,
             used_nodes,
             partition: req.partition.clone(),
+            restart_count: req.restart_count,
         }
+    }
+
+    /// How the run `req` asks for stands to the run decided ([`run::compare`]).
+    fn run_of(&self, req: &OpenJob, limits: &greenup::site::DaemonLimits) -> Run {
+        run::compare(self.restart_count, req.restart_count, || {
+            if req.nodes.is_empty() {
+                req.nodelist
+                    .as_deref()
+                    .is_some_and(|l| self.is_nodelist(l, limits))
+            } else {
+                req.nodes == self.nodes
+            }
+        })
+    }
+
+    /// Whether `nodelist` names the job's nodes. Every node of a job gets the same
+    /// SLURM_JOB_NODELIST: comparing the text is the common case; another spelling is
+    /// expanded and compared name by name.
+    fn is_nodelist(&self, nodelist: &str, limits: &greenup::site::DaemonLimits) -> bool {
+        self.nodelist.as_deref() == Some(nodelist)
+            || greenup::hostlist::expand_at_most(nodelist, limits.max_job_nodes)
+                .is_ok_and(|names| names == self.nodes)
     }
 
     /// Whether `node` is one of the job's allocated nodes.
@@ -158,20 +184,14 @@ impl JobView {
         limits: &greenup::site::DaemonLimits,
     ) -> Result<NodeSettings, ErrorReply> {
         let job_id = self.decision.job_id;
-        // Every node of a job gets the same SLURM_JOB_NODELIST: comparing the text is
-        // the common case; another spelling is expanded and compared name by name.
-        if self.nodelist.as_deref() != Some(nodelist) {
-            let same = greenup::hostlist::expand_at_most(nodelist, limits.max_job_nodes)
-                .is_ok_and(|names| names == self.nodes);
-            if !same {
-                return Err(ErrorReply::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "job {job_id} was decided for nodes {}, not '{nodelist}'",
-                        self.nodelist_text()
-                    ),
-                ));
-            }
+        if !self.is_nodelist(nodelist, limits) {
+            return Err(ErrorReply::new(
+                ErrorCode::Conflict,
+                format!(
+                    "job {job_id} was decided for nodes {}, not '{nodelist}'",
+                    self.nodelist_text()
+                ),
+            ));
         }
         let Some(&i) = self.index.get(node) else {
             return Err(ErrorReply::new(
@@ -227,13 +247,18 @@ impl Recent {
 /// The job's decision, made once (by the first request) however many ask at once.
 /// `req` is completed (its `nodes` expanded from a `nodelist`, then checked) only by
 /// the request that decides: the others wait for its decision and expand nothing.
+/// A request of a run after the one decided (Slurm requeued the job) ends that run and
+/// has the job decided again, for its own nodes.
 async fn decided(
     shared: &Arc<Shared>,
     ctx: Arc<Ctx>,
     mut req: OpenJob,
 ) -> Result<Arc<JobView>, ErrorReply> {
     let job_id = req.job_id;
-    if let Some(v) = lock(&shared.recent).by_job.get(&job_id) {
+    let limits = ctx.site.daemon.limits;
+    if let Some(v) = lock(&shared.recent).by_job.get(&job_id)
+        && v.run_of(&req, &limits) == Run::Same
+    {
         return Ok(v.clone());
     }
     // Every node that asks while the decision is being made waits for that one
@@ -242,6 +267,14 @@ async fn decided(
     let cell = lock(&shared.deciding).entry(job_id).or_default().clone();
     let result = cell
         .get_or_try_init(|| async {
+            // Under the cell, so that only one of the new run's nodes ends the old run.
+            if let Some(held) = held_run(shared, job_id).await? {
+                match held.run_of(&req, &limits) {
+                    Run::Same => return Ok(held),
+                    Run::Earlier => return Err(earlier_run(&held, &req)),
+                    Run::Later => end_run(shared, &held, &req).await?,
+                }
+            }
             // open_job requests come here checked; a node's start_node names a hostlist.
             if req.nodes.is_empty() {
                 expand_open(&mut req, &ctx.site.daemon.limits)?;
@@ -258,7 +291,70 @@ async fn decided(
     if deciding.get(&job_id).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
         deciding.remove(&job_id);
     }
-    result
+    drop(deciding);
+    // A request that waited on the decision of another run is not answered with it.
+    let v = result?;
+    match v.run_of(&req, &limits) {
+        Run::Same => Ok(v),
+        _ => Err(earlier_run(&v, &req)),
+    }
+}
+
+/// The run greenupd holds for `job_id`: the decision in memory, or, for a job that holds
+/// a reservation (so is open) but was pushed out of memory or decided before a
+/// restart, the store's.
+async fn held_run(shared: &Arc<Shared>, job_id: u64) -> Result<Option<Arc<JobView>>, ErrorReply> {
+    if let Some(v) = lock(&shared.recent).by_job.get(&job_id) {
+        return Ok(Some(v.clone()));
+    }
+    if !lock(&shared.ledger).holds(job_id) {
+        return Ok(None);
+    }
+    let rec = shared
+        .store
+        .read(move |s| s.job(job_id))
+        .await
+        .map_err(store_error)?;
+    Ok(rec
+        .filter(|r| r.state == JobState::Open)
+        .map(|r| Arc::new(JobView::new(r.decision, &r.request))))
+}
+
+/// The refusal of a request whose run is not the one `held` decided.
+fn earlier_run(held: &JobView, req: &OpenJob) -> ErrorReply {
+    ErrorReply::new(
+        ErrorCode::Conflict,
+        format!(
+            "job {} runs on {} ({}): a request of its run with {} comes too late",
+            req.job_id,
+            held.nodes_text(),
+            run::describe(held.restart_count),
+            run::describe(req.restart_count)
+        ),
+    )
+}
+
+/// End `held`, the run before `req`'s: as a close would (its reservation released, its
+/// budget charges settled, its power reports forgotten), as reclaimed if its close
+/// never came. The store keeps it as an earlier run of the job.
+async fn end_run(shared: &Arc<Shared>, held: &JobView, req: &OpenJob) -> Result<(), ErrorReply> {
+    let job_id = req.job_id;
+    tracing::info!(
+        job_id,
+        nodes = %held.nodes_text(),
+        "job {job_id} runs again (requeued, {}): its run on {} ends, and the job is decided again",
+        run::describe(req.restart_count),
+        held.nodes_text()
+    );
+    close_job(
+        shared,
+        job_id,
+        JobState::Reclaimed,
+        None,
+        held.restart_count,
+    )
+    .await
+    .map(|_| ())
 }
 
 /// open_job: the whole decision (its size grows with the job's).
@@ -571,6 +667,10 @@ async fn silent_nodes(shared: Arc<Shared>, job_id: u64) {
     let Ok(Some(rec)) = shared.store.read(move |s| s.job(job_id)).await else {
         return;
     };
+    // Requeued meanwhile: the record is the next run's, whose nodes have not run yet.
+    if rec.state == JobState::Open {
+        return;
+    }
     let reported = |n: &str| rec.outcomes.iter().any(|o| o.node == n);
     for node in lock(&shared.silent).closed(&rec.request.nodes, reported) {
         tracing::warn!(
@@ -582,11 +682,13 @@ async fn silent_nodes(shared: Arc<Shared>, job_id: u64) {
     }
 }
 
+/// close_job: close run `restart_count` (the current one: `None`) of a job, or reclaim it.
 pub(super) async fn close_job(
     shared: &Arc<Shared>,
     job_id: u64,
     state: JobState,
     end: Option<JobEnd>,
+    restart_count: Option<u32>,
 ) -> Outcome {
     // A node's "completed" is a claim until Slurm's final record says so (see
     // `settle`); until then nothing may learn from the run.
@@ -600,6 +702,7 @@ pub(super) async fn close_job(
             state,
             end: stored_end,
             at: now(),
+            restart_count,
         })
         .await
         .map_err(store_error)?;

@@ -205,6 +205,7 @@ fn store_error(e: StoreError) -> ErrorReply {
             ErrorCode::NotFound,
             format!("job {id} is not known to greenupd"),
         ),
+        StoreError::OtherRun(why) => ErrorReply::new(ErrorCode::Conflict, why),
         other => ErrorReply::new(ErrorCode::StoreFailed, other.to_string()),
     }
 }

@@ -71,7 +71,7 @@ async fn reclaim_once(shared: &Arc<Shared>) {
     gone.sort_unstable();
     gone.dedup();
     for job_id in gone {
-        match close_job(shared, job_id, JobState::Reclaimed, None).await {
+        match close_job(shared, job_id, JobState::Reclaimed, None, None).await {
             Ok(_) => tracing::info!(job_id, "reservation reclaimed"),
             Err(e) => tracing::warn!(job_id, error = %e, "could not reclaim"),
         }

@@ -101,6 +101,22 @@ pub(super) fn settle(c: &Connection, id: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Move job `id`'s charges (settled: its run is closed) to its earlier run `run`,
+/// where they still count in their budgets' periods.
+pub(super) fn set_aside(c: &Connection, id: i64, run: i64) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "INSERT INTO earlier_charges (job_id, run, budget, period_start, charged_j, nodes, settled_j, measured)
+         SELECT job_id, ?2, budget, period_start, charged_j, nodes, settled_j, measured
+         FROM budget_charges WHERE job_id = ?1",
+    )
+    .and_then(|mut s| s.execute(params![id, run]))
+    .map_err(write_err)?;
+    c.prepare_cached("DELETE FROM budget_charges WHERE job_id = ?1")
+        .and_then(|mut s| s.execute([id]))
+        .map_err(write_err)?;
+    Ok(())
+}
+
 /// Whether job `id` has charges that are settled already (a closed job).
 pub(super) fn settled(c: &Connection, id: i64) -> Result<bool, StoreError> {
     c.prepare_cached(
@@ -138,7 +154,10 @@ pub(super) fn state(c: &Connection) -> Result<super::BudgetState, StoreError> {
         .prepare_cached(
             "SELECT budget, period_start, total(settled_j),
                     total(CASE WHEN settled_j IS NULL THEN charged_j END), count(*)
-             FROM budget_charges GROUP BY budget, period_start",
+             FROM (SELECT budget, period_start, charged_j, settled_j FROM budget_charges
+                   UNION ALL
+                   SELECT budget, period_start, charged_j, settled_j FROM earlier_charges)
+             GROUP BY budget, period_start",
         )
         .map_err(read_err)?;
     let totals = s

@@ -63,6 +63,8 @@ pub enum Change {
         end: Option<JobEnd>,
         /// Unix seconds.
         at: i64,
+        /// The run closed (its restart count); `None`: the current run, whichever.
+        restart_count: Option<u32>,
     },
     /// Stop applying `policy` to `profile`'s jobs (their measured slowdown missed the
     /// policy's target), unless it is stopped already.
@@ -167,6 +169,9 @@ pub enum StoreError {
     /// A stored row could not be decoded.
     #[error("the store holds a damaged row: {0}")]
     Corrupt(String),
+    /// The change is of another run of the job than the one stored (Slurm requeued it).
+    #[error("{0}")]
+    OtherRun(String),
 }
 
 /// greenup's durable state.
@@ -174,8 +179,13 @@ pub trait Store: Send {
     /// Apply changes in one commit. Each change is all-or-nothing on its own; the
     /// results come back in order, and any `Ok` is on disk when this returns.
     fn apply(&mut self, changes: &[Change]) -> Vec<Result<Applied, StoreError>>;
-    /// One job with decision and outcomes.
+    /// One job with decision and outcomes (its current run, when Slurm requeued it).
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError>;
+    /// A requeued job's runs before its current one, oldest first, each as it was when
+    /// the requeue set it aside (with the late outcomes of its nodes since).
+    fn earlier_runs(&mut self, _job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
+        Ok(Vec::new())
+    }
     /// A job's owner and how many of its nodes have an outcome stored; `None` for an
     /// unknown job.
     fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64)>, StoreError>;

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{
     Applied, BaselineNode, Change, Counts, NewJob, Reservation, Store, StoreError, StoreMetrics,
 };
+use crate::run::{self, Run};
 use greenup::query::{JobSummary, ListJobs, ListRecords};
 use greenup::record::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 use greenup::record::{JobEnd, Source};
@@ -114,6 +115,35 @@ PRAGMA user_version = 7;
 COMMIT;
 ";
 
+/// Version 8: a job's runs. Slurm keeps a requeued job's id, so the run after a requeue
+/// takes the job's rows and the run before it is kept whole in `earlier_runs` (its
+/// record as JSON, measured energy and all), its budget charges in `earlier_charges`;
+/// `jobs.restart_count` is the current run's `SLURM_JOB_RESTART_COUNT`, when known.
+const MIGRATE_TO_8: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE jobs ADD COLUMN restart_count INTEGER;
+CREATE TABLE IF NOT EXISTS earlier_runs (
+    job_id        INTEGER NOT NULL,
+    run           INTEGER NOT NULL,
+    restart_count INTEGER,
+    record        TEXT NOT NULL,
+    PRIMARY KEY (job_id, run)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS earlier_charges (
+    job_id       INTEGER NOT NULL,
+    run          INTEGER NOT NULL,
+    budget       TEXT NOT NULL,
+    period_start INTEGER NOT NULL,
+    charged_j    REAL NOT NULL,
+    nodes        INTEGER NOT NULL,
+    settled_j    REAL,
+    measured     INTEGER,
+    PRIMARY KEY (job_id, run, budget)
+) WITHOUT ROWID;
+PRAGMA user_version = 8;
+COMMIT;
+";
+
 /// Each step that brings an older store up to date, in order: (version, script).
 const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_TO_2),
@@ -122,10 +152,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, MIGRATE_TO_5),
     (6, MIGRATE_TO_6),
     (7, MIGRATE_TO_7),
+    (8, MIGRATE_TO_8),
 ];
 
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -320,7 +351,8 @@ impl SqliteStore {
                 state,
                 end,
                 at,
-            } => self.close(*job_id, *state, *end, *at),
+                restart_count,
+            } => self.close(*job_id, *state, *end, *at, *restart_count),
             Change::SettleEnd { job_id, end } => self.settle_end(*job_id, *end),
             Change::Hold {
                 profile,
@@ -349,13 +381,37 @@ impl SqliteStore {
     }
 
     fn open_job(&self, job: &NewJob) -> Result<Applied, StoreError> {
-        let id = job_id_sql(job.request.job_id)?;
+        let job_id = job.request.job_id;
+        let id = job_id_sql(job_id)?;
         if let Some((decision, state)) = self.decision_of(id)? {
-            return Ok(Applied::Opened {
-                new: false,
-                decision: Box::new(decision),
-                state,
-            });
+            let asked = job.request.restart_count;
+            match self.run_of(
+                id,
+                asked,
+                Some(|held: &OpenJob| held.nodes == job.request.nodes),
+            )? {
+                Run::Same => {
+                    return Ok(Applied::Opened {
+                        new: false,
+                        decision: Box::new(decision),
+                        state,
+                    });
+                }
+                Run::Earlier => {
+                    return Err(StoreError::OtherRun(format!(
+                        "job {job_id} ran again since this run ({}): its open comes too late",
+                        run::describe(asked)
+                    )));
+                }
+                // greenupd ends the run before (see `jobs::decided`): one still open
+                // here was opened meanwhile, and is not overwritten.
+                Run::Later if state == JobState::Open => {
+                    return Err(StoreError::OtherRun(format!(
+                        "job {job_id}'s earlier run is still open: it is ended before the job is decided again"
+                    )));
+                }
+                Run::Later => self.set_aside(id, job_id)?,
+            }
         }
         let d = &job.decision;
         let state = if d.holds_reservation() {
@@ -368,8 +424,8 @@ impl SqliteStore {
         let inputs = job.inputs.to_string();
         let c = &self.conn;
         c.prepare_cached(
-            "INSERT INTO jobs (job_id, uid, user, partition, state, opened_at, closed_at, request)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO jobs (job_id, uid, user, partition, state, opened_at, closed_at, request, restart_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -380,7 +436,8 @@ impl SqliteStore {
                 state.as_str(),
                 d.decided_at,
                 (state == JobState::Closed).then_some(d.decided_at),
-                request
+                request,
+                job.request.restart_count
             ])
         })
         .map_err(write_err)?;
@@ -426,6 +483,111 @@ impl SqliteStore {
         })
     }
 
+    /// How run `asked` stands to the run held for job `id` ([`run::compare_with`]).
+    /// `same_nodes` sees the held run's request, read only when the counts cannot tell
+    /// (a large job's is long); without it the nodes count as the held run's.
+    fn run_of(
+        &self,
+        id: i64,
+        asked: Option<u32>,
+        same_nodes: Option<impl FnOnce(&OpenJob) -> bool>,
+    ) -> Result<Run, StoreError> {
+        let held: Option<Option<u32>> = self
+            .conn
+            .prepare_cached("SELECT restart_count FROM jobs WHERE job_id = ?1")
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+            .map_err(read_err)?;
+        let Some(held) = held else {
+            return Err(StoreError::NoSuchJob(id as u64));
+        };
+        run::compare_with(held, asked, || {
+            let Some(same_nodes) = same_nodes else {
+                return Ok(true);
+            };
+            let request: String = self
+                .conn
+                .prepare_cached("SELECT request FROM jobs WHERE job_id = ?1")
+                .and_then(|mut s| s.query_row([id], |r| r.get(0)))
+                .map_err(read_err)?;
+            let held: OpenJob = serde_json::from_str(&request).map_err(json_err)?;
+            Ok(same_nodes(&held))
+        })
+    }
+
+    /// Move job `id`'s current run, closed, out of the way of the run after a requeue:
+    /// its record (decision, outcomes, end) into `earlier_runs`, its charges (their
+    /// energy still counts in the budgets' periods) into `earlier_charges`.
+    fn set_aside(&self, id: i64, job_id: u64) -> Result<(), StoreError> {
+        let Some(rec) = self.record_of(job_id)? else {
+            return Ok(());
+        };
+        let c = &self.conn;
+        let run: i64 = c
+            .prepare_cached("SELECT coalesce(max(run), 0) + 1 FROM earlier_runs WHERE job_id = ?1")
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)))
+            .map_err(read_err)?;
+        let record = serde_json::to_string(&rec).map_err(json_err)?;
+        c.prepare_cached(
+            "INSERT INTO earlier_runs (job_id, run, restart_count, record) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .and_then(|mut s| s.execute(params![id, run, rec.request.restart_count, record]))
+        .map_err(write_err)?;
+        super::charges::set_aside(c, id, run)?;
+        for sql in [
+            "DELETE FROM outcomes WHERE job_id = ?1",
+            "DELETE FROM reservations WHERE job_id = ?1",
+            "DELETE FROM decisions WHERE job_id = ?1",
+            "DELETE FROM jobs WHERE job_id = ?1",
+        ] {
+            c.prepare_cached(sql)
+                .and_then(|mut s| s.execute([id]))
+                .map_err(write_err)?;
+        }
+        Ok(())
+    }
+
+    /// Store `o`, which is not of job `id`'s current run, with the earlier run it
+    /// measured (newest first), unless that run has this node's outcome already; the
+    /// run's charges stay as they were settled when the requeue set it aside.
+    fn record_earlier(&self, id: i64, o: &NodeOutcome) -> Result<Applied, StoreError> {
+        let runs: Vec<(i64, Option<u32>, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT run, restart_count, record FROM earlier_runs WHERE job_id = ?1 ORDER BY run DESC",
+            )
+            .and_then(|mut s| {
+                s.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect()
+            })
+            .map_err(read_err)?;
+        for (run, held, record) in runs {
+            let mut rec: JobRecord = serde_json::from_str(&record).map_err(json_err)?;
+            let has_node = rec.request.nodes.contains(&o.node);
+            if run::compare(held, o.restart_count, || has_node) != Run::Same {
+                continue;
+            }
+            if rec.outcomes.iter().any(|x| x.node == o.node) {
+                return Ok(Applied::Stored { new: false });
+            }
+            rec.outcomes.push(o.clone());
+            rec.outcomes.sort_by(|a, b| a.node.cmp(&b.node));
+            let record = serde_json::to_string(&rec).map_err(json_err)?;
+            self.conn
+                .prepare_cached(
+                    "UPDATE earlier_runs SET record = ?3 WHERE job_id = ?1 AND run = ?2",
+                )
+                .and_then(|mut s| s.execute(params![id, run, record]))
+                .map_err(write_err)?;
+            return Ok(Applied::Stored { new: true });
+        }
+        Err(StoreError::OtherRun(format!(
+            "node '{}' reports for job {} ({}), but is of none of its runs greenupd decided",
+            o.node,
+            o.job_id,
+            run::describe(o.restart_count)
+        )))
+    }
+
     fn decision_of(&self, id: i64) -> Result<Option<(Decision, JobState)>, StoreError> {
         let row: Option<(String, String)> = self
             .conn
@@ -450,6 +612,18 @@ impl SqliteStore {
             .map_err(read_err)?;
         if !known {
             return Err(StoreError::NoSuchJob(o.job_id));
+        }
+        let earlier: bool = self
+            .conn
+            .prepare_cached("SELECT 1 FROM earlier_runs WHERE job_id = ?1 LIMIT 1")
+            .and_then(|mut s| s.exists([id]))
+            .map_err(read_err)?;
+        // Without an earlier run every report is the current run's, as before runs were
+        // told apart: a node outside the job is only compared once the job was requeued.
+        let in_job = |held: &OpenJob| held.nodes.contains(&o.node);
+        let run = self.run_of(id, o.restart_count, earlier.then_some(in_job))?;
+        if run != Run::Same {
+            return self.record_earlier(id, o);
         }
         let n = self
             .conn
@@ -477,8 +651,17 @@ impl SqliteStore {
         state: JobState,
         end: Option<JobEnd>,
         at: i64,
+        restart_count: Option<u32>,
     ) -> Result<Applied, StoreError> {
         let id = job_id_sql(job_id)?;
+        // A close names no node: without a count it is the current run's, as before.
+        let no_nodes: Option<fn(&OpenJob) -> bool> = None;
+        if restart_count.is_some() && self.run_of(id, restart_count, no_nodes)? != Run::Same {
+            return Err(StoreError::OtherRun(format!(
+                "job {job_id}'s close ({}) is not of its current run: the run it ended was set aside when the job was requeued",
+                run::describe(restart_count)
+            )));
+        }
         let n = self
             .conn
             .prepare_cached(
@@ -524,6 +707,53 @@ impl SqliteStore {
         Ok(Applied::Stored { new: true })
     }
 
+    /// Job `job_id`'s current run with its decision and outcomes.
+    fn record_of(&self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
+        let id = job_id_sql(job_id)?;
+        type Row = (
+            u32,
+            Option<String>,
+            Option<String>,
+            String,
+            Option<String>,
+            i64,
+            Option<i64>,
+            String,
+        );
+        let row: Option<Row> = self
+            .conn
+            .prepare_cached(
+                "SELECT uid, user, partition, state, end_reason, opened_at, closed_at, request FROM jobs WHERE job_id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+                })
+                .optional()
+            })
+            .map_err(read_err)?;
+        let Some((uid, user, partition, state, end, opened_at, closed_at, request)) = row else {
+            return Ok(None);
+        };
+        let Some((decision, _)) = self.decision_of(id)? else {
+            return Err(StoreError::Corrupt(format!("job {job_id} has no decision")));
+        };
+        let request: OpenJob = serde_json::from_str(&request).map_err(json_err)?;
+        Ok(Some(JobRecord {
+            job_id,
+            uid,
+            user,
+            partition,
+            state: parse_state(&state)?,
+            end: end.as_deref().map(JobEnd::from_stored),
+            opened_at,
+            closed_at,
+            request,
+            decision,
+            outcomes: self.outcomes_of(id)?,
+        }))
+    }
+
     fn outcomes_of(&self, id: i64) -> Result<Vec<NodeOutcome>, StoreError> {
         let mut s = self
             .conn
@@ -535,6 +765,7 @@ impl SqliteStore {
         let rows = s
             .query_map([id], |r| {
                 Ok(NodeOutcome {
+                    restart_count: None,
                     job_id: id as u64,
                     node: r.get(0)?,
                     freq_ghz: r.get(1)?,
@@ -719,49 +950,20 @@ impl Store for SqliteStore {
     }
 
     fn job(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
+        self.record_of(job_id)
+    }
+
+    fn earlier_runs(&mut self, job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
         let id = job_id_sql(job_id)?;
-        type Row = (
-            u32,
-            Option<String>,
-            Option<String>,
-            String,
-            Option<String>,
-            i64,
-            Option<i64>,
-            String,
-        );
-        let row: Option<Row> = self
+        let records: Vec<String> = self
             .conn
-            .prepare_cached(
-                "SELECT uid, user, partition, state, end_reason, opened_at, closed_at, request FROM jobs WHERE job_id = ?1",
-            )
-            .and_then(|mut s| {
-                s.query_row([id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
-                })
-                .optional()
-            })
+            .prepare_cached("SELECT record FROM earlier_runs WHERE job_id = ?1 ORDER BY run")
+            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
             .map_err(read_err)?;
-        let Some((uid, user, partition, state, end, opened_at, closed_at, request)) = row else {
-            return Ok(None);
-        };
-        let Some((decision, _)) = self.decision_of(id)? else {
-            return Err(StoreError::Corrupt(format!("job {job_id} has no decision")));
-        };
-        let request: OpenJob = serde_json::from_str(&request).map_err(json_err)?;
-        Ok(Some(JobRecord {
-            job_id,
-            uid,
-            user,
-            partition,
-            state: parse_state(&state)?,
-            end: end.as_deref().map(JobEnd::from_stored),
-            opened_at,
-            closed_at,
-            request,
-            decision,
-            outcomes: self.outcomes_of(id)?,
-        }))
+        records
+            .iter()
+            .map(|r| serde_json::from_str(r).map_err(json_err))
+            .collect()
     }
 
     fn job_summaries(&mut self, f: &ListJobs) -> Result<Vec<JobSummary>, StoreError> {
@@ -1052,6 +1254,7 @@ mod tests {
     fn open(job_id: u64, uid: u32, watts: f64) -> Change {
         Change::Open(Box::new(NewJob {
             request: OpenJob {
+                restart_count: None,
                 job_id,
                 uid,
                 user: None,
@@ -1078,6 +1281,7 @@ mod tests {
     fn outcome(job_id: u64, node: &str, e: f64) -> Change {
         Change::Outcome {
             outcome: Box::new(NodeOutcome {
+                restart_count: None,
                 comm: None,
                 job_id,
                 node: node.into(),
@@ -1121,6 +1325,7 @@ mod tests {
             state: JobState::Closed,
             end: Some(JobEnd::Completed),
             at: 1002,
+            restart_count: None,
         };
         assert_eq!(
             s.apply(std::slice::from_ref(&close)),
@@ -1203,6 +1408,7 @@ mod tests {
                 _ => JobEnd::Unknown,
             }),
             at: 1002,
+            restart_count: None,
         };
         s.apply(&[open(1, 1000, 10.0), open(2, 1000, 10.0)]);
         let r = s.apply(&[
@@ -1255,6 +1461,7 @@ mod tests {
         assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0)));
         let outcome = |node: &str| Change::Outcome {
             outcome: Box::new(NodeOutcome {
+                restart_count: None,
                 comm: None,
                 job_id: 1,
                 node: node.into(),
@@ -1436,6 +1643,66 @@ mod tests {
         // Opening again migrates nothing twice.
         drop(s);
         assert!(SqliteStore::open(&path).is_ok());
+    }
+
+    #[test]
+    fn a_version_7_store_keeps_a_requeued_jobs_first_run_and_its_budget_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            // A store as version 7 left it, with a job whose run was closed there.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= 7) {
+                c.execute_batch(script).unwrap();
+            }
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let charged = |c: &mut Change| {
+            if let Change::Open(j) = c {
+                j.charges = vec![greenup::budget::book::Charge {
+                    budget: "site".into(),
+                    period_start: 0,
+                    charged_j: 100.0,
+                    settled_j: None,
+                    measured: None,
+                }];
+            }
+        };
+        let mut first = open(5, 1000, 10.0);
+        charged(&mut first);
+        let close = Change::Close {
+            job_id: 5,
+            state: JobState::Closed,
+            end: Some(JobEnd::Failed),
+            at: 1001,
+            restart_count: None,
+        };
+        let r = s.apply(&[first, outcome(5, "n1", 40.0), outcome(5, "n2", 30.0), close]);
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+        // The run after the requeue, on other nodes.
+        let mut second = open(5, 1000, 10.0);
+        charged(&mut second);
+        if let Change::Open(j) = &mut second {
+            j.request.nodes = vec!["n3".into(), "n4".into()];
+        }
+        let r = s.apply(&[second]);
+        assert!(
+            matches!(r[0], Ok(Applied::Opened { new: true, .. })),
+            "{r:?}"
+        );
+        let job = s.job(5).unwrap().unwrap();
+        assert_eq!((job.state, job.outcomes.len()), (JobState::Open, 0));
+        let earlier = s.earlier_runs(5).unwrap();
+        assert_eq!(earlier.len(), 1);
+        assert_eq!(earlier[0].outcomes.len(), 2);
+        assert_eq!(earlier[0].end, Some(JobEnd::Failed));
+        // The first run's measured 70 J stay used; the second run's 100 J are held.
+        let b = s.budget_state().unwrap();
+        assert_eq!(b.totals.len(), 1);
+        let t = b.totals[0].2;
+        assert_eq!((t.used_j, t.held_j, t.jobs), (70.0, 100.0, 2));
+        assert_eq!(b.held.len(), 1);
     }
 
     #[test]

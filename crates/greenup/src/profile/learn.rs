@@ -1034,6 +1034,7 @@ mod tests {
             opened_at: 0,
             closed_at: Some(1),
             request: OpenJob {
+                restart_count: None,
                 job_id,
                 uid: 1000,
                 user: None,
@@ -1073,6 +1074,7 @@ mod tests {
             outcomes: nodes
                 .iter()
                 .map(|(name, ghz, split)| NodeOutcome {
+                    restart_count: None,
                     job_id,
                     node: name.to_string(),
                     freq_ghz: *ghz,
