@@ -12,10 +12,19 @@ it plays the kernel's part for each node's sysfs tree and CPU time:
       SHARE * speed / ncpus * sum over the job's CPUs c of f_c / f_max
   (the node's own quota is the same sum over all its CPUs).
   A compute-bound job at half of f_max thus gets half the CPU time and takes twice as long.
+  A process pinned to one of its job's CPUs (its affinity mask that one CPU alone, as
+  `srun --cpu-bind` or taskset leave a rank that owns its core) gets a cgroup of its own
+  below the job's, whose quota is that CPU's share alone, SHARE * speed / ncpus * f_c /
+  f_max: it runs at its own core's clock, whatever the job's other CPUs run at. While a
+  node holds such a cgroup, all of its cgroups take a CFS period long enough that that
+  quota at the node's lowest P-state stays above the kernel's 1 ms least (one period for
+  parent and children, so a parent's shorter period never cuts a child's turn in two; a
+  clock-modulated CPU below that P-state is held at that least: too fast there).
 - power: the RAPL counter advances by
       P = idle_w + sum over CPUs c of (busy_w(f_c) - idle_w) / ncpus * u_c
   where u_c, a job CPU's utilization, is the job's CPU time (cpuacct) over what its quota
-  allows at the CPUs' frequencies, at most 1. A job that busy-polls draws busy power; one
+  allows at the CPUs' frequencies, at most 1 (a pinned CPU's, its pinned processes' CPU
+  time over its own quota; the job's other CPUs share the rest). A job that busy-polls draws busy power; one
   that sleeps draws only idle power. The counter wraps at max_energy_range_uj, like RAPL.
   A node's law is either a closed form given on the command line (NODE:STATIC_W:DYNAMIC_W:
   idle_w = static, busy_w = static + dynamic (f/f_max)^3, greenup.yaml's own law, which the
@@ -26,6 +35,8 @@ it plays the kernel's part for each node's sysfs tree and CPU time:
   Feng's beta, tests/physics/programs.yaml) runs as a program of which only the share b of
   its time at f_max scales with 1/f: its CPUs' speed is 1 / (b / x + 1 - b) at x = f/f_max
   instead of x. Without it b = 1, a compute-bound program.
+- What it pinned: each job and CPU it gave a pinned process's cgroup, one line each,
+  appended to SYSFS/NODE/standin-pinned (test-only, not a kernel file).
 - RAPL power limits: each tick it reads the zone's enabled flag and its long-term and
   short-term constraints (constraint_{0,1}_power_limit_uw, _time_window_us). Where the
   node's power averaged over a constraint's window would exceed its limit, it lowers the
@@ -78,6 +89,8 @@ RISE = float(os.environ.get("RISE", "2.0"))
 MARGIN = 0.01
 # Clock modulation's least duty cycle (Intel's T-states: 12.5%), below the lowest P-state.
 MIN_DUTY = 1 / 8
+# How often to ask scontrol again for a job's CPUs it did not give at the job's start.
+CPUS_RETRY_S = 2.0
 # The utilization a node's clock is set for: the highest of each CPU's over this long.
 UTIL_MEMORY_S = 1.0
 
@@ -164,20 +177,29 @@ def job_cpus(job, node):
     return None
 
 
-def quota_us(cores):
-    """CFS quota per PERIOD_US for `cores` of CPU time per second (the kernel's least: 1 ms)."""
-    return max(int(PERIOD_US * cores), 1000)
+def quota_us(cores, period_us=PERIOD_US):
+    """CFS quota per period for `cores` of CPU time per second (the kernel's least: 1 ms)."""
+    return max(int(period_us * cores), 1000)
 
 
-def new_cgroups(cgs):
+def pinned_period_us(least_cores):
+    """The CFS period of a node holding a pinned process: PERIOD_US, or longer where the quota
+    at `least_cores` (its CPU at the node's lowest P-state) would fall below the kernel's
+    1 ms least; at most a second."""
+    if least_cores <= 0:
+        return 1_000_000
+    return min(max(PERIOD_US, -(-1000 * 1_000_000 // int(least_cores * 1_000_000))), 1_000_000)
+
+
+def new_cgroups(cgs, period_us=PERIOD_US):
     for cg in cgs:
         os.makedirs(cg, exist_ok=True)
-    poke(os.path.join(cgs[0], "cpu.cfs_period_us"), PERIOD_US)
+    poke(os.path.join(cgs[0], "cpu.cfs_period_us"), period_us)
 
 
-def set_quota(cg, cores, current):
+def set_quota(cg, cores, current, period_us=PERIOD_US):
     """Give cgroup CG `cores` of CPU time per second (CFS quota); the quota now set."""
-    quota = quota_us(cores)
+    quota = quota_us(cores, period_us)
     if quota != current:
         poke(os.path.join(cg, "cpu.cfs_quota_us"), quota)
     return quota
@@ -230,6 +252,12 @@ class Node:
         self.seen = {}  # pid -> job id, or None for the node's own (non-job) processes
         self.jobs = {}  # job id -> {"cpus": [...], "usage": ns, "quota": us}
         self.ran = None  # {cpu: f/f_max} in force since the last tick, under the RAPL ceiling
+        # A process whose affinity is all of these is not pinned (on a one-CPU host,
+        # nothing is).
+        self.host_cpus = os.sched_getaffinity(0)
+        self.lo = 1.0  # the node's lowest P-state, f/f_max
+        self.period = PERIOD_US  # every cgroup of the node's (pinned_period_us)
+        self.ncpus = 1
         self.rapl = Rapl(os.path.join(self.tree, "class/powercap/intel-rapl:0"))
 
     def frequencies(self):
@@ -292,14 +320,18 @@ class Node:
             if pid in self.seen:
                 continue
             job = self.job_of(pid)
-            self.seen[pid] = job
             if job is None:
+                # A slurmstepd's child is a slurmstepd until it execs the job's program:
+                # judged again at the next tick, not kept as the node's own.
+                if not STEPD.match(parent_and_cmd(pid)[1]):
+                    self.seen[pid] = None
                 continue
+            self.seen[pid] = job
             if job not in self.jobs:
                 cpus = job_cpus(job, self.name)
-                new_cgroups([os.path.join(cg, f"job_{job}") for cg in self.cgs])
+                new_cgroups([os.path.join(cg, f"job_{job}") for cg in self.cgs], self.period)
                 self.jobs[job] = {"cpus": cpus, "usage": 0, "quota": None, "carry": 0.0, "beta": 1.0,
-                                  "beta_from": None}
+                                  "beta_from": None, "pinned": {}}
             j = self.jobs[job]
             if j["beta_from"] is None:
                 beta = job_beta(pid)
@@ -309,10 +341,66 @@ class Node:
                 poke(os.path.join(cg, f"job_{job}", "cgroup.procs"), pid)
         self.seen = {p: j for p, j in self.seen.items() if p in live}
 
+    def pin_processes(self):
+        """Move each job process pinned to one of its job's CPUs into that CPU's cgroup
+        below the job's. A process pinned later (taskset execs after its fork) is found at
+        a later tick; one that widens its mask again keeps its CPU."""
+        for job, j in self.jobs.items():
+            if not j["cpus"]:
+                # scontrol may not have answered at the job's start (slurmctld busy with
+                # its prologs): ask again, at most every CPUS_RETRY_S.
+                now = time.monotonic()
+                if now - j.get("cpus_asked", 0.0) < CPUS_RETRY_S:
+                    continue
+                j["cpus_asked"] = now
+                j["cpus"] = job_cpus(job, self.name)
+                if not j["cpus"]:
+                    continue
+            for pid in procs(os.path.join(self.cgs[0], f"job_{job}")):
+                try:
+                    mask = os.sched_getaffinity(pid)
+                except OSError:
+                    continue
+                if len(mask) != 1 or mask == self.host_cpus:
+                    continue
+                c = next(iter(mask))
+                if c not in j["cpus"]:
+                    continue
+                if c not in j["pinned"]:
+                    per_cpu = self.share * self.speed / max(self.ncpus, 1)
+                    self.set_period(pinned_period_us(per_cpu * clock_speed(self.lo, j["beta"])))
+                    new_cgroups([os.path.join(cg, f"job_{job}", f"cpu_{c}") for cg in self.cgs], self.period)
+                    j["pinned"][c] = {"usage": 0, "carry": 0.0, "quota": None}
+                    # What it pinned, for the bench to check its runs by (test-only).
+                    with open(os.path.join(self.tree, "standin-pinned"), "a") as f:
+                        f.write(f"{job} {c}\n")
+                for cg in self.cgs:
+                    poke(os.path.join(cg, f"job_{job}", f"cpu_{c}", "cgroup.procs"), pid)
+
+    def set_period(self, period):
+        """Give every cgroup of the node's the CFS period `period`: quotas are lifted first
+        (the kernel checks a period against the parent's bandwidth), and the next
+        apply() sets them again for it."""
+        if period == self.period:
+            return
+        self.period = period
+        dirs = [self.cgs[0]]
+        for job, j in self.jobs.items():
+            d = os.path.join(self.cgs[0], f"job_{job}")
+            dirs += [d] + [os.path.join(d, f"cpu_{c}") for c in j["pinned"]]
+            j["quota"] = None
+            for p in j["pinned"].values():
+                p["quota"] = None
+        self.quota = None
+        for d in dirs:
+            poke(os.path.join(d, "cpu.cfs_quota_us"), -1)
+        for d in dirs:
+            poke(os.path.join(d, "cpu.cfs_period_us"), period)
+
     def caps(self, x):
         """CPU time per second (host cores) for the node and for each job at clocks x: a
         CPU's share at f_max times its job's speed at its clock (x itself for a
-        compute-bound job)."""
+        compute-bound job); and for each CPU a job's process is pinned to, that CPU's."""
         per_cpu = self.share * self.speed / max(len(x), 1)
         speed = dict(x)
         caps = {}
@@ -321,20 +409,40 @@ class Node:
             own = {c: clock_speed(x[c], j["beta"]) for c in cpus}
             for c, v in own.items():
                 speed[c] = max(speed[c], v)
-            caps[job] = (cpus, per_cpu * sum(own.values()))
+            pinned = {c: per_cpu * own[c] for c in j["pinned"] if c in own}
+            caps[job] = (cpus, per_cpu * sum(own.values()), pinned)
         return per_cpu * sum(speed.values()), caps
+
+    def set_pinned(self, job, j, pinned, lower_only):
+        for c, cores in pinned.items():
+            p = j["pinned"][c]
+            if not lower_only or p["quota"] is None or quota_us(cores, self.period) < p["quota"]:
+                p["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}", f"cpu_{c}"), cores,
+                                       p["quota"], self.period)
 
     def apply(self, x):
         """Set the node's and each job's CFS quota for clocks x (f/f_max per CPU)."""
         cap, caps = self.caps(x)
-        # The kernel refuses a parent a quota below its child's: lower the jobs' first and
-        # raise them last.
+        # A pinned CPU's share is counted once more in its job's quota and its node's: the
+        # kernel hands a cgroup's time to each host CPU in slices (5 ms), so a parent whose
+        # quota only just covers a pinned child could leave part of it on the CPU the
+        # child does not run on (the job's srun, the node's slurmd) and throttle the child
+        # before its own quota is spent. The job's unpinned processes may use that much
+        # more; they are its batch script and srun, which wait.
+        extra = {job: sum(caps[job][2].values()) for job in caps}
+        job_quota = {job: caps[job][1] + extra[job] for job in caps}
+        # The kernel refuses a parent a quota below its child's: lower the children first
+        # and raise them last.
         for job, j in self.jobs.items():
-            if j["quota"] is None or quota_us(caps[job][1]) < j["quota"]:
-                j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), caps[job][1], j["quota"])
-        self.quota = set_quota(self.cgs[0], cap, self.quota)
+            self.set_pinned(job, j, caps[job][2], True)
+            if j["quota"] is None or quota_us(job_quota[job], self.period) < j["quota"]:
+                j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), job_quota[job], j["quota"],
+                                       self.period)
+        self.quota = set_quota(self.cgs[0], cap + sum(extra.values()), self.quota, self.period)
         for job, j in self.jobs.items():
-            j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), caps[job][1], j["quota"])
+            j["quota"] = set_quota(os.path.join(self.cgs[0], f"job_{job}"), job_quota[job], j["quota"],
+                                   self.period)
+            self.set_pinned(job, j, caps[job][2], False)
 
     def measure(self, x, dt):
         """Each CPU's busy fraction over the last dt, in which the quotas of clocks x held."""
@@ -344,20 +452,37 @@ class Node:
         own = (total - self.account["usage"]) / 1e9  # cpuacct counts children in parents
         self.account["usage"] = total
         for job, j in list(self.jobs.items()):
-            cpus, jcap = caps[job]
+            cpus, jcap, pinned = caps[job]
             usage = read_int(os.path.join(self.cgs[-1], f"job_{job}", "cpuacct.usage"), j["usage"])
             used, j["usage"] = (usage - j["usage"]) / 1e9, usage
             own -= used
-            u = utilization(j, used, jcap, dt)
-            for c in cpus:
-                busy[c] += u
-            if not any(procs(os.path.join(cg, f"job_{job}")) for cg in self.cgs):
-                for cg in reversed(self.cgs):
+            # A pinned CPU is as busy as its own processes keep it (cpuacct counts them in
+            # the job's too); the job's other CPUs share the rest.
+            for c, ccap in pinned.items():
+                p = j["pinned"][c]
+                cg = os.path.join(self.cgs[-1], f"job_{job}", f"cpu_{c}")
+                usage = read_int(os.path.join(cg, "cpuacct.usage"), p["usage"])
+                pused, p["usage"] = (usage - p["usage"]) / 1e9, usage
+                used -= pused
+                busy[c] += utilization(p, pused, ccap, dt)
+            rest = [c for c in cpus if c not in pinned]
+            if rest:
+                u = utilization(j, used, jcap - sum(pinned.values()), dt)
+                for c in rest:
+                    busy[c] += u
+            else:
+                own += used  # the job's unpinned processes, on its pinned CPUs
+            dirs = [os.path.join(cg, f"job_{job}") for cg in self.cgs]
+            kids = [os.path.join(d, f"cpu_{c}") for d in dirs for c in j["pinned"]]
+            if not any(procs(d) for d in dirs + kids):
+                for d in kids + dirs:
                     try:
-                        os.rmdir(os.path.join(cg, f"job_{job}"))
+                        os.rmdir(d)
                     except OSError:
                         pass
                 del self.jobs[job]
+                if not any(k["pinned"] for k in self.jobs.values()):
+                    self.set_period(PERIOD_US)
         # The node's own processes (slurmd, the meter, a job process not sorted yet) run on
         # its cores too, at their clocks.
         u = utilization(self.account, own, cap, dt)
@@ -377,8 +502,10 @@ class Node:
         want, lo, pols = self.frequencies()
         if not want:
             return
+        self.lo, self.ncpus = min(lo.values()), len(want)
         self.adopt_slurmd()
         self.sort_processes()
+        self.pin_processes()
         # The clocks of the tick that just ended, under the ceiling set at its start.
         ran = self.ran if self.ran is not None and self.ran.keys() == want.keys() else want
         busy = self.measure(ran, dt)

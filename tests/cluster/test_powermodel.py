@@ -61,6 +61,44 @@ class ClosedForm(unittest.TestCase):
         self.assertAlmostEqual(node_watts("n1:40:120", 0.5, 1.0, 1.0, 3.0), 40 + 120 / 9 / 6, places=9)
 
 
+class Pinned(unittest.TestCase):
+    def node(self, pinned):
+        """A node of 4 CPUs, 0.4 host cores at f_max, with one job on CPUs 0-3 and
+        processes pinned to the CPUs in `pinned`."""
+        node = object.__new__(pm.Node)
+        node.share, node.speed = 0.4, 1.0
+        node.jobs = {7: {"cpus": [0, 1, 2, 3], "beta": 1.0, "pinned": {c: {} for c in pinned}}}
+        return node
+
+    def test_a_pinned_cpu_gets_its_own_clocks_share_alone(self):
+        # Plan at 1/3 of f_max on every CPU, CPU 0 raised to f_max by its rank:
+        # each CPU is 0.1 cores at f_max; the job 0.1 (1 + 3/3) = 0.2 cores, CPU 0 0.1.
+        x = {0: 1.0, 1: 1 / 3, 2: 1 / 3, 3: 1 / 3}
+        cap, caps = self.node([0]).caps(x)
+        cpus, job, pinned = caps[7]
+        self.assertEqual(cpus, [0, 1, 2, 3])
+        self.assertAlmostEqual(job, 0.2, places=12)
+        self.assertEqual(list(pinned), [0])
+        self.assertAlmostEqual(pinned[0], 0.1, places=12)
+        self.assertAlmostEqual(cap, 0.2, places=12)
+        # Unraised, the pinned rank runs at a third of that.
+        _, caps = self.node([0]).caps({c: 1 / 3 for c in range(4)})
+        self.assertAlmostEqual(caps[7][2][0], 0.1 / 3, places=12)
+
+    def test_a_job_with_nothing_pinned_keeps_its_pooled_quota(self):
+        _, caps = self.node([]).caps({0: 1.0, 1: 1 / 3, 2: 1 / 3, 3: 1 / 3})
+        self.assertAlmostEqual(caps[7][1], 0.2, places=12)
+        self.assertEqual(caps[7][2], {})
+
+    def test_the_period_keeps_the_least_quota_above_the_kernels_one_ms(self):
+        # 0.0375 cores (0.15 at a quarter of the node, at 1/4 of f_max): 1 ms of quota
+        # needs a period of 1 / 0.0375 = 26.67 ms.
+        self.assertEqual(pm.pinned_period_us(0.0375), 26667)
+        self.assertEqual(pm.pinned_period_us(0.5), pm.PERIOD_US)
+        self.assertEqual(pm.pinned_period_us(0.0), 1_000_000)
+        self.assertEqual(pm.quota_us(0.0375, 26667), 1000)
+
+
 class ClockLaw(unittest.TestCase):
     def test_speed_follows_hsu_and_feng(self):
         self.assertAlmostEqual(pm.clock_speed(0.6, 1.0), 0.6, places=12)

@@ -9,7 +9,8 @@
 # Environment: LAMMPS_STEPS (500), HPCC_N (1000), BSP_STEPS (2000) and BSP_WORK (600000):
 # the size of the input. GC_SLEEPWAIT=0 runs the MPI's own polling waits instead of the
 # bench's sleeping ones (for measuring the bench itself; tests/cluster/README.md).
-# GC_GUARD=0 hides the in-job guard's settings from the step (tests/cluster/guard_pairs.sh).
+# GC_GUARD=0 hides the in-job guard's settings from the step, and GC_PIN=1 pins each rank
+# to one CPU (apps/pin.sh), as a site's --cpu-bind would (tests/cluster/guard_pairs.sh).
 set -u
 APP=${1:?usage: run-app.sh lammps|nwchem|hpcc|bsp DIR}
 HERE=${2:?usage: run-app.sh lammps|nwchem|hpcc|bsp DIR}
@@ -23,6 +24,9 @@ RUN="srun --mpi=pmix --ntasks-per-node=1"
 # runtime still measuring: the unguarded half of guard_pairs.sh's pairs. Any user can do
 # the same in a job (env -u GREENUP_GUARD before the program).
 [ "${GC_GUARD:-1}" = 0 ] && RUN="$RUN env -u GREENUP_GUARD"
+# GC_PIN=1: each rank owns one CPU, so the stand-in runs it at that CPU's clock and a
+# clock the in-job guard raises speeds up the rank that raised it.
+[ "${GC_PIN:-0}" = 1 ] && RUN="$RUN $HERE/pin.sh"
 # Every MPI wait on the bench sleeps between tests (apps/sleepwait.c, test-only): under the
 # stand-in's CPU quotas a polling rank would spend its quota waiting and then be stopped
 # when its message comes. Appended after greenup's runtime when the plugin preloads it.
