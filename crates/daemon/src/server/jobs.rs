@@ -671,8 +671,10 @@ async fn silent_nodes(shared: Arc<Shared>, job_id: u64) {
     if rec.state == JobState::Open {
         return;
     }
-    let reported = |n: &str| rec.outcomes.iter().any(|o| o.node == n);
-    for node in lock(&shared.silent).closed(&rec.request.nodes, reported) {
+    // A set: a job of thousands of nodes would otherwise scan its outcomes once a node.
+    let reported: std::collections::HashSet<&str> =
+        rec.outcomes.iter().map(|o| o.node.as_str()).collect();
+    for node in lock(&shared.silent).closed(&rec.request.nodes, |n| reported.contains(n)) {
         tracing::warn!(
             node,
             job_id,
