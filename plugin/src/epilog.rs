@@ -21,6 +21,7 @@ use crate::args::Args;
 use crate::end;
 use crate::job_env::{JobEnv, Level, Log};
 use crate::node::{EPILOG_SPOOL, connect, deliver_spool, node_paths, saved_decision, settings_for};
+use crate::phases::Phases;
 use crate::spool;
 
 /// Take back everything [`crate::prolog::start_comm`] lent on this node and read what the ranks left:
@@ -232,6 +233,7 @@ fn report_end(
     job: &JobEnv,
     outcomes: &[(dvfs_job::NodeOutcome, Option<NodeComm>)],
     (gpu, gpu_power): (Option<greenup::record::NodeGpu>, Option<NodePower>),
+    phases: &mut Phases,
     log: Log,
 ) {
     // Only the first node closes: it runs the batch script, so slurmctld knows the
@@ -246,6 +248,7 @@ fn report_end(
     } else {
         Some(JobEnd::Unknown)
     };
+    phases.mark("slurmctld");
     let close = closer && ended.is_some();
     let entry = spool::Entry {
         job_id: u64::from(job.job_id),
@@ -273,8 +276,10 @@ fn report_end(
         for o in &entry.outcomes {
             c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
         }
+        phases.mark("outcome");
         if close {
             let waited = wait_for_outcomes(&mut c, u64::from(job.job_id), job.nodes.len());
+            phases.mark("wait");
             if job.options.report {
                 let rec = waited
                     .and_then(|()| c.get_job(u64::from(job.job_id)))
@@ -291,11 +296,15 @@ fn report_end(
             }
             c.close_job(entry.job_id, entry.end, entry.restart_count)
                 .map_err(|e| e.to_string())?;
+            phases.mark("close");
         }
         Ok(c)
     });
     match sent {
-        Ok(mut c) => deliver_spool(site, job, &mut c, EPILOG_SPOOL, log),
+        Ok(mut c) => {
+            deliver_spool(site, job, &mut c, EPILOG_SPOOL, log);
+            phases.mark("spool");
+        }
         Err(e) => {
             let dir = spool::dir_for(&site.daemon.spool_dir, &job.node);
             let what = if close {
@@ -342,10 +351,12 @@ pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<()
 /// The epilog: restore every saved setting, measure, and report to greenupd.
 pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
+    let mut phases = Phases::start();
     let Some(site) = settings_for(args, job, "cannot restore", log) else {
         return;
     };
     let paths = node_paths(args, &site, &job.node);
+    phases.mark("site");
     let mut outcomes = Vec::new();
     // The node's own record, then any step records a crashed step left behind.
     let dir = JobDir::new(&paths.run_dir, job.job_id);
@@ -379,6 +390,7 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
             ),
         }
     }
+    phases.mark("restore");
     if let Some(line) = crate::gpu::settle(&paths.run_dir, job) {
         log(
             Level::Info,
@@ -389,8 +401,9 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let part = saved.as_ref().and_then(|d| d.gpu_power);
     let (gpu, gpu_power) = crate::gpu::end_held(&site, &paths.run_dir, job, part);
     let decided = saved.is_some();
+    phases.mark("gpu");
     if decided {
-        report_end(&site, job, &outcomes, (gpu, gpu_power), log);
+        report_end(&site, job, &outcomes, (gpu, gpu_power), &mut phases, log);
     }
     for f in [
         dir.warning(&job.node),
@@ -400,11 +413,12 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
         let _ = std::fs::remove_file(f);
     }
     dir.remove_if_empty();
+    phases.mark("files");
     if decided {
         log(
             Level::Info,
             &format!(
-                "greenup: job {} on {}: restored and reported (epilog {:.2} ms)",
+                "greenup: job {} on {}: restored and reported (epilog {:.2} ms) ({phases})",
                 job.job_id,
                 job.node,
                 started.elapsed().as_secs_f64() * 1e3

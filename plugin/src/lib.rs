@@ -15,6 +15,7 @@ pub mod gpu;
 pub mod job_env;
 pub mod node;
 pub mod options;
+pub mod phases;
 pub mod prolog;
 pub mod slurm_env;
 pub mod spool;

@@ -23,6 +23,7 @@ use crate::job_env::{JobEnv, Level, Log};
 use crate::node::{
     PROLOG_SPOOL, connect, deliver_spool, node_paths, settings_for, site_timeout, warn,
 };
+use crate::phases::Phases;
 use crate::slurm_env;
 
 /// Why a node got no settings from greenupd; the prolog then runs the job unchanged
@@ -174,6 +175,7 @@ pub fn apply_settings(
 /// The prolog: decide (through greenupd), save, apply. Never fails the prolog.
 pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     let started = std::time::Instant::now();
+    let mut phases = Phases::start();
     let Some(site) = settings_for(args, job, "job runs unchanged", log) else {
         return;
     };
@@ -182,6 +184,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
         return;
     };
     let request = start_request(job, policy, &site.power);
+    phases.mark("site");
     let asked = std::time::Instant::now();
     let mut client = None;
     let decision = connect(&site)
@@ -192,6 +195,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             d
         });
     let daemon_ms = asked.elapsed().as_secs_f64() * 1e3;
+    phases.mark("greenupd");
     let decided = match &decision {
         Ok(d) => {
             if let Ok(json) = serde_json::to_vec(d) {
@@ -227,6 +231,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             None
         }
     };
+    phases.mark("save");
     let scope = if holds_whole_node(job, &paths.sysfs_root) {
         Scope::Node
     } else {
@@ -234,6 +239,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
     };
     match apply_settings(&paths, &site, job, decided, &scope, log) {
         Ok(rec) => {
+            phases.mark("apply");
             let gpus = crate::gpu::Asked::of(decided);
             // NVML's start alone takes about 10 ms on a real driver: the worker does the
             // GPUs while the prolog returns. Without one, the prolog does them itself.
@@ -259,9 +265,11 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                     &format!("greenup: job {} on {}: {n}", job.job_id, job.node),
                 );
             }
+            phases.mark("gpu");
             if !rec.energy_start.zones.is_empty() {
                 start_meter(args, &paths, job, &site, log);
             }
+            phases.mark("meter");
             // Whatever this job asks, no other job's user keeps the speed control of
             // CPUs this job now shares.
             match lend::revoke_shared(&paths, job.job_id, &job.node, &scope) {
@@ -292,14 +300,16 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                     &format!("greenup: job {} on {}: {note}", job.job_id, job.node),
                 );
             }
+            phases.mark("runtime");
             // greenupd answered: send a little of this node's backlog along, within the bound.
             if let (Some(c), Ok(_)) = (client.as_mut(), &decision) {
                 deliver_spool(&site, job, c, PROLOG_SPOOL, log);
             }
+            phases.mark("spool");
             log(
                 Level::Info,
                 &format!(
-                    "greenup: job {} on {}: {} (greenupd {:.2} ms) (prolog {:.2} ms)",
+                    "greenup: job {} on {}: {} (greenupd {:.2} ms) (prolog {:.2} ms) ({phases})",
                     job.job_id,
                     job.node,
                     rec.note,

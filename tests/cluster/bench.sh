@@ -11,7 +11,7 @@
 # looks for plugstack.conf and cli_filter.lua.
 # Prints medians, the added milliseconds and the ratio as Markdown tables, then where
 # the time of `srun -N4 true` goes, from slurmctld's own log, and greenup's time in
-# each job prolog and epilog as the plugin logs it.
+# each job prolog and epilog as the plugin logs it, step by step.
 # PIN=1 runs the clients (srun, sbatch) on CPU 0 and every daemon of the test cluster on
 # CPU 1, as on a real cluster where the client runs on a login node and the prologs and
 # epilogs of four nodes do not compete with it for the same two cores.
@@ -153,4 +153,26 @@ for k in greenupd prolog epilog; do
   awk -v k="$([ $k = greenupd ] && echo 'job_prolog: waiting for greenupd' || echo job_$k)" '{a[NR]=$1} END {n=NR; printf "| %s | %d | %.2f | %.2f |\n", k, n, a[int((n+1)/2)], a[int(n*0.9+0.5)]}' \
     < <(sort -n "$OUT/$k")
 done
+
+# Where that time goes: each step the plugin times ("(phases NAME MS ...)"), per node.
+echo
+/usr/bin/python3 - "$OUT/log" <<'PY'
+import re, statistics, sys
+steps = {"prolog": {}, "epilog": {}}
+for line in open(sys.argv[1]):
+    m = re.search(r"\((prolog|epilog) [0-9.]+ ms\) \(phases ([^)]*)\)", line)
+    if not m:
+        continue
+    words = m.group(2).split()
+    for name, ms in zip(words[0::2], words[1::2]):
+        steps[m.group(1)].setdefault(name, []).append(float(ms))
+def p90(v):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * 0.9 + 0.5) - 1)]
+print("| step, per node | runs | median ms | p90 ms |")
+print("|---|---|---|---|")
+for hook, names in steps.items():
+    for name, v in names.items():
+        print(f"| {hook}: {name} | {len(v)} | {statistics.median(v):.2f} | {p90(v):.2f} |")
+PY
 rm -rf "$OUT"
