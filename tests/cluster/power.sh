@@ -248,12 +248,16 @@ t_rapl_user() {
 #     (greenup_w, greenup_w_debug) and 120 W are kept for the idle nodes' static power
 #     (40 + 40 + 20 + 20 W), which no job holds; the license table and slurm.conf's
 #     Licenses= line come from `greenup site licenses`. Then 12 jobs arrive at once, each
-#     holding its whole nodes (--exclusive) and keeping two of a node's CPUs busy for 12 s
-#     (a fast node then draws about 40 + 60 = 100 W, an eco node 20 + 30 = 50 W):
+#     holding its whole node (--exclusive) and keeping every one of its CPUs busy for 12 s:
+#     unheld, a fast node then draws its TDP, 40 + 120 = 160 W, an eco node 80 W, and the
+#     four nodes 480 W, over the cap. Only the queue and each node's limit keep the
+#     cluster under it, so the power checks below fail when either breaks (with two of
+#     four CPUs busy, as before issue 34, the cluster drew at most about 320 W unheld):
 #     - 4 ask for nothing: they hold their nodes' full power (160 W a node, the
 #       partition's largest TDP), as every job greenup does not plan;
 #     - 6 ask for watts with -L, standing in for quotes from profiles whose power is
-#       wrong by -50% to +50% of the fast node's 100 W: 50, 70, 90, 110, 130, 150 W; the
+#       too low: 50, 70, 90, 110, 130, 150 W, each under a busy fast node's 160 W (and
+#       the first two under an eco node's 80 W), so the node's limit must slow it; the
 #       job_submit script keeps each within [45, 160] W a node;
 #     - 2 ask through greenup's cli_filter, which sets -L to the quote of a min-energy
 #       plan of the md profile.
@@ -270,6 +274,10 @@ t_rapl_user() {
 #     - every job held licenses (none ran unmanaged outside the queue) and its node's
 #       long-term limit was its grant (the prolog's "power limit held at" line in slurmd's
 #       log), clamped to the node's TDP;
+#     - each job's node drew no more than that limit over every stretch of at least 5 s
+#       of the job's run, plus the two ticks at the TDP (the power held, per node: the
+#       cluster checks below allow a node its TDP for a while, so they alone would not
+#       see one node's limit fail);
 #     - each job's wait (start - submit) is printed.
 #     - greenupd's reload named no drift between slurm.conf's Licenses= and the site
 #       config; a count then changed in slurm.conf alone is named at the next reload.
@@ -344,7 +352,7 @@ t_power_cap_queue() {
   local i j
   local -a asks=(none none none none 50 70 90 110 130 150 quote quote)
   for i in $(seq 0 11); do
-    args=(--exclusive -N1 -t 5 -o "$OUT/p3-%j.out" --ntasks-per-node=2)
+    args=(--exclusive -N1 -t 5 -o "$OUT/p3-%j.out" --ntasks-per-node=$GC_CPUS)
     case ${asks[$i]} in
       none) ;;
       quote) args+=(--energy-policy=min-energy --energy-profile=md) ;;
@@ -402,6 +410,21 @@ t_power_cap_queue() {
       local want; want=$(awk -v g="$grant" -v t="$tdp" 'BEGIN { print (g < t ? g : t) }')
       [ -n "$held" ] && awk -v h="$held" -v w="$want" 'BEGIN { exit !(h <= w + 0.5 && h >= w - 0.5) }' \
         || { say "job $j: $node's limit ${held:-unknown} W, want its grant $grant W clamped to the TDP $tdp W = $want W"; rc=1; }
+      # The power held: the node's own draw, sampled by this test, over every stretch of
+      # at least 5 s of the job's run (a second in from each end, where Slurm's times are
+      # whole seconds), against its limit plus the two ticks at the TDP the stand-in
+      # allows after a new load (P1). Every CPU is busy, so a node its limit did not hold
+      # draws its TDP: 160 W against a 50 W grant.
+      local end_s out
+      end_s=$(job_epoch "$j" End)
+      if [ -n "$end_s" ] && [ $((end_s - start)) -ge 8 ]; then
+        out=$(rapl_stretches "$samples" 5 "$want" "$(awk -v t="$tdp" -v k="$tick" 'BEGIN { print t * 2 * k }')" \
+          "$((start + 1))" "$((end_s - 1))" "$node") || {
+          say "job $j: $node drew more than its $want W limit:"; grep '^over' <<<"$out" | sed 's/^/      /'; rc=1; }
+        say "job $j: $node, limited to $want W, drew $(grep '^stretches' <<<"$out" | sed 's/^stretches \([0-9]*\) max \([0-9.]* W\).*/at most \2 over its \1 stretches of >= 5 s/')"
+      else
+        say "job $j: ran $((${end_s:-0} - start)) s, too short to judge its node's power"; rc=1
+      fi
     fi
   done
   [ $for_power -gt 0 ] || { say "no job waited for power (reason Licenses): 12 jobs of about five times the licenses"; rc=1; }
