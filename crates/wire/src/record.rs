@@ -219,13 +219,28 @@ pub enum PowerSource {
     SiteScaled,
 }
 
+impl PowerSource {
+    /// The source's kind as one word (`site`, `measured`, `interpolated`,
+    /// `site_scaled`, as in JSON), for labels that must not grow with the run count.
+    pub fn kind(self) -> &'static str {
+        match self {
+            PowerSource::Site => "site",
+            PowerSource::Measured { .. } => "measured",
+            PowerSource::Interpolated => "interpolated",
+            PowerSource::SiteScaled => "site_scaled",
+        }
+    }
+}
+
+/// How `greenup site power`, the job report and the logs word a source.
 impl std::fmt::Display for PowerSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PowerSource::Site => write!(f, "site"),
-            PowerSource::Measured { runs } => write!(f, "measured ({runs} runs)"),
-            PowerSource::Interpolated => write!(f, "interpolated"),
-            PowerSource::SiteScaled => write!(f, "site, scaled"),
+            PowerSource::Measured { runs: 1 } => write!(f, "measured, 1 run"),
+            PowerSource::Measured { runs } => write!(f, "measured, {runs} runs"),
+            PowerSource::Interpolated => write!(f, "interpolated between measured clocks"),
+            PowerSource::SiteScaled => write!(f, "site, scaled to the nearest measured clock"),
         }
     }
 }

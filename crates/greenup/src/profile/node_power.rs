@@ -409,7 +409,7 @@ mod tests {
         assert!(close(t.dynamic_w(1.5).unwrap(), 96.0));
         assert!(close(t.dynamic_w(2.5).unwrap(), 183.0));
         assert_eq!(t.power_source(2.5), PowerSource::Measured { runs: 3 });
-        assert_eq!(t.power_source(2.5).to_string(), "measured (3 runs)");
+        assert_eq!(t.power_source(2.5).to_string(), "measured, 3 runs");
         // 2.2 GHz lies 0.7 of the way from 1.5 to 2.5: 173 + 0.7 * 87 = 233.9 W busy.
         assert!(close(t.dynamic_w(2.2).unwrap(), 233.9 - 77.0));
         assert_eq!(t.power_source(2.2), PowerSource::Interpolated);
@@ -418,7 +418,10 @@ mod tests {
         let site = |f: f64| 77.0 + 183.0 * (f / 2.5f64).powi(3);
         let hand = site(1.2) * 173.0 / site(1.5);
         assert!(close(t.dynamic_w(1.2).unwrap(), hand - 77.0));
-        assert_eq!(t.power_source(1.2).to_string(), "site, scaled");
+        assert_eq!(
+            t.power_source(1.2).to_string(),
+            "site, scaled to the nearest measured clock"
+        );
         // Idle watts stay the site's.
         assert_eq!(t.static_w(2.2).unwrap(), 77.0);
 
@@ -428,7 +431,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains("epyc                2.50      77.0     260.0  measured (3 runs)"),
+            shown.contains("epyc                2.50      77.0     260.0  measured, 3 runs"),
             "{shown}"
         );
     }

@@ -122,20 +122,32 @@ pub fn node_type_power(
         "# HELP greenup_node_type_busy_watts Watts of one busy node of a type at a clock, \
          as greenup plans with them.\n# TYPE greenup_node_type_busy_watts gauge\n",
     );
+    let mut runs = String::from(
+        "# HELP greenup_node_type_power_runs Distinct runs whose measurements set a node \
+         type's busy watts at a clock.\n# TYPE greenup_node_type_power_runs gauge\n",
+    );
     for (name, nt) in types {
         for &f in &nt.freqs_ghz {
             let Ok(w) = nt.watts(f) else {
                 continue;
             };
+            // The source's kind alone: a label holding the run count would start a new
+            // series with every run.
             out += &format!(
                 "greenup_node_type_busy_watts{{node_type=\"{}\",ghz=\"{f}\",source=\"{}\"}} {}\n",
                 label(name),
-                w.source,
+                w.source.kind(),
                 w.busy_w
             );
+            if let crate::record::PowerSource::Measured { runs: n } = w.source {
+                runs += &format!(
+                    "greenup_node_type_power_runs{{node_type=\"{}\",ghz=\"{f}\"}} {n}\n",
+                    label(name)
+                );
+            }
         }
     }
-    out
+    out + &runs
 }
 
 /// A label value with `\`, `"` and newlines escaped.

@@ -254,23 +254,15 @@ pub fn job_report(r: &JobReport) -> String {
 /// admin reads from it whether greenup planned with the site's model or with what the
 /// nodes measured. `None` when the decision records none.
 fn watts_line(watts: &[crate::record::TypeWatts]) -> Option<String> {
-    use crate::record::PowerSource;
     if watts.is_empty() {
         return None;
     }
     let parts: Vec<String> = watts
         .iter()
         .map(|w| {
-            let source = match w.source {
-                PowerSource::Site => "site".to_string(),
-                PowerSource::Measured { runs: 1 } => "measured, 1 run".to_string(),
-                PowerSource::Measured { runs } => format!("measured, {runs} runs"),
-                PowerSource::Interpolated => "interpolated between measured clocks".to_string(),
-                PowerSource::SiteScaled => "site, scaled to the nearest measured clock".to_string(),
-            };
             format!(
-                "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({source})",
-                w.node_type, w.freq_ghz, w.busy_w, w.idle_w
+                "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({})",
+                w.node_type, w.freq_ghz, w.busy_w, w.idle_w, w.source
             )
         })
         .collect();
