@@ -94,6 +94,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             plan: None,
             decided_at: 1,
             baseline_sample: false,
+            clock_sample: false,
             refusal: None,
             budgets: Vec::new(),
             grant: None,

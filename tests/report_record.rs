@@ -113,6 +113,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             plan: Some(plan),
             decided_at: 1_000,
             baseline_sample: false,
+            clock_sample: false,
             refusal: None,
             budgets: Vec::new(),
             grant: None,
@@ -234,6 +235,34 @@ fn unchanged_jobs_are_fallbacks_with_no_invented_prediction() {
     assert!(r.warnings.iter().any(|w| matches!(w, Warning::Fallback(_))));
     let page = report::text::job_report(&r);
     assert!(!page.contains("NaN"), "{page}");
+}
+
+#[test]
+fn a_clock_sample_reads_as_one_and_not_as_a_baseline() {
+    let mut rec = record(
+        Verdict::Planned,
+        vec![outcome("n1", 2.0, Some(3_000.0), "rapl", None)],
+    );
+    rec.decision.policy = "monitor".into();
+    rec.decision.clock_sample = true;
+    let r = from_record(&rec, &Context::default());
+    assert!(
+        r.clock_sample && !r.baseline_run && !r.baseline_sample,
+        "{r:?}"
+    );
+    let page = report::text::job_report(&r);
+    let line = page
+        .lines()
+        .find(|l| l.starts_with("Measured"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("this run is a clock sample") && line.contains("not a baseline"),
+        "{page}"
+    );
+    // The same job's record without the mark reads as an ordinary run.
+    rec.decision.clock_sample = false;
+    let page = report::text::job_report(&from_record(&rec, &Context::default()));
+    assert!(!page.contains("clock sample"), "{page}");
 }
 
 #[test]

@@ -203,6 +203,7 @@ mod after_close {
                 }),
                 decided_at: 0,
                 baseline_sample: false,
+                clock_sample: false,
                 refusal: None,
                 budgets: Vec::new(),
                 grant: None,

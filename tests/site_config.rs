@@ -600,6 +600,33 @@ fn daemon_limits_are_checked_and_a_user_may_not_exceed_all_users() {
 }
 
 #[test]
+fn clock_sampling_is_off_unless_written_and_bad_values_say_what_is_valid() {
+    assert!(parse(MINIMAL).unwrap().power.sample_clocks.is_none());
+    let s = parse(&format!("{MINIMAL}power:\n  sample_clocks: {{}}\n")).unwrap();
+    let c = s.power.sample_clocks.unwrap();
+    assert_eq!((c.fraction, c.max_slowdown), (0.02, 0.1));
+    let s = parse(&format!(
+        "{MINIMAL}power:\n  sample_clocks: {{fraction: 0.05, max_slowdown: 0.25}}\n"
+    ))
+    .unwrap();
+    let c = s.power.sample_clocks.unwrap();
+    assert_eq!((c.fraction, c.max_slowdown), (0.05, 0.25));
+
+    bad(
+        &format!("{MINIMAL}power:\n  sample_clocks:\n    fraction: 2\n"),
+        9,
+        15,
+        &["power.sample_clocks.fraction", "'2'", "0-1"],
+    );
+    bad(
+        &format!("{MINIMAL}power:\n  sample_clocks:\n    max_slowdown: ten percent\n"),
+        9,
+        19,
+        &["power.sample_clocks.max_slowdown", "'ten percent'", "0-1"],
+    );
+}
+
+#[test]
 fn baseline_section_defaults_and_bad_values() {
     let s = parse(&format!("{MINIMAL}baseline: {{}}\n")).unwrap();
     let b = s.baseline.unwrap();

@@ -85,6 +85,7 @@ pub fn measured_job() -> JobReport {
         shape: "4 nodes: 1 type1, 1 type2, 1 type3, 1 type4".into(),
         baseline_run: false,
         baseline_sample: false,
+        clock_sample: false,
         against_measured: None,
         slurm_energy: SlurmEnergy::Measured { joules: 5.28e6 },
         warnings: vec![],
@@ -153,6 +154,7 @@ pub fn partial_job() -> JobReport {
         shape: "4 nodes: 2 type1, 1 type3, 1 type4".into(),
         baseline_run: false,
         baseline_sample: false,
+        clock_sample: false,
         against_measured: None,
         slurm_energy: SlurmEnergy::Zero,
         warnings: vec![

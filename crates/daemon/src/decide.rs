@@ -50,6 +50,9 @@ pub struct Proposal {
     pub inputs: serde_json::Value,
     /// Whether the job runs as a measured baseline sample (see [`super::baseline`]).
     pub baseline_sample: bool,
+    /// Whether the monitor job runs at a clock its watts are not measured at yet (see
+    /// [`super::clock_sample`]).
+    pub clock_sample: bool,
     /// For a refusal, the error each node is answered with.
     pub refusal: Option<ErrorCode>,
     /// The policy's communication-phase DVFS, when it asks for it.
@@ -292,6 +295,71 @@ impl Decider {
         Ok(Some((plan, version)))
     }
 
+    /// `base` (the monitor job `req`'s proposal) as a clock sample, when
+    /// the site samples clocks ([`super::clock_sample`]) and picks it, its profile
+    /// predicts it, and some unmeasured clock of its node types fits the bound and every
+    /// limit it is under. Anything that stands in the way (no profile, a profile that
+    /// does not load, a node the site does not type, a node type with GPUs, whose watts
+    /// the learning takes only from runs that left them idle) leaves the job to its
+    /// monitor policy: a sample is never worth failing a job over.
+    fn clock_sample(
+        &self,
+        site: &Site,
+        req: &OpenJob,
+        pr: &PlanRequest,
+        app: &AppState,
+        base: &Proposal,
+    ) -> Option<Proposal> {
+        let s = site.power.sample_clocks?;
+        let name = req.profile.as_deref()?;
+        if !super::clock_sample::picked(&s, req.job_id) {
+            return None;
+        }
+        let policy = self.policies.get(&pr.policy)?;
+        let limits = greenup::plan::limits(site, policy, pr).ok()?;
+        let nodes: Vec<(&str, &greenup::model::NodeType)> = req
+            .nodes
+            .iter()
+            .map(|n| Some((n.as_str(), site.node_type_of(n)?)))
+            .collect::<Option<_>>()?;
+        if nodes
+            .iter()
+            .any(|(_, t)| site.gpu_types.get(&t.name).is_some_and(|g| g.count > 0))
+        {
+            return None;
+        }
+        let loaded = match self.profile(site, name) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!(job_id = req.job_id, error = %e.message, "no clock sample");
+                return None;
+            }
+        };
+        let sample = super::clock_sample::choose(&nodes, &s, &limits, app.max_freq_ghz, |c| {
+            loaded.predictor.predict(c).ok()
+        })?;
+        let plan = greenup::plan::fixed(
+            policy,
+            limits,
+            pr.algorithm,
+            &sample.config,
+            &sample.predicted,
+            &sample.baseline,
+        );
+        Some(Proposal {
+            verdict: Verdict::Planned,
+            reason: super::clock_sample::reason(&s, &sample),
+            // The policy only records, but this run applies a plan: it is no measured
+            // baseline, and nothing that learns from runs at f_max may take it for one.
+            monitor: false,
+            clock_sample: true,
+            profile_version: Some(loaded.version.to_string()),
+            reserve_w: plan.predicted.avg_power_w.0,
+            plan: Some(plan),
+            ..base.clone()
+        })
+    }
+
     /// Decide for `req` with `free_w` watts of budget left (`None`: no cap; 0 or less:
     /// none left). A request no plan can be made for becomes a refusal whose reason
     /// says why and what becomes of the job.
@@ -325,6 +393,7 @@ impl Decider {
                     reserve_w: granted.unwrap_or_else(|| unmanaged_w(site, req)),
                     inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
                     baseline_sample: false,
+                    clock_sample: false,
                     refusal: Some(e.code),
                     comm_dvfs: None,
                 }
@@ -398,12 +467,16 @@ impl Decider {
             reserve_w: greenup::power::max_power_w(site, &req.nodes),
             inputs,
             baseline_sample: false,
+            clock_sample: false,
             refusal: None,
             comm_dvfs: self.policies.get(&pr.policy).and_then(|p| p.comm_dvfs),
         };
         // The flag is the rule, not the name: a site's own monitoring policy must not
         // pin every node at its maximum frequency either.
         if base.monitor {
+            if let Some(sampled) = self.clock_sample(site, req, &pr, app, &base) {
+                return Ok(sampled);
+            }
             return Ok(Proposal {
                 reason: format!("policy {} records only", pr.policy),
                 ..base

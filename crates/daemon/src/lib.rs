@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod baseline;
+pub mod clock_sample;
 pub mod decide;
 pub mod ledger;
 pub mod metrics_http;

@@ -224,6 +224,54 @@ pub fn plan_with(
     })
 }
 
+/// The plan of exactly `config`, each node at the clock it names, predicted `predicted`
+/// against `baseline` (every node at f_max), under `policy` and `limits`: what greenupd
+/// records when the site, not the policy's search, chose the clocks (a clock sample).
+/// Its nodes' GPUs are left at their top clock.
+pub fn fixed(
+    policy: &Policy,
+    limits: Limits,
+    algorithm: Algorithm,
+    config: &crate::model::Config,
+    predicted: &Prediction,
+    baseline: &Prediction,
+) -> Plan {
+    let goal = Goal {
+        objective: policy.objective,
+        limits,
+        baseline_time_s: baseline.time_s,
+        baseline_energy_j: baseline.energy_j,
+    };
+    Plan {
+        policy: policy.name.clone(),
+        feasible: true,
+        reason: String::new(),
+        node_count: config.nodes.len(),
+        nodes: config
+            .nodes
+            .iter()
+            .map(|n| PlannedNode {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freq_ghz: Ghz(n.freq_ghz),
+                gpu_mhz: None,
+            })
+            .collect(),
+        predicted: estimate(predicted),
+        baseline: estimate(baseline),
+        objective: goal
+            .assess(predicted.time_s, predicted.energy_j, None)
+            .value,
+        search: SearchInfo {
+            algorithm,
+            candidates: 1,
+            elapsed_us: 0,
+            reused: false,
+        },
+        gpus: None,
+    }
+}
+
 /// The GPUs of each site node type that has them, as a decision sees them.
 fn gpu_nodes(site: &Site) -> BTreeMap<String, GpuNode> {
     site.gpu_types

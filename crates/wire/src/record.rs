@@ -152,13 +152,19 @@ pub struct Decision {
     /// The policy applied.
     pub policy: String,
     /// Whether that policy only records (its `monitor: true`), whatever its name: such a
-    /// job runs unchanged on purpose, and its run is a measured baseline.
+    /// job runs unchanged on purpose, and its run is a measured baseline. False for a
+    /// clock sample, which applies a plan although its policy is a monitor policy.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub monitor: bool,
     /// Whether the site picked this job as a measured baseline: every node at f_max,
     /// recorded as monitor, although its policy would have planned (the plan is kept).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub baseline_sample: bool,
+    /// Whether the site picked this monitor job as a clock sample (`power.sample_clocks`):
+    /// its nodes run at a clock whose watts no run has measured yet, so the run is not a
+    /// measured baseline and savings are never measured against it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clock_sample: bool,
     /// The profile used, if any.
     pub profile: Option<String>,
     /// The profile's version, if any.
@@ -285,10 +291,11 @@ impl Decision {
     }
 
     /// Whether greenup keeps this run as its application's measured baseline: a monitor
-    /// decision (a monitor policy, a baseline sample, a held policy) that names a profile.
+    /// decision (a monitor policy, a baseline sample, a held policy) that names a profile,
+    /// and is no clock sample (whose nodes ran below f_max).
     pub fn measured_baseline(&self) -> bool {
         // The same rule as the store's `baseline_rate` and `app_history` queries.
-        self.monitor && self.profile.is_some()
+        self.monitor && !self.clock_sample && self.profile.is_some()
     }
 
     /// The profile version's number (`3` for `"3"` or `"v3"`); 0, the admin's file,

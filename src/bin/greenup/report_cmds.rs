@@ -392,7 +392,7 @@ fn against_measured(site: &Site, r: &JobReport) -> Option<greenup::report::measu
         .records(filter, BASELINE_RUNS_READ)
         .ok()?
         .iter()
-        .filter(|rec| rec.decision.monitor)
+        .filter(|rec| rec.decision.measured_baseline())
         .map(|rec| {
             from_record(
                 rec,

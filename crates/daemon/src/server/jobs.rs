@@ -601,6 +601,7 @@ async fn decide_and_store(
         plan: p.plan,
         decided_at: at,
         baseline_sample: p.baseline_sample,
+        clock_sample: p.clock_sample,
         refusal: p.refusal,
         budgets: admitted.states,
         comm_dvfs: p.comm_dvfs,
@@ -717,10 +718,11 @@ pub(super) async fn close_job(
     let (judged, app) = {
         let mut recent = lock(&shared.recent);
         let decision = recent.by_job.get(&job_id).map(|v| &v.decision);
-        // A job its policy planned freely (not monitor, not a baseline sample, not held
-        // back by the budget) is evidence on how that policy does for its application.
+        // A job its policy planned freely (not monitor, not a baseline or clock sample,
+        // not held back by the budget) is evidence on how that policy does for its
+        // application.
         let judged = decision.and_then(|d| {
-            (d.verdict == Verdict::Planned && !d.monitor)
+            (d.verdict == Verdict::Planned && !d.monitor && !d.clock_sample)
                 .then(|| d.profile.clone().map(|p| (p, d.policy.clone())))
                 .flatten()
         });

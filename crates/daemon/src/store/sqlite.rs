@@ -813,7 +813,8 @@ impl Store for SqliteStore {
         let baselines: i64 = self
             .conn
             .prepare_cached(
-                "SELECT count(*) FROM decisions WHERE profile = ?1 AND json_extract(decision, '$.monitor') = 1",
+                "SELECT count(*) FROM decisions WHERE profile = ?1 AND json_extract(decision, '$.monitor') = 1
+                   AND json_extract(decision, '$.clock_sample') IS NOT 1",
             )
             .and_then(|mut st| st.query_row(params![profile], |r| r.get(0)))
             .map_err(read_err)?;
@@ -840,6 +841,7 @@ impl Store for SqliteStore {
                         d.profile_version
                  FROM decisions d JOIN outcomes o ON o.job_id = d.job_id
                  WHERE d.profile = ?1 AND json_extract(d.decision, '$.monitor') = 1
+                   AND json_extract(d.decision, '$.clock_sample') IS NOT 1
                    AND json_extract(o.comm, '$.sync_calls') > 0
                  ORDER BY d.decided_at DESC, d.job_id DESC, o.node LIMIT 64",
             )
@@ -1243,6 +1245,7 @@ mod tests {
             plan: None,
             decided_at: 1000,
             baseline_sample: false,
+            clock_sample: false,
             refusal: None,
             budgets: Vec::new(),
             grant: None,
@@ -1542,6 +1545,55 @@ mod tests {
             ]
         );
         assert_eq!(s.baseline_nodes("hpcc").unwrap(), []);
+    }
+
+    #[test]
+    fn a_clock_sample_is_never_counted_or_paced_as_a_baseline() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        // A clock sample decided as greenupd decides one (not monitor), and one stored
+        // as monitor by some other writer: neither may count, though both ran under
+        // the monitor policy and both measured synchronising calls.
+        let sample = |job_id: u64, monitor: bool| {
+            let Change::Open(mut job) = open_as(job_id, "lammps", monitor) else {
+                unreachable!()
+            };
+            job.decision.baseline_sample = false;
+            job.decision.clock_sample = true;
+            assert!(!job.decision.measured_baseline());
+            Change::Open(job)
+        };
+        let with = |job: u64| {
+            let Change::Outcome { mut outcome, at } = outcome(job, "n1", 5.0) else {
+                unreachable!()
+            };
+            outcome.comm = Some(greenup::comm::NodeComm {
+                ranks: 1,
+                compute_s: 9.0,
+                comm_s: 1.0,
+                sync_calls: 100,
+                ..Default::default()
+            });
+            Change::Outcome { outcome, at }
+        };
+        let changes = [
+            open_as(1, "lammps", true),
+            sample(2, false),
+            sample(3, true),
+            with(1),
+            with(2),
+            with(3),
+        ];
+        assert!(s.apply(&changes).iter().all(Result::is_ok));
+        assert_eq!(s.app_history("lammps", "monitor").unwrap(), (1, None));
+        let jobs: Vec<u64> = s
+            .baseline_nodes("lammps")
+            .unwrap()
+            .iter()
+            .map(|b| b.job_id)
+            .collect();
+        // 100 calls over 10 s of one rank: job 1 alone.
+        assert_eq!(jobs, [1]);
     }
 
     #[test]

@@ -1058,6 +1058,7 @@ mod tests {
                 policy: "monitor".into(),
                 monitor: true,
                 baseline_sample: false,
+                clock_sample: false,
                 profile: Some(app.into()),
                 profile_version: None,
                 power_cap_w: None,
@@ -1527,6 +1528,67 @@ mod tests {
         assert!((n(&a.comm.coeff_s.value) - 20.0).abs() < 1e-6);
         assert_eq!(a.comm.law.value, Param::Text("log".into()));
         assert_eq!(l.jobs, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_clock_sample_is_learned_at_the_clock_it_ran_never_as_a_run_at_fmax() {
+        use crate::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
+        use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
+        let s = site();
+        let est = |time_s: f64| Estimate {
+            time_s: Seconds(time_s),
+            energy_j: Joules(1.0),
+            avg_power_w: Watts(1.0),
+        };
+        // A monitor job the site ran with both nodes at 1.8 GHz: n1 reported it, n2
+        // reported nothing and stands at its planned clock.
+        let mut rec = run(
+            12,
+            "md",
+            40.0,
+            &[("n1", Some(1.8), Some((30.0, 9.0))), ("n2", None, None)],
+        );
+        rec.decision.verdict = Verdict::Planned;
+        rec.decision.monitor = false;
+        rec.decision.clock_sample = true;
+        let node = |name: &str| PlannedNode {
+            gpu_mhz: None,
+            name: name.into(),
+            node_type: "fast".into(),
+            freq_ghz: Ghz(1.8),
+        };
+        rec.decision.plan = Some(Plan {
+            policy: "monitor".into(),
+            feasible: true,
+            reason: String::new(),
+            node_count: 2,
+            nodes: vec![node("n1"), node("n2")],
+            predicted: est(45.0),
+            baseline: est(30.0),
+            objective: 45.0,
+            search: SearchInfo {
+                algorithm: Algorithm::Exact,
+                candidates: 1,
+                elapsed_us: 0,
+                reused: false,
+            },
+            gpus: None,
+        });
+        assert!(!rec.decision.measured_baseline());
+        let o = outcome_from_record(&rec, &s).unwrap();
+        let clocks: Vec<f64> = o.nodes.iter().map(|n| n.freq_ghz).collect();
+        assert_eq!(clocks, [1.8, 1.8]);
+        // Judged against its own prediction at 1.8 GHz (45 s), not f_max's 30 s.
+        assert_eq!(o.predicted_time_s, 45.0);
+        // A first version learns from runs at f_max: this one can teach only how the
+        // time follows the clock.
+        let (used, clocked, left_out) = runs_at_fmax(&s, "md", std::slice::from_ref(&rec));
+        assert!(used.is_empty(), "{used:?}");
+        assert_eq!(clocked.len(), 1);
+        assert_eq!(
+            left_out,
+            ["job 12: n1 ran at 1.8 GHz, below its type's maximum"]
+        );
     }
 
     #[test]

@@ -198,6 +198,10 @@ pub struct JobReport {
     /// Whether the site picked it as a baseline sample (its policy would have planned).
     #[serde(default)]
     pub baseline_sample: bool,
+    /// Whether the site picked this monitor job as a clock sample: its nodes ran at a
+    /// clock whose watts were not measured yet (`power.sample_clocks`); no baseline.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clock_sample: bool,
     /// The run against measured baselines of the same application and shape, when
     /// there are any (filled in by whoever has the application's other runs).
     #[serde(default)]

@@ -256,6 +256,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         ),
         baseline_run: monitor,
         baseline_sample: d.baseline_sample,
+        clock_sample: d.clock_sample,
         against_measured: None,
         nodes,
         // The models' part alone, to compare with RAPL's: NVML's GPU energy is beside it.

@@ -319,7 +319,14 @@ fn against_measured(r: &JobReport) -> String {
     if r.baseline_run {
         return "this run is a measured baseline (monitor)".into();
     }
-    match &r.against_measured {
+    // A clock sample ran slower on purpose: its cost against the baselines is worth
+    // showing, but it must not read as a policy's saving.
+    let sample = if r.clock_sample {
+        "this run is a clock sample (its nodes ran at a clock whose watts were being measured), not a baseline; "
+    } else {
+        ""
+    };
+    let line = match &r.against_measured {
         Some(a) => format!(
             "saving {:.1}%, slowdown {:.1}% against the median of {} measured baseline run{} ({}, {})",
             a.saving_pct,
@@ -330,7 +337,8 @@ fn against_measured(r: &JobReport) -> String {
             fmt_time(a.baseline_time_s)
         ),
         None => format!("no measured baseline of {} ({}) yet", r.app, r.shape),
-    }
+    };
+    format!("{sample}{line}")
 }
 
 fn confidence(r: &JobReport) -> String {

@@ -64,6 +64,30 @@ pub struct PowerSettings {
     pub give_back_after_s: Option<f64>,
     /// The share above a job's highest measured power that a give-back leaves it.
     pub give_back_headroom: f64,
+    /// Which monitor jobs run at a clock no run has measured yet, so greenup learns its
+    /// nodes' watts there; None (the default): none do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_clocks: Option<SampleClocks>,
+}
+
+/// `power.sample_clocks`: a share of monitor jobs runs every node of one of its types at
+/// a clock with too few measured runs, so that clock's watts are measured rather than
+/// taken from the site's model. Each such job costs at most `max_slowdown` of its
+/// time, as its profile predicts; jobs without a profile are never sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SampleClocks {
+    /// Share of monitor jobs (0-1) sampled, chosen by a hash of the job id.
+    pub fraction: f64,
+    /// The most a sample may lengthen a job, as a fraction of its predicted time with
+    /// every node at f_max (0.1: 10 % longer).
+    pub max_slowdown: f64,
+}
+
+impl SampleClocks {
+    /// `power.sample_clocks.fraction` when the section omits it.
+    pub const DEFAULT_FRACTION: f64 = 0.02;
+    /// `power.sample_clocks.max_slowdown` when the section omits it.
+    pub const DEFAULT_MAX_SLOWDOWN: f64 = 0.1;
 }
 
 impl Default for PowerSettings {
@@ -80,6 +104,7 @@ impl Default for PowerSettings {
             report_period_s: REPORT_PERIOD_S,
             give_back_after_s: None,
             give_back_headroom: 0.2,
+            sample_clocks: None,
         }
     }
 }
@@ -129,6 +154,18 @@ pub(super) struct RawPowerSection {
     give_back_after_s: Option<Spanned<Value>>,
     #[serde(default)]
     give_back_headroom: Option<Spanned<Value>>,
+    #[serde(default)]
+    sample_clocks: Option<Spanned<RawSampleClocks>>,
+}
+
+/// `power.sample_clocks:` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSampleClocks {
+    #[serde(default)]
+    fraction: Option<Spanned<Value>>,
+    #[serde(default)]
+    max_slowdown: Option<Spanned<Value>>,
 }
 
 /// Whether `s` can name a Slurm license greenup adds partition names to: letters,
@@ -217,7 +254,29 @@ impl Checker<'_> {
             )?),
             None => None,
         };
+        let sample_clocks = match raw.sample_clocks {
+            Some(c) => Some(SampleClocks {
+                fraction: number(
+                    &c.value.fraction,
+                    "power.sample_clocks.fraction",
+                    0.0,
+                    1.0,
+                    SampleClocks::DEFAULT_FRACTION,
+                    "a share of monitor jobs",
+                )?,
+                max_slowdown: number(
+                    &c.value.max_slowdown,
+                    "power.sample_clocks.max_slowdown",
+                    0.0,
+                    1.0,
+                    SampleClocks::DEFAULT_MAX_SLOWDOWN,
+                    "a fraction of the job's time at f_max",
+                )?,
+            }),
+            None => None,
+        };
         Ok(PowerSettings {
+            sample_clocks,
             enforce,
             license,
             reserve: number(
@@ -333,6 +392,30 @@ mod tests {
                 "rapl_window",
                 "unknown field",
             ),
+            (
+                "power:\n  sample_clocks: {fraction: 1.5}\n",
+                "2:29",
+                "power.sample_clocks.fraction",
+                "a share of monitor jobs in 0-1, e.g. 0.02",
+            ),
+            (
+                "power:\n  sample_clocks:\n    max_slowdown: -0.1\n",
+                "3:19",
+                "power.sample_clocks.max_slowdown",
+                "a fraction of the job's time at f_max in 0-1, e.g. 0.1",
+            ),
+            (
+                "power:\n  sample_clocks: {fraction: lots}\n",
+                "2:29",
+                "power.sample_clocks.fraction",
+                "value 'lots'",
+            ),
+            (
+                "power:\n  sample_clocks: {share: 0.1}\n",
+                "2:",
+                "share",
+                "unknown field",
+            ),
         ];
         let base = "node_types: {x: {frequencies: [1.0, 2.0], power: {dynamic_w: 90, static_w: 10}}}\nnodes: {x: n1}\n";
         for (text, at, key, valid) in bad {
@@ -357,6 +440,32 @@ mod tests {
             crate::site::parse("s.yaml", base).unwrap().power,
             PowerSettings::default()
         );
+        // Off unless written; a key left out takes its default.
+        assert_eq!(PowerSettings::default().sample_clocks, None);
+        let on = |text: &str| {
+            crate::site::parse(
+                "s.yaml",
+                &format!("{base}power: {{sample_clocks: {text}}}\n"),
+            )
+            .unwrap()
+            .power
+            .sample_clocks
+        };
+        assert_eq!(
+            on("{fraction: 0.05, max_slowdown: 0.2}"),
+            Some(SampleClocks {
+                fraction: 0.05,
+                max_slowdown: 0.2
+            })
+        );
+        assert_eq!(
+            on("{}"),
+            Some(SampleClocks {
+                fraction: 0.02,
+                max_slowdown: 0.1
+            })
+        );
+        assert_eq!(on("{fraction: 0}").map(|c| c.fraction), Some(0.0));
     }
 
     #[test]
