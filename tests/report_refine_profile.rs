@@ -155,6 +155,7 @@ mod after_close {
             end: Some(greenup::record::JobEnd::Completed),
             opened_at: 0,
             closed_at: Some(600),
+            earlier_runs: Vec::new(),
             request: OpenJob {
                 restart_count: None,
                 job_id,

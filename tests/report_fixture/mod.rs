@@ -91,6 +91,8 @@ pub fn measured_job() -> JobReport {
         budgets: Vec::new(),
         guard: None,
         watts: Vec::new(),
+        earlier_runs: Vec::new(),
+        all_runs: None,
     }
 }
 
@@ -163,6 +165,8 @@ pub fn partial_job() -> JobReport {
         budgets: Vec::new(),
         guard: None,
         watts: Vec::new(),
+        earlier_runs: Vec::new(),
+        all_runs: None,
     }
 }
 

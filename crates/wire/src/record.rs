@@ -474,6 +474,11 @@ pub struct JobRecord {
     pub decision: Decision,
     /// Outcomes recorded so far, by node name.
     pub outcomes: Vec<NodeOutcome>,
+    /// A requeued job's runs before this one, oldest first, each with what its nodes
+    /// measured; sent with one job's record only (get_job), empty for a job run once
+    /// and from greenupd versions before runs were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_runs: Vec<JobRecord>,
 }
 
 impl JobRecord {

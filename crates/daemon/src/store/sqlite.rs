@@ -751,7 +751,21 @@ impl SqliteStore {
             request,
             decision,
             outcomes: self.outcomes_of(id)?,
+            earlier_runs: Vec::new(),
         }))
+    }
+
+    fn earlier_of(&self, job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
+        let id = job_id_sql(job_id)?;
+        let records: Vec<String> = self
+            .conn
+            .prepare_cached("SELECT record FROM earlier_runs WHERE job_id = ?1 ORDER BY run")
+            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+            .map_err(read_err)?;
+        records
+            .iter()
+            .map(|r| serde_json::from_str(r).map_err(json_err))
+            .collect()
     }
 
     fn outcomes_of(&self, id: i64) -> Result<Vec<NodeOutcome>, StoreError> {
@@ -954,16 +968,19 @@ impl Store for SqliteStore {
     }
 
     fn earlier_runs(&mut self, job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
-        let id = job_id_sql(job_id)?;
-        let records: Vec<String> = self
-            .conn
-            .prepare_cached("SELECT record FROM earlier_runs WHERE job_id = ?1 ORDER BY run")
-            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
-            .map_err(read_err)?;
-        records
-            .iter()
-            .map(|r| serde_json::from_str(r).map_err(json_err))
-            .collect()
+        self.earlier_of(job_id)
+    }
+
+    fn job_with_runs(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
+        // One read transaction: a requeue committed between the two reads would show
+        // the new run beside a list of earlier runs without the one it set aside.
+        let tx = self.conn.unchecked_transaction().map_err(read_err)?;
+        let Some(mut rec) = self.record_of(job_id)? else {
+            return Ok(None);
+        };
+        rec.earlier_runs = self.earlier_of(job_id)?;
+        tx.finish().map_err(read_err)?;
+        Ok(Some(rec))
     }
 
     fn job_summaries(&mut self, f: &ListJobs) -> Result<Vec<JobSummary>, StoreError> {

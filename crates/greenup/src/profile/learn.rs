@@ -1033,6 +1033,7 @@ mod tests {
             end: Some(JobEnd::Completed),
             opened_at: 0,
             closed_at: Some(1),
+            earlier_runs: Vec::new(),
             request: OpenJob {
                 restart_count: None,
                 job_id,
