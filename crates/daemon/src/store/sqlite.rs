@@ -548,7 +548,8 @@ impl SqliteStore {
 
     /// Store `o`, which is not of job `id`'s current run, with the earlier run it
     /// measured (newest first), unless that run has this node's outcome already; the
-    /// run's charges stay as they were settled when the requeue set it aside.
+    /// run's charges are settled again with it, as a late outcome of the current run
+    /// settles its own.
     fn record_earlier(&self, id: i64, o: &NodeOutcome) -> Result<Applied, StoreError> {
         let runs: Vec<(i64, Option<u32>, String)> = self
             .conn
@@ -578,6 +579,7 @@ impl SqliteStore {
                 )
                 .and_then(|mut s| s.execute(params![id, run, record]))
                 .map_err(write_err)?;
+            super::charges::settle_earlier(&self.conn, id, run, &rec.outcomes)?;
             return Ok(Applied::Stored { new: true });
         }
         Err(StoreError::OtherRun(format!(
@@ -1720,6 +1722,73 @@ mod tests {
         let t = b.totals[0].2;
         assert_eq!((t.used_j, t.held_j, t.jobs), (70.0, 100.0, 2));
         assert_eq!(b.held.len(), 1);
+    }
+
+    #[test]
+    fn a_late_outcome_of_an_earlier_run_settles_that_runs_charges_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        let charged = |mut c: Change, nodes: [&str; 2]| {
+            if let Change::Open(j) = &mut c {
+                j.request.nodes = nodes.iter().map(|n| n.to_string()).collect();
+                j.charges = vec![greenup::budget::book::Charge {
+                    budget: "site".into(),
+                    period_start: 0,
+                    charged_j: 100.0,
+                    settled_j: None,
+                    measured: None,
+                }];
+            }
+            c
+        };
+        let close = Change::Close {
+            job_id: 5,
+            state: JobState::Closed,
+            end: Some(JobEnd::Failed),
+            at: 1001,
+            restart_count: None,
+        };
+        // n2 failed with the first run: its outcome is in its spool, so the first run
+        // is settled with its prediction.
+        let r = s.apply(&[
+            charged(open(5, 1000, 10.0), ["n1", "n2"]),
+            outcome(5, "n1", 40.0),
+            close,
+        ]);
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+        let r = s.apply(&[charged(open(5, 1000, 10.0), ["n3", "n4"])]);
+        assert!(
+            matches!(r[0], Ok(Applied::Opened { new: true, .. })),
+            "{r:?}"
+        );
+        let used = |s: &mut SqliteStore| {
+            let b = s.budget_state().unwrap();
+            (b.totals[0].2.used_j, b.totals[0].2.held_j)
+        };
+        assert_eq!(used(&mut s), (100.0, 100.0));
+
+        // n2, back, delivers its spool: the first run measured 70 J, not 100.
+        let r = s.apply(&[outcome(5, "n2", 30.0)]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: true }));
+        assert_eq!(
+            used(&mut s),
+            (70.0, 100.0),
+            "the earlier run is not settled again"
+        );
+        let measured: bool = s
+            .conn
+            .query_row(
+                "SELECT measured FROM earlier_charges WHERE job_id = 5 AND run = 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(measured);
+        // Sent twice, nothing changes; the current run's charge is still held.
+        let r = s.apply(&[outcome(5, "n2", 30.0)]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: false }));
+        assert_eq!(used(&mut s), (70.0, 100.0));
+        assert_eq!(s.budget_state().unwrap().held.len(), 1);
     }
 
     #[test]
