@@ -433,7 +433,6 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
     Ok(())
 }
 
-/// A job as the store has it, or "job ID `missing`" as a not-found reply.
 /// A job as get_job and get_job_part send it: with its runs before a requeue, so a
 /// report shows the energy of every run.
 async fn job_with_runs(shared: &Arc<Shared>, job_id: u64) -> Result<JobRecord, ErrorReply> {
@@ -455,6 +454,7 @@ async fn job_with_runs(shared: &Arc<Shared>, job_id: u64) -> Result<JobRecord, E
     Ok(job)
 }
 
+/// A job as the store has it, or "job ID `missing`" as a not-found reply.
 async fn stored_job(
     shared: &Arc<Shared>,
     job_id: u64,
