@@ -273,6 +273,28 @@ fn the_report_of_a_requeued_job_shows_its_earlier_run_and_what_both_runs_used() 
         "{out}"
     );
 
+    // The listing has one row per job, its last run, and says which run that is.
+    assert_eq!(c.get_job(7).unwrap().earlier_run_count, 1);
+    let (rc, out, err) = cli(None, &["jobs", "--site", site, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let run_of = |id: u64| {
+        let row = rows.iter().find(|r| r["job_id"] == id).unwrap();
+        row.get("run").cloned()
+    };
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(run_of(7), Some(serde_json::json!(2)));
+    assert_eq!(run_of(8), None, "a job run once lists as before");
+    let (rc, out, err) = cli(None, &["jobs", "--site", site]);
+    assert_eq!(rc, 0, "{err}");
+    let row = |id: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap()
+    };
+    assert!(row("7 ").contains("RUNNING (run 2)"), "{out}");
+    assert!(!row("8 ").contains("(run"), "{out}");
+
     // Another user reads neither run of root's job.
     let (rc, out, err) = cli(Some(TEST_USER), &["report", "7", "--site", site]);
     assert_ne!(rc, 0, "{out}");

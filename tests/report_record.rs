@@ -99,6 +99,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         opened_at: 1_000,
         closed_at: Some(1_100),
         earlier_runs: Vec::new(),
+        earlier_run_count: 0,
         request,
         decision: Decision {
             comm_dvfs: None,

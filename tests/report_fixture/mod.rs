@@ -93,6 +93,7 @@ pub fn measured_job() -> JobReport {
         watts: Vec::new(),
         earlier_runs: Vec::new(),
         all_runs: None,
+        run: 1,
     }
 }
 
@@ -167,6 +168,7 @@ pub fn partial_job() -> JobReport {
         watts: Vec::new(),
         earlier_runs: Vec::new(),
         all_runs: None,
+        run: 1,
     }
 }
 

@@ -451,6 +451,7 @@ async fn job_with_runs(shared: &Arc<Shared>, job_id: u64) -> Result<JobRecord, E
     // the asker's to read, whoever may read the current one.
     let owner = job.uid;
     job.earlier_runs.retain(|r| r.uid == owner);
+    job.earlier_run_count = job.earlier_runs.len().try_into().unwrap_or(u32::MAX);
     Ok(job)
 }
 

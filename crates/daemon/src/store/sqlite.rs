@@ -518,9 +518,11 @@ impl SqliteStore {
     /// its record (decision, outcomes, end) into `earlier_runs`, its charges (their
     /// energy still counts in the budgets' periods) into `earlier_charges`.
     fn set_aside(&self, id: i64, job_id: u64) -> Result<(), StoreError> {
-        let Some(rec) = self.record_of(job_id)? else {
+        let Some(mut rec) = self.record_of(job_id)? else {
             return Ok(());
         };
+        // The count is the job's, not the run's: it is read afresh with the job.
+        rec.earlier_run_count = 0;
         let c = &self.conn;
         let run: i64 = c
             .prepare_cached("SELECT coalesce(max(run), 0) + 1 FROM earlier_runs WHERE job_id = ?1")
@@ -754,6 +756,12 @@ impl SqliteStore {
             decision,
             outcomes: self.outcomes_of(id)?,
             earlier_runs: Vec::new(),
+            earlier_run_count: self
+                .conn
+                .prepare_cached("SELECT count(*) FROM earlier_runs WHERE job_id = ?1")
+                .and_then(|mut s| s.query_row([id], |r| r.get::<_, i64>(0)))
+                .map_err(read_err)?
+                .clamp(0, i64::from(u32::MAX)) as u32,
         }))
     }
 

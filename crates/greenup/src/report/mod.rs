@@ -239,6 +239,18 @@ pub struct JobReport {
     /// What every run of a requeued job measured together; absent for a job run once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all_runs: Option<AllRuns>,
+    /// Which run of the job the report is about: 1 for a job Slurm ran once (left out
+    /// of JSON then), N after N-1 requeues.
+    #[serde(default = "first_run", skip_serializing_if = "is_first_run")]
+    pub run: u32,
+}
+
+fn first_run() -> u32 {
+    1
+}
+
+fn is_first_run(run: &u32) -> bool {
+    *run <= 1
 }
 
 /// One run of a requeued job before the run a report is about: Slurm keeps the job's
@@ -438,6 +450,10 @@ pub struct JobRow {
     pub saving_pct: Option<f64>,
     /// Job end time, seconds since the Unix epoch.
     pub end_unix: Option<i64>,
+    /// Which run of the job the row is (its last): 1 for a job Slurm ran once (left
+    /// out of JSON then), N after N-1 requeues.
+    #[serde(default = "first_run", skip_serializing_if = "is_first_run")]
+    pub run: u32,
 }
 
 impl From<&JobReport> for JobRow {
@@ -456,6 +472,7 @@ impl From<&JobReport> for JobRow {
             energy_error_pct: r.energy_error_pct(),
             saving_pct: r.measured_saving_pct(),
             end_unix: r.end_unix,
+            run: r.run,
         }
     }
 }

@@ -271,6 +271,12 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         guard: guard_line(rec),
         watts: d.watts.clone(),
         all_runs: (!earlier.is_empty()).then(|| super::AllRuns::of(&measured, &earlier)),
+        // A listing's record counts its earlier runs without carrying them.
+        run: (rec.earlier_run_count as usize)
+            .max(earlier.len())
+            .saturating_add(1)
+            .try_into()
+            .unwrap_or(u32::MAX),
         earlier_runs: earlier,
     }
 }

@@ -50,9 +50,9 @@ pub fn job_report(r: &JobReport) -> String {
         r.state.as_str(),
         end,
         // A requeued job: the page is about its last run, and says so at the top.
-        match r.earlier_runs.len() {
-            0 => String::new(),
-            n => format!("  run {} (requeued)", n + 1),
+        match r.run {
+            0 | 1 => String::new(),
+            n => format!("  run {n} (requeued)"),
         }
     );
     let _ = writeln!(
@@ -443,7 +443,11 @@ pub fn jobs_table(rows: &[JobRow]) -> String {
             r.user.clone(),
             r.app.clone(),
             r.policy.clone(),
-            r.state.as_str().to_string(),
+            // A requeued job's row is its last run: the state says which.
+            match r.run {
+                0 | 1 => r.state.as_str().to_string(),
+                n => format!("{} (run {n})", r.state.as_str()),
+            },
             r.nodes.to_string(),
             opt_dash(r.avg_freq_ghz, |f| format!("{f:.2}")),
             opt(r.time_s, fmt_time),
