@@ -5,7 +5,7 @@
 
 mod daemon_support;
 
-use daemon_support::{count, open_req, start};
+use daemon_support::{TEST_USER, cli, cli_site, count, open_req, start};
 use greenup_daemon::store::{SqliteStore, Store};
 use greenup_proto::client::ClientError;
 use greenup_proto::live_power::{PowerReport, PowerSample};
@@ -213,4 +213,91 @@ fn a_requeued_job_is_decided_again_after_greenupd_restarts() {
     assert!(s.used && s.freq_ghz.is_some(), "{s:?}");
     assert_eq!(count(&d.store, "SELECT count(*) FROM reservations"), 1);
     assert_eq!(earlier_runs(&d, 9)[0].state, JobState::Reclaimed);
+}
+
+#[test]
+fn the_report_of_a_requeued_job_shows_its_earlier_run_and_what_both_runs_used() {
+    let d = start(4, |_, _, _| {});
+    let mut c = d.tcp_client();
+    let metered = |node: &str, restart_count| NodeOutcome {
+        source: Some(greenup::record::Source::parse("rapl")),
+        ..outcome(7, node, 1000.0, restart_count)
+    };
+    for n in ["n1", "n2"] {
+        c.start_node(n, run(7, "n[1-2]", Some(0))).unwrap();
+        c.record_outcome(metered(n, Some(0))).unwrap();
+    }
+    c.close_job(7, Some(JobEnd::Failed), Some(0)).unwrap();
+    for n in ["n3", "n4"] {
+        c.start_node(n, run(7, "n[3-4]", Some(1))).unwrap();
+    }
+
+    // get_job hands the reader the run before the requeue with the current one.
+    let job = c.get_job(7).unwrap();
+    assert_eq!(job.request.nodes, ["n3", "n4"]);
+    assert_eq!(job.earlier_runs.len(), 1);
+    let first = &job.earlier_runs[0];
+    assert_eq!(first.request.nodes, ["n1", "n2"]);
+    assert_eq!(first.request.restart_count, Some(0));
+    assert_eq!(first.end, Some(JobEnd::Failed));
+    assert_eq!(first.outcomes.len(), 2);
+    // A record read in parts (a job of thousands of nodes) carries them too.
+    assert_eq!(c.job_in_parts(7).unwrap(), job);
+    // A job run once has none, and its record on the wire says nothing of runs.
+    c.start_node("n1", run(8, "n1", Some(0))).unwrap();
+    assert!(c.get_job(8).unwrap().earlier_runs.is_empty());
+
+    let site = cli_site(&d);
+    let site = site.to_str().unwrap();
+    let (rc, out, err) = cli(None, &["report", "7", "--site", site]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.lines().next().unwrap().ends_with("run 2 (requeued)"),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  run 1 (restart 0)  n[1-2]  min-energy"))
+        .unwrap_or_else(|| panic!("no line of the first run in:\n{out}"));
+    let energy = greenup::report::text::fmt_energy(2000.0);
+    assert!(line.contains("FAILED") && line.contains(&energy), "{line}");
+    // The second run is still running: nothing of it is measured, so neither is the job.
+    assert!(
+        out.contains("All runs    2 runs: energy unmeasured"),
+        "{out}"
+    );
+    let (rc, out, err) = cli(None, &["report", "8", "--site", site]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        !out.contains("requeued") && !out.contains("All runs"),
+        "{out}"
+    );
+
+    // The listing has one row per job, its last run, and says which run that is.
+    assert_eq!(c.get_job(7).unwrap().earlier_run_count, 1);
+    let (rc, out, err) = cli(None, &["jobs", "--site", site, "--json"]);
+    assert_eq!(rc, 0, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let run_of = |id: u64| {
+        let row = rows.iter().find(|r| r["job_id"] == id).unwrap();
+        row.get("run").cloned()
+    };
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(run_of(7), Some(serde_json::json!(2)));
+    assert_eq!(run_of(8), None, "a job run once lists as before");
+    let (rc, out, err) = cli(None, &["jobs", "--site", site]);
+    assert_eq!(rc, 0, "{err}");
+    let row = |id: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap()
+    };
+    assert!(row("7 ").contains("RUNNING (run 2)"), "{out}");
+    assert!(!row("8 ").contains("(run"), "{out}");
+
+    // Another user reads neither run of root's job.
+    let (rc, out, err) = cli(Some(TEST_USER), &["report", "7", "--site", site]);
+    assert_ne!(rc, 0, "{out}");
+    assert!(!out.contains("n[1-2]"), "{out}");
+    assert!(err.contains("7"), "{err}");
 }

@@ -98,6 +98,8 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         end: Some(greenup::record::JobEnd::Completed),
         opened_at: 1_000,
         closed_at: Some(1_100),
+        earlier_runs: Vec::new(),
+        earlier_run_count: 0,
         request,
         decision: Decision {
             comm_dvfs: None,
@@ -592,4 +594,108 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
              "source": {"kind": "site"}}
         ])
     );
+}
+
+#[test]
+fn a_requeued_jobs_report_shows_each_earlier_run_and_the_energy_of_all_runs() {
+    use greenup::record::JobEnd;
+    use greenup::report::RunState;
+    use greenup::report::text::{fmt_energy, job_report};
+    let measured = |e: f64| {
+        ["n1", "n2", "n3"]
+            .iter()
+            .map(|n| outcome(n, 2.0, Some(e), "rapl", None))
+            .collect::<Vec<_>>()
+    };
+    let mut first = record(Verdict::Planned, measured(1_000.0));
+    first.end = Some(JobEnd::Failed);
+    first.closed_at = Some(1_050);
+    first.request.restart_count = Some(0);
+    let mut rec = record(Verdict::Planned, measured(2_000.0));
+    rec.request.restart_count = Some(1);
+    rec.earlier_runs = vec![first.clone()];
+
+    let r = from_record(&rec, &Context::default());
+    assert_eq!(r.earlier_runs.len(), 1);
+    let e = &r.earlier_runs[0];
+    assert_eq!((e.run, e.restart_count), (1, Some(0)));
+    assert_eq!(e.nodes, "n[1-4]");
+    assert_eq!(
+        (e.policy.as_str(), e.clocks_ghz.as_slice()),
+        ("min-energy", &[2.0][..])
+    );
+    assert_eq!(
+        (e.state, e.reclaimed, e.end_unix),
+        (RunState::Failed, false, Some(1_050))
+    );
+    assert_eq!(e.measured.energy_j, Some(3_000.0));
+    assert_eq!(e.measured.time_s, Some(100.0));
+    let all = r.all_runs.expect("a requeued job has a total of its runs");
+    assert_eq!(
+        (all.runs, all.energy_j, all.time_s),
+        (2, Some(9_000.0), Some(200.0))
+    );
+    // The current run's own figures stay its own.
+    assert_eq!(r.measured.energy_j, Some(6_000.0));
+
+    let text = job_report(&r);
+    assert!(
+        text.lines().next().unwrap().ends_with("  run 2 (requeued)"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  run 1 (restart 0)"))
+        .unwrap_or_else(|| panic!("no line of the first run in:\n{text}"));
+    for part in [
+        "n[1-4]",
+        "min-energy at 2.00 GHz",
+        "FAILED",
+        &fmt_energy(3_000.0),
+    ] {
+        assert!(line.contains(part), "{part} missing from '{line}'");
+    }
+    assert!(
+        text.contains(&format!(
+            "All runs    2 runs: energy {}",
+            fmt_energy(9_000.0)
+        )),
+        "{text}"
+    );
+    // JSON carries them too.
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["all_runs"]["energy_j"], 9_000.0);
+    assert_eq!(json["earlier_runs"][0]["restart_count"], 0);
+
+    // A run reclaimed with nodes that never reported: the job's total is unknown, not
+    // a partial sum.
+    let mut lost = record(Verdict::Planned, measured(1_000.0)[..1].to_vec());
+    lost.state = JobState::Reclaimed;
+    rec.earlier_runs.push(lost);
+    let r = from_record(&rec, &Context::default());
+    assert!(r.earlier_runs[1].reclaimed);
+    assert_eq!(r.earlier_runs[1].measured.energy_j, None);
+    assert_eq!(r.all_runs.unwrap().energy_j, None);
+    let text = job_report(&r);
+    assert!(
+        text.contains("  run 2  n[1-4]  min-energy at 2.00 GHz  RECLAIMED  energy unmeasured"),
+        "{text}"
+    );
+    assert!(
+        text.contains("All runs    3 runs: energy unmeasured"),
+        "{text}"
+    );
+
+    // A job Slurm ran once reports as before: no word of runs.
+    let once = from_record(
+        &record(Verdict::Planned, measured(2_000.0)),
+        &Context::default(),
+    );
+    assert!(once.earlier_runs.is_empty() && once.all_runs.is_none());
+    let text = job_report(&once);
+    for word in ["requeued", "Earlier runs", "All runs"] {
+        assert!(!text.contains(word), "{word} in:\n{text}");
+    }
+    let json = serde_json::to_value(&once).unwrap();
+    assert!(json.get("earlier_runs").is_none() && json.get("all_runs").is_none());
 }

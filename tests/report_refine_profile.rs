@@ -155,6 +155,8 @@ mod after_close {
             end: Some(greenup::record::JobEnd::Completed),
             opened_at: 0,
             closed_at: Some(600),
+            earlier_runs: Vec::new(),
+            earlier_run_count: 0,
             request: OpenJob {
                 restart_count: None,
                 job_id,

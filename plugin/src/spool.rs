@@ -1,8 +1,8 @@
 //! The node's outbox: outcomes and closes greenupd could not take when a job ended.
 //!
-//! The job epilog writes what it could not deliver to one root-only file per job and
-//! node in the site's `daemon.spool_dir` (temp file + rename, mode 0600, directory
-//! 0700). A later prolog or epilog on the same node, once it has reached greenupd
+//! The job epilog writes what it could not deliver to one root-only file per job, run
+//! (Slurm's restart count: a requeued job keeps its id) and node in the site's
+//! `daemon.spool_dir` (temp file + rename, mode 0600, directory 0700). A later prolog or epilog on the same node, once it has reached greenupd
 //! itself, sends the pending files along on its own connection: a few at most, within a
 //! short time budget, stopping at the first failure, so a job never waits on the
 //! backlog. greenupd stores outcomes and closes idempotently, so a file sent twice
@@ -47,19 +47,37 @@ pub fn dir_for(spool_dir: &Path, node: &str) -> PathBuf {
     PathBuf::from(spool_dir.to_string_lossy().replace("%n", node))
 }
 
-fn file_name(job_id: u64, node: &str) -> String {
-    format!("{job_id}.{node}.json")
+/// The file of one run of one job on one node: `JOB-rRUN.NODE.json`, the run being
+/// Slurm's restart count, so the run after a requeue onto the same node never replaces
+/// an undelivered entry of the run before it. Where Slurm gives no count the name is the
+/// one plugins before runs wrote, `JOB.NODE.json`. Everything before the first `.` is
+/// the job's and run's (a node name never starts with `.`), so neither form can be read
+/// as the other.
+fn file_name(job_id: u64, restart_count: Option<u32>, node: &str) -> String {
+    match restart_count {
+        Some(run) => format!("{job_id}-r{run}.{node}.json"),
+        None => format!("{job_id}.{node}.json"),
+    }
 }
 
-/// Whether `name` is a spool file name (`JOB.NODE.json`), never a temp file or a rejected one.
-fn is_entry_name(name: &str) -> bool {
-    name.strip_suffix(".json")
-        .and_then(|s| s.split_once('.'))
-        .is_some_and(|(job, node)| {
-            !job.is_empty()
-                && job.bytes().all(|b| b.is_ascii_digit())
-                && greenup::names::is_node(node)
-        })
+/// The job and run a spool file name (`JOB-rRUN.NODE.json`, or `JOB.NODE.json` as
+/// earlier plugins wrote it) stands for; `None` for anything else: a temp file, a
+/// rejected entry, a file not greenup's.
+fn parse_name(name: &str) -> Option<(u64, Option<u32>)> {
+    let (head, node) = name.strip_suffix(".json")?.split_once('.')?;
+    if !greenup::names::is_node(node) {
+        return None;
+    }
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (job, run) = match head.split_once("-r") {
+        Some((job, run)) if digits(run) => (job, Some(run.parse().ok()?)),
+        Some(_) => return None,
+        None => (head, None),
+    };
+    if !digits(job) {
+        return None;
+    }
+    Some((job.parse().ok()?, run))
 }
 
 /// Why an entry could not be spooled; the outcome is then lost, and the log says so.
@@ -132,10 +150,11 @@ fn private_dir(dir: &Path, create: bool) -> Result<(), SpoolError> {
     Ok(())
 }
 
-/// Write `entry` to the spool in `dir`, replacing an older entry of the same job and node.
+/// Write `entry` to the spool in `dir`, replacing an older entry of the same run of the
+/// same job on the same node.
 pub fn save(dir: &Path, entry: &Entry) -> Result<PathBuf, SpoolError> {
     private_dir(dir, true)?;
-    let path = dir.join(file_name(entry.job_id, &entry.node));
+    let path = dir.join(file_name(entry.job_id, entry.restart_count, &entry.node));
     let bytes = serde_json::to_vec(entry)?;
     greenup::input::write_atomic_mode(&path, &bytes, 0o600).map_err(|source| {
         SpoolError::Write {
@@ -246,18 +265,13 @@ pub fn deliver(dir: &Path, sink: &mut dyn Sink, max: usize, budget: Duration) ->
     let Ok(read) = std::fs::read_dir(dir) else {
         return done;
     };
-    let mut names: Vec<(u64, String)> = read
+    // Oldest job first, and a job's runs in the order they ran (an entry of an older
+    // plugin, without a run, before them), so a later run's close never precedes an
+    // earlier run's outcomes.
+    let mut names: Vec<((u64, Option<u32>), String)> = read
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| is_entry_name(n))
-        .map(|n| {
-            let job = n
-                .split('.')
-                .next()
-                .and_then(|j| j.parse().ok())
-                .unwrap_or(u64::MAX);
-            (job, n)
-        })
+        .filter_map(|n| Some((parse_name(&n)?, n)))
         .collect();
     names.sort();
     let started = Instant::now();
@@ -309,6 +323,7 @@ mod tests {
         fail: VecDeque<Option<ClientError>>,
         timeouts: Vec<Duration>,
         delay: Duration,
+        closes: Vec<(u64, Option<u32>)>,
     }
 
     impl Fake {
@@ -330,8 +345,9 @@ mod tests {
             &mut self,
             job_id: u64,
             end: Option<JobEnd>,
-            _restart_count: Option<u32>,
+            restart_count: Option<u32>,
         ) -> Result<bool, ClientError> {
+            self.closes.push((job_id, restart_count));
             self.calls.push(format!(
                 "close {job_id} {}",
                 end.map_or("-", JobEnd::as_str)
@@ -543,12 +559,82 @@ mod tests {
 
     #[test]
     fn names_are_checked_before_anything_is_read() {
-        assert!(is_entry_name("12.n1.json"));
-        assert!(is_entry_name("12.gpu-01.example.json"));
-        assert!(!is_entry_name("12.n1.json.rejected"));
-        assert!(!is_entry_name(".12.n1.json.tmp.3"));
-        assert!(!is_entry_name("x.n1.json"));
-        assert!(!is_entry_name("12..json"));
-        assert!(!is_entry_name("12.n/1.json"));
+        assert_eq!(parse_name("12.n1.json"), Some((12, None)));
+        assert_eq!(parse_name("12.gpu-01.example.json"), Some((12, None)));
+        assert_eq!(parse_name("12-r3.n1.json"), Some((12, Some(3))));
+        assert_eq!(parse_name("12-r3.n-r1.x.json"), Some((12, Some(3))));
+        for bad in [
+            "12.n1.json.rejected",
+            ".12.n1.json.tmp.3",
+            ".12-r1.n1.json.tmp.3",
+            "x.n1.json",
+            "12..json",
+            "12.n/1.json",
+            "12-r.n1.json",
+            "12-rx.n1.json",
+            "-r1.n1.json",
+            "12-r99999999999.n1.json",
+        ] {
+            assert_eq!(parse_name(bad), None, "{bad}");
+        }
+    }
+
+    /// Entry `job_id` of run `restart_count`, closing it.
+    fn run_entry(job_id: u64, restart_count: u32) -> Entry {
+        let mut e = entry(job_id, true);
+        e.restart_count = Some(restart_count);
+        e.outcomes[0].restart_count = Some(restart_count);
+        e
+    }
+
+    #[test]
+    fn two_runs_of_a_job_on_one_node_are_both_kept_and_sent_in_their_order() {
+        let (_t, dir) = spool();
+        // Slurm requeued job 7 onto the same node twice while greenupd was away.
+        for run in [0, 2, 10] {
+            save(&dir, &run_entry(7, run)).unwrap();
+        }
+        assert_eq!(
+            files(&dir),
+            vec!["7-r0.n1.json", "7-r10.n1.json", "7-r2.n1.json"]
+        );
+        // The same run spooled again replaces its own entry only.
+        save(&dir, &run_entry(7, 2)).unwrap();
+        assert_eq!(files(&dir).len(), 3);
+        let mut fake = Fake::default();
+        let d = deliver(&dir, &mut fake, 16, Duration::from_secs(5));
+        assert_eq!(d.sent, vec![7, 7, 7]);
+        assert_eq!(fake.closes, vec![(7, Some(0)), (7, Some(2)), (7, Some(10))]);
+        assert!(files(&dir).is_empty());
+    }
+
+    #[test]
+    fn a_spool_the_previous_plugin_wrote_is_still_delivered() {
+        let (_t, dir) = spool();
+        private_dir(&dir, true).unwrap();
+        // As a plugin before runs wrote it: no restart count, named by job and node.
+        let old = r#"{"job_id":6,"node":"n1","outcomes":[{"job_id":6,"node":"n1","freq_ghz":2.2,"energy_j":1234.5,"elapsed_s":10.0,"source":"rapl","restored":true,"note":"applied"}],"close":true,"end":"failed","spooled_at":1}"#;
+        greenup::input::write_atomic_mode(&dir.join("6.n1.json"), old.as_bytes(), 0o600).unwrap();
+        // The new plugin spools the run after the requeue beside it, and an older job.
+        save(&dir, &run_entry(6, 1)).unwrap();
+        save(&dir, &entry(5, false)).unwrap();
+        assert_eq!(files(&dir), vec!["5.n1.json", "6-r1.n1.json", "6.n1.json"]);
+        let mut fake = Fake::default();
+        let d = deliver(&dir, &mut fake, 16, Duration::from_secs(5));
+        assert_eq!(d.sent, vec![5, 6, 6]);
+        assert!(d.rejected.is_empty(), "{:?}", d.rejected);
+        // The old entry, of the run before the count was sent, goes first.
+        assert_eq!(
+            fake.calls,
+            vec![
+                "outcome 5 n1",
+                "outcome 6 n1",
+                "close 6 failed",
+                "outcome 6 n1",
+                "close 6 completed"
+            ]
+        );
+        assert_eq!(fake.closes, vec![(6, None), (6, Some(1))]);
+        assert!(files(&dir).is_empty());
     }
 }

@@ -92,6 +92,9 @@ pub fn measured_job() -> JobReport {
         budgets: Vec::new(),
         guard: None,
         watts: Vec::new(),
+        earlier_runs: Vec::new(),
+        all_runs: None,
+        run: 1,
     }
 }
 
@@ -165,6 +168,9 @@ pub fn partial_job() -> JobReport {
         budgets: Vec::new(),
         guard: None,
         watts: Vec::new(),
+        earlier_runs: Vec::new(),
+        all_runs: None,
+        run: 1,
     }
 }
 

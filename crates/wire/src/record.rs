@@ -496,6 +496,20 @@ pub struct JobRecord {
     pub decision: Decision,
     /// Outcomes recorded so far, by node name.
     pub outcomes: Vec<NodeOutcome>,
+    /// A requeued job's runs before this one, oldest first, each with what its nodes
+    /// measured; sent with one job's record only (get_job), empty for a job run once
+    /// and from greenupd versions before runs were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_runs: Vec<JobRecord>,
+    /// How many runs the job had before this one (Slurm requeued it that often), in
+    /// every record greenupd sends, listings included; 0 for a job run once, and from
+    /// greenupd versions before runs were kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub earlier_run_count: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl JobRecord {

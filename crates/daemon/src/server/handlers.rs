@@ -234,7 +234,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             close_job(shared, job_id, JobState::Closed, end, restart_count).await
         }
         Request::GetJob { job_id } => {
-            let job = stored_job(shared, job_id, "is not known to greenupd").await?;
+            let job = job_with_runs(shared, job_id).await?;
             require_read(&ctx.roles, caller, job.uid, job_id)?;
             let bytes = serde_json::to_vec(&job).map_or(0, |v| v.len());
             if bytes > PAGE_BYTES {
@@ -248,7 +248,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             Ok(Reply::Job(Box::new(job)))
         }
         Request::GetJobPart { job_id, offset } => {
-            let job = stored_job(shared, job_id, "is not known to greenupd").await?;
+            let job = job_with_runs(shared, job_id).await?;
             require_read(&ctx.roles, caller, job.uid, job_id)?;
             let text = serde_json::to_string(&job).map_err(|e| {
                 ErrorReply::new(ErrorCode::Internal, format!("record not serialized: {e}"))
@@ -431,6 +431,28 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
         }
     }
     Ok(())
+}
+
+/// A job as get_job and get_job_part send it: with its runs before a requeue, so a
+/// report shows the energy of every run.
+async fn job_with_runs(shared: &Arc<Shared>, job_id: u64) -> Result<JobRecord, ErrorReply> {
+    let job = shared
+        .store
+        .read(move |s| s.job_with_runs(job_id))
+        .await
+        .map_err(store_error)?;
+    let mut job = job.ok_or_else(|| {
+        ErrorReply::new(
+            ErrorCode::NotFound,
+            format!("job {job_id} is not known to greenupd"),
+        )
+    })?;
+    // Slurm reuses job ids once they wrap: a run of another owner under this id is not
+    // the asker's to read, whoever may read the current one.
+    let owner = job.uid;
+    job.earlier_runs.retain(|r| r.uid == owner);
+    job.earlier_run_count = job.earlier_runs.len().try_into().unwrap_or(u32::MAX);
+    Ok(job)
 }
 
 /// A job as the store has it, or "job ID `missing`" as a not-found reply.

@@ -5,6 +5,7 @@ use rusqlite::{Connection, params};
 
 use super::StoreError;
 use greenup::budget::book::{Charge, Totals};
+use greenup::record::NodeOutcome;
 
 /// Version 3: one row per job and budget it was charged to.
 pub(super) const MIGRATE_TO_3: &str = "
@@ -58,6 +59,83 @@ pub(super) fn insert(
     Ok(())
 }
 
+/// What a run's nodes reported, as its charges are settled from it.
+struct Reported {
+    /// Nodes with an outcome.
+    nodes: i64,
+    /// Of them, nodes with an energy (0 when a node's GPUs went unmeasured).
+    measured: i64,
+    /// Their energy and their GPUs', joules.
+    total_j: f64,
+}
+
+impl Reported {
+    fn new(nodes: i64, measured: i64, sum: Option<f64>, gpus: (i64, i64, Option<f64>)) -> Self {
+        let (gpu_nodes, gpu_measured, gpu_sum) = gpus;
+        Reported {
+            nodes,
+            // A node whose GPUs went unmeasured leaves the job's energy unknown, as a
+            // node without a reading does.
+            measured: if gpu_measured == gpu_nodes {
+                measured
+            } else {
+                0
+            },
+            total_j: sum.unwrap_or(0.0) + gpu_sum.unwrap_or(0.0),
+        }
+    }
+
+    /// The outcomes of a run set aside, as its record holds them.
+    fn of(outcomes: &[NodeOutcome]) -> Self {
+        let energies = outcomes.iter().filter_map(|o| o.energy_j);
+        let gpus: Vec<Option<f64>> = outcomes
+            .iter()
+            .filter_map(|o| o.gpu.as_ref().map(|g| g.energy_j))
+            .collect();
+        let gpu_energies = gpus.iter().flatten();
+        Reported::new(
+            outcomes.len() as i64,
+            energies.clone().count() as i64,
+            energies.reduce(|a, b| a + b),
+            (
+                gpus.len() as i64,
+                gpu_energies.clone().count() as i64,
+                gpu_energies.copied().reduce(|a, b| a + b),
+            ),
+        )
+    }
+}
+
+/// The one settlement rule, for the charges in `table` that `which` picks (SQL on
+/// `?1`, the job, and `?5`, the run when given): measured when every node charged for
+/// reported an energy, else the prediction (flagged).
+fn settle_rows(
+    c: &Connection,
+    table: &str,
+    which: &str,
+    id: i64,
+    run: Option<i64>,
+    r: &Reported,
+) -> Result<(), StoreError> {
+    use rusqlite::types::Value;
+    let mut values = vec![
+        Value::Integer(id),
+        Value::Integer(r.measured),
+        Value::Integer(r.nodes),
+        Value::Real(r.total_j),
+    ];
+    values.extend(run.map(Value::Integer));
+    c.prepare_cached(&format!(
+        "UPDATE {table} SET
+             measured  = (?2 > 0 AND ?2 = ?3 AND ?3 >= nodes),
+             settled_j = CASE WHEN ?2 > 0 AND ?2 = ?3 AND ?3 >= nodes THEN ?4 ELSE charged_j END
+         WHERE {which}"
+    ))
+    .and_then(|mut s| s.execute(rusqlite::params_from_iter(values)))
+    .map_err(write_err)?;
+    Ok(())
+}
+
 /// Settle job `id`'s charges: with the energy its nodes measured, their GPUs' included
 /// (NVML), when every node the job was charged for reported a measured energy and every
 /// node that held GPUs measured them; else with the prediction (flagged). Run again when
@@ -82,23 +160,28 @@ pub(super) fn settle(c: &Connection, id: i64) -> Result<(), StoreError> {
             })
         })
         .map_err(read_err)?;
-    // A node whose GPUs went unmeasured leaves the job's energy unknown, as a node
-    // without a reading does.
-    let measured = if gpu_measured == gpu_nodes {
-        measured
-    } else {
-        0
-    };
-    let total = sum.unwrap_or(0.0) + gpu_sum.unwrap_or(0.0);
-    c.prepare_cached(
-        "UPDATE budget_charges SET
-             measured  = (?2 > 0 AND ?2 = ?3 AND ?3 >= nodes),
-             settled_j = CASE WHEN ?2 > 0 AND ?2 = ?3 AND ?3 >= nodes THEN ?4 ELSE charged_j END
-         WHERE job_id = ?1",
+    let r = Reported::new(count, measured, sum, (gpu_nodes, gpu_measured, gpu_sum));
+    settle_rows(c, "budget_charges", "job_id = ?1", id, None, &r)
+}
+
+/// Settle again job `id`'s earlier run `run` from `outcomes`, its record's, by the rule
+/// of [`settle`]: a node of it that reports after the requeue set it aside (from its
+/// spool) corrects what that run used, as a late node of the current run does. Only
+/// charges settled already (every run set aside was ended first) are touched.
+pub(super) fn settle_earlier(
+    c: &Connection,
+    id: i64,
+    run: i64,
+    outcomes: &[NodeOutcome],
+) -> Result<(), StoreError> {
+    settle_rows(
+        c,
+        "earlier_charges",
+        "job_id = ?1 AND run = ?5 AND settled_j IS NOT NULL",
+        id,
+        Some(run),
+        &Reported::of(outcomes),
     )
-    .and_then(|mut s| s.execute(params![id, measured, count, total]))
-    .map_err(write_err)?;
-    Ok(())
 }
 
 /// Move job `id`'s charges (settled: its run is closed) to its earlier run `run`,

@@ -186,6 +186,15 @@ pub trait Store: Send {
     fn earlier_runs(&mut self, _job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
         Ok(Vec::new())
     }
+    /// One job as a reader asks for it: its current run, with its runs before a
+    /// requeue in [`JobRecord::earlier_runs`].
+    fn job_with_runs(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
+        let Some(mut rec) = self.job(job_id)? else {
+            return Ok(None);
+        };
+        rec.earlier_runs = self.earlier_runs(job_id)?;
+        Ok(Some(rec))
+    }
     /// A job's owner and how many of its nodes have an outcome stored; `None` for an
     /// unknown job.
     fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64)>, StoreError>;

@@ -518,9 +518,11 @@ impl SqliteStore {
     /// its record (decision, outcomes, end) into `earlier_runs`, its charges (their
     /// energy still counts in the budgets' periods) into `earlier_charges`.
     fn set_aside(&self, id: i64, job_id: u64) -> Result<(), StoreError> {
-        let Some(rec) = self.record_of(job_id)? else {
+        let Some(mut rec) = self.record_of(job_id)? else {
             return Ok(());
         };
+        // The count is the job's, not the run's: it is read afresh with the job.
+        rec.earlier_run_count = 0;
         let c = &self.conn;
         let run: i64 = c
             .prepare_cached("SELECT coalesce(max(run), 0) + 1 FROM earlier_runs WHERE job_id = ?1")
@@ -548,7 +550,8 @@ impl SqliteStore {
 
     /// Store `o`, which is not of job `id`'s current run, with the earlier run it
     /// measured (newest first), unless that run has this node's outcome already; the
-    /// run's charges stay as they were settled when the requeue set it aside.
+    /// run's charges are settled again with it, as a late outcome of the current run
+    /// settles its own.
     fn record_earlier(&self, id: i64, o: &NodeOutcome) -> Result<Applied, StoreError> {
         let runs: Vec<(i64, Option<u32>, String)> = self
             .conn
@@ -578,6 +581,7 @@ impl SqliteStore {
                 )
                 .and_then(|mut s| s.execute(params![id, run, record]))
                 .map_err(write_err)?;
+            super::charges::settle_earlier(&self.conn, id, run, &rec.outcomes)?;
             return Ok(Applied::Stored { new: true });
         }
         Err(StoreError::OtherRun(format!(
@@ -751,7 +755,27 @@ impl SqliteStore {
             request,
             decision,
             outcomes: self.outcomes_of(id)?,
+            earlier_runs: Vec::new(),
+            earlier_run_count: self
+                .conn
+                .prepare_cached("SELECT count(*) FROM earlier_runs WHERE job_id = ?1")
+                .and_then(|mut s| s.query_row([id], |r| r.get::<_, i64>(0)))
+                .map_err(read_err)?
+                .clamp(0, i64::from(u32::MAX)) as u32,
         }))
+    }
+
+    fn earlier_of(&self, job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
+        let id = job_id_sql(job_id)?;
+        let records: Vec<String> = self
+            .conn
+            .prepare_cached("SELECT record FROM earlier_runs WHERE job_id = ?1 ORDER BY run")
+            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
+            .map_err(read_err)?;
+        records
+            .iter()
+            .map(|r| serde_json::from_str(r).map_err(json_err))
+            .collect()
     }
 
     fn outcomes_of(&self, id: i64) -> Result<Vec<NodeOutcome>, StoreError> {
@@ -956,16 +980,19 @@ impl Store for SqliteStore {
     }
 
     fn earlier_runs(&mut self, job_id: u64) -> Result<Vec<JobRecord>, StoreError> {
-        let id = job_id_sql(job_id)?;
-        let records: Vec<String> = self
-            .conn
-            .prepare_cached("SELECT record FROM earlier_runs WHERE job_id = ?1 ORDER BY run")
-            .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect())
-            .map_err(read_err)?;
-        records
-            .iter()
-            .map(|r| serde_json::from_str(r).map_err(json_err))
-            .collect()
+        self.earlier_of(job_id)
+    }
+
+    fn job_with_runs(&mut self, job_id: u64) -> Result<Option<JobRecord>, StoreError> {
+        // One read transaction: a requeue committed between the two reads would show
+        // the new run beside a list of earlier runs without the one it set aside.
+        let tx = self.conn.unchecked_transaction().map_err(read_err)?;
+        let Some(mut rec) = self.record_of(job_id)? else {
+            return Ok(None);
+        };
+        rec.earlier_runs = self.earlier_of(job_id)?;
+        tx.finish().map_err(read_err)?;
+        Ok(Some(rec))
     }
 
     fn job_summaries(&mut self, f: &ListJobs) -> Result<Vec<JobSummary>, StoreError> {
@@ -1755,6 +1782,73 @@ mod tests {
         let t = b.totals[0].2;
         assert_eq!((t.used_j, t.held_j, t.jobs), (70.0, 100.0, 2));
         assert_eq!(b.held.len(), 1);
+    }
+
+    #[test]
+    fn a_late_outcome_of_an_earlier_run_settles_that_runs_charges_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
+        let charged = |mut c: Change, nodes: [&str; 2]| {
+            if let Change::Open(j) = &mut c {
+                j.request.nodes = nodes.iter().map(|n| n.to_string()).collect();
+                j.charges = vec![greenup::budget::book::Charge {
+                    budget: "site".into(),
+                    period_start: 0,
+                    charged_j: 100.0,
+                    settled_j: None,
+                    measured: None,
+                }];
+            }
+            c
+        };
+        let close = Change::Close {
+            job_id: 5,
+            state: JobState::Closed,
+            end: Some(JobEnd::Failed),
+            at: 1001,
+            restart_count: None,
+        };
+        // n2 failed with the first run: its outcome is in its spool, so the first run
+        // is settled with its prediction.
+        let r = s.apply(&[
+            charged(open(5, 1000, 10.0), ["n1", "n2"]),
+            outcome(5, "n1", 40.0),
+            close,
+        ]);
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+        let r = s.apply(&[charged(open(5, 1000, 10.0), ["n3", "n4"])]);
+        assert!(
+            matches!(r[0], Ok(Applied::Opened { new: true, .. })),
+            "{r:?}"
+        );
+        let used = |s: &mut SqliteStore| {
+            let b = s.budget_state().unwrap();
+            (b.totals[0].2.used_j, b.totals[0].2.held_j)
+        };
+        assert_eq!(used(&mut s), (100.0, 100.0));
+
+        // n2, back, delivers its spool: the first run measured 70 J, not 100.
+        let r = s.apply(&[outcome(5, "n2", 30.0)]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: true }));
+        assert_eq!(
+            used(&mut s),
+            (70.0, 100.0),
+            "the earlier run is not settled again"
+        );
+        let measured: bool = s
+            .conn
+            .query_row(
+                "SELECT measured FROM earlier_charges WHERE job_id = 5 AND run = 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(measured);
+        // Sent twice, nothing changes; the current run's charge is still held.
+        let r = s.apply(&[outcome(5, "n2", 30.0)]);
+        assert_eq!(r[0], Ok(Applied::Stored { new: false }));
+        assert_eq!(used(&mut s), (70.0, 100.0));
+        assert_eq!(s.budget_state().unwrap().held.len(), 1);
     }
 
     #[test]

@@ -1033,6 +1033,8 @@ mod tests {
             end: Some(JobEnd::Completed),
             opened_at: 0,
             closed_at: Some(1),
+            earlier_runs: Vec::new(),
+            earlier_run_count: 0,
             request: OpenJob {
                 restart_count: None,
                 job_id,

@@ -236,6 +236,76 @@ pub struct JobReport {
     /// empty when no plan was applied or the decision predates them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watts: Vec<crate::record::TypeWatts>,
+    /// A requeued job's runs before the one reported, oldest first, in brief; empty
+    /// for a job Slurm ran once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_runs: Vec<EarlierRun>,
+    /// What every run of a requeued job measured together; absent for a job run once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_runs: Option<AllRuns>,
+    /// Which run of the job the report is about: 1 for a job Slurm ran once (left out
+    /// of JSON then), N after N-1 requeues.
+    #[serde(default = "first_run", skip_serializing_if = "is_first_run")]
+    pub run: u32,
+}
+
+fn first_run() -> u32 {
+    1
+}
+
+fn is_first_run(run: &u32) -> bool {
+    *run <= 1
+}
+
+/// One run of a requeued job before the run a report is about: Slurm keeps the job's
+/// id, and the energy that run used is the job's too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlierRun {
+    /// Its place among the job's runs, 1 for the first.
+    pub run: u32,
+    /// Slurm's restart count for it (`SLURM_JOB_RESTART_COUNT`), when its nodes sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<u32>,
+    /// Its nodes, as a Slurm hostlist (`n[1-2]`).
+    pub nodes: String,
+    /// The policy its decision applied.
+    pub policy: String,
+    /// The clocks its decision set, in GHz, each once, lowest first; empty when its
+    /// nodes ran as submitted.
+    pub clocks_ghz: Vec<f64>,
+    /// How it ended, in sacct's terms.
+    pub state: RunState,
+    /// Whether greenupd reclaimed it: its close never came (the next run ended it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reclaimed: bool,
+    /// When it ended, seconds since the Unix epoch.
+    pub end_unix: Option<i64>,
+    /// What its nodes measured: energy only when every node of it was measured.
+    pub measured: Measured,
+}
+
+/// Every run of a requeued job together.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AllRuns {
+    /// How many runs: the earlier ones and the one reported.
+    pub runs: u32,
+    /// Their measured wall times added, in seconds; `None` unless every run has one.
+    pub time_s: Option<f64>,
+    /// Their measured energies added, in joules; `None` unless every node of every run
+    /// was measured, so a partial sum is never shown as the job's total.
+    pub energy_j: Option<f64>,
+}
+
+impl AllRuns {
+    /// The total of the run reported (`current`) and the runs before it.
+    pub fn of(current: &Measured, earlier: &[EarlierRun]) -> AllRuns {
+        let all = || std::iter::once(current).chain(earlier.iter().map(|r| &r.measured));
+        AllRuns {
+            runs: earlier.len() as u32 + 1,
+            time_s: all().map(|m| m.time_s).sum(),
+            energy_j: all().map(|m| m.energy_j).sum(),
+        }
+    }
 }
 
 /// Signed prediction error in percent: (predicted - measured) / measured * 100.
@@ -384,6 +454,10 @@ pub struct JobRow {
     pub saving_pct: Option<f64>,
     /// Job end time, seconds since the Unix epoch.
     pub end_unix: Option<i64>,
+    /// Which run of the job the row is (its last): 1 for a job Slurm ran once (left
+    /// out of JSON then), N after N-1 requeues.
+    #[serde(default = "first_run", skip_serializing_if = "is_first_run")]
+    pub run: u32,
 }
 
 impl From<&JobReport> for JobRow {
@@ -402,6 +476,7 @@ impl From<&JobReport> for JobRow {
             energy_error_pct: r.energy_error_pct(),
             saving_pct: r.measured_saving_pct(),
             end_unix: r.end_unix,
+            run: r.run,
         }
     }
 }

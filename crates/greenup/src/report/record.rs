@@ -224,6 +224,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         _ => (None, None),
     };
 
+    let earlier = earlier_runs(rec, ctx);
     JobReport {
         job_id: rec.job_id,
         user: rec.user.clone().unwrap_or_else(|| rec.uid.to_string()),
@@ -270,7 +271,49 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         budgets: d.budgets.clone(),
         guard: guard_line(rec),
         watts: d.watts.clone(),
+        all_runs: (!earlier.is_empty()).then(|| super::AllRuns::of(&measured, &earlier)),
+        // A listing's record counts its earlier runs without carrying them.
+        run: (rec.earlier_run_count as usize)
+            .max(earlier.len())
+            .saturating_add(1)
+            .try_into()
+            .unwrap_or(u32::MAX),
+        earlier_runs: earlier,
     }
+}
+
+/// A requeued job's earlier runs in brief, each measured as a report of its own would
+/// measure it.
+fn earlier_runs(rec: &JobRecord, ctx: &Context) -> Vec<super::EarlierRun> {
+    let site_only = Context {
+        site: ctx.site,
+        ..Context::default()
+    };
+    rec.earlier_runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let r = from_record(run, &site_only);
+            let mut clocks: Vec<f64> = match run.decision.applied_plan() {
+                Some(p) => p.nodes.iter().map(|n| n.freq_ghz.0).collect(),
+                None => Vec::new(),
+            };
+            clocks.retain(|f| f.is_finite());
+            clocks.sort_by(f64::total_cmp);
+            clocks.dedup();
+            super::EarlierRun {
+                run: i as u32 + 1,
+                restart_count: run.request.restart_count,
+                nodes: crate::hostlist::compress(&run.request.nodes),
+                policy: run.decision.policy.clone(),
+                clocks_ghz: clocks,
+                state: r.state,
+                reclaimed: run.state == JobState::Reclaimed,
+                end_unix: run.closed_at,
+                measured: r.measured,
+            }
+        })
+        .collect()
 }
 
 /// The in-job guard's line: what the nodes' runtimes did, or, where none reported, what

@@ -43,12 +43,17 @@ pub fn job_report(r: &JobReport) -> String {
     let end = r.end_unix.map(fmt_utc).unwrap_or_else(|| "-".into());
     let _ = writeln!(
         out,
-        "Job {}  user {}  partition {}  state {}  end {}",
+        "Job {}  user {}  partition {}  state {}  end {}{}",
         r.job_id,
         r.user,
         r.partition.as_deref().unwrap_or("-"),
         r.state.as_str(),
-        end
+        end,
+        // A requeued job: the page is about its last run, and says so at the top.
+        match r.run {
+            0 | 1 => String::new(),
+            n => format!("  run {n} (requeued)"),
+        }
     );
     let _ = writeln!(
         out,
@@ -227,6 +232,7 @@ pub fn job_report(r: &JobReport) -> String {
         measured_saving(r)
     );
     let _ = writeln!(out, "Measured    {}", against_measured(r));
+    runs_section(&mut out, r);
     if let Some(ee) = r.ee {
         let base = r
             .ee_baseline
@@ -248,6 +254,49 @@ pub fn job_report(r: &JobReport) -> String {
         }
     }
     out
+}
+
+/// A requeued job's earlier runs, one line each, and what all its runs measured
+/// together: the energy a job used is every run's, not only the last one's. Nothing for
+/// a job Slurm ran once.
+fn runs_section(out: &mut String, r: &JobReport) {
+    let Some(all) = &r.all_runs else {
+        return;
+    };
+    let _ = writeln!(out, "Earlier runs");
+    for e in &r.earlier_runs {
+        let clocks = match e.clocks_ghz.as_slice() {
+            [] => "as submitted".to_string(),
+            [f] => format!("at {} GHz", fmt_ghz(*f)),
+            [lo, .., hi] => format!("at {}-{} GHz", fmt_ghz(*lo), fmt_ghz(*hi)),
+        };
+        let restart = e
+            .restart_count
+            .map(|n| format!(" (restart {n})"))
+            .unwrap_or_default();
+        // Not a Slurm state, but written like one: greenupd ended the run itself.
+        let ended = if e.reclaimed {
+            "RECLAIMED"
+        } else {
+            e.state.as_str()
+        };
+        let _ = writeln!(
+            out,
+            "  run {}{restart}  {}  {} {clocks}  {ended}  energy {}  time {}",
+            e.run,
+            e.nodes,
+            e.policy,
+            opt(e.measured.energy_j, fmt_energy),
+            opt(e.measured.time_s, fmt_time),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "All runs    {} runs: energy {}, time {}",
+        all.runs,
+        opt(all.energy_j, fmt_energy),
+        opt(all.time_s, fmt_time),
+    );
 }
 
 /// The watts the plan was made with, per node type and clock, each with its source; an
@@ -394,7 +443,11 @@ pub fn jobs_table(rows: &[JobRow]) -> String {
             r.user.clone(),
             r.app.clone(),
             r.policy.clone(),
-            r.state.as_str().to_string(),
+            // A requeued job's row is its last run: the state says which.
+            match r.run {
+                0 | 1 => r.state.as_str().to_string(),
+                n => format!("{} (run {n})", r.state.as_str()),
+            },
             r.nodes.to_string(),
             opt_dash(r.avg_freq_ghz, |f| format!("{f:.2}")),
             opt(r.time_s, fmt_time),
