@@ -12,26 +12,12 @@
 
 mod daemon_support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
 use daemon_support::*;
 use greenup::model::measured_power::PowerSource;
 use greenup::site::SampleClocks;
 use greenup_daemon::baseline::job_share;
 use greenup_daemon::store::{SqliteStore, Store};
-use greenup_proto::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
-
-fn metrics(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
+use greenup_proto::protocol::{Decision, OpenJob, Verdict};
 
 /// A monitor job of lammps on n1 and n2.
 fn lammps(job_id: u64) -> OpenJob {
@@ -48,27 +34,8 @@ fn lammps(job_id: u64) -> OpenJob {
 fn finish(d: &Daemon, dec: &Decision, ghz: f64, busy_w: f64) {
     let mut c = d.tcp_client();
     for node in ["n1", "n2"] {
-        c.record_outcome(NodeOutcome {
-            restart_count: None,
-            job_id: dec.job_id,
-            node: node.into(),
-            freq_ghz: Some(ghz),
-            energy_j: Some(95.0 * busy_w + 5.0 * 100.0),
-            elapsed_s: Some(100.0),
-            source: Some(greenup::record::Source::parse("rapl")),
-            restored: true,
-            note: None,
-            comm: Some(greenup_comm::NodeComm {
-                ranks: 4,
-                compute_s: 95.0,
-                comm_s: 5.0,
-                sync_calls: 1000,
-                ..Default::default()
-            }),
-            gpu: None,
-            power: None,
-        })
-        .unwrap();
+        c.record_outcome(computing_outcome(dec.job_id, node, ghz, busy_w))
+            .unwrap();
     }
     c.close_job(dec.job_id, Some(greenup::record::JobEnd::Completed), None)
         .unwrap();
@@ -160,9 +127,9 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
         finish(&d, &dec, 1.6, 180.0);
     }
     let measured_16 =
-        "greenup_node_type_busy_watts{node_type=\"std\",ghz=\"1.6\",source=\"measured (3 runs)\"} ";
+        "greenup_node_type_busy_watts{node_type=\"std\",ghz=\"1.6\",source=\"measured\"} ";
     wait_for(|| {
-        metrics(&addr)
+        metrics_page(&addr)
             .lines()
             .filter_map(|l| l.strip_prefix(measured_16))
             .any(|v| {

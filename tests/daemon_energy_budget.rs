@@ -581,7 +581,6 @@ fn greenup_budget_and_quote_show_the_accounts() {
 
 #[test]
 fn prometheus_shows_each_budget() {
-    use std::io::{Read, Write};
     let addr = format!("127.0.0.1:{}", free_port());
     let listen = addr.clone();
     let d = start(4, move |_, s, _| {
@@ -589,13 +588,7 @@ fn prometheus_shows_each_budget() {
         s.daemon.metrics_listen = Some(listen);
     });
     open(&d, job(1, "chem"));
-    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut page = String::new();
-    conn.read_to_string(&mut page).unwrap();
+    let page = metrics_page(&addr);
     for (series, value) in [
         (
             "greenup_budget_amount_joules{budget=\"account:chem\"}",

@@ -4,22 +4,8 @@
 
 mod daemon_support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
 use daemon_support::*;
-use greenup_proto::protocol::{NodeOutcome, OpenJob};
-
-fn metrics(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
+use greenup_proto::protocol::OpenJob;
 
 /// The busy watts gauge of type `std` at `ghz` from `source`, if the page has it.
 fn busy(page: &str, ghz: &str, source: &str) -> Option<f64> {
@@ -42,26 +28,8 @@ fn run(d: &Daemon, job_id: u64, ghz: f64, busy_w: [f64; 2]) {
     };
     c.open_job(req).unwrap();
     for (i, w) in busy_w.iter().enumerate() {
-        c.record_outcome(NodeOutcome {
-            restart_count: None,
-            job_id,
-            node: format!("n{}", i + 1),
-            freq_ghz: Some(ghz),
-            energy_j: Some(95.0 * w + 5.0 * 100.0),
-            elapsed_s: Some(100.0),
-            source: Some(greenup::record::Source::parse("rapl")),
-            restored: true,
-            note: None,
-            comm: Some(greenup_comm::NodeComm {
-                ranks: 4,
-                compute_s: 95.0,
-                comm_s: 5.0,
-                ..Default::default()
-            }),
-            gpu: None,
-            power: None,
-        })
-        .unwrap();
+        c.record_outcome(computing_outcome(job_id, &format!("n{}", i + 1), ghz, *w))
+            .unwrap();
     }
     c.close_job(job_id, Some(greenup::record::JobEnd::Completed), None)
         .unwrap();
@@ -73,7 +41,7 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
     let listen = addr.clone();
     let d = start(2, move |_, s, _| s.daemon.metrics_listen = Some(listen));
     // Before any run the site's cube law: 100 + 200 W at 2.4 GHz.
-    let page = metrics(&addr);
+    let page = metrics_page(&addr);
     assert_eq!(busy(&page, "2.4", "site"), Some(300.0), "{page}");
     let lammps = |job_id| OpenJob {
         restart_count: None,
@@ -93,7 +61,7 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
     let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-6);
     let mut page = String::new();
     wait_for(|| {
-        page = metrics(&addr);
+        page = metrics_page(&addr);
         close(busy(&page, "2.4", "measured"), 260.0)
     });
     assert!(close(busy(&page, "1.6", "measured"), 180.0), "{page}");

@@ -6,7 +6,6 @@
 
 mod daemon_support;
 
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -388,11 +387,7 @@ fn prometheus_shows_each_caps_measured_granted_and_stranded_watts() {
     let mut c = d.tcp_client();
     c.power_report(report("n1", 4, now(), 120.0)).unwrap();
     c.power_report(report("n2", 4, now(), 130.0)).unwrap();
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut page = String::new();
-    s.read_to_string(&mut page).unwrap();
+    let page = metrics_page(&format!("127.0.0.1:{port}"));
     // 2 nodes x 300 W granted, 120 + 130 = 250 W measured, 350 W stranded.
     for line in [
         "greenup_power_measured_watts{cap=\"site\"} 250\n",

@@ -404,3 +404,41 @@ pub fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `node`'s outcome of job `job_id` that ran 100 s at `ghz`, computing 95 s at `busy_w`
+/// and idle (the test site's 100 W) the rest, as RAPL measured it, with 1000 synchronised
+/// MPI calls: a run the node power learning may use (it computed 95 % of its time).
+pub fn computing_outcome(job_id: u64, node: &str, ghz: f64, busy_w: f64) -> NodeOutcome {
+    NodeOutcome {
+        restart_count: None,
+        job_id,
+        node: node.into(),
+        freq_ghz: Some(ghz),
+        energy_j: Some(95.0 * busy_w + 5.0 * 100.0),
+        elapsed_s: Some(100.0),
+        source: Some(greenup::record::Source::parse("rapl")),
+        restored: true,
+        note: None,
+        comm: Some(greenup_comm::NodeComm {
+            ranks: 4,
+            compute_s: 95.0,
+            comm_s: 5.0,
+            sync_calls: 1000,
+            ..Default::default()
+        }),
+        gpu: None,
+        power: None,
+    }
+}
+
+/// greenupd's metrics page from `addr` (host:port), the HTTP reply whole.
+pub fn metrics_page(addr: &str) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
