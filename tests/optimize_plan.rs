@@ -130,6 +130,7 @@ fn site() -> Site {
             over_budget: OverBudget::Lowest,
             spool_dir: "/var/spool/greenup".into(),
             limits: Default::default(),
+            slurm_energy: false,
         },
         dvfs: DvfsSettings {
             sysfs_root: PathBuf::from("/sys"),

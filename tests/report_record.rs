@@ -100,6 +100,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         closed_at: Some(1_100),
         earlier_runs: Vec::new(),
         earlier_run_count: 0,
+        slurm_energy_j: None,
         request,
         decision: Decision {
             comm_dvfs: None,

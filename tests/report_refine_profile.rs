@@ -157,6 +157,7 @@ mod after_close {
             closed_at: Some(600),
             earlier_runs: Vec::new(),
             earlier_run_count: 0,
+            slurm_energy_j: None,
             request: OpenJob {
                 restart_count: None,
                 job_id,

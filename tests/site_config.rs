@@ -67,6 +67,7 @@ fn defaults_suit_a_debian_site() {
     assert_eq!(s.daemon.slurm_user, "slurm");
     assert_eq!(s.daemon.over_budget, OverBudget::Lowest);
     assert_eq!(s.daemon.metrics_listen, None);
+    assert!(!s.daemon.slurm_energy, "off unless the site asks");
     assert_eq!(s.dvfs.sysfs_root, Path::new("/sys"));
     assert_eq!(s.dvfs.run_dir, Path::new("/run/greenup"));
     assert!(!s.dvfs.per_core_shared);
@@ -306,6 +307,18 @@ fn unknown_enforce_value() {
         7,
         10,
         &["enforce", "'lenient'", "open or strict"],
+    );
+}
+
+#[test]
+fn slurm_energy_is_a_boolean() {
+    let on = parse(&format!("{MINIMAL}daemon:\n  slurm_energy: true\n")).unwrap();
+    assert!(on.daemon.slurm_energy);
+    bad(
+        &format!("{MINIMAL}daemon:\n  slurm_energy: sometimes\n"),
+        8,
+        17,
+        &["daemon.slurm_energy", "true or false"],
     );
 }
 

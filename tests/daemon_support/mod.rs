@@ -181,6 +181,7 @@ pub fn site(dir: &Path, n: usize) -> Site {
             over_budget: OverBudget::Lowest,
             spool_dir: "/var/spool/greenup".into(),
             limits: Default::default(),
+            slurm_energy: false,
         },
         dvfs: DvfsSettings {
             sysfs_root: "/sys".into(),

@@ -70,6 +70,7 @@ pub fn site(types: Vec<NodeType>, nodes: &[(&str, &str)]) -> Site {
             over_budget: OverBudget::Lowest,
             spool_dir: "/var/spool/greenup".into(),
             limits: Default::default(),
+            slurm_energy: false,
         },
         dvfs: DvfsSettings {
             sysfs_root: PathBuf::from("/sys"),

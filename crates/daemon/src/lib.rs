@@ -16,6 +16,7 @@ pub mod plan_cache;
 pub mod run;
 pub mod server;
 pub mod settle;
+pub mod slurm_energy;
 pub mod store;
 pub mod store_thread;
 pub mod time_limit;

@@ -506,6 +506,11 @@ pub struct JobRecord {
     /// greenupd versions before runs were kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub earlier_run_count: u32,
+    /// The whole joules greenupd wrote into Slurm's accounting as this run's energy
+    /// (`daemon.slurm_energy`), when it did: sacct's ConsumedEnergy is then greenup's
+    /// measurement, not one of Slurm's own. None from greenupd versions before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_energy_j: Option<u64>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -753,6 +753,20 @@ pub(super) async fn close_job(
             if new && !settling && state == JobState::Closed {
                 tokio::spawn(super::power_curves::relearn(shared.clone()));
             }
+            // Slurm's accounting takes the energy only where the site asked for it.
+            let write_energy = shared
+                .ctx
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .site
+                .daemon
+                .slurm_energy;
+            if new && state == JobState::Closed && write_energy {
+                tokio::spawn(super::slurm_energy::write_after_close(
+                    shared.clone(),
+                    job_id,
+                ));
+            }
             if let (true, Some((app, policy))) = (new, judged) {
                 tokio::spawn(super::missed::judge_after_close(
                     shared.clone(),

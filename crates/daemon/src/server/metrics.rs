@@ -96,4 +96,5 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
         + &power
         + &greenup::report::metrics::node_type_power(&ctx.site.node_types)
         + &super::lock(&shared.silent).prometheus()
+        + &shared.slurm_energy.prometheus()
 }

@@ -18,6 +18,7 @@ mod reclaim;
 mod refine;
 mod silent;
 mod slots;
+mod slurm_energy;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -172,6 +173,8 @@ struct Shared {
     power_learning: tokio::sync::Mutex<()>,
     /// Nodes whose closed jobs sent no outcome, in a row.
     silent: Mutex<silent::Silent>,
+    /// Measured energies written into Slurm's accounting (`daemon.slurm_energy`).
+    slurm_energy: slurm_energy::Writes,
 }
 
 impl Shared {
@@ -306,6 +309,7 @@ pub async fn serve_until(
         power_curves: Mutex::new(power_curves::Curves::default()),
         power_waiting: AtomicBool::new(false),
         power_learning: tokio::sync::Mutex::new(()),
+        slurm_energy: slurm_energy::Writes::default(),
     });
     tokio::spawn(power_curves::relearn(shared.clone()));
     let mut metrics = MetricsListener::default();
@@ -471,6 +475,7 @@ fn reload(shared: &Arc<Shared>) {
             }
             lock(&shared.ledger).set_caps(&ctx.site);
             lock(&shared.live).configure(&ctx.site);
+            shared.slurm_energy.reloaded();
             // The curves learned so far until they are relearned on the new site's
             // idle watts.
             let ctx =

@@ -92,6 +92,15 @@ pub enum Change {
         /// How it ended.
         end: JobEnd,
     },
+    /// Keep that greenupd wrote a closed run's measured energy into Slurm's accounting.
+    SlurmEnergy {
+        /// Slurm job id.
+        job_id: u64,
+        /// The run written for (its restart count as the job's request has it).
+        restart_count: Option<u32>,
+        /// The whole joules written.
+        joules: u64,
+    },
 }
 
 /// What a change did.

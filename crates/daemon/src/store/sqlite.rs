@@ -144,6 +144,15 @@ PRAGMA user_version = 8;
 COMMIT;
 ";
 
+/// Version 9: the whole joules greenupd wrote into Slurm's accounting as a job's energy
+/// (`daemon.slurm_energy`), so its report never passes them off as Slurm's own measure.
+const MIGRATE_TO_9: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE jobs ADD COLUMN slurm_energy_j INTEGER;
+PRAGMA user_version = 9;
+COMMIT;
+";
+
 /// Each step that brings an older store up to date, in order: (version, script).
 const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_TO_2),
@@ -153,10 +162,11 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, MIGRATE_TO_6),
     (7, MIGRATE_TO_7),
     (8, MIGRATE_TO_8),
+    (9, MIGRATE_TO_9),
 ];
 
 /// The schema version this build writes.
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 
 /// WAL pages after which the writer checkpoints by itself (about 40 MB).
 const BACKSTOP_PAGES: i64 = 10_000;
@@ -354,6 +364,11 @@ impl SqliteStore {
                 restart_count,
             } => self.close(*job_id, *state, *end, *at, *restart_count),
             Change::SettleEnd { job_id, end } => self.settle_end(*job_id, *end),
+            Change::SlurmEnergy {
+                job_id,
+                restart_count,
+                joules,
+            } => self.slurm_energy(*job_id, *restart_count, *joules),
             Change::Hold {
                 profile,
                 policy,
@@ -696,6 +711,28 @@ impl SqliteStore {
         Ok(Applied::Stored { new: true })
     }
 
+    /// Keep that greenupd wrote `joules` into Slurm's accounting for the closed run
+    /// `restart_count`; a run requeued meanwhile is left as it is.
+    fn slurm_energy(
+        &self,
+        job_id: u64,
+        restart_count: Option<u32>,
+        joules: u64,
+    ) -> Result<Applied, StoreError> {
+        let id = job_id_sql(job_id)?;
+        let joules = i64::try_from(joules)
+            .map_err(|_| StoreError::Write(format!("job {job_id}: {joules} J is out of range")))?;
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE jobs SET slurm_energy_j = ?2
+                 WHERE job_id = ?1 AND state = 'closed' AND restart_count IS ?3",
+            )
+            .and_then(|mut s| s.execute(params![id, joules, restart_count]))
+            .map_err(write_err)?;
+        Ok(Applied::Stored { new: n > 0 })
+    }
+
     fn settle_end(&self, job_id: u64, end: JobEnd) -> Result<Applied, StoreError> {
         let id = job_id_sql(job_id)?;
         let n = self
@@ -723,20 +760,23 @@ impl SqliteStore {
             i64,
             Option<i64>,
             String,
+            Option<i64>,
         );
         let row: Option<Row> = self
             .conn
             .prepare_cached(
-                "SELECT uid, user, partition, state, end_reason, opened_at, closed_at, request FROM jobs WHERE job_id = ?1",
+                "SELECT uid, user, partition, state, end_reason, opened_at, closed_at, request, slurm_energy_j FROM jobs WHERE job_id = ?1",
             )
             .and_then(|mut s| {
                 s.query_row([id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
                 })
                 .optional()
             })
             .map_err(read_err)?;
-        let Some((uid, user, partition, state, end, opened_at, closed_at, request)) = row else {
+        let Some((uid, user, partition, state, end, opened_at, closed_at, request, slurm_energy_j)) =
+            row
+        else {
             return Ok(None);
         };
         let Some((decision, _)) = self.decision_of(id)? else {
@@ -762,6 +802,7 @@ impl SqliteStore {
                 .and_then(|mut s| s.query_row([id], |r| r.get::<_, i64>(0)))
                 .map_err(read_err)?
                 .clamp(0, i64::from(u32::MAX)) as u32,
+            slurm_energy_j: slurm_energy_j.and_then(|j| u64::try_from(j).ok()),
         }))
     }
 
@@ -1903,6 +1944,53 @@ mod tests {
             [("held".to_string(), 2), ("not_held".to_string(), 1)]
                 .into_iter()
                 .collect()
+        );
+    }
+
+    #[test]
+    fn a_version_8_store_keeps_the_energy_greenupd_wrote_into_slurm() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= 8) {
+                c.execute_batch(script).unwrap();
+            }
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let version: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let written = |job_id| Change::SlurmEnergy {
+            job_id,
+            restart_count: None,
+            joules: 4321,
+        };
+        s.apply(&[open(7, 1000, 250.0)]);
+        // An open job has not ended in accounting: nothing is kept.
+        assert_eq!(
+            s.apply(&[written(7)]),
+            vec![Ok(Applied::Stored { new: false })]
+        );
+        assert_eq!(s.job(7).unwrap().unwrap().slurm_energy_j, None);
+        s.apply(&[Change::Close {
+            job_id: 7,
+            state: JobState::Closed,
+            end: Some(JobEnd::Completed),
+            at: 1002,
+            restart_count: None,
+        }]);
+        assert_eq!(
+            s.apply(&[written(7)]),
+            vec![Ok(Applied::Stored { new: true })]
+        );
+        assert_eq!(s.job(7).unwrap().unwrap().slurm_energy_j, Some(4321));
+        assert_eq!(
+            s.apply(&[written(8)]),
+            vec![Ok(Applied::Stored { new: false })]
         );
     }
 }

@@ -1035,6 +1035,7 @@ mod tests {
             closed_at: Some(1),
             earlier_runs: Vec::new(),
             earlier_run_count: 0,
+            slurm_energy_j: None,
             request: OpenJob {
                 restart_count: None,
                 job_id,

@@ -27,6 +27,12 @@ pub enum SlurmEnergy {
         /// ConsumedEnergy in joules.
         joules: f64,
     },
+    /// Slurm's accounting holds the energy greenupd measured and wrote there itself
+    /// (`daemon.slurm_energy`): greenup's figure, not an independent measurement.
+    WrittenByGreenupd {
+        /// ConsumedEnergy in joules.
+        joules: f64,
+    },
     /// Accounting has the finished job but reports 0 J: no energy plugin counted it.
     Zero,
     /// The job has not ended in Slurm's accounting yet, so its figure is not final.
@@ -55,10 +61,25 @@ impl SlurmEnergy {
         SlurmEnergy::NotFinal
     }
 
-    /// The measured joules; `None` for every "not available" case (a 0 is never a figure).
+    /// What accounting says once greenupd's record is known: a figure equal to the one
+    /// greenupd wrote there (`written`, whole joules) is greenupd's, not Slurm's own.
+    pub fn written_by_greenupd(self, written: Option<u64>) -> Self {
+        match (self, written) {
+            // sacct prints whole joules, so the figure written comes back exactly.
+            (SlurmEnergy::Measured { joules }, Some(w)) if (joules - w as f64).abs() < 0.5 => {
+                SlurmEnergy::WrittenByGreenupd { joules }
+            }
+            (e, _) => e,
+        }
+    }
+
+    /// The joules accounting holds; `None` for every "not available" case (a 0 is never a
+    /// figure).
     pub fn joules(&self) -> Option<f64> {
         match self {
-            SlurmEnergy::Measured { joules } if *joules > 0.0 && joules.is_finite() => {
+            SlurmEnergy::Measured { joules } | SlurmEnergy::WrittenByGreenupd { joules }
+                if *joules > 0.0 && joules.is_finite() =>
+            {
                 Some(*joules)
             }
             _ => None,
@@ -68,8 +89,14 @@ impl SlurmEnergy {
     /// Why there is no figure, in a site admin's words; `None` when there is one.
     pub fn reason(&self) -> Option<String> {
         Some(match self {
-            SlurmEnergy::Measured { .. } if self.joules().is_some() => return None,
-            SlurmEnergy::Measured { .. } | SlurmEnergy::Zero => {
+            SlurmEnergy::Measured { .. } | SlurmEnergy::WrittenByGreenupd { .. }
+                if self.joules().is_some() =>
+            {
+                return None;
+            }
+            SlurmEnergy::Measured { .. }
+            | SlurmEnergy::WrittenByGreenupd { .. }
+            | SlurmEnergy::Zero => {
                 "Slurm accounting measured 0 J: no energy plugin counted this job".to_string()
             }
             SlurmEnergy::NotFinal => "Slurm accounting is final only after the job ends".into(),
@@ -86,7 +113,12 @@ impl SlurmEnergy {
     pub fn status(&self) -> &'static str {
         match self {
             SlurmEnergy::Measured { .. } if self.joules().is_some() => "measured",
-            SlurmEnergy::Measured { .. } | SlurmEnergy::Zero => "zero",
+            SlurmEnergy::WrittenByGreenupd { .. } if self.joules().is_some() => {
+                "written_by_greenupd"
+            }
+            SlurmEnergy::Measured { .. }
+            | SlurmEnergy::WrittenByGreenupd { .. }
+            | SlurmEnergy::Zero => "zero",
             SlurmEnergy::NotFinal => "not_final",
             SlurmEnergy::NoRecord => "no_record",
             SlurmEnergy::NoAccounting { .. } => "no_accounting",
@@ -261,6 +293,22 @@ mod tests {
         assert_eq!(v, serde_json::json!({"status": "zero"}));
         let v = serde_json::to_value(SlurmEnergy::Measured { joules: 5.0 }).unwrap();
         assert_eq!(v, serde_json::json!({"status": "measured", "joules": 5.0}));
+    }
+
+    #[test]
+    fn a_figure_greenupd_wrote_is_told_apart_from_slurms_own() {
+        let slurm = SlurmEnergy::Measured { joules: 4321.0 };
+        let ours = slurm.clone().written_by_greenupd(Some(4321));
+        assert_eq!(ours, SlurmEnergy::WrittenByGreenupd { joules: 4321.0 });
+        assert_eq!(ours.joules(), Some(4321.0));
+        assert_eq!(ours.status(), "written_by_greenupd");
+        // Nothing written, or a figure someone changed since: Slurm's, as read.
+        assert_eq!(slurm.clone().written_by_greenupd(None), slurm);
+        assert_eq!(slurm.clone().written_by_greenupd(Some(9999)), slurm);
+        assert_eq!(
+            SlurmEnergy::NotAsked.written_by_greenupd(Some(4321)),
+            SlurmEnergy::NotAsked
+        );
     }
 
     #[test]

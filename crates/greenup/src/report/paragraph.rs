@@ -80,6 +80,12 @@ pub(crate) fn opt_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 /// Slurm's ConsumedEnergy as a report prints it: a figure, or "not available (why)".
 pub fn slurm_energy(e: &SlurmEnergy) -> String {
+    if let (SlurmEnergy::WrittenByGreenupd { .. }, Some(j)) = (e, e.joules()) {
+        return format!(
+            "{}, written there by greenupd from this measurement",
+            fmt_energy(j)
+        );
+    }
     match (e.joules(), e.reason()) {
         (Some(j), _) => fmt_energy(j),
         (None, Some(why)) => format!("{NOT_AVAILABLE} ({why})"),

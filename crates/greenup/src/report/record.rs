@@ -266,7 +266,10 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         measured,
         ee,
         ee_baseline,
-        slurm_energy: ctx.slurm_energy.clone(),
+        slurm_energy: ctx
+            .slurm_energy
+            .clone()
+            .written_by_greenupd(rec.slurm_energy_j),
         warnings,
         budgets: d.budgets.clone(),
         guard: guard_line(rec),

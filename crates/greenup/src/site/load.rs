@@ -144,6 +144,8 @@ struct RawDaemon {
     users_connections: Option<Spanned<Value>>,
     #[serde(default)]
     unauthenticated: Option<Spanned<Value>>,
+    #[serde(default)]
+    slurm_energy: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -808,6 +810,7 @@ impl Checker<'_> {
             over_budget,
             spool_dir: self.spool_dir(&d.spool_dir)?,
             limits: self.daemon_limits(&d)?,
+            slurm_energy: self.boolean(&d.slurm_energy, "daemon.slurm_energy", false)?,
         })
     }
 

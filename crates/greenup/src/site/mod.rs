@@ -98,6 +98,11 @@ pub struct DaemonSettings {
     pub spool_dir: PathBuf,
     /// How much any one request or caller may take of greenupd.
     pub limits: DaemonLimits,
+    /// Write each finished job's measured energy into Slurm's accounting (its
+    /// ConsumedEnergy, through `sacctmgr`; Slurm 25.11 and later); off by default, since
+    /// it replaces what Slurm's own energy plugin recorded.
+    #[serde(default)]
+    pub slurm_energy: bool,
 }
 
 /// Bounds on what one job's request and one caller's connections may take of greenupd,
