@@ -373,8 +373,11 @@ t_reclaim() {
   return $rc
 }
 
-# 12. greenupd down when a job ends: each node spools its outcome (root-only files), and
-#     the next job on those nodes delivers it, with the first node's close.
+# 12. greenupd down when a job ends: each node spools its outcome (root-only files, named
+#     by job, run and node: JOB-rRUN.NODE.json, the run being Slurm's restart count, 0 for
+#     a first run), and the next job on those nodes delivers it, with the first node's
+#     close. An entry under the name the previous plugin wrote (JOB.NODE.json) is still
+#     delivered.
 t_spool() {
   local j k rc=0 n
   j=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver \
@@ -388,18 +391,18 @@ t_spool() {
   "$HERE/greenupd.sh" stop
   wait_gone "$j" || rc=1
   for n in n1 n2; do
-    local f=$GC_SPOOL/$n/$j.$n.json
+    local f=$GC_SPOOL/$n/$j-r0.$n.json
     [ -f "$f" ] || { say "no spool entry $f: $(ls -la $GC_SPOOL/$n 2>&1)"; rc=1; continue; }
     [ "$(stat -c '%a %U' "$f")" = "600 root" ] || { say "$f is $(stat -c '%a %U' "$f")"; rc=1; }
     [ "$(stat -c '%a %U' "$GC_SPOOL/$n")" = "700 root" ] || { say "$GC_SPOOL/$n is $(stat -c '%a %U' "$GC_SPOOL/$n")"; rc=1; }
     say "$n spooled: $(jq -c '{close: .close, end: .end, outcomes: [.outcomes[] | .node]}' "$f")"
   done
   # Only the first node closes, with how the job ended.
-  [ "$(jq -r '"\(.close) \(.end)"' "$GC_SPOOL/n1/$j.n1.json" 2>/dev/null)" = "true completed" ] || { say "n1 entry does not close the job as completed"; rc=1; }
-  [ "$(jq -r .close "$GC_SPOOL/n2/$j.n2.json" 2>/dev/null)" = false ] || { say "n2 entry closes the job"; rc=1; }
-  grep -q "greenup: job $j on n1: outcome and close kept in $GC_SPOOL/n1/$j.n1.json" "$GC_LOG/slurmd-n1.log" \
+  [ "$(jq -r '"\(.close) \(.end)"' "$GC_SPOOL/n1/$j-r0.n1.json" 2>/dev/null)" = "true completed" ] || { say "n1 entry does not close the job as completed"; rc=1; }
+  [ "$(jq -r .close "$GC_SPOOL/n2/$j-r0.n2.json" 2>/dev/null)" = false ] || { say "n2 entry closes the job"; rc=1; }
+  grep -q "greenup: job $j on n1: outcome and close kept in $GC_SPOOL/n1/$j-r0.n1.json" "$GC_LOG/slurmd-n1.log" \
     || { say "no spool line in slurmd-n1.log"; rc=1; }
-  local copy; copy=$(mktemp); cp -p "$GC_SPOOL/n1/$j.n1.json" "$copy" 2>/dev/null
+  local copy; copy=$(mktemp); cp -p "$GC_SPOOL/n1/$j-r0.n1.json" "$copy" 2>/dev/null
   GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start || return 1
   [ "$(jq_job "$j" '"\(.state) \(.outcomes | length)"')" = "open 0" ] || { say "before delivery: $(jq_job "$j" '"\(.state) \(.outcomes | length)"')"; rc=1; }
   k=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
@@ -412,7 +415,8 @@ t_spool() {
     [ -z "$(ls -A "$GC_SPOOL/$n")" ] || { say "$GC_SPOOL/$n not empty: $(ls -A "$GC_SPOOL/$n")"; rc=1; }
   done
   grep -q "greenup: job $k on n1: delivered spooled outcomes of job(s) $j" "$GC_LOG/slurmd-n1.log" || { say "no delivery line for job $k on n1"; rc=1; }
-  # Delivered twice (as when a removal is lost): greenupd keeps what it has, and the entry goes.
+  # Delivered twice (as when a removal is lost), under the name the previous plugin wrote:
+  # it is read, greenupd keeps what it has, and the entry goes.
   cp -p "$copy" "$GC_SPOOL/n1/$j.n1.json"; rm -f "$copy"
   k=$(submit $GC_USER -N1 -w n1 --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap true) || return 1
   JOBS_WITH_DAEMON+=("$k")
