@@ -4,7 +4,6 @@
 
 mod daemon_support;
 
-use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,27 +15,43 @@ use greenup::report::record::{Context, from_record};
 use greenup_proto::protocol::NodeOutcome;
 
 /// What the stand-in sacctmgr answers.
+#[derive(Clone, Copy, PartialEq)]
 enum Slurm {
     /// 26.05: the change is made.
     Modern,
-    /// 22.05 and 24.11: the option is unknown for jobs.
+    /// 22.05 and 24.11: the option is unknown for jobs (22.05.8's sacctmgr prints
+    /// " Unknown option: TRES=energy=5" and exits 1).
     Old,
+    /// 26.05 with the job still running in accounting (sacct says RUNNING): sacctmgr
+    /// would change it, and the job's end record would then replace the energy.
+    Running,
 }
 
-/// A directory of stand-in Slurm commands: sacct says every job COMPLETED, and sacctmgr
-/// appends its arguments to `sacctmgr.args` beside it and answers as `slurm` would.
+/// A directory of stand-in Slurm commands: sacct says every job COMPLETED (RUNNING for
+/// [`Slurm::Running`]), and sacctmgr appends its arguments to `sacctmgr.args` beside it
+/// and answers as `slurm` would.
 fn slurm_bin(dir: &Path, slurm: Slurm) -> PathBuf {
     let bin = dir.join("slurm-bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = dir.join("sacctmgr.args");
     let answer = match slurm {
-        Slurm::Modern => "echo ' Modified jobs...'\necho \"  $4\"\n".to_string(),
+        Slurm::Modern | Slurm::Running => "echo ' Modified jobs...'\necho \"  $4\"\n".to_string(),
         Slurm::Old => "echo \" Unknown option: $6\" >&2\n\
              echo \" Use keyword 'where' to modify condition\" >&2\nexit 1\n"
             .to_string(),
     };
     for (name, body) in [
-        ("sacct", "#!/bin/sh\necho COMPLETED\n".to_string()),
+        (
+            "sacct",
+            format!(
+                "#!/bin/sh\necho {}\n",
+                if slurm == Slurm::Running {
+                    "RUNNING"
+                } else {
+                    "COMPLETED"
+                }
+            ),
+        ),
         ("squeue", "#!/bin/sh\nexit 1\n".to_string()),
         ("scontrol", "#!/bin/sh\nexit 1\n".to_string()),
         (
@@ -72,12 +87,8 @@ fn start_writing(on: bool, slurm: Slurm, metrics: Option<&str>) -> Daemon {
 
 /// The value of metric `name` on greenupd's Prometheus page at `addr`.
 fn metric(addr: &str, name: &str) -> Option<f64> {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    let mut page = String::new();
-    s.read_to_string(&mut page).unwrap();
-    page.lines()
+    metrics_page(addr)
+        .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
 }
@@ -238,4 +249,20 @@ fn a_slurm_that_cannot_is_asked_once_and_not_again_until_a_reload() {
         metric(&addr, "greenup_slurm_energy_written_total"),
         Some(0.0)
     );
+}
+
+#[test]
+fn a_job_accounting_still_runs_is_never_written() {
+    let d = start_writing(true, Slurm::Running, None);
+    run_job(
+        &d,
+        61,
+        vec![
+            outcome(61, "n1", 1000.0, "rapl", None),
+            outcome(61, "n2", 1000.0, "rapl", None),
+        ],
+    );
+    let_it_try();
+    assert!(sacctmgr_calls(&d).is_empty(), "{:?}", sacctmgr_calls(&d));
+    assert_eq!(d.tcp_client().get_job(61).unwrap().slurm_energy_j, None);
 }

@@ -339,6 +339,49 @@ t_accounting() {
   return $rc
 }
 
+# 10s. With daemon.slurm_energy on, greenupd writes a finished job's measured energy into
+#      Slurm's accounting where sacctmgr can set a finished job's TRES (Slurm 25.11 and
+#      later): sacct's ConsumedEnergyRaw then equals the sum of the job's nodes' measured
+#      joules, rounded (taken here from greenupd's record, independently of the sum
+#      greenupd made), and `greenup report` says greenupd wrote it. Where sacctmgr cannot
+#      (22.05, 24.11), greenupd says so once in its log and the job's accounting keeps no
+#      energy. The site config is put back after.
+t_slurm_energy() {
+  local cfg=$GC_ETC/greenup.yaml rc=0 j want line mark version can
+  cp "$cfg" "$OUT/greenup.yaml.t10s-saved"
+  sed -i 's/^daemon:$/daemon:\n  slurm_energy: true/' "$cfg"
+  grep -q '^  slurm_energy: true' "$cfg" || { say "could not turn daemon.slurm_energy on"; cp "$OUT/greenup.yaml.t10s-saved" "$cfg"; return 1; }
+  mark=$(wc -l < "$GC_LOG/greenupd.log")
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"; sleep 2
+  version=$(sinfo -V | awk '{ print $2 }')
+  can=$(awk -v v="$version" 'BEGIN { split(v, a, "."); print (a[1] > 25 || (a[1] == 25 && a[2] >= 11)) ? 1 : 0 }')
+  j=$(submit $GC_USER -N2 -w n[1-2] --exclusive -t 5 --energy-policy=max-dist --energy-profile=solver -o /dev/null --wrap 'sleep 2') \
+    || { cp "$OUT/greenup.yaml.t10s-saved" "$cfg"; kill -HUP "$(cat "$GC_RUN/greenupd.pid")"; return 1; }
+  JOBS_WITH_DAEMON+=("$j")
+  wait_gone "$j" || rc=1
+  want=$(jq_settled "$j" '[.outcomes[] | select(.source == "rapl") | .energy_j] | if length == 2 then add | round else "unmeasured" end')
+  for _ in $(seq 1 100); do
+    line=$(sacct -n -P -X -j "$j" -o ConsumedEnergyRaw 2>/dev/null | head -1)
+    [ "$can" = 1 ] && [ "$line" = "$want" ] && break
+    [ "$can" = 0 ] && tail -n +"$((mark + 1))" "$GC_LOG/greenupd.log" | grep -q "cannot set a finished job's TRES" && break
+    sleep 0.3
+  done
+  if [ "$can" = 1 ]; then
+    say "Slurm $version: sacct's ConsumedEnergyRaw for job $j is '$line', greenupd measured $want J"
+    [ "$line" = "$want" ] || rc=1
+    local txt; txt=$(as $GC_USER "$GC_SHARE/bin/greenup" report "$j" --site "$cfg")
+    grep -q "written there by greenupd" <<<"$txt" || { say "the report does not say greenupd wrote Slurm's figure:"; grep -i slurm <<<"$txt"; rc=1; }
+  else
+    local said; said=$(tail -n +"$((mark + 1))" "$GC_LOG/greenupd.log" | grep -c "cannot set a finished job's TRES")
+    say "Slurm $version: greenupd said $said time(s) that sacctmgr cannot set a finished job's TRES; sacct's ConsumedEnergyRaw '$line'"
+    [ "$said" = 1 ] || rc=1
+    case $line in ''|0) ;; *) say "job $j's accounting holds $line J"; rc=1 ;; esac
+  fi
+  cp "$OUT/greenup.yaml.t10s-saved" "$cfg"
+  kill -HUP "$(cat "$GC_RUN/greenupd.pid")"; sleep 1
+  return $rc
+}
+
 # 11. greenup jobs and greenup app (one list_records request each) show a user only their own jobs.
 t_listing() {
   local rc=0 u users g=$GC_SHARE/bin/greenup site=$GC_ETC/greenup.yaml
@@ -923,6 +966,7 @@ run_test "6 a second job cannot change a running job's frequencies" t_isolation
 run_test "8 per-core DVFS on a shared node sets only the job's cores" t_per_core
 run_test "9 five runs from a wrong profile halve the energy error" t_refine
 run_test "10 Slurm accounting that measured 0 J is reported as not available, with why" t_accounting
+run_test "10s with daemon.slurm_energy, Slurm's accounting holds greenup's measured energy where sacctmgr can set it" t_slurm_energy
 run_test "11 greenup jobs and greenup app show a user only their own jobs" t_listing
 run_test "12 greenupd down at job end: outcomes are spooled and delivered by the next job" t_spool
 run_test "13 failed and cancelled jobs are stored as such and do not refine the profile" t_end_states

@@ -155,13 +155,17 @@ x=$(sub 1 -L 'flat:80|power:80' --wrap "sleep 6"); wait_running "$x"
 y=$(sub 1 -L 'flat:80|power:80' --wrap "sleep 6"); wait_running "$y"
 echo "seen: flat:80|power:80 twice: $(field "$x" LicensesAlloc), then $(field "$y" LicensesAlloc) ($(state "$y")); counted: flat $(scontrol show lic flat | grep -o 'Used=[0-9]*'), power $(scontrol show lic power | grep -o 'Used=[0-9]*' | tr '\n' ' ')"
 scancel "$x" "$y"
-# H6
+# H6 (and, printed, what sacctmgr says of a job still running: greenupd retries then)
+r=$(sub 1 --wrap "sleep 4"); wait_running "$r"
+echo "seen: sacctmgr on a running job: '$(sacctmgr -i modify job jobid="$r" set TRES=energy=1 2>&1 | tr -s ' \n' ' ')' (exit ${PIPESTATUS[0]})"
 j=$(sub 1 --wrap true)
 for _ in $(seq 1 40); do [ "$(sacct -n -X -P -j "$j" -o State 2>/dev/null)" = COMPLETED ] && break; sleep 0.5; done
 out=$(sacctmgr -i modify job jobid="$j" set TRES=energy=4321 2>&1)
 check "H6 sacctmgr sets a finished job's energy TRES: '$(echo $out)'; sacct's AllocTRES $(sacct -n -X -P -j "$j" -o AllocTRES 2>/dev/null) (want energy=4321 in it)" \
   '[[ "$(sacct -n -X -P -j "$j" -o AllocTRES 2>/dev/null)" == *energy=4321* ]]'
 echo "seen: sacct's ConsumedEnergyRaw for it: $(sacct -n -X -P -j "$j" -o ConsumedEnergyRaw 2>/dev/null)"
+for _ in $(seq 1 20); do [ "$(sacct -n -X -P -j "$r" -o State 2>/dev/null)" = COMPLETED ] && break; sleep 0.5; done
+echo "seen: the job set while running, once ended: $(sacct -n -X -P -j "$r" -o State,ConsumedEnergyRaw,AllocTRES 2>/dev/null)"
 scontrol shutdown >/dev/null 2>&1
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -30,9 +30,12 @@ pub fn energy_of(rec: &JobRecord) -> Energy {
     if rec.request.nodes.is_empty() {
         return Energy::Never("the job has no nodes");
     }
+    // By node, once: a job of thousands of nodes would otherwise be searched per node.
+    let by_node: std::collections::HashMap<&str, &greenup::record::NodeOutcome> =
+        rec.outcomes.iter().map(|o| (o.node.as_str(), o)).collect();
     let mut total = 0.0;
     for node in &rec.request.nodes {
-        let Some(o) = rec.outcomes.iter().find(|o| &o.node == node) else {
+        let Some(o) = by_node.get(node.as_str()) else {
             return Energy::Waiting;
         };
         let Some(cpu) = o.measured_energy_j() else {
@@ -86,10 +89,10 @@ pub enum Answer {
 
 /// Read what `sacctmgr -i modify job ...` printed and how it exited.
 ///
-/// Assumed, tolerantly, from Slurm's sacctmgr (`job_functions.c`): a change prints
-/// " Modified jobs..." and the ids; a job it would not change (not finished in
-/// accounting, or unknown) prints " Nothing modified" and exits non-zero; an option
-/// it does not know for jobs prints " Unknown option: TRES=..." (22.05, 24.11). Case
+/// A change prints " Modified jobs..." and the ids (26.05.5, seen; it changes a running
+/// job too, so greenupd asks only once sacct shows the end); an option it does not know
+/// for jobs prints " Unknown option: TRES=energy=N" and exits 1 (22.05.8, seen). Assumed
+/// from sacctmgr's source: a job it would not change prints " Nothing modified". Case
 /// and surrounding blanks are ignored, and a refusal naming the TRES option counts as
 /// "cannot" only when the words say unknown or invalid.
 pub fn parse_answer(success: bool, stdout: &str, stderr: &str) -> Answer {

@@ -135,18 +135,21 @@ pub(super) async fn write_after_close(shared: Arc<Shared>, job_id: u64) {
     );
 }
 
-/// Whether accounting has the job's end (`None`: sacct could not say), then sacctmgr's
-/// answer to the write; a job accounting still runs is [`Answer::NotYet`] unasked.
+/// sacctmgr's answer to the write, asked only once sacct shows the job's end: until
+/// then (or while sacct cannot say) [`Answer::NotYet`], unasked.
 fn ask_sacctmgr(bin: Option<&Path>, job_id: u64, joules: u64) -> Answer {
     let id = job_id.to_string();
     let mut sacct = greenup_host::command::slurm(bin, "sacct");
     sacct.args(["-X", "-n", "-P", "-o", "State", "-j", &id]);
-    // sacctmgr answers "Nothing modified" too for a running job; sacct saying so spares
-    // the database a write. When sacct cannot say, sacctmgr's answer decides.
-    if let Ok(out) = greenup_host::command::stdout_of(&mut sacct, SLURM_LIMIT)
-        && let Some(state) = greenup::slurm::job::state_in_sacct(&out)
-        && greenup::record::JobEnd::from_slurm_state(state).is_none()
-    {
+    // Slurm 26.05's sacctmgr also modifies a job that is still running, and the job's end
+    // record then replaces the energy (tests/slurm24/hres.sh): a write counts only after
+    // accounting has the end.
+    let ended = greenup_host::command::stdout_of(&mut sacct, SLURM_LIMIT)
+        .ok()
+        .and_then(|out| greenup::slurm::job::state_in_sacct(&out).map(str::to_string))
+        .and_then(|state| greenup::record::JobEnd::from_slurm_state(&state))
+        .is_some();
+    if !ended {
         return Answer::NotYet;
     }
     let mut cmd = greenup_host::command::slurm(bin, "sacctmgr");
