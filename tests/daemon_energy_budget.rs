@@ -658,7 +658,7 @@ fn a_version_2_store_gains_the_budget_charges_once() {
         "DROP TABLE budget_charges; DROP TABLE policy_holds;
          ALTER TABLE outcomes DROP COLUMN comm; ALTER TABLE outcomes DROP COLUMN gpu;
          ALTER TABLE outcomes DROP COLUMN power;
-         ALTER TABLE jobs DROP COLUMN restart_count;
+         ALTER TABLE jobs DROP COLUMN restart_count; ALTER TABLE jobs DROP COLUMN slurm_energy_j;
          DROP TABLE earlier_runs; DROP TABLE earlier_charges;
          PRAGMA user_version = 2;",
     )
