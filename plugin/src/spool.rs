@@ -2,10 +2,10 @@
 //!
 //! The job epilog writes what it could not deliver to one root-only file per job, run
 //! (Slurm's restart count: a requeued job keeps its id) and node in the site's
-//! `daemon.spool_dir` (temp file + rename, mode 0600, directory 0700). A later prolog or epilog on the same node, once it has reached greenupd
-//! itself, sends the pending files along on its own connection: a few at most, within a
-//! short time budget, stopping at the first failure, so a job never waits on the
-//! backlog. greenupd stores outcomes and closes idempotently, so a file sent twice
+//! `daemon.spool_dir` (temp file + rename, mode 0600, directory 0700). A later prolog
+//! or epilog on the same node, once it has reached greenupd itself, sends the pending
+//! files along on its own connection: a few at most, within a short time budget,
+//! stopping at the first failure, so a job never waits on the backlog. greenupd stores outcomes and closes idempotently, so a file sent twice
 //! (delivered, then the removal lost) changes nothing.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
