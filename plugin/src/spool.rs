@@ -5,8 +5,9 @@
 //! `daemon.spool_dir` (temp file + rename, mode 0600, directory 0700). A later prolog
 //! or epilog on the same node, once it has reached greenupd itself, sends the pending
 //! files along on its own connection: a few at most, within a short time budget,
-//! stopping at the first failure, so a job never waits on the backlog. greenupd stores outcomes and closes idempotently, so a file sent twice
-//! (delivered, then the removal lost) changes nothing.
+//! stopping at the first failure, so a job never waits on the backlog. greenupd stores
+//! outcomes and closes idempotently, so a file sent twice (delivered, then the removal
+//! lost) changes nothing.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
