@@ -1765,18 +1765,22 @@ mod tests {
         assert!(SqliteStore::open(&path).is_ok());
     }
 
+    /// A connection to a new store at `path` as schema `version` left it.
+    fn connection_at(path: &std::path::Path, version: i64) -> Connection {
+        let c = Connection::open(path).unwrap();
+        c.execute_batch(SCHEMA).unwrap();
+        for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= version) {
+            c.execute_batch(script).unwrap();
+        }
+        c
+    }
+
     #[test]
     fn a_version_7_store_keeps_a_requeued_jobs_first_run_and_its_budget_use() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.db");
-        {
-            // A store as version 7 left it, with a job whose run was closed there.
-            let c = Connection::open(&path).unwrap();
-            c.execute_batch(SCHEMA).unwrap();
-            for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= 7) {
-                c.execute_batch(script).unwrap();
-            }
-        }
+        // A store as version 7 left it, with a job whose run was closed there.
+        drop(connection_at(&path, 7));
         let mut s = SqliteStore::open(&path).unwrap();
         let charged = |c: &mut Change| {
             if let Change::Open(j) = c {
@@ -1898,11 +1902,7 @@ mod tests {
         let path = dir.path().join("g.db");
         {
             // A store as version 6 left it: no power column.
-            let c = Connection::open(&path).unwrap();
-            c.execute_batch(SCHEMA).unwrap();
-            for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= 6) {
-                c.execute_batch(script).unwrap();
-            }
+            let c = connection_at(&path, 6);
             c.execute_batch(
                 "INSERT INTO jobs (job_id, uid, state, opened_at, request) VALUES (1, 1000, 'open', 0, '{}');
                  INSERT INTO outcomes (job_id, node, restored, recorded_at) VALUES (1, 'old', 1, 0);",
@@ -1951,13 +1951,7 @@ mod tests {
     fn a_version_8_store_keeps_the_energy_greenupd_wrote_into_slurm() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.db");
-        {
-            let c = Connection::open(&path).unwrap();
-            c.execute_batch(SCHEMA).unwrap();
-            for &(_, script) in MIGRATIONS.iter().filter(|(to, _)| *to <= 8) {
-                c.execute_batch(script).unwrap();
-            }
-        }
+        drop(connection_at(&path, 8));
         let mut s = SqliteStore::open(&path).unwrap();
         let version: i64 = s
             .conn
