@@ -244,7 +244,7 @@ pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
 /// Write one rank's measurements atomically (temporary file, then rename).
 pub fn write_rank(dir: &Path, stats: &RankStats) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(stats).map_err(std::io::Error::other)?;
-    greenup_core::fs::write_atomic_mode(&rank_file(dir, stats.rank), &bytes, 0o600)
+    greenup_core::fs::write_atomic_volatile(&rank_file(dir, stats.rank), &bytes, 0o600)
 }
 
 /// Add up the rank files in `dir`, which the job's user could write. `wall_limit_s` is

@@ -89,7 +89,7 @@ where
             .recursive(true)
             .mode(0o700)
             .create(cache_dir);
-        let _ = greenup_core::fs::write_atomic_mode(&file, &json, 0o600);
+        let _ = greenup_core::fs::write_atomic_volatile(&file, &json, 0o600);
     }
     Ok(copy.settings)
 }

@@ -315,7 +315,7 @@ pub fn sample(
     if reading.problem.is_none() {
         tally.add(reading);
         let json = serde_json::to_vec(&tally).map_err(|e| err(std::io::Error::other(e)))?;
-        greenup_core::fs::write_atomic(&file, &json).map_err(err)?;
+        greenup_core::fs::write_atomic_volatile(&file, &json, 0o666).map_err(err)?;
     }
     Ok(Some(tally.next_wait(longest)))
 }

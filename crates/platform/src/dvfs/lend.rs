@@ -375,7 +375,7 @@ pub fn lend(
     let json = serde_json::to_vec_pretty(&lent)?;
     dir.create().map_err(LendError::Record)?;
     let record = dir.lent(key);
-    greenup_core::fs::write_atomic_mode(&record, &json, 0o600).map_err(at(&record))?;
+    greenup_core::fs::write_atomic_volatile(&record, &json, 0o600).map_err(at(&record))?;
     for (p, f) in policies.iter().zip(&lent.files) {
         let now = p.settings()?;
         let speed = now.setspeed_khz.unwrap_or(now.max_khz);

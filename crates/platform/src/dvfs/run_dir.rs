@@ -105,7 +105,11 @@ impl JobDir {
         }
         let file = self.warning(node);
         let before = std::fs::read_to_string(&file).unwrap_or_default();
-        greenup_core::fs::write_atomic(&file, format!("{before}{line}\n").as_bytes())
+        greenup_core::fs::write_atomic_volatile(
+            &file,
+            format!("{before}{line}\n").as_bytes(),
+            0o666,
+        )
     }
 
     /// Made once a step on `node` printed the warning.

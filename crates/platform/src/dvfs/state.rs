@@ -47,7 +47,7 @@ pub fn save(run_dir: &Path, key: &str, rec: &NodeRecord) -> std::io::Result<()> 
     let dir = JobDir::new(run_dir, rec.job_id);
     dir.create()?;
     let json = serde_json::to_vec_pretty(rec).map_err(std::io::Error::other)?;
-    greenup_core::fs::write_atomic(&dir.record(key), &json)
+    greenup_core::fs::write_atomic_volatile(&dir.record(key), &json, 0o666)
 }
 
 /// Load `key`'s record for `job_id`; Ok(None) when there is none.

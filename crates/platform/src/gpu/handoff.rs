@@ -65,7 +65,7 @@ pub enum Settled {
 /// Post `ask` to `file`, written whole (temporary file and rename) and root's alone.
 pub fn post<T: Serialize>(file: &Path, ask: &T) -> std::io::Result<()> {
     let body = serde_json::to_vec(&State::Asked { ask }).map_err(std::io::Error::other)?;
-    greenup_core::fs::write_atomic_mode(file, &body, 0o600)
+    greenup_core::fs::write_atomic_volatile(file, &body, 0o600)
 }
 
 /// A worker's hold on a handoff file: the file's lock, held until [`Claim::finish`] or

@@ -148,7 +148,7 @@ pub(crate) fn write_json<T: Serialize>(file: &Path, value: &T) -> Result<(), Hol
             .map_err(err)?;
     }
     let json = serde_json::to_vec_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
-    greenup_core::fs::write_atomic_mode(file, &json, 0o600).map_err(err)
+    greenup_core::fs::write_atomic_volatile(file, &json, 0o600).map_err(err)
 }
 
 /// The lock greenup last set on `uuid` outside jobs, from the node's admin record.
