@@ -6,7 +6,7 @@
 
 mod daemon_support;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use daemon_support::*;
@@ -284,34 +284,6 @@ fn only_root_and_the_slurm_user_report_power_and_anyone_reads_the_totals() {
     assert!(reply.ok, "{:?}", reply.error);
     let v = d.unix_client().power_status(None).unwrap();
     assert_eq!(cap(&v, "site").nodes, 0);
-}
-
-/// What greenupd logs in this test binary.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let sink = buf.clone();
-        tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || Sink(sink.clone()))
-            .init();
-        buf
-    })
-    .clone()
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 fn logged(logs: &Arc<Mutex<Vec<u8>>>, needle: &str) -> usize {

@@ -6,7 +6,6 @@ mod daemon_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use daemon_support::*;
 use greenup_daemon::store::{Change, NewJob, SqliteStore, Store};
@@ -180,34 +179,6 @@ fn a_full_disk_refuses_writes_clearly_and_recovers_when_space_returns() {
         count(&db, "SELECT count(*) FROM jobs") as usize,
         acked.len() + 2
     );
-}
-
-/// What greenupd logs in this test binary, as its fmt subscriber writes it.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let sink = buf.clone();
-        tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || Sink(sink.clone()))
-            .init();
-        buf
-    })
-    .clone()
-}
-
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]

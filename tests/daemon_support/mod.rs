@@ -443,3 +443,33 @@ pub fn metrics_page(addr: &str) -> String {
     s.read_to_string(&mut out).unwrap();
     out
 }
+
+/// What greenupd logs in this test binary, as its fmt subscriber writes it (INFO and up):
+/// the first call installs the subscriber, and every test of the binary shares the buffer.
+pub fn captured_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = buf.clone();
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || LogSink(sink.clone()))
+            .init();
+        buf
+    })
+    .clone()
+}
+
+/// The writer [`captured_logs`] gives the subscriber.
+struct LogSink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
