@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{STANDIN_ENV, get, gpus, node_tree, put, standin};
+use common::{STANDIN_ENV, get, gpus, node_args, node_tree, put, second_node_job, standin};
 use greenup_platform::dvfs::job::Scope;
 use greenup_proto::protocol::{Decision, NodeSettings};
 use spank_greenup::args::Args;
@@ -29,24 +29,8 @@ fn setup(t: &Path, library: &Path) -> (Args, JobEnv, greenup::site::Site) {
     );
     let config = t.join("greenup.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let words = [
-        format!("config={}", config.display()),
-        format!("site_cache={}/cache", t.display()),
-        "meter=none".to_string(),
-        format!("sysfs_root={}/sys/%n", t.display()),
-    ];
-    let args = Args::parse(words.iter().map(String::as_str)).unwrap();
-    // Not the job's first node, so the epilog does not ask slurmctld how the job ended.
-    let job = JobEnv::from_vars(|k| match k {
-        "SLURM_JOB_ID" => Some("77".into()),
-        "SLURM_JOB_UID" => Some("1000".into()),
-        "SLURMD_NODENAME" => Some("n1".into()),
-        "SLURM_JOB_NODELIST" => Some("n[0-1]".into()),
-        "SLURM_JOB_CPUS_PER_NODE" => Some("4(x2)".into()),
-        "SLURM_JOB_GPUS" => Some("1,3".into()),
-        _ => None,
-    })
-    .unwrap();
+    let args = node_args(t, &config);
+    let job = second_node_job(&[("SLURM_JOB_GPUS", "1,3")]);
     (args, job, greenup::site::load(&config).unwrap())
 }
 

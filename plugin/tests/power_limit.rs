@@ -17,7 +17,7 @@ use spank_greenup::node::{self, JobEnv, Level};
 use spank_greenup::step::{self, StepInfo};
 use spank_greenup::{epilog, prolog};
 
-use common::node_tree;
+use common::{node_args, node_tree, second_node_job};
 
 fn zone_file(sys: &Path, f: &str) -> String {
     std::fs::read_to_string(sys.join("class/powercap/intel-rapl:0").join(f))
@@ -37,24 +37,7 @@ fn setup(t: &Path, enforce: &str) -> (Args, JobEnv) {
     );
     let config = t.join("greenup.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let words = [
-        format!("config={}", config.display()),
-        format!("site_cache={}/cache", t.display()),
-        "meter=none".to_string(),
-        format!("sysfs_root={}/sys/%n", t.display()),
-    ];
-    let args = Args::parse(words.iter().map(String::as_str)).unwrap();
-    // Not the job's first node, so the epilog does not ask slurmctld how the job ended.
-    let job = JobEnv::from_vars(|k| match k {
-        "SLURM_JOB_ID" => Some("77".into()),
-        "SLURM_JOB_UID" => Some("1000".into()),
-        "SLURMD_NODENAME" => Some("n1".into()),
-        "SLURM_JOB_NODELIST" => Some("n[0-1]".into()),
-        "SLURM_JOB_CPUS_PER_NODE" => Some("4(x2)".into()),
-        _ => None,
-    })
-    .unwrap();
-    (args, job)
+    (node_args(t, &config), second_node_job(&[]))
 }
 
 /// greenupd's answer for n1: a refused job (it runs unmanaged) that still holds 150 W.

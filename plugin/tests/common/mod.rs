@@ -75,3 +75,33 @@ pub fn node_tree(sys: &Path) {
         put(&z, f, v);
     }
 }
+
+/// The plugin's arguments on a node of a test site: `config` its greenup.yaml, the site
+/// cache and each node's sysfs tree under `t`, and no meter.
+pub fn node_args(t: &Path, config: &Path) -> spank_greenup::args::Args {
+    let words = [
+        format!("config={}", config.display()),
+        format!("site_cache={}/cache", t.display()),
+        "meter=none".to_string(),
+        format!("sysfs_root={}/sys/%n", t.display()),
+    ];
+    spank_greenup::args::Args::parse(words.iter().map(String::as_str)).unwrap()
+}
+
+/// Job 77 of uid 1000 on n[0-1] (four CPUs each) as n1 sees it, with `extra` variables
+/// besides. n1 is not the job's first node, so its epilog does not ask slurmctld how the
+/// job ended.
+pub fn second_node_job(extra: &[(&str, &str)]) -> spank_greenup::node::JobEnv {
+    spank_greenup::node::JobEnv::from_vars(|k| match k {
+        "SLURM_JOB_ID" => Some("77".into()),
+        "SLURM_JOB_UID" => Some("1000".into()),
+        "SLURMD_NODENAME" => Some("n1".into()),
+        "SLURM_JOB_NODELIST" => Some("n[0-1]".into()),
+        "SLURM_JOB_CPUS_PER_NODE" => Some("4(x2)".into()),
+        _ => extra
+            .iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.to_string()),
+    })
+    .unwrap()
+}
