@@ -148,6 +148,18 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
     );
     // Three sampled runs closed, one monitor run: still one baseline.
     assert_eq!(baselines(&d), 1);
+    // The metrics count the four sampled decisions (three closed, one open), and no
+    // baseline sample: job 3 ran unchanged because its policy is monitor.
+    let page = metrics_page(&addr);
+    assert!(
+        page.contains("greenup_measurement_runs_total{kind=\"clock_sample\"} 4\n")
+            && page.contains("greenup_measurement_runs_total{kind=\"baseline_sample\"} 0\n"),
+        "{}",
+        page.lines()
+            .filter(|l| l.contains("measurement_runs"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 #[test]
@@ -167,5 +179,49 @@ fn without_the_setting_no_monitor_job_is_sampled() {
         let dec = c.open_job(lammps(id)).unwrap();
         assert_eq!(dec.verdict, Verdict::Unchanged, "{dec:?}");
         assert!(dec.monitor && !dec.clock_sample, "{dec:?}");
+    }
+}
+
+#[test]
+fn baseline_samples_are_counted_apart_from_clock_samples() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let listen = addr.clone();
+    let d = start(2, move |dir, s, _| {
+        let profiles = dir.join("profiles");
+        std::fs::create_dir_all(&profiles).unwrap();
+        std::fs::copy(
+            repo().join("etc/profiles/lammps.yaml"),
+            profiles.join("lammps.yaml"),
+        )
+        .unwrap();
+        s.profile_dir = profiles;
+        s.daemon.metrics_listen = Some(listen);
+        // Every job a baseline sample; no clock is sampled, since none is a monitor job.
+        s.baseline = Some(greenup::site::BaselineSettings {
+            fraction: 1.0,
+            min_runs: 0,
+            on_miss: greenup::site::OnMiss::Report,
+        });
+        s.power.sample_clocks = Some(SampleClocks {
+            fraction: 1.0,
+            max_slowdown: 0.3,
+        });
+    });
+    let mut c = d.tcp_client();
+    for id in [5, 6] {
+        let dec = c
+            .open_job(OpenJob {
+                policy: Some("min-energy".into()),
+                ..lammps(id)
+            })
+            .unwrap();
+        assert!(dec.baseline_sample && !dec.clock_sample, "{dec:?}");
+    }
+    let page = metrics_page(&addr);
+    for line in [
+        "greenup_measurement_runs_total{kind=\"baseline_sample\"} 2\n",
+        "greenup_measurement_runs_total{kind=\"clock_sample\"} 0\n",
+    ] {
+        assert!(page.contains(line), "{line} missing from:\n{page}");
     }
 }

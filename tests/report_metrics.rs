@@ -35,6 +35,7 @@ fn snapshot() -> Snapshot {
         store_bytes: 1_234_567,
         store_jobs: 42,
         power_limit_nodes: BTreeMap::from([("held".into(), 5), ("not_held".into(), 2)]),
+        measurement_runs: BTreeMap::from([("clock_sample".into(), 4)]),
     }
 }
 
@@ -236,6 +237,21 @@ fn exposition_grammar_and_values() {
             Some(("status", "not_held"))
         ),
         2.0
+    );
+    // Both kinds of measurement run, the one never taken as a zero.
+    assert_eq!(
+        get(
+            "greenup_measurement_runs_total",
+            Some(("kind", "clock_sample"))
+        ),
+        4.0
+    );
+    assert_eq!(
+        get(
+            "greenup_measurement_runs_total",
+            Some(("kind", "baseline_sample"))
+        ),
+        0.0
     );
 
     // Errors |0.5|,3,3,15,|-40|,250 (NaN dropped): cumulative counts by hand.

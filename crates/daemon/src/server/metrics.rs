@@ -76,6 +76,7 @@ pub(super) async fn metrics_page(shared: Arc<Shared>) -> String {
             snap.fallbacks_by_reason = m.fallbacks_by_reason;
             snap.prediction_error = m.prediction_error;
             snap.power_limit_nodes = m.power_limit_nodes;
+            snap.measurement_runs = m.measurement_runs;
         }
         Err(e) => tracing::warn!(error = %e, "metrics: store unavailable"),
     }

@@ -161,6 +161,10 @@ pub struct StoreMetrics {
     /// Node outcomes whose decision asked for a power limit, by whether the node held
     /// it (`held`, `not_held`).
     pub power_limit_nodes: std::collections::BTreeMap<String, u64>,
+    /// Jobs run to measure rather than to save, by kind (`baseline_sample`: at f_max
+    /// although the policy would have planned; `clock_sample`: at a clock whose watts are
+    /// not yet measured).
+    pub measurement_runs: std::collections::BTreeMap<String, u64>,
 }
 
 /// Why the store failed.

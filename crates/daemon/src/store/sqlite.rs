@@ -1212,6 +1212,25 @@ impl Store for SqliteStore {
             m.power_limit_nodes
                 .insert(held, u64::try_from(n).unwrap_or(0));
         }
+        let mut s = self
+            .conn
+            .prepare_cached(
+                "SELECT CASE WHEN json_extract(decision, '$.clock_sample') IS 1 THEN 'clock_sample'
+                             ELSE 'baseline_sample' END, count(*)
+                 FROM decisions
+                 WHERE json_extract(decision, '$.clock_sample') IS 1
+                    OR json_extract(decision, '$.baseline_sample') IS 1
+                 GROUP BY 1",
+            )
+            .map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(read_err)?;
+        for row in rows {
+            let (kind, n) = row.map_err(read_err)?;
+            m.measurement_runs
+                .insert(kind, u64::try_from(n).unwrap_or(0));
+        }
         // A job counts only when every node reported a measured energy (as in reports).
         let mut s = self
             .conn

@@ -96,6 +96,11 @@ pub struct Snapshot {
     /// held it (`held`, `not_held`).
     #[serde(default)]
     pub power_limit_nodes: BTreeMap<String, u64>,
+    /// Jobs run to measure rather than to save, by kind (`baseline_sample`,
+    /// `clock_sample`): the price of learning, which `baseline.fraction` and
+    /// `power.sample_clocks.fraction` bound.
+    #[serde(default)]
+    pub measurement_runs: BTreeMap<String, u64>,
 }
 
 /// A float the way Prometheus reads it (`+Inf`, `-Inf`, `NaN`).
@@ -329,5 +334,19 @@ pub fn render(s: &Snapshot) -> String {
             label(status)
         );
     }
+    header(
+        &mut out,
+        "greenup_measurement_runs_total",
+        "counter",
+        "Jobs run to measure rather than to save energy, by kind (baseline_sample at the top clock, clock_sample at an unmeasured clock).",
+    );
+    // Both kinds always, so that a dashboard sees a zero rather than no series.
+    for kind in MEASUREMENT_KINDS {
+        let n = s.measurement_runs.get(kind).copied().unwrap_or(0);
+        let _ = writeln!(out, "greenup_measurement_runs_total{{kind=\"{kind}\"}} {n}");
+    }
     out
 }
+
+/// The kinds of [`Snapshot::measurement_runs`].
+const MEASUREMENT_KINDS: [&str; 2] = ["baseline_sample", "clock_sample"];
