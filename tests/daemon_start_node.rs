@@ -257,3 +257,18 @@ fn only_root_and_the_slurm_user_start_nodes() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn nodes_are_told_whether_greenupd_settles_how_the_job_ended() {
+    // Without Slurm to ask (the test daemon's default), the first node must ask itself.
+    let quiet = start(2, |_, _, _| {});
+    let mut c = quiet.tcp_client();
+    assert!(!c.start_node("n1", job(5, "n[1-2]")).unwrap().asks_slurm_end);
+    assert!(!c.node_settings(5, "n2").unwrap().asks_slurm_end);
+    // greenupd that asks Slurm says so on every path a node gets its settings by.
+    let asking = start(2, |_, _, o| o.slurm_check = true);
+    let mut c = asking.tcp_client();
+    assert!(c.start_node("n1", job(6, "n[1-2]")).unwrap().asks_slurm_end);
+    assert!(c.start_node("n2", job(6, "n[1-2]")).unwrap().asks_slurm_end);
+    assert!(c.node_settings(6, "n2").unwrap().asks_slurm_end);
+}

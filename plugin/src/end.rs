@@ -70,6 +70,18 @@ pub fn classify(env_exit: Option<(u32, u32)>, ctld: Option<&CtldView>) -> Option
     })
 }
 
+/// The end a first node claims from its environment alone, for a greenupd that settles
+/// every claimed completion against Slurm's final record (`settle`): a non-zero status is
+/// the script's own failure, as [`classify`] has it too; anything else is claimed
+/// completed, which greenupd stores as unknown until Slurm's final state (COMPLETED,
+/// CANCELLED, TIMEOUT, ...) says which it was.
+pub fn claim(env_exit: Option<(u32, u32)>) -> JobEnd {
+    match env_exit {
+        Some((code, signal)) if code != 0 || signal != 0 => JobEnd::Failed,
+        _ => JobEnd::Completed,
+    }
+}
+
 /// Ask slurmctld about `job_id` with `scontrol -o show job`, waiting at most `limit`.
 /// `None` when it cannot be asked.
 pub fn ask_slurmctld(job_id: u32, limit: Duration) -> Option<CtldView> {
@@ -147,6 +159,22 @@ mod tests {
         assert_eq!(classify(Some((1, 0)), None), Some(JobEnd::Failed));
         assert_eq!(classify(Some((0, 0)), None), Some(JobEnd::Unknown));
         assert_eq!(classify(None, None), Some(JobEnd::Unknown));
+    }
+
+    #[test]
+    fn a_claim_from_the_environment_names_only_a_failure_for_sure() {
+        assert_eq!(claim(Some((1, 0))), JobEnd::Failed);
+        assert_eq!(claim(Some((0, 9))), JobEnd::Failed);
+        // scancel and the time limit leave 0:0 here: greenupd's settling tells them apart.
+        assert_eq!(claim(Some((0, 0))), JobEnd::Completed);
+        assert_eq!(claim(None), JobEnd::Completed);
+        // The same as slurmctld's word where the environment alone knows the answer.
+        for exit in [(1, 0), (0, 9), (3, 0)] {
+            assert_eq!(
+                Some(claim(Some(exit))),
+                classify(Some(exit), Some(&parse_scontrol(COMPLETED)))
+            );
+        }
     }
 
     #[test]

@@ -227,12 +227,15 @@ pub fn wire_outcome(
 }
 
 /// Send this node's outcomes and, on the job's first node, the close with how the job
-/// ended. What greenupd cannot take now goes to the node's spool.
+/// ended. What greenupd cannot take now goes to the node's spool. `settled` is the
+/// saved decision's word that greenupd asks Slurm itself how a job claimed completed
+/// really ended.
 fn report_end(
     site: &NodeConfig,
     job: &JobEnv,
     outcomes: &[(dvfs_job::NodeOutcome, Option<NodeComm>)],
     (gpu, gpu_power): (Option<greenup::record::NodeGpu>, Option<NodePower>),
+    settled: bool,
     phases: &mut Phases,
     log: Log,
 ) {
@@ -240,64 +243,52 @@ fn report_end(
     // script's end by the time this epilog runs. A node a shrink released runs its epilog
     // while the job goes on; slurmctld then says RUNNING and nothing is closed.
     let closer = job.nodes.first() == Some(&job.node);
-    let ended = if closer {
-        end::classify(
-            job.exit,
-            end::ask_slurmctld(job.job_id, SCONTROL_LIMIT).as_ref(),
-        )
-    } else {
-        Some(JobEnd::Unknown)
-    };
-    phases.mark("slurmctld");
-    let close = closer && ended.is_some();
-    let entry = spool::Entry {
-        job_id: u64::from(job.job_id),
-        node: job.node.clone(),
-        outcomes: outcomes
-            .iter()
-            .map(|(o, c)| {
-                let mut w = wire_outcome(job, o, c.clone());
-                if o.node == job.node {
-                    w.gpu = gpu.clone().map(Box::new);
-                    w.power = crate::gpu::node_power(w.power.take(), gpu_power.clone());
-                }
-                w
-            })
-            .collect(),
-        close,
-        end: ended.filter(|_| close),
-        restart_count: job.restart_count,
-        spooled_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0),
-    };
+    let wire: Vec<WireOutcome> = outcomes
+        .iter()
+        .map(|(o, c)| {
+            let mut w = wire_outcome(job, o, c.clone());
+            if o.node == job.node {
+                w.gpu = gpu.clone().map(Box::new);
+                w.power = crate::gpu::node_power(w.power.take(), gpu_power.clone());
+            }
+            w
+        })
+        .collect();
     let sent = connect(site).map_err(|e| e.to_string()).and_then(|mut c| {
-        for o in &entry.outcomes {
+        for o in &wire {
             c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
         }
         phases.mark("outcome");
-        if close {
-            let waited = wait_for_outcomes(&mut c, u64::from(job.job_id), job.nodes.len());
-            phases.mark("wait");
-            if job.options.report {
-                let rec = waited
-                    .and_then(|()| c.get_job(u64::from(job.job_id)))
-                    .map_err(|e| e.to_string());
-                // The report names node types and their speeds: the whole site config.
-                let full = greenup::site::load(&site.path).map_err(|e| e.to_string());
-                match rec.and_then(|rec| full.map(|full| (rec, full))) {
-                    Ok((rec, full)) => write_report(job, &report_line(&rec, &full), log),
-                    Err(e) => log(
-                        Level::Warning,
-                        &format!("greenup: job {}: no report: {e}", job.job_id),
-                    ),
-                }
-            }
-            c.close_job(entry.job_id, entry.end, entry.restart_count)
-                .map_err(|e| e.to_string())?;
-            phases.mark("close");
+        if !closer {
+            return Ok(c);
         }
+        let waited = wait_for_outcomes(&mut c, u64::from(job.job_id), job.nodes.len());
+        phases.mark("wait");
+        // Every node has reported, so the job has ended on all of them: no shrink
+        // released this node while the job runs on, and greenupd settles the claim.
+        let everywhere = matches!(waited, Ok(true));
+        let Some(end) = how_it_ended(job, settled && everywhere) else {
+            phases.mark("slurmctld");
+            return Ok(c);
+        };
+        phases.mark("slurmctld");
+        if job.options.report {
+            let rec = waited
+                .and_then(|_| c.get_job(u64::from(job.job_id)))
+                .map_err(|e| e.to_string());
+            // The report names node types and their speeds: the whole site config.
+            let full = greenup::site::load(&site.path).map_err(|e| e.to_string());
+            match rec.and_then(|rec| full.map(|full| (rec, full))) {
+                Ok((rec, full)) => write_report(job, &report_line(&rec, &full), log),
+                Err(e) => log(
+                    Level::Warning,
+                    &format!("greenup: job {}: no report: {e}", job.job_id),
+                ),
+            }
+        }
+        c.close_job(u64::from(job.job_id), Some(end), job.restart_count)
+            .map_err(|e| e.to_string())?;
+        phases.mark("close");
         Ok(c)
     });
     match sent {
@@ -306,6 +297,26 @@ fn report_end(
             phases.mark("spool");
         }
         Err(e) => {
+            // greenupd cannot settle what it does not hear: the entry says how the job
+            // ended as slurmctld tells it now.
+            let ended = if closer {
+                how_it_ended(job, false)
+            } else {
+                None
+            };
+            let close = closer && ended.is_some();
+            let entry = spool::Entry {
+                job_id: u64::from(job.job_id),
+                node: job.node.clone(),
+                outcomes: wire,
+                close,
+                end: ended.filter(|_| close),
+                restart_count: job.restart_count,
+                spooled_at: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0),
+            };
             let dir = spool::dir_for(&site.daemon.spool_dir, &job.node);
             let what = if close {
                 "outcome and close"
@@ -334,15 +345,34 @@ fn report_end(
     }
 }
 
+/// How the job ended, as its first node tells greenupd; `None` while it still runs (a
+/// shrink released this node). With `settled` (greenupd settles a claimed completion
+/// against Slurm's final record, and every node has reported) the environment's status
+/// is enough ([`end::claim`]); otherwise slurmctld is asked as well, an `scontrol` run
+/// of about 10 ms.
+fn how_it_ended(job: &JobEnv, settled: bool) -> Option<JobEnd> {
+    if settled {
+        return Some(end::claim(job.exit));
+    }
+    end::classify(
+        job.exit,
+        end::ask_slurmctld(job.job_id, SCONTROL_LIMIT).as_ref(),
+    )
+}
+
 /// Wait until all `nodes` of the job have an outcome stored, or [`OUTCOMES_WAIT`] passed:
 /// the other nodes' epilogs run at the same time, and a close makes greenupd learn from
 /// the outcomes it has. Each poll is a count, the same size however large the job.
-pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<(), ClientError> {
+/// Whether every node's outcome is there.
+pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<bool, ClientError> {
     let started = std::time::Instant::now();
     loop {
         let n = c.count_outcomes(job_id)?;
-        if n >= nodes as u64 || started.elapsed() >= OUTCOMES_WAIT {
-            return Ok(());
+        if n >= nodes as u64 {
+            return Ok(true);
+        }
+        if started.elapsed() >= OUTCOMES_WAIT {
+            return Ok(false);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -401,9 +431,18 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let part = saved.as_ref().and_then(|d| d.gpu_power);
     let (gpu, gpu_power) = crate::gpu::end_held(&site, &paths.run_dir, job, part);
     let decided = saved.is_some();
+    let settled = saved.as_ref().is_some_and(|d| d.asks_slurm_end);
     phases.mark("gpu");
     if decided {
-        report_end(&site, job, &outcomes, (gpu, gpu_power), &mut phases, log);
+        report_end(
+            &site,
+            job,
+            &outcomes,
+            (gpu, gpu_power),
+            settled,
+            &mut phases,
+            log,
+        );
     }
     for f in [
         dir.warning(&job.node),

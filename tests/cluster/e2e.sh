@@ -483,7 +483,9 @@ t_end_states() {
   sleep 9   # as long as the completed run below: only the way it ended sets it apart
   scancel "$b"
   wait_gone "$a" || rc=1; wait_gone "$b" || rc=1
-  local ea eb; ea=$(jq_job "$a" '"\(.state) \(.end)"'); eb=$(jq_job "$b" '"\(.state) \(.end)"')
+  # The cancelled job's first node claims "completed" from its environment (0:0) and
+  # greenupd settles it from Slurm's final state: read it once settled.
+  local ea eb; ea=$(jq_job "$a" '"\(.state) \(.end)"'); eb=$(jq_settled "$b" '"\(.state) \(.end)"')
   say "job $a (exit 1): $ea; job $b (scancel): $eb; Slurm: $(state "$a") $(state "$b")"
   [ "$ea" = "closed failed" ] || rc=1
   [ "$eb" = "closed cancelled" ] || rc=1

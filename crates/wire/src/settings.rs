@@ -82,6 +82,12 @@ pub struct NodeSettings {
     /// in-job guard of later runs has a baseline rate. Absent (false) from older greenupd.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub baseline: bool,
+    /// Whether greenupd asks Slurm itself how a job claimed completed really ended, so
+    /// that the job's first node, once every node has reported, closes it without asking
+    /// slurmctld (`scontrol`) in its epilog. Absent (false) from an older greenupd, or one
+    /// started with `--no-slurm-check`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks_slurm_end: bool,
     /// The job's grant, carried from the decision to the library's
     /// `power::split::with_node_type`, which weighs this node's share by its type.
     #[serde(skip)]
@@ -117,6 +123,7 @@ impl NodeSettings {
             gpu_power: None,
             guard: d.guard,
             baseline: d.measured_baseline(),
+            asks_slurm_end: false,
             grant: d.grant,
         }
     }

@@ -122,6 +122,13 @@ pub(super) async fn answer(
     }
 }
 
+/// What a node is told beside its settings: whether greenupd settles a claimed
+/// completion with Slurm itself, so that the first node's epilog need not ask slurmctld.
+fn told(shared: &Shared, mut s: NodeSettings) -> NodeSettings {
+    s.asks_slurm_end = shared.opts.slurm_check;
+    s
+}
+
 /// Where a connection came from.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Peer {
@@ -146,21 +153,28 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             require_write(&ctx.roles, caller, "start jobs")?;
             check_node_name("node", &node)?;
             // A refused job's nodes get its refused settings, as with open_job.
-            Ok(Reply::NodeSettings(
+            Ok(Reply::NodeSettings(told(
+                shared,
                 start_node(shared, ctx.clone(), node, job).await?,
-            ))
+            )))
         }
         Request::NodeSettings { job_id, node } => {
             if let Some((owner, s)) = recent_settings(shared, job_id, &node) {
                 require_read(&ctx.roles, caller, owner, job_id)?;
-                return Ok(Reply::NodeSettings(with_node_type(s, &ctx.site)));
+                return Ok(Reply::NodeSettings(told(
+                    shared,
+                    with_node_type(s, &ctx.site),
+                )));
             }
             let job = stored_job(shared, job_id, "is not open: open it first").await?;
             require_read(&ctx.roles, caller, job.uid, job_id)?;
             let allocated = job.request.nodes.len();
-            Ok(Reply::NodeSettings(with_node_type(
-                NodeSettings::from_decision(&job.decision, &node, allocated),
-                &ctx.site,
+            Ok(Reply::NodeSettings(told(
+                shared,
+                with_node_type(
+                    NodeSettings::from_decision(&job.decision, &node, allocated),
+                    &ctx.site,
+                ),
             )))
         }
         Request::CountOutcomes { job_id } => {
