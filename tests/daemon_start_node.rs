@@ -176,6 +176,8 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
         .unwrap();
     }
     assert_eq!(c.count_outcomes(77).unwrap(), 3);
+    // With the nodes the job was opened with: the closing node's proof that all reported.
+    assert_eq!(c.outcomes_of(77).unwrap(), (3, Some(NODES as u64)));
     assert_eq!(refusal(c.count_outcomes(78)).0, ErrorCode::NotFound);
 }
 

@@ -363,13 +363,18 @@ fn how_it_ended(job: &JobEnv, settled: bool) -> Option<JobEnd> {
 /// Wait until all `nodes` of the job have an outcome stored, or [`OUTCOMES_WAIT`] passed:
 /// the other nodes' epilogs run at the same time, and a close makes greenupd learn from
 /// the outcomes it has. Each poll is a count, the same size however large the job.
-/// Whether every node's outcome is there.
+/// Whether every node greenupd opened the job with has reported: only then has the job
+/// ended everywhere (the environment of a node a shrink released lists only the nodes
+/// released with it). Always `false` from an older greenupd, which does not say.
 pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<bool, ClientError> {
     let started = std::time::Instant::now();
     loop {
-        let n = c.count_outcomes(job_id)?;
-        if n >= nodes as u64 {
-            return Ok(true);
+        let (n, opened) = c.outcomes_of(job_id)?;
+        // A job opened without its node list cannot say that every node reported.
+        let opened = opened.filter(|&o| o > 0);
+        let everywhere = opened.is_some_and(|o| n >= o);
+        if everywhere || (opened.is_none() && n >= nodes as u64) {
+            return Ok(everywhere);
         }
         if started.elapsed() >= OUTCOMES_WAIT {
             return Ok(false);

@@ -257,8 +257,16 @@ impl Client {
 
     /// How many of a job's nodes have recorded an outcome.
     pub fn count_outcomes(&mut self, job_id: u64) -> Result<u64, ClientError> {
+        self.outcomes_of(job_id).map(|(outcomes, _)| outcomes)
+    }
+
+    /// How many of a job's nodes have recorded an outcome, and how many nodes greenupd
+    /// opened the job with (`None` from an older greenupd).
+    pub fn outcomes_of(&mut self, job_id: u64) -> Result<(u64, Option<u64>), ClientError> {
         match self.call(&Request::CountOutcomes { job_id })? {
-            Reply::OutcomeCount { outcomes, .. } => Ok(outcomes),
+            Reply::OutcomeCount {
+                outcomes, nodes, ..
+            } => Ok((outcomes, nodes)),
             other => Err(unexpected("outcome_count", &other)),
         }
     }

@@ -229,6 +229,11 @@ pub enum Reply {
         job_id: u64,
         /// Nodes with an outcome stored.
         outcomes: u64,
+        /// The nodes the job was opened with: whether every one of them has reported,
+        /// which a node released by a shrink cannot tell from its own environment (it
+        /// lists only the released nodes). Absent from an older greenupd.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nodes: Option<u64>,
     },
     /// The write is stored (record_outcome, close_job).
     Stored {

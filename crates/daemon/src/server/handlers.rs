@@ -183,14 +183,18 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
                 .read(move |s| s.outcome_count(job_id))
                 .await
                 .map_err(store_error)?;
-            let Some((owner, outcomes)) = counted else {
+            let Some((owner, outcomes, nodes)) = counted else {
                 return Err(ErrorReply::new(
                     ErrorCode::NotFound,
                     format!("job {job_id} is not known to greenupd"),
                 ));
             };
             require_read(&ctx.roles, caller, owner, job_id)?;
-            Ok(Reply::OutcomeCount { job_id, outcomes })
+            Ok(Reply::OutcomeCount {
+                job_id,
+                outcomes,
+                nodes: Some(nodes),
+            })
         }
         Request::RecordOutcome(o) => {
             require_write(&ctx.roles, caller, "record outcomes")?;

@@ -208,9 +208,9 @@ pub trait Store: Send {
         rec.earlier_runs = self.earlier_runs(job_id)?;
         Ok(Some(rec))
     }
-    /// A job's owner and how many of its nodes have an outcome stored; `None` for an
-    /// unknown job.
-    fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64)>, StoreError>;
+    /// A job's owner, how many of its nodes have an outcome stored, and how many nodes it
+    /// was opened with; `None` for an unknown job.
+    fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64, u64)>, StoreError>;
     /// The profile a job was decided with: `None` for an unknown job, `Some(None)` for
     /// one decided without a profile.
     fn profile_of(&mut self, job_id: u64) -> Result<Option<Option<String>>, StoreError>;

@@ -1003,14 +1003,20 @@ impl Store for SqliteStore {
             .map_err(read_err)
     }
 
-    fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64)>, StoreError> {
+    fn outcome_count(&mut self, job_id: u64) -> Result<Option<(u32, u64, u64)>, StoreError> {
         let id = job_id_sql(job_id)?;
+        let count = |r: &rusqlite::Row, i| {
+            r.get::<_, Option<i64>>(i)
+                .map(|n| n.unwrap_or(0).max(0) as u64)
+        };
         self.conn
             .prepare_cached(
-                "SELECT uid, (SELECT count(*) FROM outcomes WHERE job_id = ?1) FROM jobs WHERE job_id = ?1",
+                "SELECT uid, (SELECT count(*) FROM outcomes WHERE job_id = ?1),
+                        json_array_length(request, '$.nodes')
+                 FROM jobs WHERE job_id = ?1",
             )
             .and_then(|mut s| {
-                s.query_row([id], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))
+                s.query_row([id], |r| Ok((r.get(0)?, count(r, 1)?, count(r, 2)?)))
                     .optional()
             })
             .map_err(read_err)
@@ -1548,7 +1554,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = SqliteStore::open(&dir.path().join("g.db")).unwrap();
         s.apply(&[open(1, 1000, 10.0)]);
-        assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0)));
+        assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 0, 2)));
         let outcome = |node: &str| Change::Outcome {
             outcome: Box::new(NodeOutcome {
                 restart_count: None,
@@ -1568,7 +1574,7 @@ mod tests {
         };
         // The same node twice is one outcome: the first wins.
         s.apply(&[outcome("n1"), outcome("n2"), outcome("n1")]);
-        assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 2)));
+        assert_eq!(s.outcome_count(1).unwrap(), Some((1000, 2, 2)));
         assert_eq!(s.outcome_count(2).unwrap(), None);
     }
 
