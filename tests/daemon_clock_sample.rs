@@ -50,6 +50,19 @@ fn baselines(d: &Daemon) -> u32 {
         .0
 }
 
+/// A profile directory of the test's own under `dir`, holding lammps: closed lammps
+/// jobs may be refined there.
+fn own_profiles(dir: &std::path::Path) -> std::path::PathBuf {
+    let profiles = dir.join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::copy(
+        repo().join("etc/profiles/lammps.yaml"),
+        profiles.join("lammps.yaml"),
+    )
+    .unwrap();
+    profiles
+}
+
 fn clocks(dec: &Decision) -> Vec<Option<f64>> {
     ["n1", "n2"].iter().map(|n| dec.freq_for(n)).collect()
 }
@@ -59,15 +72,7 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
     let addr = format!("127.0.0.1:{}", free_port());
     let listen = addr.clone();
     let d = start(2, move |dir, s, _| {
-        // A profile directory of the test's own: closed lammps jobs may be refined.
-        let profiles = dir.join("profiles");
-        std::fs::create_dir_all(&profiles).unwrap();
-        std::fs::copy(
-            repo().join("etc/profiles/lammps.yaml"),
-            profiles.join("lammps.yaml"),
-        )
-        .unwrap();
-        s.profile_dir = profiles;
+        s.profile_dir = own_profiles(dir);
         s.daemon.metrics_listen = Some(listen);
         s.power.sample_clocks = Some(SampleClocks {
             fraction: 0.5,
@@ -165,14 +170,7 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
 #[test]
 fn without_the_setting_no_monitor_job_is_sampled() {
     let d = start(2, |dir, s, _| {
-        let profiles = dir.join("profiles");
-        std::fs::create_dir_all(&profiles).unwrap();
-        std::fs::copy(
-            repo().join("etc/profiles/lammps.yaml"),
-            profiles.join("lammps.yaml"),
-        )
-        .unwrap();
-        s.profile_dir = profiles;
+        s.profile_dir = own_profiles(dir);
     });
     let mut c = d.tcp_client();
     for id in [1, 2, 42] {
@@ -187,14 +185,7 @@ fn baseline_samples_are_counted_apart_from_clock_samples() {
     let addr = format!("127.0.0.1:{}", free_port());
     let listen = addr.clone();
     let d = start(2, move |dir, s, _| {
-        let profiles = dir.join("profiles");
-        std::fs::create_dir_all(&profiles).unwrap();
-        std::fs::copy(
-            repo().join("etc/profiles/lammps.yaml"),
-            profiles.join("lammps.yaml"),
-        )
-        .unwrap();
-        s.profile_dir = profiles;
+        s.profile_dir = own_profiles(dir);
         s.daemon.metrics_listen = Some(listen);
         // Every job a baseline sample; no clock is sampled, since none is a monitor job.
         s.baseline = Some(greenup::site::BaselineSettings {

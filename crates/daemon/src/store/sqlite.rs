@@ -237,6 +237,19 @@ fn job_id_sql(id: u64) -> Result<i64, StoreError> {
 }
 
 impl SqliteStore {
+    /// A grouped count (`SELECT label, count(*) ... GROUP BY 1`) as label → count.
+    fn counts_by(&self, sql: &str) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
+        let mut s = self.conn.prepare_cached(sql).map_err(read_err)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(read_err)?;
+        rows.map(|row| {
+            row.map(|(label, n)| (label, u64::try_from(n).unwrap_or(0)))
+                .map_err(read_err)
+        })
+        .collect()
+    }
+
     /// Open (creating if needed) the database at `path` in WAL mode.
     ///
     /// A database that exists but cannot be written (read-only file system) still opens,
@@ -1169,74 +1182,33 @@ impl Store for SqliteStore {
     }
 
     fn metrics(&mut self) -> Result<StoreMetrics, StoreError> {
-        let mut m = StoreMetrics::default();
-        let mut s = self
-            .conn
-            .prepare_cached("SELECT policy, count(*) FROM decisions GROUP BY policy")
-            .map_err(read_err)?;
-        let rows = s
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(read_err)?;
-        for row in rows {
-            let (policy, n) = row.map_err(read_err)?;
-            m.decisions_by_policy
-                .insert(policy, u64::try_from(n).unwrap_or(0));
-        }
-        // Monitor runs unchanged on purpose; anything else unchanged is a fallback.
-        let mut s = self
-            .conn
-            .prepare_cached(
+        let mut m = StoreMetrics {
+            decisions_by_policy: self
+                .counts_by("SELECT policy, count(*) FROM decisions GROUP BY policy")?,
+            // Monitor runs unchanged on purpose; anything else unchanged is a fallback.
+            fallbacks_by_reason: self.counts_by(
                 "SELECT CASE WHEN verdict = 'refused' THEN 'refused'
                              WHEN profile IS NULL THEN 'no_profile'
                              ELSE 'over_budget' END, count(*)
                  FROM decisions
                  WHERE verdict IN ('unchanged', 'refused') AND json_extract(decision, '$.monitor') IS NOT 1
                  GROUP BY 1",
-            )
-            .map_err(read_err)?;
-        let rows = s
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(read_err)?;
-        for row in rows {
-            let (reason, n) = row.map_err(read_err)?;
-            m.fallbacks_by_reason
-                .insert(reason, u64::try_from(n).unwrap_or(0));
-        }
-        let mut s = self
-            .conn
-            .prepare_cached(
+            )?,
+            power_limit_nodes: self.counts_by(
                 "SELECT CASE WHEN json_extract(power, '$.held_w') IS NULL THEN 'not_held' ELSE 'held' END,
                         count(*)
                  FROM outcomes WHERE power IS NOT NULL GROUP BY 1",
-            )
-            .map_err(read_err)?;
-        let rows = s
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(read_err)?;
-        for row in rows {
-            let (held, n) = row.map_err(read_err)?;
-            m.power_limit_nodes
-                .insert(held, u64::try_from(n).unwrap_or(0));
-        }
-        let mut s = self
-            .conn
-            .prepare_cached(
+            )?,
+            measurement_runs: self.counts_by(
                 "SELECT CASE WHEN json_extract(decision, '$.clock_sample') IS 1 THEN 'clock_sample'
                              ELSE 'baseline_sample' END, count(*)
                  FROM decisions
                  WHERE json_extract(decision, '$.clock_sample') IS 1
                     OR json_extract(decision, '$.baseline_sample') IS 1
                  GROUP BY 1",
-            )
-            .map_err(read_err)?;
-        let rows = s
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(read_err)?;
-        for row in rows {
-            let (kind, n) = row.map_err(read_err)?;
-            m.measurement_runs
-                .insert(kind, u64::try_from(n).unwrap_or(0));
-        }
+            )?,
+            ..StoreMetrics::default()
+        };
         // A job counts only when every node reported a measured energy (as in reports).
         let mut s = self
             .conn
