@@ -267,11 +267,11 @@ fn report_end(
         // Every node has reported, so the job has ended on all of them: no shrink
         // released this node while the job runs on, and greenupd settles the claim.
         let everywhere = matches!(waited, Ok(true));
-        let Some(end) = how_it_ended(job, settled && everywhere) else {
-            phases.mark("slurmctld");
+        let ended = how_it_ended(job, settled && everywhere);
+        phases.mark("slurmctld");
+        let Some(end) = ended else {
             return Ok(c);
         };
-        phases.mark("slurmctld");
         if job.options.report {
             let rec = waited
                 .and_then(|_| c.get_job(u64::from(job.job_id)))
