@@ -274,3 +274,92 @@ fn nodes_are_told_whether_greenupd_settles_how_the_job_ended() {
     assert!(c.start_node("n2", job(6, "n[1-2]")).unwrap().asks_slurm_end);
     assert!(c.node_settings(6, "n2").unwrap().asks_slurm_end);
 }
+
+#[test]
+fn a_nodes_end_is_one_request_and_its_close_waits_for_every_node() {
+    use daemon_support::computing_outcome as outcome;
+    use greenup_proto::protocol::{JobEnd, JobState};
+    let d = start(4, |_, _, _| {});
+    let mut c = d.tcp_client();
+    assert!(c.start_node("n1", job(20, "n[1-2]")).unwrap().ends_in_one);
+    assert!(c.node_settings(20, "n2").unwrap().ends_in_one);
+    let state = |c: &mut Client, id| c.get_job(id).unwrap().state;
+    // `node`'s end of job `id` in its first run, with or without the close.
+    let end = |c: &mut Client, id, node, close| {
+        let r = c
+            .end_node(id, vec![outcome(id, node, 2.0, 150.0)], close, Some(0))
+            .unwrap();
+        (r.outcomes, r.nodes, r.closed)
+    };
+
+    // The first node ends before the second: its close is not taken.
+    assert_eq!(
+        end(&mut c, 20, "n1", Some(JobEnd::Completed)),
+        (1, 2, false)
+    );
+    assert_eq!(state(&mut c, 20), JobState::Open);
+    assert_eq!(end(&mut c, 20, "n2", None), (2, 2, false));
+    assert_eq!(state(&mut c, 20), JobState::Open, "only a close closes");
+    // Sent again, the same outcome is harmless, and now every node has reported.
+    assert_eq!(end(&mut c, 20, "n1", Some(JobEnd::Completed)), (2, 2, true));
+    assert_eq!(state(&mut c, 20), JobState::Closed);
+    assert_eq!(
+        count(&d.store, "SELECT count(*) FROM outcomes WHERE job_id = 20"),
+        2
+    );
+
+    // A one-node job ends in one round trip; a failed claim is stored as it was sent.
+    c.start_node("n3", job(21, "n3")).unwrap();
+    assert_eq!(end(&mut c, 21, "n3", Some(JobEnd::Failed)), (1, 1, true));
+    let rec = c.get_job(21).unwrap();
+    assert_eq!(
+        (rec.state, rec.end),
+        (JobState::Closed, Some(JobEnd::Failed))
+    );
+}
+
+#[test]
+fn a_hostile_end_node_stores_nothing() {
+    use daemon_support::computing_outcome as outcome;
+    use greenup_proto::protocol::{JobEnd, MAX_END_OUTCOMES};
+    let d = start(2, |_, _, _| {});
+    let mut c = d.tcp_client();
+    c.start_node("n1", job(30, "n[1-2]")).unwrap();
+    let outcomes_of_30 = || count(&d.store, "SELECT count(*) FROM outcomes WHERE job_id = 30");
+    // One outcome of another job among good ones: nothing of the request is stored.
+    let (code, msg) = refusal(c.end_node(
+        30,
+        vec![outcome(30, "n1", 2.0, 150.0), outcome(31, "n2", 2.0, 150.0)],
+        Some(JobEnd::Completed),
+        None,
+    ));
+    assert_eq!(code, ErrorCode::BadRequest, "{msg}");
+    assert!(
+        msg.contains("outcomes[].job_id") && msg.contains("31"),
+        "{msg}"
+    );
+    assert_eq!(outcomes_of_30(), 0);
+    // More outcomes than a node has records.
+    let many = vec![outcome(30, "n1", 2.0, 150.0); MAX_END_OUTCOMES + 1];
+    let (code, msg) = refusal(c.end_node(30, many, None, None));
+    assert_eq!(code, ErrorCode::BadRequest, "{msg}");
+    assert!(msg.contains(&MAX_END_OUTCOMES.to_string()), "{msg}");
+    assert_eq!(outcomes_of_30(), 0);
+    // A user, even the job's owner, may not end a node or close its job.
+    let body = request_body(&Request::EndNode {
+        job_id: 30,
+        outcomes: vec![outcome(30, "n1", 2.0, 150.0)],
+        close: Some(JobEnd::Completed),
+        restart_count: None,
+    })
+    .unwrap();
+    let cred = daemon_support::cred_as(Some(daemon_support::TEST_USER), &body, None);
+    let line = request_line(&body, Some(&cred)).unwrap();
+    let reply = d.tcp_client().call_raw(&line).unwrap();
+    assert_eq!(reply.error.map(|e| e.code), Some(ErrorCode::Forbidden));
+    assert_eq!(outcomes_of_30(), 0);
+    assert_eq!(
+        c.get_job(30).unwrap().state,
+        greenup_proto::protocol::JobState::Open
+    );
+}

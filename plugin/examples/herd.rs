@@ -461,7 +461,7 @@ fn run(args: &Args) -> Result<bool, String> {
                 std::thread::sleep(Duration::from_millis(20));
             }
         } else {
-            epilog::wait_for_outcomes(&mut c, closer_job, n).map_err(|e| e.to_string())?;
+            epilog::wait_for_outcomes(&mut c, closer_job, n, None).map_err(|e| e.to_string())?;
         }
         c.close_job(closer_job, Some(greenup::record::JobEnd::Completed), None)
             .map_err(|e| e.to_string())?;

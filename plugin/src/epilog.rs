@@ -226,16 +226,23 @@ pub fn wire_outcome(
     }
 }
 
+/// What the node's saved settings say greenupd does at a job's end.
+#[derive(Debug, Clone, Copy)]
+struct Told {
+    /// greenupd asks Slurm itself how a job claimed completed really ended.
+    settled: bool,
+    /// greenupd takes the node's outcomes, and the first node's close, in one `end_node`.
+    ends_in_one: bool,
+}
+
 /// Send this node's outcomes and, on the job's first node, the close with how the job
-/// ended. What greenupd cannot take now goes to the node's spool. `settled` is the
-/// saved decision's word that greenupd asks Slurm itself how a job claimed completed
-/// really ended.
+/// ended. What greenupd cannot take now goes to the node's spool.
 fn report_end(
     site: &NodeConfig,
     job: &JobEnv,
     outcomes: &[(dvfs_job::NodeOutcome, Option<NodeComm>)],
     (gpu, gpu_power): (Option<greenup::record::NodeGpu>, Option<NodePower>),
-    settled: bool,
+    told: Told,
     phases: &mut Phases,
     log: Log,
 ) {
@@ -254,27 +261,45 @@ fn report_end(
             w
         })
         .collect();
+    let job_id = u64::from(job.job_id);
     let sent = connect(site).map_err(|e| e.to_string()).and_then(|mut c| {
-        for o in &wire {
-            c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
+        let mut known = None;
+        if told.ends_in_one {
+            // The first node's close travels with its outcomes when greenupd settles the
+            // claim and no report is written first (the report reads the whole record):
+            // greenupd takes it only once every node has reported.
+            let close =
+                (closer && told.settled && !job.options.report).then(|| end::claim(job.exit));
+            let r = c
+                .end_node(job_id, wire.clone(), close, job.restart_count)
+                .map_err(|e| e.to_string())?;
+            phases.mark("outcome");
+            if !closer || r.closed {
+                return Ok(c);
+            }
+            known = Some((r.outcomes, Some(r.nodes)));
+        } else {
+            for o in &wire {
+                c.record_outcome(o.clone()).map_err(|e| e.to_string())?;
+            }
+            phases.mark("outcome");
+            if !closer {
+                return Ok(c);
+            }
         }
-        phases.mark("outcome");
-        if !closer {
-            return Ok(c);
-        }
-        let waited = wait_for_outcomes(&mut c, u64::from(job.job_id), job.nodes.len());
+        let waited = wait_for_outcomes(&mut c, job_id, job.nodes.len(), known);
         phases.mark("wait");
         // Every node has reported, so the job has ended on all of them: no shrink
         // released this node while the job runs on, and greenupd settles the claim.
         let everywhere = matches!(waited, Ok(true));
-        let ended = how_it_ended(job, settled && everywhere);
+        let ended = how_it_ended(job, told.settled && everywhere);
         phases.mark("slurmctld");
         let Some(end) = ended else {
             return Ok(c);
         };
         if job.options.report {
             let rec = waited
-                .and_then(|_| c.get_job(u64::from(job.job_id)))
+                .and_then(|_| c.get_job(job_id))
                 .map_err(|e| e.to_string());
             // The report names node types and their speeds: the whole site config.
             let full = greenup::site::load(&site.path).map_err(|e| e.to_string());
@@ -286,7 +311,7 @@ fn report_end(
                 ),
             }
         }
-        c.close_job(u64::from(job.job_id), Some(end), job.restart_count)
+        c.close_job(job_id, Some(end), job.restart_count)
             .map_err(|e| e.to_string())?;
         phases.mark("close");
         Ok(c)
@@ -306,7 +331,7 @@ fn report_end(
             };
             let close = closer && ended.is_some();
             let entry = spool::Entry {
-                job_id: u64::from(job.job_id),
+                job_id,
                 node: job.node.clone(),
                 outcomes: wire,
                 close,
@@ -362,14 +387,23 @@ fn how_it_ended(job: &JobEnv, settled: bool) -> Option<JobEnd> {
 
 /// Wait until all `nodes` of the job have an outcome stored, or [`OUTCOMES_WAIT`] passed:
 /// the other nodes' epilogs run at the same time, and a close makes greenupd learn from
-/// the outcomes it has. Each poll is a count, the same size however large the job.
+/// the outcomes it has. Each poll is a count, the same size however large the job;
+/// `known` is a count greenupd already gave (with `end_node`'s answer), taken as the first.
 /// Whether every node greenupd opened the job with has reported: only then has the job
 /// ended everywhere (the environment of a node a shrink released lists only the nodes
 /// released with it). Always `false` from an older greenupd, which does not say.
-pub fn wait_for_outcomes(c: &mut Client, job_id: u64, nodes: usize) -> Result<bool, ClientError> {
+pub fn wait_for_outcomes(
+    c: &mut Client,
+    job_id: u64,
+    nodes: usize,
+    mut known: Option<(u64, Option<u64>)>,
+) -> Result<bool, ClientError> {
     let started = std::time::Instant::now();
     loop {
-        let (n, opened) = c.outcomes_of(job_id)?;
+        let (n, opened) = match known.take() {
+            Some(k) => k,
+            None => c.outcomes_of(job_id)?,
+        };
         // A job opened without its node list cannot say that every node reported.
         let opened = opened.filter(|&o| o > 0);
         let everywhere = opened.is_some_and(|o| n >= o);
@@ -436,7 +470,10 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
     let part = saved.as_ref().and_then(|d| d.gpu_power);
     let (gpu, gpu_power) = crate::gpu::end_held(&site, &paths.run_dir, job, part);
     let decided = saved.is_some();
-    let settled = saved.as_ref().is_some_and(|d| d.asks_slurm_end);
+    let told = Told {
+        settled: saved.as_ref().is_some_and(|d| d.asks_slurm_end),
+        ends_in_one: saved.as_ref().is_some_and(|d| d.ends_in_one),
+    };
     phases.mark("gpu");
     if decided {
         report_end(
@@ -444,7 +481,7 @@ pub fn epilog(args: &Args, job: &JobEnv, log: Log) {
             job,
             &outcomes,
             (gpu, gpu_power),
-            settled,
+            told,
             &mut phases,
             log,
         );

@@ -81,6 +81,10 @@ pub fn test_user_uid() -> u32 {
 pub fn cred_as(user: Option<&str>, payload: &str, ttl: Option<u32>) -> String {
     let mut cmd = match user {
         Some(u) => {
+            if u == TEST_USER {
+                // A fresh machine has no such user until a test makes it.
+                test_user_uid();
+            }
             let mut c = Command::new("runuser");
             c.args(["-u", u, "--", "munge"]);
             c
@@ -392,6 +396,10 @@ pub fn greenup_bin() -> String {
 pub fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
     let mut cmd = match user {
         Some(u) => {
+            if u == TEST_USER {
+                // A fresh machine has no such user until a test makes it.
+                test_user_uid();
+            }
             let mut c = Command::new("runuser");
             c.args(["-u", u, "--"]).arg(greenup_bin());
             c

@@ -18,6 +18,17 @@ use crate::protocol::{
     Status, request_body, request_line,
 };
 
+/// What greenupd answered a node's end ([`Client::end_node`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeEnded {
+    /// The job's nodes with an outcome stored, the asking node's included.
+    pub outcomes: u64,
+    /// The nodes greenupd opened the job with.
+    pub nodes: u64,
+    /// The close the node carried was taken: the job is closed.
+    pub closed: bool,
+}
+
 /// Where greenupd listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
@@ -279,6 +290,35 @@ impl Client {
         })? {
             Reply::NodeSettings(s) => Ok(s),
             other => Err(unexpected("node_settings", &other)),
+        }
+    }
+
+    /// A node's end in one request: its outcomes, and with `close` (the first node) the
+    /// job's close once every node greenupd opened it with has reported.
+    pub fn end_node(
+        &mut self,
+        job_id: u64,
+        outcomes: Vec<NodeOutcome>,
+        close: Option<JobEnd>,
+        restart_count: Option<u32>,
+    ) -> Result<NodeEnded, ClientError> {
+        match self.call(&Request::EndNode {
+            job_id,
+            outcomes,
+            close,
+            restart_count,
+        })? {
+            Reply::NodeEnded {
+                outcomes,
+                nodes,
+                closed,
+                ..
+            } => Ok(NodeEnded {
+                outcomes,
+                nodes,
+                closed,
+            }),
+            other => Err(unexpected("node_ended", &other)),
         }
     }
 

@@ -29,6 +29,10 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// string it at most doubles, so a part always fits in a line.
 pub const PART_BYTES: usize = MAX_LINE_BYTES / 4;
 
+/// The most outcomes one `end_node` carries: a node's own and the records of steps
+/// that crashed before their end, far fewer in practice.
+pub const MAX_END_OUTCOMES: usize = 256;
+
 /// One request line as a client writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -80,6 +84,24 @@ pub enum Request {
         end: Option<JobEnd>,
         /// The run that ended, as its open's `restart_count`: a late close of a run
         /// before a requeue is refused rather than taken for the run after it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        restart_count: Option<u32>,
+    },
+    /// A node's end in one request: its outcomes (the node's own and any its crashed
+    /// steps left), and on the job's first node the close, taken only once every node
+    /// greenupd opened the job with has an outcome stored. What a newer epilog sends
+    /// when its settings say `ends_in_one`. Root or SlurmUser only.
+    EndNode {
+        /// Slurm job id; every outcome must be of this job.
+        #[serde(deserialize_with = "job_id")]
+        job_id: u64,
+        /// The node's outcomes, at most [`MAX_END_OUTCOMES`].
+        outcomes: Vec<NodeOutcome>,
+        /// Close the job with this end once every node has reported: the first node's
+        /// claim, settled by greenupd against Slurm's final record.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        close: Option<JobEnd>,
+        /// The run that ended, as its open's `restart_count`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         restart_count: Option<u32>,
     },
@@ -154,6 +176,7 @@ impl Request {
             Request::CountOutcomes { .. } => "count_outcomes",
             Request::NodeSettings { .. } => "node_settings",
             Request::RecordOutcome(_) => "record_outcome",
+            Request::EndNode { .. } => "end_node",
             Request::CloseJob { .. } => "close_job",
             Request::GetJob { .. } => "get_job",
             Request::GetJobPart { .. } => "get_job_part",
@@ -234,6 +257,18 @@ pub enum Reply {
         /// lists only the released nodes). Absent from an older greenupd.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         nodes: Option<u64>,
+    },
+    /// A node's end is stored (end_node): the job's outcome count after it, and whether
+    /// the close it carried was taken.
+    NodeEnded {
+        /// Slurm job id.
+        job_id: u64,
+        /// Nodes with an outcome stored, this one's included.
+        outcomes: u64,
+        /// The nodes the job was opened with.
+        nodes: u64,
+        /// The job is closed: every node had reported, and the close was stored.
+        closed: bool,
     },
     /// The write is stored (record_outcome, close_job).
     Stored {

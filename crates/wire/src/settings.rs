@@ -88,6 +88,11 @@ pub struct NodeSettings {
     /// started with `--no-slurm-check`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub asks_slurm_end: bool,
+    /// Whether greenupd takes a node's outcomes in one `end_node` request, and with them
+    /// the first node's close once every node has reported: one round trip at the end of
+    /// a one-node job. Absent (false) from an older greenupd.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ends_in_one: bool,
     /// The job's grant, carried from the decision to the library's
     /// `power::split::with_node_type`, which weighs this node's share by its type.
     #[serde(skip)]
@@ -124,6 +129,7 @@ impl NodeSettings {
             guard: d.guard,
             baseline: d.measured_baseline(),
             asks_slurm_end: false,
+            ends_in_one: false,
             grant: d.grant,
         }
     }

@@ -8,15 +8,16 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::jobs::{Outcome, close_job, open_job, recent_settings, start_node};
-use super::{Ctx, Shared, lock, store_error};
+use super::{Ctx, Shared, known, lock, store_error};
 use crate::auth::{Caller, authenticate, require_read, require_write};
 use crate::decide::{bad_field, expand_open};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change};
 use greenup::power::split::with_node_type;
 use greenup_proto::protocol::{
-    ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_LINE_BYTES, MAX_RECORDS,
-    NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request, Status, VERSION,
+    ErrorCode, ErrorReply, JobRecord, JobState, ListJobs, ListRecords, MAX_END_OUTCOMES,
+    MAX_LINE_BYTES, MAX_RECORDS, NodeOutcome, NodeSettings, PART_BYTES, Reply, ReplyLine, Request,
+    Status, VERSION,
 };
 
 #[derive(Deserialize)]
@@ -123,9 +124,11 @@ pub(super) async fn answer(
 }
 
 /// What a node is told beside its settings: whether greenupd settles a claimed
-/// completion with Slurm itself, so that the first node's epilog need not ask slurmctld.
+/// completion with Slurm itself, so that the first node's epilog need not ask slurmctld,
+/// and that it takes the node's end (outcomes and close) in one request.
 fn told(shared: &Shared, mut s: NodeSettings) -> NodeSettings {
     s.asks_slurm_end = shared.opts.slurm_check;
+    s.ends_in_one = true;
     s
 }
 
@@ -178,17 +181,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             )))
         }
         Request::CountOutcomes { job_id } => {
-            let counted = shared
-                .store
-                .read(move |s| s.outcome_count(job_id))
-                .await
-                .map_err(store_error)?;
-            let Some((owner, outcomes, nodes)) = counted else {
-                return Err(ErrorReply::new(
-                    ErrorCode::NotFound,
-                    format!("job {job_id} is not known to greenupd"),
-                ));
-            };
+            let (owner, outcomes, nodes) = outcome_count(shared, job_id).await?;
             require_read(&ctx.roles, caller, owner, job_id)?;
             Ok(Reply::OutcomeCount {
                 job_id,
@@ -198,26 +191,62 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         }
         Request::RecordOutcome(o) => {
             require_write(&ctx.roles, caller, "record outcomes")?;
-            validate_outcome(&o)?;
             let job_id = o.job_id;
-            if lock(&shared.silent).heard(&o.node) {
-                tracing::info!(node = %o.node, job_id, "node reports again: its jobs are greenup's once more");
+            let new = store_outcome(shared, o).await?;
+            Ok(Reply::Stored { job_id, new })
+        }
+        Request::EndNode {
+            job_id,
+            outcomes,
+            close,
+            restart_count,
+        } => {
+            require_write(&ctx.roles, caller, "record outcomes and close jobs")?;
+            if outcomes.len() > MAX_END_OUTCOMES {
+                return Err(bad_field(
+                    "outcomes",
+                    format!("{} outcomes", outcomes.len()),
+                    &format!("at most {MAX_END_OUTCOMES}"),
+                ));
             }
-            match shared
-                .store
-                .write(Change::Outcome {
-                    outcome: Box::new(o),
-                    at: now(),
-                })
-                .await
-                .map_err(store_error)?
-            {
-                Applied::Stored { new } => Ok(Reply::Stored { job_id, new }),
-                Applied::Opened { .. } => Err(ErrorReply::new(
-                    ErrorCode::Internal,
-                    "store answered an outcome with an open",
-                )),
+            // Checked whole before anything is stored: a bad request stores nothing.
+            for o in &outcomes {
+                validate_outcome(o)?;
+                if o.job_id != job_id {
+                    return Err(bad_field(
+                        "outcomes[].job_id",
+                        o.job_id,
+                        &format!("{job_id}, the request's job"),
+                    ));
+                }
             }
+            for o in outcomes {
+                store_outcome(shared, o).await?;
+            }
+            let (_, reported, nodes) = outcome_count(shared, job_id).await?;
+            let everywhere = nodes > 0 && reported >= nodes;
+            let closed = match close {
+                Some(end) if everywhere => {
+                    match close_job(shared, job_id, JobState::Closed, Some(end), restart_count)
+                        .await
+                    {
+                        Ok(_) => true,
+                        Err(e) => {
+                            // The node then closes with its own request, whose error it
+                            // sees, spools and logs on its side as before.
+                            tracing::info!(job_id, error = %e, "end_node: close not taken");
+                            false
+                        }
+                    }
+                }
+                _ => false,
+            };
+            Ok(Reply::NodeEnded {
+                job_id,
+                outcomes: reported,
+                nodes,
+                closed,
+            })
         }
         Request::ClearHold { profile, policy } => {
             require_write(&ctx.roles, caller, "clear policy holds")?;
@@ -433,6 +462,38 @@ fn check_node_name(field: &str, node: &str) -> Result<(), ErrorReply> {
     Ok(())
 }
 
+/// How many of `job_id`'s nodes have an outcome stored: the job's owner, the count,
+/// and the nodes it was opened with.
+async fn outcome_count(shared: &Arc<Shared>, job_id: u64) -> Result<(u32, u64, u64), ErrorReply> {
+    known(
+        shared.store.read(move |s| s.outcome_count(job_id)).await,
+        job_id,
+    )
+}
+
+/// Store one node's outcome after checking it; `false` when it was stored before.
+async fn store_outcome(shared: &Arc<Shared>, o: NodeOutcome) -> Result<bool, ErrorReply> {
+    validate_outcome(&o)?;
+    if lock(&shared.silent).heard(&o.node) {
+        tracing::info!(node = %o.node, job_id = o.job_id, "node reports again: its jobs are greenup's once more");
+    }
+    match shared
+        .store
+        .write(Change::Outcome {
+            outcome: Box::new(o),
+            at: now(),
+        })
+        .await
+        .map_err(store_error)?
+    {
+        Applied::Stored { new } => Ok(new),
+        Applied::Opened { .. } => Err(ErrorReply::new(
+            ErrorCode::Internal,
+            "store answered an outcome with an open",
+        )),
+    }
+}
+
 fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
     check_node_name("node", &o.node)?;
     for (field, v) in [
@@ -454,17 +515,10 @@ fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
 /// A job as get_job and get_job_part send it: with its runs before a requeue, so a
 /// report shows the energy of every run.
 async fn job_with_runs(shared: &Arc<Shared>, job_id: u64) -> Result<JobRecord, ErrorReply> {
-    let job = shared
-        .store
-        .read(move |s| s.job_with_runs(job_id))
-        .await
-        .map_err(store_error)?;
-    let mut job = job.ok_or_else(|| {
-        ErrorReply::new(
-            ErrorCode::NotFound,
-            format!("job {job_id} is not known to greenupd"),
-        )
-    })?;
+    let mut job = known(
+        shared.store.read(move |s| s.job_with_runs(job_id)).await,
+        job_id,
+    )?;
     // Slurm reuses job ids once they wrap: a run of another owner under this id is not
     // the asker's to read, whoever may read the current one.
     let owner = job.uid;

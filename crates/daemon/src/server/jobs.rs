@@ -6,13 +6,17 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
+use super::budget::Admitted;
 use super::refine::{refine_after_close, settle_then_refine};
 use super::{Ctx, Shared, lock, store_error};
 use crate::baseline::AppState;
-use crate::decide::{bad_field, expand_open};
+use crate::decide::{Proposal, bad_field, expand_open};
+use crate::ledger::Ledger;
 use crate::run::{self, Run};
 use crate::store::sqlite::now;
 use crate::store::{Applied, Change, NewJob};
+use greenup::budget::AtAdmission;
+use greenup::budget::book::Charge;
 use greenup::power::split::with_node_type;
 use greenup_proto::protocol::{
     Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeGears, NodeSettings, OpenJob, Reply,
@@ -500,6 +504,21 @@ fn written_version(site: &greenup::site::Site, name: Option<&str>, version: &str
     v.to_string()
 }
 
+/// What a job is decided on, gathered before anything is decided.
+struct Facts {
+    /// The request, its time limit completed (from slurmctld where the node could not say).
+    req: OpenJob,
+    /// When it is decided, Unix seconds.
+    at: i64,
+    /// When its reservation lapses if no close comes: its time limit and the grace.
+    expires_at: i64,
+    /// What the store says of its application: baselines taken, a hold.
+    app: AppState,
+}
+
+/// A job's start in one pass, each step a function below in this order: gather the
+/// facts, decide under the power ledger, let the energy budgets act, explain the
+/// decision (grant, watts, guard), and record it.
 async fn decide_and_store(
     shared: &Arc<Shared>,
     ctx: Arc<Ctx>,
@@ -508,6 +527,17 @@ async fn decide_and_store(
     shared
         .decisions
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let facts = gather(shared, &ctx, req).await;
+    let p = decide_under_ledger(shared, &ctx, &facts).await?;
+    let admitted = admit_budgets(shared, &ctx, &facts, p);
+    let (decision, inputs) =
+        explain(shared, &ctx, &facts, admitted.proposal, admitted.states).await;
+    record(shared, facts, decision, inputs, admitted.charges).await
+}
+
+/// The facts a job is decided on: its time limit, when its reservation lapses, and its
+/// application's history.
+async fn gather(shared: &Arc<Shared>, ctx: &Ctx, req: OpenJob) -> Facts {
     let req = crate::time_limit::complete(
         req,
         shared.opts.slurm_check,
@@ -516,80 +546,100 @@ async fn decide_and_store(
     )
     .await;
     let at = now();
-    let job_id = req.job_id;
-    let limit_s = req.time_limit.hold_s();
     let expires_at = at
-        .saturating_add(limit_s as i64)
+        .saturating_add(req.time_limit.hold_s() as i64)
         .saturating_add(ctx.site.daemon.grace_s as i64);
-    let app = app_state(shared, &ctx, &req).await;
-    // Plan outside the ledger lock (planning is the costly part), then reserve under
-    // it. If the budget shrank meanwhile and the plan no longer fits, plan again;
-    // after a few tries, plan under the lock so the job cannot starve.
-    let part = req.partition.clone();
-    let mut tries = 0;
-    let p = loop {
-        tries += 1;
-        let free = lock(&shared.ledger).free_w(part.as_deref());
-        let p = if tries > 3 {
-            let mut ledger = lock(&shared.ledger);
-            let free = ledger.free_w(part.as_deref());
-            let p = ctx
-                .decider
-                .decide_or_refuse_with(&ctx.site, &req, free, &app);
-            if p.verdict.holds_reservation(p.reserve_w) {
-                ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
-            }
-            break p;
-        } else {
-            let (ctx2, req2, app2) = (ctx.clone(), req.clone(), app.clone());
-            tokio::task::spawn_blocking(move || {
-                ctx2.decider
-                    .decide_or_refuse_with(&ctx2.site, &req2, free, &app2)
-            })
-            .await
-            .map_err(|e| {
-                ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}"))
-            })?
-        };
+    let app = app_state(shared, ctx, &req).await;
+    Facts {
+        req,
+        at,
+        expires_at,
+        app,
+    }
+}
+
+/// Reserve `p`'s watts for the job in `ledger` when its verdict holds any.
+fn hold(ledger: &mut Ledger, f: &Facts, p: &Proposal) {
+    if p.verdict.holds_reservation(p.reserve_w) {
+        let part = f.req.partition.as_deref();
+        ledger.reserve(f.req.job_id, part, p.reserve_w, f.expires_at, f.at);
+    }
+}
+
+/// Decide under the power ledger: plan outside its lock (planning is the costly part),
+/// then reserve under it. If the power left shrank meanwhile past the plan, plan again;
+/// after a few tries, plan under the lock so that the job cannot starve.
+async fn decide_under_ledger(
+    shared: &Arc<Shared>,
+    ctx: &Arc<Ctx>,
+    f: &Facts,
+) -> Result<Proposal, ErrorReply> {
+    let part = f.req.partition.as_deref();
+    for _ in 0..3 {
+        let free = lock(&shared.ledger).free_w(part);
+        let (ctx2, req2, app2) = (ctx.clone(), f.req.clone(), f.app.clone());
+        let p = tokio::task::spawn_blocking(move || {
+            ctx2.decider
+                .decide_or_refuse_with(&ctx2.site, &req2, free, &app2)
+        })
+        .await
+        .map_err(|e| ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}")))?;
         let mut ledger = lock(&shared.ledger);
-        let now_free = ledger.free_w(part.as_deref());
-        let shrank_past_it = match (free, now_free) {
+        let shrank_past_it = match (free, ledger.free_w(part)) {
             (Some(then), Some(now)) => now < then && p.reserve_w > now,
             _ => false,
         };
-        if shrank_past_it {
-            continue;
-        }
-        if p.verdict.holds_reservation(p.reserve_w) {
-            ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
-        }
-        break p;
-    };
-    // The energy budgets take their turn once the power ledger has: a level's action
-    // may decide the job again, and its reservation follows the final decision.
-    let (held_w, holds) = (p.reserve_w, p.verdict.holds_reservation(p.reserve_w));
-    let free_before = lock(&shared.ledger)
-        .free_w(part.as_deref())
-        .map(|f| if holds { f + held_w } else { f });
-    let admitted = super::budget::admit(shared, &ctx, &req, p, free_before, at);
-    let p = admitted.proposal;
-    if (p.reserve_w, p.verdict.holds_reservation(p.reserve_w)) != (held_w, holds) {
-        let mut ledger = lock(&shared.ledger);
-        ledger.release(job_id);
-        if p.verdict.holds_reservation(p.reserve_w) {
-            ledger.reserve(job_id, part.as_deref(), p.reserve_w, expires_at, at);
+        if !shrank_past_it {
+            hold(&mut ledger, f, &p);
+            return Ok(p);
         }
     }
-    let grant = crate::decide::grant_of(&ctx.site, &req, p.verdict, p.plan.as_ref());
+    let mut ledger = lock(&shared.ledger);
+    let free = ledger.free_w(part);
+    let p = ctx
+        .decider
+        .decide_or_refuse_with(&ctx.site, &f.req, free, &f.app);
+    hold(&mut ledger, f, &p);
+    Ok(p)
+}
+
+/// The energy budgets take their turn once the power ledger has: a level's action may
+/// decide the job again, and its reservation follows the final decision.
+fn admit_budgets(shared: &Arc<Shared>, ctx: &Ctx, f: &Facts, p: Proposal) -> Admitted {
+    let (held_w, holds) = (p.reserve_w, p.verdict.holds_reservation(p.reserve_w));
+    let free_before = lock(&shared.ledger)
+        .free_w(f.req.partition.as_deref())
+        .map(|free| if holds { free + held_w } else { free });
+    let admitted = super::budget::admit(shared, ctx, &f.req, p, free_before, f.at);
+    let p = &admitted.proposal;
+    if (p.reserve_w, p.verdict.holds_reservation(p.reserve_w)) != (held_w, holds) {
+        let mut ledger = lock(&shared.ledger);
+        ledger.release(f.req.job_id);
+        hold(&mut ledger, f, p);
+    }
+    admitted
+}
+
+/// The decision as it is stored and sent: the proposal with the job's grant, its watts
+/// and the in-job guard's terms (whose reason joins the proposal's); and the plan
+/// request the store keeps beside it.
+async fn explain(
+    shared: &Arc<Shared>,
+    ctx: &Ctx,
+    f: &Facts,
+    p: Proposal,
+    budgets: Vec<AtAdmission>,
+) -> (Decision, serde_json::Value) {
+    let grant = crate::decide::grant_of(&ctx.site, &f.req, p.verdict, p.plan.as_ref());
     let watts = crate::decide::watts_of(&ctx.site, p.verdict, p.plan.as_ref());
-    let guard = guard_terms(shared, &ctx, &req, &p).await;
+    let guard = guard_terms(shared, ctx, &f.req, &p).await;
     let reason = match &guard {
         Some((t, b)) if p.reason.is_empty() => crate::baseline::guard_reason(t, *b),
         Some((t, b)) => format!("{}; {}", p.reason, crate::baseline::guard_reason(t, *b)),
         None => p.reason,
     };
     let decision = Decision {
-        job_id,
+        job_id: f.req.job_id,
         verdict: p.verdict,
         reason,
         policy: p.policy,
@@ -599,25 +649,43 @@ async fn decide_and_store(
         power_cap_w: p.power_cap_w,
         reserved_w: p.reserve_w,
         plan: p.plan,
-        decided_at: at,
+        decided_at: f.at,
         baseline_sample: p.baseline_sample,
         clock_sample: p.clock_sample,
         refusal: p.refusal,
-        budgets: admitted.states,
+        budgets,
         comm_dvfs: p.comm_dvfs,
         grant,
         guard: guard.map(|(t, _)| t),
         watts,
     };
-    let inputs = p.inputs;
-    let partition = req.partition.clone();
+    (decision, p.inputs)
+}
+
+/// Store the job with its decision. A job stored before (greenupd restarted, or the job
+/// is closed already) keeps the decision stored then, and the ledger and the budgets
+/// follow that one; a job not stored holds nothing.
+async fn record(
+    shared: &Arc<Shared>,
+    f: Facts,
+    decision: Decision,
+    inputs: serde_json::Value,
+    charges: Vec<Charge>,
+) -> Result<Decision, ErrorReply> {
+    let job_id = f.req.job_id;
+    let partition = f.req.partition.clone();
     let change = Change::Open(Box::new(NewJob {
-        request: req,
+        request: f.req,
         decision,
         inputs,
-        expires_at,
-        charges: admitted.charges,
+        expires_at: f.expires_at,
+        charges,
     }));
+    let failed = |e: ErrorReply| {
+        lock(&shared.ledger).release(job_id);
+        lock(&shared.budget).release(job_id);
+        Err(e)
+    };
     match shared.store.write(change).await {
         Ok(Applied::Opened {
             new: true,
@@ -629,7 +697,6 @@ async fn decide_and_store(
             decision,
             state,
         }) => {
-            // Stored before (a restart, or a job closed already): the stored decision wins.
             {
                 let mut ledger = lock(&shared.ledger);
                 ledger.release(job_id);
@@ -638,7 +705,7 @@ async fn decide_and_store(
                         job_id,
                         partition.as_deref(),
                         decision.reserved_w,
-                        expires_at,
+                        f.expires_at,
                         decision.decided_at,
                     );
                 }
@@ -646,19 +713,11 @@ async fn decide_and_store(
             super::budget::restore(shared, job_id).await;
             Ok(*decision)
         }
-        Ok(Applied::Stored { .. }) => {
-            lock(&shared.ledger).release(job_id);
-            lock(&shared.budget).release(job_id);
-            Err(ErrorReply::new(
-                ErrorCode::Internal,
-                "store answered an open with a plain ack",
-            ))
-        }
-        Err(e) => {
-            lock(&shared.ledger).release(job_id);
-            lock(&shared.budget).release(job_id);
-            Err(store_error(e))
-        }
+        Ok(Applied::Stored { .. }) => failed(ErrorReply::new(
+            ErrorCode::Internal,
+            "store answered an open with a plain ack",
+        )),
+        Err(e) => failed(store_error(e)),
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::give_back::GiveBacks;
 use super::jobs::{JobView, Outcome};
-use super::{Ctx, Shared, lock, store_error};
+use super::{Ctx, Shared, lock};
 use crate::decide::bad_field;
 use crate::store::sqlite::now;
 use greenup_proto::live_power::{
@@ -614,17 +614,7 @@ async fn job_view(shared: &Arc<Shared>, job_id: u64) -> Result<Arc<JobView>, Err
     let v = match recent {
         Some(v) => v,
         None => {
-            let rec = shared
-                .store
-                .read(move |s| s.job(job_id))
-                .await
-                .map_err(store_error)?
-                .ok_or_else(|| {
-                    ErrorReply::new(
-                        ErrorCode::NotFound,
-                        format!("job {job_id} is not known to greenupd"),
-                    )
-                })?;
+            let rec = super::known(shared.store.read(move |s| s.job(job_id)).await, job_id)?;
             if rec.state != JobState::Open {
                 return Err(ErrorReply::new(
                     ErrorCode::Conflict,

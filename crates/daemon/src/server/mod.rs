@@ -202,12 +202,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The refusal of a request about a job greenupd has never stored.
+fn unknown_job(job_id: u64) -> ErrorReply {
+    ErrorReply::new(
+        ErrorCode::NotFound,
+        format!("job {job_id} is not known to greenupd"),
+    )
+}
+
+/// A store read of job `job_id`'s data as a request's answer: a store failure, or the
+/// job unknown.
+fn known<T>(read: Result<Option<T>, StoreError>, job_id: u64) -> Result<T, ErrorReply> {
+    read.map_err(store_error)?
+        .ok_or_else(|| unknown_job(job_id))
+}
+
 fn store_error(e: StoreError) -> ErrorReply {
     match e {
-        StoreError::NoSuchJob(id) => ErrorReply::new(
-            ErrorCode::NotFound,
-            format!("job {id} is not known to greenupd"),
-        ),
+        StoreError::NoSuchJob(id) => unknown_job(id),
         StoreError::OtherRun(why) => ErrorReply::new(ErrorCode::Conflict, why),
         other => ErrorReply::new(ErrorCode::StoreFailed, other.to_string()),
     }
