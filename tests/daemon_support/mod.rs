@@ -77,16 +77,23 @@ pub fn test_user_uid() -> u32 {
         .expect("test user uid")
 }
 
+/// `runuser -u USER --`, the command to append to; the test user is made first where a
+/// fresh machine has none.
+fn as_user(user: &str) -> Command {
+    if user == TEST_USER {
+        test_user_uid();
+    }
+    let mut c = Command::new("runuser");
+    c.args(["-u", user, "--"]);
+    c
+}
+
 /// A MUNGE credential for `payload`, made by `user` (root when `None`), with an optional TTL.
 pub fn cred_as(user: Option<&str>, payload: &str, ttl: Option<u32>) -> String {
     let mut cmd = match user {
         Some(u) => {
-            if u == TEST_USER {
-                // A fresh machine has no such user until a test makes it.
-                test_user_uid();
-            }
-            let mut c = Command::new("runuser");
-            c.args(["-u", u, "--", "munge"]);
+            let mut c = as_user(u);
+            c.arg("munge");
             c
         }
         None => Command::new("munge"),
@@ -396,12 +403,8 @@ pub fn greenup_bin() -> String {
 pub fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
     let mut cmd = match user {
         Some(u) => {
-            if u == TEST_USER {
-                // A fresh machine has no such user until a test makes it.
-                test_user_uid();
-            }
-            let mut c = Command::new("runuser");
-            c.args(["-u", u, "--"]).arg(greenup_bin());
+            let mut c = as_user(u);
+            c.arg(greenup_bin());
             c
         }
         None => Command::new(greenup_bin()),

@@ -191,6 +191,7 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
         }
         Request::RecordOutcome(o) => {
             require_write(&ctx.roles, caller, "record outcomes")?;
+            validate_outcome(&o)?;
             let job_id = o.job_id;
             let new = store_outcome(shared, o).await?;
             Ok(Reply::Stored { job_id, new })
@@ -471,9 +472,9 @@ async fn outcome_count(shared: &Arc<Shared>, job_id: u64) -> Result<(u32, u64, u
     )
 }
 
-/// Store one node's outcome after checking it; `false` when it was stored before.
+/// Store one node's outcome, checked by [`validate_outcome`]; `false` when it was
+/// stored before.
 async fn store_outcome(shared: &Arc<Shared>, o: NodeOutcome) -> Result<bool, ErrorReply> {
-    validate_outcome(&o)?;
     if lock(&shared.silent).heard(&o.node) {
         tracing::info!(node = %o.node, job_id = o.job_id, "node reports again: its jobs are greenup's once more");
     }
