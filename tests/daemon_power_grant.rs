@@ -97,6 +97,36 @@ fn a_granted_job_is_planned_under_its_grant_and_its_nodes_share_it() {
 }
 
 #[test]
+fn under_hres_every_node_holds_what_its_rack_counted_for_it_whatever_the_plan_uses() {
+    // Slurm counted the grant per node, 225 W on each of the four (900 W in all): a plan
+    // on fewer nodes cannot move a node's watts to another, whose rack counted 225 W.
+    let d = start(4, |_, site, _| {
+        site.power.enforce = PowerEnforce::Hres;
+        site.power_cap_w = Some(4000.0);
+    });
+    let nodes = start_all(&d, &job(3, Some(900.0), "min-energy", Some(1)));
+    let used: Vec<&NodeSettings> = nodes.iter().filter(|n| n.used).collect();
+    assert!(
+        used.len() < 4,
+        "min-energy uses {} of 4 nodes: {}",
+        used.len(),
+        nodes[0].reason
+    );
+    for n in &used {
+        let got = n.power_limit_w.expect("a used node is told its share");
+        assert!(
+            (got - 225.0).abs() < 1e-6,
+            "{}: {got} W, want 900 / 4",
+            n.node
+        );
+    }
+    // Under the queue the same grant is the used nodes' to share.
+    let d = queue(PowerEnforce::Queue);
+    let nodes = start_all(&d, &job(3, Some(900.0), "min-energy", Some(1)));
+    assert_shares(&nodes, 900.0);
+}
+
+#[test]
 fn the_quote_under_the_queue_is_planned_within_what_slurm_can_ever_grant() {
     // The ledger cap of 400 W less a 25% reserve: Slurm counts 300 licenses, so a job
     // asking for more is refused by Slurm itself. Four nodes at the top clock draw

@@ -1,8 +1,11 @@
 //! The start and end of one job of N nodes, as greenupd sees them: N node prologs at
 //! once, each on its own TCP connection with its own MUNGE credential, sending what
 //! the plugin's prolog sends (built by the plugin's own code from the variables slurmd
-//! gives a prolog); then N epilogs' outcomes at once and the first node's close, after
-//! it waited for the others' outcomes as the plugin does.
+//! gives a prolog); then N epilogs' ends at once, as the plugin sends them: where
+//! greenupd's settings say `ends_in_one`, each node's `end_node`, the first node's with
+//! the claimed close (taken once every node has reported, else the first node waits and
+//! closes); otherwise each node's `record_outcome` and the first node's close after it
+//! waited for the others' outcomes.
 //!
 //! Every credential is made before its burst, so the burst measures greenupd (and
 //! munged decoding). A prolog that has no reply within `--timeout-ms` of the burst's
@@ -72,6 +75,10 @@ struct Args {
     /// own code, with this site config), then play the node prologs.
     #[arg(long, value_name = "SITE_CONFIG", conflicts_with = "old")]
     controller: Option<std::path::PathBuf>,
+    /// End with record_outcome and a separate close, as a plugin does under a greenupd
+    /// that does not say `ends_in_one`, even where this one does.
+    #[arg(long)]
+    outcomes_apart: bool,
 }
 
 /// The kernel's count of connections dropped because a listen queue was full
@@ -425,9 +432,20 @@ fn run(args: &Args) -> Result<bool, String> {
         );
     }
 
-    // The ends: every node's outcome at once, then the first node's close after it
-    // waited (at most a second, as the plugin does) for the others' outcomes.
+    // What n1's settings say greenupd takes at a job's end (the plugin's epilog reads the
+    // same two fields from the settings it saved).
+    let told = match got.first() {
+        Some(Got::Reply(r, _)) if !args.old && !args.outcomes_apart => match &r.reply {
+            Some(Reply::NodeSettings(s)) => Some((s.ends_in_one, s.asks_slurm_end)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (in_one, settled) = told.unwrap_or((false, false));
+    // The ends: every node's at once; the first node's close after it waited (at most a
+    // second, as the plugin does) for the others' outcomes, or with its own end_node.
     let mut lines = Vec::with_capacity(n);
+    let mut first = None;
     for name in &names {
         let run = NodeRun {
             job_id: args.job_id,
@@ -441,8 +459,30 @@ fn run(args: &Args) -> Result<bool, String> {
             power: None,
         };
         let o: NodeOutcome = epilog::wire_outcome(&job, &run, None);
-        lines.push(credentialed(&munge, &Request::RecordOutcome(o))?);
+        let req = match (in_one, first.is_none()) {
+            // The first node's end_node goes with its closer, below.
+            (true, true) => {
+                first = Some(o);
+                continue;
+            }
+            (true, false) => Request::EndNode {
+                job_id: u64::from(args.job_id),
+                outcomes: vec![o],
+                close: None,
+                restart_count: None,
+            },
+            (false, _) => Request::RecordOutcome(o),
+        };
+        lines.push(credentialed(&munge, &req)?);
     }
+    println!(
+        "ends: {}",
+        if in_one {
+            "end_node from every node, the first with its close"
+        } else {
+            "record_outcome from every node, then the first node's close"
+        }
+    );
     let (g2, m2) = (cpu_s(args.greenupd_pid), cpu_s(munged));
     let closer_job = u64::from(args.job_id);
     let endpoint = Endpoint::parse(&args.connect);
@@ -450,7 +490,17 @@ fn run(args: &Args) -> Result<bool, String> {
     let closer = std::thread::spawn(move || -> Result<Duration, String> {
         let t0 = Instant::now();
         let mut c = Client::connect(&endpoint, timeout).map_err(|e| e.to_string())?;
-        if old {
+        if let Some(o) = first {
+            let close = settled.then_some(greenup::record::JobEnd::Completed);
+            let r = c
+                .end_node(closer_job, vec![o], close, None)
+                .map_err(|e| e.to_string())?;
+            if r.closed {
+                return Ok(t0.elapsed());
+            }
+            let known = settled.then_some((r.outcomes, Some(r.nodes)));
+            epilog::wait_for_outcomes(&mut c, closer_job, n, known).map_err(|e| e.to_string())?;
+        } else if old {
             // Earlier plugins read the whole job on every poll.
             let until = Instant::now() + Duration::from_secs(1);
             while Instant::now() < until {
@@ -470,8 +520,8 @@ fn run(args: &Args) -> Result<bool, String> {
     let (got, wall) = rt.block_on(burst(addr, lines, timeout));
     let closed = closer.join().map_err(|_| "the closer panicked")?;
     let (g3, m3) = (cpu_s(args.greenupd_pid), cpu_s(munged));
-    let ended = summarize("outcomes", &got, timeout, |_, r| match &r.reply {
-        Some(Reply::Stored { .. }) => Ok(()),
+    let ended = summarize("ends", &got, timeout, |_, r| match &r.reply {
+        Some(Reply::Stored { .. } | Reply::NodeEnded { .. }) => Ok(()),
         _ => Err(reply_kind(r)),
     });
     println!("  burst {:.0} ms", ms(wall));
@@ -484,5 +534,7 @@ fn run(args: &Args) -> Result<bool, String> {
     if let Some(rss) = peak_rss_mib(args.greenupd_pid) {
         println!("greenupd peak RSS {rss:.0} MiB");
     }
-    Ok(started == n && ended == n && closed.is_ok())
+    // The first node's end went with its closer, not in the burst.
+    let sent = if in_one { n - 1 } else { n };
+    Ok(started == n && ended == sent && closed.is_ok())
 }

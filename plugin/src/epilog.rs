@@ -270,6 +270,7 @@ fn report_end(
             // greenupd takes it only once every node has reported.
             let close =
                 (closer && told.settled && !job.options.report).then(|| end::claim(job.exit));
+            let counted = close.is_some();
             let r = c
                 .end_node(job_id, wire.clone(), close, job.restart_count)
                 .map_err(|e| e.to_string())?;
@@ -277,7 +278,8 @@ fn report_end(
             if !closer || r.closed {
                 return Ok(c);
             }
-            known = Some((r.outcomes, Some(r.nodes)));
+            // greenupd counts only an end that carries the close.
+            known = counted.then_some((r.outcomes, Some(r.nodes)));
         } else {
             for o in &wire {
                 c.record_outcome(o.clone()).map_err(|e| e.to_string())?;

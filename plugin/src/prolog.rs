@@ -80,7 +80,7 @@ pub(crate) fn open_request(job: &JobEnv, policy: String, power: &PowerSettings) 
     // A count Slurm would not write leaves the grant unknown: greenupd then plans under
     // its ledger, as for a job submitted before the queue held power.
     let granted_w = job.licenses.as_deref().and_then(|l| {
-        greenup::power::granted_w(power, job.partition.as_deref(), l)
+        greenup::power::granted_w(power, job.partition.as_deref(), l, job.nodes.len())
             .ok()
             .flatten()
     });

@@ -301,26 +301,55 @@ cap_stretches() { # SAMPLES WINDOW SINCE UNTIL
   grep '^over' <<<"$out" | sed 's/^/      /'
   return $rc
 }
-p3_site() { # on|off
-  local cfg=$GC_ETC/greenup.yaml
+# Watch the queue until every job in JOBS has left it (at most SECONDS), then stop the
+# power sampler (STOPFILE, PID). Each reason a job was pending for goes into the
+# caller's associative array `reason`, and the time the sampler stopped into its
+# `until` (both declared local there). 1, and what is left said, when jobs remain.
+drain_queue() { # SECONDS STOPFILE SAMPLER_PID JOBS...
+  local limit=$1 stop=$2 sampler=$3 left=0 j r; shift 3
+  local ids; ids=$(IFS=,; echo "$*")
+  for _ in $(seq 1 "$limit"); do
+    left=0
+    while read -r j r; do
+      [ -n "$j" ] || continue
+      left=$((left + 1))
+      [ "$r" = None ] || [[ " ${reason[$j]:-} " == *" $r "* ]] || reason[$j]="${reason[$j]:-}${reason[$j]:+ }$r"
+    done < <(squeue -h -t PD,R,CG -j "$ids" -o '%i %r' 2>/dev/null)
+    [ "$left" = 0 ] && break
+    sleep 1
+  done
+  sleep 2
+  until=$(date +%s.%N)
+  touch "$stop"; wait "$sampler" 2>/dev/null
+  [ "$left" = 0 ] && return 0
+  say "$left jobs still queued or running after $limit s"; squeue -h | sed 's/^/      /'
+  return 1
+}
+p3_site() { # on|off [queue|hres]
+  local cfg=$GC_ETC/greenup.yaml mode=${2:-queue}
   if [ "$1" = on ]; then
     cp "$cfg" "$OUT/greenup.yaml.p3-saved"
     sed -e "s/^power_cap: .*/power_cap: ${P3_CAP_W}W/" -e "s/^    power_cap: .*/    power_cap: ${P3_CAP_W}W/" \
       "$OUT/greenup.yaml.p3-saved" > "$cfg"
-    printf 'power: {enforce: queue, reserve: %s%s}\n' "$P3_RESERVE" "${P3_EXTRA:-}" >> "$cfg"
+    printf 'power: {enforce: %s, reserve: %s%s}\n' "$mode" "$P3_RESERVE" "${P3_EXTRA:-}" >> "$cfg"
   else
     cp "$OUT/greenup.yaml.p3-saved" "$cfg"
   fi
-  local line
-  line=$("$GC_GREENUP_BIN" site licenses "$cfg" --lua "$GC_ETC/greenup_power.lua.new") || return 1
+  local line resources=()
+  # Under hres Slurm reads the layers from resources.yaml beside slurm.conf.
+  rm -f "$GC_ETC/resources.yaml"
+  [ "$1" = on ] && [ "$mode" = hres ] && resources=(--resources "$GC_ETC/resources.yaml")
+  line=$("$GC_GREENUP_BIN" site licenses "$cfg" --lua "$GC_ETC/greenup_power.lua.new" "${resources[@]}") || return 1
   { echo "-- greenup-test"; cat "$GC_ETC/greenup_power.lua.new"; } > "$GC_ETC/greenup_power.lua"
   rm -f "$GC_ETC/greenup_power.lua.new"
   sed -i "s/^Licenses=.*/$line/" "$GC_ETC/slurm.conf"
   scontrol reconfigure || return 1
   kill -HUP "$(cat "$GC_RUN/greenupd.pid")"
-  local want=${line#Licenses=greenup_w:}; want=${want%%,*}
+  # The first license of the line (the site's, or under hres the partition's).
+  local name=${line#Licenses=}; name=${name%%,*}
+  local want=${name#*:}; name=${name%%:*}
   for _ in $(seq 1 30); do
-    [ "$(scontrol show lic greenup_w 2>/dev/null | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)" = "$want" ] && break
+    [ "$(scontrol show lic "$name" 2>/dev/null | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2)" = "$want" ] && break
     sleep 1
   done
   sleep 2  # greenupd's reload
@@ -363,21 +392,8 @@ t_power_cap_queue() {
   done
   # Watch the queue: every reason each job was pending for, until all have left it.
   local -A reason
-  local left r
-  for _ in $(seq 1 600); do
-    left=0
-    while read -r j r; do
-      [ -n "$j" ] || continue
-      left=$((left + 1))
-      [ "$r" = None ] || [[ " ${reason[$j]:-} " == *" $r "* ]] || reason[$j]="${reason[$j]:-}${reason[$j]:+ }$r"
-    done < <(squeue -h -t PD,R,CG -j "$(IFS=,; echo "${jobs[*]}")" -o '%i %r' 2>/dev/null)
-    [ $left = 0 ] && break
-    sleep 1
-  done
-  sleep 2
-  local until; until=$(date +%s.%N)
-  touch "$stop"; wait "$sampler" 2>/dev/null
-  [ $left = 0 ] || { say "$left jobs still queued or running after 10 minutes"; squeue -h | sed 's/^/      /'; rc=1; }
+  local until
+  drain_queue 600 "$stop" "$sampler" "${jobs[@]}" || rc=1
   # Accounting hears of a job's end after slurmctld does: wait (up to a minute) until it
   # has every job's final state.
   local pending_acct
@@ -615,8 +631,118 @@ t_power_give_back() {
   return $rc
 }
 
+# P6. Racks held by Slurm's hierarchical resources (power.enforce: hres, Slurm 25.05+):
+#     P3's site cap (400 W, reserve 0.3) with two racks, r1 = n[1-2] (fast, TDP 160 W a
+#     node) capped at 200 W and r2 = n[3-4] (eco, 80 W) at 120 W. `greenup site licenses
+#     --resources` writes resources.yaml: one resource greenup_w whose layers count 280 W
+#     over n[1-4], 140 W over r1 and 84 W over r2, a count a node; the debug partition's
+#     cap stays a flat license (280 W). Unheld, each rack draws over its cap with every
+#     CPU busy (r1 320 W, r2 160 W). Seven jobs arrive at once, every CPU of their nodes
+#     busy for 10 s:
+#     - one node each asking nothing (140 W a node: only r1 can place it), asking 50, 70,
+#       80 (which fit either rack) and 130 W (r1 only);
+#     - two nodes asking 120 W in all (60 W a node).
+#     The test samples the nodes' counters itself and checks:
+#     - each job held greenup_w at its count a node (the job_submit script's arithmetic,
+#       written out above) and completed;
+#     - each of its nodes' RAPL limit was that count, clamped to the node's TDP (slurmd's
+#       log), not a weighted share;
+#     - each rack's measured power over every stretch of at least 5 s stays within its
+#       cap plus the two ticks at TDP the stand-in allows after a new load (P1);
+#     - some job waited (reason Resources or Licenses): seven jobs ask 980 W a node-sum
+#       against 280;
+#     - greenupd's reload named no drift between resources.yaml and the site config.
+#     P6_NO_RACKS=1 removes the racks' layers from resources.yaml after it is written (the
+#     site's layer stays), to see the checks fail when Slurm does not hold the racks.
+P6_RACKS=', racks: {r1: {nodes: "n[1-2]", power_cap: 200W}, r2: {nodes: "n[3-4]", power_cap: 120W}}'
+rack_stretches() { # SAMPLES SINCE UNTIL CAP NODES...
+  local samples=$1 since=$2 until=$3 cap=$4 sum=0 s d n excess out rc=0; shift 4
+  for n in "$@"; do read -r s d < <(standin_watts $n); sum=$(awk -v a=$sum -v s="$s" -v d="$d" 'BEGIN { print a + s + d }'); done
+  excess=$(awk -v t="$sum" -v k="$(standin_tick)" 'BEGIN { print t * 2 * k }')
+  out=$(rapl_stretches "$samples" 5 "$cap" "$excess" "$since" "$until" "$@") || rc=1
+  say "rack $* over stretches of >= 5 s: $(grep '^stretches' <<<"$out") (cap $cap W + $excess J / stretch)"
+  grep '^over' <<<"$out" | sed 's/^/      /'
+  return $rc
+}
+t_power_hres() {
+  GC_GREENUP_BIN=$GC_SHARE/bin/greenup
+  [ -x "$GC_GREENUP_BIN" ] || GC_GREENUP_BIN=/usr/bin/greenup
+  local rc=0
+  gc_wait_idle 30 || { say "nodes not idle: $(sinfo -h -o '%N %T')"; return 1; }
+  local log_mark; log_mark=$(wc -l < "$GC_LOG/greenupd.log")
+  P3_EXTRA=$P6_RACKS p3_site on hres || { say "could not turn hres on"; p3_site off; return 1; }
+  if [ "${P6_NO_RACKS:-}" = 1 ]; then
+    # Only the first layer (the site's) stays: its lines end before the second "- nodes".
+    awk '/^    - nodes:/ { n++ } n < 2' "$GC_ETC/resources.yaml" > "$OUT/resources.yaml.site" \
+      && cp "$OUT/resources.yaml.site" "$GC_ETC/resources.yaml" && scontrol reconfigure && sleep 3
+    say "P6_NO_RACKS: the racks' layers removed from resources.yaml, on purpose"
+  fi
+  say "resources.yaml: $(grep -v '^#' "$GC_ETC/resources.yaml" | tr -s ' \n' ' ')"
+  say "slurm.conf: $(grep '^Licenses=' "$GC_ETC/slurm.conf")"
+  local stop=$OUT/p6.stop samples=$OUT/p6.samples sampler
+  rm -f "$stop"
+  rapl_sample "$samples" "$stop" $GC_NODES & sampler=$!
+  sleep 2
+  local since; since=$(date +%s.%N)
+  local -a jobs=() asks=(none 50 70 80 130 none 2x120) args
+  local -A per_node
+  local i j
+  # The count a node each job must hold (the job_submit script's, by hand above).
+  local -a want_node=(140 50 70 80 130 140 60)
+  for i in "${!asks[@]}"; do
+    args=(--exclusive -t 5 -o "$OUT/p6-%j.out" --ntasks-per-node=$GC_CPUS)
+    case ${asks[$i]} in
+      none) args+=(-N1) ;;
+      2x120) args+=(-N2 -L greenup_w:120) ;;
+      *) args+=(-N1 -L "greenup_w:${asks[$i]}") ;;
+    esac
+    j=$(submit $GC_USER "${args[@]}" --wrap "srun $OUT/busy.sh 10") || { say "job $i not submitted"; rc=1; continue; }
+    jobs+=("$j"); per_node[$j]=${want_node[$i]}
+  done
+  local -A reason
+  local until
+  drain_queue 300 "$stop" "$sampler" "${jobs[@]}" || rc=1
+  local waited=0 lic node held tdp s d n
+  for j in "${jobs[@]}"; do
+    for _ in $(seq 1 30); do
+      case $(sacct -n -X -P -j "$j" -o State 2>/dev/null | head -1) in ''|PENDING|RUNNING|COMPLETING) sleep 1 ;; *) break ;; esac
+    done
+    [ "$(sacct -n -X -P -j "$j" -o State | head -1)" = COMPLETED ] || { say "job $j ended $(sacct -n -X -P -j "$j" -o State | head -1)"; rc=1; }
+    lic=$(sacct -n -X -P -j "$j" -o Licenses 2>/dev/null | head -1)
+    [ -n "$lic" ] || lic=$(scontrol show job "$j" 2>/dev/null | grep -o 'Licenses=[^ ]*' | head -1 | cut -d= -f2)
+    [[ ",$lic," == *",greenup_w:${per_node[$j]},"* ]] || { say "job $j held '${lic:-none}', want greenup_w:${per_node[$j]} a node"; rc=1; }
+    [ -n "${reason[$j]:-}" ] && waited=$((waited + 1))
+    for node in $(scontrol show hostnames "$(sacct -n -X -P -j "$j" -o NodeList | head -1)"); do
+      held=$(grep -h "job $j on $node" "$GC_LOG"/slurmd-*.log 2>/dev/null | grep -o 'power limit held at [0-9.]* W' | head -1 | grep -o '[0-9.]*')
+      read -r s d < <(standin_watts "$node"); tdp=$(awk -v s="$s" -v d="$d" 'BEGIN { print s + d }')
+      local want; want=$(awk -v g="${per_node[$j]}" -v t="$tdp" 'BEGIN { print (g < t ? g : t) }')
+      say "job $j on $node: licenses ${lic:-none}, node limit ${held:-?} W (want $want)${reason[$j]:+, pending for: ${reason[$j]}}"
+      [ -n "$held" ] && awk -v h="$held" -v w="$want" 'BEGIN { exit !(h <= w + 0.5 && h >= w - 0.5) }' \
+        || { say "job $j: $node's limit ${held:-unknown} W, want its count a node $want W"; rc=1; }
+    done
+  done
+  [ $waited -gt 0 ] || { say "no job waited: seven jobs ask far more than the racks hold"; rc=1; }
+  say "$waited of ${#jobs[@]} jobs waited for power or nodes"
+  rack_stretches "$samples" "$since" "$until" 200 n1 n2 || rc=1
+  rack_stretches "$samples" "$since" "$until" 120 n3 n4 || rc=1
+  rm -f "$stop"
+  if tail -n +"$((log_mark + 1))" "$GC_LOG/greenupd.log" | grep -Eq 'resources.yaml (counts|declares)|no cap in the site config uses it'; then
+    say "greenupd named a drift where resources.yaml came from the site config:"
+    tail -n +"$((log_mark + 1))" "$GC_LOG/greenupd.log" | grep -E 'resources.yaml|no cap' | sed 's/^/      /'
+    rc=1
+  fi
+  p3_site off || { say "could not put the ledger back"; rc=1; }
+  return $rc
+}
+
 run_test "P1 a RAPL long-term limit holds a node to it over its window and slows it by the closed form's clock" t_rapl_limit
 run_test "P2 an ordinary user cannot write a node's RAPL limits" t_rapl_user
 run_test "P3 twelve jobs under the cluster's power cap: queued for power, never over it beyond the RAPL window" t_power_cap_queue
 run_test "P4 greenupd down under the power cap's queue: the queue still holds, later jobs run unheld, every limit restored" t_power_daemon_down
 run_test "P5 stranded power given back: a job drawing little keeps its peak and headroom, its node is lowered first, and a job waiting for power starts" t_power_give_back
+if [ "$(sinfo -V | awk '{ split($2, v, "."); print (v[1] * 100 + v[2] >= 2505) }')" = 1 ]; then
+  run_test "P6 two racks under their own caps through Slurm's hierarchical resources: a count a node, each rack held" t_power_hres
+else
+  GC_SKIP="${GC_SKIP:-} P6" GC_SKIP_WHY="Slurm's hierarchical resources (resources.yaml) came in 25.05; this is $(sinfo -V)" \
+    run_test "P6 two racks under their own caps through Slurm's hierarchical resources: a count a node, each rack held" t_power_hres
+fi

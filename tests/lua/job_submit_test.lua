@@ -1,11 +1,14 @@
 -- Unit test of etc/job_submit.lua under a stand-in of Slurm's `slurm` table (Slurm's
 -- own job_submit/lua calls these functions with job_desc tables of the same fields).
--- Run: lua5.3 tests/lua/job_submit_test.lua etc/job_submit.lua TABLE TIGHT
+-- Run: lua5.3 tests/lua/job_submit_test.lua etc/job_submit.lua TABLE TIGHT HRES
 -- where TABLE is what `greenup site licenses SITE --lua TABLE` wrote for a site whose
 -- node types give min_node_w = 45 and max_node_w = 160 on 4 nodes (tests/cluster/greenup.yaml
 -- with power.enforce: queue: caps 2 kW and 1 kW), and TIGHT the same site with a 150 W
--- site cap and a 237 W partition cap. Expected numbers are written out by hand below.
-local script, table_path, tight_path = arg[1], arg[2], arg[3]
+-- site cap and a 237 W partition cap, and HRES the same site under power.enforce: hres
+-- (site and debug caps 400 W, racks r1 = n[1-2] at 200 W and r2 = n[3-4] at 120 W, reserve
+-- 0.3: the resource's layers count 280, 140 and 84 W, debug's flat license 280 W).
+-- Expected numbers are written out by hand below.
+local script, table_path, tight_path, hres_path = arg[1], arg[2], arg[3], arg[4]
 local said = {}
 slurm = {
   SUCCESS = 0, ERROR = -1, NO_VAL = 0xfffffffe,
@@ -93,6 +96,30 @@ check("three nodes fit at their lowest (135 W)", select(2, submit({ min_nodes = 
 check("four never fit (180 W)", (submit({ min_nodes = 4 })), slurm.ERROR)
 check("refusal says how many fit", said[1],
   "greenup: a job on 4 node(s) draws at least 180 W at their lowest clock; the power cap grants at most 150 W: ask for at most 3 node(s)")
+
+-- Under hres a job holds a count a node of greenup_w (Slurm counts it on each node, in
+-- the site's layer and its rack's) and the partition's total. The ceiling a node for n
+-- nodes is the largest count the racks can place n nodes under: one node fits r1 at
+-- 140 W; two fit only one in each rack, so r2's 84 W binds; four would need 42 W each
+-- (r2 holds two at 42, and 4 x 70 W would fit the site's 280 W but r2 holds only one at
+-- 70), below a fast node's 45 W at its lowest clock.
+load_script(hres_path)
+check("hres: one node, nothing asked", select(2, submit({ min_nodes = 1 })), "greenup_w:140,greenup_w_debug:140")
+check("hres: two nodes, nothing asked", select(2, submit({ min_nodes = 2 })), "greenup_w:84,greenup_w_debug:168")
+check("hres: a 120 W quote over two nodes", select(2, submit({ min_nodes = 2, licenses = "greenup_w:120" })),
+  "greenup_w:60,greenup_w_debug:120")
+check("hres: other licenses kept", select(2, submit({ min_nodes = 1, licenses = "matlab:1,greenup_w:60" })),
+  "matlab:1,greenup_w:60,greenup_w_debug:60")
+check("hres: too little raised", select(2, submit({ min_nodes = 1, licenses = "greenup_w:10" })),
+  "greenup_w:45,greenup_w_debug:45")
+check("hres: and said so", said[1], "greenup: power asked 10 W, held 45 W a node: a job on 1 node(s) holds 45-140 W a node")
+check("hres: -N 1-3 sized for one node, its total for three", select(2, submit({ min_nodes = 1, max_nodes = 3 })),
+  "greenup_w:140,greenup_w_debug:280")
+check("hres: four nodes never fit", (submit({ min_nodes = 4 })), slurm.ERROR)
+check("hres: the refusal says why", said[1],
+  "greenup: a job on 4 node(s) draws at least 45 W a node at their lowest clock; the racks and power caps grant at most 42 W a node to 4 node(s): ask for fewer nodes")
+local hrec = { licenses = "greenup_w:84,greenup_w_debug:168" }
+check("hres: owner changes the count a node", slurm_job_modify({ licenses = "greenup_w:1,greenup_w_debug:168" }, hrec, parts, 1000), slurm.ERROR)
 
 if failed > 0 then print(failed .. " failed"); os.exit(1) end
 print("all passed")

@@ -14,7 +14,12 @@
 #   H5 an OR of licenses (`flat:80|flat2:80`, 25.05) takes the first that is free;
 #   and prints (asserts nothing) what an OR of a flat license and an HRES does;
 #   H6 sacctmgr sets a finished job's energy TRES (25.11), where greenup could put the
-#      energy it measured.
+#      energy it measured;
+#   H7 a remote license with flags=SharedPool (25.11) over two clusters on one slurmdbd
+#      (a second cluster hres2 of one node): each cluster may draw the whole count, and
+#      it prints (asserts nothing) whether a job on one cluster holds the pool against
+#      the other, and whether the pool's LastConsumed (what an outside meter would set)
+#      does.
 # Usage (as root): GC_SERIES=26.05 tests/slurm24/enter.sh bash /greenup/tests/slurm24/hres.sh
 # The last line is "N passed, M failed".
 set -u
@@ -166,6 +171,40 @@ check "H6 sacctmgr sets a finished job's energy TRES: '$(echo $out)'; sacct's Al
 echo "seen: sacct's ConsumedEnergyRaw for it: $(sacct -n -X -P -j "$j" -o ConsumedEnergyRaw 2>/dev/null)"
 for _ in $(seq 1 20); do [ "$(sacct -n -X -P -j "$r" -o State 2>/dev/null)" = COMPLETED ] && break; sleep 0.5; done
 echo "seen: the job set while running, once ended: $(sacct -n -X -P -j "$r" -o State,ConsumedEnergyRaw,AllocTRES 2>/dev/null)"
+# H7: a second cluster of one node on the same slurmdbd, and a remote license both share.
+E2=/tmp/hres2-etc
+mkdir -p $E2 /tmp/hres-spool/ctld2
+sed -e 's/^ClusterName=hres$/ClusterName=hres2/' -e 's/^SlurmctldPort=17200/SlurmctldPort=17210/' \
+  -e 's|/tmp/hres-spool/ctld$|/tmp/hres-spool/ctld2|' -e 's|slurmctld.pid|slurmctld2.pid|' \
+  -e "s|$L/slurmctld.log|$L/slurmctld2.log|" -e 's|d-%n|d2-%n|' -e 's|slurmd-%n|slurmd2-%n|' \
+  -e 's/^Licenses=.*/Licenses=other:1/' -e 's/^PrologSlurmctld=.*//' \
+  -e 's/^NodeName=.*/NodeName=m1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17211 CPUs=4 RealMemory=2000 State=UNKNOWN/' \
+  $E/slurm.conf > $E2/slurm.conf
+sacctmgr -i add cluster hres2 >/dev/null; sacctmgr -i add account hres cluster=hres2 >/dev/null
+sacctmgr -i add user root account=hres cluster=hres2 >/dev/null
+SLURM_CONF=$E2/slurm.conf slurmctld -i && SLURM_CONF=$E2/slurm.conf slurmd -N m1
+for _ in $(seq 1 30); do [ "$(SLURM_CONF=$E2/slurm.conf sinfo -h -o %T | sort -u)" = idle ] && break; sleep 1; done
+out=$(sacctmgr -i add resource name=pool server=db count=100 cluster=hres,hres2 allowed=100 flags=SharedPool 2>&1)
+echo "seen: sacctmgr add resource pool (SharedPool, 100, both clusters): $(echo $out)"
+for _ in $(seq 1 20); do
+  scontrol show lic pool@db >/dev/null 2>&1 && SLURM_CONF=$E2/slurm.conf scontrol show lic pool@db >/dev/null 2>&1 && break; sleep 0.5
+done
+tot() { SLURM_CONF=$1 scontrol show lic pool@db 2>/dev/null | grep -o 'Total=[0-9]*' | head -1 | cut -d= -f2; }
+check "H7 with SharedPool each cluster sees the whole pool: hres $(tot $E/slurm.conf), hres2 $(tot $E2/slurm.conf) (want 100 and 100)" \
+  '[ "$(tot $E/slurm.conf)" = 100 ] && [ "$(tot $E2/slurm.conf)" = 100 ]'
+a=$(sub 1 -L pool@db:80 --wrap "sleep 10"); wait_running "$a"
+b=$(SLURM_CONF=$E2/slurm.conf sbatch --parsable -N1 -o /dev/null -L pool@db:80 --wrap "sleep 4" 2>&1)
+sleep 3
+echo "seen: 80 of the pool running on hres, a second 80 on hres2 is '$(SLURM_CONF=$E2/slurm.conf squeue -h -j "$b" -o '%T %r' 2>/dev/null)'; hres2 counts $(SLURM_CONF=$E2/slurm.conf scontrol show lic pool@db 2>/dev/null | grep -oE '(Used|Free|LastConsumed)=[0-9]*' | tr '\n' ' ')"
+SLURM_CONF=$E2/slurm.conf scancel "$b" 2>/dev/null; scancel "$a"; sleep 2
+out=$(sacctmgr -i modify resource name=pool server=db set lastconsumed=90 2>&1)
+echo "seen: sacctmgr set lastconsumed=90: $(echo $out)"
+sleep 2
+c=$(SLURM_CONF=$E2/slurm.conf sbatch --parsable -N1 -o /dev/null -L pool@db:50 --wrap "sleep 2" 2>&1)
+sleep 3
+echo "seen: with LastConsumed 90 and no job running, 50 of the pool on hres2 is '$(SLURM_CONF=$E2/slurm.conf squeue -h -j "$c" -o '%T %r' 2>/dev/null)'; hres2 counts $(SLURM_CONF=$E2/slurm.conf scontrol show lic pool@db 2>/dev/null | grep -oE '(Used|Free|LastConsumed)=[0-9]*' | tr '\n' ' ')"
+SLURM_CONF=$E2/slurm.conf scancel "$c" 2>/dev/null
+SLURM_CONF=$E2/slurm.conf scontrol shutdown >/dev/null 2>&1
 scontrol shutdown >/dev/null 2>&1
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -22,7 +22,7 @@ use greenup::power::{Grant, grant_over};
 use greenup::profile::Profile;
 use greenup::profile::locate;
 use greenup::record::TypeWatts;
-use greenup::site::{DaemonLimits, Enforce, OverBudget, PowerEnforce, Site};
+use greenup::site::{DaemonLimits, Enforce, OverBudget, Site};
 use greenup_proto::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -121,7 +121,9 @@ fn plan_failed(msg: impl Into<String>) -> ErrorReply {
 /// the ledger's free watts, are what the job may draw. None under the ledger, or for a
 /// job that holds none of greenup's licenses (submitted before the queue was turned on).
 pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<f64> {
-    (site.power.enforce == PowerEnforce::Queue)
+    site.power
+        .enforce
+        .in_slurm()
         .then_some(req.granted_w)
         .flatten()
         .filter(|g| g.is_finite() && *g >= 0.0)
@@ -137,7 +139,7 @@ pub fn grant_of(
     plan: Option<&Plan>,
 ) -> Option<Grant> {
     let g = queue_grant_w(site, req)?;
-    match plan.filter(|_| verdict.applies_plan()) {
+    let grant = match plan.filter(|_| verdict.applies_plan()) {
         Some(p) => grant_over(
             site,
             g,
@@ -146,7 +148,8 @@ pub fn grant_of(
                 .map(|n| (n.name.as_str(), Some(n.freq_ghz.0), n.gpu_mhz)),
         ),
         None => grant_over(site, g, req.nodes.iter().map(|n| (n.as_str(), None, None))),
-    }
+    };
+    grant.map(|g| greenup::power::held(&site.power, g, req.nodes.len()))
 }
 
 /// The watts each node type of `plan` was planned with at its clock, and their source,

@@ -2,7 +2,7 @@
 //! credential, Slurm 23.02 and later), else slurmctld's, asked once per job while the
 //! job is being decided (never once per node). The same question fills in the job's
 //! Slurm account when the request has none and an account has an energy budget, and
-//! under `power.enforce: queue` the watts Slurm granted it when no PrologSlurmctld sent
+//! under `power.enforce: queue` or `hres` the watts Slurm granted it when no PrologSlurmctld sent
 //! them (slurmd gives a node's prolog no licenses).
 
 use std::path::PathBuf;
@@ -36,8 +36,7 @@ pub async fn complete(
             .iter()
             .any(|b| matches!(b.scope, greenup::budget::Scope::Account(_)));
     // A node's prolog is not given the job's licenses: under the queue, greenupd asks.
-    let needs_grant =
-        site.power.enforce == greenup::site::PowerEnforce::Queue && req.granted_w.is_none();
+    let needs_grant = site.power.enforce.in_slurm() && req.granted_w.is_none();
     if (req.time_limit.is_known() && !needs_account && !needs_grant) || !ask_slurm {
         return req;
     }
@@ -62,7 +61,9 @@ pub async fn complete(
                 req.account = a.account;
             }
             if needs_grant && let Some(l) = &a.licenses {
-                match greenup::power::granted_w(&site.power, req.partition.as_deref(), l) {
+                // The request's hostlist is expanded before it is decided.
+                let nodes = req.nodes.len();
+                match greenup::power::granted_w(&site.power, req.partition.as_deref(), l, nodes) {
                     Ok(g) => req.granted_w = g,
                     Err(e) => tracing::warn!(job_id, error = %e, "the job's grant is unreadable"),
                 }

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 pub const REPORT_PERIOD_S: f64 = 60.0;
 
 /// The watts Slurm granted a job and the sum of its nodes' weights, so each node's share
-/// is `granted_w * weight / weight_w`.
+/// is `granted_w * weight / weight_w`; under Slurm's hierarchical resources every node's
+/// share is the same, `node_w`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Grant {
     /// Watts the job holds as greenup's licenses.
@@ -22,12 +23,18 @@ pub struct Grant {
     /// The sum over the job's used nodes of their weights: what each would draw flat out
     /// at the frequency and GPU clock it is told (the library's `power::node_weight_w`).
     pub weight_w: f64,
+    /// Each node's share, watts, where Slurm counts the grant per node
+    /// (`power.enforce: hres`): a rack counts that much for each of the job's nodes in it,
+    /// so no node may draw more, whatever its weight. None: shares follow the weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_w: Option<f64>,
 }
 
 impl Grant {
     /// The share of a node of weight `weight_w`, in watts.
     pub fn share_w(&self, weight_w: f64) -> f64 {
-        self.granted_w * weight_w / self.weight_w
+        self.node_w
+            .unwrap_or(self.granted_w * weight_w / self.weight_w)
     }
 }
 

@@ -15,7 +15,8 @@ pub enum SiteCommand {
     /// Check a site config and the policies it names; print a summary.
     Check(CheckArgs),
     /// Print slurm.conf's `Licenses=` line for the site's power caps, and write the table
-    /// job_submit.lua sizes each job's watts from (`power.enforce: queue`).
+    /// job_submit.lua sizes each job's watts from (`power.enforce: queue`) and, under
+    /// `hres`, Slurm's resources.yaml for the site's and racks' caps.
     Licenses(LicensesArgs),
     /// Each node type's idle and busy watts per clock as greenupd plans with them, each
     /// with its source (site, measured, interpolated, site scaled), learned from the
@@ -42,6 +43,10 @@ pub struct LicensesArgs {
     /// Also write the Lua table for job_submit.lua here (through a temporary file).
     #[arg(long, value_name = "FILE")]
     lua: Option<PathBuf>,
+    /// Under `power.enforce: hres`, write Slurm's resources.yaml here (through a
+    /// temporary file) rather than print it.
+    #[arg(long, value_name = "FILE")]
+    resources: Option<PathBuf>,
 }
 
 /// Options of `greenup site check`.
@@ -85,8 +90,11 @@ fn power(args: PowerArgs) -> Outcome {
 }
 
 fn licenses(args: LicensesArgs) -> Outcome {
+    use greenup::power::slurm;
     let site = greenup::site::load(&args.file)?;
-    let Some(line) = greenup::power::slurm::licenses_line(&site) else {
+    let line = slurm::licenses_line(&site);
+    let resources = slurm::resources_yaml(&site);
+    if line.is_none() && resources.is_none() {
         return Err(InputError::new(
             Origin::Path(args.file.clone()),
             "power_cap",
@@ -94,20 +102,29 @@ fn licenses(args: LicensesArgs) -> Outcome {
             "a site or partition power cap for Slurm's licenses to count",
         )
         .into());
+    }
+    let write = |out: &PathBuf, text: &str| {
+        greenup::input::write_atomic_mode(out, text.as_bytes(), 0o644)
+            .map_err(|e| crate::Failure::Runtime(format!("{}: {e}", out.display())))
     };
     if let Some(out) = &args.lua {
-        greenup::input::write_atomic_mode(
-            out,
-            greenup::power::slurm::lua_table(
-                &site,
-                greenup_host::users::uid_of(&site.daemon.slurm_user),
-            )
-            .as_bytes(),
-            0o644,
-        )
-        .map_err(|e| crate::Failure::Runtime(format!("{}: {e}", out.display())))?;
+        let uid = greenup_host::users::uid_of(&site.daemon.slurm_user);
+        write(out, &slurm::lua_table(&site, uid))?;
     }
-    crate::say!("{line}");
+    match (&args.resources, &resources) {
+        (Some(out), Some(text)) => write(out, text)?,
+        (Some(out), None) => {
+            return Err(crate::Failure::Runtime(format!(
+                "{}: not written: resources.yaml holds racks only under power.enforce: hres",
+                out.display()
+            )));
+        }
+        (None, Some(text)) => crate::say!("{}", text.trim_end()),
+        (None, None) => {}
+    }
+    if let Some(line) = line {
+        crate::say!("{line}");
+    }
     Ok(())
 }
 

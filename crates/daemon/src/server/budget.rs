@@ -231,7 +231,7 @@ pub(super) async fn quote_for(
     // the plan it would run, not the one the power left now allows; but it is planned
     // within what Slurm can ever grant it (the cap less the reserve), since the cli_filter
     // asks for the quote's watts and Slurm refuses a request above its licenses' total.
-    let queue = ctx.site.power.enforce == greenup::site::PowerEnforce::Queue;
+    let queue = ctx.site.power.enforce.in_slurm();
     let free = if queue {
         greenup::power::slurm::grantable_w(&ctx.site, req.partition.as_deref()).map(|w| w as f64)
     } else {

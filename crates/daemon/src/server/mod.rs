@@ -444,11 +444,13 @@ fn read_slurm_conf(path: &Path, depth: u32) -> std::io::Result<String> {
     Ok(out)
 }
 
-/// Under `power.enforce: queue`, say in the log where slurm.conf's `Licenses=` and the
+/// Where Slurm holds the caps (`power.enforce: queue` or `hres`), say in the log where
+/// slurm.conf's `Licenses=` (and under `hres` the `resources.yaml` beside it) and the
 /// site config's caps differ: a cap changed in one file and not the other queues jobs by
 /// the wrong watts, silently. Checked at start and at each reload.
 fn warn_license_drift(site: &greenup::site::Site) {
-    if site.power.enforce != greenup::site::PowerEnforce::Queue {
+    use greenup::power::slurm;
+    if !site.power.enforce.in_slurm() {
         return;
     }
     let path = slurm_conf_path();
@@ -459,15 +461,27 @@ fn warn_license_drift(site: &greenup::site::Site) {
             return;
         }
     };
-    let drift = greenup::power::slurm::license_drift(site, &text);
+    let mut drift = slurm::license_drift(site, &text);
+    if site.power.enforce == greenup::site::PowerEnforce::Hres {
+        let resources = path.with_file_name("resources.yaml");
+        // A missing file declares no layer: each is then named as missing.
+        let yaml = std::fs::read_to_string(&resources).unwrap_or_default();
+        drift.extend(slurm::resources_drift(site, &yaml));
+    }
     for d in &drift {
         tracing::warn!(slurm_conf = %path.display(), "{d}");
     }
-    if !drift.is_empty()
-        && let Some(line) = greenup::power::slurm::licenses_line(site)
-    {
+    if drift.is_empty() {
+        return;
+    }
+    if let Some(line) = slurm::licenses_line(site) {
         tracing::warn!(
             "the site config's caps need `{line}` in slurm.conf (`greenup site licenses`), then `scontrol reconfigure`"
+        );
+    }
+    if slurm::resources_yaml(site).is_some() {
+        tracing::warn!(
+            "the site config's caps need Slurm's resources.yaml beside slurm.conf rewritten (`greenup site licenses --resources`), then `scontrol reconfigure`"
         );
     }
 }

@@ -1,4 +1,5 @@
-//! The power cap held by Slurm's queue and the nodes' hardware (`power.enforce: queue`):
+//! The power cap held by Slurm's queue and the nodes' hardware (`power.enforce: queue`,
+//! or `hres` where Slurm's hierarchical resources count it per node):
 //! how many watts a job holds as Slurm licenses, what Slurm granted a job, and each
 //! node's share of the grant, which the node's RAPL long-term limit then holds.
 //!
@@ -52,7 +53,22 @@ pub fn grant_over<'a>(
     (granted_w.is_finite() && granted_w >= 0.0 && weight_w > 0.0).then_some(Grant {
         granted_w,
         weight_w,
+        node_w: None,
     })
+}
+
+/// `grant` as the site's mode holds it on the job's `allocated` nodes: under
+/// `enforce: hres` Slurm counted the same watts on each node, in whichever rack it sits,
+/// so every node's share is an equal part of the grant, whatever its weight (a heavier
+/// node given more would draw past what its rack counted for it).
+pub fn held(power: &PowerSettings, grant: Grant, allocated: usize) -> Grant {
+    match power.enforce {
+        crate::site::PowerEnforce::Hres if allocated > 0 => Grant {
+            node_w: Some(grant.granted_w / allocated as f64),
+            ..grant
+        },
+        _ => grant,
+    }
 }
 
 /// A license of greenup's whose count is not watts, so the job's grant is unknown.
@@ -65,16 +81,20 @@ pub struct LicenseCountError {
     pub count: String,
 }
 
-/// The watts a job was granted, from its licenses as Slurm lists them
+/// The watts a job on `nodes` nodes was granted, from its licenses as Slurm lists them
 /// (`SLURM_JOB_LICENSES`: `name:count` or `name*count`, comma-separated; a remote
 /// license is `name@server`): the smaller of the site license's and the partition's
-/// counts, those being the caps the job must fit under. Ok(None) when it holds none of
-/// greenup's licenses (a job submitted before the site turned the queue on).
+/// counts, those being the caps the job must fit under. Under `enforce: hres` the site's
+/// count is a hierarchical resource's, per node, so it is multiplied by `nodes`. Ok(None)
+/// when it holds none of greenup's licenses (a job submitted before the site turned the
+/// queue on).
 pub fn granted_w(
     power: &PowerSettings,
     partition: Option<&str>,
     licenses: &str,
+    nodes: usize,
 ) -> Result<Option<f64>, LicenseCountError> {
+    let per_node = power.enforce == crate::site::PowerEnforce::Hres;
     let site_license = power.license_for(None);
     let part_license = partition.map(|p| power.license_for(Some(p)));
     let mut granted: Option<f64> = None;
@@ -91,7 +111,11 @@ pub fn granted_w(
             item: item.to_string(),
             count: count.to_string(),
         })?;
-        let w = count as f64;
+        let w = if per_node && name == site_license {
+            count as f64 * nodes as f64
+        } else {
+            count as f64
+        };
         granted = Some(granted.map_or(w, |g: f64| g.min(w)));
     }
     Ok(granted)
@@ -108,7 +132,7 @@ mod tests {
     #[test]
     fn a_grant_is_the_smaller_of_the_site_and_partition_licenses() {
         let p = PowerSettings::default();
-        let g = |l: &str| granted_w(&p, Some("debug"), l);
+        let g = |l: &str| granted_w(&p, Some("debug"), l, 3);
         assert_eq!(g("greenup_w:640,greenup_w_debug:600"), Ok(Some(600.0)));
         assert_eq!(g("matlab:1,greenup_w*700"), Ok(Some(700.0)));
         assert_eq!(g("greenup_w@db:300"), Ok(Some(300.0)));
@@ -120,7 +144,34 @@ mod tests {
                 .to_string()
                 .contains("'lots'")
         );
-        assert_eq!(granted_w(&p, None, "greenup_w_debug:5"), Ok(None));
+        assert_eq!(granted_w(&p, None, "greenup_w_debug:5", 3), Ok(None));
+    }
+
+    #[test]
+    fn under_hres_the_site_count_is_per_node_and_every_node_shares_alike() {
+        let p = PowerSettings {
+            enforce: crate::site::PowerEnforce::Hres,
+            ..PowerSettings::default()
+        };
+        // 3 nodes holding 60 W each of the resource, the flat partition license 150 W.
+        let g = |l: &str, n| granted_w(&p, Some("debug"), l, n);
+        assert_eq!(g("greenup_w:60", 3), Ok(Some(180.0)));
+        assert_eq!(g("greenup_w:60,greenup_w_debug:150", 3), Ok(Some(150.0)));
+        assert_eq!(g("greenup_w_debug:150", 3), Ok(Some(150.0)));
+        // Fast n1 weighs 160 W at its top, n2 at 1.4 GHz far less: under hres each still
+        // holds a third of 150 W, as its rack counted.
+        let site = site();
+        let nodes = [("n1", None, None), ("n2", Some(1.4), None)];
+        let grant = grant_over(&site, 150.0, nodes).unwrap();
+        let h = held(&p, grant, 3);
+        assert_eq!(h.share_w(160.0), 50.0);
+        assert_eq!(h.share_w(1.0), 50.0);
+        let q = PowerSettings::default();
+        assert_eq!(held(&q, grant, 3), grant);
+        assert_eq!(
+            granted_w(&q, Some("debug"), "greenup_w:60", 3),
+            Ok(Some(60.0))
+        );
     }
 
     #[test]

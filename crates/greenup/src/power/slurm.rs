@@ -1,12 +1,14 @@
 //! What Slurm needs to hold the caps in its queue, generated from the site config so the
 //! caps live in one file: slurm.conf's `Licenses=` line (one license per watt of each
-//! cap, less the reserve) and the table etc/job_submit.lua reads to size each job's
-//! request (`greenup power slurm`).
+//! cap, less the reserve), under `power.enforce: hres` the layers of `resources.yaml`
+//! (the site cap over every node, each rack's over its nodes, counted per node), and
+//! the table etc/job_submit.lua reads to size each job's request
+//! (`greenup site licenses`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::site::Site;
+use crate::site::{PowerEnforce, Site};
 
 /// The watts one node of a pool draws (its GPUs included): at its type's lowest frequency
 /// and at its top one, the largest over the pool's node types (a job's nodes are not known at submission).
@@ -50,12 +52,13 @@ pub fn bounds(site: &Site, names: &[String]) -> Option<NodeBounds> {
     out
 }
 
-/// The licenses the site's caps need in Slurm, by name: the site cap's and each capped
-/// partition's, each counting the cap's grantable watts (one license a watt).
+/// The flat licenses the site's caps need in Slurm, by name: the site cap's (unless
+/// `enforce: hres` counts it as a hierarchical resource) and each capped partition's,
+/// each counting the cap's grantable watts (one license a watt).
 pub fn licenses(site: &Site) -> BTreeMap<String, u64> {
     let p = &site.power;
     let mut out = BTreeMap::new();
-    if let Some(cap) = site.power_cap_w {
+    if let Some(cap) = site.power_cap_w.filter(|_| p.enforce != PowerEnforce::Hres) {
         out.insert(p.license_for(None), p.grantable_w(cap));
     }
     for (name, part) in &site.partitions {
@@ -114,11 +117,15 @@ pub fn declared_licenses(slurm_conf: &str) -> BTreeMap<String, u64> {
     out
 }
 
-/// One way slurm.conf's licenses and the site config's caps disagree.
+/// One way slurm.conf's licenses (or `resources.yaml`'s layers) and the site config's
+/// caps disagree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LicenseDrift {
-    /// The license's name.
+    /// The license's name; for a layer of a hierarchical resource, its name and nodes
+    /// (`greenup_w over n[1-2]`).
     pub license: String,
+    /// The Slurm file that declares it: `slurm.conf` or `resources.yaml`.
+    pub file: &'static str,
     /// The watts the site config's cap grants through it; None when no cap names it.
     pub site_w: Option<u64>,
     /// The count slurm.conf declares; None when it declares none.
@@ -127,43 +134,55 @@ pub struct LicenseDrift {
 
 impl std::fmt::Display for LicenseDrift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let l = &self.license;
+        let (l, file) = (&self.license, self.file);
         match (self.site_w, self.slurm_count) {
             (Some(w), Some(c)) => write!(
                 f,
-                "license {l}: the site config grants {w} W under its cap, slurm.conf counts {c}; \
+                "license {l}: the site config grants {w} W under its cap, {file} counts {c}; \
                  Slurm queues jobs by {c}"
             ),
             (Some(w), None) => write!(
                 f,
-                "license {l}: the site config grants {w} W under its cap, slurm.conf declares none; \
+                "license {l}: the site config grants {w} W under its cap, {file} declares none; \
                  Slurm refuses every job job_submit gives it"
             ),
             (None, Some(c)) => write!(
                 f,
-                "license {l}: slurm.conf counts {c}, but no cap in the site config uses it"
+                "license {l}: {file} counts {c}, but no cap in the site config uses it"
             ),
             (None, None) => write!(f, "license {l}: declared nowhere"),
         }
     }
 }
 
-/// Where slurm.conf's `Licenses=` and the site config's caps differ, under
-/// `power.enforce: queue` (the only mode in which Slurm counts greenup's licenses). A
-/// slurm.conf license counts as greenup's when it is the site license or starts with it
-/// and an underscore.
+/// Where slurm.conf's `Licenses=` and the site config's caps differ, where Slurm holds
+/// the caps (`power.enforce: queue` or `hres`). A slurm.conf license counts as greenup's
+/// when it is the site license or starts with it and an underscore.
 pub fn license_drift(site: &Site, slurm_conf: &str) -> Vec<LicenseDrift> {
-    if site.power.enforce != crate::site::PowerEnforce::Queue {
+    if !site.power.enforce.in_slurm() {
         return Vec::new();
     }
-    let want = licenses(site);
-    let have = declared_licenses(slurm_conf);
-    let ours = |name: &str| {
-        name == site.power.license
-            || name
-                .strip_prefix(site.power.license.as_str())
-                .is_some_and(|rest| rest.starts_with('_'))
-    };
+    drift(
+        licenses(site),
+        declared_licenses(slurm_conf),
+        "slurm.conf",
+        |name| {
+            name == site.power.license
+                || name
+                    .strip_prefix(site.power.license.as_str())
+                    .is_some_and(|rest| rest.starts_with('_'))
+        },
+    )
+}
+
+/// Each name whose count differs between what the site config wants and what a Slurm
+/// `file` declares, among the declared names that are greenup's (`ours`).
+fn drift(
+    want: BTreeMap<String, u64>,
+    have: BTreeMap<String, u64>,
+    file: &'static str,
+    ours: impl Fn(&str) -> bool,
+) -> Vec<LicenseDrift> {
     let mut names: Vec<&String> = want.keys().collect();
     names.extend(have.keys().filter(|n| ours(n) && !want.contains_key(*n)));
     names.sort();
@@ -173,6 +192,7 @@ pub fn license_drift(site: &Site, slurm_conf: &str) -> Vec<LicenseDrift> {
             let (site_w, slurm_count) = (want.get(n).copied(), have.get(n).copied());
             (site_w != slurm_count).then(|| LicenseDrift {
                 license: n.clone(),
+                file,
                 site_w,
                 slurm_count,
             })
@@ -186,7 +206,11 @@ pub fn license_drift(site: &Site, slurm_conf: &str) -> Vec<LicenseDrift> {
 /// is written (the caller asks it).
 pub fn lua_table(site: &Site, slurm_uid: Option<u32>) -> String {
     let p = &site.power;
-    let site_license = site.power_cap_w.map(|_| p.license_for(None));
+    let hres = p.enforce == PowerEnforce::Hres;
+    let site_license = site
+        .power_cap_w
+        .filter(|_| !hres)
+        .map(|_| p.license_for(None));
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -214,11 +238,12 @@ pub fn lua_table(site: &Site, slurm_uid: Option<u32>) -> String {
         let cap = cap_w.map_or(String::new(), |w| format!(", cap_w = {w}"));
         let _ = writeln!(
             out,
-            "    [{key:?}] = {{ licenses = {{ {} }}, min_node_w = {}, max_node_w = {}, nodes = {}{cap} }},",
+            "    [{key:?}] = {{ licenses = {{ {} }}, min_node_w = {}, max_node_w = {}, nodes = {}{cap}{} }},",
             licenses.join(", "),
             b.min_w.ceil(),
             b.max_w.ceil(),
             nodes.len(),
+            hres_entry(site, nodes),
         );
     };
     let _ = writeln!(out, "  partitions = {{");
@@ -233,6 +258,129 @@ pub fn lua_table(site: &Site, slurm_uid: Option<u32>) -> String {
     out.push_str(any.strip_prefix("  ").unwrap_or(&any));
     let _ = writeln!(out, "}}");
     out
+}
+
+/// Under `enforce: hres`, what job_submit needs to size a per-node count in a pool of
+/// `nodes`: the resource's name, the site layer's count, and for each rack the pool's
+/// nodes in it and the rack's count (the pool's nodes in no rack are one group under
+/// the site layer alone). Empty otherwise.
+fn hres_entry(site: &Site, nodes: &[String]) -> String {
+    let p = &site.power;
+    let (PowerEnforce::Hres, Some(cap)) = (p.enforce, site.power_cap_w) else {
+        return String::new();
+    };
+    let site_w = p.grantable_w(cap);
+    let mut groups: Vec<(usize, u64)> = Vec::new();
+    let mut racked = 0;
+    for rack in p.racks.values() {
+        let k = nodes.iter().filter(|n| rack.nodes.contains(n)).count();
+        if k > 0 {
+            groups.push((k, p.grantable_w(rack.power_cap_w)));
+            racked += k;
+        }
+    }
+    if racked < nodes.len() {
+        groups.push((nodes.len() - racked, site_w));
+    }
+    let racks: Vec<String> = groups
+        .iter()
+        .map(|(k, w)| format!("{{ nodes = {k}, w = {w} }}"))
+        .collect();
+    format!(
+        ", node_license = {:?}, site_w = {site_w}, racks = {{ {} }}",
+        p.license_for(None),
+        racks.join(", ")
+    )
+}
+
+/// Slurm's `resources.yaml` (beside slurm.conf) under `power.enforce: hres`: one
+/// hierarchical resource named for the site license, `MODE_3` (counted per node, summed
+/// up each layer), whose top layer is the site cap over every node the site config types
+/// and whose lower layers are the racks. Each count is the cap less the reserve. None in
+/// any other mode.
+pub fn resources_yaml(site: &Site) -> Option<String> {
+    let want = layers(site);
+    if want.is_empty() {
+        return None;
+    }
+    let mut out = format!(
+        "# Generated by `greenup site licenses --resources` from {}: edit the site config, not this file.\n---\n- resource: {}\n  mode: MODE_3\n  layers:\n",
+        site.path.display(),
+        site.power.license_for(None)
+    );
+    for (nodes, count) in want {
+        let _ = writeln!(out, "    - nodes: [{nodes:?}]\n      count: {count}");
+    }
+    Some(out)
+}
+
+/// The layers of the site's hierarchical resource, top first: each one's nodes (as a
+/// hostlist) and count. Empty unless `enforce: hres` with a site cap.
+fn layers(site: &Site) -> Vec<(String, u64)> {
+    let p = &site.power;
+    let (PowerEnforce::Hres, Some(cap)) = (p.enforce, site.power_cap_w) else {
+        return Vec::new();
+    };
+    let all: Vec<String> = site.nodes.keys().cloned().collect();
+    std::iter::once((crate::hostlist::compress(&all), p.grantable_w(cap)))
+        .chain(p.racks.values().map(|r| {
+            (
+                crate::hostlist::compress(&r.nodes),
+                p.grantable_w(r.power_cap_w),
+            )
+        }))
+        .collect()
+}
+
+/// A resource of `resources.yaml` as Slurm reads it (only what the drift check needs).
+#[derive(serde::Deserialize)]
+struct DeclaredResource {
+    resource: String,
+    #[serde(default)]
+    layers: Vec<DeclaredLayer>,
+}
+
+#[derive(serde::Deserialize)]
+struct DeclaredLayer {
+    #[serde(default)]
+    nodes: Vec<String>,
+    #[serde(default)]
+    count: Option<u64>,
+}
+
+/// Where `resources.yaml`'s layers of greenup's resource and the site config's caps
+/// differ, under `power.enforce: hres`: each layer is named by the resource and its nodes
+/// (`greenup_w over n[1-2]`). A file Slurm could not read either is one drift naming it.
+pub fn resources_drift(site: &Site, resources_yaml: &str) -> Vec<LicenseDrift> {
+    if site.power.enforce != PowerEnforce::Hres {
+        return Vec::new();
+    }
+    let name = site.power.license_for(None);
+    let key = |nodes: &str| format!("{name} over {nodes}");
+    let want: BTreeMap<String, u64> = layers(site)
+        .into_iter()
+        .map(|(n, c)| (key(&n), c))
+        .collect();
+    let mut have = BTreeMap::new();
+    let declared: Vec<DeclaredResource> =
+        serde_saphyr::from_str(resources_yaml).unwrap_or_default();
+    for layer in declared
+        .iter()
+        .filter(|r| r.resource == name)
+        .flat_map(|r| &r.layers)
+    {
+        let mut nodes = Vec::new();
+        for list in &layer.nodes {
+            nodes.extend(crate::hostlist::expand(list).unwrap_or_default());
+        }
+        nodes.sort();
+        nodes.dedup();
+        if let Some(c) = layer.count {
+            have.insert(key(&crate::hostlist::compress(&nodes)), c);
+        }
+    }
+    let prefix = format!("{name} over ");
+    drift(want, have, "resources.yaml", |n| n.starts_with(&prefix))
 }
 
 #[cfg(test)]

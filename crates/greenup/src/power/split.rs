@@ -285,6 +285,7 @@ nodes:
         d.grant = Some(crate::power::Grant {
             granted_w: 500.0,
             weight_w: 1000.0,
+            node_w: None,
         });
         let gears = Some(NodeGears {
             freq_ghz: 2.0,

@@ -455,6 +455,28 @@ impl Checker<'_> {
         )?;
 
         let budgets = self.budgets(raw.budgets, &partitions, &allowed_policies)?;
+        let power = match raw.power {
+            Some(mut p) => {
+                let racks = std::mem::take(&mut p.value.racks);
+                let enforce_at = p.value.enforce_span();
+                let mut s = self.power_settings(p.value)?;
+                s.racks = self.racks(racks, &nodes, s.enforce)?;
+                // `hres` is written whenever it is the mode, so its place is known.
+                if let (super::PowerEnforce::Hres, None, Some(at)) =
+                    (s.enforce, power_cap_w, &enforce_at)
+                {
+                    return Err(self.err(
+                        at,
+                        "power.enforce",
+                        "hres",
+                        "hres with a site `power_cap` (the top layer of Slurm's resource); \
+                         without one use queue",
+                    ));
+                }
+                s
+            }
+            None => Default::default(),
+        };
         Ok(Site {
             path: self.path.to_path_buf(),
             budgets,
@@ -472,11 +494,61 @@ impl Checker<'_> {
             daemon: self.daemon(raw.daemon)?,
             dvfs: self.dvfs(raw.dvfs)?,
             baseline: raw.baseline.map(|b| self.baseline(b.value)).transpose()?,
-            power: match raw.power {
-                Some(p) => self.power_settings(p.value)?,
-                None => Default::default(),
-            },
+            power,
         })
+    }
+
+    /// `power.racks`: each rack's nodes (typed, in no other rack) and cap. Racks hold
+    /// power only as Slurm's hierarchical resource, so they need `enforce: hres`.
+    fn racks(
+        &self,
+        raw: BTreeMap<String, Spanned<super::power::RawRack>>,
+        nodes: &BTreeMap<String, String>,
+        enforce: super::PowerEnforce,
+    ) -> Result<BTreeMap<String, super::Rack>, InputError> {
+        let mut out = BTreeMap::new();
+        let mut rack_of: BTreeMap<String, String> = BTreeMap::new();
+        for (name, r) in in_file_order(raw) {
+            if enforce != super::PowerEnforce::Hres {
+                return Err(self.err(
+                    &r,
+                    "power.racks",
+                    &name,
+                    "racks only under power.enforce: hres (Slurm 25.05+'s hierarchical resources)",
+                ));
+            }
+            if !names::is_name(&name) {
+                return Err(self.err(
+                    &r,
+                    "power.racks",
+                    &name,
+                    format!("a rack name of {}", names::NAME_RULE),
+                ));
+            }
+            let key = format!("power.racks.{name}.nodes");
+            let (list, names) = self.hostlist(&r.value.nodes, &key)?;
+            for n in &names {
+                let why = if !nodes.contains_key(n) {
+                    format!("node {n} is not in `nodes`; give every rack node a type")
+                } else if let Some(other) = rack_of.get(n) {
+                    format!("node {n} is already in rack {other}; a node sits in one rack")
+                } else {
+                    continue;
+                };
+                return Err(self.err(&r.value.nodes, &key, &list, why));
+            }
+            rack_of.extend(names.iter().map(|n| (n.clone(), name.clone())));
+            let power_cap_w =
+                self.power(&r.value.power_cap, &format!("power.racks.{name}.power_cap"))?;
+            out.insert(
+                name,
+                super::Rack {
+                    nodes: names,
+                    power_cap_w,
+                },
+            );
+        }
+        Ok(out)
     }
 
     /// The `baseline:` section: how many jobs run at f_max as measured baselines.

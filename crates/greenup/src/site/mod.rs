@@ -15,7 +15,7 @@ mod power;
 pub mod roles;
 
 pub use forced::{ForcedPolicyError, add_forced};
-pub use power::{PowerEnforce, PowerSettings, REPORT_PERIOD_S, SampleClocks};
+pub use power::{PowerEnforce, PowerSettings, REPORT_PERIOD_S, Rack, SampleClocks};
 
 pub use load::{
     DEFAULT_LISTEN, DEFAULT_PATH, DEFAULT_POLICY, DEFAULT_POLICY_DIRS, DEFAULT_PROFILE_DIR,

@@ -23,6 +23,10 @@ pub enum PowerEnforce {
     /// waits PENDING in Slurm's queue, and each node is held to its share of its job's
     /// watts by its RAPL long-term limit.
     Queue,
+    /// As `queue`, but the site cap and each rack's (`power.racks`) are one Slurm
+    /// hierarchical resource (Slurm 25.05+, `resources.yaml`), counted per node: a job
+    /// waits until every layer its nodes sit under has its watts.
+    Hres,
 }
 
 impl PowerEnforce {
@@ -31,8 +35,24 @@ impl PowerEnforce {
         match self {
             PowerEnforce::Ledger => "ledger",
             PowerEnforce::Queue => "queue",
+            PowerEnforce::Hres => "hres",
         }
     }
+
+    /// Whether Slurm holds the caps (jobs hold watts Slurm granted them), not greenupd's
+    /// ledger alone.
+    pub fn in_slurm(self) -> bool {
+        matches!(self, PowerEnforce::Queue | PowerEnforce::Hres)
+    }
+}
+
+/// A rack under its own power cap (`power.racks`, held under `power.enforce: hres`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rack {
+    /// The rack's nodes, expanded from hostlist syntax.
+    pub nodes: Vec<String>,
+    /// The rack's power cap, watts.
+    pub power_cap_w: f64,
 }
 
 /// The `power:` section.
@@ -68,6 +88,9 @@ pub struct PowerSettings {
     /// nodes' watts there; None (the default): none do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_clocks: Option<SampleClocks>,
+    /// Racks under their own power caps, by name (only under `enforce: hres`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub racks: std::collections::BTreeMap<String, Rack>,
 }
 
 /// `power.sample_clocks`: a share of monitor jobs runs every node of one of its types at
@@ -105,6 +128,7 @@ impl Default for PowerSettings {
             give_back_after_s: None,
             give_back_headroom: 0.2,
             sample_clocks: None,
+            racks: Default::default(),
         }
     }
 }
@@ -156,6 +180,17 @@ pub(super) struct RawPowerSection {
     give_back_headroom: Option<Spanned<Value>>,
     #[serde(default)]
     sample_clocks: Option<Spanned<RawSampleClocks>>,
+    /// Read by the site's loader, which knows the nodes.
+    #[serde(default)]
+    pub(super) racks: std::collections::BTreeMap<String, Spanned<RawRack>>,
+}
+
+/// One of `power.racks` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRack {
+    pub(super) nodes: Spanned<Value>,
+    pub(super) power_cap: Spanned<Value>,
 }
 
 /// `power.sample_clocks:` as written.
@@ -176,6 +211,13 @@ fn is_license(s: &str) -> bool {
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+impl RawPowerSection {
+    /// Where `power.enforce` is written, for errors about the mode as a whole.
+    pub(super) fn enforce_span(&self) -> Option<Spanned<Value>> {
+        self.enforce.clone()
+    }
+}
+
 impl Checker<'_> {
     /// The `power:` section; its defaults when absent.
     pub(super) fn power_settings(&self, raw: RawPowerSection) -> Result<PowerSettings, InputError> {
@@ -186,6 +228,7 @@ impl Checker<'_> {
             &[
                 ("ledger", PowerEnforce::Ledger),
                 ("queue", PowerEnforce::Queue),
+                ("hres", PowerEnforce::Hres),
             ],
             d.enforce,
         )?;
@@ -323,6 +366,7 @@ impl Checker<'_> {
                 d.give_back_headroom,
                 "a share of the job's highest measured power",
             )?,
+            racks: Default::default(),
         })
     }
 }
@@ -347,7 +391,7 @@ mod tests {
                 "power:\n  enforce: hardware\n",
                 "2:12",
                 "power.enforce",
-                "ledger or queue",
+                "ledger, queue or hres",
             ),
             ("power:\n  reserve: 0.9\n", "2:12", "power.reserve", "0-0.5"),
             (
@@ -466,6 +510,62 @@ mod tests {
             })
         );
         assert_eq!(on("{fraction: 0}").map(|c| c.fraction), Some(0.0));
+    }
+
+    #[test]
+    fn racks_are_read_under_hres_and_each_mistake_is_one_line() {
+        let base = "node_types: {x: {frequencies: [1.0, 2.0], power: {dynamic_w: 90, static_w: 10}}}\nnodes: {x: \"n[1-4]\"}\n";
+        let parse = |text: &str| crate::site::parse("site.yaml", &format!("{base}{text}"));
+        let ok = parse("power_cap: 400W\npower:\n  enforce: hres\n  racks:\n    r1: {nodes: \"n[1-2]\", power_cap: 200W}\n    r2: {nodes: n3, power_cap: 1kW}\n").unwrap();
+        assert_eq!(ok.power.enforce, PowerEnforce::Hres);
+        assert!(ok.power.enforce.in_slurm());
+        assert_eq!(
+            ok.power.racks["r1"],
+            Rack {
+                nodes: vec!["n1".into(), "n2".into()],
+                power_cap_w: 200.0
+            }
+        );
+        assert_eq!(ok.power.racks["r2"].power_cap_w, 1000.0);
+        let bad = [
+            (
+                "power_cap: 400W\npower:\n  enforce: queue\n  racks:\n    r1: {nodes: n1, power_cap: 1kW}\n",
+                "site.yaml:7:9",
+                "racks only under power.enforce: hres",
+            ),
+            (
+                "power:\n  enforce: hres\n",
+                "site.yaml:4:12",
+                "hres with a site `power_cap`",
+            ),
+            (
+                "power_cap: 400W\npower:\n  enforce: hres\n  racks:\n    r1: {nodes: \"n[1-9]\", power_cap: 1kW}\n",
+                "power.racks.r1.nodes",
+                "node n5 is not in `nodes`",
+            ),
+            (
+                "power_cap: 400W\npower:\n  enforce: hres\n  racks:\n    r1: {nodes: \"n[1-2]\", power_cap: 1kW}\n    r2: {nodes: \"n[2-3]\", power_cap: 1kW}\n",
+                "power.racks.r2.nodes",
+                "node n2 is already in rack r1",
+            ),
+            (
+                "power_cap: 400W\npower:\n  enforce: hres\n  racks:\n    r1: {nodes: n1, power_cap: lots}\n",
+                "power.racks.r1.power_cap",
+                "a power above 0",
+            ),
+            (
+                "power_cap: 400W\npower:\n  enforce: hres\n  racks:\n    r1: {nodes: n1}\n",
+                "site.yaml:7",
+                "power_cap",
+            ),
+        ];
+        for (text, key, valid) in bad {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{e}");
+            for part in [key, valid] {
+                assert!(e.contains(part), "{text:?}: {e} lacks {part:?}");
+            }
+        }
     }
 
     #[test]
