@@ -639,8 +639,10 @@ t_power_give_back() {
 #     cap stays a flat license (280 W). Unheld, each rack draws over its cap with every
 #     CPU busy (r1 320 W, r2 160 W). Seven jobs arrive at once, every CPU of their nodes
 #     busy for 10 s:
-#     - one node each asking nothing (140 W a node: only r1 can place it), asking 50, 70,
-#       80 (which fit either rack) and 130 W (r1 only);
+#     - two of one node asking nothing, first (140 W a node: only r1 can place one, and
+#       one at a time: unheld by the racks, the site's 280 W would start both, and r1
+#       would draw 280 W), then one node each asking 50, 70, 80 (which fit either rack)
+#       and 130 W (r1 only);
 #     - two nodes asking 120 W in all (60 W a node).
 #     The test samples the nodes' counters itself and checks:
 #     - each job held greenup_w at its count a node (the job_submit script's arithmetic,
@@ -684,11 +686,11 @@ t_power_hres() {
   rapl_sample "$samples" "$stop" $GC_NODES & sampler=$!
   sleep 2
   local since; since=$(date +%s.%N)
-  local -a jobs=() asks=(none 50 70 80 130 none 2x120) args
+  local -a jobs=() asks=(none none 50 70 80 130 2x120) args
   local -A per_node
   local i j
   # The count a node each job must hold (the job_submit script's, by hand above).
-  local -a want_node=(140 50 70 80 130 140 60)
+  local -a want_node=(140 140 50 70 80 130 60)
   for i in "${!asks[@]}"; do
     args=(--exclusive -t 5 -o "$OUT/p6-%j.out" --ntasks-per-node=$GC_CPUS)
     case ${asks[$i]} in
