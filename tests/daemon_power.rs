@@ -442,14 +442,7 @@ fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
     )
     .unwrap();
     let sock = format!("unix:{}", d.socket.display());
-    let mut meter = std::process::Command::new(greenup_bin())
-        .args(["meter", "77", "--node", "n1", "--run-dir"])
-        .arg(&paths.run_dir)
-        .arg("--sysfs-root")
-        .arg(&paths.sysfs_root)
-        .args(["--report-every", "1", "--batch", "1", "--connect", &sock])
-        .spawn()
-        .unwrap();
+    let mut meter = spawn_meter(77, "n1", &paths, &sock);
     // The counter stands still, then moves: greenupd first hears 0 W from n1, then more.
     let debug = || {
         let v = d.unix_client().power_status(None).unwrap();

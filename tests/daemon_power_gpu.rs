@@ -96,14 +96,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     drop(nvml);
 
     let sock = format!("unix:{}", d.socket.display());
-    let mut meter = std::process::Command::new(greenup_bin())
-        .args(["meter", "77", "--node", "n1", "--run-dir"])
-        .arg(&paths.run_dir)
-        .arg("--sysfs-root")
-        .arg(&paths.sysfs_root)
-        .args(["--report-every", "1", "--batch", "1", "--connect", &sock])
-        .spawn()
-        .unwrap();
+    let mut meter = spawn_meter(77, "n1", &paths, &sock);
     let site = || {
         let v = d.unix_client().power_status(None).unwrap();
         v.caps.iter().find(|c| c.scope == "site").unwrap().clone()

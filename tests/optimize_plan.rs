@@ -1,17 +1,19 @@
 //! `plan::plan_with` end to end on a small model defined here: limits merge,
 //! node slots come from the site, node counts are searched, monitor changes nothing.
 
+mod models_common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use models_common::{node_type, slots};
 
 use greenup::model::{Choice, ModelError, NodeChoices, NodeSlot, Predictor, SweepTable};
 use greenup::optimize::brute::brute;
 use greenup::optimize::{Goal, Limits};
 use greenup::plan::{Algorithm, NodeRequest, PlanError, PlanRequest, plan_with};
 use greenup::policy::{Policy, PolicySet};
-use greenup::site::{
-    DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
-};
+use greenup::site::{Partition, Site};
 
 /// Bulk-synchronous work of `GFLOP` shared evenly over n nodes, each computing at
 /// its type's GFLOPS scaled by f / f_max; communication takes 0.5 s per node.
@@ -65,85 +67,30 @@ impl Predictor for Model<'_> {
     }
 }
 
-fn node_type(name: &str, freqs: &[f64], dynamic_w: f64, static_w: f64) -> NodeType {
-    NodeType {
-        name: name.into(),
-        freqs_ghz: freqs.to_vec(),
-        power: PowerModel::AtMax {
-            dynamic_w,
-            static_w,
-            gamma: 3.0,
-        },
-    }
-}
-
 /// Four nodes: n1, n2 of type slow (1.2-2.5 GHz), n3, n4 of type fast (1.6-3.4 GHz).
 fn site() -> Site {
-    let mut node_types = BTreeMap::new();
-    node_types.insert(
-        "slow".to_string(),
-        node_type("slow", &[1.2, 1.5, 2.0, 2.5], 20.0, 4.0),
+    let mut site = models_common::site(
+        vec![
+            node_type("slow", vec![1.2, 1.5, 2.0, 2.5], 20.0, 4.0),
+            node_type("fast", vec![1.6, 2.2, 2.8, 3.4], 35.0, 7.0),
+        ],
+        &[
+            ("n1", "slow"),
+            ("n2", "slow"),
+            ("n3", "fast"),
+            ("n4", "fast"),
+        ],
     );
-    node_types.insert(
-        "fast".to_string(),
-        node_type("fast", &[1.6, 2.2, 2.8, 3.4], 35.0, 7.0),
-    );
-    let nodes: BTreeMap<String, String> = [
-        ("n1", "slow"),
-        ("n2", "slow"),
-        ("n3", "fast"),
-        ("n4", "fast"),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    let mut partitions = BTreeMap::new();
-    partitions.insert(
+    site.partitions.insert(
         "fast".to_string(),
         Partition {
             nodes: vec!["n3".into(), "n4".into()],
             power_cap_w: Some(60.0),
         },
     );
-    Site {
-        path: PathBuf::from("/etc/slurm/greenup.yaml"),
-        node_types,
-        gpu_types: Default::default(),
-        nodes,
-        partitions,
-        power_cap_w: None,
-        job_energy_limit_j: None,
-        default_policy: "min-energy".into(),
-        allowed_policies: Vec::new(),
-        policy_dirs: vec![policies_dir()],
-        profile_dir: PathBuf::from("/etc/greenup/profiles"),
-        enforce: Enforce::Open,
-        daemon: DaemonSettings {
-            listen: "127.0.0.1:7470".into(),
-            socket: PathBuf::from("/run/greenupd/greenupd.sock"),
-            store: PathBuf::from("/var/lib/greenup/greenup.db"),
-            slurm_user: "slurm".into(),
-            admins: Vec::new(),
-            timeout_ms: 2000,
-            grace_s: 300,
-            metrics_listen: None,
-            over_budget: OverBudget::Lowest,
-            spool_dir: "/var/spool/greenup".into(),
-            limits: Default::default(),
-            slurm_energy: false,
-        },
-        dvfs: DvfsSettings {
-            sysfs_root: PathBuf::from("/sys"),
-            run_dir: PathBuf::from("/run/greenup"),
-            per_core_shared: false,
-            mpi_runtime: "/nonexistent/libgreenup_mpi.so".into(),
-            measure_baselines: true,
-            nvml_library: "libnvidia-ml.so.1".into(),
-        },
-        budgets: Vec::new(),
-        baseline: None,
-        power: Default::default(),
-    }
+    site.default_policy = "min-energy".into();
+    site.policy_dirs = vec![policies_dir()];
+    site
 }
 
 fn model(site: &Site) -> Model<'_> {
@@ -187,17 +134,7 @@ fn all_four() -> NodeRequest {
 
 /// The brute-force optimum of the first `n` nodes of `names` under `goal`.
 fn oracle(site: &Site, names: &[&str], goal: &Goal) -> (f64, f64) {
-    let slots: Vec<NodeSlot> = names
-        .iter()
-        .map(|n| {
-            let ty = site.node_type_of(n).unwrap();
-            NodeSlot {
-                name: n.to_string(),
-                node_type: ty.name.clone(),
-                freqs_ghz: ty.freqs_ghz.clone(),
-            }
-        })
-        .collect();
+    let slots = slots(site, names);
     let t = model(site).table(&slots).unwrap();
     let o = brute(&t, goal).unwrap();
     (o.time_s, o.energy_j)
@@ -209,17 +146,7 @@ fn baseline_goal(
     objective: greenup::optimize::Objective,
     limits: Limits,
 ) -> Goal {
-    let slots: Vec<NodeSlot> = names
-        .iter()
-        .map(|n| {
-            let ty = site.node_type_of(n).unwrap();
-            NodeSlot {
-                name: n.to_string(),
-                node_type: ty.name.clone(),
-                freqs_ghz: ty.freqs_ghz.clone(),
-            }
-        })
-        .collect();
+    let slots = slots(site, names);
     let t = model(site).table(&slots).unwrap();
     let (bt, be) = t.totals(&t.max_pick());
     Goal {

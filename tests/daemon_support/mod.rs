@@ -399,6 +399,24 @@ pub fn greenup_bin() -> String {
     env!("CARGO_BIN_EXE_greenup").to_string()
 }
 
+/// `greenup meter` for job `job_id` on `node`, as the prolog starts it, reading the node's
+/// counters under `paths` and reporting every second, each sample on its own, to `connect`.
+pub fn spawn_meter(
+    job_id: u32,
+    node: &str,
+    paths: &greenup_platform::dvfs::job::NodePaths,
+    connect: &str,
+) -> std::process::Child {
+    Command::new(greenup_bin())
+        .args(["meter", &job_id.to_string(), "--node", node, "--run-dir"])
+        .arg(&paths.run_dir)
+        .arg("--sysfs-root")
+        .arg(&paths.sysfs_root)
+        .args(["--report-every", "1", "--batch", "1", "--connect", connect])
+        .spawn()
+        .unwrap()
+}
+
 /// Run the `greenup` CLI as `user` (root when `None`); returns (exit code, stdout, stderr).
 pub fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
     let mut cmd = match user {
