@@ -227,30 +227,27 @@ async fn run(shared: &Arc<Shared>, caller: Caller, req: Request) -> Outcome {
             // Only a request that carries the close is counted: a count reads the job's
             // stored request and every outcome so far, so counting every node's end
             // made a 10,000-node job's ends quadratic (docs/BENCHMARKS.md).
-            let (reported, nodes) = match close {
-                Some(_) => {
-                    let (_, reported, nodes) = outcome_count(shared, job_id).await?;
-                    (reported, nodes)
-                }
-                None => (0, 0),
+            let Some(end) = close else {
+                return Ok(Reply::NodeEnded {
+                    job_id,
+                    outcomes: 0,
+                    nodes: 0,
+                    closed: false,
+                });
             };
+            let (_, reported, nodes) = outcome_count(shared, job_id).await?;
             let everywhere = nodes > 0 && reported >= nodes;
-            let closed = match close {
-                Some(end) if everywhere => {
-                    match close_job(shared, job_id, JobState::Closed, Some(end), restart_count)
-                        .await
-                    {
-                        Ok(_) => true,
-                        Err(e) => {
-                            // The node then closes with its own request, whose error it
-                            // sees, spools and logs on its side as before.
-                            tracing::info!(job_id, error = %e, "end_node: close not taken");
-                            false
-                        }
+            let closed = everywhere
+                && match close_job(shared, job_id, JobState::Closed, Some(end), restart_count).await
+                {
+                    Ok(_) => true,
+                    Err(e) => {
+                        // The node then closes with its own request, whose error it
+                        // sees, spools and logs on its side as before.
+                        tracing::info!(job_id, error = %e, "end_node: close not taken");
+                        false
                     }
-                }
-                _ => false,
-            };
+                };
             Ok(Reply::NodeEnded {
                 job_id,
                 outcomes: reported,

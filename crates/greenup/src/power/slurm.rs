@@ -266,14 +266,20 @@ pub fn lua_table(site: &Site, slurm_uid: Option<u32>) -> String {
 /// the site layer alone). Empty otherwise.
 fn hres_entry(site: &Site, nodes: &[String]) -> String {
     let p = &site.power;
-    let (PowerEnforce::Hres, Some(cap)) = (p.enforce, site.power_cap_w) else {
+    let Some(site_w) = site_layer_w(site) else {
         return String::new();
     };
-    let site_w = p.grantable_w(cap);
+    // Each rack's nodes looked up in the pool: a rack's list is searched once, not once
+    // per pool node.
+    let pool: std::collections::HashSet<&str> = nodes.iter().map(String::as_str).collect();
     let mut groups: Vec<(usize, u64)> = Vec::new();
     let mut racked = 0;
     for rack in p.racks.values() {
-        let k = nodes.iter().filter(|n| rack.nodes.contains(n)).count();
+        let k = rack
+            .nodes
+            .iter()
+            .filter(|n| pool.contains(n.as_str()))
+            .count();
         if k > 0 {
             groups.push((k, p.grantable_w(rack.power_cap_w)));
             racked += k;
@@ -314,15 +320,25 @@ pub fn resources_yaml(site: &Site) -> Option<String> {
     Some(out)
 }
 
+/// The count of the site's layer of its hierarchical resource (the site cap less the
+/// reserve); None unless `enforce: hres` with a site cap.
+fn site_layer_w(site: &Site) -> Option<u64> {
+    let p = &site.power;
+    (p.enforce == PowerEnforce::Hres)
+        .then_some(site.power_cap_w)
+        .flatten()
+        .map(|cap| p.grantable_w(cap))
+}
+
 /// The layers of the site's hierarchical resource, top first: each one's nodes (as a
 /// hostlist) and count. Empty unless `enforce: hres` with a site cap.
 fn layers(site: &Site) -> Vec<(String, u64)> {
     let p = &site.power;
-    let (PowerEnforce::Hres, Some(cap)) = (p.enforce, site.power_cap_w) else {
+    let Some(site_w) = site_layer_w(site) else {
         return Vec::new();
     };
     let all: Vec<String> = site.nodes.keys().cloned().collect();
-    std::iter::once((crate::hostlist::compress(&all), p.grantable_w(cap)))
+    std::iter::once((crate::hostlist::compress(&all), site_w))
         .chain(p.racks.values().map(|r| {
             (
                 crate::hostlist::compress(&r.nodes),
@@ -350,7 +366,8 @@ struct DeclaredLayer {
 
 /// Where `resources.yaml`'s layers of greenup's resource and the site config's caps
 /// differ, under `power.enforce: hres`: each layer is named by the resource and its nodes
-/// (`greenup_w over n[1-2]`). A file Slurm could not read either is one drift naming it.
+/// (`greenup_w over n[1-2]`). A file that does not parse declares no layer, so each of
+/// the site config's is then named as missing.
 pub fn resources_drift(site: &Site, resources_yaml: &str) -> Vec<LicenseDrift> {
     if site.power.enforce != PowerEnforce::Hres {
         return Vec::new();
