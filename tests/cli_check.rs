@@ -36,6 +36,48 @@ fn shipped_site_checks_ok() {
 }
 
 #[test]
+fn site_licenses_writes_resources_yaml_only_under_hres() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("resources.yaml");
+    // The shipped site holds its caps in greenupd's ledger: nothing is written.
+    let a = greenup()
+        .args(["site", "licenses", &repo("etc/greenup.yaml"), "--resources"])
+        .arg(&out)
+        .assert()
+        .failure();
+    let line = one_stderr_line(&a);
+    assert!(
+        line.contains("--resources")
+            && line.contains("power.enforce: hres")
+            && line.contains("ledger"),
+        "{line}"
+    );
+    assert!(!out.exists());
+    // Under hres it is written, and stdout keeps only the partitions' Licenses= line.
+    let text =
+        std::fs::read_to_string(repo("etc/greenup.yaml")).unwrap() + "power: {enforce: hres}\n";
+    let site = dir.path().join("hres.yaml");
+    std::fs::write(&site, text).unwrap();
+    let a = greenup()
+        .args(["site", "licenses"])
+        .arg(&site)
+        .arg("--resources")
+        .arg(&out)
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        said.starts_with("Licenses=greenup_w_") && said.lines().count() == 1,
+        "{said}"
+    );
+    let yaml = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        yaml.contains("- resource: greenup_w\n  mode: MODE_3"),
+        "{yaml}"
+    );
+}
+
+#[test]
 fn broken_site_names_file_line_column_key_value() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [

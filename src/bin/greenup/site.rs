@@ -115,8 +115,9 @@ fn licenses(args: LicensesArgs) -> Outcome {
         (Some(out), Some(text)) => write(out, text)?,
         (Some(out), None) => {
             return Err(crate::Failure::Runtime(format!(
-                "{}: not written: resources.yaml holds racks only under power.enforce: hres",
-                out.display()
+                "--resources {}: not written: resources.yaml is Slurm's only under power.enforce: hres, and this site's is {}",
+                out.display(),
+                site.power.enforce.as_str()
             )));
         }
         (None, Some(text)) => crate::say!("{}", text.trim_end()),
