@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use greenup::profile::refine::{NodeOutcome, Outcome, Outlier, refine_profile};
-use greenup::profile::versions::{Fit, InUse, Versions};
+use greenup::profile::versions::{InUse, Versions};
 use greenup::profile::{Param, Profile};
 use greenup::record::RunState;
 
@@ -66,11 +66,7 @@ fn refine_store_pin_and_roll_back() {
     let dir = tempfile::tempdir().unwrap();
     let versions = Versions::new(dir.path());
     assert_eq!(versions.in_use("hetero-table1").unwrap(), InUse::Admin);
-    let fit = Fit {
-        samples: r.samples,
-        residual: r.residual,
-        note: r.note.clone(),
-    };
+    let fit = r.fit();
     assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 2);
     assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 3);
     assert_eq!(versions.fit("hetero-table1", 3), Some(fit));
@@ -323,6 +319,38 @@ fn iso_without_overheads(name: &str) -> (tempfile::TempDir, Profile) {
     (dir, profile)
 }
 
+/// A completed run on `p` type1 nodes at 2.5 GHz that took `time_s`, as predicted; the
+/// MPI runtime measured each node's seconds outside and inside MPI (`per_node`) and its
+/// calls and bytes (`counted`).
+fn measured_run(
+    job_id: u64,
+    p: usize,
+    time_s: f64,
+    (compute_s, comm_s): (f64, f64),
+    (calls, bytes): (u64, u64),
+) -> Outcome {
+    Outcome {
+        gpu_locked: false,
+        job_id,
+        state: RunState::Completed,
+        time_s,
+        predicted_time_s: time_s,
+        nodes: (0..p)
+            .map(|i| NodeOutcome {
+                gpu: None,
+                name: format!("n{i}"),
+                node_type: "type1".into(),
+                freq_ghz: 2.5,
+                energy_j: Some(1.0),
+                compute_s: Some(compute_s),
+                comm_s: Some(comm_s),
+                calls: Some(calls),
+                bytes: Some(bytes),
+            })
+            .collect(),
+    }
+}
+
 /// An iso_energy profile whose overhead terms are wrong, refined from runs the MPI runtime
 /// measured on 2, 3 and 4 nodes: the stored version holds the refitted laws as expressions,
 /// loads as a profile, and its fit record says what was refitted.
@@ -336,26 +364,8 @@ fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
         let compute = (4e11 + 1e10 * (pf - 1.0)) * 1e-9 + 1e9 * 1e-7;
         let (m, b) = (100.0 * pf * (pf - 1.0), 1e11 * (pf - 1.0));
         let t = 0.95 * (compute + m * 2e-5 + b * 1e-9) / pf;
-        Outcome {
-            gpu_locked: false,
-            job_id,
-            state: RunState::Completed,
-            time_s: t,
-            predicted_time_s: t,
-            nodes: (0..p)
-                .map(|i| NodeOutcome {
-                    gpu: None,
-                    name: format!("n{i}"),
-                    node_type: "type1".into(),
-                    freq_ghz: 2.5,
-                    energy_j: Some(1.0),
-                    compute_s: Some(compute / pf),
-                    comm_s: Some(t - compute / pf),
-                    calls: Some((m / pf) as u64),
-                    bytes: Some((b / pf) as u64),
-                })
-                .collect(),
-        }
+        let per_node = (compute / pf, t - compute / pf);
+        measured_run(job_id, p, t, per_node, ((m / pf) as u64, (b / pf) as u64))
     };
     let r = refine_profile(&profile, &site, &[run(1, 2), run(2, 3), run(3, 4)]).unwrap();
     let note = r.note.clone().unwrap();
@@ -374,11 +384,7 @@ fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
     assert_eq!(text_of(&app.b.value), "1.000000e11 * (p - 1)");
     assert!((num(&app.alpha.value) - 0.95).abs() < 1e-9);
     let versions = Versions::new(dir.path().join("versions"));
-    let fit = Fit {
-        samples: r.samples,
-        residual: r.residual,
-        note: r.note.clone(),
-    };
+    let fit = r.fit();
     let v = versions.save(r.file, fit.clone()).unwrap();
     assert_eq!(versions.fit("iso-wrong", v), Some(fit));
     let stored = Profile::load(&versions.path("iso-wrong", v).unwrap()).unwrap();
@@ -409,26 +415,7 @@ fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
         let pf = p as f64;
         let compute = 500.0 * (0.4 - 0.05 * pf);
         let t = compute / pf + 1.0;
-        Outcome {
-            gpu_locked: false,
-            job_id,
-            state: RunState::Completed,
-            time_s: t,
-            predicted_time_s: t,
-            nodes: (0..p)
-                .map(|i| NodeOutcome {
-                    gpu: None,
-                    name: format!("n{i}"),
-                    node_type: "type1".into(),
-                    freq_ghz: 2.5,
-                    energy_j: Some(1.0),
-                    compute_s: Some(compute / pf),
-                    comm_s: Some(1.0),
-                    calls: Some(3),
-                    bytes: Some(1_000_000),
-                })
-                .collect(),
-        }
+        measured_run(job_id, p, t, (compute / pf, 1.0), (3, 1_000_000))
     };
     let runs = [run(1, 2), run(2, 3), run(3, 4)];
     let r = refine_profile(&profile, &site, &runs).unwrap();
@@ -436,11 +423,7 @@ fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
     assert!(note.starts_with("overheads from 3"), "{note}");
     // The refined version refines again from the same runs.
     let versions = Versions::new(dir.path().join("versions"));
-    let fit = Fit {
-        samples: r.samples,
-        residual: r.residual,
-        note: r.note.clone(),
-    };
+    let fit = r.fit();
     let v = versions.save(r.file, fit).unwrap();
     let stored = Profile::load(&versions.path("iso-fast", v).unwrap()).unwrap();
     let iso = stored.iso_energy().unwrap();

@@ -1108,27 +1108,76 @@ mod tests {
         vec![
             run(1, app, 40.0, &[("n1", FAST, None), ("n2", FAST, None)]),
             run(2, app, 50.0, &[("n3", ECO, None), ("n4", ECO, None)]),
-            run(
-                3,
-                app,
-                26.0,
-                &[
-                    ("n1", FAST, None),
-                    ("n2", FAST, None),
-                    ("n3", ECO, None),
-                    ("n4", ECO, None),
-                ],
-            ),
+            run(3, app, 26.0, &four(None)),
         ]
+    }
+
+    /// The test cluster's four nodes, fast n1 and n2 at FAST and eco n3 and n4 at ECO,
+    /// each with the same MPI runtime measurement.
+    fn four(split: Option<(f64, f64)>) -> [Node<'static>; 4] {
+        [
+            ("n1", FAST, split),
+            ("n2", FAST, split),
+            ("n3", ECO, split),
+            ("n4", ECO, split),
+        ]
+    }
+
+    fn num(p: &Param) -> f64 {
+        match p {
+            Param::Number(x) => *x,
+            other => panic!("{other}"),
+        }
+    }
+
+    /// A feasible exact plan of `policy` for `nodes`, predicting `predicted_s` against a
+    /// baseline of `baseline_s`: what outcome_from_record reads of a decision's plan.
+    fn plan(
+        policy: &str,
+        nodes: Vec<crate::plan::PlannedNode>,
+        predicted_s: f64,
+        baseline_s: f64,
+        objective: f64,
+    ) -> crate::plan::Plan {
+        use crate::plan::{Algorithm, Estimate, SearchInfo};
+        use greenup_core::quantity::{Joules, Seconds, Watts};
+        let est = |time_s: f64| Estimate {
+            time_s: Seconds(time_s),
+            energy_j: Joules(1.0),
+            avg_power_w: Watts(1.0),
+        };
+        crate::plan::Plan {
+            policy: policy.into(),
+            feasible: true,
+            reason: String::new(),
+            node_count: nodes.len(),
+            nodes,
+            predicted: est(predicted_s),
+            baseline: est(baseline_s),
+            objective,
+            search: SearchInfo {
+                algorithm: Algorithm::Exact,
+                candidates: 1,
+                elapsed_us: 0,
+                reused: false,
+            },
+            gpus: None,
+        }
+    }
+
+    /// `name`, a fast node, planned at `ghz` with its GPUs left alone.
+    fn planned(name: &str, ghz: f64) -> crate::plan::PlannedNode {
+        crate::plan::PlannedNode {
+            gpu_mhz: None,
+            name: name.into(),
+            node_type: "fast".into(),
+            freq_ghz: greenup_core::quantity::Ghz(ghz),
+        }
     }
 
     fn times(l: &Learned, ty: &str) -> (f64, f64) {
         let t = &l.file.hetero.as_ref().unwrap().node_types[ty];
-        let n = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
-        (n(&t.t_cp_s.value), n(&t.t_cm_s.value))
+        (num(&t.t_cp_s.value), num(&t.t_cm_s.value))
     }
 
     #[test]
@@ -1168,19 +1217,15 @@ mod tests {
         let recs = vec![at(1, 3.0, 18.0), at(2, 1.5, 28.0), at(3, 2.0, 23.0)];
         let l = learn(&site(), "md", Model::Hetero, &recs, None).unwrap();
         let t = &l.file.hetero.as_ref().unwrap().node_types["fast"];
-        let n = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
-        assert!((n(&t.t_cp_s.value) - 10.0).abs() < 1e-9, "{t:?}");
+        assert!((num(&t.t_cp_s.value) - 10.0).abs() < 1e-9, "{t:?}");
         assert!(
-            (n(&t.t_mem_s.as_ref().unwrap().value) - 8.0).abs() < 1e-9,
+            (num(&t.t_mem_s.as_ref().unwrap().value) - 8.0).abs() < 1e-9,
             "{t:?}"
         );
         let fit = t.t_mem_fit.as_ref().unwrap();
         assert_eq!(fit.clocks.value, Param::Number(3.0));
         assert_eq!(fit.samples.value, Param::Number(6.0));
-        assert!(n(&fit.rms_error.value) < 1e-9);
+        assert!(num(&fit.rms_error.value) < 1e-9);
         assert!(
             l.notes.iter().any(|x| x.starts_with(
                 "type fast: clock sensitivity from 6 node runs at 3 clocks: t_cp_s 10.000 scales with the clock, t_mem_s 8.000 does not"
@@ -1204,7 +1249,7 @@ mod tests {
         // At f_max only: t_cp is the whole 18 s, t_mem is left out and the note says why.
         let l = learn(&site(), "md", Model::Hetero, &recs[..1], None).unwrap();
         let t = &l.file.hetero.as_ref().unwrap().node_types["fast"];
-        assert_eq!((n(&t.t_cp_s.value), t.t_mem_s.as_ref()), (18.0, None));
+        assert_eq!((num(&t.t_cp_s.value), t.t_mem_s.as_ref()), (18.0, None));
         assert!(
             l.notes
                 .iter()
@@ -1310,17 +1355,7 @@ mod tests {
             compute_s: c.to_vec(),
         };
         let split = Some((0.014, 0.006));
-        let mut rec = run(
-            8,
-            "md",
-            0.02,
-            &[
-                ("n1", FAST, split),
-                ("n2", FAST, split),
-                ("n3", ECO, split),
-                ("n4", ECO, split),
-            ],
-        );
+        let mut rec = run(8, "md", 0.02, &four(split));
         let counted = [
             ("n1", [0.010, 0.002]),
             ("n2", [0.008, 0.004]),
@@ -1336,13 +1371,9 @@ mod tests {
         // each type's total (14 and 13 ms) the two steps' shares are fast 10/14, eco 3/13
         // and fast 4/14, eco 10/13: two directions, kept apart exactly.
         let steps = l.file.hetero.as_ref().unwrap().steps.as_ref().unwrap();
-        let n = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
         let mut got: Vec<(f64, f64)> = steps
             .iter()
-            .map(|c| (n(&c.share["fast"].value), n(&c.share["eco"].value)))
+            .map(|c| (num(&c.share["fast"].value), num(&c.share["eco"].value)))
             .collect();
         got.sort_by(|a, b| b.0.total_cmp(&a.0));
         let want = [(10.0 / 14.0, 3.0 / 13.0), (4.0 / 14.0, 10.0 / 13.0)];
@@ -1388,17 +1419,7 @@ mod tests {
             })
             .unzip();
         let split = Some((0.16, 0.16));
-        let mut rec = run(
-            9,
-            "md",
-            0.32,
-            &[
-                ("n1", FAST, split),
-                ("n2", FAST, split),
-                ("n3", ECO, split),
-                ("n4", ECO, split),
-            ],
-        );
+        let mut rec = run(9, "md", 0.32, &four(split));
         for (node, c) in [("n1", &fast), ("n2", &fast), ("n3", &eco), ("n4", &eco)] {
             let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
             o.comm.as_mut().unwrap().steps = Some(crate::comm::StepTimes {
@@ -1409,19 +1430,15 @@ mod tests {
         let l = learn(&site(), "md", Model::Hetero, &[rec], None).unwrap();
         let h = l.file.hetero.as_ref().unwrap();
         let ladder = h.step_windows.as_ref().expect("step_windows");
-        let n = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
         // 10 ms, then 40 ms (8 windows); 160 ms would leave the run 2.
-        let lengths: Vec<f64> = ladder.iter().map(|w| n(&w.window_s.value)).collect();
+        let lengths: Vec<f64> = ladder.iter().map(|w| num(&w.window_s.value)).collect();
         assert_eq!(lengths, [0.01, 0.04]);
         // steps: is the finest length's classes.
         assert_eq!(h.steps.as_ref(), Some(&ladder[0].classes));
         let steps: Vec<u64> = ladder[0]
             .classes
             .iter()
-            .map(|c| n(&c.steps.value) as u64)
+            .map(|c| num(&c.steps.value) as u64)
             .collect();
         assert_eq!(steps, [4, 12, 4, 12]);
         // At 40 ms, over the totals (fast 4 * 36 + 4 * 4 = 160 ms, eco 4 * 8 + 4 * 36 =
@@ -1431,9 +1448,9 @@ mod tests {
             .iter()
             .map(|c| {
                 (
-                    n(&c.steps.value) as u64,
-                    n(&c.share["fast"].value),
-                    n(&c.share["eco"].value),
+                    num(&c.steps.value) as u64,
+                    num(&c.share["fast"].value),
+                    num(&c.share["eco"].value),
                 )
             })
             .collect();
@@ -1522,27 +1539,16 @@ mod tests {
         ];
         let l = learn(&site(), "md", Model::Amdahl, &recs, None).unwrap();
         let a = l.file.amdahl.as_ref().unwrap();
-        let n = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
-        assert!((n(&a.t_c1_s.value) - 1000.0).abs() < 1e-6);
-        assert!((n(&a.parallel_fraction.value) - 0.9).abs() < 1e-9);
-        assert!((n(&a.comm.coeff_s.value) - 20.0).abs() < 1e-6);
+        assert!((num(&a.t_c1_s.value) - 1000.0).abs() < 1e-6);
+        assert!((num(&a.parallel_fraction.value) - 0.9).abs() < 1e-9);
+        assert!((num(&a.comm.coeff_s.value) - 20.0).abs() < 1e-6);
         assert_eq!(a.comm.law.value, Param::Text("log".into()));
         assert_eq!(l.jobs, vec![1, 2, 3, 4, 5]);
     }
 
     #[test]
     fn a_clock_sample_is_learned_at_the_clock_it_ran_never_as_a_run_at_fmax() {
-        use crate::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
-        use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
         let s = site();
-        let est = |time_s: f64| Estimate {
-            time_s: Seconds(time_s),
-            energy_j: Joules(1.0),
-            avg_power_w: Watts(1.0),
-        };
         // A monitor job the site ran with both nodes at 1.8 GHz: n1 reported it, n2
         // reported nothing and stands at its planned clock.
         let mut rec = run(
@@ -1554,29 +1560,8 @@ mod tests {
         rec.decision.verdict = Verdict::Planned;
         rec.decision.monitor = false;
         rec.decision.clock_sample = true;
-        let node = |name: &str| PlannedNode {
-            gpu_mhz: None,
-            name: name.into(),
-            node_type: "fast".into(),
-            freq_ghz: Ghz(1.8),
-        };
-        rec.decision.plan = Some(Plan {
-            policy: "monitor".into(),
-            feasible: true,
-            reason: String::new(),
-            node_count: 2,
-            nodes: vec![node("n1"), node("n2")],
-            predicted: est(45.0),
-            baseline: est(30.0),
-            objective: 45.0,
-            search: SearchInfo {
-                algorithm: Algorithm::Exact,
-                candidates: 1,
-                elapsed_us: 0,
-                reused: false,
-            },
-            gpus: None,
-        });
+        let nodes = vec![planned("n1", 1.8), planned("n2", 1.8)];
+        rec.decision.plan = Some(plan("monitor", nodes, 45.0, 30.0, 45.0));
         assert!(!rec.decision.measured_baseline());
         let o = outcome_from_record(&rec, &s).unwrap();
         let clocks: Vec<f64> = o.nodes.iter().map(|n| n.freq_ghz).collect();
@@ -1596,14 +1581,7 @@ mod tests {
 
     #[test]
     fn a_baseline_sample_is_an_outcome_of_every_node_at_the_frequency_it_reported() {
-        use crate::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
-        use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
         let s = site();
-        let est = |time_s: f64| Estimate {
-            time_s: Seconds(time_s),
-            energy_j: Joules(1.0),
-            avg_power_w: Watts(1.0),
-        };
         // The policy planned n1 alone at 1.8 GHz; the site sampled the job instead, so
         // it ran unchanged on both nodes at the frequency each reported.
         let mut rec = run(
@@ -1614,28 +1592,8 @@ mod tests {
         );
         rec.decision.policy = "max-dist".into();
         rec.decision.baseline_sample = true;
-        rec.decision.plan = Some(Plan {
-            policy: "max-dist".into(),
-            feasible: true,
-            reason: String::new(),
-            node_count: 1,
-            nodes: vec![PlannedNode {
-                gpu_mhz: None,
-                name: "n1".into(),
-                node_type: "fast".into(),
-                freq_ghz: Ghz(1.8),
-            }],
-            predicted: est(70.0),
-            baseline: est(90.0),
-            objective: 0.0,
-            search: SearchInfo {
-                algorithm: Algorithm::Exact,
-                candidates: 1,
-                elapsed_us: 1,
-                reused: false,
-            },
-            gpus: None,
-        });
+        let nodes = vec![planned("n1", 1.8)];
+        rec.decision.plan = Some(plan("max-dist", nodes, 70.0, 90.0, 0.0));
         let o = outcome_from_record(&rec, &s).unwrap();
         let seen: Vec<(&str, &str, f64)> = o
             .nodes
@@ -1677,16 +1635,7 @@ mod tests {
         let l = learn(&s, "md", Model::Hetero, &cluster_runs("md"), None).unwrap();
         let profile = Profile::from_file(Path::new("md.yaml"), l.file).unwrap();
         let mut recs = cluster_runs("md");
-        let all = |t| {
-            [
-                ("n1", FAST, None),
-                ("n2", FAST, None),
-                ("n3", ECO, None),
-                ("n4", ECO, None),
-            ]
-            .map(|n: Node| (n.0, n.1, t))
-        };
-        recs.push(run(4, "md", 28.6, &all(None)));
+        recs.push(run(4, "md", 28.6, &four(None)));
         let outcomes: Vec<Outcome> = recs
             .iter()
             .filter_map(|r| outcome_from_record(r, &s))
@@ -1696,12 +1645,8 @@ mod tests {
         // wall time of the four-node runs: (26 / 26 + 28.6 / 26) / 2 = 1.05. The two-node
         // runs (40 / 20.8 and 50 / 26) would have made it about 1.49.
         let t = &r.file.hetero.as_ref().unwrap().node_types;
-        let n = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
-        assert!((n(&t["eco"].t_cp_s.value) - 26.0 * 1.05).abs() < 1e-9);
-        assert!((n(&t["fast"].t_cp_s.value) - 20.8 * 1.05).abs() < 1e-9);
+        assert!((num(&t["eco"].t_cp_s.value) - 26.0 * 1.05).abs() < 1e-9);
+        assert!((num(&t["fast"].t_cp_s.value) - 20.8 * 1.05).abs() < 1e-9);
         assert_eq!(r.samples, 2);
     }
 
@@ -1740,10 +1685,6 @@ mod tests {
             .collect();
         let l = learn(&site(), "md", Model::IsoEnergy, &recs, None).unwrap();
         let iso = l.file.iso_energy.as_ref().expect("an iso_energy section");
-        let num = |p: &Param| match p {
-            Param::Number(x) => *x,
-            other => panic!("{other}"),
-        };
         let text = |p: &Param| p.to_string();
         let close = |got: f64, want: f64| (got / want - 1.0).abs() < 1e-6;
         let a = &iso.application;

@@ -81,6 +81,15 @@ fn rms(v: &[f64]) -> f64 {
     }
 }
 
+/// The outcomes that may refine; a refiner fitted from none would only restate its model.
+fn usable_or_none(outcomes: &[Outcome]) -> Result<Vec<&Outcome>, RefineError> {
+    let (used, _) = usable(outcomes);
+    if used.is_empty() {
+        return Err(RefineError::NoSamples);
+    }
+    Ok(used)
+}
+
 /// Relative error of the model's energy over outcomes (predicted / measured - 1).
 fn energy_errors(model: &dyn Predictor, used: &[&Outcome]) -> Result<Vec<f64>, RefineError> {
     used.iter()
@@ -109,10 +118,7 @@ pub fn hetero(
     model: &Hetero,
     outcomes: &[Outcome],
 ) -> Result<Refined<BTreeMap<String, TypeTimes>>, RefineError> {
-    let (used, _) = usable(outcomes);
-    if used.is_empty() {
-        return Err(RefineError::NoSamples);
-    }
+    let used = usable_or_none(outcomes)?;
     let iters = model.iterations.max(f64::MIN_POSITIVE);
     let fmax_of = |ty: &str| -> Result<f64, RefineError> {
         model
@@ -472,10 +478,7 @@ pub fn amdahl(
     model: &Amdahl,
     outcomes: &[Outcome],
 ) -> Result<Refined<AmdahlRefinement>, RefineError> {
-    let (used, _) = usable(outcomes);
-    if used.is_empty() {
-        return Err(RefineError::NoSamples);
-    }
+    let used = usable_or_none(outcomes)?;
     let fmax_of = |o: &Outcome| -> Result<f64, RefineError> {
         let ty = &o.nodes[0].node_type;
         model
@@ -600,10 +603,7 @@ pub fn iso_energy(
     model: &IsoEnergy,
     outcomes: &[Outcome],
 ) -> Result<Refined<IsoRefinement>, RefineError> {
-    let (used, _) = usable(outcomes);
-    if used.is_empty() {
-        return Err(RefineError::NoSamples);
-    }
+    let used = usable_or_none(outcomes)?;
     let mut runs = Vec::new();
     for o in &used {
         runs.extend(Run::of(model, o)?);
@@ -685,6 +685,17 @@ pub struct RefinedProfile {
     pub left_out: Vec<(u64, Outlier)>,
     /// What was refitted from what, when the model says (iso_energy does).
     pub note: Option<String>,
+}
+
+impl RefinedProfile {
+    /// The fit record a stored version of this refinement keeps beside its file.
+    pub fn fit(&self) -> Fit {
+        Fit {
+            samples: self.samples,
+            residual: self.residual,
+            note: self.note.clone(),
+        }
+    }
 }
 
 /// Refine the model a profile uses (hetero, amdahl or iso_energy) from its outcomes, and
@@ -833,11 +844,7 @@ pub fn refine_and_store(
         Err(RefineError::NoSamples) => return Ok(None),
         other => other?,
     };
-    let fit = Fit {
-        samples: refined.samples,
-        residual: refined.residual,
-        note: refined.note,
-    };
+    let fit = refined.fit();
     let version = versions.save(refined.file, fit.clone()).map_err(to_model)?;
     Ok(Some(StoredVersion {
         version,
