@@ -21,6 +21,26 @@ fn truth(t1: f64, fp: f64, law: CommLaw, c: f64, n: usize) -> (f64, f64) {
 
 const NODES: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
+/// A run on `nodes` nodes that took `time_s`, its blocked time not measured.
+fn run(nodes: usize, time_s: f64) -> Run {
+    Run {
+        nodes,
+        time_s,
+        blocked_s: None,
+    }
+}
+
+/// Exact runs on each of NODES of the truth `t1`, `fp`, `law`, `c`.
+fn truth_runs(t1: f64, fp: f64, law: CommLaw, c: f64) -> Vec<Run> {
+    NODES
+        .iter()
+        .map(|&n| {
+            let (tc, tb) = truth(t1, fp, law, c, n);
+            run(n, tc + tb)
+        })
+        .collect()
+}
+
 #[test]
 fn exact_runs_recover_fp_and_each_law() {
     for (law, c) in [
@@ -28,17 +48,7 @@ fn exact_runs_recover_fp_and_each_law() {
         (CommLaw::Linear, 3.0),
         (CommLaw::Quadratic, 0.05),
     ] {
-        let runs: Vec<Run> = NODES
-            .iter()
-            .map(|&n| {
-                let (tc, tb) = truth(1000.0, 0.9, law, c, n);
-                Run {
-                    nodes: n,
-                    time_s: tc + tb,
-                    blocked_s: None,
-                }
-            })
-            .collect();
+        let runs = truth_runs(1000.0, 0.9, law, c);
         let f = fit(&runs).unwrap();
         assert_eq!(f.law, law, "{f:?}");
         assert!(close(f.parallel_fraction, 0.9, 1e-6), "{f:?}");
@@ -61,9 +71,8 @@ fn three_runs_with_blocked_times_pick_the_law() {
             .map(|&n| {
                 let (tc, tb) = truth(500.0, 0.95, law, c, n);
                 Run {
-                    nodes: n,
-                    time_s: tc + tb,
                     blocked_s: Some(tb),
+                    ..run(n, tc + tb)
                 }
             })
             .collect();
@@ -89,11 +98,7 @@ fn noisy_runs_still_choose_the_right_law() {
             .zip(noise)
             .map(|(&n, e)| {
                 let (tc, tb) = truth(2000.0, 0.85, law, c, n);
-                Run {
-                    nodes: n,
-                    time_s: (tc + tb) * (1.0 + e),
-                    blocked_s: None,
-                }
+                run(n, (tc + tb) * (1.0 + e))
             })
             .collect();
         let f = fit(&runs).unwrap();
@@ -109,9 +114,8 @@ fn noisy_runs_still_choose_the_right_law() {
             .map(|(&n, e)| {
                 let (tc, tb) = truth(2000.0, 0.85, law, c, n);
                 Run {
-                    nodes: n,
-                    time_s: tc + tb * (1.0 + e),
                     blocked_s: Some(tb * (1.0 + e)),
+                    ..run(n, tc + tb * (1.0 + e))
                 }
             })
             .collect();
@@ -122,60 +126,13 @@ fn noisy_runs_still_choose_the_right_law() {
 #[test]
 fn bad_runs_are_errors() {
     assert!(matches!(fit(&[]), Err(FitError::TooFewRuns { .. })));
-    let two = [
-        Run {
-            nodes: 1,
-            time_s: 10.0,
-            blocked_s: None,
-        },
-        Run {
-            nodes: 2,
-            time_s: 6.0,
-            blocked_s: None,
-        },
-    ];
+    let two = [run(1, 10.0), run(2, 6.0)];
     assert!(matches!(fit(&two), Err(FitError::TooFewRuns { .. })));
-    let same = [Run {
-        nodes: 2,
-        time_s: 10.0,
-        blocked_s: None,
-    }; 4];
+    let same = [run(2, 10.0); 4];
     assert!(matches!(fit(&same), Err(FitError::TooFewRuns { .. })));
-    let neg = [
-        Run {
-            nodes: 1,
-            time_s: 10.0,
-            blocked_s: None,
-        },
-        Run {
-            nodes: 2,
-            time_s: -6.0,
-            blocked_s: None,
-        },
-        Run {
-            nodes: 4,
-            time_s: 4.0,
-            blocked_s: None,
-        },
-    ];
+    let neg = [run(1, 10.0), run(2, -6.0), run(4, 4.0)];
     assert!(matches!(fit(&neg), Err(FitError::BadRun { index: 1, .. })));
-    let zero = [
-        Run {
-            nodes: 0,
-            time_s: 10.0,
-            blocked_s: None,
-        },
-        Run {
-            nodes: 2,
-            time_s: 6.0,
-            blocked_s: None,
-        },
-        Run {
-            nodes: 4,
-            time_s: 4.0,
-            blocked_s: None,
-        },
-    ];
+    let zero = [run(0, 10.0), run(2, 6.0), run(4, 4.0)];
     assert!(matches!(fit(&zero), Err(FitError::BadRun { index: 0, .. })));
 }
 
@@ -221,17 +178,7 @@ amdahl:
 
 #[test]
 fn fitted_parameters_round_trip_through_a_profile() {
-    let runs: Vec<Run> = NODES
-        .iter()
-        .map(|&n| {
-            let (tc, tb) = truth(800.0, 0.7, CommLaw::Linear, 2.0, n);
-            Run {
-                nodes: n,
-                time_s: tc + tb,
-                blocked_s: None,
-            }
-        })
-        .collect();
+    let runs = truth_runs(800.0, 0.7, CommLaw::Linear, 2.0);
     let f = fit(&runs).unwrap();
     let text = format!(
         "name: fitted\nversion: 2\namdahl:\n  t_c1_s: {}\n  parallel_fraction: {}\n  comm: {{ law: {}, coeff_s: {} }}\n",

@@ -1,10 +1,13 @@
 //! The exact sweep against the brute-force oracle and against paper 004's Algorithm 1.
 
-use greenup::model::{Choice, NodeChoices, SweepTable};
+mod models_common;
+
+use greenup::model::SweepTable;
 use greenup::optimize::brute::brute;
 use greenup::optimize::paper::algorithm1;
 use greenup::optimize::sweep::sweep;
-use greenup::optimize::{Assessment, Goal, Limits, Objective, Optimum};
+use greenup::optimize::{Assessment, Goal, Objective, Optimum};
+use models_common::{goal_for, rounding_close, same_quality, sweep_node};
 use proptest::prelude::*;
 
 /// A node's row: (compute_s, dynamic_j) per choice, and its static watts.
@@ -15,21 +18,7 @@ fn table(rows: &[Row], fixed_time_s: f64, fixed_energy_j: f64) -> SweepTable {
         nodes: rows
             .iter()
             .enumerate()
-            .map(|(i, (choices, static_w))| NodeChoices {
-                name: format!("n{i}"),
-                node_type: "t".into(),
-                choices: choices
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &(compute_s, dynamic_j))| Choice {
-                        gpu_mhz: None,
-                        freq_ghz: 1.0 + k as f64 * 0.1,
-                        compute_s,
-                        dynamic_j,
-                    })
-                    .collect(),
-                static_w: *static_w,
-            })
+            .map(|(i, (choices, static_w))| sweep_node(i, "t".into(), choices, *static_w))
             .collect(),
         fixed_time_s,
         fixed_energy_j,
@@ -76,34 +65,6 @@ fn dvfs_rows() -> impl Strategy<Value = Vec<Row>> {
     })
 }
 
-/// Caps drawn around the all-max baseline, each present or not.
-fn limits_for(t: &SweepTable, draw: [(bool, f64); 4]) -> Goal {
-    let (bt, be) = t.totals(&t.max_pick());
-    let on = |(b, x): (bool, f64), v: f64| b.then_some(v * x);
-    Goal {
-        objective: Objective::MinEnergy,
-        limits: Limits {
-            energy_cap_j: on(draw[0], be),
-            power_cap_w: on(draw[1], be / bt),
-            time_limit_s: on(draw[2], bt),
-            max_slowdown: draw[3].0.then_some(draw[3].1 - 0.5),
-        },
-        baseline_time_s: bt,
-        baseline_energy_j: be,
-    }
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
-
-/// The two results are equally good: same feasibility, same objective, same closeness.
-fn same_quality(a: &Assessment, b: &Assessment) -> bool {
-    a.feasible == b.feasible
-        && close(a.value, b.value)
-        && a.excess.iter().zip(&b.excess).all(|(x, y)| close(*x, *y))
-}
-
 /// `a` is at least as good as `b`, allowing rounding.
 fn at_least_as_good(a: &Optimum, b: &Optimum) -> bool {
     !b.assessment.better_than(&a.assessment) || same_quality(&a.assessment, &b.assessment)
@@ -116,16 +77,13 @@ fn cap() -> impl Strategy<Value = (bool, f64)> {
 fn check(rows: Vec<Row>, fixed: (f64, f64), draw: [(bool, f64); 4]) -> Result<(), TestCaseError> {
     let t = table(&rows, fixed.0, fixed.1);
     for objective in Objective::ALL {
-        let goal = Goal {
-            objective,
-            ..limits_for(&t, draw)
-        };
+        let goal = goal_for(&t, objective, draw);
         let exact = sweep(&t, &goal).unwrap();
         let oracle = brute(&t, &goal).unwrap();
         let paper = algorithm1(&t, &goal).unwrap();
         // The sweep's own numbers are those of the pick it returns.
         let (time, energy) = t.totals(&exact.pick);
-        prop_assert!(close(time, exact.time_s) && close(energy, exact.energy_j));
+        prop_assert!(rounding_close(time, exact.time_s) && rounding_close(energy, exact.energy_j));
         prop_assert!(
             same_quality(&exact.assessment, &oracle.assessment),
             "{objective:?}: sweep {:?} {:?} vs brute {:?} {:?}",
@@ -235,7 +193,7 @@ proptest! {
         }
         let t = table(&rows, 1.0, 5.0);
         for objective in Objective::ALL {
-            let goal = Goal { objective, ..limits_for(&t, draw) };
+            let goal = goal_for(&t, objective, draw);
             let exact = sweep(&t, &goal).unwrap();
             let naive = naive_sweep(&t, &goal);
             prop_assert!(same_quality(&exact.assessment, &naive), "{objective:?}: {:?} vs {:?}", exact.assessment, naive);

@@ -1,12 +1,15 @@
 //! The exact search of tables with synchronised steps against the brute-force oracle
 //! (which scores every pick with `SweepTable::totals`, the step formula itself).
 
-use greenup::model::{Choice, NodeChoices, StepTable, SweepTable};
+mod models_common;
+
+use greenup::model::{StepTable, SweepTable};
+use greenup::optimize::Objective;
 use greenup::optimize::brute::brute;
 use greenup::optimize::nodes::exact;
 use greenup::optimize::steps;
 use greenup::optimize::sweep::sweep;
-use greenup::optimize::{Assessment, Goal, Limits, Objective};
+use models_common::{goal_for, rounding_close, same_quality, sweep_node};
 use proptest::prelude::*;
 
 /// A node's row: its group, (compute_s, dynamic_j) per choice, and its static watts.
@@ -17,21 +20,7 @@ fn table(rows: &[Row], groups: usize, weights: Vec<Vec<f64>>, fixed: (f64, f64))
         nodes: rows
             .iter()
             .enumerate()
-            .map(|(i, (g, choices, static_w))| NodeChoices {
-                name: format!("n{i}"),
-                node_type: format!("t{g}"),
-                choices: choices
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &(compute_s, dynamic_j))| Choice {
-                        gpu_mhz: None,
-                        freq_ghz: 1.0 + k as f64 * 0.1,
-                        compute_s,
-                        dynamic_j,
-                    })
-                    .collect(),
-                static_w: *static_w,
-            })
+            .map(|(i, (g, choices, static_w))| sweep_node(i, format!("t{g}"), choices, *static_w))
             .collect(),
         fixed_time_s: fixed.0,
         fixed_energy_j: fixed.1,
@@ -40,33 +29,6 @@ fn table(rows: &[Row], groups: usize, weights: Vec<Vec<f64>>, fixed: (f64, f64))
             group_of: rows.iter().map(|r| r.0).collect(),
             weights,
         }),
-    }
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
-
-fn same_quality(a: &Assessment, b: &Assessment) -> bool {
-    a.feasible == b.feasible
-        && close(a.value, b.value)
-        && a.excess.iter().zip(&b.excess).all(|(x, y)| close(*x, *y))
-}
-
-/// Caps drawn around the all-max baseline, each present or not.
-fn goal_for(t: &SweepTable, objective: Objective, draw: [(bool, f64); 4]) -> Goal {
-    let (bt, be) = t.totals(&t.max_pick());
-    let on = |(b, x): (bool, f64), v: f64| b.then_some(v * x);
-    Goal {
-        objective,
-        limits: Limits {
-            energy_cap_j: on(draw[0], be),
-            power_cap_w: on(draw[1], be / bt),
-            time_limit_s: on(draw[2], bt),
-            max_slowdown: draw[3].0.then_some(draw[3].1 - 0.5),
-        },
-        baseline_time_s: bt,
-        baseline_energy_j: be,
     }
 }
 
@@ -107,7 +69,7 @@ proptest! {
             let got = steps::exact(&t, &goal).unwrap();
             let oracle = brute(&t, &goal).unwrap();
             let (time, energy) = t.totals(&got.pick);
-            prop_assert!(close(time, got.time_s) && close(energy, got.energy_j));
+            prop_assert!(rounding_close(time, got.time_s) && rounding_close(energy, got.energy_j));
             prop_assert!(
                 same_quality(&got.assessment, &oracle.assessment),
                 "{objective:?}: steps {:?} {:?} vs brute {:?} {:?}",

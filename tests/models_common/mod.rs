@@ -1,10 +1,12 @@
-//! Sites built in code for the model and profile tests.
+//! Sites built in code for the model and profile tests, and sweep tables and goals for
+//! the optimizer's.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use greenup::model::NodeSlot;
+use greenup::model::{Choice, NodeChoices, NodeSlot, SweepTable};
+use greenup::optimize::{Assessment, Goal, Limits, Objective};
 use greenup::site::{
     DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, PowerModel, Site,
 };
@@ -131,4 +133,61 @@ pub fn profiles_dir() -> PathBuf {
 /// Relative closeness.
 pub fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-300)
+}
+
+/// Node `n{i}` of `node_type` in a sweep table: one choice per (compute_s, dynamic_j),
+/// at 1.0, 1.1, ... GHz, and its static watts.
+pub fn sweep_node(
+    i: usize,
+    node_type: String,
+    choices: &[(f64, f64)],
+    static_w: f64,
+) -> NodeChoices {
+    NodeChoices {
+        name: format!("n{i}"),
+        node_type,
+        choices: choices
+            .iter()
+            .enumerate()
+            .map(|(k, &(compute_s, dynamic_j))| Choice {
+                gpu_mhz: None,
+                freq_ghz: 1.0 + k as f64 * 0.1,
+                compute_s,
+                dynamic_j,
+            })
+            .collect(),
+        static_w,
+    }
+}
+
+/// Equal but for rounding: relatively within 1e-9, absolutely below 1.
+pub fn rounding_close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The two results are equally good: same feasibility, same objective, same closeness.
+pub fn same_quality(a: &Assessment, b: &Assessment) -> bool {
+    a.feasible == b.feasible
+        && rounding_close(a.value, b.value)
+        && a.excess
+            .iter()
+            .zip(&b.excess)
+            .all(|(x, y)| rounding_close(*x, *y))
+}
+
+/// Caps drawn around the table's all-max baseline, each present or not.
+pub fn goal_for(t: &SweepTable, objective: Objective, draw: [(bool, f64); 4]) -> Goal {
+    let (bt, be) = t.totals(&t.max_pick());
+    let on = |(b, x): (bool, f64), v: f64| b.then_some(v * x);
+    Goal {
+        objective,
+        limits: Limits {
+            energy_cap_j: on(draw[0], be),
+            power_cap_w: on(draw[1], be / bt),
+            time_limit_s: on(draw[2], bt),
+            max_slowdown: draw[3].0.then_some(draw[3].1 - 0.5),
+        },
+        baseline_time_s: bt,
+        baseline_energy_j: be,
+    }
 }
