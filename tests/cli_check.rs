@@ -1,5 +1,7 @@
 //! `greenup site check`, `profile check`, `policy list`, `model ee` and `meter` end to end.
 
+mod daemon_support;
+
 use std::path::PathBuf;
 
 use assert_cmd::Command;
@@ -286,24 +288,9 @@ fn unknown_command_is_bad_input() {
     assert!(line.contains("frobnicate"), "{line}");
 }
 
-/// A node tree with one RAPL package counter of `range_uj`, at `energy_uj`.
-fn rapl_tree(root: &std::path::Path, energy_uj: u64, range_uj: u64) {
-    let z = root.join("class/powercap/intel-rapl:0");
-    std::fs::create_dir_all(&z).unwrap();
-    std::fs::write(z.join("name"), "package-0\n").unwrap();
-    std::fs::write(z.join("max_energy_range_uj"), format!("{range_uj}\n")).unwrap();
-    set_counter(root, energy_uj);
-}
-
-fn set_counter(root: &std::path::Path, energy_uj: u64) {
-    let z = root.join("class/powercap/intel-rapl:0");
-    std::fs::write(z.join("energy_uj.tmp"), format!("{energy_uj}\n")).unwrap();
-    std::fs::rename(z.join("energy_uj.tmp"), z.join("energy_uj")).unwrap();
-}
-
 #[test]
 fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
-    use greenup_platform::dvfs::job::{Apply, NodePaths, Scope, begin, end, tally_path};
+    use greenup_platform::dvfs::job::{NodePaths, end, tally_path};
     use greenup_platform::meter::Energy;
     use std::time::{Duration, Instant};
     let t = tempfile::tempdir().unwrap();
@@ -312,16 +299,8 @@ fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
         run_dir: t.path().join("run"),
     };
     // A 1 J counter: it wraps at 1_000_000 uJ.
-    rapl_tree(&paths.sysfs_root, 0, 1_000_000);
-    begin(
-        &paths,
-        77,
-        "n1",
-        "n1",
-        &Apply::default(),
-        &Scope::SharedNode,
-    )
-    .unwrap();
+    daemon_support::rapl_tree(&paths.sysfs_root, 0, 1_000_000);
+    daemon_support::begin_shared(&paths, 77, "n1");
     let mut meter = std::process::Command::new(env!("CARGO_BIN_EXE_greenup"))
         .args([
             "meter",
@@ -346,7 +325,7 @@ fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
         serde_json::from_str::<Value>(&text).ok()?["last"]["zones"][0]["energy_uj"].as_u64()
     };
     for value in [600_000u64, 200_000, 800_000] {
-        set_counter(&paths.sysfs_root, value);
+        daemon_support::set_counter(&paths.sysfs_root, value);
         let waited = Instant::now();
         while last_read() != Some(value) {
             assert!(
@@ -359,18 +338,7 @@ fn meter_counts_every_wrap_of_a_running_job_and_stops_at_its_end() {
     let out = end(&paths, 77, "n1").unwrap().unwrap();
     assert_eq!(out.energy, Energy::Measured { joules: 1.8 });
     // The job has ended here: the meter stops by itself, with success.
-    let waited = Instant::now();
-    let status = loop {
-        if let Some(s) = meter.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            waited.elapsed() < Duration::from_secs(20),
-            "meter still runs"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
+    assert!(daemon_support::wait_exit(&mut meter).success());
     assert!(!paths.run_dir.join("77").exists());
 }
 

@@ -411,19 +411,9 @@ fn greenup_power_prints_the_caps_as_a_table_json_and_a_plot() {
     assert!(err.contains("--hours: invalid value '7'"), "{err}");
 }
 
-/// A stand-in RAPL zone (package-0) under `root`, counting `energy_uj`.
-fn rapl_zone(root: &std::path::Path, energy_uj: u64) {
-    let z = root.join("class/powercap/intel-rapl:0");
-    std::fs::create_dir_all(&z).unwrap();
-    std::fs::write(z.join("name"), "package-0\n").unwrap();
-    std::fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
-    std::fs::write(z.join("energy_uj.tmp"), format!("{energy_uj}\n")).unwrap();
-    std::fs::rename(z.join("energy_uj.tmp"), z.join("energy_uj")).unwrap();
-}
-
 #[test]
 fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
-    use greenup_platform::dvfs::job::{Apply, NodePaths, Scope, begin, end};
+    use greenup_platform::dvfs::job::{NodePaths, end};
     let d = cluster();
     d.tcp_client().open_job(job(77, "debug", &["n1"])).unwrap();
     let t = tempfile::tempdir().unwrap();
@@ -431,16 +421,8 @@ fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
         sysfs_root: t.path().join("sys"),
         run_dir: t.path().join("run"),
     };
-    rapl_zone(&paths.sysfs_root, 0);
-    begin(
-        &paths,
-        77,
-        "n1",
-        "n1",
-        &Apply::default(),
-        &Scope::SharedNode,
-    )
-    .unwrap();
+    rapl_tree(&paths.sysfs_root, 0, 262_143_328_850);
+    begin_shared(&paths, 77, "n1");
     let sock = format!("unix:{}", d.socket.display());
     let mut meter = spawn_meter(77, "n1", &paths, &sock);
     // The counter stands still, then moves: greenupd first hears 0 W from n1, then more.
@@ -453,7 +435,7 @@ fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
     let mut uj = 0;
     wait_for(|| {
         uj += 50_000_000;
-        rapl_zone(&paths.sysfs_root, uj);
+        set_counter(&paths.sysfs_root, uj);
         std::thread::sleep(Duration::from_millis(200));
         debug().measured_w > 0.0
     });
@@ -461,14 +443,5 @@ fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
     assert_eq!((c.nodes, c.granted_w), (1, 300.0));
     // The epilog ends the job here: the meter stops by itself.
     end(&paths, 77, "n1").unwrap();
-    let mut waited = 0;
-    let status = loop {
-        if let Some(s) = meter.try_wait().unwrap() {
-            break s;
-        }
-        waited += 1;
-        assert!(waited < 400, "meter still runs");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
+    assert!(wait_exit(&mut meter).success());
 }

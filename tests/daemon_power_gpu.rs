@@ -56,7 +56,7 @@ fn gpu(dir: &Path) {
 
 #[test]
 fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
-    use greenup_platform::dvfs::job::{Apply, NodePaths, Scope, begin, end};
+    use greenup_platform::dvfs::job::{NodePaths, end};
     let d = start(2, |_, s, _| s.power_cap_w = Some(10_000.0));
     d.tcp_client()
         .open_job(OpenJob {
@@ -80,15 +80,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     put(&z, "name", "package-0");
     put(&z, "max_energy_range_uj", "262143328850");
     put(&z, "energy_uj", "0");
-    begin(
-        &paths,
-        77,
-        "n1",
-        "n1",
-        &Apply::default(),
-        &Scope::SharedNode,
-    )
-    .unwrap();
+    begin_shared(&paths, 77, "n1");
     // The prolog's GPU part: the job holds /dev/nvidia0.
     let nvml = Nvml::open(&standin()).unwrap();
     let record = hold::record_path(&paths.run_dir, 77, "n1");
@@ -128,16 +120,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     let nvml = Nvml::open(&standin()).unwrap();
     hold::end(&nvml, &record).unwrap();
     end(&paths, 77, "n1").unwrap();
-    let mut waited = 0;
-    let status = loop {
-        if let Some(s) = meter.try_wait().unwrap() {
-            break s;
-        }
-        waited += 1;
-        assert!(waited < 400, "meter still runs");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success());
+    assert!(wait_exit(&mut meter).success());
 }
 
 #[test]

@@ -417,6 +417,54 @@ pub fn spawn_meter(
         .unwrap()
 }
 
+/// A node tree with one RAPL package counter of `range_uj`, at `energy_uj`.
+pub fn rapl_tree(root: &Path, energy_uj: u64, range_uj: u64) {
+    let z = root.join("class/powercap/intel-rapl:0");
+    std::fs::create_dir_all(&z).unwrap();
+    std::fs::write(z.join("name"), "package-0\n").unwrap();
+    std::fs::write(z.join("max_energy_range_uj"), format!("{range_uj}\n")).unwrap();
+    set_counter(root, energy_uj);
+}
+
+/// Move the counter of [`rapl_tree`] to `energy_uj` at once, as the kernel does: a reader
+/// never sees a half-written value.
+pub fn set_counter(root: &Path, energy_uj: u64) {
+    let z = root.join("class/powercap/intel-rapl:0");
+    std::fs::write(z.join("energy_uj.tmp"), format!("{energy_uj}\n")).unwrap();
+    std::fs::rename(z.join("energy_uj.tmp"), z.join("energy_uj")).unwrap();
+}
+
+/// Begin job `job_id` on `node` as its prolog does on a node it shares with other jobs,
+/// asking for no settings: what `greenup meter` needs to find the job.
+pub fn begin_shared(paths: &greenup_platform::dvfs::job::NodePaths, job_id: u32, node: &str) {
+    use greenup_platform::dvfs::job::{Apply, Scope, begin};
+    begin(
+        paths,
+        job_id,
+        node,
+        node,
+        &Apply::default(),
+        &Scope::SharedNode,
+    )
+    .unwrap();
+}
+
+/// Wait for `child` to exit and return its status; fails after 20 s (a hang, not a speed
+/// requirement).
+pub fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "process still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Run the `greenup` CLI as `user` (root when `None`); returns (exit code, stdout, stderr).
 pub fn cli(user: Option<&str>, args: &[&str]) -> (i32, String, String) {
     let mut cmd = match user {
