@@ -2,7 +2,6 @@
 
 mod models_common;
 
-use greenup::model::{Config, NodeSetting};
 use greenup::profile::Profile;
 use models_common::*;
 
@@ -36,20 +35,7 @@ fn shipped_profiles_pick_their_model() {
         assert_eq!(p.chosen_model(), model, "{file}");
         let pred = p.predictor(&site).unwrap();
         assert_eq!(pred.name(), model);
-        let cfg = Config {
-            nodes: ["n1", "n2", "n3", "n4"]
-                .iter()
-                .map(|n| {
-                    let t = site.node_type_of(n).unwrap();
-                    NodeSetting {
-                        gpu_mhz: None,
-                        name: n.to_string(),
-                        node_type: t.name.clone(),
-                        freq_ghz: t.fmax(),
-                    }
-                })
-                .collect(),
-        };
+        let cfg = at_max(&site, &["n1", "n2", "n3", "n4"]);
         let out = pred.predict(&cfg).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(out.time_s > 0.0 && out.energy_j > 0.0, "{file}: {out:?}");
         assert!(close(out.avg_power_w, out.energy_j / out.time_s, 1e-12));

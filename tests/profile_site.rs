@@ -1,13 +1,15 @@
 //! The shipped profiles on the shipped site config (etc/greenup.yaml): they name its
 //! node types, predict on its nodes, and plan through the shipped policies.
 
+mod models_common;
+
 use std::path::PathBuf;
 
-use greenup::model::{Config, NodeSetting};
 use greenup::plan::{Algorithm, NodeRequest, PlanRequest, plan_with};
 use greenup::policy::PolicySet;
 use greenup::profile::Profile;
 use greenup::site::Site;
+use models_common::at_max;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,23 +27,6 @@ fn profile(name: &str) -> Profile {
         greenup::input::Origin::Option("--energy-profile".into()),
     )
     .unwrap()
-}
-
-fn at_max(site: &Site, names: &[&str]) -> Config {
-    Config {
-        nodes: names
-            .iter()
-            .map(|n| {
-                let t = site.node_type_of(n).unwrap();
-                NodeSetting {
-                    gpu_mhz: None,
-                    name: n.to_string(),
-                    node_type: t.name.clone(),
-                    freq_ghz: t.fmax(),
-                }
-            })
-            .collect(),
-    }
 }
 
 #[test]

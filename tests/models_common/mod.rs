@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use greenup::model::{Choice, NodeChoices, NodeSlot, SweepTable};
+use greenup::model::{Choice, Config, NodeChoices, NodeSetting, NodeSlot, SweepTable};
 use greenup::optimize::{Assessment, Goal, Limits, Objective};
 use greenup::site::{
     DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, PowerModel, Site,
@@ -123,6 +123,24 @@ pub fn slots(site: &Site, names: &[&str]) -> Vec<NodeSlot> {
             }
         })
         .collect()
+}
+
+/// The named nodes of `site`, each at its type's maximum frequency.
+pub fn at_max(site: &Site, names: &[&str]) -> Config {
+    Config {
+        nodes: names
+            .iter()
+            .map(|n| {
+                let t = site.node_type_of(n).unwrap();
+                NodeSetting {
+                    gpu_mhz: None,
+                    name: n.to_string(),
+                    node_type: t.name.clone(),
+                    freq_ghz: t.fmax(),
+                }
+            })
+            .collect(),
+    }
 }
 
 /// The repository's etc/profiles directory.
