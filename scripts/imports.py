@@ -3,7 +3,8 @@
 and every circle among them, file by file and between a crate's top-level modules.
 
 Usage: python3 scripts/imports.py [CRATE_SRC_DIR ...]   (default: every crate's src/)
-Exit status 1 when a crate has a circle, or the library an import up its layers.
+Exit status 1 when a crate has a circle, or the library an import up its layers or a
+call outside its tests that writes a file or starts a process (PURE).
 
 Every file is read whole, comments and string and char literals blanked out. Only the
 bodies of `#[cfg(test)]` modules (found by matching braces) and the files of
@@ -35,6 +36,14 @@ LAYERS = {
         ["slurm", "report"],
     ],
 }
+
+# Crates that decide and never act (docs/architecture.md): outside their tests they name
+# no call that writes, removes or renames a file or starts a process. What such a crate
+# decides to write it returns as data (`greenup_core::fs::FileWrite`), and greenupd or a
+# command writes it.
+PURE = ["crates/greenup/src"]
+ACTS = re.compile(r"(?<![\w$])(write_atomic\w*|write_files|remove_if_present|fs\s*::\s*(?:write|create_dir\w*|remove_\w+|rename|set_permissions|hard_link)"
+                  r"|File\s*::\s*create\w*|OpenOptions|Command\s*::\s*new)(?![\w$])")
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # A `use` item, `pub`, `pub(crate)` and `pub(in path)` included; its tree runs to the `;`.
@@ -298,8 +307,13 @@ def crate(src):
     for t in test_module_files(src, mods):
         mods.pop(t, None)
     files, tops = {}, {}
+    pure = any(os.path.normpath(src).endswith(k) for k in PURE)
+    acts = []
     for mod, path in mods.items():
         text = strip_tests(blank(open(path, encoding="utf-8").read()))
+        if pure:
+            acts += [(path, text.count("\n", 0, m.start()) + 1, re.sub(r"\s+", "", m.group(1)))
+                     for m in ACTS.finditer(text)]
         for r in refs(mod, text, mods):
             to = resolve(r, mods)
             if to is None or mod[: len(to)] == to:
@@ -319,6 +333,11 @@ def crate(src):
         back = [f"{a} -> {b}" for a in c for b in sorted(tops.get(a, ())) if b in c]
         print("  top-level circle: " + ", ".join(back))
     bad = len(file_circles) + len(top_circles)
+    if pure:
+        print(f"  {len(acts)} acts (file writes or processes) outside tests")
+        for path, line, what in acts:
+            print(f"  acts: {path}:{line}: {what} (a deciding crate returns what to write)")
+        bad += len(acts)
     layers = next((v for k, v in LAYERS.items() if os.path.normpath(src).endswith(k)), None)
     if layers:
         level = {m: i for i, layer in enumerate(layers) for m in layer}

@@ -75,7 +75,7 @@ fn an_admin_pin_wins_over_the_newest_version() {
     let first = d.tcp_client().open_job(wrong(1)).unwrap();
     finish(&d, &first, 2.0);
     wait_for(|| versions.list("wrong").unwrap() == vec![2]);
-    versions.pin("wrong", 1, 1).unwrap();
+    greenup_core::fs::write_files(&[versions.pin("wrong", 1, 1).unwrap()]).unwrap();
     let again = d.tcp_client().open_job(wrong(2)).unwrap();
     assert_eq!(again.profile_version.as_deref(), Some("1"));
     assert_eq!(

@@ -67,8 +67,8 @@ fn refine_store_pin_and_roll_back() {
     let versions = Versions::new(dir.path());
     assert_eq!(versions.in_use("hetero-table1").unwrap(), InUse::Admin);
     let fit = r.fit();
-    assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 2);
-    assert_eq!(versions.save(r.file.clone(), fit.clone()).unwrap(), 3);
+    assert_eq!(store(&versions, r.file.clone(), fit.clone()), 2);
+    assert_eq!(store(&versions, r.file.clone(), fit.clone()), 3);
     assert_eq!(versions.fit("hetero-table1", 3), Some(fit));
     assert_eq!(versions.fit("hetero-table1", 1), None);
     assert_eq!(versions.list("hetero-table1").unwrap(), vec![2, 3]);
@@ -80,13 +80,19 @@ fn refine_store_pin_and_roll_back() {
         InUse::Refined { version: 3, .. }
     ));
 
-    versions.pin("hetero-table1", 2, 1).unwrap();
+    // A pin is what to write; nothing changes until it is written.
+    let pin = versions.pin("hetero-table1", 2, 1).unwrap();
+    assert!(matches!(
+        versions.in_use("hetero-table1").unwrap(),
+        InUse::Refined { version: 3, .. }
+    ));
+    greenup_core::fs::write_files(&[pin]).unwrap();
     assert!(matches!(
         versions.in_use("hetero-table1").unwrap(),
         InUse::Refined { version: 2, .. }
     ));
     // Rolling back to the admin's own version.
-    versions.pin("hetero-table1", 1, 1).unwrap();
+    greenup_core::fs::write_files(&[versions.pin("hetero-table1", 1, 1).unwrap()]).unwrap();
     assert_eq!(versions.in_use("hetero-table1").unwrap(), InUse::Admin);
     let bad = versions.pin("hetero-table1", 9, 1).unwrap_err();
     assert_eq!(
@@ -94,7 +100,7 @@ fn refine_store_pin_and_roll_back() {
         "option VERSION: version: invalid value '9': expected one of 1, 2, 3"
     );
     assert!(versions.pin("../etc", 1, 1).is_err());
-    versions.unpin("hetero-table1").unwrap();
+    greenup_core::fs::remove_if_present(&versions.pin_path("hetero-table1").unwrap()).unwrap();
     assert!(matches!(
         versions.in_use("hetero-table1").unwrap(),
         InUse::Refined { version: 3, .. }
@@ -110,9 +116,23 @@ fn refine_store_pin_and_roll_back() {
 mod after_close {
     use super::num;
     use greenup::plan::{Algorithm, Estimate, Plan, PlannedNode, SearchInfo};
-    use greenup::profile::refine::{outcome_from_record, refine_and_store};
+    use greenup::profile::refine::{NextVersion, RefineError, next_version, outcome_from_record};
     use greenup::profile::versions::{InUse, Versions};
+    use greenup::site::Site;
     use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
+
+    /// Refine after a close and store the new version, as greenupd does.
+    fn refine_and_store(
+        site: &Site,
+        app: &str,
+        records: &[JobRecord],
+    ) -> Result<Option<NextVersion>, RefineError> {
+        let next = next_version(site, app, records)?;
+        if let Some(v) = &next {
+            greenup_core::fs::write_files(&v.writes).unwrap();
+        }
+        Ok(next)
+    }
 
     /// A closed hetero-table1 job on h001 (type1) and h073 (type3) at maximum frequency
     /// that took `factor` times its predicted 550 s; h073's energy comes from `h073_source`.
@@ -385,7 +405,7 @@ fn iso_energy_overheads_are_written_as_expressions_and_the_fit_says_so() {
     assert!((num(&app.alpha.value) - 0.95).abs() < 1e-9);
     let versions = Versions::new(dir.path().join("versions"));
     let fit = r.fit();
-    let v = versions.save(r.file, fit.clone()).unwrap();
+    let v = store(&versions, r.file, fit.clone());
     assert_eq!(versions.fit("iso-wrong", v), Some(fit));
     let stored = Profile::load(&versions.path("iso-wrong", v).unwrap()).unwrap();
     let m = &stored.iso_energy().unwrap().app.m;
@@ -424,7 +444,7 @@ fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
     // The refined version refines again from the same runs.
     let versions = Versions::new(dir.path().join("versions"));
     let fit = r.fit();
-    let v = versions.save(r.file, fit).unwrap();
+    let v = store(&versions, r.file, fit);
     let stored = Profile::load(&versions.path("iso-fast", v).unwrap()).unwrap();
     let iso = stored.iso_energy().unwrap();
     for p in 1..=64usize {
@@ -434,4 +454,15 @@ fn a_host_faster_than_the_profile_never_refits_negative_overheads() {
         assert!(t > 0.0, "time at p = {p} is {t}: {note}");
     }
     refine_profile(&stored, &site, &runs).expect("the refined profile refines again");
+}
+
+/// Store a refined file as the next version, as greenupd does; returns its number.
+fn store(
+    versions: &Versions,
+    file: greenup::profile::ProfileFile,
+    fit: greenup::profile::versions::Fit,
+) -> u64 {
+    let new = versions.next(file, &fit).unwrap();
+    greenup_core::fs::write_files(&new.writes).unwrap();
+    new.version
 }

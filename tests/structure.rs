@@ -1,5 +1,6 @@
-//! The layers hold: `scripts/imports.py` finds no circle of imports in any crate and no
-//! import up the decision library's layers (docs/architecture.md). The crates' own
+//! The layers hold: `scripts/imports.py` finds no circle of imports in any crate, no
+//! import up the decision library's layers, and no file write or process started by the
+//! library outside its tests (docs/architecture.md). The crates' own
 //! boundaries are Cargo's to hold; this holds the ones inside a crate.
 //!
 //! The check is itself checked: a back-import planted in a copy of a crate, in each of
@@ -121,6 +122,41 @@ fn a_back_import_planted_in_a_copy_of_the_library_fails_the_check_in_every_form(
         append(
             &src.join("expr.rs"),
             "\n#[cfg(test)]\nmod planted {\n    // }\n    const BRACE: &str = \"}\";\n    const CH: char = '}';\n    #[allow(unused_imports)]\n    use crate::report::text;\n}\n",
+        )
+    });
+    assert!(ok, "{text}");
+}
+
+#[test]
+fn a_file_write_or_a_process_planted_in_the_library_fails_the_check_outside_its_tests() {
+    // The library decides; greenupd and the commands act. A write, a removal and a
+    // process, each spelled as code does, fail the check with the file and line.
+    for (plant, named) in [
+        ("std::fs::write(\"x\", b\"\")", "fs::write"),
+        ("std :: fs :: remove_file(\"x\")", "fs::remove_file"),
+        ("greenup_core::fs::write_files(&[])", "write_files"),
+        (
+            "std::process::Command::new(\"sacct\").status()",
+            "Command::new",
+        ),
+    ] {
+        let (ok, text) = planted_library(|src| {
+            append(
+                &src.join("report/mod.rs"),
+                &format!("\n/// Planted.\npub fn planted() {{\n    let _ = {plant};\n}}\n"),
+            )
+        });
+        assert!(!ok, "{plant}: {text}");
+        assert!(
+            text.contains("report/mod.rs:") && text.contains(named),
+            "{plant}: {text}"
+        );
+    }
+    // The same in a test module, or in a comment or a string, is no act of the library's.
+    let (ok, text) = planted_library(|src| {
+        append(
+            &src.join("report/mod.rs"),
+            "\n// std::fs::write\n/// Planted.\npub const PLANTED: &str = \"fs::write\";\n#[cfg(test)]\nmod planted {\n    #[test]\n    fn t() {\n        std::fs::write(\"/dev/null\", b\"\").unwrap();\n    }\n}\n",
         )
     });
     assert!(ok, "{text}");

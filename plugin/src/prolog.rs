@@ -202,7 +202,7 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
                 let dir = JobDir::new(&paths.run_dir, job.job_id);
                 let _ = dir.create();
                 let _ =
-                    greenup::input::write_atomic_volatile(&dir.decision(&job.node), &json, 0o666);
+                    greenup_core::fs::write_atomic_volatile(&dir.decision(&job.node), &json, 0o666);
             }
             if d.verdict == Verdict::Refused {
                 warn(
@@ -377,7 +377,7 @@ pub(crate) fn start_comm(
     let file = JobDir::new(&paths.run_dir, job.job_id).comm(&job.node);
     match serde_json::to_vec(&comm) {
         Ok(json) => {
-            if let Err(e) = greenup::input::write_atomic_volatile(&file, &json, 0o600) {
+            if let Err(e) = greenup_core::fs::write_atomic_volatile(&file, &json, 0o600) {
                 return format!("MPI runtime not prepared: {}: {e}", file.display());
             }
         }
@@ -404,7 +404,7 @@ fn write_guard(
     };
     let file = JobDir::new(&paths.run_dir, job.job_id).guard(&job.node);
     match serde_json::to_vec(&g) {
-        Ok(json) => match greenup::input::write_atomic_volatile(&file, &json, 0o600) {
+        Ok(json) => match greenup_core::fs::write_atomic_volatile(&file, &json, 0o600) {
             Ok(()) => format!(
                 "; in-job guard raises to {:.2} GHz a rank that falls behind its baseline",
                 g.fmax_khz as f64 / 1e6

@@ -157,7 +157,7 @@ pub fn save(dir: &Path, entry: &Entry) -> Result<PathBuf, SpoolError> {
     private_dir(dir, true)?;
     let path = dir.join(file_name(entry.job_id, entry.restart_count, &entry.node));
     let bytes = serde_json::to_vec(entry)?;
-    greenup::input::write_atomic_mode(&path, &bytes, 0o600).map_err(|source| {
+    greenup_core::fs::write_atomic_mode(&path, &bytes, 0o600).map_err(|source| {
         SpoolError::Write {
             path: path.clone(),
             source,
@@ -615,7 +615,7 @@ mod tests {
         private_dir(&dir, true).unwrap();
         // As a plugin before runs wrote it: no restart count, named by job and node.
         let old = r#"{"job_id":6,"node":"n1","outcomes":[{"job_id":6,"node":"n1","freq_ghz":2.2,"energy_j":1234.5,"elapsed_s":10.0,"source":"rapl","restored":true,"note":"applied"}],"close":true,"end":"failed","spooled_at":1}"#;
-        greenup::input::write_atomic_mode(&dir.join("6.n1.json"), old.as_bytes(), 0o600).unwrap();
+        greenup_core::fs::write_atomic_mode(&dir.join("6.n1.json"), old.as_bytes(), 0o600).unwrap();
         // The new plugin spools the run after the requeue beside it, and an older job.
         save(&dir, &run_entry(6, 1)).unwrap();
         save(&dir, &entry(5, false)).unwrap();

@@ -1,7 +1,7 @@
 //! Files written and read as root where users may also write: atomic replacement,
 //! private modes from the first byte, and reads that never follow a link.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Open `path` for reading without following a link, refusing anything but a directory
 /// (`dir`) or a regular file, so that root reading where a user can write is never
@@ -80,10 +80,92 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> std::io::Result<
     result
 }
 
+/// A file a decision asks to be written whole, as plain data: the library says what to
+/// write, and greenupd or a command writes it ([`write_files`]), so that the library
+/// itself never touches a disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a FileWrite writes nothing until write_files writes it"]
+pub struct FileWrite {
+    /// Where the file goes; its directory is made if missing.
+    pub path: PathBuf,
+    /// Its whole content.
+    pub bytes: Vec<u8>,
+}
+
+/// Write each of `writes` whole ([`write_atomic`]), in order, making each one's
+/// directory first. The order is the caller's promise to readers: a file that makes
+/// others count (a profile version) comes after the files it points at. Stops at the
+/// first failure, whose message names its path.
+pub fn write_files(writes: &[FileWrite]) -> std::io::Result<()> {
+    let named = |path: &Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+    };
+    for w in writes {
+        if let Some(dir) = w.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| named(dir, e))?;
+        }
+        write_atomic(&w.path, &w.bytes).map_err(|e| named(&w.path, e))?;
+    }
+    Ok(())
+}
+
+/// Remove `path`; one already gone counts as removed.
+pub fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn write_files_makes_directories_writes_in_order_and_names_the_path_that_failed() {
+        let dir = std::env::temp_dir().join(format!("greenup-fs-files-{}", std::process::id()));
+        let a = dir.join("app").join("v2.fit.json");
+        let b = dir.join("app").join("v2.yaml");
+        write_files(&[
+            FileWrite {
+                path: a.clone(),
+                bytes: b"{}".to_vec(),
+            },
+            FileWrite {
+                path: b.clone(),
+                bytes: b"name: app\n".to_vec(),
+            },
+        ])
+        .unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"{}");
+        assert_eq!(std::fs::read(&b).unwrap(), b"name: app\n");
+        // A directory where a file's directory should be: the first write fails, so the
+        // second, which readers would take as the first's, is never made.
+        let blocked = dir.join("blocked");
+        std::fs::write(&blocked, b"").unwrap();
+        let c = dir.join("c.yaml");
+        let e = write_files(&[
+            FileWrite {
+                path: blocked.join("f.json"),
+                bytes: b"{}".to_vec(),
+            },
+            FileWrite {
+                path: c.clone(),
+                bytes: b"x".to_vec(),
+            },
+        ])
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with(&blocked.display().to_string()),
+            "{e}"
+        );
+        assert!(!c.exists());
+        remove_if_present(&b).unwrap();
+        remove_if_present(&b).unwrap();
+        assert!(!b.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn both_writes_replace_a_file_whole_with_its_mode_and_leave_no_temporary_file() {

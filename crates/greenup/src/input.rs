@@ -4,7 +4,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use greenup_core::fs::{open_no_link, write_atomic, write_atomic_mode, write_atomic_volatile};
 pub use serde_saphyr::Spanned;
 
 /// Where a value came from: a file position, or a command-line option.

@@ -38,7 +38,7 @@ pub fn budget(args: BudgetArgs) -> Outcome {
         .budgets(args.account.clone(), args.partition.clone())
         .map_err(remote)?;
     if let Some(path) = &args.plot {
-        greenup::input::write_atomic(path, plot(&list).as_bytes())
+        greenup_core::fs::write_atomic(path, plot(&list).as_bytes())
             .map_err(|e| Failure::Runtime(format!("{}: {e}", path.display())))?;
     }
     if args.conn.json {

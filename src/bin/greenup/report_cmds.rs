@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use greenup::input::write_atomic;
 use greenup::model::{NodeSlot, Predictor};
 use greenup::profile::Profile;
 use greenup::profile::locate::admin_file;
@@ -19,6 +18,7 @@ use greenup::report::{
     AppHistory, Confidence, JobReport, JobRow, ReportError, VersionInfo, svg, table, text,
 };
 use greenup::site::Site;
+use greenup_core::fs::write_atomic;
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::{JobRecord, ListRecords};
 
@@ -564,7 +564,9 @@ pub fn pin(args: PinArgs) -> Outcome {
     let site = greenup::site::load(site_path(&args.site))?;
     let versions = Versions::for_store(&site.daemon.store);
     if args.version == "latest" {
-        versions.unpin(&args.name)?;
+        let pin = versions.pin_path(&args.name)?;
+        greenup_core::fs::remove_if_present(&pin)
+            .map_err(|e| Failure::Runtime(format!("cannot unpin {}: {e}", pin.display())))?;
     } else {
         let v: u64 = args.version.parse().map_err(|_| {
             Failure::option("VERSION", &args.version, "a version number or 'latest'")
@@ -574,7 +576,9 @@ pub fn pin(args: PinArgs) -> Outcome {
             &args.name,
             profile_option(),
         )?)?;
-        versions.pin(&args.name, v, admin.version())?;
+        let pin = versions.pin(&args.name, v, admin.version())?;
+        greenup_core::fs::write_files(std::slice::from_ref(&pin))
+            .map_err(|e| Failure::Runtime(format!("cannot pin: {e}")))?;
     }
     let now = match versions.in_use(&args.name)? {
         InUse::Admin => "the admin's file".to_string(),

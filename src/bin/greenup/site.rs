@@ -104,7 +104,7 @@ fn licenses(args: LicensesArgs) -> Outcome {
         .into());
     }
     let write = |out: &PathBuf, text: &str| {
-        greenup::input::write_atomic_mode(out, text.as_bytes(), 0o644)
+        greenup_core::fs::write_atomic_mode(out, text.as_bytes(), 0o644)
             .map_err(|e| crate::Failure::Runtime(format!("{}: {e}", out.display())))
     };
     if let Some(out) = &args.lua {

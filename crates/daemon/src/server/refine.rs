@@ -115,8 +115,13 @@ pub(super) async fn refine_after_close(shared: Arc<Shared>, job_id: u64, app: Op
         let records = SqliteStore::open_reader(&ctx.site.daemon.store)
             .and_then(|mut s| crate::store::Store::closed_jobs_of(&mut s, &name, REFINE_FROM))
             .map_err(|e| format!("cannot read the jobs: {e}"))?;
-        greenup::profile::refine::refine_and_store(&ctx.site, &name, &records)
-            .map_err(|e| e.to_string())
+        let next = greenup::profile::refine::next_version(&ctx.site, &name, &records)
+            .map_err(|e| e.to_string())?;
+        if let Some(v) = &next {
+            greenup_core::fs::write_files(&v.writes)
+                .map_err(|e| format!("cannot store version {}: {e}", v.version))?;
+        }
+        Ok::<_, String>(next)
     })
     .await;
     lock(&shared.refined_at).insert(app.clone(), Instant::now());

@@ -32,6 +32,7 @@ use crate::profile::{
 };
 use crate::record::JobRecord;
 use crate::site::Site;
+use greenup_core::fs::FileWrite;
 
 pub use super::outcome::{NodeOutcome, Outcome, Outlier, check, outcome_from_record, usable};
 
@@ -806,25 +807,29 @@ pub fn refine_profile(
     })
 }
 
-/// A new stored version made by [`refine_and_store`].
+/// A new version made by [`next_version`], for greenupd to store.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredVersion {
-    /// The version number written.
+#[must_use = "a new version is stored only once its writes are written"]
+pub struct NextVersion {
+    /// The version number its files give it.
     pub version: u64,
     /// The model refined.
     pub model: &'static str,
     /// Outcomes used and fit residual.
     pub fit: Fit,
+    /// The files that store it, in the order they must be written
+    /// (`greenup_core::fs::write_files`).
+    pub writes: Vec<FileWrite>,
 }
 
 /// After a job closes: refine application `app` from the stored jobs decided for it
-/// (any order; others are ignored), starting from the version in use, and store the
-/// result as the next version. `Ok(None)` when no outcome is usable yet.
-pub fn refine_and_store(
+/// (any order; others are ignored), starting from the version in use, as the next
+/// version. `Ok(None)` when no outcome is usable yet.
+pub fn next_version(
     site: &Site,
     app: &str,
     records: &[JobRecord],
-) -> Result<Option<StoredVersion>, RefineError> {
+) -> Result<Option<NextVersion>, RefineError> {
     let versions = Versions::for_store(&site.daemon.store);
     let to_model = RefineError::Profile;
     let origin = crate::input::Origin::Request("profile".into());
@@ -845,11 +850,12 @@ pub fn refine_and_store(
         other => other?,
     };
     let fit = refined.fit();
-    let version = versions.save(refined.file, fit.clone()).map_err(to_model)?;
-    Ok(Some(StoredVersion {
-        version,
+    let new = versions.next(refined.file, &fit).map_err(to_model)?;
+    Ok(Some(NextVersion {
+        version: new.version,
         model: refined.model,
         fit,
+        writes: new.writes,
     }))
 }
 

@@ -3,13 +3,17 @@
 //! file holding the version an admin pinned.
 //!
 //! The admin's file is version 1 (or whatever it says); each refinement adds the
-//! next number. The version in use is the pinned one if any, else the newest.
+//! next number. The version in use is the pinned one if any, else the newest. This
+//! module reads them and says what a new version or a pin writes; greenupd and the CLI
+//! write it.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::{InputError, Origin, write_atomic};
+use greenup_core::fs::FileWrite;
+
+use crate::input::{InputError, Origin};
 
 use super::ProfileFile;
 
@@ -17,6 +21,16 @@ use super::ProfileFile;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Versions {
     root: PathBuf,
+}
+
+/// A refined version not yet stored: its number and the files that store it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a new version is stored only once its writes are written"]
+pub struct NewVersion {
+    /// The version number the files give it.
+    pub version: u64,
+    /// Its files, in the order they must be written.
+    pub writes: Vec<FileWrite>,
 }
 
 /// How a refined version was fitted: what the report shows as its confidence.
@@ -48,7 +62,7 @@ pub enum InUse {
 fn io_err(path: &Path, e: std::io::Error) -> InputError {
     InputError::bare(
         Origin::Path(path.to_path_buf()),
-        format!("cannot read or write: {e}"),
+        format!("cannot read: {e}"),
     )
 }
 
@@ -109,10 +123,12 @@ impl Versions {
         Ok(self.dir(name)?.join(format!("v{version}.yaml")))
     }
 
-    /// Store a refined profile as the next version (its number is set here: one more than
-    /// both the file's own version and every stored one), with the outcomes it was fitted
-    /// from and its residual. Returns that version.
-    pub fn save(&self, mut file: ProfileFile, fit: Fit) -> Result<u64, InputError> {
+    /// A refined profile as the next version: its number (one more than both the file's
+    /// own version and every stored one), and the files that store it with the outcomes
+    /// it was fitted from and its residual, for greenupd to write in the order given
+    /// ([`greenup_core::fs::write_files`]): the fit first, since the profile's file is what
+    /// makes the version exist.
+    pub fn next(&self, mut file: ProfileFile, fit: &Fit) -> Result<NewVersion, InputError> {
         let name = file.name.value.to_string();
         // A file that reached here passed Profile::from_file, so its version is a number.
         let own = match file.version.value {
@@ -120,27 +136,34 @@ impl Versions {
             _ => 0,
         };
         let dir = self.dir(&name)?;
-        let next = self
+        let version = self
             .list(&name)?
             .last()
             .copied()
             .unwrap_or(0)
             .max(own.saturating_sub(1))
             + 1;
-        file.version = super::unspanned(super::Param::Number(next as f64));
+        file.version = super::unspanned(super::Param::Number(version as f64));
         let text = serde_saphyr::to_string(&file).map_err(|e| {
             InputError::bare(
                 Origin::Path(dir.clone()),
                 format!("cannot write profile: {e}"),
             )
         })?;
-        std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        let path = dir.join(format!("v{next}.yaml"));
-        let fit_path = dir.join(format!("v{next}.fit.json"));
-        let fit_text = serde_json::to_string(&fit).unwrap_or_default();
-        write_atomic(&fit_path, fit_text.as_bytes()).map_err(|e| io_err(&fit_path, e))?;
-        write_atomic(&path, text.as_bytes()).map_err(|e| io_err(&path, e))?;
-        Ok(next)
+        let fit_text = serde_json::to_string(fit).unwrap_or_default();
+        Ok(NewVersion {
+            version,
+            writes: vec![
+                FileWrite {
+                    path: dir.join(format!("v{version}.fit.json")),
+                    bytes: fit_text.into_bytes(),
+                },
+                FileWrite {
+                    path: dir.join(format!("v{version}.yaml")),
+                    bytes: text.into_bytes(),
+                },
+            ],
+        })
     }
 
     /// How a stored version was fitted; `None` for the admin's file or an unreadable record.
@@ -149,8 +172,14 @@ impl Versions {
         serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
     }
 
-    /// Pin `version` of `name`; `admin_version` (the admin file's own) is always allowed.
-    pub fn pin(&self, name: &str, version: u64, admin_version: u64) -> Result<(), InputError> {
+    /// The file that pins `version` of `name`, for the caller to write; `admin_version`
+    /// (the admin file's own) is always allowed, any other must be stored.
+    pub fn pin(
+        &self,
+        name: &str,
+        version: u64,
+        admin_version: u64,
+    ) -> Result<FileWrite, InputError> {
         let known = self.list(name)?;
         if version != admin_version && !known.contains(&version) {
             let mut all = vec![admin_version];
@@ -163,25 +192,20 @@ impl Versions {
                 format!("one of {}", all.join(", ")),
             ));
         }
-        let dir = self.dir(name)?;
-        std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        let path = dir.join("pinned");
-        write_atomic(&path, format!("{version}\n").as_bytes()).map_err(|e| io_err(&path, e))
+        Ok(FileWrite {
+            path: self.pin_path(name)?,
+            bytes: format!("{version}\n").into_bytes(),
+        })
     }
 
-    /// Remove the pin of `name`, so the newest version is used again.
-    pub fn unpin(&self, name: &str) -> Result<(), InputError> {
-        let path = self.dir(name)?.join("pinned");
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err(&path, e)),
-        }
+    /// The file holding `name`'s pin: removing it unpins, so the newest version is used.
+    pub fn pin_path(&self, name: &str) -> Result<PathBuf, InputError> {
+        Ok(self.dir(name)?.join("pinned"))
     }
 
     /// The pinned version of `name`, if an admin pinned one.
     pub fn pinned(&self, name: &str) -> Result<Option<u64>, InputError> {
-        let path = self.dir(name)?.join("pinned");
+        let path = self.pin_path(name)?;
         match std::fs::read_to_string(&path) {
             Ok(t) => t.trim().parse().map(Some).map_err(|_| {
                 InputError::new(
