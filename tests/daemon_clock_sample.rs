@@ -143,6 +143,22 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
                     .is_ok_and(|w| (w - 180.0).abs() < 1e-6)
             })
     });
+    // The site samples clocks, so 1.2 GHz, below every measured clock, gets the floor:
+    // the site's 100 + 200 (1.2/2.4)^3 = 125 W scaled by 180 W over its 159.3 W at 1.6
+    // GHz is 141.3 W, but dynamic watts fall no faster than the clock: 100 + 80 x 1.2 /
+    // 1.6 = 160 W. (daemon_node_power checks the scaled shape where the site does not.)
+    let floor_12 =
+        "greenup_node_type_busy_watts{node_type=\"std\",ghz=\"1.2\",source=\"site_scaled\"} ";
+    let page = metrics_page(&addr);
+    let w12: Vec<f64> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix(floor_12))
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    assert!(
+        w12.len() == 1 && (w12[0] - 160.0).abs() < 1e-6,
+        "{w12:?}\n{page}"
+    );
     let next = c.open_job(lammps(picked[2])).unwrap();
     assert!(next.clock_sample, "{next:?}");
     assert_eq!(clocks(&next), [Some(2.0), Some(2.0)], "{next:?}");

@@ -7,6 +7,8 @@
 #   PARTS="scale scenarios policies iso dt hpl"   which tables on greenup's own law
 #   PARTS="phys-scale phys-policies phys-dt phys-hpl phys-iso phys-count"   the same on published
 #     physics (sites epyc and real, tests/physics/), each program at both ends of its beta
+#   PARTS=phys-sample   phys-policies' EP and IS on site epyc again, with clock samples
+#   PHYS_SITES="epyc real"   the sites phys-policies runs on
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$ROOT/scripts/lib.sh"
@@ -15,7 +17,8 @@ bash "$ROOT/tests/munge/start.sh" >/dev/null
 NAS=$(bash "$HERE/build.sh" | tail -1)
 build_bins
 OUT=${OUT:-$ROOT/sim-evidence}
-PARTS=${PARTS:-phys-scale phys-policies phys-dt phys-hpl phys-iso phys-count scale scenarios policies iso dt hpl}
+PARTS=${PARTS:-phys-scale phys-policies phys-sample phys-dt phys-hpl phys-iso phys-count scale scenarios policies iso dt hpl}
+PHYS_SITES=${PHYS_SITES:-epyc real}
 case " $PARTS " in *" hpl "* | *" phys-hpl "*) HPL=$(bash "$HERE/build.sh" hpl | tail -1) ;; esac
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
@@ -94,18 +97,21 @@ DAT
 }
 
 # baseline SITE APP N PROFILE: two live runs at f_max on n[1-N] (the first records the
-# trace every later job replays; the pair is this machine's noise), two monitor jobs
-# replaying it, and the learned profile.
+# trace every later job replays; the pair is this machine's noise; with KEEP_TRACE set, a
+# trace an earlier part recorded is replayed instead), two monitor jobs replaying it, and
+# the learned profile.
 baseline() {
   local site=$1 app=$2 n=$3 prof=$4 i
   TRACE=$OUT/w/$site-$prof.trace
   mkdir -p "$OUT/w"
-  # shellcheck disable=SC2046
-  fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - --record-trace "$TRACE" -- $(prog_of "$app" "$n") |
-    record part="$PART" site="$site" app="$app" nodes="$n" kind=live
-  # shellcheck disable=SC2046
-  fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - -- $(prog_of "$app" "$n") |
-    record part="$PART" site="$site" app="$app" nodes="$n" kind=live
+  if [ -z "${KEEP_TRACE:-}" ] || [ ! -s "$TRACE" ]; then
+    # shellcheck disable=SC2046
+    fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - --record-trace "$TRACE" -- $(prog_of "$app" "$n") |
+      record part="$PART" site="$site" app="$app" nodes="$n" kind=live
+    # shellcheck disable=SC2046
+    fixed "$site" "n[1-$n]" "$OUT/w/$site-$prof-live" - -- $(prog_of "$app" "$n") |
+      record part="$PART" site="$site" app="$app" nodes="$n" kind=live
+  fi
   for i in 1 2; do
     JOB=$((JOB + 1))
     job "$site" "n[1-$n]" "$OUT/w/$site-$prof" monitor "$prof" --replay "$TRACE" |
@@ -281,6 +287,45 @@ hold() {
   site_stop
 }
 
+# sampled SITE APP N PROFILE: phys-policies' group again on a greenupd whose site samples
+# clocks (`power.sample_clocks`): the baseline, then monitor jobs until three of them ran
+# as clock samples (three runs make a clock's watts measured, profile::node_power's
+# MIN_RUNS) or six ran, then five rounds of every policy. Every monitor job the baseline
+# share leaves is picked (fraction 0.95 above `baseline.fraction`'s default 0.05, so the
+# policy rounds sample baselines as phys-policies' do). max_slowdown is 0.15, not the
+# default 0.1: before any run at a second clock greenup takes a program for compute-bound
+# (model::hetero), so the EPYC's 2.2 GHz is predicted 13.6 % longer than 2.5 GHz, and a
+# site that wants it measured allows that much. phys-policies' trace, where it ran first,
+# is replayed, so the two groups differ by the samples alone.
+sampled() {
+  local site=$1 app=$2 n=$3 prof=$4 i
+  SITE_EXTRA=$'power:\n  sample_clocks: {fraction: 0.95, max_slowdown: 0.15}' site_start "$site" "$OUT/$site-$prof-sample"
+  KEEP_TRACE=1 baseline "$site" "$app" "$n" "$prof"
+  for i in 1 2 3 4 5 6; do
+    [ "$(samples_run "$site" "$app" "$prof")" -lt 3 ] || break
+    JOB=$((JOB + 1))
+    job "$site" "n[1-$n]" "$OUT/w/$site-$prof" monitor "$prof" --replay "$TRACE" |
+      record part="$PART" site="$site" app="$app" nodes="$n" kind=probe round="$i"
+  done
+  five_rounds "$site" "$app" "$n" "$prof"
+  site_stop
+}
+
+# samples_run SITE APP PROFILE: how many of this part's probes for APP on SITE, at this
+# $BETA, greenupd planned (a clock sample) rather than left to monitor.
+samples_run() {
+  python3 -c '
+import json, sys
+site, app, beta = sys.argv[2:5]
+n = 0
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if (d.get("part"), d.get("site"), d.get("app"), d.get("kind"), d.get("beta", "")) == ("phys-sample", site, app, "probe", beta) \
+       and d.get("verdict") == "planned":
+        n += 1
+print(n)' "$RESULTS" "$1" "$2" "${BETA:-}"
+}
+
 for PART in $PARTS; do
   case $PART in
     scale)
@@ -332,7 +377,7 @@ for PART in $PARTS; do
       site_stop
       BETA= ;;
     phys-policies)
-      for site in epyc real; do
+      for site in $PHYS_SITES; do
         step "published physics: every shipped policy, five rounds, on $site, EP and IS at both ends of their beta"
         site_start "$site" "$OUT/$site-pol"
         for app in ep is; do
@@ -343,6 +388,15 @@ for PART in $PARTS; do
           done
         done
         site_stop
+      done
+      BETA= ;;
+    phys-sample)
+      step "published physics: EP and IS on 8 EPYC nodes with clock samples, then every shipped policy, five rounds"
+      for app in ep is; do
+        for end in low high; do
+          BETA=$(beta_of "$app" "$end")
+          sampled epyc "$app" 8 "$app-$end"
+        done
       done
       BETA= ;;
     phys-dt)

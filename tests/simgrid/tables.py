@@ -108,7 +108,7 @@ if "scenarios" in parts:
             cells += ["-", "-"]
         print("| " + " | ".join(cells) + " |")
     print()
-POLICY_PARTS = ("policies", "dt", "hpl", "phys-policies", "phys-dt", "phys-hpl")
+POLICY_PARTS = ("policies", "dt", "hpl", "phys-policies", "phys-sample", "phys-dt", "phys-hpl")
 POLICIES = ("min-energy", "max-dist", "max-dist-comm", "edp", "min-time", "iso-ee")
 AFTER3 = []
 if parts & set(POLICY_PARTS):
@@ -234,4 +234,42 @@ for part, site, app, beta in sorted({(r["part"], r.get("site", "paper004"), r["a
         times = f"{tp['time_s']:.3f} / {choice['measured']['time_s']:.3f}" if tp else "-"
         print(f"| {p} | {traffic} | {ee[(p, fmax)]:.3f} | {pr['ee']:.3f} | {cf if cf else '-'} | "
               f"{ee.get((p, cf), float('nan')):.3f} | {best[0]:.3f} ({best[1]}) | {times} |" if pr else f"| {p} | {traffic} | - |")
+    print()
+
+# Clock samples (evidence.sh phys-sample) against the same program on the same trace with
+# none (phys-policies): what each sample cost, and what min-energy chose after them.
+sampled = {k: g for k, g in groups.items() if k[0] == "phys-sample"}
+if sampled:
+    print("### Clock samples (power.sample_clocks) against none, on the same trace\n")
+    print("Each sample's slowdown and saving against the measured f_max baseline; min-energy's "
+          "clock and measured energy in each of its five rounds.\n")
+    print("| site | program | beta | samples: clock, slowdown % / saving % | min-energy without samples | with samples | "
+          "min-energy saving % (mean of 5) without / with | slowdown % without / with |")
+    print("|---|---|---:|---|---|---|---:|---:|")
+    for (part, site, app, n, beta), g in sorted(sampled.items()):
+        plain = groups.get(("phys-policies", site, app, n, beta))
+        tb, eb, _ = base(g)
+        probes = sorted((r for r in g if r["kind"] == "probe"), key=lambda r: int(r["round"]))
+        cells = []
+        for r in probes:
+            if r.get("verdict") == "planned":
+                save, slow, _ = rel(r, tb, eb)
+                cells.append(f"{freqs(r)}, {slow:+.1f} / {save:+.1f}")
+            else:
+                cells.append("monitor (no clock fits)")
+
+        def rounds(grp):
+            if not grp:
+                return "-", None
+            rs = sorted((r for r in grp if r["kind"] == "min-energy"), key=lambda r: int(r["round"]))
+            text = "; ".join(f"{freqs(r).split(' ', 1)[-1]} GHz {r['measured']['energy_j']:,.0f} J" for r in rs)
+            b = base(grp)
+            m = [rel(r, b[0], b[1]) for r in rs]
+            return text, (sum(x[0] for x in m) / len(m), sum(x[1] for x in m) / len(m))
+
+        without, mw = rounds(plain)
+        with_, ms = rounds(g)
+        fm = lambda a, b, i: f"{a[i]:+.1f} / {b[i]:+.1f}" if a and b else "-"
+        print(f"| {site} | {app.upper()} | {beta:g} | {'; '.join(cells) or '-'} | {without} | {with_} | "
+              f"{fm(mw, ms, 0)} | {fm(mw, ms, 1)} |")
     print()

@@ -69,8 +69,9 @@ pub struct Sample {
 /// `s.max_slowdown` over every node at f_max, ends within `limits.time_limit_s`, and
 /// keeps `limits`' power and energy caps. Of those that fit, the lowest clock as a share
 /// of its type's f_max is taken (then the type's name): between two measured clocks
-/// greenup draws a line, beyond them it scales the site's model, so the lowest clock a
-/// job can afford turns the most guessing into measurement. A `predict` that fails or
+/// greenup draws a line, beyond them it scales the site's model (below them with a floor,
+/// `greenup::model::measured_power`), so the lowest clock a job can afford turns the
+/// most guessing into measurement. A `predict` that fails or
 /// returns a figure that is not finite rules a candidate out.
 pub fn choose(
     nodes: &[(&str, &NodeType)],
@@ -188,7 +189,10 @@ mod tests {
         if clocks.is_empty() {
             nt
         } else {
-            nt.with_measured(Some(PowerCurve { clocks }))
+            nt.with_measured(Some(PowerCurve {
+                clocks,
+                floor_below: false,
+            }))
         }
     }
 

@@ -725,6 +725,7 @@ nodes:
             "epyc".to_string(),
             PowerCurve {
                 clocks: vec![clock(1.5, 173.0, 3), clock(2.5, 260.0, 5)],
+                floor_below: false,
             },
         )]);
         site.node_types = overlay(&site.node_types, &curves);

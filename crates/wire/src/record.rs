@@ -220,8 +220,9 @@ pub enum PowerSource {
     },
     /// A straight line between the two nearest measured clocks.
     Interpolated,
-    /// The site's model, scaled by measured / site at the nearest measured clock
-    /// (a clock below or above every measured one).
+    /// A clock above or below every measured one: the site's model, scaled by measured /
+    /// site at the nearest measured clock; below them, no lower than that clock's dynamic
+    /// watts scaled with the clock alone (`greenup::model::measured_power`).
     SiteScaled,
 }
 
@@ -246,7 +247,7 @@ impl std::fmt::Display for PowerSource {
             PowerSource::Measured { runs: 1 } => write!(f, "measured, 1 run"),
             PowerSource::Measured { runs } => write!(f, "measured, {runs} runs"),
             PowerSource::Interpolated => write!(f, "interpolated between measured clocks"),
-            PowerSource::SiteScaled => write!(f, "site, scaled to the nearest measured clock"),
+            PowerSource::SiteScaled => write!(f, "scaled from the nearest measured clock"),
         }
     }
 }

@@ -148,7 +148,13 @@ mod tests {
                 samples: 3,
             })
             .collect();
-        BTreeMap::from([("t".to_string(), PowerCurve { clocks })])
+        BTreeMap::from([(
+            "t".to_string(),
+            PowerCurve {
+                clocks,
+                floor_below: false,
+            },
+        )])
     }
 
     #[test]

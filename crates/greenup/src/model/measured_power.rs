@@ -35,14 +35,39 @@ pub struct MeasuredClock {
 pub struct PowerCurve {
     /// The measured clocks, ascending by frequency.
     pub clocks: Vec<MeasuredClock>,
+    /// Whether a clock below every measured one gets the voltage-held floor
+    /// ([`PowerCurve::busy_w`]): set where the site samples clocks
+    /// (`power.sample_clocks`), so that sampling, bounded, measures a lower clock before
+    /// any plan takes it, rather than a plan trying it on a guess.
+    pub floor_below: bool,
 }
 
 impl PowerCurve {
-    /// Busy watts of one node at `f` GHz and their source, given the site's busy watts
-    /// (`site_busy_w`, static plus dynamic) at any clock. Between measured clocks the
-    /// value is a straight line; outside them the site's shape is kept and scaled to
+    /// Busy watts of one node at `f` GHz and their source, given the site's idle and
+    /// busy watts (`site_idle_w`, `site_busy_w`) at any clock. Between measured clocks
+    /// the value is a straight line. Outside them the site's shape is kept and scaled to
     /// meet the nearest measured clock, so the curve has no step where measurement ends.
-    pub fn busy_w(&self, f: f64, site_busy_w: impl Fn(f64) -> f64) -> (f64, PowerSource) {
+    /// With [`PowerCurve::floor_below`], a clock below every measured one takes the
+    /// larger of that and the lowest measured clock's dynamic watts scaled with the clock
+    /// alone (`idle + (busy_lo - idle) f / f_lo`).
+    ///
+    /// Why the floor: dynamic power is `C V^2 f`, and a lower clock never raises the
+    /// voltage, so below the lowest measured clock dynamic watts fall at least as fast as
+    /// `f` and the floor is the most they can be. The site's shape, a cube law, assumes
+    /// the voltage keeps falling, which real chips stop doing near their lowest P-states
+    /// (an EPYC 7502 node draws 173 W busy at 1.5 GHz, tests/physics/cpus.yaml; a prior
+    /// of 72 W static and 288 W dynamic at 2.5 GHz under the cube law, scaled to the
+    /// measured 221 W at 2.2 GHz, says 111 W there, and the floor 174 W). With the floor
+    /// an unmeasured lower clock never wins on energy for a program whose time follows the
+    /// clock, so without sampling no plan would ever try it and nothing would measure
+    /// it; a site that does not sample keeps the scaled shape, whose optimism is how its
+    /// plans come to run, and so measure, a lower clock (docs/evaluation.md).
+    pub fn busy_w(
+        &self,
+        f: f64,
+        site_idle_w: impl Fn(f64) -> f64,
+        site_busy_w: impl Fn(f64) -> f64,
+    ) -> (f64, PowerSource) {
         let (Some(lo), Some(hi)) = (self.clocks.first(), self.clocks.last()) else {
             return (site_busy_w(f), PowerSource::Site);
         };
@@ -66,10 +91,20 @@ impl PowerCurve {
         if !(at_near.is_finite() && at_near > 0.0) {
             return (site_busy_w(f), PowerSource::Site);
         }
-        (
-            site_busy_w(f) * near.busy_w / at_near,
-            PowerSource::SiteScaled,
-        )
+        let scaled = site_busy_w(f) * near.busy_w / at_near;
+        if f > hi.freq_ghz || !self.floor_below {
+            return (scaled, PowerSource::SiteScaled);
+        }
+        let idle_lo = site_idle_w(lo.freq_ghz);
+        let held = site_idle_w(f)
+            + (lo.busy_w - idle_lo).max(0.0) * f / lo.freq_ghz.max(f64::MIN_POSITIVE);
+        // A floor that does not evaluate leaves the scaled shape alone.
+        let busy = if held.is_finite() {
+            scaled.max(held)
+        } else {
+            scaled
+        };
+        (busy, PowerSource::SiteScaled)
     }
 }
 
@@ -181,5 +216,69 @@ mod table_tests {
         let bad: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(bad[..5], ["t", "2.00", "-", "-", "error:"], "{text}");
         assert!(lines[2].contains("100 / (2 - f)"), "{text}");
+    }
+
+    /// An EPYC-like type (72 W static, 288 W dynamic at 2.5 GHz, `gamma`) whose only
+    /// measured clock is 2.2 GHz at 221.4 W busy, with or without the floor below it.
+    fn measured_at_2_2(gamma: f64, floor_below: bool) -> NodeType {
+        NodeType {
+            name: "rome".into(),
+            freqs_ghz: vec![1.5, 2.2, 2.5],
+            power: PowerModel::AtMax {
+                dynamic_w: 288.0,
+                static_w: 72.0,
+                gamma,
+            },
+        }
+        .with_measured(Some(PowerCurve {
+            clocks: vec![MeasuredClock {
+                freq_ghz: 2.2,
+                busy_w: 221.4,
+                runs: 3,
+                samples: 24,
+            }],
+            floor_below,
+        }))
+    }
+
+    #[test]
+    fn below_every_measured_clock_the_watts_never_fall_faster_than_the_clock() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let site = |f: f64, gamma: f64| 72.0 + 288.0 * (f / 2.5f64).powf(gamma);
+        // The cube law scaled to 221.4 W at 2.2 GHz would say 110.8 W at 1.5 GHz; the
+        // dynamic 149.4 W at 2.2 GHz scaled with the clock alone says 72 + 149.4 x 1.5 /
+        // 2.2 = 173.86 W, and that floor binds. The EPYC 7502's published figure there is
+        // 172.8 W (tests/physics/cpus.yaml): the floor is within 1 % above it, where the
+        // scaled cube promised 36 % less.
+        let t = measured_at_2_2(3.0, true);
+        let scaled = site(1.5, 3.0) * 221.4 / site(2.2, 3.0);
+        assert!((scaled - 110.76).abs() < 0.01, "{scaled}");
+        let w = t.watts(1.5).unwrap();
+        assert!(close(w.busy_w, 72.0 + 149.4 * 1.5 / 2.2), "{}", w.busy_w);
+        assert!(w.busy_w >= 172.8 && w.busy_w <= 172.8 * 1.01);
+        assert_eq!(w.source, PowerSource::SiteScaled);
+        assert_eq!(
+            w.source.to_string(),
+            "scaled from the nearest measured clock"
+        );
+        // Above the highest measured clock the scaled shape alone holds: 360 W x 221.4 /
+        // the site's 268.26 W at 2.2 GHz.
+        let above = t.watts(2.5).unwrap();
+        assert!(
+            close(above.busy_w, 360.0 * 221.4 / site(2.2, 3.0)),
+            "{}",
+            above.busy_w
+        );
+        // A site shape flatter than the clock (gamma 0.5) keeps more watts than the
+        // floor, and then it holds: 295.08 x 221.4 / 342.18 = 190.9 W.
+        let flat = measured_at_2_2(0.5, true).watts(1.5).unwrap();
+        let flat_scaled = site(1.5, 0.5) * 221.4 / site(2.2, 0.5);
+        assert!(flat_scaled > 72.0 + 149.4 * 1.5 / 2.2);
+        assert!(close(flat.busy_w, flat_scaled), "{}", flat.busy_w);
+        // The measured clock itself is as measured.
+        assert!(close(t.watts(2.2).unwrap().busy_w, 221.4));
+        // Where the site does not sample clocks, the scaled shape alone holds below too.
+        let unfloored = measured_at_2_2(3.0, false).watts(1.5).unwrap();
+        assert!(close(unfloored.busy_w, scaled), "{}", unfloored.busy_w);
     }
 }

@@ -174,8 +174,10 @@ impl NodeType {
     fn busy_w(&self, curve: &PowerCurve, f: f64) -> Result<(f64, PowerSource), ExprError> {
         // The site's busy watts, evaluated up front at the clocks the curve may need
         // (an expression can fail, and the curve's callback cannot).
-        let site_at = |g: f64| -> Result<f64, ExprError> {
-            Ok(self.site_static_w(g)? + self.site_dynamic_w(g)?)
+        // (idle, busy) by the site at a clock.
+        let site_at = |g: f64| -> Result<(f64, f64), ExprError> {
+            let idle = self.site_static_w(g)?;
+            Ok((idle, idle + self.site_dynamic_w(g)?))
         };
         let mut known = vec![(f, site_at(f)?)];
         for g in [curve.clocks.first(), curve.clocks.last()]
@@ -184,11 +186,11 @@ impl NodeType {
         {
             known.push((g.freq_ghz, site_at(g.freq_ghz)?));
         }
-        Ok(curve.busy_w(f, |g| {
-            known
-                .iter()
-                .find(|(k, _)| *k == g)
-                .map_or(f64::NAN, |(_, w)| *w)
-        }))
+        let at = |g: f64| known.iter().find(|(k, _)| *k == g).map(|(_, w)| *w);
+        Ok(curve.busy_w(
+            f,
+            |g| at(g).map_or(f64::NAN, |w| w.0),
+            |g| at(g).map_or(f64::NAN, |w| w.1),
+        ))
     }
 }

@@ -265,13 +265,18 @@ pub fn learn(outcomes: &[Outcome], types: &BTreeMap<String, NodeType>) -> Learne
 }
 
 /// [`learn`] from stored jobs, on `site`'s node types without any curve laid over them
-/// (their site models give the idle watts).
+/// (their site models give the idle watts). Where the site samples clocks, each curve
+/// holds a floor below its lowest measured clock ([`PowerCurve::floor_below`]).
 pub fn learn_from_records(records: &[JobRecord], site: &Site) -> Learned {
     let outcomes: Vec<Outcome> = records
         .iter()
         .filter_map(|r| outcome_from_record(r, site))
         .collect();
-    learn(&outcomes, &overlay(&site.node_types, &BTreeMap::new()))
+    let mut learned = learn(&outcomes, &overlay(&site.node_types, &BTreeMap::new()));
+    for curve in learned.curves.values_mut() {
+        curve.floor_below = site.power.sample_clocks.is_some();
+    }
+    learned
 }
 
 /// The index of the type's clock `f` stands for, if it is near one.
@@ -414,13 +419,13 @@ mod tests {
         assert!(close(t.dynamic_w(2.2).unwrap(), 233.9 - 77.0));
         assert_eq!(t.power_source(2.2), PowerSource::Interpolated);
         // 1.2 GHz is below every measured clock: the site's cube law, scaled to meet
-        // the measured 173 W at 1.5 GHz.
+        // the measured 173 W at 1.5 GHz (no floor: `learn` alone sets none).
         let site = |f: f64| 77.0 + 183.0 * (f / 2.5f64).powi(3);
         let hand = site(1.2) * 173.0 / site(1.5);
         assert!(close(t.dynamic_w(1.2).unwrap(), hand - 77.0));
         assert_eq!(
             t.power_source(1.2).to_string(),
-            "site, scaled to the nearest measured clock"
+            "scaled from the nearest measured clock"
         );
         // Idle watts stay the site's.
         assert_eq!(t.static_w(2.2).unwrap(), 77.0);
