@@ -295,11 +295,12 @@ hold() {
 # policy rounds sample baselines as phys-policies' do). max_slowdown is 0.15, not the
 # default 0.1: before any run at a second clock greenup takes a program for compute-bound
 # (model::hetero), so the EPYC's 2.2 GHz is predicted 13.6 % longer than 2.5 GHz, and a
-# site that wants it measured allows that much. phys-policies' trace, where it ran first,
-# is replayed, so the two groups differ by the samples alone.
+# site that wants it measured allows that much (SAMPLE_SLOWDOWN=0.1 runs the default's).
+# phys-policies' trace, where it ran first, is replayed, so the two groups differ by the
+# samples alone.
 sampled() {
   local site=$1 app=$2 n=$3 prof=$4 i
-  SITE_EXTRA=$'power:\n  sample_clocks: {fraction: 0.95, max_slowdown: 0.15}' site_start "$site" "$OUT/$site-$prof-sample"
+  SITE_EXTRA=$'power:\n  sample_clocks: {fraction: 0.95, max_slowdown: '"${SAMPLE_SLOWDOWN:-0.15}"'}' site_start "$site" "$OUT/$site-$prof-sample"
   KEEP_TRACE=1 baseline "$site" "$app" "$n" "$prof"
   for i in 1 2 3 4 5 6; do
     [ "$(samples_run "$site" "$app" "$prof")" -lt 3 ] || break

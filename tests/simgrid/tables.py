@@ -256,7 +256,8 @@ if sampled:
                 save, slow, _ = rel(r, tb, eb)
                 cells.append(f"{freqs(r)}, {slow:+.1f} / {save:+.1f}")
             else:
-                cells.append("monitor (no clock fits)")
+                # Not picked (a job id in the baseline share), or no clock fits.
+                cells.append("monitor")
 
         def rounds(grp):
             if not grp:
