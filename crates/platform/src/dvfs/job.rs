@@ -389,7 +389,7 @@ pub fn end(paths: &NodePaths, job_id: u32, key: &str) -> Result<Option<NodeOutco
     };
     if restore_error.is_none() {
         let tally = tally_path(&paths.run_dir, job_id, key);
-        state::remove_if_present(&tally).map_err(|source| JobError::State {
+        greenup_core::fs::remove_if_present(&tally).map_err(|source| JobError::State {
             path: tally,
             source,
         })?;

@@ -449,7 +449,7 @@ pub fn take_back(paths: &NodePaths, job_id: u32, key: &str) -> Result<usize, Tak
     if !files.is_empty() {
         return Err(TakeBackError::NotRestored { files });
     }
-    state::remove_if_present(&record).map_err(|source| TakeBackError::Remove {
+    greenup_core::fs::remove_if_present(&record).map_err(|source| TakeBackError::Remove {
         path: record.clone(),
         source,
     })?;

@@ -69,17 +69,9 @@ pub fn load_json<T: serde::de::DeserializeOwned>(file: &Path) -> std::io::Result
 /// Remove `key`'s record, and the job directory once it is empty.
 pub fn remove(run_dir: &Path, job_id: u32, key: &str) -> std::io::Result<()> {
     let dir = JobDir::new(run_dir, job_id);
-    remove_if_present(&dir.record(key))?;
+    greenup_core::fs::remove_if_present(&dir.record(key))?;
     dir.remove_if_empty();
     Ok(())
-}
-
-/// Remove one of a job's files; a file already gone is not an error.
-pub fn remove_if_present(file: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(file) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// Take an exclusive `flock` on `file` (a run-directory entry), waiting at most `patience`

@@ -335,18 +335,14 @@ pub fn end(nvml: &Nvml, file: &Path) -> Result<Option<Vec<GpuEnd>>, HoldError> {
 
 /// Remove a record, and its directory once empty (a job directory holds other records too).
 fn remove(file: &Path) -> Result<(), HoldError> {
-    match std::fs::remove_file(file) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HoldError::Record {
-            path: file.to_path_buf(),
-            source: e,
-        }),
-        _ => {
-            if let Some(dir) = file.parent() {
-                let _ = std::fs::remove_dir(dir);
-            }
-            Ok(())
-        }
+    greenup_core::fs::remove_if_present(file).map_err(|source| HoldError::Record {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::remove_dir(dir);
     }
+    Ok(())
 }
 
 /// Job ids under `run_dir` that still hold a GPU record for `node` (an epilog that never
