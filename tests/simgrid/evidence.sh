@@ -8,6 +8,7 @@
 #   PARTS="phys-scale phys-policies phys-dt phys-hpl phys-iso phys-count"   the same on published
 #     physics (sites epyc and real, tests/physics/), each program at both ends of its beta
 #   PARTS=phys-sample   phys-policies' EP and IS on site epyc again, with clock samples
+#     (SAMPLE_SLOWDOWN=X: their power.sample_clocks.max_slowdown, 0.15 unless given)
 #   PHYS_SITES="epyc real"   the sites phys-policies runs on
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
