@@ -179,3 +179,80 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
         "{out}"
     );
 }
+
+#[test]
+fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
+    let d = start(2, |_, _, _| {});
+    // n1 draws 234 W and n2 286 W computing at 2.4 GHz, in each of three runs: the
+    // type's 260 W, n1 0.9 of it and n2 1.1.
+    for j in 1..=3 {
+        run(&d, j, 2.4, [234.0, 286.0]);
+    }
+    let on = |job_id: u64, node: &str| OpenJob {
+        restart_count: None,
+        profile: Some("lammps".into()),
+        policy: Some("min-time".into()),
+        nodes: vec![node.into()],
+        ..open_req(job_id, 0, 1)
+    };
+    // The curve is relearned after each close: wait until the factors are in use. The
+    // two jobs have one shape but for their nodes' factors, so greenupd's plan cache
+    // must not hand n1's plan to n2 (it did, before the factor joined the shape).
+    let (mut pair, mut next) = (None, 100);
+    wait_for(|| {
+        next += 2;
+        let (a, b) = (
+            d.tcp_client().open_job(on(next, "n1")).unwrap(),
+            d.tcp_client().open_job(on(next + 1, "n2")).unwrap(),
+        );
+        let (ea, eb) = (
+            a.plan.as_ref().unwrap().baseline.energy_j.0,
+            b.plan.as_ref().unwrap().baseline.energy_j.0,
+        );
+        let done = (eb / ea - 1.1 / 0.9).abs() < 1e-9;
+        pair = Some((a, b));
+        done
+    });
+    let (a, b) = pair.unwrap();
+    // The same program on one node of the same type at the same clocks takes the same
+    // time on either; n2's whole node, idle and busy alike, costs 1.1 / 0.9 of n1's.
+    let (pa, pb) = (a.plan.unwrap(), b.plan.unwrap());
+    assert!((pa.baseline.time_s.0 - pb.baseline.time_s.0).abs() < 1e-9);
+    assert!(
+        (pb.predicted.energy_j.0 / pa.predicted.energy_j.0 - 1.1 / 0.9).abs() < 1e-9,
+        "{:?} {:?}",
+        pa.predicted,
+        pb.predicted
+    );
+
+    // `greenup site power` lists each node's factor under its type's watts.
+    let site = d.dir.path().join("power-site.yaml");
+    std::fs::write(
+        &site,
+        format!(
+            "node_types:\n  std:\n    frequencies: [1.2, 1.6, 2.0, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
+             nodes:\n  std: \"n[1-2]\"\n\
+             daemon:\n  socket: {}\n  store: {}\n",
+            d.socket.display(),
+            d.store.display()
+        ),
+    )
+    .unwrap();
+    let (rc, out, err) = cli(None, &["site", "power", "--site", site.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(
+        out.contains("std                 2.40     100.0     260.0  measured, 3 runs"),
+        "{out}"
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.contains("factor"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [["n1", "std", "0.900", "3"], ["n2", "std", "1.100", "3"]],
+        "{out}"
+    );
+}

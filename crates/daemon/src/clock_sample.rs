@@ -192,6 +192,7 @@ mod tests {
             nt.with_measured(Some(PowerCurve {
                 clocks,
                 floor_below: false,
+                nodes: BTreeMap::new(),
             }))
         }
     }

@@ -726,6 +726,7 @@ nodes:
             PowerCurve {
                 clocks: vec![clock(1.5, 173.0, 3), clock(2.5, 260.0, 5)],
                 floor_below: false,
+                nodes: BTreeMap::new(),
             },
         )]);
         site.node_types = overlay(&site.node_types, &curves);

@@ -1,9 +1,11 @@
 //! Plans kept for the next job of the same shape.
 //!
-//! A plan depends on a job's nodes only through their types and their order: the
-//! models and optimizers never read a node's name. So the tasks of a job array, or
-//! any later job with the same node types, policy, caps and limits, get the stored
-//! plan with their own node names put in, and skip the search. A cache belongs to one
+//! A plan depends on a job's nodes only through their types, the power factor each
+//! node learned (greenup::model::node_scale; 1 for the many that draw as their type)
+//! and their order: the models and optimizers read a node's name for nothing else. So
+//! the tasks of a job array, or any later job with the same node types and factors,
+//! policy, caps and limits, get the stored plan with their own node names put in, and
+//! skip the search. A cache belongs to one
 //! loaded profile version under one site config: a new version or a reload starts an
 //! empty one, so a reused plan is always the plan a fresh search would make.
 
@@ -21,8 +23,9 @@ const MAX_NODES: usize = 1 << 16;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Shape {
     policy: String,
-    /// Each listed node's type, as its index among the site's node types.
-    types: Vec<u32>,
+    /// Each listed node's type, as its index among the site's node types, and its
+    /// learned power factor's bits.
+    types: Vec<(u32, u64)>,
     min: Option<usize>,
     partition: Option<String>,
     energy_cap_j: Option<u64>,
@@ -43,9 +46,14 @@ impl Shape {
             .iter()
             .map(|n| {
                 let t = site.nodes.get(n)?;
-                site.node_types.keys().position(|k| k == t)?.try_into().ok()
+                let (i, nt) = site
+                    .node_types
+                    .iter()
+                    .enumerate()
+                    .find(|(_, (k, _))| *k == t)?;
+                Some((i.try_into().ok()?, nt.1.node_factor(n).to_bits()))
             })
-            .collect::<Option<Vec<u32>>>()?;
+            .collect::<Option<Vec<(u32, u64)>>>()?;
         Some(Shape {
             policy: req.policy.clone(),
             types,

@@ -88,22 +88,31 @@ pub(super) async fn relearn(shared: Arc<Shared>) {
     install(&shared, learned.curves);
 }
 
+/// The most nodes one log line names.
+const LOG_NODES: usize = 20;
+
 /// How much a clock's busy watts must move before greenupd plans with the new curve:
 /// each close nudges the means, and every change rebuilds each profile's predictor and
 /// empties its plan cache.
 const MATERIAL_SHARE: f64 = 0.005;
 
-/// Whether `new` differs from `old` enough to plan with: a clock gained or lost, or busy
-/// watts moved by more than [`MATERIAL_SHARE`].
+/// Whether `new` differs from `old` enough to plan with: a clock or a node's factor
+/// gained or lost, or busy watts or a factor moved by more than [`MATERIAL_SHARE`].
 fn material(old: &BTreeMap<String, PowerCurve>, new: &BTreeMap<String, PowerCurve>) -> bool {
+    let moved = |a: f64, b: f64| (a - b).abs() > MATERIAL_SHARE * a.abs();
     old.len() != new.len()
         || old.iter().zip(new).any(|((ta, a), (tb, b))| {
             ta != tb
                 || a.clocks.len() != b.clocks.len()
-                || a.clocks.iter().zip(&b.clocks).any(|(x, y)| {
-                    x.freq_ghz != y.freq_ghz
-                        || (x.busy_w - y.busy_w).abs() > MATERIAL_SHARE * x.busy_w.abs()
-                })
+                || a.clocks
+                    .iter()
+                    .zip(&b.clocks)
+                    .any(|(x, y)| x.freq_ghz != y.freq_ghz || moved(x.busy_w, y.busy_w))
+                || a.nodes.len() != b.nodes.len()
+                || a.nodes
+                    .iter()
+                    .zip(&b.nodes)
+                    .any(|((na, x), (nb, y))| na != nb || moved(x.factor, y.factor))
         })
 }
 
@@ -126,6 +135,23 @@ fn install(shared: &Shared, curves: BTreeMap<String, PowerCurve>) {
                     .map(|k| format!("{} GHz {:.1} W ({} runs)", k.freq_ghz, k.busy_w, k.runs))
                     .collect();
                 tracing::info!(node_type = %ty, "measured busy power: {}", clocks.join(", "));
+                if !c.nodes.is_empty() {
+                    // A long line on a big site: the first few, and how many in all
+                    // (`greenup site power` lists every one).
+                    let nodes: Vec<String> = c
+                        .nodes
+                        .iter()
+                        .take(LOG_NODES)
+                        .map(|(n, f)| format!("{n} x{:.3} ({} runs)", f.factor, f.runs))
+                        .collect();
+                    tracing::info!(
+                        node_type = %ty,
+                        "{} nodes differ from their type: {}{}",
+                        c.nodes.len(),
+                        nodes.join(", "),
+                        if c.nodes.len() > LOG_NODES { ", ..." } else { "" }
+                    );
+                }
             }
             *ctx = Arc::new(next);
         }
@@ -136,7 +162,7 @@ fn install(shared: &Shared, curves: BTreeMap<String, PowerCurve>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use greenup::model::measured_power::MeasuredClock;
+    use greenup::model::measured_power::{MeasuredClock, NodeFactor};
 
     fn curve(points: &[(f64, f64)]) -> BTreeMap<String, PowerCurve> {
         let clocks = points
@@ -153,6 +179,7 @@ mod tests {
             PowerCurve {
                 clocks,
                 floor_below: false,
+                nodes: BTreeMap::new(),
             },
         )])
     }
@@ -165,6 +192,17 @@ mod tests {
         assert!(material(&old, &curve(&[(2.0, 201.1)])));
         assert!(material(&old, &curve(&[(2.0, 200.0), (2.4, 260.0)])));
         assert!(material(&old, &BTreeMap::new()));
+        // A node's factor, new or moved past half a percent, is a change too.
+        let with_node = |factor: f64| {
+            let mut c = curve(&[(2.0, 200.0)]);
+            if let Some(t) = c.get_mut("t") {
+                t.nodes.insert("n1".into(), NodeFactor { factor, runs: 3 });
+            }
+            c
+        };
+        assert!(material(&old, &with_node(1.1)));
+        assert!(!material(&with_node(1.1), &with_node(1.104)));
+        assert!(material(&with_node(1.1), &with_node(1.106)));
         assert!(!material(&BTreeMap::new(), &BTreeMap::new()));
     }
 }

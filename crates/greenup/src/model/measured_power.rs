@@ -30,11 +30,24 @@ pub struct MeasuredClock {
     pub samples: usize,
 }
 
+/// How much one node of a type draws against its type's curve, learned from its own runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeFactor {
+    /// The node's watts over its type's at the same clock: 1.06 draws 6 % more.
+    pub factor: f64,
+    /// Distinct runs it was learned from (at least `profile::node_power::MIN_RUNS`).
+    pub runs: usize,
+}
+
 /// A node type's measured busy watts at the clocks enough runs measured, ascending.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PowerCurve {
     /// The measured clocks, ascending by frequency.
     pub clocks: Vec<MeasuredClock>,
+    /// The type's nodes that draw measurably more or less than the curve, by node name:
+    /// chips of one model differ (docs/power.md, "Nodes of one type that differ"). A
+    /// node not listed plans with the curve as it is.
+    pub nodes: BTreeMap<String, NodeFactor>,
     /// Whether a clock below every measured one gets the voltage-held floor
     /// ([`PowerCurve::busy_w`]): set where the site samples clocks
     /// (`power.sample_clocks`), so that sampling, bounded, measures a lower clock before
@@ -160,7 +173,8 @@ pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts
     out
 }
 
-/// Each node type's watts at each clock it offers, with their source, one line each:
+/// Each node type's watts at each clock it offers, with their source, one line each,
+/// then each node that draws measurably more or less than its type, with its factor:
 /// what an admin reads to see which values greenup plans with. A clock whose
 /// expression fails there shows the error in place of its watts.
 pub fn table(types: &BTreeMap<String, NodeType>) -> String {
@@ -177,6 +191,24 @@ pub fn table(types: &BTreeMap<String, NodeType>) -> String {
                 ),
                 Err(e) => format!("{name:<16} {f:>7.2} {:>9} {:>9}  error: {e}\n", "-", "-"),
             };
+        }
+    }
+    let nodes: Vec<(&str, &str, &NodeFactor)> = types
+        .iter()
+        .filter_map(|(name, t)| t.measured().map(|c| (name, c)))
+        .flat_map(|(name, c)| {
+            c.nodes
+                .iter()
+                .map(move |(n, f)| (n.as_str(), name.as_str(), f))
+        })
+        .collect();
+    if !nodes.is_empty() {
+        out += &format!(
+            "\n{:<16} {:<16} {:>7} {:>5}  (each node's watts are its type's times its factor)\n",
+            "node", "node type", "factor", "runs"
+        );
+        for (n, ty, f) in nodes {
+            out += &format!("{n:<16} {ty:<16} {:>7.3} {:>5}\n", f.factor, f.runs);
         }
     }
     out
@@ -238,6 +270,7 @@ mod table_tests {
                 samples: 24,
             }],
             floor_below,
+            nodes: BTreeMap::new(),
         }))
     }
 

@@ -14,6 +14,7 @@ pub mod gpus;
 pub mod hetero;
 pub mod iso_energy;
 pub mod measured_power;
+pub mod node_scale;
 pub mod node_type;
 pub mod roofline;
 pub mod steps;

@@ -115,6 +115,14 @@ impl NodeType {
             .map_or(PowerSource::Site, |(_, source)| source)
     }
 
+    /// How much node `name` of this type draws against the type's watts: the factor
+    /// learned from its own runs, or 1 where none was.
+    pub fn node_factor(&self, name: &str) -> f64 {
+        self.measured()
+            .and_then(|c| c.nodes.get(name))
+            .map_or(1.0, |n| n.factor)
+    }
+
     /// The measured curve laid over the site's model, if any.
     pub fn measured(&self) -> Option<&PowerCurve> {
         match &self.power {

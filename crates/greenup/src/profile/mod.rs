@@ -781,7 +781,8 @@ impl Profile {
         self.predictor_for(self.chosen_model(), site)
     }
 
-    /// The predictor of a named model section on this site's node types.
+    /// The predictor of a named model section on this site's node types, each node
+    /// that draws measurably more or less than its type scaled by its learned factor.
     pub fn predictor_for(
         &self,
         model: &str,
@@ -798,6 +799,7 @@ impl Profile {
             "roofline" => Box::new(self.roofline.clone().ok_or_else(missing)?),
             _ => return Err(missing()),
         };
+        let inner = crate::model::node_scale::wrap(inner, &site.node_types);
         Ok(match &self.gpu {
             Some(busy) => Box::new(Busy {
                 inner,

@@ -1,7 +1,8 @@
 //! Learning a node type's busy watts at each clock from what its nodes measured (RAPL
 //! and the like) in finished runs, to lay over the site config's power model
-//! ([`crate::model::measured_power`]). Pure functions: greenupd reads the runs and logs
-//! what this leaves out.
+//! ([`crate::model::measured_power`]), and each node's factor where nodes of one type
+//! draw measurably differently ([`crate::model::node_scale`]). Pure functions:
+//! greenupd reads the runs and logs what this leaves out.
 //!
 //! How one node's run becomes a sample: the node's energy `E` over the run's wall time
 //! `T`, with `c` of it computing, gives `busy_w = (E - idle_w * (T - c)) / c`, `idle_w`
@@ -18,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::model::NodeType;
-use crate::model::measured_power::{MeasuredClock, PowerCurve, overlay};
+use crate::model::measured_power::{MeasuredClock, NodeFactor, PowerCurve, overlay};
 use crate::profile::outcome::{Outcome, outcome_from_record};
 use crate::record::{JobRecord, RunState};
 use crate::site::Site;
@@ -38,6 +39,11 @@ pub const MIN_COMPUTE_SHARE: f64 = 0.9;
 /// on many nodes shares one input and one hour, and three runs let one odd run neither
 /// set the curve alone nor hide from the deviation check, which needs a middle value.
 pub const MIN_RUNS: usize = 3;
+
+/// How far a node's factor must lie from 1 before it plans with it: RAPL readings of
+/// identical runs on one node differ by about this much, and a node within it plans as
+/// its type (which also spares greenupd rebuilding its plans for noise).
+pub const NODE_SHARE: f64 = 0.02;
 
 /// How far a node's busy watts may lie from its type's median at that clock, in
 /// robust deviations (1.4826 x the median absolute deviation) before it is left out.
@@ -225,19 +231,28 @@ pub fn learn(outcomes: &[Outcome], types: &BTreeMap<String, NodeType>) -> Learne
     let mut curves = BTreeMap::new();
     for (ty, clocks) in by_clock {
         let Some(nt) = types.get(ty) else { continue };
-        let mut curve = PowerCurve::default();
+        // The clocks enough runs measured, each with its kept samples.
+        let mut measured: Vec<(f64, Vec<Sample>)> = Vec::new();
         for (k, samples) in clocks {
             let f = nt.freqs_ghz[k];
             let kept = drop_far_off(ty, f, samples, &mut left_out);
-            let runs = kept.iter().map(|s| s.job_id).collect::<BTreeSet<_>>().len();
-            if runs < MIN_RUNS {
-                continue;
+            if kept.iter().map(|s| s.job_id).collect::<BTreeSet<_>>().len() >= MIN_RUNS {
+                measured.push((f, kept));
             }
-            let busy_w = kept.iter().map(|s| s.busy_w).sum::<f64>() / kept.len() as f64;
+        }
+        let (means, factors) = fit_nodes(&measured);
+        let mut curve = PowerCurve {
+            nodes: factors
+                .into_iter()
+                .filter(|(_, n)| (n.factor - 1.0).abs() >= NODE_SHARE)
+                .collect(),
+            ..PowerCurve::default()
+        };
+        for ((f, kept), busy_w) in measured.iter().zip(means) {
             curve.clocks.push(MeasuredClock {
-                freq_ghz: f,
+                freq_ghz: *f,
                 busy_w,
-                runs,
+                runs: kept.iter().map(|s| s.job_id).collect::<BTreeSet<_>>().len(),
                 samples: kept.len(),
             });
         }
@@ -290,6 +305,88 @@ fn clock_index(nt: &NodeType, f: f64) -> Option<usize> {
         .enumerate()
         .min_by(|a, b| (a.1 - f).abs().total_cmp(&(b.1 - f).abs()))?;
     ((g - f).abs() <= CLOCK_MATCH_SHARE * g).then_some(k)
+}
+
+/// Rounds of [`fit_nodes`] at most; it settles in ten or so.
+const FIT_ROUNDS: usize = 50;
+
+/// Each measured clock's busy watts and each node's factor, fitted together: busy watts
+/// of a node at a clock are the clock's watts times the node's factor. Alternately the
+/// clocks' means with each sample divided by its node's factor, then each node's factor
+/// against those means, scaled so that the factors average 1 (the curve stands for the
+/// type's average measured node), until the means settle. Fitted together because a
+/// scheduler does not spread nodes evenly over clocks: the plain mean at a clock that
+/// mostly hot nodes ran would be too high, and every node's factor against it too low.
+/// Nodes with fewer than [`MIN_RUNS`] runs count at factor 1 and get none.
+fn fit_nodes(measured: &[(f64, Vec<Sample>)]) -> (Vec<f64>, BTreeMap<String, NodeFactor>) {
+    let mut factors = BTreeMap::new();
+    let mut means = clock_means(measured, &factors);
+    for _ in 0..FIT_ROUNDS {
+        let mut next = node_factors(measured, &means);
+        let avg = next.values().map(|n| n.factor).sum::<f64>() / next.len().max(1) as f64;
+        if avg.is_finite() && avg > 0.0 {
+            for n in next.values_mut() {
+                n.factor /= avg;
+            }
+        }
+        let next_means = clock_means(measured, &next);
+        let settled = means
+            .iter()
+            .zip(&next_means)
+            .all(|(a, b)| (a - b).abs() <= 1e-9 * a.abs());
+        factors = next;
+        means = next_means;
+        if settled {
+            break;
+        }
+    }
+    (means, factors)
+}
+
+/// Each measured clock's mean busy watts, each sample divided by its node's factor in
+/// `factors` (1 where it has none).
+fn clock_means(
+    measured: &[(f64, Vec<Sample>)],
+    factors: &BTreeMap<String, NodeFactor>,
+) -> Vec<f64> {
+    measured
+        .iter()
+        .map(|(_, kept)| {
+            let k = |s: &Sample| factors.get(&s.node).map_or(1.0, |n| n.factor);
+            kept.iter().map(|s| s.busy_w / k(s)).sum::<f64>() / kept.len() as f64
+        })
+        .collect()
+}
+
+/// Each node's factor against the clocks' `means`: the median of its samples' ratios
+/// to the mean at their clock, for each node that [`MIN_RUNS`] distinct runs measured.
+/// The median, so that one odd run does not move a node.
+fn node_factors(measured: &[(f64, Vec<Sample>)], means: &[f64]) -> BTreeMap<String, NodeFactor> {
+    let mut by_node: BTreeMap<&str, (Vec<f64>, BTreeSet<u64>)> = BTreeMap::new();
+    for ((_, kept), mean) in measured.iter().zip(means) {
+        if !(mean.is_finite() && *mean > 0.0) {
+            continue;
+        }
+        for s in kept {
+            let e = by_node.entry(s.node.as_str()).or_default();
+            e.0.push(s.busy_w / mean);
+            e.1.insert(s.job_id);
+        }
+    }
+    by_node
+        .into_iter()
+        .filter(|(_, (_, runs))| runs.len() >= MIN_RUNS)
+        .map(|(node, (ratios, runs))| {
+            (
+                node.to_string(),
+                NodeFactor {
+                    factor: median(ratios),
+                    runs: runs.len(),
+                },
+            )
+        })
+        .filter(|(_, n)| n.factor.is_finite() && n.factor > 0.0)
+        .collect()
 }
 
 /// The samples within [`FAR_OFF_DEVIATIONS`] robust deviations of their median; the
@@ -548,6 +645,109 @@ mod tests {
         };
         assert!(close(busy_w, 400.0) && close(median_w, 261.0) && close(deviation_w, 5.22));
         assert_eq!(l.left_out[0].node, Some(("n4".to_string(), 4)));
+    }
+
+    /// Three runs at 2.5 GHz on nodes a, b, c and d, and three at 1.5 GHz on a and b
+    /// alone, every node computing the whole 100 s: node n draws its factor times the
+    /// average node's 260 W (2.5 GHz) or 173 W (1.5 GHz), the factors being a 0.85,
+    /// b 1, c 1, d 1.15 (average 1).
+    fn uneven_nodes() -> Vec<Outcome> {
+        let k = |n: &str| match n {
+            "a" => 0.85,
+            "d" => 1.15,
+            _ => 1.0,
+        };
+        let on = |job: u64, f: f64, w: f64, nodes: &[&str]| {
+            let nodes: Vec<(&str, f64, f64, f64)> = nodes
+                .iter()
+                .map(|&n| (n, f, 100.0 * w * k(n), 100.0))
+                .collect();
+            run(job, 100.0, &nodes)
+        };
+        let mut runs: Vec<Outcome> = (1..=3)
+            .map(|j| on(j, 2.5, 260.0, &["a", "b", "c", "d"]))
+            .collect();
+        runs.extend((4..=6).map(|j| on(j, 1.5, 173.0, &["a", "b"])));
+        runs
+    }
+
+    #[test]
+    fn nodes_of_one_type_that_differ_get_their_own_factor_and_do_not_bend_the_curve() {
+        let l = learn(&uneven_nodes(), &epyc());
+        let c = &l.curves["epyc"];
+        // The plain mean at 1.5 GHz, where only a and b ran, would be (0.85 + 1) / 2 x
+        // 173 = 160.0 W; fitted with the nodes' factors it is the average node's 173 W.
+        assert_eq!(c.clocks.len(), 2);
+        let close6 = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
+        assert!(close6(c.clocks[0].busy_w, 173.0), "{:?}", c.clocks);
+        assert!(close6(c.clocks[1].busy_w, 260.0), "{:?}", c.clocks);
+        // b and c draw as their type (within NODE_SHARE): no factor. a ran six times,
+        // d three.
+        let nodes: Vec<(&str, usize)> = c.nodes.iter().map(|(n, f)| (n.as_str(), f.runs)).collect();
+        assert_eq!(nodes, [("a", 6), ("d", 3)]);
+        assert!(close6(c.nodes["a"].factor, 0.85) && close6(c.nodes["d"].factor, 1.15));
+        assert!(l.left_out.is_empty(), "{:?}", l.left_out);
+        // An admin sees each node's factor under the types' watts.
+        let types = overlay(&epyc(), &l.curves);
+        let text = table(&types);
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip_while(|l| !l.contains("factor"))
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows,
+            [["a", "epyc", "0.850", "6"], ["d", "epyc", "1.150", "3"]],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_nodes_factor_scales_its_share_of_every_prediction() {
+        let types = overlay(&epyc(), &learn(&uneven_nodes(), &epyc()).curves);
+        let hetero = Hetero {
+            iterations: 1.0,
+            types: BTreeMap::from([(
+                "epyc".to_string(),
+                TypeTimes {
+                    t_cp_s: 100.0,
+                    t_cm_s: 0.0,
+                    p_dyn_w: None,
+                    p_static_w: None,
+                    t_mem_s: None,
+                    t_mem_fit: None,
+                },
+            )]),
+            site_types: types.clone(),
+            steps: None,
+            time_choice: None,
+        };
+        let model = crate::model::node_scale::wrap(Box::new(hetero), &types);
+        let config = Config {
+            nodes: ["a", "b", "d"]
+                .iter()
+                .map(|n| NodeSetting {
+                    name: n.to_string(),
+                    node_type: "epyc".into(),
+                    freq_ghz: 2.5,
+                    gpu_mhz: None,
+                })
+                .collect(),
+        };
+        let p = model.predict(&config).unwrap();
+        // 100 s at f_max: the average node draws 260 W, so 26,000 J; a 0.85 of it,
+        // b its type's, d 1.15 of it. The time is the model's, unchanged.
+        let e: Vec<f64> = p.per_node.iter().map(|n| n.energy_j).collect();
+        let close6 = |a: f64, b: f64| (a - b).abs() < 1e-6 * b;
+        assert!(close6(p.time_s, 100.0), "{}", p.time_s);
+        assert!(
+            close6(e[0], 22_100.0) && close6(e[1], 26_000.0) && close6(e[2], 29_900.0),
+            "{e:?}"
+        );
+        assert!(close6(p.energy_j, 78_000.0), "{}", p.energy_j);
+        // Without factors the model is returned as it was.
+        assert!(crate::model::node_scale::factors(&epyc()).is_empty());
     }
 
     #[test]
