@@ -9,6 +9,8 @@
 #     physics (sites epyc and real, tests/physics/), each program at both ends of its beta
 #   PARTS=phys-sample   phys-policies' EP and IS on site epyc again, with clock samples
 #     (SAMPLE_SLOWDOWN=X: their power.sample_clocks.max_slowdown, 0.15 unless given)
+#   PARTS=phys-spread   EP in two-node jobs on EPYC nodes whose chips differ, three
+#     placements in turn (SPREAD_ROUNDS=N rounds of them, 4 unless given)
 #   PHYS_SITES="epyc real"   the sites phys-policies runs on
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -313,6 +315,30 @@ sampled() {
   site_stop
 }
 
+# spread: EP (its beta's high end, 1) in two-node jobs on EPYC nodes whose chips differ
+# (greenup-sim --node-spread, tests/physics/cpus.yaml's node_spread: n1..n6 draw 0.943 to
+# 1.057 of the published figures), placed in turn on n[1-2], n[3-4] and n[5-6] as a
+# scheduler might: the baseline on n[1-2], then SPREAD_ROUNDS (4) rounds of edp on each
+# placement. A node's factor needs three runs (profile::node_power::MIN_RUNS), so the
+# first rounds plan with the type's curve alone and the later ones with each node's
+# factor; `greenup site power` at the end shows what greenupd learned.
+spread() {
+  local site=epyc app=ep n=2 prof=ep-spread round nodes
+  NODE_SPREAD=1 BETA=$(beta_of ep high)
+  site_start "$site" "$OUT/$site-$prof"
+  baseline "$site" "$app" "$n" "$prof"
+  for round in $(seq 1 "${SPREAD_ROUNDS:-4}"); do
+    for nodes in "n[1-2]" "n[3-4]" "n[5-6]"; do
+      JOB=$((JOB + 1))
+      job "$site" "$nodes" "$OUT/w/$site-$prof" edp "$prof" --replay "$TRACE" |
+        record part="$PART" site="$site" app="$app" nodes="$n" placement="$nodes" kind=edp round="$round"
+    done
+  done
+  "$GREENUP" site power --site "$CONF" > "$OUT/site-power-$prof.txt" 2>&1 || true
+  site_stop
+  NODE_SPREAD= BETA=
+}
+
 # samples_run SITE APP PROFILE: how many of this part's probes for APP on SITE, at this
 # $BETA, greenupd planned (a clock sample) rather than left to monitor.
 samples_run() {
@@ -401,6 +427,9 @@ for PART in $PARTS; do
         done
       done
       BETA= ;;
+    phys-spread)
+      step "published physics: EP in two-node jobs on EPYC nodes whose chips differ, placed in turn on three pairs, edp"
+      spread ;;
     phys-dt)
       for site in epyc real; do
         step "published physics: NAS DT (class W) on 16 nodes of $site, every shipped policy, both ends of its beta"

@@ -51,11 +51,12 @@ PY
 }
 
 # physics SITE: greenup-sim's options that make SITE's hosts obey the published physics,
-# with the program's $BETA and $WAIT (polling, MPI's default, or blocking); nothing on a
-# site that obeys greenup's own law.
+# with the program's $BETA and $WAIT (polling, MPI's default, or blocking), and with
+# NODE_SPREAD set chips that differ (cpus.yaml's node_spread); nothing on a site that
+# obeys greenup's own law.
 physics() {
   [ -n "${CPUS[$1]:-}" ] || return 0
-  echo "--physics $PHYSICS_FILE ${CPUS[$1]} --beta ${BETA:?give BETA, the beta of the program (beta_of)} --wait ${WAIT:-polling}"
+  echo "--physics $PHYSICS_FILE ${CPUS[$1]} --beta ${BETA:?give BETA, the beta of the program (beta_of)} --wait ${WAIT:-polling}${NODE_SPREAD:+ --node-spread}"
 }
 
 build_bins() {

@@ -274,3 +274,27 @@ if sampled:
         print(f"| {site} | {app.upper()} | {beta:g} | {'; '.join(cells) or '-'} | {without} | {with_} | "
               f"{fm(mw, ms, 0)} | {fm(mw, ms, 1)} |")
     print()
+
+# Chips that differ (evidence.sh phys-spread): the prediction error of each job by its
+# placement, round by round, as each node's factor comes to be learned.
+spread = {k: g for k, g in groups.items() if k[0] == "phys-spread"}
+for (part, site, app, n, beta), g in sorted(spread.items()):
+    print(f"### Chips that differ: {app.upper()} in {n}-node jobs on {site}, three placements in turn\n")
+    print("Energy prediction error (predicted against measured) of each edp job; the chips "
+          "of n1..n6 draw 0.943 to 1.057 of the published figures.\n")
+    jobs = sorted((r for r in g if r["kind"] == "edp"), key=lambda r: (int(r["round"]), r["placement"]))
+    places = sorted({r["placement"] for r in jobs})
+    print("| round | " + " | ".join(f"{p}: clock, energy J, error %" for p in places) + " | worst error % |")
+    print("|---:|" + "---|" * len(places) + "---:|")
+    for rnd in sorted({int(r["round"]) for r in jobs}):
+        cells, worst = [], 0.0
+        for p in places:
+            r = next((r for r in jobs if int(r["round"]) == rnd and r["placement"] == p), None)
+            e = err(r) if r else None
+            if not r or e is None:
+                cells.append("-")
+                continue
+            worst = max(worst, abs(e[1]))
+            cells.append(f"{freqs(r).split(' ', 1)[-1]} GHz, {r['measured']['energy_j']:,.0f}, {e[1]:+.1f}")
+        print(f"| {rnd} | " + " | ".join(cells) + f" | {worst:.1f} |")
+    print()

@@ -75,6 +75,10 @@ struct PlatformArgs {
     /// Under --physics, how a rank waits in MPI: polling (MPI's default) or blocking.
     #[arg(long, value_enum, default_value_t = physics::Wait::Polling, requires = "physics")]
     wait: physics::Wait,
+    /// Under --physics, hosts of one CPU draw its figures times the file's node_spread
+    /// factors (host nK the ((K - 1) mod len)th): chips that differ, as real ones do.
+    #[arg(long, requires = "physics")]
+    node_spread: bool,
 }
 
 // Parsed once per process: the size of the larger variant costs nothing.
@@ -216,7 +220,13 @@ fn load(p: &PlatformArgs) -> Result<Loaded, String> {
         .as_ref()
         .map(|f| Physics::load(f, &p.cpu, p.scope, p.beta, p.wait))
         .transpose()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .map(|mut ph| {
+            if !p.node_spread {
+                ph.node_factors.clear();
+            }
+            ph
+        });
     Ok((site, nodes, gflops, links, physics))
 }
 

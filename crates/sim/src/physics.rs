@@ -10,6 +10,8 @@
 //! - **Speed.** A program's sensitivity to the clock is its beta (`programs.yaml`): the
 //!   share of its time at f_max that scales with 1/f, so at clock f a host computes at
 //!   `GFLOPS / (beta f_max / f + 1 − beta)`. Beta 1 is greenup's own assumption.
+//! - **Chips that differ** (`--node-spread`): nominally identical CPUs draw different
+//!   power; each host draws its CPU's figures times the file's factor for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,6 +75,19 @@ pub struct PhysicsFile {
     pub cpus: Vec<FileCpu>,
     /// What a core draws while its rank waits in MPI.
     pub waiting: Waiting,
+    /// How much chips of one model differ in power (`--node-spread`).
+    #[serde(default)]
+    pub node_spread: Option<NodeSpread>,
+}
+
+/// Nodes of one CPU model that draw different power: each host's watts, idle and busy,
+/// times one of these factors.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NodeSpread {
+    /// Where the spread was published.
+    pub source: String,
+    /// The factors, averaging 1: host nK takes the ((K − 1) mod len)th.
+    pub factors: Vec<f64>,
 }
 
 /// One CPU as the file gives it.
@@ -168,6 +183,22 @@ pub struct Physics {
     pub beta: f64,
     /// The share of (busy − idle) a waiting core adds to idle power.
     pub wait_share: f64,
+    /// The file's node spread ([`NodeSpread::factors`]); empty: every host draws its
+    /// CPU's figures (`--node-spread` not given).
+    pub node_factors: Vec<f64>,
+}
+
+impl Physics {
+    /// The factor host `name` draws its CPU's watts by: by the number its name ends in
+    /// under the node spread, else 1.
+    pub fn node_factor(&self, name: &str) -> f64 {
+        let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let k: Option<usize> = name[name.len() - digits..].parse().ok();
+        match (k, self.node_factors.len()) {
+            (Some(k), n) if n > 0 && k > 0 => self.node_factors[(k - 1) % n],
+            _ => 1.0,
+        }
+    }
 }
 
 impl Physics {
@@ -218,6 +249,29 @@ impl Physics {
                 ),
             });
         }
+        let node_factors = parsed
+            .node_spread
+            .as_ref()
+            .map(|s| s.factors.clone())
+            .unwrap_or_default();
+        if parsed
+            .node_spread
+            .as_ref()
+            .is_some_and(|s| s.source.trim().is_empty())
+        {
+            return Err(PhysicsError::Figure {
+                file: file.to_path_buf(),
+                cpu: "(node_spread)".into(),
+                what: "an empty source: every figure must name where it was published".into(),
+            });
+        }
+        if let Some(bad) = node_factors.iter().find(|k| !(k.is_finite() && **k > 0.0)) {
+            return Err(PhysicsError::Figure {
+                file: file.to_path_buf(),
+                cpu: "(node_spread)".into(),
+                what: format!("factor {bad}: expected a positive number"),
+            });
+        }
         let mut cpus = BTreeMap::new();
         for (t, name) in types {
             let c = parsed
@@ -247,6 +301,7 @@ impl Physics {
                 Wait::Polling => share,
                 Wait::Blocking => 0.0,
             },
+            node_factors,
         })
     }
 }

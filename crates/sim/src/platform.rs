@@ -149,7 +149,8 @@ impl Host<'_> {
         match self.measured() {
             Some((cpu, _, share)) => {
                 let p = cpu.pstate(f).ok_or_else(|| self.not_measured(cpu, f))?;
-                Ok((p.idle_w + share * (p.busy_w - p.idle_w), p.busy_w))
+                let k = self.spread();
+                Ok((k * (p.idle_w + share * (p.busy_w - p.idle_w)), k * p.busy_w))
             }
             None => wattage(t, f).map_err(|source| PlatformError::Wattage {
                 node_type: t.name.clone(),
@@ -158,14 +159,23 @@ impl Host<'_> {
         }
     }
 
+    /// How much more or less than its CPU's figures this chip draws (1 without a node
+    /// spread).
+    fn spread(&self) -> f64 {
+        self.physics.map_or(1.0, |p| p.node_factor(&self.name))
+    }
+
     /// Its watts when off: SimGrid's `wattage_off`, the least it draws idle.
     fn off_w(&self) -> f64 {
         let least = match self.measured() {
-            Some((cpu, _, _)) => cpu
-                .pstates
-                .iter()
-                .map(|p| p.idle_w)
-                .fold(f64::INFINITY, f64::min),
+            Some((cpu, _, _)) => {
+                self.spread()
+                    * cpu
+                        .pstates
+                        .iter()
+                        .map(|p| p.idle_w)
+                        .fold(f64::INFINITY, f64::min)
+            }
             None => pstates(self.node_type)
                 .iter()
                 .filter_map(|f| self.node_type.static_w(*f).ok())
@@ -408,6 +418,7 @@ mod tests {
             cpus: BTreeMap::from([("fast".to_string(), cpu)]),
             beta: 0.5,
             wait_share: 0.25,
+            node_factors: Vec::new(),
         };
         let h = [Host {
             name: "n1".into(),

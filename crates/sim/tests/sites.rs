@@ -162,6 +162,31 @@ fn published_physics_sites_draw_the_papers_watts() {
             "{got:?}"
         );
     }
+    // With --node-spread, n2 draws 0.966 and n7 (7 - 1 = 6, mod 6 = 0) 0.9434 of n1's
+    // figures without it, idle and busy alike: 0.966 x 260.1 = 251.2566 W busy at
+    // 2.5 GHz, 0.9434 x 219.84 = 207.397056 W polling.
+    let spread: Vec<&str> = epyc.iter().copied().chain(["--node-spread"]).collect();
+    let xml2 = platform_with("epyc", "n[1-8]", &["rome=133.3"], &spread).unwrap();
+    let first = |xml: &str, n: &str| -> Vec<f64> {
+        host_prop(xml, n, "wattage_per_state")
+            .split(", ")
+            .next()
+            .unwrap()
+            .split(':')
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    assert!(
+        (first(&xml2, "n2")[2] - 251.2566).abs() < 1e-6,
+        "{:?}",
+        first(&xml2, "n2")
+    );
+    assert!(
+        (first(&xml2, "n7")[0] - 207.397056).abs() < 1e-6,
+        "{:?}",
+        first(&xml2, "n7")
+    );
+    assert!((first(&xml2, "n1")[2] - 0.9434 * 260.1).abs() < 1e-6);
     // Half the time scales with the clock: at 1.5 GHz of 2.5 the run takes
     // 0.5 x 2.5 / 1.5 + 0.5 = 4/3 as long, so the host computes at 133.3 x 3/4 GFLOPS.
     let speeds: Vec<f64> = host_attr(&xml, "n1", "speed")
