@@ -98,7 +98,7 @@ fn evaluate(
         }
         let free = match acts.power_share {
             Some(share) => {
-                let full = greenup::power::max_power_w(site, &req.nodes);
+                let full = greenup::power::max_power_w(site, &req.nodes).0;
                 let base = [free_w, req.power_cap_w]
                     .into_iter()
                     .flatten()
