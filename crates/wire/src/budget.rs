@@ -139,3 +139,45 @@ pub struct PowerHold {
     /// Whole watts.
     pub watts: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budgets_figures_cross_the_wire_as_bare_numbers() {
+        let a = AtAdmission {
+            budget: "account:chem".into(),
+            period_start: 86_400,
+            amount_j: Joules(50_000.0),
+            used_j: Joules(0.0),
+            held_j: Joules(30_000.0),
+            charged_j: Joules(30_000.5),
+            level_pct: Some(100.0),
+            action: Some("refuse".into()),
+        };
+        let line = r#"{"budget":"account:chem","period_start":86400,"amount_j":50000.0,"used_j":0.0,"held_j":30000.0,"charged_j":30000.5,"level_pct":100.0,"action":"refuse"}"#;
+        assert_eq!(serde_json::to_string(&a).unwrap(), line);
+        assert_eq!(serde_json::from_str::<AtAdmission>(line).unwrap(), a);
+        assert_eq!(a.left_j(), Joules(-10_000.5));
+        assert_eq!(
+            a.describe(),
+            "account:chem: charged 30.0 kJ; before it 0 J used, 30.0 kJ held of 50.0 kJ; level 100%: refuse"
+        );
+        let q = Quote {
+            line: "predicted".into(),
+            energy_j: Joules(1.2e6),
+            time_s: Some(Seconds(2520.0)),
+            nodes: 6,
+            refused: false,
+            fails: false,
+            budgets: vec![],
+            hold: None,
+        };
+        let line = r#"{"line":"predicted","energy_j":1200000.0,"time_s":2520.0,"nodes":6,"refused":false,"fails":false,"budgets":[]}"#;
+        assert_eq!(serde_json::to_string(&q).unwrap(), line);
+        assert_eq!(serde_json::from_str::<Quote>(line).unwrap(), q);
+        assert_eq!(show_budget_energy(Joules(3.4e9 * 3.6)), "3.40 MWh");
+        assert_eq!(show_budget_energy(Joules(1500.0)), "1.50 kJ");
+    }
+}
