@@ -15,6 +15,7 @@ use std::time::Duration;
 use daemon_support::*;
 use greenup::budget::{Action, Budget, Level, Period, Scope};
 use greenup::site::{Enforce, Site};
+use greenup_core::quantity::{Ghz, Joules};
 use greenup_proto::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
 
 /// One node for 100 s at 300 W.
@@ -32,7 +33,7 @@ fn job(job_id: u64, account: &str) -> OpenJob {
 fn budget(scope: Scope, amount_j: f64, levels: &[(f64, Action)]) -> Budget {
     Budget {
         scope,
-        amount_j,
+        amount_j: Joules(amount_j),
         period: Period::Month { reset_s: 0 },
         levels: levels
             .iter()
@@ -123,7 +124,7 @@ fn a_job_that_would_overspend_is_refused_with_the_quote() {
     let d = start(4, |_, s, _| strict(s, vec![chem(50_000.0)]));
     let a = open(&d, job(1, "chem"));
     assert_eq!(a.verdict, Verdict::Unchanged, "{}", a.reason);
-    assert_eq!(a.budgets[0].charged_j, JOB_J);
+    assert_eq!(a.budgets[0].charged_j, Joules(JOB_J));
     let b = open(&d, job(2, "chem"));
     assert_eq!(b.verdict, Verdict::Refused);
     // 50 kJ - 30 kJ held = 20 kJ left before the job; 100 s is 00:01:40.
@@ -139,7 +140,10 @@ fn a_job_that_would_overspend_is_refused_with_the_quote() {
     // settled at once: the budget counts it as a job with no use and no hold.
     assert_eq!(charged(&d, 2, "account:chem"), 0.0);
     let st = d.unix_client().budgets(None, None).unwrap();
-    assert_eq!((st[0].used_j, st[0].held_j, st[0].jobs), (0.0, JOB_J, 2));
+    assert_eq!(
+        (st[0].used_j, st[0].held_j, st[0].jobs),
+        (Joules(0.0), Joules(JOB_J), 2)
+    );
     // Another account's jobs do not touch chem's budget.
     let other = open(&d, job(3, "phys"));
     assert_eq!(other.verdict, Verdict::Unchanged);
@@ -315,7 +319,7 @@ fn a_period_rolls_over_to_an_empty_budget() {
     let c = open(&d, job(100, "chem"));
     assert_eq!(c.verdict, Verdict::Unchanged, "{}", c.reason);
     assert!(c.budgets[0].period_start >= start + 4);
-    assert_eq!(c.budgets[0].used_j + c.budgets[0].held_j, 0.0);
+    assert_eq!(c.budgets[0].used_j + c.budgets[0].held_j, Joules(0.0));
     // The spent period keeps its charge.
     assert_eq!(
         count(
@@ -424,7 +428,7 @@ daemon:
     assert_eq!(three.verdict, Verdict::Unchanged, "{}", three.reason);
     assert_eq!(
         (three.budgets[0].used_j, three.budgets[0].held_j),
-        (10_000.0, JOB_J)
+        (Joules(10_000.0), Joules(JOB_J))
     );
     // Had the restart lost job 1's hold, job 4 would fit: it does not.
     let four = client().open_job(job(4, "chem")).unwrap();
@@ -440,7 +444,7 @@ daemon:
     .unwrap();
     assert_eq!(
         (left[0].used_j, left[0].held_j, left[0].jobs),
-        (40_000.0, JOB_J, 4)
+        (Joules(40_000.0), Joules(JOB_J), 4)
     );
     std::process::Command::new("kill")
         .args(["-TERM", &second.id().to_string()])
@@ -476,7 +480,7 @@ fn greenup_budget_and_quote_show_the_accounts() {
             list[0].left_j,
             list[0].jobs
         ),
-        ("account:chem", JOB_J, 20_000.0, 1)
+        ("account:chem", Joules(JOB_J), Joules(20_000.0), 1)
     );
     let csv = greenup_cli(&d, &["budget", "--csv", "--account", "chem"]);
     let text = String::from_utf8_lossy(&csv.stdout);
@@ -541,7 +545,7 @@ fn greenup_budget_and_quote_show_the_accounts() {
     );
     let again: Vec<greenup::budget::Standing> =
         serde_json::from_slice(&greenup_cli(&d, &["budget", "--json"]).stdout).unwrap();
-    assert_eq!(again[0].held_j, JOB_J);
+    assert_eq!(again[0].held_j, Joules(JOB_J));
     // A node count is the partition's first nodes, as the site config lists them.
     let site = cli_site(&d);
     let q = greenup_cli(
@@ -702,7 +706,7 @@ fn a_frequency_ceiling_level_plans_no_node_above_it() {
         s.budgets = vec![budget(
             Scope::Account("chem".into()),
             1.0e12,
-            &[(1.0e-9, Action::MaxFreqGhz(1.6))],
+            &[(1.0e-9, Action::MaxFreqGhz(Ghz(1.6)))],
         )]
     });
     let d = open(&capped, lammps(2));

@@ -288,7 +288,7 @@ fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at
             "{}: {got} W, want {want_cpu}",
             n.node
         );
-        let part = n.gpu_power.unwrap().part_w;
+        let part = n.gpu_power.unwrap().part_w.0;
         assert!(
             (part - share * gpu / (cpu + 2.0 * gpu)).abs() < 1e-6,
             "{part}"

@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use greenup::power::split::GpuPart;
+use greenup_core::quantity::Watts;
 use greenup_platform::gpu::handoff::{self, Settled};
 use greenup_platform::gpu::hold;
 use greenup_platform::gpu::start::GpuStart;
@@ -50,8 +51,8 @@ fn ask(t: &Path, lib: &Path) -> GpuStart {
         library: lib.to_path_buf(),
         run_dir: t.join("run"),
         power: Some(GpuPart {
-            part_w: 350.0,
-            limit_w: 350.0,
+            part_w: Watts(350.0),
+            limit_w: Watts(350.0),
         }),
         lock_mhz: None,
     }

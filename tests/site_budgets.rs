@@ -6,6 +6,7 @@ mod site_common;
 
 use greenup::budget::{Action, Period, Scope};
 use greenup::site;
+use greenup_core::quantity::Joules;
 
 const BASE: &str = "\
 node_types:
@@ -53,12 +54,12 @@ budgets:
     assert_eq!(s.budgets.len(), 3);
     let site = &s.budgets[0];
     assert_eq!(site.scope, Scope::Site);
-    assert_eq!(site.amount_j, 500.0 * 3.6e9);
+    assert_eq!(site.amount_j, Joules(500.0 * 3.6e9));
     assert_eq!(site.period, Period::Month { reset_s: 6 * 3600 });
     assert_eq!(s.budgets[1].scope, Scope::Partition("batch".into()));
     assert_eq!(s.budgets[1].period, Period::Week { reset_s: 0 });
     let chem = &s.budgets[2];
-    assert_eq!(chem.amount_j, 3.6e10);
+    assert_eq!(chem.amount_j, Joules(3.6e10));
     // 2026-11-01 is 20,758 days after 1970-01-01.
     assert_eq!(
         chem.period,

@@ -124,7 +124,7 @@ fn run() -> Result<serde_json::Value, String> {
             )
         })?;
     // A one-node job granted the share whose GPU part is W.
-    let share_w = o.part_w * model.total_w() / model.gpu_w;
+    let share_w = o.part_w * model.total_w().0 / model.gpu_w.0;
     let d: Decision = serde_json::from_value(serde_json::json!({
         "job_id": 999_999, "verdict": "refused", "reason": "gpu-check", "policy": "none",
         "profile": null, "profile_version": null, "power_cap_w": null, "reserved_w": 0.0,

@@ -9,6 +9,7 @@ use std::path::Path;
 use greenup::power::split::GpuPart;
 use greenup::record::{GpuSource, NodeGpu, NodePower};
 use greenup::site::node::NodeConfig;
+use greenup_core::quantity::Watts;
 use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_platform::gpu::handoff::{self, Settled};
 use greenup_platform::gpu::hold::{self, GpuEnd};
@@ -196,7 +197,7 @@ pub fn end_held(
 /// held, the sum of the limits set, only when every GPU's was.
 fn held_power(part: GpuPart, rec: &hold::GpuRecord) -> NodePower {
     let count = rec.gpus.len() + rec.missing.len();
-    let asked_w = part.part_w * count as f64;
+    let asked_w = part.part_w.0 * count as f64;
     let Some(set_w) = rec.request.power_limit_mw.map(|mw| f64::from(mw) / 1e3) else {
         return NodePower {
             asked_w,
@@ -220,7 +221,7 @@ fn held_power(part: GpuPart, rec: &hold::GpuRecord) -> NodePower {
     }
     let all_held = notes.is_empty();
     if let Some(n) = (GpuPart {
-        limit_w: set_w,
+        limit_w: Watts(set_w),
         ..part
     })
     .note()

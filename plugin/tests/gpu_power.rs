@@ -87,7 +87,7 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
     let (cpu_w, gpu_w) = (1000.0 * 120.0 / 2920.0, 1000.0 * 700.0 / 2920.0);
     assert!((d.power_limit_w.unwrap() - cpu_w).abs() < 1e-9, "{d:?}");
     let part = d.gpu_power.unwrap();
-    assert!((part.part_w - gpu_w).abs() < 1e-9 && part.limit_w == part.part_w);
+    assert!((part.part_w.0 - gpu_w).abs() < 1e-9 && part.limit_w == part.part_w);
     let gpu_mw = (gpu_w * 1e3).round();
 
     let (warning, note) = prolog(&args, &job, &d);

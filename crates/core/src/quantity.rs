@@ -8,7 +8,7 @@
 //! and in stored records each is its bare number, so the types change no byte there.
 
 use std::iter::Sum;
-use std::ops::{Add, AddAssign, Div, Mul, Sub};
+use std::ops::{Add, AddAssign, Div, Mul, Sub, SubAssign};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,12 @@ macro_rules! quantity {
             type Output = $name;
             fn sub(self, o: $name) -> $name {
                 $name(self.0 - o.0)
+            }
+        }
+
+        impl SubAssign for $name {
+            fn sub_assign(&mut self, o: $name) {
+                self.0 -= o.0;
             }
         }
 
@@ -137,6 +143,10 @@ mod tests {
         assert_eq!(e / Seconds(8.0), Watts(250.0));
         assert_eq!(e / Watts(250.0), Seconds(8.0));
         assert_eq!(Joules(3.0) / Joules(2.0), 1.5);
+        let mut left = Joules(10.0);
+        left -= Joules(4.0);
+        left += Joules(1.0);
+        assert_eq!(left, Joules(7.0));
         assert_eq!(
             [Joules(1.0), Joules(2.5)].into_iter().sum::<Joules>(),
             Joules(3.5)

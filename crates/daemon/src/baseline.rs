@@ -111,7 +111,7 @@ pub fn held(
     if b.on_miss != OnMiss::Monitor {
         return None;
     }
-    let fmax_w = greenup::power::max_power_w(site, &req.nodes);
+    let fmax_w = greenup::power::max_power_w(site, &req.nodes).0;
     if let Some(over) = cap_forbids(fmax_w, 0.0, limits.power_cap_w, None) {
         tracing::info!(
             job_id = req.job_id,
@@ -139,7 +139,7 @@ pub fn sampled(
     if !picked(b, req.job_id, app.baselines) {
         return None;
     }
-    let fmax_w = greenup::power::max_power_w(site, &req.nodes);
+    let fmax_w = greenup::power::max_power_w(site, &req.nodes).0;
     if let Some(why) = cap_forbids(
         fmax_w,
         plan.baseline.energy_j.0,

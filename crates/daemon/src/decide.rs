@@ -69,7 +69,7 @@ const NO_BUDGET_PROBE_W: f64 = 1.0;
 /// is truly left; under `enforce: strict` it fails, so nothing.
 pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
     match site.enforce {
-        Enforce::Open => greenup::power::max_power_w(site, &req.nodes),
+        Enforce::Open => greenup::power::max_power_w(site, &req.nodes).0,
         Enforce::Strict => 0.0,
     }
 }
@@ -138,14 +138,14 @@ pub fn grant_of(
     verdict: Verdict,
     plan: Option<&Plan>,
 ) -> Option<Grant> {
-    let g = queue_grant_w(site, req)?;
+    let g = greenup_core::quantity::Watts(queue_grant_w(site, req)?);
     let grant = match plan.filter(|_| verdict.applies_plan()) {
         Some(p) => grant_over(
             site,
             g,
             p.nodes
                 .iter()
-                .map(|n| (n.name.as_str(), Some(n.freq_ghz.0), n.gpu_mhz)),
+                .map(|n| (n.name.as_str(), Some(n.freq_ghz), n.gpu_mhz)),
         ),
         None => grant_over(site, g, req.nodes.iter().map(|n| (n.as_str(), None, None))),
     };
@@ -467,7 +467,7 @@ impl Decider {
             profile_version: None,
             power_cap_w: cap.map(|c| c.max(0.0)),
             plan: None,
-            reserve_w: greenup::power::max_power_w(site, &req.nodes),
+            reserve_w: greenup::power::max_power_w(site, &req.nodes).0,
             inputs,
             baseline_sample: false,
             clock_sample: false,

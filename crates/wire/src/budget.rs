@@ -3,7 +3,9 @@
 //! ([`Standing`]), and what a job would be charged ([`Quote`]). The rules that make them
 //! (periods, levels, the ledger's books) are the decision library's `budget`.
 
+use greenup_core::quantity::{Joules, Seconds};
 use serde::{Deserialize, Serialize};
+
 /// A budget's state as a job was admitted, kept in its decision record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AtAdmission {
@@ -12,13 +14,13 @@ pub struct AtAdmission {
     /// Start of the period charged (Unix seconds).
     pub period_start: i64,
     /// Joules per period.
-    pub amount_j: f64,
+    pub amount_j: Joules,
     /// Joules settled in the period before this job.
-    pub used_j: f64,
+    pub used_j: Joules,
     /// Joules held by open jobs before this job.
-    pub held_j: f64,
+    pub held_j: Joules,
     /// Joules charged to this job.
-    pub charged_j: f64,
+    pub charged_j: Joules,
     /// The level in force with this job charged, as a percentage of the amount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level_pct: Option<f64>,
@@ -29,7 +31,7 @@ pub struct AtAdmission {
 
 impl AtAdmission {
     /// Joules left after this job's charge.
-    pub fn left_j(&self) -> f64 {
+    pub fn left_j(&self) -> Joules {
         self.amount_j - self.used_j - self.held_j - self.charged_j
     }
 
@@ -52,8 +54,8 @@ impl AtAdmission {
 }
 
 /// Budget-sized energies read best in watt-hours: `3.40 MWh`, `120 kWh`; small ones in joules.
-pub fn show_budget_energy(j: f64) -> String {
-    let wh = j / 3600.0;
+pub fn show_budget_energy(j: Joules) -> String {
+    let wh = j.0 / 3600.0;
     for (f, u) in [(1e9, "GWh"), (1e6, "MWh"), (1e3, "kWh")] {
         if wh.abs() >= f {
             let v = wh / f;
@@ -67,7 +69,7 @@ pub fn show_budget_energy(j: f64) -> String {
             return format!("{v:.d$} {u}");
         }
     }
-    greenup_core::units::format_energy(j)
+    j.to_string()
 }
 
 /// A budget as `greenup budget` shows it: use, holds and what is left in the current
@@ -83,18 +85,18 @@ pub struct Standing {
     /// End of the current period (Unix seconds, UTC).
     pub period_end: i64,
     /// Joules per period.
-    pub amount_j: f64,
+    pub amount_j: Joules,
     /// Joules settled by closed jobs.
-    pub used_j: f64,
+    pub used_j: Joules,
     /// Joules held by open jobs.
-    pub held_j: f64,
+    pub held_j: Joules,
     /// Joules left: amount - used - held.
-    pub left_j: f64,
+    pub left_j: Joules,
     /// Jobs charged this period.
     pub jobs: u64,
     /// Use at the period's end if it goes on at the rate so far (used + held, scaled
     /// from the time elapsed to the whole period).
-    pub forecast_j: f64,
+    pub forecast_j: Joules,
     /// The warning level in force now, as a percentage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level_pct: Option<f64>,
@@ -109,10 +111,10 @@ pub struct Quote {
     /// The one line users see.
     pub line: String,
     /// Predicted joules.
-    pub energy_j: f64,
+    pub energy_j: Joules,
     /// Predicted wall time in seconds, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_s: Option<f64>,
+    pub time_s: Option<Seconds>,
     /// Nodes the job would use.
     pub nodes: usize,
     /// Whether a warning level would refuse it now.
@@ -136,4 +138,46 @@ pub struct PowerHold {
     pub license: String,
     /// Whole watts.
     pub watts: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budgets_figures_cross_the_wire_as_bare_numbers() {
+        let a = AtAdmission {
+            budget: "account:chem".into(),
+            period_start: 86_400,
+            amount_j: Joules(50_000.0),
+            used_j: Joules(0.0),
+            held_j: Joules(30_000.0),
+            charged_j: Joules(30_000.5),
+            level_pct: Some(100.0),
+            action: Some("refuse".into()),
+        };
+        let line = r#"{"budget":"account:chem","period_start":86400,"amount_j":50000.0,"used_j":0.0,"held_j":30000.0,"charged_j":30000.5,"level_pct":100.0,"action":"refuse"}"#;
+        assert_eq!(serde_json::to_string(&a).unwrap(), line);
+        assert_eq!(serde_json::from_str::<AtAdmission>(line).unwrap(), a);
+        assert_eq!(a.left_j(), Joules(-10_000.5));
+        assert_eq!(
+            a.describe(),
+            "account:chem: charged 30.0 kJ; before it 0 J used, 30.0 kJ held of 50.0 kJ; level 100%: refuse"
+        );
+        let q = Quote {
+            line: "predicted".into(),
+            energy_j: Joules(1.2e6),
+            time_s: Some(Seconds(2520.0)),
+            nodes: 6,
+            refused: false,
+            fails: false,
+            budgets: vec![],
+            hold: None,
+        };
+        let line = r#"{"line":"predicted","energy_j":1200000.0,"time_s":2520.0,"nodes":6,"refused":false,"fails":false,"budgets":[]}"#;
+        assert_eq!(serde_json::to_string(&q).unwrap(), line);
+        assert_eq!(serde_json::from_str::<Quote>(line).unwrap(), q);
+        assert_eq!(show_budget_energy(Joules(3.4e9 * 3.6)), "3.40 MWh");
+        assert_eq!(show_budget_energy(Joules(1500.0)), "1.50 kJ");
+    }
 }

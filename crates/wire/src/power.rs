@@ -3,6 +3,7 @@
 //! ([`GpuPart`]), and how often a node's meter reports ([`REPORT_PERIOD_S`]). How a grant
 //! is weighed and split by each node's type is the decision library's `power`.
 
+use greenup_core::quantity::Watts;
 use serde::{Deserialize, Serialize};
 
 /// `power.report_period_s` by default: a node's meter sends its samples at most this
@@ -19,22 +20,22 @@ pub const REPORT_PERIOD_S: f64 = 60.0;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Grant {
     /// Watts the job holds as greenup's licenses.
-    pub granted_w: f64,
+    pub granted_w: Watts,
     /// The sum over the job's used nodes of their weights: what each would draw flat out
     /// at the frequency and GPU clock it is told (the library's `power::node_weight_w`).
-    pub weight_w: f64,
+    pub weight_w: Watts,
     /// Each node's share, watts, where Slurm counts the grant per node
     /// (`power.enforce: hres`): a rack counts that much for each of the job's nodes in it,
     /// so no node may draw more, whatever its weight. None: shares follow the weights.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_w: Option<f64>,
+    pub node_w: Option<Watts>,
 }
 
 impl Grant {
     /// The share of a node of weight `weight_w`, in watts.
-    pub fn share_w(&self, weight_w: f64) -> f64 {
+    pub fn share_w(&self, weight_w: Watts) -> Watts {
         self.node_w
-            .unwrap_or(self.granted_w * weight_w / self.weight_w)
+            .unwrap_or(Watts(self.granted_w.0 * weight_w.0 / self.weight_w.0))
     }
 }
 
@@ -45,15 +46,15 @@ impl Grant {
 pub struct GpuPart {
     /// Each GPU's part of the node's share, watts: the node's share times one GPU's
     /// modelled power over the node's.
-    pub part_w: f64,
+    pub part_w: Watts,
     /// The power limit each of the job's GPUs is set to, watts: the part clamped into the
     /// range greenup may set.
-    pub limit_w: f64,
+    pub limit_w: Watts,
 }
 
 impl GpuPart {
     /// The part `part_w` with its limit clamped into `range_w` (none: the part itself).
-    pub fn of(part_w: f64, range_w: Option<(f64, f64)>) -> GpuPart {
+    pub fn of(part_w: Watts, range_w: Option<(Watts, Watts)>) -> GpuPart {
         GpuPart {
             part_w,
             limit_w: part_w,
@@ -62,9 +63,9 @@ impl GpuPart {
     }
 
     /// This part with its limit clamped further into `range_w` (NVML's, at the node).
-    pub fn clamped(self, range_w: Option<(f64, f64)>) -> GpuPart {
+    pub fn clamped(self, range_w: Option<(Watts, Watts)>) -> GpuPart {
         let limit_w = match range_w {
-            Some((lo, hi)) if lo <= hi => self.limit_w.clamp(lo, hi),
+            Some((lo, hi)) if lo <= hi => Watts(self.limit_w.0.clamp(lo.0, hi.0)),
             _ => self.limit_w,
         };
         GpuPart { limit_w, ..self }
@@ -72,14 +73,14 @@ impl GpuPart {
 
     /// Watts each GPU may draw beyond its part because its lowest limit is above it:
     /// what the node may draw over its share, per GPU.
-    pub fn over_w(&self) -> f64 {
-        (self.limit_w - self.part_w).max(0.0)
+    pub fn over_w(&self) -> Watts {
+        Watts((self.limit_w - self.part_w).0.max(0.0))
     }
 
     /// One line when the limit is not the part: held at the lowest limit (the node may
     /// draw more than its share) or at the highest (the GPU leaves watts unused).
     pub fn note(&self) -> Option<String> {
-        let (limit, part) = (self.limit_w, self.part_w);
+        let (limit, part) = (self.limit_w.0, self.part_w.0);
         if (limit - part).abs() < 0.05 {
             None
         } else if limit > part {
@@ -93,5 +94,28 @@ impl GpuPart {
                 part - limit
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_and_a_gpu_part_cross_the_wire_as_bare_numbers() {
+        let g = Grant {
+            granted_w: Watts(500.0),
+            weight_w: Watts(1000.0),
+            node_w: None,
+        };
+        let line = r#"{"granted_w":500.0,"weight_w":1000.0}"#;
+        assert_eq!(serde_json::to_string(&g).unwrap(), line);
+        assert_eq!(serde_json::from_str::<Grant>(line).unwrap(), g);
+        assert_eq!(g.share_w(Watts(850.0)), Watts(425.0));
+        let p = GpuPart::of(Watts(140.0), Some((Watts(200.0), Watts(700.0))));
+        let line = r#"{"part_w":140.0,"limit_w":200.0}"#;
+        assert_eq!(serde_json::to_string(&p).unwrap(), line);
+        assert_eq!(serde_json::from_str::<GpuPart>(line).unwrap(), p);
+        assert_eq!(p.over_w(), Watts(60.0));
     }
 }

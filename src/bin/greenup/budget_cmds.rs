@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use greenup::budget::{Standing, show_budget_energy};
 use greenup::record::TimeLimit;
 use greenup::report::text::fmt_utc;
+use greenup_core::quantity::Joules;
 use greenup_proto::protocol::OpenJob;
 
 use crate::daemon_cmds::{DaemonConn, remote};
@@ -54,12 +55,12 @@ pub fn budget(args: BudgetArgs) -> Outcome {
                 s.budget,
                 s.period_start,
                 s.period_end,
-                s.amount_j,
-                s.used_j,
-                s.held_j,
-                s.left_j,
+                s.amount_j.0,
+                s.used_j.0,
+                s.held_j.0,
+                s.left_j.0,
                 s.jobs,
-                s.forecast_j,
+                s.forecast_j.0,
                 s.level_pct.map_or(String::new(), |l| l.to_string()),
                 s.action.clone().unwrap_or_default()
             ));
@@ -99,7 +100,8 @@ pub fn budget(args: BudgetArgs) -> Outcome {
 fn plot(list: &[Standing]) -> String {
     let (w, row, left) = (640.0, 36.0, 160.0);
     let h = 30.0 + row * list.len() as f64;
-    let scale = |s: &Standing, j: f64| (j / s.amount_j).clamp(0.0, 1.5) * (w - left - 40.0) / 1.5;
+    let scale =
+        |s: &Standing, j: Joules| (j / s.amount_j).clamp(0.0, 1.5) * (w - left - 40.0) / 1.5;
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n"
     );

@@ -10,6 +10,7 @@ use crate::store::sqlite::now;
 use greenup::budget::book::{Book, Charge};
 use greenup::budget::{AtAdmission, Quote, Scope, Standing, budgets_for, quote_line};
 use greenup::site::{Enforce, Site};
+use greenup_core::quantity::{Joules, Seconds};
 use greenup_proto::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 
 /// A decision with its budget charges.
@@ -25,13 +26,13 @@ pub(super) struct Admitted {
 /// Joules a decision is charged at admission: the plan's prediction when the job runs
 /// a plan (its baseline when it runs unchanged), else the watts it holds for its time
 /// limit; nothing for a refused job that does not run (`enforce: strict`).
-pub(super) fn predicted_j(site: &Site, req: &OpenJob, p: &Proposal) -> f64 {
+pub(super) fn predicted_j(site: &Site, req: &OpenJob, p: &Proposal) -> Joules {
     let limit = req.time_limit.hold_s();
     match (p.verdict, &p.plan) {
-        (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j.0,
-        (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j.0,
-        (Verdict::Refused, _) if site.enforce == Enforce::Strict => 0.0,
-        _ => p.reserve_w * limit,
+        (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j,
+        (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j,
+        (Verdict::Refused, _) if site.enforce == Enforce::Strict => Joules(0.0),
+        _ => Joules(p.reserve_w * limit),
     }
 }
 
@@ -97,7 +98,7 @@ fn evaluate(
         }
         let free = match acts.power_share {
             Some(share) => {
-                let full = greenup::power::max_power_w(site, &req.nodes);
+                let full = greenup::power::max_power_w(site, &req.nodes).0;
                 let base = [free_w, req.power_cap_w]
                     .into_iter()
                     .flatten()
@@ -108,7 +109,7 @@ fn evaluate(
         };
         // Planned under the lock: the charge must be the one the check saw.
         let ceiling = crate::baseline::AppState {
-            max_freq_ghz: acts.max_freq_ghz,
+            max_freq_ghz: acts.max_freq_ghz.map(|g| g.0),
             ..Default::default()
         };
         proposal = ctx
@@ -180,17 +181,17 @@ fn quote(
 ) -> Quote {
     let (energy_j, time_s, nodes) = match &p.plan {
         Some(plan) => (
-            plan.predicted.energy_j.0,
-            Some(plan.predicted.time_s.0),
+            plan.predicted.energy_j,
+            Some(plan.predicted.time_s),
             plan.node_count,
         ),
         None => (
-            p.reserve_w * req.time_limit.hold_s(),
-            req.time_limit.seconds(),
+            Joules(p.reserve_w * req.time_limit.hold_s()),
+            req.time_limit.seconds().map(Seconds),
             req.nodes.len(),
         ),
     };
-    let left: Vec<(Scope, f64, f64, greenup::budget::Period)> = states
+    let left: Vec<(Scope, Joules, Joules, greenup::budget::Period)> = states
         .iter()
         .zip(budgets)
         .map(|(s, b)| {

@@ -85,7 +85,7 @@ impl GiveBacks {
             return Step::default();
         }
         let s = self.jobs.entry(job_id).or_insert_with(|| Stranding {
-            granted_w: grant.granted_w,
+            granted_w: grant.granted_w.0,
             since: r
                 .samples
                 .first()
@@ -119,7 +119,7 @@ impl GiveBacks {
         // Once a stretch, not per report: linear in the job's size.
         let names: Vec<String> = v.used().iter().map(|n| n.to_string()).collect();
         let floor_w = greenup::power::slurm::bounds(site, &names)
-            .map_or(0.0, |b| b.min_w * names.len() as f64);
+            .map_or(0.0, |b| b.min_w.0 * names.len() as f64);
         let kept = kept_w(
             s.granted_w,
             s.peaks.values().copied(),
@@ -326,7 +326,11 @@ mod tests {
             "plan": null, "decided_at": 1_795_000_000
         }))
         .unwrap();
-        d.grant = greenup::power::grant_over(site, 320.0, [("n1", None, None), ("n2", None, None)]);
+        d.grant = greenup::power::grant_over(
+            site,
+            greenup_core::quantity::Watts(320.0),
+            [("n1", None, None), ("n2", None, None)],
+        );
         let req: OpenJob = serde_json::from_value(serde_json::json!({
             "job_id": 7, "uid": 1000, "nodes": ["n1", "n2"], "partition": null,
             "time_limit_s": 600.0

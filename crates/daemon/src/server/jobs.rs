@@ -18,6 +18,7 @@ use crate::store::{Applied, Change, NewJob};
 use greenup::budget::AtAdmission;
 use greenup::budget::book::Charge;
 use greenup::power::split::with_node_type;
+use greenup_core::quantity::Watts;
 use greenup_proto::protocol::{
     Decision, ErrorCode, ErrorReply, JobEnd, JobState, NodeGears, NodeSettings, OpenJob, Reply,
     Verdict,
@@ -162,7 +163,7 @@ impl JobView {
         granted_w: f64,
     ) -> Option<Vec<(String, f64)>> {
         let mut d = self.decision.clone();
-        d.grant.as_mut()?.granted_w = granted_w;
+        d.grant.as_mut()?.granted_w = Watts(granted_w);
         let n = self.nodes.len();
         self.used()
             .into_iter()

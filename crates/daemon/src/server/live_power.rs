@@ -521,7 +521,8 @@ fn check(site: &greenup::site::Site, r: &PowerReport, now: i64) -> Result<(), Er
     }
     // A GPU node's top power counts its GPUs, whose power its meter reports too.
     let top_w = site.node_type_of(&r.node).map_or(UNTYPED_MAX_W, |_| {
-        MAX_OVER_TYPE * greenup::power::node_weight_w(site, &r.node, None, None).unwrap_or(0.0)
+        MAX_OVER_TYPE
+            * greenup::power::node_weight_w(site, &r.node, None, None).map_or(0.0, |w| w.0)
     });
     let mut jobs = HashSet::new();
     for s in &r.samples {

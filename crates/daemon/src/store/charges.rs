@@ -6,6 +6,7 @@ use rusqlite::{Connection, params};
 use super::StoreError;
 use greenup::budget::book::{Charge, Totals};
 use greenup::record::NodeOutcome;
+use greenup_core::quantity::Joules;
 
 /// Version 3: one row per job and budget it was charged to.
 pub(super) const MIGRATE_TO_3: &str = "
@@ -51,7 +52,7 @@ pub(super) fn insert(
             id,
             ch.budget,
             ch.period_start,
-            ch.charged_j,
+            ch.charged_j.0,
             nodes as i64
         ])
         .map_err(write_err)?;
@@ -213,8 +214,8 @@ fn charge(r: &rusqlite::Row<'_>) -> rusqlite::Result<Charge> {
     Ok(Charge {
         budget: r.get(0)?,
         period_start: r.get(1)?,
-        charged_j: r.get(2)?,
-        settled_j: r.get(3)?,
+        charged_j: Joules(r.get(2)?),
+        settled_j: r.get::<_, Option<f64>>(3)?.map(Joules),
         measured: r.get(4)?,
     })
 }
@@ -249,8 +250,8 @@ pub(super) fn state(c: &Connection) -> Result<super::BudgetState, StoreError> {
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
                 Totals {
-                    used_j: r.get(2)?,
-                    held_j: r.get(3)?,
+                    used_j: Joules(r.get(2)?),
+                    held_j: Joules(r.get(3)?),
                     jobs: r.get::<_, i64>(4)?.max(0) as u64,
                 },
             ))

@@ -1784,7 +1784,7 @@ mod tests {
                 j.charges = vec![greenup::budget::book::Charge {
                     budget: "site".into(),
                     period_start: 0,
-                    charged_j: 100.0,
+                    charged_j: greenup_core::quantity::Joules(100.0),
                     settled_j: None,
                     measured: None,
                 }];
@@ -1822,7 +1822,7 @@ mod tests {
         let b = s.budget_state().unwrap();
         assert_eq!(b.totals.len(), 1);
         let t = b.totals[0].2;
-        assert_eq!((t.used_j, t.held_j, t.jobs), (70.0, 100.0, 2));
+        assert_eq!((t.used_j.0, t.held_j.0, t.jobs), (70.0, 100.0, 2));
         assert_eq!(b.held.len(), 1);
     }
 
@@ -1836,7 +1836,7 @@ mod tests {
                 j.charges = vec![greenup::budget::book::Charge {
                     budget: "site".into(),
                     period_start: 0,
-                    charged_j: 100.0,
+                    charged_j: greenup_core::quantity::Joules(100.0),
                     settled_j: None,
                     measured: None,
                 }];
@@ -1865,7 +1865,7 @@ mod tests {
         );
         let used = |s: &mut SqliteStore| {
             let b = s.budget_state().unwrap();
-            (b.totals[0].2.used_j, b.totals[0].2.held_j)
+            (b.totals[0].2.used_j.0, b.totals[0].2.held_j.0)
         };
         assert_eq!(used(&mut s), (100.0, 100.0));
 

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use greenup_core::quantity::Joules;
 use serde::{Deserialize, Serialize};
 
 use super::{AtAdmission, Budget, Combined};
@@ -19,9 +20,9 @@ pub struct Charge {
     /// Start of the period charged (Unix seconds).
     pub period_start: i64,
     /// Joules charged at admission (the prediction).
-    pub charged_j: f64,
+    pub charged_j: Joules,
     /// Joules settled at close; `None` while the job is open.
-    pub settled_j: Option<f64>,
+    pub settled_j: Option<Joules>,
     /// Whether the settlement came from measured energy (else from the prediction).
     pub measured: Option<bool>,
 }
@@ -30,9 +31,9 @@ pub struct Charge {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Totals {
     /// Joules of closed jobs.
-    pub used_j: f64,
+    pub used_j: Joules,
     /// Joules reserved by open jobs.
-    pub held_j: f64,
+    pub held_j: Joules,
     /// Jobs charged in the period.
     pub jobs: u64,
 }
@@ -77,7 +78,7 @@ impl Assessment {
                 Some(format!(
                     "{} budget past its {pct:.0}% level ({:.1}% with this job): {}",
                     b.budget,
-                    100.0 * (b.amount_j - b.left_j()) / b.amount_j,
+                    100.0 * (b.amount_j - b.left_j()).0 / b.amount_j.0,
                     b.action.as_deref().unwrap_or("")
                 ))
             })
@@ -108,7 +109,7 @@ impl Book {
     }
 
     /// What charging `charge_j` at time `now` against `budgets` would find.
-    pub fn assess(&self, budgets: &[&Budget], now: i64, charge_j: f64) -> Assessment {
+    pub fn assess(&self, budgets: &[&Budget], now: i64, charge_j: Joules) -> Assessment {
         let mut out = Assessment::default();
         for b in budgets {
             let key = b.scope.key();
@@ -190,7 +191,7 @@ mod tests {
     fn chem() -> Budget {
         Budget {
             scope: Scope::Account("chem".into()),
-            amount_j: 100.0,
+            amount_j: Joules(100.0),
             period: Period::Every {
                 length_s: 10,
                 anchor: 0,
@@ -206,24 +207,24 @@ mod tests {
     fn holds_settle_into_use_and_a_new_period_starts_empty() {
         let b = chem();
         let mut book = Book::default();
-        let a = book.assess(&[&b], 3, 60.0);
+        let a = book.assess(&[&b], 3, Joules(60.0));
         assert!(!a.actions.refuse);
         book.hold(1, a.charges());
         // 60 held + 50 asked passes 100: refused.
-        assert!(book.assess(&[&b], 4, 50.0).actions.refuse);
+        assert!(book.assess(&[&b], 4, Joules(50.0)).actions.refuse);
         let settled = Charge {
-            settled_j: Some(30.0),
+            settled_j: Some(Joules(30.0)),
             measured: Some(true),
             ..a.charges()[0].clone()
         };
         book.settle(1, &[settled]);
         let t = book.totals("account:chem", 0);
-        assert_eq!((t.used_j, t.held_j), (30.0, 0.0));
-        assert!(!book.assess(&[&b], 5, 70.0).actions.refuse);
+        assert_eq!((t.used_j, t.held_j), (Joules(30.0), Joules(0.0)));
+        assert!(!book.assess(&[&b], 5, Joules(70.0)).actions.refuse);
         // Period [10, 20) owes nothing to [0, 10).
-        let next = book.assess(&[&b], 10, 100.0);
+        let next = book.assess(&[&b], 10, Joules(100.0));
         assert_eq!(next.budgets[0].period_start, 10);
-        assert_eq!(next.budgets[0].used_j, 0.0);
+        assert_eq!(next.budgets[0].used_j, Joules(0.0));
         assert!(!next.actions.refuse);
     }
 
@@ -231,10 +232,10 @@ mod tests {
     fn release_undoes_a_hold_and_a_restored_book_settles_like_the_original() {
         let b = chem();
         let mut book = Book::default();
-        book.hold(1, book.assess(&[&b], 1, 20.0).charges());
-        book.hold(2, book.assess(&[&b], 1, 30.0).charges());
+        book.hold(1, book.assess(&[&b], 1, Joules(20.0)).charges());
+        book.hold(2, book.assess(&[&b], 1, Joules(30.0)).charges());
         book.release(2);
-        assert_eq!(book.totals("account:chem", 0).held_j, 20.0);
+        assert_eq!(book.totals("account:chem", 0).held_j, Joules(20.0));
         let held = vec![(1, book.held_by(1).unwrap()[0].clone())];
         let mut again = Book::default();
         again.restore(
@@ -247,6 +248,6 @@ mod tests {
         );
         again.settle(1, &[]);
         let t = again.totals("account:chem", 0);
-        assert_eq!((t.used_j, t.held_j, t.jobs), (20.0, 0.0, 1));
+        assert_eq!((t.used_j, t.held_j, t.jobs), (Joules(20.0), Joules(0.0), 1));
     }
 }

@@ -9,6 +9,7 @@
 pub mod book;
 pub mod period;
 
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use serde::{Deserialize, Serialize};
 
 pub use greenup_wire::budget::{AtAdmission, PowerHold, Quote, Standing, show_budget_energy};
@@ -64,8 +65,8 @@ pub enum Action {
     Policy(String),
     /// Decide the job with the policy in this file (a site's own policy YAML).
     PolicyFile(std::path::PathBuf),
-    /// Run no node above this frequency in GHz.
-    MaxFreqGhz(f64),
+    /// Run no node above this frequency.
+    MaxFreqGhz(Ghz),
     /// Plan under this fraction (0-1] of the power the job would otherwise get.
     PowerShare(f64),
     /// Refuse the job at admission; the reason carries the quote.
@@ -78,7 +79,7 @@ impl Action {
         match self {
             Action::Policy(p) => format!("policy {p}"),
             Action::PolicyFile(p) => format!("policy file {}", p.display()),
-            Action::MaxFreqGhz(f) => format!("frequency ceiling {f} GHz"),
+            Action::MaxFreqGhz(f) => format!("frequency ceiling {} GHz", f.0),
             Action::PowerShare(s) => format!("power share {:.0}%", s * 100.0),
             Action::Refuse => "refuse".into(),
         }
@@ -101,7 +102,7 @@ pub struct Budget {
     /// Whose jobs it counts.
     pub scope: Scope,
     /// Joules per period.
-    pub amount_j: f64,
+    pub amount_j: Joules,
     /// How the period repeats.
     pub period: Period,
     /// Warning levels, ascending by `at`, no two alike.
@@ -112,11 +113,11 @@ impl Budget {
     /// The level in force when the budget would stand at `projected_j` (used, held, and
     /// the job being admitted): the highest level whose threshold it passes (strictly,
     /// so a job that brings use exactly to 100% still fits).
-    pub fn level_at(&self, projected_j: f64) -> Option<&Level> {
+    pub fn level_at(&self, projected_j: Joules) -> Option<&Level> {
         self.levels
             .iter()
             .rev()
-            .find(|l| projected_j > l.at * self.amount_j)
+            .find(|l| projected_j > self.amount_j * l.at)
     }
 }
 
@@ -150,9 +151,9 @@ pub struct Combined {
     /// Policy file to decide with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_file: Option<std::path::PathBuf>,
-    /// Frequency ceiling in GHz.
+    /// Frequency ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_freq_ghz: Option<f64>,
+    pub max_freq_ghz: Option<Ghz>,
     /// Share of the power the job would otherwise get.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_share: Option<f64>,
@@ -174,7 +175,7 @@ impl Combined {
                 }
             }
             Action::MaxFreqGhz(f) => {
-                self.max_freq_ghz = Some(self.max_freq_ghz.map_or(*f, |g| g.min(*f)));
+                self.max_freq_ghz = Some(self.max_freq_ghz.map_or(*f, |g| Ghz(g.0.min(f.0))));
             }
             Action::PowerShare(s) => {
                 self.power_share = Some(self.power_share.map_or(*s, |t| t.min(*s)));
@@ -194,19 +195,19 @@ impl Combined {
 /// The one-line quote: `predicted 1.20 MJ (±8%, from 5 runs), 00:42:00 on 6 nodes;
 /// account chem: 3.40 MWh of 10.0 MWh left this month`.
 pub fn quote_line(
-    energy_j: f64,
+    energy_j: Joules,
     spread: Option<(f64, u32)>,
-    time_s: Option<f64>,
+    time_s: Option<Seconds>,
     nodes: usize,
-    budgets: &[(Scope, f64, f64, Period)],
+    budgets: &[(Scope, Joules, Joules, Period)],
 ) -> String {
-    let mut s = format!("predicted {}", crate::units::format_energy(energy_j));
+    let mut s = format!("predicted {energy_j}");
     if let Some((pct, runs)) = spread {
         let plural = if runs == 1 { "" } else { "s" };
         s.push_str(&format!(" (±{pct:.0}%, from {runs} run{plural})"));
     }
     if let Some(t) = time_s {
-        let t = t.round() as u64;
+        let t = t.0.round() as u64;
         s.push_str(&format!(
             ", {:02}:{:02}:{:02}",
             t / 3600,
@@ -222,7 +223,7 @@ pub fn quote_line(
         s.push_str(&format!(
             "; {}: {} of {} left this {}",
             scope.label(),
-            show_budget_energy(left.max(0.0)),
+            show_budget_energy(Joules(left.0.max(0.0))),
             show_budget_energy(*amount),
             period.noun()
         ));
@@ -237,7 +238,7 @@ mod tests {
     fn budget(levels: &[(f64, Action)]) -> Budget {
         Budget {
             scope: Scope::Account("chem".into()),
-            amount_j: 1000.0,
+            amount_j: Joules(1000.0),
             period: Period::Day { reset_s: 0 },
             levels: levels
                 .iter()
@@ -256,11 +257,11 @@ mod tests {
             (0.9, Action::PowerShare(0.5)),
             (1.0, Action::Refuse),
         ]);
-        assert_eq!(b.level_at(800.0), None);
-        assert_eq!(b.level_at(800.5).unwrap().at, 0.8);
-        assert_eq!(b.level_at(950.0).unwrap().at, 0.9);
-        assert_eq!(b.level_at(1000.0).unwrap().at, 0.9);
-        assert_eq!(b.level_at(1000.1).unwrap().action, Action::Refuse);
+        assert_eq!(b.level_at(Joules(800.0)), None);
+        assert_eq!(b.level_at(Joules(800.5)).unwrap().at, 0.8);
+        assert_eq!(b.level_at(Joules(950.0)).unwrap().at, 0.9);
+        assert_eq!(b.level_at(Joules(1000.0)).unwrap().at, 0.9);
+        assert_eq!(b.level_at(Joules(1000.1)).unwrap().action, Action::Refuse);
     }
 
     #[test]
@@ -268,12 +269,12 @@ mod tests {
         let mut c = Combined::default();
         c.add(&Action::PowerShare(0.5));
         c.add(&Action::PowerShare(0.25));
-        c.add(&Action::MaxFreqGhz(2.0));
-        c.add(&Action::MaxFreqGhz(2.4));
+        c.add(&Action::MaxFreqGhz(Ghz(2.0)));
+        c.add(&Action::MaxFreqGhz(Ghz(2.4)));
         c.add(&Action::Policy("min-energy".into()));
         c.add(&Action::Policy("max-perf".into()));
         assert_eq!(c.power_share, Some(0.25));
-        assert_eq!(c.max_freq_ghz, Some(2.0));
+        assert_eq!(c.max_freq_ghz, Some(Ghz(2.0)));
         assert_eq!(c.policy.as_deref(), Some("min-energy"));
         assert!(!c.refuse && c.changes_plan());
         c.add(&Action::Refuse);
@@ -284,7 +285,7 @@ mod tests {
     fn a_job_falls_under_the_site_its_partition_and_its_account() {
         let mk = |scope| Budget {
             scope,
-            amount_j: 1.0,
+            amount_j: Joules(1.0),
             period: Period::Day { reset_s: 0 },
             levels: vec![],
         };
@@ -308,14 +309,14 @@ mod tests {
     #[test]
     fn the_quote_reads_as_one_line() {
         let q = quote_line(
-            1.2e6,
+            Joules(1.2e6),
             Some((8.0, 5)),
-            Some(2520.0),
+            Some(Seconds(2520.0)),
             6,
             &[(
                 Scope::Account("chem".into()),
-                3.4e9 * 3.6,
-                1e10 * 3.6,
+                Joules(3.4e9 * 3.6),
+                Joules(1e10 * 3.6),
                 Period::Month { reset_s: 0 },
             )],
         );
@@ -337,7 +338,7 @@ impl Budget {
             .levels
             .iter()
             .rev()
-            .find(|l| spent > l.at * self.amount_j);
+            .find(|l| spent > self.amount_j * l.at);
         Standing {
             budget: self.scope.key(),
             period: self.period.noun().into(),
@@ -363,7 +364,7 @@ mod standing_tests {
     fn the_forecast_scales_use_from_the_time_elapsed_to_the_whole_period() {
         let b = Budget {
             scope: Scope::Site,
-            amount_j: 1000.0,
+            amount_j: Joules(1000.0),
             period: Period::Day { reset_s: 0 },
             levels: vec![Level {
                 at: 0.5,
@@ -371,17 +372,23 @@ mod standing_tests {
             }],
         };
         let t = book::Totals {
-            used_j: 200.0,
-            held_j: 100.0,
+            used_j: Joules(200.0),
+            held_j: Joules(100.0),
             jobs: 3,
         };
         // A quarter of the day gone with 300 J spent: 1200 J by its end.
         let s = b.standing(t, 6 * 3600);
         assert_eq!((s.period_start, s.period_end), (0, 86_400));
-        assert_eq!(s.left_j, 700.0);
-        assert_eq!(s.forecast_j, 1200.0);
+        assert_eq!(s.left_j, Joules(700.0));
+        assert_eq!(s.forecast_j, Joules(1200.0));
         assert_eq!(s.level_pct, None);
-        let s = b.standing(book::Totals { used_j: 600.0, ..t }, 86_399);
+        let s = b.standing(
+            book::Totals {
+                used_j: Joules(600.0),
+                ..t
+            },
+            86_399,
+        );
         assert_eq!(s.level_pct, Some(50.0));
         assert_eq!(s.action.as_deref(), Some("power share 50%"));
     }
@@ -396,22 +403,22 @@ pub fn prometheus(list: &[Standing]) -> String {
         return String::new();
     }
     let gauges: [Gauge; 6] = [
-        ("amount_joules", "Joules per period.", |s| s.amount_j),
+        ("amount_joules", "Joules per period.", |s| s.amount_j.0),
         (
             "used_joules",
             "Joules settled by closed jobs this period.",
-            |s| s.used_j,
+            |s| s.used_j.0,
         ),
         (
             "held_joules",
             "Joules held by open jobs this period.",
-            |s| s.held_j,
+            |s| s.held_j.0,
         ),
-        ("left_joules", "Joules left this period.", |s| s.left_j),
+        ("left_joules", "Joules left this period.", |s| s.left_j.0),
         (
             "forecast_joules",
             "Use forecast for the period's end.",
-            |s| s.forecast_j,
+            |s| s.forecast_j.0,
         ),
         ("level_percent", "Warning level in force (0: none).", |s| {
             s.level_pct.unwrap_or(0.0)

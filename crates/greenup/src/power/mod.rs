@@ -11,6 +11,8 @@ pub mod give_back;
 pub mod slurm;
 pub mod split;
 
+use greenup_core::quantity::{Ghz, Watts};
+
 use crate::site::{PowerSettings, Site};
 
 pub use greenup_wire::power::Grant;
@@ -22,16 +24,16 @@ pub use greenup_wire::power::Grant;
 pub fn node_weight_w(
     site: &Site,
     node: &str,
-    freq_ghz: Option<f64>,
+    freq_ghz: Option<Ghz>,
     gpu_mhz: Option<u32>,
-) -> Option<f64> {
+) -> Option<Watts> {
     split::node_model(site, node, freq_ghz, gpu_mhz).map(|m| m.total_w())
 }
 
 /// The most `nodes` may draw: each node's CPUs at their top frequency and its GPUs at
 /// their top clock, fully busy (nothing for a node the site does not type). What a job
 /// that runs unplanned is held at, and what a run at f_max must fit under.
-pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
+pub fn max_power_w(site: &Site, nodes: &[String]) -> Watts {
     nodes
         .iter()
         .filter_map(|n| node_weight_w(site, n, None, None))
@@ -43,14 +45,15 @@ pub fn max_power_w(site: &Site, nodes: &[String]) -> f64 {
 /// be weighed.
 pub fn grant_over<'a>(
     site: &Site,
-    granted_w: f64,
-    nodes: impl IntoIterator<Item = (&'a str, Option<f64>, Option<u32>)>,
+    granted_w: Watts,
+    nodes: impl IntoIterator<Item = (&'a str, Option<Ghz>, Option<u32>)>,
 ) -> Option<Grant> {
-    let mut weight_w = 0.0;
+    let mut weight_w = Watts(0.0);
     for (n, f, g) in nodes {
         weight_w += node_weight_w(site, n, f, g)?;
     }
-    (granted_w.is_finite() && granted_w >= 0.0 && weight_w > 0.0).then_some(Grant {
+    let ok = granted_w.0.is_finite() && granted_w.0 >= 0.0 && weight_w.0 > 0.0;
+    ok.then_some(Grant {
         granted_w,
         weight_w,
         node_w: None,
@@ -161,11 +164,11 @@ mod tests {
         // Fast n1 weighs 160 W at its top, n2 at 1.4 GHz far less: under hres each still
         // holds a third of 150 W, as its rack counted.
         let site = site();
-        let nodes = [("n1", None, None), ("n2", Some(1.4), None)];
-        let grant = grant_over(&site, 150.0, nodes).unwrap();
+        let nodes = [("n1", None, None), ("n2", Some(Ghz(1.4)), None)];
+        let grant = grant_over(&site, Watts(150.0), nodes).unwrap();
         let h = held(&p, grant, 3);
-        assert_eq!(h.share_w(160.0), 50.0);
-        assert_eq!(h.share_w(1.0), 50.0);
+        assert_eq!(h.share_w(Watts(160.0)), Watts(50.0));
+        assert_eq!(h.share_w(Watts(1.0)), Watts(50.0));
         let q = PowerSettings::default();
         assert_eq!(held(&q, grant, 3), grant);
         assert_eq!(
@@ -179,14 +182,14 @@ mod tests {
         let site = site();
         // etc/greenup.yaml: n[1-2] fast (120 W dynamic at 3.0 GHz, cube law, 40 W static).
         let fast = |f: f64| 120.0 * (f / 3.0_f64).powi(3) + 40.0;
-        let nodes = [("n1", None, None), ("n2", Some(1.4), None)];
-        let g = grant_over(&site, 100.0, nodes).unwrap();
+        let nodes = [("n1", None, None), ("n2", Some(Ghz(1.4)), None)];
+        let g = grant_over(&site, Watts(100.0), nodes).unwrap();
         let (w1, w2) = (fast(3.0), fast(1.4));
-        assert!((g.weight_w - (w1 + w2)).abs() < 1e-9, "{g:?}");
+        assert!((g.weight_w.0 - (w1 + w2)).abs() < 1e-9, "{g:?}");
         let s1 = g.share_w(node_weight_w(&site, "n1", None, None).unwrap());
-        let s2 = g.share_w(node_weight_w(&site, "n2", Some(1.4), None).unwrap());
-        assert!((s1 + s2 - 100.0).abs() < 1e-9);
+        let s2 = g.share_w(node_weight_w(&site, "n2", Some(Ghz(1.4)), None).unwrap());
+        assert!(((s1 + s2).0 - 100.0).abs() < 1e-9);
         assert!((s1 / s2 - w1 / w2).abs() < 1e-9);
-        assert!(grant_over(&site, 100.0, [("nowhere", None, None)]).is_none());
+        assert!(grant_over(&site, Watts(100.0), [("nowhere", None, None)]).is_none());
     }
 }

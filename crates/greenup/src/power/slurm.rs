@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use greenup_core::quantity::{Ghz, Watts};
+
 use crate::site::{PowerEnforce, Site};
 
 /// The watts one node of a pool draws (its GPUs included): at its type's lowest frequency
@@ -15,9 +17,9 @@ use crate::site::{PowerEnforce, Site};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeBounds {
     /// The most a node of the pool draws at its lowest frequency, flat out.
-    pub min_w: f64,
+    pub min_w: Watts,
     /// The most a node of the pool draws at its top frequency, flat out.
-    pub max_w: f64,
+    pub max_w: Watts,
 }
 
 /// The bounds of the nodes `names` (None when none of them is typed).
@@ -29,7 +31,7 @@ pub fn bounds(site: &Site, names: &[String]) -> Option<NodeBounds> {
     {
         // A GPU node's GPUs count too: at their lowest clock with its lowest frequency.
         let at = |f: f64, mhz: Option<u32>| {
-            super::split::node_model(site, n, Some(f), mhz).map_or(0.0, |m| m.total_w())
+            super::split::node_model(site, n, Some(Ghz(f)), mhz).map_or(Watts(0.0), |m| m.total_w())
         };
         let gpu_min_mhz = site
             .nodes
@@ -40,8 +42,8 @@ pub fn bounds(site: &Site, names: &[String]) -> Option<NodeBounds> {
         let (lo, hi) = (at(t.fmin(), gpu_min_mhz), at(t.fmax(), None));
         out = Some(match out {
             Some(b) => NodeBounds {
-                min_w: b.min_w.max(lo),
-                max_w: b.max_w.max(hi),
+                min_w: Watts(b.min_w.0.max(lo.0)),
+                max_w: Watts(b.max_w.0.max(hi.0)),
             },
             None => NodeBounds {
                 min_w: lo,
@@ -240,8 +242,8 @@ pub fn lua_table(site: &Site, slurm_uid: Option<u32>) -> String {
             out,
             "    [{key:?}] = {{ licenses = {{ {} }}, min_node_w = {}, max_node_w = {}, nodes = {}{cap}{} }},",
             licenses.join(", "),
-            b.min_w.ceil(),
-            b.max_w.ceil(),
+            b.min_w.0.ceil(),
+            b.max_w.0.ceil(),
             nodes.len(),
             hres_entry(site, nodes),
         );
@@ -494,8 +496,8 @@ mod tests {
         let b = bounds(&site, &site.partitions["debug"].nodes).unwrap();
         let fast_lo = 40.0 + 120.0 * (1.0_f64 / 3.0).powi(3);
         let eco_lo = 20.0 + 60.0 * (1.2_f64 / 2.4).powi(3);
-        assert!((b.min_w - fast_lo.max(eco_lo)).abs() < 1e-9, "{b:?}");
-        assert!((b.max_w - 160.0).abs() < 1e-9, "{b:?}");
+        assert!((b.min_w.0 - fast_lo.max(eco_lo)).abs() < 1e-9, "{b:?}");
+        assert!((b.max_w.0 - 160.0).abs() < 1e-9, "{b:?}");
         let lua = lua_table(&site, None);
         assert!(
             lua.contains(r#"    ["debug"] = { licenses = { "greenup_w", "greenup_w_debug" }, min_node_w = 45, max_node_w = 160, nodes = 4, cap_w = 1000 },"#),

@@ -6,6 +6,8 @@
 //! fills them into a node's `NodeSettings`), and the node's prolog clamps each GPU's part
 //! again into the range NVML accepts with [`GpuPart::clamped`].
 
+use greenup_core::quantity::{Ghz, Watts};
+
 use crate::site::Site;
 
 pub use greenup_wire::power::GpuPart;
@@ -16,19 +18,19 @@ use greenup_wire::settings::NodeSettings;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeModel {
     /// The CPU part (the node type's power model), watts.
-    pub cpu_w: f64,
+    pub cpu_w: Watts,
     /// One GPU, watts (0 on a node without GPUs).
-    pub gpu_w: f64,
+    pub gpu_w: Watts,
     /// GPUs on the node.
     pub gpus: u32,
     /// The power limits the site lets greenup set on a GPU, watts (None: NVML's range).
-    pub gpu_range_w: Option<(f64, f64)>,
+    pub gpu_range_w: Option<(Watts, Watts)>,
 }
 
 impl NodeModel {
     /// The whole node: CPUs plus every GPU.
-    pub fn total_w(&self) -> f64 {
-        self.cpu_w + f64::from(self.gpus) * self.gpu_w
+    pub fn total_w(&self) -> Watts {
+        self.cpu_w + self.gpu_w * f64::from(self.gpus)
     }
 }
 
@@ -38,23 +40,25 @@ impl NodeModel {
 pub fn node_model(
     site: &Site,
     node: &str,
-    freq_ghz: Option<f64>,
+    freq_ghz: Option<Ghz>,
     gpu_mhz: Option<u32>,
 ) -> Option<NodeModel> {
     let t = site.node_type_of(node)?;
-    let f = freq_ghz.unwrap_or_else(|| t.fmax());
+    let f = freq_ghz.map_or_else(|| t.fmax(), |f| f.0);
     // The site config's watts, not a learned curve: the licenses, job_submit's bounds
     // and every reservation are sized from the config, and a learned busy mean is no
     // bound on what a node may draw.
     let cpu_w = t.site_dynamic_w(f).ok()? + t.site_static_w(f).ok()?;
     let g = site.nodes.get(node).and_then(|n| site.gpu_types.get(n));
     let m = NodeModel {
-        cpu_w,
-        gpu_w: g.map_or(0.0, |g| g.busy_w(gpu_mhz)),
+        cpu_w: Watts(cpu_w),
+        gpu_w: Watts(g.map_or(0.0, |g| g.busy_w(gpu_mhz))),
         gpus: g.map_or(0, |g| g.count),
-        gpu_range_w: g.and_then(|g| g.power_limit_w),
+        gpu_range_w: g
+            .and_then(|g| g.power_limit_w)
+            .map(|(lo, hi)| (Watts(lo), Watts(hi))),
     };
-    let w = m.total_w();
+    let w = m.total_w().0;
     (cpu_w.is_finite() && cpu_w >= 0.0 && w.is_finite() && w > 0.0).then_some(m)
 }
 
@@ -62,7 +66,7 @@ pub fn node_model(
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
     /// The CPU package's part, watts: its RAPL long-term limit.
-    pub cpu_w: f64,
+    pub cpu_w: Watts,
     /// Each GPU's part and limit; None on a node without GPUs.
     pub gpu: Option<GpuPart>,
 }
@@ -71,8 +75,8 @@ pub struct Split {
 /// proportion to their modelled power. A GPU limit clamped at its lowest is not paid for
 /// by the CPU: a CPU package held below what it idles at would starve the GPUs it feeds,
 /// so the node may then draw [`GpuPart::over_w`] per GPU over its share, which is said.
-pub fn split(share_w: f64, m: &NodeModel) -> Split {
-    let total = m.total_w();
+pub fn split(share_w: Watts, m: &NodeModel) -> Split {
+    let total = m.total_w().0;
     if m.gpus == 0 || total <= 0.0 {
         return Split {
             cpu_w: share_w,
@@ -80,8 +84,11 @@ pub fn split(share_w: f64, m: &NodeModel) -> Split {
         };
     }
     Split {
-        cpu_w: share_w * m.cpu_w / total,
-        gpu: Some(GpuPart::of(share_w * m.gpu_w / total, m.gpu_range_w)),
+        cpu_w: Watts(share_w.0 * m.cpu_w.0 / total),
+        gpu: Some(GpuPart::of(
+            Watts(share_w.0 * m.gpu_w.0 / total),
+            m.gpu_range_w,
+        )),
     }
 }
 
@@ -101,11 +108,11 @@ pub fn with_node_type(mut s: NodeSettings, site: &Site) -> NodeSettings {
             .filter(|f| *f > 0.0);
     }
     let parts = match (s.grant(), s.used) {
-        (Some(g), true) => node_model(site, &s.node, s.freq_ghz, s.gpu_mhz)
+        (Some(g), true) => node_model(site, &s.node, s.freq_ghz.map(Ghz), s.gpu_mhz)
             .map(|m| split(g.share_w(m.total_w()), &m)),
         _ => None,
     };
-    s.power_limit_w = parts.map(|p| p.cpu_w);
+    s.power_limit_w = parts.map(|p| p.cpu_w.0);
     s.gpu_power = parts.and_then(|p| p.gpu);
     s
 }
@@ -145,8 +152,8 @@ nodes:
         crate::site::parse("/etc/slurm/greenup.yaml", SITE).unwrap()
     }
 
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() < 1e-9
+    fn close(a: Watts, b: f64) -> bool {
+        (a.0 - b).abs() < 1e-9
     }
 
     #[test]
@@ -154,10 +161,10 @@ nodes:
         let s = site();
         // Top clocks: CPU 300 W, each GPU 700 W, node 300 + 4 x 700 = 3100 W.
         let m = node_model(&s, "g1", None, None).unwrap();
-        assert_eq!((m.cpu_w, m.gpu_w, m.gpus), (300.0, 700.0, 4));
+        assert_eq!((m.cpu_w, m.gpu_w, m.gpus), (Watts(300.0), Watts(700.0), 4));
         assert!(close(m.total_w(), 3100.0));
         // CPU at 1.5 GHz: 200/8 + 100 = 125 W; GPUs at 990 MHz: 600/8 + 100 = 175 W.
-        let m = node_model(&s, "g1", Some(1.5), Some(990)).unwrap();
+        let m = node_model(&s, "g1", Some(Ghz(1.5)), Some(990)).unwrap();
         assert!(close(m.total_w(), 125.0 + 4.0 * 175.0), "{m:?}");
         // A clock above the top one counts as the top one; without a clock range every
         // clock is the top one.
@@ -171,7 +178,7 @@ nodes:
         ));
         // A CPU node is its CPU model alone, and the grant's weight is the whole node.
         let c = node_model(&s, "c1", None, None).unwrap();
-        assert_eq!((c.gpus, c.gpu_w), (0, 0.0));
+        assert_eq!((c.gpus, c.gpu_w), (0, Watts(0.0)));
         assert!(close(
             crate::power::node_weight_w(&s, "g1", None, None).unwrap(),
             3100.0
@@ -193,42 +200,45 @@ nodes:
         let m = node_model(&s, "g1", None, None).unwrap();
         // 1550 W of a 3100 W node: CPU 1550 x 300/3100 = 150 W, each GPU 1550 x 700/3100
         // = 350 W, inside 200-700 W; the parts sum to the share.
-        let p = split(1550.0, &m);
+        let p = split(Watts(1550.0), &m);
         assert!(close(p.cpu_w, 150.0), "{p:?}");
         let g = p.gpu.unwrap();
         assert!(close(g.part_w, 350.0) && close(g.limit_w, 350.0), "{g:?}");
-        assert!(close(p.cpu_w + 4.0 * g.limit_w, 1550.0));
-        assert_eq!((g.over_w(), g.note()), (0.0, None));
+        assert!(close(p.cpu_w + g.limit_w * 4.0, 1550.0));
+        assert_eq!((g.over_w(), g.note()), (Watts(0.0), None));
         // 620 W: each GPU's part is 140 W, below its 200 W lowest limit: held at 200 W,
         // 60 W over its part, said; the CPU keeps its 60 W part.
-        let p = split(620.0, &m);
+        let p = split(Watts(620.0), &m);
         let g = p.gpu.unwrap();
         assert!(close(p.cpu_w, 60.0) && close(g.part_w, 140.0), "{p:?}");
-        assert_eq!(g.limit_w, 200.0);
+        assert_eq!(g.limit_w, Watts(200.0));
         assert!(close(g.over_w(), 60.0));
         assert!(g.note().unwrap().contains("60.0 W above its 140.0 W part"));
         // 3720 W: each part is 840 W, above the 700 W highest limit: held at 700 W.
-        let g = split(3720.0, &m).gpu.unwrap();
-        assert!(close(g.part_w, 840.0) && g.limit_w == 700.0);
-        assert_eq!(g.over_w(), 0.0);
+        let g = split(Watts(3720.0), &m).gpu.unwrap();
+        assert!(close(g.part_w, 840.0) && g.limit_w == Watts(700.0));
+        assert_eq!(g.over_w(), Watts(0.0));
         assert!(
             g.note()
                 .unwrap()
                 .contains("140.0 W of its 840.0 W part unused")
         );
         // NVML's range at the node clamps again; no range leaves the limit alone.
-        let g = GpuPart::of(140.0, None);
-        assert_eq!(g.limit_w, 140.0);
-        assert_eq!(g.clamped(Some((150.0, 400.0))).limit_w, 150.0);
+        let g = GpuPart::of(Watts(140.0), None);
+        assert_eq!(g.limit_w, Watts(140.0));
         assert_eq!(
-            GpuPart::of(350.0, None)
-                .clamped(Some((100.0, 300.0)))
+            g.clamped(Some((Watts(150.0), Watts(400.0)))).limit_w,
+            Watts(150.0)
+        );
+        assert_eq!(
+            GpuPart::of(Watts(350.0), None)
+                .clamped(Some((Watts(100.0), Watts(300.0))))
                 .limit_w,
-            300.0
+            Watts(300.0)
         );
         // A CPU node's share is all the CPU's.
-        let c = split(250.0, &node_model(&s, "c1", None, None).unwrap());
-        assert_eq!((c.cpu_w, c.gpu), (250.0, None));
+        let c = split(Watts(250.0), &node_model(&s, "c1", None, None).unwrap());
+        assert_eq!((c.cpu_w, c.gpu), (Watts(250.0), None));
     }
 
     // What greenupd tells a node, by its type.
@@ -283,8 +293,8 @@ nodes:
         // Nodes at their top: c1 150 W, g1 150 + 2 x 350 = 850 W; 500 W granted, so g1's
         // share is 425 W: CPU 425 x 150/850 = 75 W, each GPU 425 x 350/850 = 175 W.
         d.grant = Some(crate::power::Grant {
-            granted_w: 500.0,
-            weight_w: 1000.0,
+            granted_w: Watts(500.0),
+            weight_w: Watts(1000.0),
             node_w: None,
         });
         let gears = Some(NodeGears {
@@ -294,7 +304,7 @@ nodes:
         let g1 = with_node_type(NodeSettings::of(&d, "g1", gears, 2, None), &site);
         assert!((g1.power_limit_w.unwrap() - 75.0).abs() < 1e-9, "{g1:?}");
         let gpu = g1.gpu_power.unwrap();
-        assert!((gpu.part_w - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
+        assert!((gpu.part_w.0 - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
         let gears = Some(NodeGears {
             freq_ghz: 2.0,
             gpu_mhz: None,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use greenup_core::quantity::{Ghz, Joules};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -158,7 +159,7 @@ impl Checker<'_> {
         allowed_policies: &[String],
     ) -> Result<Budget, InputError> {
         let b = raw.value;
-        let amount_j = self.energy(&b.amount, &format!("{key}.amount"))?;
+        let amount_j = Joules(self.energy(&b.amount, &format!("{key}.amount"))?);
         let period = self.period(&b, key)?;
         let mut levels: Vec<Level> = vec![];
         if b.levels.len() > MAX_LEVELS {
@@ -306,7 +307,7 @@ impl Checker<'_> {
                     "a frequency such as 2.0GHz or 1800MHz (a bare number is GHz), above 0 and at most 100 GHz",
                 )
             })?;
-            Action::MaxFreqGhz(f)
+            Action::MaxFreqGhz(Ghz(f))
         } else {
             let v = l
                 .refuse

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use greenup_core::quantity::Watts;
 use greenup_wire::power::GpuPart;
 use serde::{Deserialize, Serialize};
 
@@ -91,11 +92,11 @@ impl GpuStart {
                 log.push("GPU power limits not set: not run as root".into());
             } else {
                 let part = part.clamped(nvml_range_w(&nvml, &minors));
-                request.power_limit_mw = Some((part.limit_w * 1e3).round() as u32);
+                request.power_limit_mw = Some((part.limit_w.0 * 1e3).round() as u32);
                 log.push(format!(
                     "GPU power limit {:.1} W each ({:.1} W part of the node's share){}",
-                    part.limit_w,
-                    part.part_w,
+                    part.limit_w.0,
+                    part.part_w.0,
                     part.note().map(|n| format!(": {n}")).unwrap_or_default()
                 ));
             }
@@ -149,7 +150,7 @@ fn unmeasured(e: impl std::fmt::Display) -> Started {
 
 /// The power limits, in watts, that every one of the GPUs `minors` accepts (None when
 /// none of them says): a limit inside it is refused by none.
-fn nvml_range_w(nvml: &Nvml, minors: &[u32]) -> Option<(f64, f64)> {
+fn nvml_range_w(nvml: &Nvml, minors: &[u32]) -> Option<(Watts, Watts)> {
     let found = nvml.gpus_by_minor(minors).ok()?;
     let mut range: Option<(f64, f64)> = None;
     for r in found
@@ -159,5 +160,5 @@ fn nvml_range_w(nvml: &Nvml, minors: &[u32]) -> Option<(f64, f64)> {
         let (lo, hi) = (f64::from(r.min_mw) / 1e3, f64::from(r.max_mw) / 1e3);
         range = Some(range.map_or((lo, hi), |(l, h)| (l.max(lo), h.min(hi))));
     }
-    range
+    range.map(|(lo, hi)| (Watts(lo), Watts(hi)))
 }
