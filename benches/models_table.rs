@@ -1,6 +1,7 @@
 //! Building a model's table for a node set: the step before every search.
 //! Paper 004's Table I types (hetero-table1.yaml) at 144, 1,000 and 10,000
-//! nodes, and the EP iso-energy profile at 1,000 nodes.
+//! nodes (at 10,000 also with a measured curve, without and with a learned factor on
+//! every node), and the EP iso-energy profile at 1,000 nodes.
 //! Run: `cargo bench --bench models_table -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
@@ -8,6 +9,7 @@ use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use greenup::model::NodeSlot;
+use greenup::model::measured_power::{MeasuredClock, NodeFactor, PowerCurve, overlay};
 use greenup::profile::Profile;
 
 const SITE: &str = "
@@ -43,6 +45,43 @@ fn bench(c: &mut Criterion) {
         let s = slots(&site, n);
         let model = hetero.predictor(&site).expect("predictor");
         g.bench_with_input(BenchmarkId::new("hetero", n), &s, |b, s| {
+            b.iter(|| black_box(model.table(s).expect("table")))
+        });
+    }
+    // The same 10,000 nodes with a measured curve on every type, without and with a
+    // learned factor on every node (the worst case: each row scaled).
+    let s = slots(&site, 10_000);
+    for (name, factors) in [("hetero-measured", false), ("hetero-node-factors", true)] {
+        let curves = site
+            .node_types
+            .values()
+            .map(|t| {
+                let nodes = s
+                    .iter()
+                    .filter(|n| factors && n.node_type == t.name)
+                    .enumerate()
+                    .map(|(i, n)| {
+                        let factor = 0.95 + 0.1 * (i % 11) as f64 / 10.0;
+                        (n.name.clone(), NodeFactor { factor, runs: 3 })
+                    })
+                    .collect();
+                let curve = PowerCurve {
+                    clocks: vec![MeasuredClock {
+                        freq_ghz: t.fmax(),
+                        busy_w: 30.0,
+                        runs: 3,
+                        samples: 3,
+                    }],
+                    floor_below: false,
+                    nodes,
+                };
+                (t.name.clone(), curve)
+            })
+            .collect();
+        let mut measured = site.clone();
+        measured.node_types = overlay(&site.node_types, &curves);
+        let model = hetero.predictor(&measured).expect("predictor");
+        g.bench_with_input(BenchmarkId::new(name, 10_000), &s, |b, s| {
             b.iter(|| black_box(model.table(s).expect("table")))
         });
     }

@@ -10,7 +10,8 @@
 #   PARTS=phys-sample   phys-policies' EP and IS on site epyc again, with clock samples
 #     (SAMPLE_SLOWDOWN=X: their power.sample_clocks.max_slowdown, 0.15 unless given)
 #   PARTS=phys-spread   EP in two-node jobs on EPYC nodes whose chips differ, three
-#     placements in turn (SPREAD_ROUNDS=N rounds of them, 4 unless given)
+#     placements in turn (SPREAD_ROUNDS=N rounds of them, 4 unless given; NODE_SPREAD=
+#     set and empty: identical chips, the control)
 #   PHYS_SITES="epyc real"   the sites phys-policies runs on
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -321,10 +322,11 @@ sampled() {
 # scheduler might: the baseline on n[1-2], then SPREAD_ROUNDS (4) rounds of edp on each
 # placement. A node's factor needs three runs (profile::node_power::MIN_RUNS), so the
 # first rounds plan with the type's curve alone and the later ones with each node's
-# factor; `greenup site power` at the end shows what greenupd learned.
+# factor; `greenup site power` at the end shows what greenupd learned. NODE_SPREAD= (set
+# and empty) runs the same on identical chips, the control.
 spread() {
   local site=epyc app=ep n=2 prof=ep-spread round nodes
-  NODE_SPREAD=1 BETA=$(beta_of ep high)
+  NODE_SPREAD=${NODE_SPREAD-1} BETA=$(beta_of ep high)
   site_start "$site" "$OUT/$site-$prof"
   baseline "$site" "$app" "$n" "$prof"
   for round in $(seq 1 "${SPREAD_ROUNDS:-4}"); do
@@ -336,7 +338,8 @@ spread() {
   done
   "$GREENUP" site power --site "$CONF" > "$OUT/site-power-$prof.txt" 2>&1 || true
   site_stop
-  NODE_SPREAD= BETA=
+  unset NODE_SPREAD
+  BETA=
 }
 
 # samples_run SITE APP PROFILE: how many of this part's probes for APP on SITE, at this

@@ -9,7 +9,7 @@
 //! per node, over every clock, because a node's runs are spread over the clocks its
 //! jobs chose: a factor per clock would wait several times as long for its runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::gpus::GpuBusy;
 use crate::model::{Config, ModelError, NodeSlot, NodeType, Prediction, Predictor, SweepTable};
@@ -19,11 +19,12 @@ pub struct PerNode {
     /// The model.
     pub inner: Box<dyn Predictor + Send + Sync>,
     /// Node name to (its type, its factor): a factor applies only to a row of that type.
-    pub factors: BTreeMap<String, (String, f64)>,
+    /// Hashed: a table of 10,000 rows looks each row up.
+    pub factors: HashMap<String, (String, f64)>,
 }
 
 /// Every node with a learned factor in `types`, by name, with its type.
-pub fn factors(types: &BTreeMap<String, NodeType>) -> BTreeMap<String, (String, f64)> {
+pub fn factors(types: &BTreeMap<String, NodeType>) -> HashMap<String, (String, f64)> {
     types
         .values()
         .filter_map(|t| t.measured().map(|c| (t, c)))
