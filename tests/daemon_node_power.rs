@@ -35,6 +35,26 @@ fn run(d: &Daemon, job_id: u64, ghz: f64, busy_w: [f64; 2]) {
         .unwrap();
 }
 
+/// A site file for the CLI naming `d`'s greenupd, and what `greenup site power` prints
+/// with it.
+fn site_power(d: &Daemon) -> (std::path::PathBuf, String) {
+    let site = d.dir.path().join("power-site.yaml");
+    std::fs::write(
+        &site,
+        format!(
+            "node_types:\n  std:\n    frequencies: [1.2, 1.6, 2.0, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
+             nodes:\n  std: \"n[1-2]\"\n\
+             daemon:\n  socket: {}\n  store: {}\n",
+            d.socket.display(),
+            d.store.display()
+        ),
+    )
+    .unwrap();
+    let (rc, out, err) = cli(None, &["site", "power", "--site", site.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{out}{err}");
+    (site, out)
+}
+
 #[test]
 fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
     let addr = format!("127.0.0.1:{}", free_port());
@@ -137,20 +157,7 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
     }
 
     // The CLI learns the same from the same stored jobs, and names what it left out.
-    let site = d.dir.path().join("power-site.yaml");
-    std::fs::write(
-        &site,
-        format!(
-            "node_types:\n  std:\n    frequencies: [1.2, 1.6, 2.0, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
-             nodes:\n  std: \"n[1-2]\"\n\
-             daemon:\n  socket: {}\n  store: {}\n",
-            d.socket.display(),
-            d.store.display()
-        ),
-    )
-    .unwrap();
-    let (rc, out, err) = cli(None, &["site", "power", "--site", site.to_str().unwrap()]);
-    assert_eq!(rc, 0, "{out}{err}");
+    let (site, out) = site_power(&d);
     assert!(
         out.contains("std                 2.00     100.0     220.0  interpolated"),
         "{out}"
@@ -226,20 +233,7 @@ fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
     );
 
     // `greenup site power` lists each node's factor under its type's watts.
-    let site = d.dir.path().join("power-site.yaml");
-    std::fs::write(
-        &site,
-        format!(
-            "node_types:\n  std:\n    frequencies: [1.2, 1.6, 2.0, 2.4]\n    power: {{dynamic_w: 200, static_w: 100}}\n\
-             nodes:\n  std: \"n[1-2]\"\n\
-             daemon:\n  socket: {}\n  store: {}\n",
-            d.socket.display(),
-            d.store.display()
-        ),
-    )
-    .unwrap();
-    let (rc, out, err) = cli(None, &["site", "power", "--site", site.to_str().unwrap()]);
-    assert_eq!(rc, 0, "{out}{err}");
+    let (_, out) = site_power(&d);
     assert!(
         out.contains("std                 2.40     100.0     260.0  measured, 3 runs"),
         "{out}"

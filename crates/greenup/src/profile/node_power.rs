@@ -491,6 +491,27 @@ mod tests {
             .collect()
     }
 
+    /// The hetero model of a program computing 100 s at f_max on `types`' epyc.
+    fn hundred_seconds(types: BTreeMap<String, NodeType>) -> Hetero {
+        Hetero {
+            iterations: 1.0,
+            types: BTreeMap::from([(
+                "epyc".to_string(),
+                TypeTimes {
+                    t_cp_s: 100.0,
+                    t_cm_s: 0.0,
+                    p_dyn_w: None,
+                    p_static_w: None,
+                    t_mem_s: None,
+                    t_mem_fit: None,
+                },
+            )]),
+            site_types: types,
+            steps: None,
+            time_choice: None,
+        }
+    }
+
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
     }
@@ -706,23 +727,7 @@ mod tests {
     #[test]
     fn a_nodes_factor_scales_its_share_of_every_prediction() {
         let types = overlay(&epyc(), &learn(&uneven_nodes(), &epyc()).curves);
-        let hetero = Hetero {
-            iterations: 1.0,
-            types: BTreeMap::from([(
-                "epyc".to_string(),
-                TypeTimes {
-                    t_cp_s: 100.0,
-                    t_cm_s: 0.0,
-                    p_dyn_w: None,
-                    p_static_w: None,
-                    t_mem_s: None,
-                    t_mem_fit: None,
-                },
-            )]),
-            site_types: types.clone(),
-            steps: None,
-            time_choice: None,
-        };
+        let hetero = hundred_seconds(types.clone());
         let model = crate::model::node_scale::wrap(Box::new(hetero), &types);
         let config = Config {
             nodes: ["a", "b", "d"]
@@ -769,23 +774,7 @@ mod tests {
         let curve = learn(&runs, &site).curves["epyc"].clone();
         let measured =
             BTreeMap::from([("epyc".to_string(), site["epyc"].with_measured(Some(curve)))]);
-        let model = |types: BTreeMap<String, NodeType>| Hetero {
-            iterations: 1.0,
-            types: BTreeMap::from([(
-                "epyc".to_string(),
-                TypeTimes {
-                    t_cp_s: 100.0,
-                    t_cm_s: 0.0,
-                    p_dyn_w: None,
-                    p_static_w: None,
-                    t_mem_s: None,
-                    t_mem_fit: None,
-                },
-            )]),
-            site_types: types,
-            steps: None,
-            time_choice: None,
-        };
+        let model = hundred_seconds;
         let config = Config {
             nodes: vec![NodeSetting {
                 name: "n1".into(),
