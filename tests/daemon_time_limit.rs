@@ -205,7 +205,7 @@ fn a_limit_the_node_knows_is_not_asked_again_unlimited_included() {
         let mut job = md_job(job_id);
         job.time_limit = limit;
         // PrologSlurmctld sent the grant, so nothing else is missing either.
-        job.granted_w = Some(1000.0);
+        job.granted_w = Some(greenup_core::quantity::Watts(1000.0));
         let mut c =
             Client::connect(&Endpoint::Unix(d.sock.clone()), Duration::from_secs(10)).unwrap();
         c.open_job(job).unwrap()

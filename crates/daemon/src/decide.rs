@@ -23,6 +23,7 @@ use greenup::profile::Profile;
 use greenup::profile::locate;
 use greenup::record::TypeWatts;
 use greenup::site::{DaemonLimits, Enforce, OverBudget, Site};
+use greenup_core::quantity::Watts;
 use greenup_proto::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -120,13 +121,13 @@ fn plan_failed(msg: impl Into<String>) -> ErrorReply {
 /// The watts Slurm granted `req` when the site holds power in Slurm's queue: they, not
 /// the ledger's free watts, are what the job may draw. None under the ledger, or for a
 /// job that holds none of greenup's licenses (submitted before the queue was turned on).
-pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<f64> {
+pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<Watts> {
     site.power
         .enforce
         .in_slurm()
         .then_some(req.granted_w)
         .flatten()
-        .filter(|g| g.is_finite() && *g >= 0.0)
+        .filter(|g| g.0.is_finite() && g.0 >= 0.0)
 }
 
 /// How `req`'s grant is shared among the nodes that run it: the plan's nodes at their
@@ -138,7 +139,7 @@ pub fn grant_of(
     verdict: Verdict,
     plan: Option<&Plan>,
 ) -> Option<Grant> {
-    let g = greenup_core::quantity::Watts(queue_grant_w(site, req)?);
+    let g = queue_grant_w(site, req)?;
     let grant = match plan.filter(|_| verdict.applies_plan()) {
         Some(p) => grant_over(
             site,
@@ -381,7 +382,7 @@ impl Decider {
     ) -> Proposal {
         self.decide_with(site, req, free_w, app)
             .unwrap_or_else(|e| {
-                let granted = queue_grant_w(site, req);
+                let granted = queue_grant_w(site, req).map(|g| g.0);
                 let free_w = granted.or(free_w);
                 let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
                 Proposal {
@@ -421,7 +422,7 @@ impl Decider {
         free_w: Option<f64>,
         app: &AppState,
     ) -> Result<Proposal, ErrorReply> {
-        let granted = queue_grant_w(site, req);
+        let granted = queue_grant_w(site, req).map(|g| g.0);
         let p = self.decide_within(site, req, granted.or(free_w), app)?;
         Ok(match granted {
             Some(g) => Proposal { reserve_w: g, ..p },
@@ -544,7 +545,8 @@ impl Decider {
             return Ok(Proposal {
                 verdict: Verdict::BudgetLimited,
                 reason: format!(
-                    "Slurm granted {g:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware"
+                    "Slurm granted {:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware",
+                    g.0
                 ),
                 reserve_w: plan.predicted.avg_power_w.0,
                 plan: Some(plan),

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
+use greenup_core::quantity::Watts;
 pub use greenup_core::time_limit::TimeLimit;
 
 /// Where a job is in greenupd's life cycle.
@@ -670,7 +671,7 @@ pub struct OpenJob {
     /// The watts Slurm granted the job as greenup's licenses (`power.enforce: queue`),
     /// read from the job's licenses by PrologSlurmctld; the job is planned under them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub granted_w: Option<f64>,
+    pub granted_w: Option<Watts>,
     /// The optimizer; the exact sweep when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<Algorithm>,

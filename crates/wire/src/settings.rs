@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use greenup_comm::CommDvfs;
 use greenup_core::plan::{Estimate, PlannedNode};
+use greenup_core::quantity::Watts;
 
 use crate::power::{GpuPart, Grant};
 use crate::record::{Decision, Verdict};
@@ -68,7 +69,7 @@ pub struct NodeSettings {
     /// package's part of it): the RAPL long-term limit its prolog sets (`power.enforce:
     /// queue`); absent: the node's limit is left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_limit_w: Option<f64>,
+    pub power_limit_w: Option<Watts>,
     /// On a GPU node, each GPU's part of the node's share and the power limit each of the
     /// job's GPUs is set to (the library's `power::split`); absent: GPU limits are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -160,10 +160,10 @@ impl JobView {
     pub(super) fn limits_under(
         &self,
         site: &greenup::site::Site,
-        granted_w: f64,
-    ) -> Option<Vec<(String, f64)>> {
+        granted_w: Watts,
+    ) -> Option<Vec<(String, Watts)>> {
         let mut d = self.decision.clone();
-        d.grant.as_mut()?.granted_w = Watts(granted_w);
+        d.grant.as_mut()?.granted_w = granted_w;
         let n = self.nodes.len();
         self.used()
             .into_iter()

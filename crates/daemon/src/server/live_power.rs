@@ -12,6 +12,7 @@ use super::jobs::{JobView, Outcome};
 use super::{Ctx, Shared, lock};
 use crate::decide::bad_field;
 use crate::store::sqlite::now;
+use greenup_core::quantity::Watts;
 use greenup_proto::live_power::{
     CapPower, CapTimeline, HOURS_KEPT, MAX_SAMPLE_JOBS, MAX_SAMPLES, PowerPoint, PowerReport,
     PowerView, counts_for_s, stranded_w,
@@ -403,12 +404,12 @@ impl Live {
     }
 
     /// Job `job_id`'s licenses were lowered by `given_w` to `kept_w`.
-    pub(super) fn gave_back(&mut self, job_id: u64, given_w: f64, kept_w: f64) {
+    pub(super) fn gave_back(&mut self, job_id: u64, given_w: Watts, kept_w: Watts) {
         self.give_back.done(job_id, kept_w, now());
         let partition = self.jobs.get(&job_id).and_then(|v| v.partition.clone());
         let cap = partition.and_then(|p| self.by_partition.get(&p).copied());
         for c in std::iter::once(0).chain(cap) {
-            self.caps[c].given_back_w += given_w;
+            self.caps[c].given_back_w += given_w.0;
         }
     }
 
@@ -721,7 +722,7 @@ async fn take(shared: &Arc<Shared>, ctx: &Ctx, r: &PowerReport, at: i64) -> Outc
     }
     Ok(Reply::PowerTaken {
         samples,
-        limit_w: step.limit_w,
+        limit_w: step.limit_w.map(|w| w.0),
     })
 }
 
