@@ -273,7 +273,7 @@ fn warning_levels_force_a_policy_and_shrink_the_power_share() {
     // 1 GJ) acts from the first job: half of one node's 300 W.
     let a = open(&d, job(1, "chem"));
     assert_eq!(a.policy, "min-energy");
-    assert_eq!(a.power_cap_w, Some(150.0));
+    assert_eq!(a.power_cap_w, Some(greenup_core::quantity::Watts(150.0)));
     assert_eq!(a.budgets.len(), 2);
     assert_eq!(a.budgets[0].level_pct, None);
     assert_eq!(a.budgets[1].action.as_deref(), Some("power share 50%"));

@@ -178,9 +178,9 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     assert_eq!((st.open_jobs, st.total_jobs, st.outcomes), (1, 2, 1));
     assert_eq!(
         (st.ledger[0].jobs, st.ledger[0].reserved_w),
-        (1, a.reserved_w)
+        (1, a.reserved_w.0)
     );
-    assert_eq!(a.reserved_w, 600.0);
+    assert_eq!(a.reserved_w.0, 600.0);
     let mut c = Client::connect(&tcp, Duration::from_secs(5)).unwrap();
     assert_eq!(
         c.open_job(open_req(7, 0, 2)).unwrap(),

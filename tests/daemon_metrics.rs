@@ -78,10 +78,10 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     let v = |name: &str| sample(page, name).unwrap_or_else(|| panic!("{name} missing:\n{page}"));
     assert_eq!(v("greenup_running_jobs"), 1.0);
     assert_eq!(v("greenup_site_power_cap_watts"), 5000.0);
-    assert_eq!(v("greenup_site_power_reserved_watts"), j3.reserved_w);
+    assert_eq!(v("greenup_site_power_reserved_watts"), j3.reserved_w.0);
     assert_eq!(
         v("greenup_site_power_available_watts"),
-        5000.0 - j3.reserved_w
+        5000.0 - j3.reserved_w.0
     );
     assert_eq!(v("greenup_decisions_total{policy=\"min-energy\"}"), 4.0);
     assert_eq!(v("greenup_decisions_total{policy=\"monitor\"}"), 1.0);

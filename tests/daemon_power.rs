@@ -97,7 +97,7 @@ fn two_jobs(d: &Daemon) {
         .open_job(job(2, "batch", &["n5", "n6", "n7", "n8"]))
         .unwrap();
     for j in [j1, j2] {
-        assert_eq!((j.verdict, j.reserved_w), (Verdict::Unchanged, 1200.0));
+        assert_eq!((j.verdict, j.reserved_w.0), (Verdict::Unchanged, 1200.0));
     }
 }
 
@@ -299,7 +299,7 @@ fn drawing_more_than_granted_past_the_window_is_warned_once_per_episode() {
     let mut c = d.tcp_client();
     // Job 3 holds n1's 300 W; n1 draws 350 W from t0 on (by its samples' times).
     let j = c.open_job(job(3, "debug", &["n1"])).unwrap();
-    assert_eq!(j.reserved_w, 300.0);
+    assert_eq!(j.reserved_w.0, 300.0);
     // Samples in the next seconds (greenupd takes them up to 60 s ahead), so none goes
     // stale while the test runs.
     let t0 = now();

@@ -171,7 +171,7 @@ fn concurrent_opens_from_many_nodes_yield_one_decision() {
     );
     assert_eq!(count(&d.store, "SELECT count(*) FROM reservations"), 1);
     // Unchanged (no profile): the reservation is the nodes' power at fmax, 32 x (200 + 100) W.
-    assert_eq!(decisions[0].reserved_w, 32.0 * 300.0);
+    assert_eq!(decisions[0].reserved_w.0, 32.0 * 300.0);
     let st = d.tcp_client().status().unwrap();
     assert_eq!(st.ledger[0].reserved_w, 9600.0);
     assert_eq!(st.open_jobs, 1);

@@ -89,7 +89,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             profile: None,
             profile_version: None,
             power_cap_w: None,
-            reserved_w: 600.0,
+            reserved_w: greenup_core::quantity::Watts(600.0),
             plan: None,
             decided_at: 1,
             baseline_sample: false,

@@ -202,7 +202,7 @@ mod after_close {
                 profile: Some("hetero-table1".into()),
                 profile_version: Some("1".into()),
                 power_cap_w: None,
-                reserved_w: 50.0,
+                reserved_w: greenup_core::quantity::Watts(50.0),
                 plan: Some(Plan {
                     policy: "max-dist".into(),
                     feasible: true,

@@ -42,11 +42,11 @@ pub struct Proposal {
     /// Its version.
     pub profile_version: Option<String>,
     /// The cap the plan was made under.
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// The plan, if any.
     pub plan: Option<Plan>,
     /// Watts to reserve.
-    pub reserve_w: f64,
+    pub reserve_w: Watts,
     /// The plan request, for the store.
     pub inputs: serde_json::Value,
     /// Whether the job runs as a measured baseline sample (see [`super::baseline`]).
@@ -68,10 +68,10 @@ const NO_BUDGET_PROBE_W: f64 = 1.0;
 /// Watts a job greenup does not manage holds in the ledger: under `enforce: open` it
 /// runs as submitted, so its nodes' full power, and later jobs are planned under what
 /// is truly left; under `enforce: strict` it fails, so nothing.
-pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
+pub fn unmanaged_w(site: &Site, req: &OpenJob) -> Watts {
     match site.enforce {
-        Enforce::Open => greenup::power::max_power_w(site, &req.nodes).0,
-        Enforce::Strict => 0.0,
+        Enforce::Open => greenup::power::max_power_w(site, &req.nodes),
+        Enforce::Strict => Watts(0.0),
     }
 }
 
@@ -160,6 +160,11 @@ pub fn watts_of(site: &Site, verdict: Verdict, plan: Option<&Plan>) -> Vec<TypeW
     plan.filter(|_| verdict.applies_plan())
         .map(|p| planned(&site.node_types, p))
         .unwrap_or_default()
+}
+
+/// The user's power cap as the planner and the ledger's free watts take it, a bare number.
+fn user_cap_w(req: &OpenJob) -> Option<f64> {
+    req.power_cap_w.map(|w| w.0)
 }
 
 fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -266,7 +271,7 @@ impl Decider {
                 min: req.min_nodes,
             },
             partition: req.partition.clone(),
-            energy_cap_j: req.energy_cap_j,
+            energy_cap_j: req.energy_cap_j.map(|j| j.0),
             power_cap_w: cap,
             time_limit: req.time_limit,
             algorithm: req.algorithm.unwrap_or_default(),
@@ -358,7 +363,7 @@ impl Decider {
             monitor: false,
             clock_sample: true,
             profile_version: Some(loaded.version.to_string()),
-            reserve_w: plan.predicted.avg_power_w.0,
+            reserve_w: plan.predicted.avg_power_w,
             plan: Some(plan),
             ..base.clone()
         })
@@ -382,9 +387,9 @@ impl Decider {
     ) -> Proposal {
         self.decide_with(site, req, free_w, app)
             .unwrap_or_else(|e| {
-                let granted = queue_grant_w(site, req).map(|g| g.0);
-                let free_w = granted.or(free_w);
-                let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
+                let granted = queue_grant_w(site, req);
+                let free_w = granted.map(|g| g.0).or(free_w);
+                let pr = Self::plan_request(site, req, min_cap(user_cap_w(req), free_w));
                 Proposal {
                     verdict: Verdict::Refused,
                     reason: format!("{e}; {}", unmanaged_fate(site)),
@@ -392,7 +397,7 @@ impl Decider {
                     monitor: false,
                     profile: req.profile.clone(),
                     profile_version: None,
-                    power_cap_w: pr.power_cap_w.map(|c| c.max(0.0)),
+                    power_cap_w: pr.power_cap_w.map(|c| Watts(c.max(0.0))),
                     plan: None,
                     reserve_w: granted.unwrap_or_else(|| unmanaged_w(site, req)),
                     inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
@@ -422,8 +427,8 @@ impl Decider {
         free_w: Option<f64>,
         app: &AppState,
     ) -> Result<Proposal, ErrorReply> {
-        let granted = queue_grant_w(site, req).map(|g| g.0);
-        let p = self.decide_within(site, req, granted.or(free_w), app)?;
+        let granted = queue_grant_w(site, req);
+        let p = self.decide_within(site, req, granted.map(|g| g.0).or(free_w), app)?;
         Ok(match granted {
             Some(g) => Proposal { reserve_w: g, ..p },
             None => p,
@@ -439,8 +444,8 @@ impl Decider {
         app: &AppState,
     ) -> Result<Proposal, ErrorReply> {
         validate_options(req)?;
-        let cap = min_cap(req.power_cap_w, free_w);
-        let budget_binds = match (free_w, req.power_cap_w) {
+        let cap = min_cap(user_cap_w(req), free_w);
+        let budget_binds = match (free_w, user_cap_w(req)) {
             (Some(f), Some(u)) => f < u,
             (Some(_), None) => true,
             (None, _) => false,
@@ -466,9 +471,9 @@ impl Decider {
             monitor: self.policies.get(&pr.policy).is_some_and(|p| p.monitor),
             profile: req.profile.clone(),
             profile_version: None,
-            power_cap_w: cap.map(|c| c.max(0.0)),
+            power_cap_w: cap.map(|c| Watts(c.max(0.0))),
             plan: None,
-            reserve_w: greenup::power::max_power_w(site, &req.nodes).0,
+            reserve_w: greenup::power::max_power_w(site, &req.nodes),
             inputs,
             baseline_sample: false,
             clock_sample: false,
@@ -522,7 +527,7 @@ impl Decider {
                     ..base
                 });
             }
-            let reserve_w = plan.predicted.avg_power_w.0;
+            let reserve_w = plan.predicted.avg_power_w;
             let reason = plan.reason.clone();
             return Ok(Proposal {
                 verdict: Verdict::Planned,
@@ -548,7 +553,7 @@ impl Decider {
                     "Slurm granted {:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware",
                     g.0
                 ),
-                reserve_w: plan.predicted.avg_power_w.0,
+                reserve_w: plan.predicted.avg_power_w,
                 plan: Some(plan),
                 ..base
             });
@@ -557,14 +562,14 @@ impl Decider {
             OverBudget::Lowest => Ok(Proposal {
                 verdict: Verdict::BudgetLimited,
                 reason: format!("{budget}; running at the lowest power"),
-                reserve_w: plan.predicted.avg_power_w.0,
+                reserve_w: plan.predicted.avg_power_w,
                 plan: Some(plan),
                 ..base
             }),
             OverBudget::Unchanged => Ok(Proposal {
                 verdict: Verdict::Unchanged,
                 reason: format!("{budget}; the site runs such jobs unchanged"),
-                reserve_w: plan.baseline.avg_power_w.0,
+                reserve_w: plan.baseline.avg_power_w,
                 plan: Some(plan),
                 ..base
             }),
@@ -658,8 +663,8 @@ pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorRe
 fn validate_options(req: &OpenJob) -> Result<(), ErrorReply> {
     for (field, v) in [
         ("time_limit_s", req.time_limit.seconds()),
-        ("energy_cap_j", req.energy_cap_j),
-        ("power_cap_w", req.power_cap_w),
+        ("energy_cap_j", req.energy_cap_j.map(|j| j.0)),
+        ("power_cap_w", user_cap_w(req)),
     ] {
         if let Err(e) = greenup::plan::check_cap(field, v) {
             return Err(bad_field(field, e.value.unwrap_or_default(), &e.expected));

@@ -23,6 +23,7 @@ use greenup::comm::NodeComm;
 use greenup::plan::{Algorithm, Estimate};
 use greenup::record::{JobEnd, NodeOutcome, Source};
 use greenup::site::Site;
+use greenup_core::quantity::{Joules, Watts};
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::OpenJob;
 use serde::Serialize;
@@ -328,8 +329,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 time_limit: greenup::record::TimeLimit::Seconds(86_400.0),
                 policy: policy.clone(),
                 profile,
-                energy_cap_j,
-                power_cap_w,
+                energy_cap_j: energy_cap_j.map(Joules),
+                power_cap_w: power_cap_w.map(Watts),
                 algorithm,
                 granted_w: None,
             };

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
-use greenup_core::quantity::Watts;
+use greenup_core::quantity::{Joules, Watts};
 pub use greenup_core::time_limit::TimeLimit;
 
 /// Where a job is in greenupd's life cycle.
@@ -131,8 +131,8 @@ impl Verdict {
 
     /// Whether a job decided so, reserving `reserved_w`, holds it in the ledger; see
     /// [`Decision::holds_reservation`].
-    pub fn holds_reservation(self, reserved_w: f64) -> bool {
-        self != Verdict::Refused || reserved_w > 0.0
+    pub fn holds_reservation(self, reserved_w: Watts) -> bool {
+        self != Verdict::Refused || reserved_w.0 > 0.0
     }
 
     /// Whether the nodes apply a plan under this verdict.
@@ -171,9 +171,9 @@ pub struct Decision {
     /// The profile's version, if any.
     pub profile_version: Option<String>,
     /// The power cap the plan was made under (the user's cap or the budget left, whichever is lower).
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// Watts reserved in the ledger for this job.
-    pub reserved_w: f64,
+    pub reserved_w: Watts,
     /// The plan, when there is one.
     pub plan: Option<Plan>,
     /// Unix seconds when the decision was made.
@@ -664,10 +664,10 @@ pub struct OpenJob {
     pub profile: Option<String>,
     /// The user's energy cap in joules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_cap_j: Option<f64>,
+    pub energy_cap_j: Option<Joules>,
     /// The user's power cap in watts (the ledger may lower it, never raise it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// The watts Slurm granted the job as greenup's licenses (`power.enforce: queue`),
     /// read from the job's licenses by PrologSlurmctld; the job is planned under them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -125,9 +125,9 @@ fn job_text(j: &JobRecord) -> String {
     line(
         "power cap",
         d.power_cap_w
-            .map_or_else(|| "none".into(), |w| format!("{w:.0} W")),
+            .map_or_else(|| "none".into(), |w| format!("{:.0} W", w.0)),
     );
-    line("reserved", format!("{:.0} W", d.reserved_w));
+    line("reserved", format!("{:.0} W", d.reserved_w.0));
     for b in &d.budgets {
         line("budget", b.describe());
     }

@@ -482,8 +482,8 @@ impl SqliteStore {
                 d.policy,
                 d.profile,
                 d.profile_version,
-                d.power_cap_w,
-                d.reserved_w,
+                d.power_cap_w.map(|w| w.0),
+                d.reserved_w.0,
                 plan.map_or(0, |p| p.node_count as i64),
                 // What RAPL will measure, to compare with the outcomes' energy_j.
                 plan.map(|p| p.without_gpus().0.energy_j.0),
@@ -501,7 +501,7 @@ impl SqliteStore {
         }
         if state == JobState::Open {
             c.prepare_cached("INSERT INTO reservations (job_id, partition, watts, expires_at) VALUES (?1, ?2, ?3, ?4)")
-                .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w, job.expires_at]))
+                .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w.0, job.expires_at]))
                 .map_err(write_err)?;
         }
         Ok(Applied::Opened {
@@ -1294,6 +1294,7 @@ pub fn now() -> i64 {
 mod tests {
     use super::*;
     use greenup::record::{NodeOutcome, OpenJob};
+    use greenup_core::quantity::Watts;
 
     fn decision(job_id: u64, watts: f64) -> Decision {
         Decision {
@@ -1306,7 +1307,7 @@ mod tests {
             profile: None,
             profile_version: None,
             power_cap_w: None,
-            reserved_w: watts,
+            reserved_w: Watts(watts),
             plan: None,
             decided_at: 1000,
             baseline_sample: false,
@@ -1382,7 +1383,7 @@ mod tests {
                 new: false,
                 decision,
                 ..
-            }) => assert_eq!(decision.reserved_w, 250.0),
+            }) => assert_eq!(decision.reserved_w, Watts(250.0)),
             other => panic!("{other:?}"),
         }
         assert_eq!(r[2], Ok(Applied::Stored { new: true }));

@@ -1065,7 +1065,7 @@ mod tests {
                 profile: Some(app.into()),
                 profile_version: None,
                 power_cap_w: None,
-                reserved_w: 0.0,
+                reserved_w: greenup_core::quantity::Watts(0.0),
                 plan: None,
                 decided_at: 0,
                 refusal: None,

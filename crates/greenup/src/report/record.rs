@@ -241,8 +241,8 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         confidence: ctx.confidence,
         policy: d.policy.clone(),
         caps: Caps {
-            energy_j: rec.request.energy_cap_j,
-            power_w: d.power_cap_w.or(rec.request.power_cap_w),
+            energy_j: rec.request.energy_cap_j.map(|j| j.0),
+            power_w: d.power_cap_w.or(rec.request.power_cap_w).map(|w| w.0),
             time_limit: rec.request.time_limit,
         },
         allocated_nodes: rec.request.nodes.len(),
