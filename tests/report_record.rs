@@ -10,6 +10,7 @@ use greenup::report::accounting::SlurmEnergy;
 use greenup::report::record::{Context, from_record};
 use greenup::report::{self, Applied, Source, Warning};
 use greenup::site::{NodeType, PowerModel};
+use greenup_core::quantity::{Ghz, Watts};
 use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 
 fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
@@ -560,16 +561,16 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
     rec.decision.watts = vec![
         TypeWatts {
             node_type: "epyc".into(),
-            freq_ghz: 2.2,
-            busy_w: 233.9,
-            idle_w: 77.0,
+            freq_ghz: Ghz(2.2),
+            busy_w: Watts(233.9),
+            idle_w: Watts(77.0),
             source: PowerSource::Measured { runs: 3 },
         },
         TypeWatts {
             node_type: "xeon".into(),
-            freq_ghz: 2.0,
-            busy_w: 192.0,
-            idle_w: 48.0,
+            freq_ghz: Ghz(2.0),
+            busy_w: Watts(192.0),
+            idle_w: Watts(48.0),
             source: PowerSource::Site,
         },
     ];

@@ -748,23 +748,23 @@ nodes:
         // One entry per type and clock, by type then clock: x1 and x2 make one.
         let keys: Vec<(&str, f64)> = w
             .iter()
-            .map(|w| (w.node_type.as_str(), w.freq_ghz))
+            .map(|w| (w.node_type.as_str(), w.freq_ghz.0))
             .collect();
         assert_eq!(keys, [("epyc", 2.2), ("epyc", 2.5), ("xeon", 2.0)]);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         // 2.2 GHz lies 0.7 of the way from 1.5 to 2.5: 173 + 0.7 x (260 - 173) = 233.9 W.
-        assert!(close(w[0].busy_w, 233.9), "{:?}", w[0]);
+        assert!(close(w[0].busy_w.0, 233.9), "{:?}", w[0]);
         assert_eq!(w[0].source, PowerSource::Interpolated);
         // Measured at 2.5 GHz in 5 runs: 260 W. Idle watts stay the site's 77 W.
         assert!(
-            close(w[1].busy_w, 260.0) && close(w[1].idle_w, 77.0),
+            close(w[1].busy_w.0, 260.0) && close(w[1].idle_w.0, 77.0),
             "{:?}",
             w[1]
         );
         assert_eq!(w[1].source, PowerSource::Measured { runs: 5 });
         // xeon has no curve: the site's 48 + 144 x (2.0 / 2.4)^2 = 48 + 100 = 148 W.
         assert!(
-            close(w[2].busy_w, 148.0) && close(w[2].idle_w, 48.0),
+            close(w[2].busy_w.0, 148.0) && close(w[2].idle_w.0, 48.0),
             "{:?}",
             w[2]
         );

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
-use greenup_core::quantity::{Joules, Watts};
+use greenup_core::quantity::{Ghz, Joules, Watts};
 pub use greenup_core::time_limit::TimeLimit;
 
 /// Where a job is in greenupd's life cycle.
@@ -260,11 +260,11 @@ pub struct TypeWatts {
     #[serde(rename = "type")]
     pub node_type: String,
     /// The clock the plan set the type's nodes to, in GHz.
-    pub freq_ghz: f64,
+    pub freq_ghz: Ghz,
     /// Watts of one node while computing at that clock.
-    pub busy_w: f64,
+    pub busy_w: Watts,
     /// Watts of one node while not computing (always the site config's).
-    pub idle_w: f64,
+    pub idle_w: Watts,
     /// Where `busy_w` comes from.
     pub source: PowerSource,
 }
@@ -742,9 +742,9 @@ mod tests {
 
         let watts = |node_type: &str, freq_ghz, busy_w, idle_w, source| TypeWatts {
             node_type: node_type.into(),
-            freq_ghz,
-            busy_w,
-            idle_w,
+            freq_ghz: Ghz(freq_ghz),
+            busy_w: Watts(busy_w),
+            idle_w: Watts(idle_w),
             source,
         };
         let d = Decision {

@@ -311,7 +311,7 @@ fn watts_line(watts: &[crate::record::TypeWatts]) -> Option<String> {
         .map(|w| {
             format!(
                 "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({})",
-                w.node_type, w.freq_ghz, w.busy_w, w.idle_w, w.source
+                w.node_type, w.freq_ghz.0, w.busy_w.0, w.idle_w.0, w.source
             )
         })
         .collect();
