@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::{NodeOutcome, OpenJob};
 
@@ -347,9 +348,9 @@ fn main() -> std::process::ExitCode {
             comm: None,
             job_id,
             node: name.clone(),
-            freq_ghz: Some(2.0),
-            energy_j: Some(1000.0 + (i % 97) as f64),
-            elapsed_s: Some(60.0),
+            freq_ghz: Some(Ghz(2.0)),
+            energy_j: Some(Joules(1000.0 + (i % 97) as f64)),
+            elapsed_s: Some(Seconds(60.0)),
             source: Some(greenup::record::Source::Rapl),
             restored: true,
             note: None,

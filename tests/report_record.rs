@@ -10,7 +10,7 @@ use greenup::report::accounting::SlurmEnergy;
 use greenup::report::record::{Context, from_record};
 use greenup::report::{self, Applied, Source, Warning};
 use greenup::site::{NodeType, PowerModel};
-use greenup_core::quantity::{Ghz, Watts};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 
 fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
@@ -19,9 +19,9 @@ fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>)
         comm: None,
         job_id: 7,
         node: node.into(),
-        freq_ghz: Some(f),
-        energy_j: e,
-        elapsed_s: Some(100.0),
+        freq_ghz: Some(Ghz(f)),
+        energy_j: e.map(Joules),
+        elapsed_s: Some(Seconds(100.0)),
         source: Some(greenup::record::Source::parse(source)),
         restored: true,
         note: note.map(str::to_string),
@@ -342,8 +342,8 @@ fn the_report_says_which_nodes_held_their_power_limit() {
     let with = |node: &str, asked_w: f64, held_w: Option<f64>, note: Option<&str>| {
         let mut o = outcome(node, 2.0, Some(3_000.0), "rapl", None);
         o.power = Some(greenup::record::NodePower {
-            asked_w,
-            held_w,
+            asked_w: Watts(asked_w),
+            held_w: held_w.map(Watts),
             note: note.map(str::to_string),
         });
         o
@@ -363,7 +363,10 @@ fn the_report_says_which_nodes_held_their_power_limit() {
         ],
     );
     let r = from_record(&rec, &Context::default());
-    assert_eq!(r.nodes[0].power.as_ref().unwrap().held_w, Some(120.0));
+    assert_eq!(
+        r.nodes[0].power.as_ref().unwrap().held_w,
+        Some(Watts(120.0))
+    );
     assert_eq!(r.nodes[2].power, None);
     let page = report::text::job_report(&r);
     assert!(

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
-use greenup_core::quantity::{Ghz, Joules, Watts};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 pub use greenup_core::time_limit::TimeLimit;
 
 /// Where a job is in greenupd's life cycle.
@@ -380,13 +380,13 @@ pub struct NodeOutcome {
     pub node: String,
     /// Frequency the node actually ran at, in GHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub freq_ghz: Option<f64>,
+    pub freq_ghz: Option<Ghz>,
     /// Measured energy in joules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_j: Option<f64>,
+    pub energy_j: Option<Joules>,
     /// Measured wall time in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_s: Option<f64>,
+    pub elapsed_s: Option<Seconds>,
     /// Where the energy came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
@@ -417,10 +417,10 @@ pub struct NodeOutcome {
 #[serde(deny_unknown_fields)]
 pub struct NodePower {
     /// The node's share of the watts Slurm granted the job: the long-term limit asked.
-    pub asked_w: f64,
+    pub asked_w: Watts,
     /// The long-term limit in force during the job, in watts; None: not held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub held_w: Option<f64>,
+    pub held_w: Option<Watts>,
     /// Why it was not held, or how it was lowered to the hardware's maximum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -446,10 +446,10 @@ pub struct NodeGpu {
     pub source: GpuSource,
     /// Joules all of them used, only when every one was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_j: Option<f64>,
+    pub energy_j: Option<Joules>,
     /// That energy over the time between the start and end readings, watts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub avg_power_w: Option<f64>,
+    pub avg_power_w: Option<Watts>,
     /// Mean SM clock while the job ran, MHz (sampled by the meter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_mhz: Option<f64>,
@@ -467,7 +467,7 @@ fn yes() -> bool {
 
 impl NodeOutcome {
     /// The node's energy, only when a meter measured it.
-    pub fn measured_energy_j(&self) -> Option<f64> {
+    pub fn measured_energy_j(&self) -> Option<Joules> {
         self.energy_j
             .filter(|_| self.source.is_some_and(Source::is_measured))
     }
@@ -537,11 +537,13 @@ impl JobRecord {
     }
 
     /// The longest wall time any node measured.
-    pub fn elapsed_s(&self) -> Option<f64> {
+    pub fn elapsed_s(&self) -> Option<Seconds> {
         self.outcomes
             .iter()
             .filter_map(|o| o.elapsed_s)
-            .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))))
+            .fold(None, |a: Option<Seconds>, t| {
+                Some(a.map_or(t, |a| a.max(t)))
+            })
     }
 }
 

@@ -155,7 +155,12 @@ fn job_text(j: &JobRecord) -> String {
             ),
         );
     }
-    let measured: f64 = j.outcomes.iter().filter_map(|o| o.energy_j).sum();
+    let measured: f64 = j
+        .outcomes
+        .iter()
+        .filter_map(|o| o.energy_j)
+        .map(|e| e.0)
+        .sum();
     if !j.outcomes.is_empty() {
         line(
             "measured",
@@ -176,9 +181,9 @@ fn job_text(j: &JobRecord) -> String {
         t.add_row(vec![
             name.clone(),
             opt(d.freq_for(name).map(|f| format!("{f:.3}"))),
-            opt(o.and_then(|o| o.freq_ghz).map(|f| format!("{f:.3}"))),
-            opt(o.and_then(|o| o.energy_j).map(|e| format!("{e:.0}"))),
-            opt(o.and_then(|o| o.elapsed_s).map(|e| format!("{e:.1}"))),
+            opt(o.and_then(|o| o.freq_ghz).map(|f| format!("{:.3}", f.0))),
+            opt(o.and_then(|o| o.energy_j).map(|e| format!("{:.0}", e.0))),
+            opt(o.and_then(|o| o.elapsed_s).map(|e| format!("{:.1}", e.0))),
             opt(o.and_then(|o| o.source.map(|s| s.as_str()))),
             opt(o.map(|o| if o.restored { "yes" } else { "NO" })),
         ]);
