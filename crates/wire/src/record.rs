@@ -769,6 +769,94 @@ mod tests {
     }
 
     #[test]
+    fn a_jobs_request_decision_and_measurements_cross_the_wire_as_bare_numbers() {
+        let o = NodeOutcome {
+            job_id: 31,
+            node: "n2".into(),
+            freq_ghz: Some(Ghz(2.2)),
+            energy_j: Some(Joules(1234.5)),
+            elapsed_s: Some(Seconds(10.0)),
+            source: Some(Source::Rapl),
+            restored: true,
+            note: None,
+            comm: None,
+            gpu: Some(Box::new(NodeGpu {
+                gpus: 2,
+                source: GpuSource::Nvml,
+                energy_j: Some(Joules(2.976e6)),
+                avg_power_w: Some(Watts(800.0)),
+                sm_mhz: Some(1410.0),
+                util_pct: Some(87.5),
+                note: None,
+            })),
+            power: Some(NodePower {
+                asked_w: Watts(150.0),
+                held_w: Some(Watts(149.75)),
+                note: None,
+            }),
+            restart_count: Some(1),
+        };
+        let line = r#"{"job_id":31,"node":"n2","freq_ghz":2.2,"energy_j":1234.5,"elapsed_s":10.0,"source":"rapl","restored":true,"gpu":{"gpus":2,"source":"nvml","energy_j":2976000.0,"avg_power_w":800.0,"sm_mhz":1410.0,"util_pct":87.5},"power":{"asked_w":150.0,"held_w":149.75},"restart_count":1}"#;
+        assert_eq!(serde_json::to_string(&o).unwrap(), line);
+        assert_eq!(serde_json::from_str::<NodeOutcome>(line).unwrap(), o);
+        assert_eq!(o.measured_energy_j(), Some(Joules(1234.5)));
+
+        let j = OpenJob {
+            job_id: 7,
+            uid: 1000,
+            user: None,
+            partition: Some("debug".into()),
+            account: None,
+            nodes: vec!["n1".into(), "n2".into()],
+            nodelist: None,
+            min_nodes: None,
+            time_limit: TimeLimit::Seconds(600.0),
+            policy: Some("min-energy".into()),
+            profile: Some("lammps".into()),
+            energy_cap_j: Some(Joules(2e6)),
+            power_cap_w: Some(Watts(900.0)),
+            granted_w: Some(Watts(640.0)),
+            algorithm: None,
+            restart_count: None,
+        };
+        let line = r#"{"job_id":7,"uid":1000,"partition":"debug","nodes":["n1","n2"],"time_limit_s":600.0,"policy":"min-energy","profile":"lammps","energy_cap_j":2000000.0,"power_cap_w":900.0,"granted_w":640.0}"#;
+        assert_eq!(serde_json::to_string(&j).unwrap(), line);
+        assert_eq!(serde_json::from_str::<OpenJob>(line).unwrap(), j);
+
+        let d = Decision {
+            job_id: 7,
+            verdict: Verdict::Planned,
+            reason: String::new(),
+            policy: "min-energy".into(),
+            monitor: false,
+            baseline_sample: false,
+            clock_sample: false,
+            profile: Some("lammps".into()),
+            profile_version: Some("3".into()),
+            power_cap_w: Some(Watts(900.0)),
+            reserved_w: Watts(612.5),
+            plan: None,
+            decided_at: 1_795_000_000,
+            refusal: None,
+            budgets: vec![],
+            comm_dvfs: None,
+            grant: None,
+            guard: None,
+            watts: vec![TypeWatts {
+                node_type: "epyc".into(),
+                freq_ghz: Ghz(2.2),
+                busy_w: Watts(233.9),
+                idle_w: Watts(77.0),
+                source: PowerSource::Interpolated,
+            }],
+        };
+        let line = r#"{"job_id":7,"verdict":"planned","reason":"","policy":"min-energy","profile":"lammps","profile_version":"3","power_cap_w":900.0,"reserved_w":612.5,"plan":null,"decided_at":1795000000,"watts":[{"type":"epyc","freq_ghz":2.2,"busy_w":233.9,"idle_w":77.0,"source":{"kind":"interpolated"}}]}"#;
+        assert_eq!(serde_json::to_string(&d).unwrap(), line);
+        assert_eq!(serde_json::from_str::<Decision>(line).unwrap(), d);
+        assert!(d.holds_reservation());
+    }
+
+    #[test]
     fn end_words_round_trip_and_old_words_still_read() {
         for e in [
             JobEnd::Completed,

@@ -151,3 +151,16 @@ impl NodeSettings {
         NodeSettings::of(d, node, planned, allocated, None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nodes_power_limit_crosses_the_wire_as_a_bare_number() {
+        let line = r#"{"job_id":7,"node":"n1","used":true,"freq_ghz":2.2,"verdict":"planned","reason":"","node_count":2,"power_limit_w":149.5}"#;
+        let s: NodeSettings = serde_json::from_str(line).unwrap();
+        assert_eq!(s.power_limit_w, Some(Watts(149.5)));
+        assert_eq!(serde_json::to_string(&s).unwrap(), line);
+    }
+}
