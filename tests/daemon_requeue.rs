@@ -6,7 +6,7 @@
 mod daemon_support;
 
 use daemon_support::{TEST_USER, cli, cli_site, count, open_req, start};
-use greenup_core::quantity::{Joules, Seconds};
+use greenup_core::quantity::{Joules, Seconds, Watts};
 use greenup_daemon::store::{SqliteStore, Store};
 use greenup_proto::client::ClientError;
 use greenup_proto::live_power::{PowerReport, PowerSample};
@@ -142,8 +142,8 @@ fn the_late_epilog_of_a_node_of_the_run_before_a_requeue_stays_with_that_run() {
         samples: vec![PowerSample {
             jobs: vec![7],
             at,
-            watts: 300.0,
-            interval_s: 5.0,
+            watts: Watts(300.0),
+            interval_s: Seconds(5.0),
             gpu_watts: None,
         }],
     };

@@ -90,7 +90,7 @@ impl GiveBacks {
             since: r
                 .samples
                 .first()
-                .map_or(now, |s| s.at - s.interval_s.ceil() as i64),
+                .map_or(now, |s| s.at - s.interval_s.0.ceil() as i64),
             peaks: HashMap::new(),
             lowering: None,
             off: false,
@@ -111,7 +111,7 @@ impl GiveBacks {
         }
         for x in r.samples.iter().filter(|x| x.at > s.since) {
             let peak = s.peaks.entry(r.node.clone()).or_insert(Watts(0.0));
-            *peak = peak.max(Watts(x.watts));
+            *peak = peak.max(x.watts);
         }
         let latest = r.samples.last().map_or(now, |x| x.at);
         if s.peaks.len() < v.used_count() || ((latest - s.since) as f64) < after_s {
@@ -204,7 +204,7 @@ fn follow(
 ) -> Step {
     let asked = l.limits.get(&r.node).copied();
     if let (Some(a), Some(held)) = (asked, r.limit_w)
-        && Watts(held) <= a + HELD_SLACK_W
+        && held <= a + HELD_SLACK_W
     {
         l.held.insert(r.node.clone());
     }
@@ -346,11 +346,11 @@ mod tests {
             samples: vec![PowerSample {
                 jobs: jobs.to_vec(),
                 at,
-                watts,
-                interval_s: 2.0,
+                watts: Watts(watts),
+                interval_s: greenup_core::quantity::Seconds(2.0),
                 gpu_watts: None,
             }],
-            limit_w,
+            limit_w: limit_w.map(Watts),
         }
     }
 
