@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::{NodeOutcome, OpenJob};
 
@@ -347,9 +348,9 @@ fn main() -> std::process::ExitCode {
             comm: None,
             job_id,
             node: name.clone(),
-            freq_ghz: Some(2.0),
-            energy_j: Some(1000.0 + (i % 97) as f64),
-            elapsed_s: Some(60.0),
+            freq_ghz: Some(Ghz(2.0)),
+            energy_j: Some(Joules(1000.0 + (i % 97) as f64)),
+            elapsed_s: Some(Seconds(60.0)),
             source: Some(greenup::record::Source::Rapl),
             restored: true,
             note: None,
@@ -557,8 +558,8 @@ mod power {
                                         .map(|k| PowerSample {
                                             jobs: vec![first_job + u64::from(*node / JOB_NODES)],
                                             at: at - (every * f64::from(batch - 1 - k)) as i64,
-                                            watts: 150.0 + f64::from(*node % 100),
-                                            interval_s: every,
+                                            watts: Watts(150.0 + f64::from(*node % 100)),
+                                            interval_s: Seconds(every),
                                             gpu_watts: None,
                                         })
                                         .collect(),
@@ -692,7 +693,7 @@ mod power {
         {
             println!(
                 "greenupd counts {} nodes, {:.0} W measured, {:.0} W granted",
-                site.nodes, site.measured_w, site.granted_w
+                site.nodes, site.measured_w.0, site.granted_w.0
             );
         }
         if ok {

@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use daemon_support::*;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::client::ClientError;
 use greenup_proto::protocol::{ErrorCode, ListRecords, NodeOutcome, ReplyLine, request_line};
 
@@ -131,9 +132,9 @@ fn a_five_thousand_node_job_never_breaks_listing_or_its_report() {
                         comm: None,
                         job_id: 11,
                         node: format!("n{i}"),
-                        freq_ghz: Some(2.4),
-                        energy_j: Some(1000.0),
-                        elapsed_s: Some(10.0),
+                        freq_ghz: Some(Ghz(2.4)),
+                        energy_j: Some(Joules(1000.0)),
+                        elapsed_s: Some(Seconds(10.0)),
                         source: Some("rapl".into()),
                         restored: true,
                         note: Some(note(i, NOTE)),
@@ -153,7 +154,12 @@ fn a_five_thousand_node_job_never_breaks_listing_or_its_report() {
     let big = &jobs[1];
     assert_eq!(big.outcomes.len(), NODES);
     assert_eq!(big.request.nodes.len(), NODES);
-    let energy: f64 = big.outcomes.iter().filter_map(|o| o.energy_j).sum();
+    let energy: f64 = big
+        .outcomes
+        .iter()
+        .filter_map(|o| o.energy_j)
+        .map(|e| e.0)
+        .sum();
     assert_eq!(energy, 5_000_000.0);
     assert!(
         big.outcomes

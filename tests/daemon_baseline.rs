@@ -92,7 +92,7 @@ fn every_job_is_sampled_until_min_runs_then_only_the_fraction() {
         assert_eq!(p.verdict, Verdict::Unchanged, "{have} baselines: {p:?}");
         assert!(p.monitor && p.baseline_sample, "{p:?}");
         assert!(p.reason.starts_with("baseline sample"), "{}", p.reason);
-        assert_eq!(p.reserve_w, FMAX_W);
+        assert_eq!(p.reserve_w.0, FMAX_W);
         // The plan the policy would have made is kept for the report.
         assert!(p.plan.is_some());
     }
@@ -121,7 +121,7 @@ fn a_sample_never_lifts_a_power_or_energy_cap() {
 
     // The user's cap 1 W under f_max: the job runs its plan, not at f_max.
     let mut j = job(11);
-    j.power_cap_w = Some(FMAX_W - 1.0);
+    j.power_cap_w = Some(greenup_core::quantity::Watts(FMAX_W - 1.0));
     let p = d.decide_with(&site, &j, None, &seen(0)).unwrap();
     assert_eq!(p.verdict, Verdict::Planned, "{p:?}");
     assert!(!p.baseline_sample);
@@ -149,7 +149,7 @@ fn a_sample_never_lifts_a_power_or_energy_cap() {
         "{plan:?}"
     );
     let mut j = job(14);
-    j.energy_cap_j = Some((plan.predicted.energy_j.0 + plan.baseline.energy_j.0) / 2.0);
+    j.energy_cap_j = Some((plan.predicted.energy_j + plan.baseline.energy_j) / 2.0);
     let p = d.decide_with(&site, &j, None, &seen(0)).unwrap();
     assert_eq!(p.verdict, Verdict::Planned, "{p:?}");
     assert!(!p.baseline_sample);

@@ -7,6 +7,7 @@ mod daemon_support;
 
 use daemon_support::*;
 use greenup::site::OverBudget;
+use greenup_core::quantity::Watts;
 use greenup_proto::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 
 /// Site cap 10 kW; 32 nodes of 200 W dynamic + 100 W static at 2.4 GHz.
@@ -21,7 +22,7 @@ fn crowded(rule: OverBudget) -> Daemon {
     let first = d.tcp_client().open_job(open_req(1, 0, 32)).unwrap();
     assert_eq!(
         (first.verdict, first.reserved_w),
-        (Verdict::Unchanged, 9600.0)
+        (Verdict::Unchanged, Watts(9600.0))
     );
     d
 }
@@ -62,7 +63,7 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
     let rec = d.tcp_client().get_job(2).unwrap();
     assert_eq!(
         (rec.state, rec.decision.verdict, rec.decision.reserved_w),
-        (JobState::Open, Verdict::Refused, 1200.0)
+        (JobState::Open, Verdict::Refused, Watts(1200.0))
     );
     assert!(
         rec.decision.reason.contains("runs unmanaged at full power"),
@@ -124,15 +125,15 @@ fn lowest_caps_a_job_when_no_budget_is_left_and_below_zero() {
         .unwrap();
     assert_eq!(dec.verdict, Verdict::BudgetLimited, "{}", dec.reason);
     assert_eq!(dec.freq_for("n3"), Some(1.2), "the lowest frequency");
-    assert_eq!(dec.power_cap_w, Some(0.0));
+    assert_eq!(dec.power_cap_w, Some(Watts(0.0)));
     assert!(
         dec.reason.contains("no power budget is left (0 W free)"),
         "{}",
         dec.reason
     );
-    assert!(dec.reserved_w >= LOWEST_NODE_W, "{}", dec.reserved_w);
+    assert!(dec.reserved_w.0 >= LOWEST_NODE_W, "{}", dec.reserved_w.0);
     // The ledger is now overdrawn; the next job is still capped, and told by how much.
-    let over = 600.0 - (600.0 + dec.reserved_w);
+    let over = 600.0 - (600.0 + dec.reserved_w.0);
     let next = d
         .tcp_client()
         .open_job(on(4, "n4", Some("lammps")))
@@ -162,7 +163,7 @@ fn unchanged_and_refuse_apply_when_no_budget_is_left() {
     assert_eq!(dec.freq_for("n3"), None);
     assert_eq!(
         dec.reserved_w,
-        dec.plan.as_ref().unwrap().baseline.avg_power_w.0
+        dec.plan.as_ref().unwrap().baseline.avg_power_w
     );
 
     let d = used_up(OverBudget::Refuse);
@@ -183,7 +184,7 @@ fn unchanged_and_refuse_apply_when_no_budget_is_left() {
     let rec = d.tcp_client().get_job(3).unwrap();
     assert_eq!(
         (rec.state, rec.decision.verdict, rec.decision.reserved_w),
-        (JobState::Open, Verdict::Refused, 300.0)
+        (JobState::Open, Verdict::Refused, Watts(300.0))
     );
 }
 
@@ -229,7 +230,7 @@ fn unchanged_runs_the_job_as_submitted_and_reserves_its_baseline() {
     let dec = d.tcp_client().open_job(lammps(2, 4)).unwrap();
     assert_eq!(dec.verdict, Verdict::Unchanged);
     let plan = dec.plan.as_ref().expect("the plan is kept for the record");
-    assert_eq!(dec.reserved_w, plan.baseline.avg_power_w.0);
+    assert_eq!(dec.reserved_w, plan.baseline.avg_power_w);
     assert!(
         (1..=4).all(|i| dec.freq_for(&format!("n{i}")).is_none()),
         "no node is changed"
@@ -241,13 +242,13 @@ fn lowest_runs_every_node_at_its_lowest_frequency() {
     let d = crowded(OverBudget::Lowest);
     let dec = d.tcp_client().open_job(lammps(2, 4)).unwrap();
     assert_eq!(dec.verdict, Verdict::BudgetLimited, "{}", dec.reason);
-    assert_eq!(dec.power_cap_w, Some(400.0));
+    assert_eq!(dec.power_cap_w, Some(Watts(400.0)));
     for i in 1..=4 {
         assert_eq!(dec.freq_for(&format!("n{i}")), Some(1.2), "node n{i}");
     }
     let st = d.tcp_client().status().unwrap();
     assert_eq!(st.ledger[0].jobs, 2);
-    assert_eq!(st.ledger[0].reserved_w, 9600.0 + dec.reserved_w);
+    assert_eq!(st.ledger[0].reserved_w, 9600.0 + dec.reserved_w.0);
 }
 
 #[test]
@@ -269,10 +270,10 @@ fn closing_a_job_returns_its_watts_to_the_next_decision() {
     );
     let dec = d.tcp_client().open_job(lammps(3, 4)).unwrap();
     assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
-    assert_eq!(dec.power_cap_w, Some(10_000.0));
+    assert_eq!(dec.power_cap_w, Some(Watts(10_000.0)));
     let plan = dec.plan.as_ref().unwrap();
     assert!(plan.feasible);
-    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w.0);
+    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w);
     assert_eq!(dec.profile_version.as_deref(), Some("1"));
 }
 
@@ -328,11 +329,11 @@ fn a_planned_gpu_job_reserves_its_gpus_and_is_refused_where_only_its_cpus_fit() 
     assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
     let plan = dec.plan.as_ref().unwrap();
     assert!(
-        (600.0 + 125.0 - 1e-6..=600.0 + 300.0 + 1e-6).contains(&dec.reserved_w),
+        (600.0 + 125.0 - 1e-6..=600.0 + 300.0 + 1e-6).contains(&dec.reserved_w.0),
         "reserved {} W",
-        dec.reserved_w
+        dec.reserved_w.0
     );
-    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w.0);
+    assert_eq!(dec.reserved_w, plan.predicted.avg_power_w);
     assert_eq!(plan.gpus.map(|g| g.planned_w.0), Some(600.0));
     // 700 W: the node's CPUs alone fit at any frequency up to 2.4 GHz, but not with
     // its GPUs (at least 725 W), so the job is refused rather than run over the cap.

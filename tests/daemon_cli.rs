@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use daemon_support::*;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{JobRecord, NodeOutcome, Status};
 
 #[test]
@@ -24,9 +25,9 @@ fn users_see_their_own_jobs_root_sees_all() {
         comm: None,
         job_id: 101,
         node: "n2".into(),
-        freq_ghz: Some(2.2),
-        energy_j: Some(1234.0),
-        elapsed_s: Some(5.0),
+        freq_ghz: Some(Ghz(2.2)),
+        energy_j: Some(Joules(1234.0)),
+        elapsed_s: Some(Seconds(5.0)),
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,

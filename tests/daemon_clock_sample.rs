@@ -108,7 +108,7 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
     // The decision names where the watts it ran with come from: the site's model.
     assert_eq!(sampled.watts.len(), 1, "{:?}", sampled.watts);
     assert_eq!(
-        (sampled.watts[0].freq_ghz, sampled.watts[0].source),
+        (sampled.watts[0].freq_ghz.0, sampled.watts[0].source),
         (1.6, PowerSource::Site)
     );
     // The node is told to set the clock, and that its run is no baseline.

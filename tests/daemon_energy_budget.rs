@@ -15,7 +15,7 @@ use std::time::Duration;
 use daemon_support::*;
 use greenup::budget::{Action, Budget, Level, Period, Scope};
 use greenup::site::{Enforce, Site};
-use greenup_core::quantity::{Ghz, Joules};
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{Decision, NodeOutcome, OpenJob, Verdict};
 
 /// One node for 100 s at 300 W.
@@ -161,8 +161,8 @@ fn closing_settles_from_measured_energy_else_from_the_prediction() {
         job_id: 1,
         node: "n1".into(),
         freq_ghz: None,
-        energy_j: Some(12_000.0),
-        elapsed_s: Some(40.0),
+        energy_j: Some(Joules(12_000.0)),
+        elapsed_s: Some(Seconds(40.0)),
         source: None,
         restored: true,
         note: None,
@@ -203,7 +203,7 @@ fn a_gpu_nodes_settlement_counts_its_gpus_and_unmeasured_gpus_fall_back_to_the_p
     let gpu = |energy_j: Option<f64>| NodeGpu {
         gpus: 2,
         source: GpuSource::Nvml,
-        energy_j,
+        energy_j: energy_j.map(Joules),
         avg_power_w: None,
         sm_mhz: None,
         util_pct: None,
@@ -214,8 +214,8 @@ fn a_gpu_nodes_settlement_counts_its_gpus_and_unmeasured_gpus_fall_back_to_the_p
         job_id,
         node: "n1".into(),
         freq_ghz: None,
-        energy_j: Some(cpu_j),
-        elapsed_s: Some(40.0),
+        energy_j: Some(Joules(cpu_j)),
+        elapsed_s: Some(Seconds(40.0)),
         source: None,
         restored: true,
         note: None,
@@ -273,7 +273,7 @@ fn warning_levels_force_a_policy_and_shrink_the_power_share() {
     // 1 GJ) acts from the first job: half of one node's 300 W.
     let a = open(&d, job(1, "chem"));
     assert_eq!(a.policy, "min-energy");
-    assert_eq!(a.power_cap_w, Some(150.0));
+    assert_eq!(a.power_cap_w, Some(greenup_core::quantity::Watts(150.0)));
     assert_eq!(a.budgets.len(), 2);
     assert_eq!(a.budgets[0].level_pct, None);
     assert_eq!(a.budgets[1].action.as_deref(), Some("power share 50%"));
@@ -404,7 +404,7 @@ daemon:
             job_id: 2,
             node: "n1".into(),
             freq_ghz: None,
-            energy_j: Some(10_000.0),
+            energy_j: Some(Joules(10_000.0)),
             elapsed_s: None,
             source: None,
             restored: true,

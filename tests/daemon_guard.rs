@@ -11,6 +11,7 @@ use daemon_support::*;
 use greenup::comm::{GuardOff, NodeComm};
 use greenup::policy::{RuntimeAsk, runtime_for_job};
 use greenup::record::JobEnd;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{NodeOutcome, OpenJob, Verdict};
 
 fn req(id: u64, policy: &str) -> OpenJob {
@@ -73,9 +74,9 @@ fn a_promise_is_guarded_with_the_baselines_rate_once_one_was_measured() {
             restart_count: None,
             job_id: 3,
             node: n.into(),
-            freq_ghz: Some(2.4),
-            energy_j: Some(500.0),
-            elapsed_s: Some(20.0),
+            freq_ghz: Some(Ghz(2.4)),
+            energy_j: Some(Joules(500.0)),
+            elapsed_s: Some(Seconds(20.0)),
             source: Some(greenup::record::Source::Rapl),
             restored: true,
             note: None,

@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use daemon_support::*;
 use greenup::profile::versions::Versions;
 use greenup::record::{JobEnd, Source};
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{NodeOutcome, OpenJob, Verdict};
 
 /// The measured wall time on `n` nodes at f_max, from the closed form
@@ -36,9 +37,9 @@ fn run(d: &Daemon, job_id: u64, n: usize, ghz: f64, secs: f64) {
             comm: None,
             job_id,
             node: format!("n{i}"),
-            freq_ghz: Some(ghz),
-            energy_j: Some(300.0 * secs),
-            elapsed_s: Some(secs),
+            freq_ghz: Some(Ghz(ghz)),
+            energy_j: Some(Joules(300.0 * secs)),
+            elapsed_s: Some(Seconds(secs)),
             source: Some(Source::Rapl),
             restored: true,
             note: None,

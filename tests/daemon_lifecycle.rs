@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use daemon_support::*;
+use greenup_core::quantity::Joules;
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::{NodeOutcome, Status};
 
@@ -159,7 +160,7 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
         job_id: 7,
         node: "n1".into(),
         freq_ghz: None,
-        energy_j: Some(42.0),
+        energy_j: Some(Joules(42.0)),
         elapsed_s: None,
         source: None,
         restored: true,
@@ -178,9 +179,9 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     assert_eq!((st.open_jobs, st.total_jobs, st.outcomes), (1, 2, 1));
     assert_eq!(
         (st.ledger[0].jobs, st.ledger[0].reserved_w),
-        (1, a.reserved_w)
+        (1, a.reserved_w.0)
     );
-    assert_eq!(a.reserved_w, 600.0);
+    assert_eq!(a.reserved_w.0, 600.0);
     let mut c = Client::connect(&tcp, Duration::from_secs(5)).unwrap();
     assert_eq!(
         c.open_job(open_req(7, 0, 2)).unwrap(),
@@ -188,7 +189,10 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
         "the stored decision is returned after a restart"
     );
     assert_eq!(c.get_job(8).unwrap().decision, b);
-    assert_eq!(c.get_job(7).unwrap().outcomes[0].energy_j, Some(42.0));
+    assert_eq!(
+        c.get_job(7).unwrap().outcomes[0].energy_j,
+        Some(Joules(42.0))
+    );
     signal(&child, "-TERM");
     let _ = child.wait();
 }

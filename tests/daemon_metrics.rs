@@ -7,6 +7,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{OpenJob, Verdict};
 
 fn get(addr: &str, request: &str) -> String {
@@ -78,10 +79,10 @@ fn metrics_show_budget_jobs_decisions_fallbacks_errors_and_store() {
     let v = |name: &str| sample(page, name).unwrap_or_else(|| panic!("{name} missing:\n{page}"));
     assert_eq!(v("greenup_running_jobs"), 1.0);
     assert_eq!(v("greenup_site_power_cap_watts"), 5000.0);
-    assert_eq!(v("greenup_site_power_reserved_watts"), j3.reserved_w);
+    assert_eq!(v("greenup_site_power_reserved_watts"), j3.reserved_w.0);
     assert_eq!(
         v("greenup_site_power_available_watts"),
-        5000.0 - j3.reserved_w
+        5000.0 - j3.reserved_w.0
     );
     assert_eq!(v("greenup_decisions_total{policy=\"min-energy\"}"), 4.0);
     assert_eq!(v("greenup_decisions_total{policy=\"monitor\"}"), 1.0);
@@ -120,9 +121,9 @@ fn a_node_whose_jobs_never_report_is_counted_silent_until_it_reports() {
         comm: None,
         job_id,
         node: node.into(),
-        freq_ghz: Some(2.4),
-        energy_j: Some(100.0),
-        elapsed_s: Some(10.0),
+        freq_ghz: Some(Ghz(2.4)),
+        energy_j: Some(Joules(100.0)),
+        elapsed_s: Some(Seconds(10.0)),
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,

@@ -135,7 +135,7 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
         let listed: std::collections::BTreeSet<String> = decision
             .watts
             .iter()
-            .map(|w| format!("{:.3}", w.freq_ghz))
+            .map(|w| format!("{:.3}", w.freq_ghz.0))
             .collect();
         assert!(!clocks.is_empty(), "{decision:?}");
         assert_eq!(listed, clocks, "{:?}", decision.watts);
@@ -143,16 +143,16 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
         for w in &decision.watts {
             assert_eq!(w.node_type, "std");
             let (busy_w, source) = if after_runs {
-                expected_after(w.freq_ghz)
+                expected_after(w.freq_ghz.0)
             } else {
                 (
-                    100.0 + 200.0 * (w.freq_ghz / 2.4).powi(3),
+                    100.0 + 200.0 * (w.freq_ghz.0 / 2.4).powi(3),
                     PowerSource::Site,
                 )
             };
-            assert!(close(Some(w.busy_w), busy_w), "{w:?} against {busy_w}");
+            assert!(close(Some(w.busy_w.0), busy_w), "{w:?} against {busy_w}");
             assert_eq!(w.source, source, "{w:?}");
-            assert!(close(Some(w.idle_w), 100.0), "{w:?}");
+            assert!(close(Some(w.idle_w.0), 100.0), "{w:?}");
         }
     }
 

@@ -11,6 +11,7 @@ mod daemon_support;
 use daemon_support::*;
 use greenup::record::JobEnd;
 use greenup::site::{BaselineSettings, OnMiss};
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{
     ErrorCode, NodeOutcome, OpenJob, Request, Verdict, request_body, request_line,
 };
@@ -70,9 +71,9 @@ fn a_policy_that_misses_its_slowdown_is_held_until_root_clears_it() {
                 restart_count: None,
                 job_id: s.job_id,
                 node: n.into(),
-                freq_ghz: Some(2.4),
-                energy_j: Some(500.0),
-                elapsed_s: Some(shortest / 1.5),
+                freq_ghz: Some(Ghz(2.4)),
+                energy_j: Some(Joules(500.0)),
+                elapsed_s: Some(Seconds(shortest / 1.5)),
                 source: Some(greenup::record::Source::Rapl),
                 restored: true,
                 note: None,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use daemon_support::*;
 use greenup::site::Partition;
+use greenup_core::quantity::{Seconds, Watts};
 use greenup_proto::client::ClientError;
 use greenup_proto::live_power::{CapPower, PowerReport, PowerSample, PowerView};
 use greenup_proto::protocol::{ErrorCode, OpenJob, Request, Verdict, request_body, request_line};
@@ -62,8 +63,8 @@ fn sample(job: u64, at: i64, watts: f64) -> PowerSample {
     PowerSample {
         jobs: vec![job],
         at,
-        watts,
-        interval_s: 5.0,
+        watts: Watts(watts),
+        interval_s: Seconds(5.0),
         gpu_watts: None,
     }
 }
@@ -80,7 +81,7 @@ fn cap<'a>(v: &'a PowerView, scope: &str) -> &'a CapPower {
     v.caps.iter().find(|c| c.scope == scope).unwrap()
 }
 
-fn refusal(r: Result<(u64, Option<f64>), ClientError>) -> (ErrorCode, String) {
+fn refusal(r: Result<(u64, Option<Watts>), ClientError>) -> (ErrorCode, String) {
     match r {
         Err(ClientError::Server(e)) => (e.code, e.message),
         other => panic!("expected a refusal, got {other:?}"),
@@ -97,7 +98,7 @@ fn two_jobs(d: &Daemon) {
         .open_job(job(2, "batch", &["n5", "n6", "n7", "n8"]))
         .unwrap();
     for j in [j1, j2] {
-        assert_eq!((j.verdict, j.reserved_w), (Verdict::Unchanged, 1200.0));
+        assert_eq!((j.verdict, j.reserved_w.0), (Verdict::Unchanged, 1200.0));
     }
 }
 
@@ -118,27 +119,27 @@ fn reports_add_up_under_their_caps_beside_the_watts_granted() {
     assert_eq!(v.caps.len(), 2);
     assert_eq!(
         (site.cap_w, site.granted_w, site.measured_w, site.nodes),
-        (Some(10_000.0), 2400.0, 980.0, 5)
+        (Some(Watts(10_000.0)), Watts(2400.0), Watts(980.0), 5)
     );
-    assert_eq!(site.stranded_w, 2400.0 - 980.0);
+    assert_eq!(site.stranded_w, Watts(2400.0 - 980.0));
     assert_eq!(
         (debug.cap_w, debug.granted_w, debug.measured_w, debug.nodes),
-        (Some(2_000.0), 1200.0, 700.0, 4)
+        (Some(Watts(2_000.0)), Watts(1200.0), Watts(700.0), 4)
     );
-    assert_eq!(debug.stranded_w, 500.0);
+    assert_eq!(debug.stranded_w, Watts(500.0));
     // n1's next report replaces its last (250 W by 50 W); an older one changes nothing.
     c.power_report(report("n1", 1, t + 5, 50.0)).unwrap();
     assert_eq!(c.power_report(report("n1", 1, t + 1, 999.0)).unwrap().0, 0);
     let v = d.unix_client().power_status(Some(1.0)).unwrap();
-    assert_eq!(cap(&v, "site").measured_w, 780.0);
-    assert_eq!(cap(&v, "debug").measured_w, 500.0);
-    assert_eq!(cap(&v, "debug").stranded_w, 700.0);
+    assert_eq!(cap(&v, "site").measured_w, Watts(780.0));
+    assert_eq!(cap(&v, "debug").measured_w, Watts(500.0));
+    assert_eq!(cap(&v, "debug").stranded_w, Watts(700.0));
     // The timeline's latest point is the present.
     let line = v.timelines.iter().find(|l| l.scope == "debug").unwrap();
     let last = line.points.last().unwrap();
     assert_eq!(
         (last.measured_w, last.granted_w, last.stranded_w),
-        (500.0, 1200.0, 700.0)
+        (Watts(500.0), Watts(1200.0), Watts(700.0))
     );
     // Closing job 1 gives its 1200 W back, and its nodes no longer count: the site
     // holds job 2's grant and n5's 280 W alone.
@@ -147,11 +148,11 @@ fn reports_add_up_under_their_caps_beside_the_watts_granted() {
     let (site, debug) = (cap(&v, "site"), cap(&v, "debug"));
     assert_eq!(
         (site.granted_w, site.measured_w, site.nodes),
-        (1200.0, 280.0, 1)
+        (Watts(1200.0), Watts(280.0), 1)
     );
     assert_eq!(
         (debug.granted_w, debug.measured_w, debug.nodes),
-        (0.0, 0.0, 0)
+        (Watts(0.0), Watts(0.0), 0)
     );
     // ...and n1's reports for it are refused from then on.
     let (code, msg) = refusal(c.power_report(report("n1", 1, t + 10, 60.0)));
@@ -185,7 +186,7 @@ fn a_node_outside_its_job_is_refused_and_a_job_never_opened_is_counted_as_unopen
         let c = cap(&v, scope);
         assert_eq!(
             (c.measured_w, c.nodes, c.unopened_nodes),
-            (450.0, 2, 1),
+            (Watts(450.0), 2, 1),
             "{scope}"
         );
     }
@@ -206,7 +207,7 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
         (sample(1, t - 3600, 100.0), "samples.at"),
         (
             PowerSample {
-                interval_s: 0.0,
+                interval_s: Seconds(0.0),
                 ..sample(1, t + 1, 100.0)
             },
             "samples.interval_s",
@@ -220,7 +221,7 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
         ),
         (
             PowerSample {
-                gpu_watts: Some(100.5),
+                gpu_watts: Some(Watts(100.5)),
                 ..sample(1, t + 1, 100.0)
             },
             "samples.gpu_watts",
@@ -247,7 +248,7 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
     // A read-back limit that no node could hold confirms nothing: refused whole.
     for w in [-1.0, 0.0, 1.0e9] {
         let r = PowerReport {
-            limit_w: Some(w),
+            limit_w: Some(Watts(w)),
             ..report("n2", 1, t + 2, 100.0)
         };
         let (code, msg) = refusal(c.power_report(r));
@@ -259,7 +260,7 @@ fn impossible_values_are_refused_and_nothing_of_them_is_kept() {
     let v = d.unix_client().power_status(None).unwrap();
     assert_eq!(
         (cap(&v, "site").measured_w, cap(&v, "site").nodes),
-        (3000.0, 1)
+        (Watts(3000.0), 1)
     );
 }
 
@@ -299,7 +300,7 @@ fn drawing_more_than_granted_past_the_window_is_warned_once_per_episode() {
     let mut c = d.tcp_client();
     // Job 3 holds n1's 300 W; n1 draws 350 W from t0 on (by its samples' times).
     let j = c.open_job(job(3, "debug", &["n1"])).unwrap();
-    assert_eq!(j.reserved_w, 300.0);
+    assert_eq!(j.reserved_w.0, 300.0);
     // Samples in the next seconds (greenupd takes them up to 60 s ahead), so none goes
     // stale while the test runs.
     let t0 = now();
@@ -308,7 +309,7 @@ fn drawing_more_than_granted_past_the_window_is_warned_once_per_episode() {
     let v = d.unix_client().power_status(None).unwrap();
     assert_eq!(cap(&v, "debug").over_grant_since, Some(t0));
     assert_eq!(cap(&v, "debug").over_grant_episodes, 0);
-    assert_eq!(cap(&v, "debug").stranded_w, 0.0);
+    assert_eq!(cap(&v, "debug").stranded_w, Watts(0.0));
     // 10 s over: the window is reached, for the partition's cap and the site's alike.
     c.power_report(report("n1", 3, t0 + 10, 350.0)).unwrap();
     c.power_report(report("n1", 3, t0 + 15, 350.0)).unwrap();
@@ -398,7 +399,7 @@ fn greenup_power_prints_the_caps_as_a_table_json_and_a_plot() {
     let (code, out, err) = cli(None, &["power", "--connect", &sock, "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: PowerView = serde_json::from_str(&out).unwrap();
-    assert_eq!(cap(&v, "debug").measured_w, 250.0);
+    assert_eq!(cap(&v, "debug").measured_w, Watts(250.0));
     let svg = d.dir.path().join("power.svg");
     let (code, _, err) = cli(
         None,
@@ -431,16 +432,16 @@ fn a_running_jobs_meter_reports_its_nodes_power_until_the_job_ends() {
         cap(&v, "debug").clone()
     };
     wait_for(|| debug().nodes == 1);
-    assert_eq!(debug().measured_w, 0.0);
+    assert_eq!(debug().measured_w, Watts(0.0));
     let mut uj = 0;
     wait_for(|| {
         uj += 50_000_000;
         set_counter(&paths.sysfs_root, uj);
         std::thread::sleep(Duration::from_millis(200));
-        debug().measured_w > 0.0
+        debug().measured_w > Watts(0.0)
     });
     let c = debug();
-    assert_eq!((c.nodes, c.granted_w), (1, 300.0));
+    assert_eq!((c.nodes, c.granted_w), (1, Watts(300.0)));
     // The epilog ends the job here: the meter stops by itself.
     end(&paths, 77, "n1").unwrap();
     assert!(wait_exit(&mut meter).success());

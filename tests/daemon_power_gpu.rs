@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use daemon_support::*;
+use greenup_core::quantity::{Seconds, Watts};
 use greenup_platform::gpu::Nvml;
 use greenup_platform::gpu::hold::{self, Request};
 use greenup_proto::protocol::OpenJob;
@@ -95,7 +96,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     };
     // The GPU's clock stands still too: 0 W.
     wait_for(|| site().nodes == 1);
-    assert_eq!(site().measured_w, 0.0);
+    assert_eq!(site().measured_w, Watts(0.0));
     // Only the GPU's counter moves (its clock advances 1 s per step): greenupd hears
     // watts, which can only be the GPU's.
     let mut now_ns: u64 = 1_000_000_000_000;
@@ -103,7 +104,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
         now_ns += 1_000_000_000;
         put(&state, "now_ns", &now_ns.to_string());
         std::thread::sleep(Duration::from_millis(200));
-        site().measured_w > 0.0
+        site().measured_w > Watts(0.0)
     });
     // All of it is the GPU's, and the GPU gauge says so.
     let now = site();
@@ -112,7 +113,7 @@ fn a_gpu_jobs_meter_reports_its_gpus_power_with_the_nodes() {
     assert!(
         metrics.contains(&format!(
             "greenup_power_measured_gpu_watts{{cap=\"site\"}} {}\n",
-            now.measured_w
+            now.measured_w.0
         )),
         "{metrics}"
     );
@@ -159,8 +160,8 @@ fn a_gpu_nodes_report_may_be_as_large_as_its_gpus_make_it() {
         samples: vec![PowerSample {
             jobs: vec![78],
             at,
-            watts,
-            interval_s: 5.0,
+            watts: Watts(watts),
+            interval_s: Seconds(5.0),
             gpu_watts: None,
         }],
     };

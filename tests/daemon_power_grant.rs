@@ -7,6 +7,7 @@ mod daemon_support;
 
 use daemon_support::{open_req, start};
 use greenup::site::{OverBudget, PowerEnforce};
+use greenup_core::quantity::Watts;
 use greenup_proto::protocol::{NodeSettings, OpenJob, Verdict};
 
 /// daemon_support's node type `std`: 100 W static, 200 W dynamic at 2.4 GHz, cube law.
@@ -21,7 +22,7 @@ fn job(job_id: u64, granted_w: Option<f64>, policy: &str, min_nodes: Option<usiz
         nodelist: Some("n[1-4]".into()),
         profile: Some("lammps".into()),
         policy: Some(policy.into()),
-        granted_w,
+        granted_w: granted_w.map(Watts),
         min_nodes,
         ..open_req(job_id, 0, 1)
     }
@@ -61,14 +62,14 @@ fn assert_shares(nodes: &[NodeSettings], granted: f64) {
     let total: f64 = weights.iter().sum();
     for (n, w) in used.iter().zip(&weights) {
         let want = granted * w / total;
-        let got = n.power_limit_w.expect("a used node is told its share");
+        let got = n.power_limit_w.expect("a used node is told its share").0;
         assert!(
             (got - want).abs() < 1e-6,
             "{}: {got} W, want {want} W",
             n.node
         );
     }
-    let sum: f64 = used.iter().filter_map(|n| n.power_limit_w).sum();
+    let sum: f64 = used.iter().filter_map(|n| n.power_limit_w).sum::<Watts>().0;
     assert!(
         (sum - granted).abs() < 1e-6,
         "shares sum to {sum} W, granted {granted} W"
@@ -113,7 +114,7 @@ fn under_hres_every_node_holds_what_its_rack_counted_for_it_whatever_the_plan_us
         nodes[0].reason
     );
     for n in &used {
-        let got = n.power_limit_w.expect("a used node is told its share");
+        let got = n.power_limit_w.expect("a used node is told its share").0;
         assert!(
             (got - 225.0).abs() < 1e-6,
             "{}: {got} W, want 900 / 4",
@@ -161,7 +162,7 @@ fn a_grant_too_small_for_any_plan_runs_at_the_lowest_power_under_every_over_budg
         assert!(nodes[0].reason.contains("Slurm granted 200 W"), "{why}");
         for n in &nodes {
             assert_eq!(n.freq_ghz, Some(1.2), "{}: {why}", n.node);
-            let got = n.power_limit_w.unwrap();
+            let got = n.power_limit_w.unwrap().0;
             assert!(
                 (got - 50.0).abs() < 1e-6,
                 "{}: {got} W, want 200 / 4",
@@ -184,7 +185,7 @@ fn a_refused_job_still_holds_its_grant_on_every_node() {
     assert_eq!(nodes[0].verdict, Verdict::Refused, "{}", nodes[0].reason);
     for n in &nodes {
         assert_eq!(n.freq_ghz, None);
-        let got = n.power_limit_w.unwrap();
+        let got = n.power_limit_w.unwrap().0;
         assert!(
             (got - 200.0).abs() < 1e-6,
             "{}: {got} W, want 800 / 4",
@@ -199,7 +200,7 @@ fn a_monitored_job_holds_its_grant_over_its_nodes_at_their_top_clock() {
     let nodes = start_all(&d, &job(3, Some(1000.0), "monitor", None));
     for n in &nodes {
         assert_eq!(n.freq_ghz, None, "monitor changes no clock");
-        let got = n.power_limit_w.unwrap();
+        let got = n.power_limit_w.unwrap().0;
         assert!(
             (got - 250.0).abs() < 1e-6,
             "{}: {got} W, want 1000 / 4",
@@ -260,7 +261,7 @@ fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at
         nodelist: Some("n[1-2]".into()),
         profile: Some("gpuapp".into()),
         policy: Some("min-energy".into()),
-        granted_w: Some(5000.0),
+        granted_w: Some(Watts(5000.0)),
         ..open_req(9, 0, 2)
     };
     let told: Vec<NodeSettings> = (1..=2)
@@ -282,7 +283,7 @@ fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at
         let (cpu, gpu) = (std_w(f), 50.0 + 250.0 / 8.0);
         let share = 2500.0;
         let want_cpu = share * cpu / (cpu + 2.0 * gpu);
-        let got = n.power_limit_w.unwrap();
+        let got = n.power_limit_w.unwrap().0;
         assert!(
             (got - want_cpu).abs() < 1e-6,
             "{}: {got} W, want {want_cpu}",

@@ -8,6 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_proto::protocol::{
     ErrorCode, ListJobs, ListRecords, NodeOutcome, OpenJob, Reply, ReplyLine, Request,
     request_body, request_line,
@@ -171,7 +172,7 @@ fn concurrent_opens_from_many_nodes_yield_one_decision() {
     );
     assert_eq!(count(&d.store, "SELECT count(*) FROM reservations"), 1);
     // Unchanged (no profile): the reservation is the nodes' power at fmax, 32 x (200 + 100) W.
-    assert_eq!(decisions[0].reserved_w, 32.0 * 300.0);
+    assert_eq!(decisions[0].reserved_w.0, 32.0 * 300.0);
     let st = d.tcp_client().status().unwrap();
     assert_eq!(st.ledger[0].reserved_w, 9600.0);
     assert_eq!(st.open_jobs, 1);
@@ -209,7 +210,7 @@ fn root_writes_an_ordinary_user_reads_only_their_own() {
         job_id: 11,
         node: "n1".into(),
         freq_ghz: None,
-        energy_j: Some(1.0),
+        energy_j: Some(Joules(1.0)),
         elapsed_s: None,
         source: None,
         restored: true,
@@ -277,9 +278,9 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
         comm: None,
         job_id: 31,
         node: "n1".into(),
-        freq_ghz: Some(2.0),
-        energy_j: Some(1234.5),
-        elapsed_s: Some(10.0),
+        freq_ghz: Some(Ghz(2.0)),
+        energy_j: Some(Joules(1234.5)),
+        elapsed_s: Some(Seconds(10.0)),
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
@@ -311,7 +312,7 @@ fn list_records_returns_whole_jobs_and_only_the_callers_own() {
     let j31 = &jobs[2];
     assert_eq!(j31.decision.profile.as_deref(), Some("lammps"));
     assert_eq!(j31.outcomes.len(), 1);
-    assert_eq!(j31.outcomes[0].energy_j, Some(1234.5));
+    assert_eq!(j31.outcomes[0].energy_j, Some(Joules(1234.5)));
     assert_eq!(j31.end, Some(greenup::record::JobEnd::Completed));
     assert_eq!(j31.request.nodes, vec!["n1".to_string(), "n2".to_string()]);
 

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use daemon_support::*;
 use greenup::site::Enforce;
+use greenup_core::quantity::{Joules, Watts};
 use greenup_proto::protocol::{ErrorCode, JobState, OpenJob, Verdict};
 
 /// Job `id` on nodes n1 and n2 of the test site (200 + 100 W each at full power).
@@ -56,7 +57,7 @@ fn a_policy_the_site_does_not_allow_is_recorded_and_holds_full_power() {
     assert_eq!(rec.decision.verdict, Verdict::Refused);
     assert_eq!(rec.state, JobState::Open, "it runs, so it is open");
     // It runs unmanaged at full power: 2 x (200 + 100) W.
-    assert_eq!(rec.decision.reserved_w, 600.0);
+    assert_eq!(rec.decision.reserved_w.0, 600.0);
     assert_eq!(debug_line(&d), (1, 600.0));
     assert!(
         rec.decision.reason.contains("runs unmanaged at full power"),
@@ -85,7 +86,7 @@ fn under_strict_a_refused_job_is_recorded_closed_and_holds_nothing() {
     let rec = d.tcp_client().get_job(6).unwrap();
     assert_eq!(
         (rec.state, rec.decision.verdict, rec.decision.reserved_w),
-        (JobState::Closed, Verdict::Refused, 0.0)
+        (JobState::Closed, Verdict::Refused, Watts(0.0))
     );
     assert!(
         rec.decision
@@ -105,7 +106,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
             7,
             OpenJob {
                 restart_count: None,
-                power_cap_w: Some(-5.0),
+                power_cap_w: Some(Watts(-5.0)),
                 ..two_nodes(7)
             },
         ),
@@ -113,7 +114,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
             8,
             OpenJob {
                 restart_count: None,
-                energy_cap_j: Some(0.0),
+                energy_cap_j: Some(Joules(0.0)),
                 ..two_nodes(8)
             },
         ),
@@ -130,7 +131,7 @@ fn caps_no_sbatch_check_saw_are_refused_on_record() {
         assert_eq!(code, ErrorCode::BadRequest, "{msg}");
         let rec = d.tcp_client().get_job(id).unwrap();
         assert_eq!(rec.decision.verdict, Verdict::Refused, "job {id}");
-        assert_eq!(rec.decision.reserved_w, 600.0, "job {id}");
+        assert_eq!(rec.decision.reserved_w.0, 600.0, "job {id}");
     }
     assert_eq!(debug_line(&d), (3, 1800.0));
 }
@@ -166,13 +167,13 @@ fn caps_above_the_site_limits_are_planned_under_the_site_limits_and_recorded() {
         .tcp_client()
         .open_job(OpenJob {
             restart_count: None,
-            power_cap_w: Some(1e9),
+            power_cap_w: Some(Watts(1e9)),
             ..two_nodes(30)
         })
         .unwrap();
     assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
-    assert_eq!(dec.power_cap_w, Some(1_000.0));
-    assert!(dec.reserved_w <= 1_000.0, "{}", dec.reserved_w);
+    assert_eq!(dec.power_cap_w, Some(Watts(1_000.0)));
+    assert!(dec.reserved_w.0 <= 1_000.0, "{}", dec.reserved_w.0);
     let rec = d.tcp_client().get_job(30).unwrap();
     assert_eq!(rec.decision, dec);
 }

@@ -6,6 +6,7 @@
 mod daemon_support;
 
 use daemon_support::{TEST_USER, cli, cli_site, count, open_req, start};
+use greenup_core::quantity::{Joules, Seconds, Watts};
 use greenup_daemon::store::{SqliteStore, Store};
 use greenup_proto::client::ClientError;
 use greenup_proto::live_power::{PowerReport, PowerSample};
@@ -31,8 +32,8 @@ fn outcome(job_id: u64, node: &str, energy_j: f64, restart_count: Option<u32>) -
         job_id,
         node: node.into(),
         freq_ghz: None,
-        energy_j: Some(energy_j),
-        elapsed_s: Some(60.0),
+        energy_j: Some(Joules(energy_j)),
+        elapsed_s: Some(Seconds(60.0)),
         source: None,
         restored: true,
         note: None,
@@ -141,8 +142,8 @@ fn the_late_epilog_of_a_node_of_the_run_before_a_requeue_stays_with_that_run() {
         samples: vec![PowerSample {
             jobs: vec![7],
             at,
-            watts: 300.0,
-            interval_s: 5.0,
+            watts: Watts(300.0),
+            interval_s: Seconds(5.0),
             gpu_watts: None,
         }],
     };

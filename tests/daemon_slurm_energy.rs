@@ -12,6 +12,7 @@ use daemon_support::*;
 use greenup::record::{JobEnd, NodeGpu, Source};
 use greenup::report::accounting::SlurmEnergy;
 use greenup::report::record::{Context, from_record};
+use greenup_core::quantity::{Joules, Seconds};
 use greenup_proto::protocol::NodeOutcome;
 
 /// What the stand-in sacctmgr answers.
@@ -107,8 +108,8 @@ fn outcome(
         job_id,
         node: node.into(),
         freq_ghz: None,
-        energy_j: Some(energy_j),
-        elapsed_s: Some(60.0),
+        energy_j: Some(Joules(energy_j)),
+        elapsed_s: Some(Seconds(60.0)),
         source: Some(Source::parse(source)),
         restored: true,
         note: None,
@@ -116,7 +117,7 @@ fn outcome(
             Box::new(NodeGpu {
                 gpus: 1,
                 source: Default::default(),
-                energy_j: Some(j),
+                energy_j: Some(Joules(j)),
                 avg_power_w: None,
                 sm_mhz: None,
                 util_pct: None,
@@ -153,8 +154,15 @@ fn a_measured_jobs_energy_is_written_into_slurm_and_the_report_says_greenupd_wro
     // Every node's CPU energy and its GPUs', in whole joules, worked out here.
     let expected: f64 = outcomes
         .iter()
-        .map(|o| o.energy_j.unwrap() + o.gpu.as_ref().and_then(|g| g.energy_j).unwrap_or(0.0))
-        .sum();
+        .map(|o| {
+            o.energy_j.unwrap()
+                + o.gpu
+                    .as_ref()
+                    .and_then(|g| g.energy_j)
+                    .unwrap_or(Joules(0.0))
+        })
+        .sum::<Joules>()
+        .0;
     let expected = expected.round() as u64;
     assert_eq!(expected, 3735);
     run_job(&d, 31, outcomes);

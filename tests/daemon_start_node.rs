@@ -9,6 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use daemon_support::{count, open_req, start};
 use greenup::site::NodeType;
+use greenup_core::quantity::{Joules, Seconds};
 use greenup_proto::client::{Client, ClientError};
 use greenup_proto::protocol::{
     ErrorCode, NodeOutcome, OpenJob, Reply, Request, request_body, request_line,
@@ -165,8 +166,8 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
             job_id: 77,
             node: format!("n{i}"),
             freq_ghz: None,
-            energy_j: Some(10.0),
-            elapsed_s: Some(1.0),
+            energy_j: Some(Joules(10.0)),
+            elapsed_s: Some(Seconds(1.0)),
             source: None,
             restored: true,
             note: None,

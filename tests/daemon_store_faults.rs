@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use daemon_support::*;
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_daemon::store::{Change, NewJob, SqliteStore, Store};
 use greenup_proto::client::ClientError;
 use greenup_proto::protocol::{ErrorCode, NodeOutcome};
@@ -59,9 +60,9 @@ fn outcome(job_id: u64, node: &str) -> NodeOutcome {
         comm: None,
         job_id,
         node: node.into(),
-        freq_ghz: Some(2.0),
-        energy_j: Some(100.0),
-        elapsed_s: Some(1.0),
+        freq_ghz: Some(Ghz(2.0)),
+        energy_j: Some(Joules(100.0)),
+        elapsed_s: Some(Seconds(1.0)),
         source: Some(greenup::record::Source::Rapl),
         restored: true,
         note: None,
@@ -89,7 +90,7 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
             profile: None,
             profile_version: None,
             power_cap_w: None,
-            reserved_w: 600.0,
+            reserved_w: greenup_core::quantity::Watts(600.0),
             plan: None,
             decided_at: 1,
             baseline_sample: false,

@@ -205,7 +205,7 @@ fn a_limit_the_node_knows_is_not_asked_again_unlimited_included() {
         let mut job = md_job(job_id);
         job.time_limit = limit;
         // PrologSlurmctld sent the grant, so nothing else is missing either.
-        job.granted_w = Some(1000.0);
+        job.granted_w = Some(greenup_core::quantity::Watts(1000.0));
         let mut c =
             Client::connect(&Endpoint::Unix(d.sock.clone()), Duration::from_secs(10)).unwrap();
         c.open_job(job).unwrap()
@@ -302,7 +302,7 @@ fn under_the_queue_a_node_path_job_is_granted_the_watts_squeue_lists() {
     let dec = open(&d, 105);
     let g = dec.grant.expect("the job's grant, from squeue");
     assert_eq!(g.granted_w.0, 120.0);
-    assert_eq!(dec.reserved_w, 120.0, "the ledger mirrors the grant");
+    assert_eq!(dec.reserved_w.0, 120.0, "the ledger mirrors the grant");
     // n1 at 3.0 GHz draws 160 W flat out: a 120 W grant caps the plan below that.
     let p = dec.plan.expect("a plan");
     assert!(

@@ -5,6 +5,7 @@ mod report_fixture;
 
 use greenup::record::{GpuSource, NodeGpu};
 use greenup::report::{table, text};
+use greenup_core::quantity::{Joules, Watts};
 use report_fixture::measured_job;
 
 fn with_gpu() -> greenup::report::JobReport {
@@ -13,8 +14,8 @@ fn with_gpu() -> greenup::report::JobReport {
     r.nodes[0].gpu = Some(NodeGpu {
         gpus: 2,
         source: GpuSource::Nvml,
-        energy_j: Some(2.976e6),
-        avg_power_w: Some(2.976e6 / 3720.0),
+        energy_j: Some(Joules(2.976e6)),
+        avg_power_w: Some(Watts(2.976e6 / 3720.0)),
         sm_mhz: Some(1410.0),
         util_pct: Some(87.5),
         note: None,

@@ -10,6 +10,7 @@ use greenup::report::accounting::SlurmEnergy;
 use greenup::report::record::{Context, from_record};
 use greenup::report::{self, Applied, Source, Warning};
 use greenup::site::{NodeType, PowerModel};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 
 fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>) -> NodeOutcome {
@@ -18,9 +19,9 @@ fn outcome(node: &str, f: f64, e: Option<f64>, source: &str, note: Option<&str>)
         comm: None,
         job_id: 7,
         node: node.into(),
-        freq_ghz: Some(f),
-        energy_j: e,
-        elapsed_s: Some(100.0),
+        freq_ghz: Some(Ghz(f)),
+        energy_j: e.map(Joules),
+        elapsed_s: Some(Seconds(100.0)),
         source: Some(greenup::record::Source::parse(source)),
         restored: true,
         note: note.map(str::to_string),
@@ -83,7 +84,7 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
         time_limit: greenup::record::TimeLimit::Seconds(3600.0),
         policy: Some("min-energy".into()),
         profile: Some("lammps".into()),
-        energy_cap_j: Some(20_000.0),
+        energy_cap_j: Some(greenup_core::quantity::Joules(20_000.0)),
         power_cap_w: None,
         algorithm: None,
         account: None,
@@ -111,8 +112,8 @@ fn record(verdict: Verdict, outcomes: Vec<NodeOutcome>) -> JobRecord {
             monitor: false,
             profile: Some("lammps".into()),
             profile_version: Some("2".into()),
-            power_cap_w: Some(300.0),
-            reserved_w: 90.0,
+            power_cap_w: Some(greenup_core::quantity::Watts(300.0)),
+            reserved_w: greenup_core::quantity::Watts(90.0),
             plan: Some(plan),
             decided_at: 1_000,
             baseline_sample: false,
@@ -341,8 +342,8 @@ fn the_report_says_which_nodes_held_their_power_limit() {
     let with = |node: &str, asked_w: f64, held_w: Option<f64>, note: Option<&str>| {
         let mut o = outcome(node, 2.0, Some(3_000.0), "rapl", None);
         o.power = Some(greenup::record::NodePower {
-            asked_w,
-            held_w,
+            asked_w: Watts(asked_w),
+            held_w: held_w.map(Watts),
             note: note.map(str::to_string),
         });
         o
@@ -362,7 +363,10 @@ fn the_report_says_which_nodes_held_their_power_limit() {
         ],
     );
     let r = from_record(&rec, &Context::default());
-    assert_eq!(r.nodes[0].power.as_ref().unwrap().held_w, Some(120.0));
+    assert_eq!(
+        r.nodes[0].power.as_ref().unwrap().held_w,
+        Some(Watts(120.0))
+    );
     assert_eq!(r.nodes[2].power, None);
     let page = report::text::job_report(&r);
     assert!(
@@ -560,16 +564,16 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
     rec.decision.watts = vec![
         TypeWatts {
             node_type: "epyc".into(),
-            freq_ghz: 2.2,
-            busy_w: 233.9,
-            idle_w: 77.0,
+            freq_ghz: Ghz(2.2),
+            busy_w: Watts(233.9),
+            idle_w: Watts(77.0),
             source: PowerSource::Measured { runs: 3 },
         },
         TypeWatts {
             node_type: "xeon".into(),
-            freq_ghz: 2.0,
-            busy_w: 192.0,
-            idle_w: 48.0,
+            freq_ghz: Ghz(2.0),
+            busy_w: Watts(192.0),
+            idle_w: Watts(48.0),
             source: PowerSource::Site,
         },
     ];

@@ -119,6 +119,7 @@ mod after_close {
     use greenup::profile::refine::{NextVersion, RefineError, next_version, outcome_from_record};
     use greenup::profile::versions::{InUse, Versions};
     use greenup::site::Site;
+    use greenup_core::quantity::{Ghz, Joules, Seconds};
     use greenup_proto::protocol::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 
     /// Refine after a close and store the new version, as greenupd does.
@@ -153,9 +154,9 @@ mod after_close {
             comm: None,
             job_id,
             node: n.into(),
-            freq_ghz: Some(f),
-            energy_j: Some(e),
-            elapsed_s: Some(550.0 * factor),
+            freq_ghz: Some(Ghz(f)),
+            energy_j: Some(Joules(e)),
+            elapsed_s: Some(Seconds(550.0 * factor)),
             source: Some(greenup::record::Source::parse(src)),
             restored: true,
             note: None,
@@ -202,7 +203,7 @@ mod after_close {
                 profile: Some("hetero-table1".into()),
                 profile_version: Some("1".into()),
                 power_cap_w: None,
-                reserved_w: 50.0,
+                reserved_w: greenup_core::quantity::Watts(50.0),
                 plan: Some(Plan {
                     policy: "max-dist".into(),
                     feasible: true,

@@ -8,6 +8,7 @@ use greenup::comm::{self, NodeComm};
 use greenup::record::{JobEnd, NodePower, Source};
 use greenup::site::Site;
 use greenup::site::node::NodeConfig;
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_platform::dvfs::cpufreq::Cpufreq;
 use greenup_platform::dvfs::job::{self as dvfs_job, NodePaths};
 use greenup_platform::dvfs::lend;
@@ -200,9 +201,9 @@ pub fn wire_outcome(
         comm,
         job_id: u64::from(job.job_id),
         node: o.node.clone(),
-        freq_ghz: o.ran_khz.map(|k| k as f64 / 1.0e6),
-        energy_j,
-        elapsed_s: Some(o.elapsed_s),
+        freq_ghz: o.ran_khz.map(|k| Ghz(k as f64 / 1.0e6)),
+        energy_j: energy_j.map(Joules),
+        elapsed_s: Some(Seconds(o.elapsed_s)),
         source,
         restored: o.restore_error.is_none(),
         note: Some(note),
@@ -213,12 +214,12 @@ pub fn wire_outcome(
                 held_w,
                 note,
             } => NodePower {
-                asked_w: *asked_w,
-                held_w: Some(*held_w),
+                asked_w: Watts(*asked_w),
+                held_w: Some(Watts(*held_w)),
                 note: note.clone(),
             },
             PowerHeld::NotHeld { asked_w, reason } => NodePower {
-                asked_w: *asked_w,
+                asked_w: Watts(*asked_w),
                 held_w: None,
                 note: Some(reason.clone()),
             },

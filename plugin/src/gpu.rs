@@ -9,7 +9,7 @@ use std::path::Path;
 use greenup::power::split::GpuPart;
 use greenup::record::{GpuSource, NodeGpu, NodePower};
 use greenup::site::node::NodeConfig;
-use greenup_core::quantity::Watts;
+use greenup_core::quantity::{Joules, Watts};
 use greenup_platform::dvfs::run_dir::JobDir;
 use greenup_platform::gpu::handoff::{self, Settled};
 use greenup_platform::gpu::hold::{self, GpuEnd};
@@ -184,8 +184,10 @@ pub fn end_held(
     let gpu = NodeGpu {
         gpus: count,
         source: GpuSource::Nvml,
-        energy_j,
-        avg_power_w: energy_j.filter(|_| elapsed > 0.0).map(|e| e / elapsed),
+        energy_j: energy_j.map(Joules),
+        avg_power_w: energy_j
+            .filter(|_| elapsed > 0.0)
+            .map(|e| Watts(e / elapsed)),
         sm_mhz: sampled.sm_mhz(),
         util_pct: sampled.util_pct(),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
@@ -197,7 +199,7 @@ pub fn end_held(
 /// held, the sum of the limits set, only when every GPU's was.
 fn held_power(part: GpuPart, rec: &hold::GpuRecord) -> NodePower {
     let count = rec.gpus.len() + rec.missing.len();
-    let asked_w = part.part_w.0 * count as f64;
+    let asked_w = part.part_w * count as f64;
     let Some(set_w) = rec.request.power_limit_mw.map(|mw| f64::from(mw) / 1e3) else {
         return NodePower {
             asked_w,
@@ -230,7 +232,7 @@ fn held_power(part: GpuPart, rec: &hold::GpuRecord) -> NodePower {
     }
     NodePower {
         asked_w,
-        held_w: all_held.then_some(set_w * count as f64),
+        held_w: all_held.then_some(Watts(set_w * count as f64)),
         note: (!notes.is_empty()).then(|| format!("{count} GPU(s): {}", notes.join("; "))),
     }
 }
@@ -240,7 +242,7 @@ fn held_power(part: GpuPart, rec: &hold::GpuRecord) -> NodePower {
 pub fn node_power(cpu: Option<NodePower>, gpus: Option<NodePower>) -> Option<NodePower> {
     match (cpu, gpus) {
         (Some(c), Some(g)) => {
-            let split = format!("CPU {:.1} W + GPUs {:.1} W asked", c.asked_w, g.asked_w);
+            let split = format!("CPU {:.1} W + GPUs {:.1} W asked", c.asked_w.0, g.asked_w.0);
             let notes: Vec<String> = [Some(split), c.note, g.note]
                 .into_iter()
                 .flatten()

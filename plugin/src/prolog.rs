@@ -10,6 +10,7 @@ use greenup::comm::CommDvfs;
 use greenup::policy::RuntimeAsk;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, PowerSettings};
+use greenup_core::quantity::{Joules, Watts};
 use greenup_platform::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup_platform::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
 use greenup_platform::dvfs::lend;
@@ -100,8 +101,8 @@ pub(crate) fn open_request(job: &JobEnv, policy: String, power: &PowerSettings) 
         time_limit: job.time_limit,
         policy: Some(policy),
         profile: job.options.profile.clone(),
-        energy_cap_j: job.options.energy_cap_j,
-        power_cap_w: job.options.power_cap_w,
+        energy_cap_j: job.options.energy_cap_j.map(Joules),
+        power_cap_w: job.options.power_cap_w.map(Watts),
         algorithm: None,
         granted_w,
     }
@@ -109,8 +110,8 @@ pub(crate) fn open_request(job: &JobEnv, policy: String, power: &PowerSettings) 
 
 /// The power limits a node sets for `limit_w`, its share of the job's watts, with the
 /// site's windows and short-term multiple; None when the decision asks for none.
-pub fn power_request(limit_w: Option<f64>, power: &PowerSettings) -> Option<LimitRequest> {
-    let watts = limit_w?;
+pub fn power_request(limit_w: Option<Watts>, power: &PowerSettings) -> Option<LimitRequest> {
+    let watts = limit_w?.0;
     Some(LimitRequest {
         watts,
         window_s: power.rapl_window_s,

@@ -59,7 +59,7 @@ fn a_jobs_gpus_are_measured_and_only_they() {
     let out = gpu::end(&site, &run, &a).unwrap();
     // Two GPUs at 700 W for 10 s of the stand-in's clock: 14,000 J.
     assert_eq!(out.gpus, 2);
-    assert_eq!(out.energy_j, Some(14_000.0));
+    assert_eq!(out.energy_j, Some(greenup_core::quantity::Joules(14_000.0)));
     assert!(out.avg_power_w.is_some());
     assert_eq!(out.note, None);
     // The other GPUs were not even read: their counters never advanced.

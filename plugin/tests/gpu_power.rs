@@ -85,7 +85,7 @@ fn a_gpu_jobs_gpus_are_held_at_their_part_of_the_share_and_restored() {
     // part 1000 x 120 / 2920 W, each GPU's 1000 x 700 / 2920 W (inside 200-700 W).
     let d = told(&site, 2000.0);
     let (cpu_w, gpu_w) = (1000.0 * 120.0 / 2920.0, 1000.0 * 700.0 / 2920.0);
-    assert!((d.power_limit_w.unwrap() - cpu_w).abs() < 1e-9, "{d:?}");
+    assert!((d.power_limit_w.unwrap().0 - cpu_w).abs() < 1e-9, "{d:?}");
     let part = d.gpu_power.unwrap();
     assert!((part.part_w.0 - gpu_w).abs() < 1e-9 && part.limit_w == part.part_w);
     let gpu_mw = (gpu_w * 1e3).round();

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use greenup::site::{
     DaemonSettings, DvfsSettings, Enforce, NodeType, OverBudget, Partition, PowerModel, Site,
 };
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 use greenup_daemon::server::{Options, SiteLoader, serve_until};
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::{Decision, NodeOutcome, OpenJob};
@@ -349,9 +350,9 @@ pub fn finish_planned(d: &Daemon, dec: &Decision, total_j: f64, source: Option<&
             comm: None,
             job_id: dec.job_id,
             node: n.name.clone(),
-            freq_ghz: Some(n.freq_ghz.0),
-            energy_j: Some(total_j / plan.nodes.len() as f64),
-            elapsed_s: Some(plan.predicted.time_s.0),
+            freq_ghz: Some(Ghz(n.freq_ghz.0)),
+            energy_j: Some(Joules(total_j / plan.nodes.len() as f64)),
+            elapsed_s: Some(Seconds(plan.predicted.time_s.0)),
             source: source.map(greenup::record::Source::parse),
             restored: true,
             note: None,
@@ -491,9 +492,9 @@ pub fn computing_outcome(job_id: u64, node: &str, ghz: f64, busy_w: f64) -> Node
         restart_count: None,
         job_id,
         node: node.into(),
-        freq_ghz: Some(ghz),
-        energy_j: Some(95.0 * busy_w + 5.0 * 100.0),
-        elapsed_s: Some(100.0),
+        freq_ghz: Some(Ghz(ghz)),
+        energy_j: Some(Joules(95.0 * busy_w + 5.0 * 100.0)),
+        elapsed_s: Some(Seconds(100.0)),
         source: Some(greenup::record::Source::parse("rapl")),
         restored: true,
         note: None,

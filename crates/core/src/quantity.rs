@@ -19,6 +19,18 @@ macro_rules! quantity {
         #[serde(transparent)]
         pub struct $name(pub f64);
 
+        impl $name {
+            /// The smaller of two quantities of this kind (as `f64::min`: a NaN loses).
+            pub fn min(self, o: $name) -> $name {
+                $name(self.0.min(o.0))
+            }
+
+            /// The larger of two quantities of this kind (as `f64::max`: a NaN loses).
+            pub fn max(self, o: $name) -> $name {
+                $name(self.0.max(o.0))
+            }
+        }
+
         impl Add for $name {
             type Output = $name;
             fn add(self, o: $name) -> $name {
@@ -147,6 +159,8 @@ mod tests {
         left -= Joules(4.0);
         left += Joules(1.0);
         assert_eq!(left, Joules(7.0));
+        assert_eq!(Watts(3.0).min(Watts(2.0)), Watts(2.0));
+        assert_eq!(Watts(3.0).max(Watts(f64::NAN)), Watts(3.0));
         assert_eq!(
             [Joules(1.0), Joules(2.5)].into_iter().sum::<Joules>(),
             Joules(3.5)

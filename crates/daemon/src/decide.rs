@@ -23,6 +23,7 @@ use greenup::profile::Profile;
 use greenup::profile::locate;
 use greenup::record::TypeWatts;
 use greenup::site::{DaemonLimits, Enforce, OverBudget, Site};
+use greenup_core::quantity::Watts;
 use greenup_proto::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -41,11 +42,11 @@ pub struct Proposal {
     /// Its version.
     pub profile_version: Option<String>,
     /// The cap the plan was made under.
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// The plan, if any.
     pub plan: Option<Plan>,
     /// Watts to reserve.
-    pub reserve_w: f64,
+    pub reserve_w: Watts,
     /// The plan request, for the store.
     pub inputs: serde_json::Value,
     /// Whether the job runs as a measured baseline sample (see [`super::baseline`]).
@@ -67,10 +68,10 @@ const NO_BUDGET_PROBE_W: f64 = 1.0;
 /// Watts a job greenup does not manage holds in the ledger: under `enforce: open` it
 /// runs as submitted, so its nodes' full power, and later jobs are planned under what
 /// is truly left; under `enforce: strict` it fails, so nothing.
-pub fn unmanaged_w(site: &Site, req: &OpenJob) -> f64 {
+pub fn unmanaged_w(site: &Site, req: &OpenJob) -> Watts {
     match site.enforce {
-        Enforce::Open => greenup::power::max_power_w(site, &req.nodes).0,
-        Enforce::Strict => 0.0,
+        Enforce::Open => greenup::power::max_power_w(site, &req.nodes),
+        Enforce::Strict => Watts(0.0),
     }
 }
 
@@ -120,13 +121,13 @@ fn plan_failed(msg: impl Into<String>) -> ErrorReply {
 /// The watts Slurm granted `req` when the site holds power in Slurm's queue: they, not
 /// the ledger's free watts, are what the job may draw. None under the ledger, or for a
 /// job that holds none of greenup's licenses (submitted before the queue was turned on).
-pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<f64> {
+pub fn queue_grant_w(site: &Site, req: &OpenJob) -> Option<Watts> {
     site.power
         .enforce
         .in_slurm()
         .then_some(req.granted_w)
         .flatten()
-        .filter(|g| g.is_finite() && *g >= 0.0)
+        .filter(|g| g.0.is_finite() && g.0 >= 0.0)
 }
 
 /// How `req`'s grant is shared among the nodes that run it: the plan's nodes at their
@@ -138,7 +139,7 @@ pub fn grant_of(
     verdict: Verdict,
     plan: Option<&Plan>,
 ) -> Option<Grant> {
-    let g = greenup_core::quantity::Watts(queue_grant_w(site, req)?);
+    let g = queue_grant_w(site, req)?;
     let grant = match plan.filter(|_| verdict.applies_plan()) {
         Some(p) => grant_over(
             site,
@@ -159,6 +160,11 @@ pub fn watts_of(site: &Site, verdict: Verdict, plan: Option<&Plan>) -> Vec<TypeW
     plan.filter(|_| verdict.applies_plan())
         .map(|p| planned(&site.node_types, p))
         .unwrap_or_default()
+}
+
+/// The user's power cap as the planner and the ledger's free watts take it, a bare number.
+fn user_cap_w(req: &OpenJob) -> Option<f64> {
+    req.power_cap_w.map(|w| w.0)
 }
 
 fn min_cap(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -265,7 +271,7 @@ impl Decider {
                 min: req.min_nodes,
             },
             partition: req.partition.clone(),
-            energy_cap_j: req.energy_cap_j,
+            energy_cap_j: req.energy_cap_j.map(|j| j.0),
             power_cap_w: cap,
             time_limit: req.time_limit,
             algorithm: req.algorithm.unwrap_or_default(),
@@ -357,7 +363,7 @@ impl Decider {
             monitor: false,
             clock_sample: true,
             profile_version: Some(loaded.version.to_string()),
-            reserve_w: plan.predicted.avg_power_w.0,
+            reserve_w: plan.predicted.avg_power_w,
             plan: Some(plan),
             ..base.clone()
         })
@@ -382,8 +388,8 @@ impl Decider {
         self.decide_with(site, req, free_w, app)
             .unwrap_or_else(|e| {
                 let granted = queue_grant_w(site, req);
-                let free_w = granted.or(free_w);
-                let pr = Self::plan_request(site, req, min_cap(req.power_cap_w, free_w));
+                let free_w = granted.map(|g| g.0).or(free_w);
+                let pr = Self::plan_request(site, req, min_cap(user_cap_w(req), free_w));
                 Proposal {
                     verdict: Verdict::Refused,
                     reason: format!("{e}; {}", unmanaged_fate(site)),
@@ -391,7 +397,7 @@ impl Decider {
                     monitor: false,
                     profile: req.profile.clone(),
                     profile_version: None,
-                    power_cap_w: pr.power_cap_w.map(|c| c.max(0.0)),
+                    power_cap_w: pr.power_cap_w.map(|c| Watts(c.max(0.0))),
                     plan: None,
                     reserve_w: granted.unwrap_or_else(|| unmanaged_w(site, req)),
                     inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
@@ -422,7 +428,7 @@ impl Decider {
         app: &AppState,
     ) -> Result<Proposal, ErrorReply> {
         let granted = queue_grant_w(site, req);
-        let p = self.decide_within(site, req, granted.or(free_w), app)?;
+        let p = self.decide_within(site, req, granted.map(|g| g.0).or(free_w), app)?;
         Ok(match granted {
             Some(g) => Proposal { reserve_w: g, ..p },
             None => p,
@@ -438,8 +444,8 @@ impl Decider {
         app: &AppState,
     ) -> Result<Proposal, ErrorReply> {
         validate_options(req)?;
-        let cap = min_cap(req.power_cap_w, free_w);
-        let budget_binds = match (free_w, req.power_cap_w) {
+        let cap = min_cap(user_cap_w(req), free_w);
+        let budget_binds = match (free_w, user_cap_w(req)) {
             (Some(f), Some(u)) => f < u,
             (Some(_), None) => true,
             (None, _) => false,
@@ -465,9 +471,9 @@ impl Decider {
             monitor: self.policies.get(&pr.policy).is_some_and(|p| p.monitor),
             profile: req.profile.clone(),
             profile_version: None,
-            power_cap_w: cap.map(|c| c.max(0.0)),
+            power_cap_w: cap.map(|c| Watts(c.max(0.0))),
             plan: None,
-            reserve_w: greenup::power::max_power_w(site, &req.nodes).0,
+            reserve_w: greenup::power::max_power_w(site, &req.nodes),
             inputs,
             baseline_sample: false,
             clock_sample: false,
@@ -521,7 +527,7 @@ impl Decider {
                     ..base
                 });
             }
-            let reserve_w = plan.predicted.avg_power_w.0;
+            let reserve_w = plan.predicted.avg_power_w;
             let reason = plan.reason.clone();
             return Ok(Proposal {
                 verdict: Verdict::Planned,
@@ -544,9 +550,10 @@ impl Decider {
             return Ok(Proposal {
                 verdict: Verdict::BudgetLimited,
                 reason: format!(
-                    "Slurm granted {g:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware"
+                    "Slurm granted {:.0} W and no plan fits them; running at the lowest power, each node held to its share in hardware",
+                    g.0
                 ),
-                reserve_w: plan.predicted.avg_power_w.0,
+                reserve_w: plan.predicted.avg_power_w,
                 plan: Some(plan),
                 ..base
             });
@@ -555,14 +562,14 @@ impl Decider {
             OverBudget::Lowest => Ok(Proposal {
                 verdict: Verdict::BudgetLimited,
                 reason: format!("{budget}; running at the lowest power"),
-                reserve_w: plan.predicted.avg_power_w.0,
+                reserve_w: plan.predicted.avg_power_w,
                 plan: Some(plan),
                 ..base
             }),
             OverBudget::Unchanged => Ok(Proposal {
                 verdict: Verdict::Unchanged,
                 reason: format!("{budget}; the site runs such jobs unchanged"),
-                reserve_w: plan.baseline.avg_power_w.0,
+                reserve_w: plan.baseline.avg_power_w,
                 plan: Some(plan),
                 ..base
             }),
@@ -656,8 +663,8 @@ pub fn validate_open(req: &OpenJob, limits: &DaemonLimits) -> Result<(), ErrorRe
 fn validate_options(req: &OpenJob) -> Result<(), ErrorReply> {
     for (field, v) in [
         ("time_limit_s", req.time_limit.seconds()),
-        ("energy_cap_j", req.energy_cap_j),
-        ("power_cap_w", req.power_cap_w),
+        ("energy_cap_j", req.energy_cap_j.map(|j| j.0)),
+        ("power_cap_w", user_cap_w(req)),
     ] {
         if let Err(e) = greenup::plan::check_cap(field, v) {
             return Err(bad_field(field, e.value.unwrap_or_default(), &e.expected));
@@ -741,23 +748,23 @@ nodes:
         // One entry per type and clock, by type then clock: x1 and x2 make one.
         let keys: Vec<(&str, f64)> = w
             .iter()
-            .map(|w| (w.node_type.as_str(), w.freq_ghz))
+            .map(|w| (w.node_type.as_str(), w.freq_ghz.0))
             .collect();
         assert_eq!(keys, [("epyc", 2.2), ("epyc", 2.5), ("xeon", 2.0)]);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         // 2.2 GHz lies 0.7 of the way from 1.5 to 2.5: 173 + 0.7 x (260 - 173) = 233.9 W.
-        assert!(close(w[0].busy_w, 233.9), "{:?}", w[0]);
+        assert!(close(w[0].busy_w.0, 233.9), "{:?}", w[0]);
         assert_eq!(w[0].source, PowerSource::Interpolated);
         // Measured at 2.5 GHz in 5 runs: 260 W. Idle watts stay the site's 77 W.
         assert!(
-            close(w[1].busy_w, 260.0) && close(w[1].idle_w, 77.0),
+            close(w[1].busy_w.0, 260.0) && close(w[1].idle_w.0, 77.0),
             "{:?}",
             w[1]
         );
         assert_eq!(w[1].source, PowerSource::Measured { runs: 5 });
         // xeon has no curve: the site's 48 + 144 x (2.0 / 2.4)^2 = 48 + 100 = 148 W.
         assert!(
-            close(w[2].busy_w, 148.0) && close(w[2].idle_w, 48.0),
+            close(w[2].busy_w.0, 148.0) && close(w[2].idle_w.0, 48.0),
             "{:?}",
             w[2]
         );

@@ -8,6 +8,7 @@
 //! COMPLETING, so a write may have to wait.
 
 use greenup::record::{JobRecord, JobState, Source};
+use greenup_core::quantity::Joules;
 
 /// Whether a record's energy can be written, or why not.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +34,7 @@ pub fn energy_of(rec: &JobRecord) -> Energy {
     // By node, once: a job of thousands of nodes would otherwise be searched per node.
     let by_node: std::collections::HashMap<&str, &greenup::record::NodeOutcome> =
         rec.outcomes.iter().map(|o| (o.node.as_str(), o)).collect();
-    let mut total = 0.0;
+    let mut total = Joules(0.0);
     for node in &rec.request.nodes {
         let Some(o) = by_node.get(node.as_str()) else {
             return Energy::Waiting;
@@ -55,6 +56,7 @@ pub fn energy_of(rec: &JobRecord) -> Energy {
         }
     }
     // sacctmgr takes whole joules; u64::MAX would be Slurm's "no value" anyway.
+    let Joules(total) = total;
     if !total.is_finite() || !(1.0..1e18).contains(&total) {
         return Energy::Never("the measured energy is not a usable figure");
     }
@@ -138,8 +140,8 @@ mod tests {
             job_id: 9,
             node: node.into(),
             freq_ghz: None,
-            energy_j: energy,
-            elapsed_s: Some(10.0),
+            energy_j: energy.map(Joules),
+            elapsed_s: Some(greenup_core::quantity::Seconds(10.0)),
             source,
             restored: true,
             note: None,
@@ -192,7 +194,7 @@ mod tests {
                 note: None,
             }))
         };
-        o.gpu = gpu(Some(500.0));
+        o.gpu = gpu(Some(Joules(500.0)));
         assert_eq!(
             energy_of(&record(&["n1"], vec![o.clone()])),
             Energy::Ready(1500)

@@ -478,7 +478,7 @@ impl Client {
     pub fn power_report(
         &mut self,
         report: crate::live_power::PowerReport,
-    ) -> Result<(u64, Option<f64>), ClientError> {
+    ) -> Result<(u64, Option<greenup_core::quantity::Watts>), ClientError> {
         match self.call(&Request::PowerReport(report))? {
             Reply::PowerTaken { samples, limit_w } => Ok((samples, limit_w)),
             other => Err(unexpected("power_taken", &other)),

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use greenup_core::quantity::{Seconds, Watts};
+
 /// The most samples one report may carry.
 pub const MAX_SAMPLES: usize = 64;
 
@@ -49,7 +51,7 @@ pub struct PowerReport {
     /// The node's RAPL long-term limit in watts as read back after the meter lowered it
     /// for its job on greenupd's word (a give-back); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_w: Option<f64>,
+    pub limit_w: Option<Watts>,
 }
 
 /// The node's mean power over one interval.
@@ -62,17 +64,17 @@ pub struct PowerSample {
     pub at: i64,
     /// The node's mean power over the interval, in watts (RAPL's zones summed, and the
     /// job's GPUs' energy counters where it holds GPUs).
-    pub watts: f64,
+    pub watts: Watts,
     /// The interval's length in seconds.
-    pub interval_s: f64,
+    pub interval_s: Seconds,
     /// Of `watts`, what the job's GPUs drew (NVML); absent where it holds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu_watts: Option<f64>,
+    pub gpu_watts: Option<Watts>,
 }
 
 /// Watts granted but not drawn: the one rule, floored at zero.
-pub fn stranded_w(granted_w: f64, measured_w: f64) -> f64 {
-    (granted_w - measured_w).max(0.0)
+pub fn stranded_w(granted_w: Watts, measured_w: Watts) -> Watts {
+    (granted_w - measured_w).max(Watts(0.0))
 }
 
 /// One cap now.
@@ -81,16 +83,16 @@ pub struct CapPower {
     /// `site` or the partition's name.
     pub scope: String,
     /// The cap in watts (`None`: the site sets none; its power is still measured).
-    pub cap_w: Option<f64>,
+    pub cap_w: Option<Watts>,
     /// Watts the ledger holds for the open jobs under this cap (their grants).
-    pub granted_w: f64,
+    pub granted_w: Watts,
     /// Watts the reporting nodes draw, each node's latest report summed.
-    pub measured_w: f64,
+    pub measured_w: Watts,
     /// Of `measured_w`, what their jobs' GPUs draw.
     #[serde(default)]
-    pub measured_gpu_w: f64,
+    pub measured_gpu_w: Watts,
     /// Granted watts not drawn.
-    pub stranded_w: f64,
+    pub stranded_w: Watts,
     /// Nodes whose latest report still counts.
     pub nodes: u64,
     /// Unix seconds since which measured power has stayed above granted, if it has.
@@ -103,7 +105,7 @@ pub struct CapPower {
     /// Watts given back to Slurm's queue from running jobs since greenupd started
     /// (`power.give_back_after_s`).
     #[serde(default)]
-    pub given_back_w: f64,
+    pub given_back_w: Watts,
     /// Of `nodes`, those reporting for a job greenupd never opened (it was down when the
     /// job started): their watts count, but no plan or grant stands behind them.
     #[serde(default)]
@@ -116,13 +118,13 @@ pub struct PowerPoint {
     /// Unix seconds at the end of the point's span.
     pub t: i64,
     /// Measured watts.
-    pub measured_w: f64,
+    pub measured_w: Watts,
     /// Granted watts.
-    pub granted_w: f64,
+    pub granted_w: Watts,
     /// The cap's watts (`None`: no cap).
-    pub cap_w: Option<f64>,
+    pub cap_w: Option<Watts>,
     /// Granted watts not drawn.
-    pub stranded_w: f64,
+    pub stranded_w: Watts,
 }
 
 /// One cap's timeline, oldest point first.
@@ -131,7 +133,7 @@ pub struct CapTimeline {
     /// `site` or the partition's name.
     pub scope: String,
     /// Seconds each point spans (a multiple of the meter interval when thinned).
-    pub step_s: f64,
+    pub step_s: Seconds,
     /// The points; a span without reports has none.
     pub points: Vec<PowerPoint>,
 }
@@ -142,9 +144,9 @@ pub struct PowerView {
     /// Unix seconds greenupd answered at.
     pub at: i64,
     /// The meter interval the nodes report at (`power.meter_interval_s`).
-    pub interval_s: f64,
+    pub interval_s: Seconds,
     /// How long measured may stay above granted before a warning (`power.over_grant_window_s`).
-    pub over_grant_window_s: f64,
+    pub over_grant_window_s: Seconds,
     /// The site first, then each capped partition.
     pub caps: Vec<CapPower>,
     /// The same caps' timelines.
@@ -164,26 +166,28 @@ pub fn prometheus(caps: &[CapPower]) -> String {
             "measured_watts",
             "gauge",
             "Watts the reporting nodes draw under the cap.",
-            |c| Some(c.measured_w),
+            |c| Some(c.measured_w.0),
         ),
         (
             "measured_gpu_watts",
             "gauge",
             "Of the measured watts, what the jobs' GPUs draw (NVML).",
-            |c| Some(c.measured_gpu_w),
+            |c| Some(c.measured_gpu_w.0),
         ),
         (
             "granted_watts",
             "gauge",
             "Watts granted to the open jobs under the cap.",
-            |c| Some(c.granted_w),
+            |c| Some(c.granted_w.0),
         ),
-        ("cap_watts", "gauge", "The cap in watts.", |c| c.cap_w),
+        ("cap_watts", "gauge", "The cap in watts.", |c| {
+            c.cap_w.map(|w| w.0)
+        }),
         (
             "stranded_watts",
             "gauge",
             "Watts granted under the cap but not drawn.",
-            |c| Some(c.stranded_w),
+            |c| Some(c.stranded_w.0),
         ),
         (
             "nodes_reporting",
@@ -201,7 +205,7 @@ pub fn prometheus(caps: &[CapPower]) -> String {
             "given_back_watts_total",
             "counter",
             "Watts given back to Slurm's queue from running jobs under the cap.",
-            |c| Some(c.given_back_w),
+            |c| Some(c.given_back_w.0),
         ),
     ];
     let mut out = String::new();
@@ -237,8 +241,8 @@ mod tests {
 
     #[test]
     fn stranded_is_granted_less_measured_never_below_zero() {
-        assert_eq!(stranded_w(1000.0, 600.0), 400.0);
-        assert_eq!(stranded_w(1000.0, 1200.0), 0.0);
+        assert_eq!(stranded_w(Watts(1000.0), Watts(600.0)), Watts(400.0));
+        assert_eq!(stranded_w(Watts(1000.0), Watts(1200.0)), Watts(0.0));
     }
 
     #[test]
@@ -251,18 +255,76 @@ mod tests {
     }
 
     #[test]
+    fn a_report_a_view_and_a_lowered_limit_cross_the_wire_as_bare_numbers() {
+        let r = PowerReport {
+            node: "n1".into(),
+            samples: vec![PowerSample {
+                jobs: vec![7],
+                at: 1_795_000_005,
+                watts: Watts(701.4),
+                interval_s: Seconds(5.0),
+                gpu_watts: Some(Watts(700.0)),
+            }],
+            limit_w: Some(Watts(54.0)),
+        };
+        let line = r#"{"node":"n1","samples":[{"jobs":[7],"at":1795000005,"watts":701.4,"interval_s":5.0,"gpu_watts":700.0}],"limit_w":54.0}"#;
+        assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        assert_eq!(serde_json::from_str::<PowerReport>(line).unwrap(), r);
+
+        let v = PowerView {
+            at: 1_795_000_010,
+            interval_s: Seconds(5.0),
+            over_grant_window_s: Seconds(60.0),
+            caps: vec![CapPower {
+                scope: "site".into(),
+                cap_w: Some(Watts(10_000.0)),
+                granted_w: Watts(2400.0),
+                measured_w: Watts(980.5),
+                measured_gpu_w: Watts(0.0),
+                stranded_w: stranded_w(Watts(2400.0), Watts(980.5)),
+                nodes: 5,
+                over_grant_since: None,
+                over_grant_episodes: 0,
+                given_back_w: Watts(60.0),
+                unopened_nodes: 1,
+            }],
+            timelines: vec![CapTimeline {
+                scope: "site".into(),
+                step_s: Seconds(10.0),
+                points: vec![PowerPoint {
+                    t: 1_795_000_010,
+                    measured_w: Watts(980.5),
+                    granted_w: Watts(2400.0),
+                    cap_w: None,
+                    stranded_w: Watts(1419.5),
+                }],
+            }],
+        };
+        let line = r#"{"at":1795000010,"interval_s":5.0,"over_grant_window_s":60.0,"caps":[{"scope":"site","cap_w":10000.0,"granted_w":2400.0,"measured_w":980.5,"measured_gpu_w":0.0,"stranded_w":1419.5,"nodes":5,"over_grant_episodes":0,"given_back_w":60.0,"unopened_nodes":1}],"timelines":[{"scope":"site","step_s":10.0,"points":[{"t":1795000010,"measured_w":980.5,"granted_w":2400.0,"cap_w":null,"stranded_w":1419.5}]}]}"#;
+        assert_eq!(serde_json::to_string(&v).unwrap(), line);
+        assert_eq!(serde_json::from_str::<PowerView>(line).unwrap(), v);
+
+        let taken = crate::protocol::Reply::PowerTaken {
+            samples: 3,
+            limit_w: Some(Watts(54.0)),
+        };
+        let line = r#"{"kind":"power_taken","samples":3,"limit_w":54.0}"#;
+        assert_eq!(serde_json::to_string(&taken).unwrap(), line);
+    }
+
+    #[test]
     fn gauges_leave_out_a_cap_the_site_does_not_set() {
         let c = CapPower {
             scope: "site".into(),
             cap_w: None,
-            granted_w: 900.0,
-            measured_w: 700.0,
-            measured_gpu_w: 400.0,
-            stranded_w: 200.0,
+            granted_w: Watts(900.0),
+            measured_w: Watts(700.0),
+            measured_gpu_w: Watts(400.0),
+            stranded_w: Watts(200.0),
             nodes: 3,
             over_grant_since: None,
             over_grant_episodes: 0,
-            given_back_w: 60.0,
+            given_back_w: Watts(60.0),
             unopened_nodes: 0,
         };
         let text = prometheus(&[c]);

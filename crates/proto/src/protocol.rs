@@ -326,7 +326,7 @@ pub enum Reply {
         /// on: greenupd gives the job's unused watts back to Slurm's queue once every
         /// node holds its own (`power.give_back_after_s`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        limit_w: Option<f64>,
+        limit_w: Option<greenup_core::quantity::Watts>,
     },
     /// The power caps now and over the last hours (power_status).
     Power(Box<crate::live_power::PowerView>),

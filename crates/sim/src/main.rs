@@ -23,6 +23,7 @@ use greenup::comm::NodeComm;
 use greenup::plan::{Algorithm, Estimate};
 use greenup::record::{JobEnd, NodeOutcome, Source};
 use greenup::site::Site;
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::OpenJob;
 use serde::Serialize;
@@ -328,8 +329,8 @@ fn real_main(cli: Cli) -> Result<(), String> {
                 time_limit: greenup::record::TimeLimit::Seconds(86_400.0),
                 policy: policy.clone(),
                 profile,
-                energy_cap_j,
-                power_cap_w,
+                energy_cap_j: energy_cap_j.map(Joules),
+                power_cap_w: power_cap_w.map(Watts),
                 algorithm,
                 granted_w: None,
             };
@@ -382,9 +383,9 @@ fn real_main(cli: Cli) -> Result<(), String> {
                                 restart_count: None,
                                 job_id,
                                 node: h.node.clone(),
-                                freq_ghz: Some(h.freq_ghz),
-                                energy_j: Some(h.energy_j),
-                                elapsed_s: Some(r.time_s),
+                                freq_ghz: Some(Ghz(h.freq_ghz)),
+                                energy_j: Some(Joules(h.energy_j)),
+                                elapsed_s: Some(Seconds(r.time_s)),
                                 source: Some(Source::Simgrid),
                                 restored: true,
                                 note: None,
@@ -531,8 +532,8 @@ fn released(job_id: u64, node: &str, used: usize, given: usize) -> NodeOutcome {
         job_id,
         node: node.to_string(),
         freq_ghz: None,
-        energy_j: Some(0.0),
-        elapsed_s: Some(0.0),
+        energy_j: Some(Joules(0.0)),
+        elapsed_s: Some(Seconds(0.0)),
         source: Some(Source::Simgrid),
         restored: true,
         note: Some(format!("released: the plan uses {used} of {given} nodes")),

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 pub use greenup_core::time_limit::TimeLimit;
 
 /// Where a job is in greenupd's life cycle.
@@ -130,8 +131,8 @@ impl Verdict {
 
     /// Whether a job decided so, reserving `reserved_w`, holds it in the ledger; see
     /// [`Decision::holds_reservation`].
-    pub fn holds_reservation(self, reserved_w: f64) -> bool {
-        self != Verdict::Refused || reserved_w > 0.0
+    pub fn holds_reservation(self, reserved_w: Watts) -> bool {
+        self != Verdict::Refused || reserved_w.0 > 0.0
     }
 
     /// Whether the nodes apply a plan under this verdict.
@@ -170,9 +171,9 @@ pub struct Decision {
     /// The profile's version, if any.
     pub profile_version: Option<String>,
     /// The power cap the plan was made under (the user's cap or the budget left, whichever is lower).
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// Watts reserved in the ledger for this job.
-    pub reserved_w: f64,
+    pub reserved_w: Watts,
     /// The plan, when there is one.
     pub plan: Option<Plan>,
     /// Unix seconds when the decision was made.
@@ -259,11 +260,11 @@ pub struct TypeWatts {
     #[serde(rename = "type")]
     pub node_type: String,
     /// The clock the plan set the type's nodes to, in GHz.
-    pub freq_ghz: f64,
+    pub freq_ghz: Ghz,
     /// Watts of one node while computing at that clock.
-    pub busy_w: f64,
+    pub busy_w: Watts,
     /// Watts of one node while not computing (always the site config's).
-    pub idle_w: f64,
+    pub idle_w: Watts,
     /// Where `busy_w` comes from.
     pub source: PowerSource,
 }
@@ -379,13 +380,13 @@ pub struct NodeOutcome {
     pub node: String,
     /// Frequency the node actually ran at, in GHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub freq_ghz: Option<f64>,
+    pub freq_ghz: Option<Ghz>,
     /// Measured energy in joules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_j: Option<f64>,
+    pub energy_j: Option<Joules>,
     /// Measured wall time in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_s: Option<f64>,
+    pub elapsed_s: Option<Seconds>,
     /// Where the energy came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
@@ -416,10 +417,10 @@ pub struct NodeOutcome {
 #[serde(deny_unknown_fields)]
 pub struct NodePower {
     /// The node's share of the watts Slurm granted the job: the long-term limit asked.
-    pub asked_w: f64,
+    pub asked_w: Watts,
     /// The long-term limit in force during the job, in watts; None: not held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub held_w: Option<f64>,
+    pub held_w: Option<Watts>,
     /// Why it was not held, or how it was lowered to the hardware's maximum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -445,10 +446,10 @@ pub struct NodeGpu {
     pub source: GpuSource,
     /// Joules all of them used, only when every one was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_j: Option<f64>,
+    pub energy_j: Option<Joules>,
     /// That energy over the time between the start and end readings, watts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub avg_power_w: Option<f64>,
+    pub avg_power_w: Option<Watts>,
     /// Mean SM clock while the job ran, MHz (sampled by the meter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_mhz: Option<f64>,
@@ -466,7 +467,7 @@ fn yes() -> bool {
 
 impl NodeOutcome {
     /// The node's energy, only when a meter measured it.
-    pub fn measured_energy_j(&self) -> Option<f64> {
+    pub fn measured_energy_j(&self) -> Option<Joules> {
         self.energy_j
             .filter(|_| self.source.is_some_and(Source::is_measured))
     }
@@ -536,11 +537,13 @@ impl JobRecord {
     }
 
     /// The longest wall time any node measured.
-    pub fn elapsed_s(&self) -> Option<f64> {
+    pub fn elapsed_s(&self) -> Option<Seconds> {
         self.outcomes
             .iter()
             .filter_map(|o| o.elapsed_s)
-            .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))))
+            .fold(None, |a: Option<Seconds>, t| {
+                Some(a.map_or(t, |a| a.max(t)))
+            })
     }
 }
 
@@ -663,14 +666,14 @@ pub struct OpenJob {
     pub profile: Option<String>,
     /// The user's energy cap in joules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_cap_j: Option<f64>,
+    pub energy_cap_j: Option<Joules>,
     /// The user's power cap in watts (the ledger may lower it, never raise it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// The watts Slurm granted the job as greenup's licenses (`power.enforce: queue`),
     /// read from the job's licenses by PrologSlurmctld; the job is planned under them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub granted_w: Option<f64>,
+    pub granted_w: Option<Watts>,
     /// The optimizer; the exact sweep when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<Algorithm>,
@@ -741,9 +744,9 @@ mod tests {
 
         let watts = |node_type: &str, freq_ghz, busy_w, idle_w, source| TypeWatts {
             node_type: node_type.into(),
-            freq_ghz,
-            busy_w,
-            idle_w,
+            freq_ghz: Ghz(freq_ghz),
+            busy_w: Watts(busy_w),
+            idle_w: Watts(idle_w),
             source,
         };
         let d = Decision {
@@ -763,6 +766,94 @@ mod tests {
             "{json}"
         );
         assert_eq!(serde_json::from_str::<Decision>(&json).unwrap(), d);
+    }
+
+    #[test]
+    fn a_jobs_request_decision_and_measurements_cross_the_wire_as_bare_numbers() {
+        let o = NodeOutcome {
+            job_id: 31,
+            node: "n2".into(),
+            freq_ghz: Some(Ghz(2.2)),
+            energy_j: Some(Joules(1234.5)),
+            elapsed_s: Some(Seconds(10.0)),
+            source: Some(Source::Rapl),
+            restored: true,
+            note: None,
+            comm: None,
+            gpu: Some(Box::new(NodeGpu {
+                gpus: 2,
+                source: GpuSource::Nvml,
+                energy_j: Some(Joules(2.976e6)),
+                avg_power_w: Some(Watts(800.0)),
+                sm_mhz: Some(1410.0),
+                util_pct: Some(87.5),
+                note: None,
+            })),
+            power: Some(NodePower {
+                asked_w: Watts(150.0),
+                held_w: Some(Watts(149.75)),
+                note: None,
+            }),
+            restart_count: Some(1),
+        };
+        let line = r#"{"job_id":31,"node":"n2","freq_ghz":2.2,"energy_j":1234.5,"elapsed_s":10.0,"source":"rapl","restored":true,"gpu":{"gpus":2,"source":"nvml","energy_j":2976000.0,"avg_power_w":800.0,"sm_mhz":1410.0,"util_pct":87.5},"power":{"asked_w":150.0,"held_w":149.75},"restart_count":1}"#;
+        assert_eq!(serde_json::to_string(&o).unwrap(), line);
+        assert_eq!(serde_json::from_str::<NodeOutcome>(line).unwrap(), o);
+        assert_eq!(o.measured_energy_j(), Some(Joules(1234.5)));
+
+        let j = OpenJob {
+            job_id: 7,
+            uid: 1000,
+            user: None,
+            partition: Some("debug".into()),
+            account: None,
+            nodes: vec!["n1".into(), "n2".into()],
+            nodelist: None,
+            min_nodes: None,
+            time_limit: TimeLimit::Seconds(600.0),
+            policy: Some("min-energy".into()),
+            profile: Some("lammps".into()),
+            energy_cap_j: Some(Joules(2e6)),
+            power_cap_w: Some(Watts(900.0)),
+            granted_w: Some(Watts(640.0)),
+            algorithm: None,
+            restart_count: None,
+        };
+        let line = r#"{"job_id":7,"uid":1000,"partition":"debug","nodes":["n1","n2"],"time_limit_s":600.0,"policy":"min-energy","profile":"lammps","energy_cap_j":2000000.0,"power_cap_w":900.0,"granted_w":640.0}"#;
+        assert_eq!(serde_json::to_string(&j).unwrap(), line);
+        assert_eq!(serde_json::from_str::<OpenJob>(line).unwrap(), j);
+
+        let d = Decision {
+            job_id: 7,
+            verdict: Verdict::Planned,
+            reason: String::new(),
+            policy: "min-energy".into(),
+            monitor: false,
+            baseline_sample: false,
+            clock_sample: false,
+            profile: Some("lammps".into()),
+            profile_version: Some("3".into()),
+            power_cap_w: Some(Watts(900.0)),
+            reserved_w: Watts(612.5),
+            plan: None,
+            decided_at: 1_795_000_000,
+            refusal: None,
+            budgets: vec![],
+            comm_dvfs: None,
+            grant: None,
+            guard: None,
+            watts: vec![TypeWatts {
+                node_type: "epyc".into(),
+                freq_ghz: Ghz(2.2),
+                busy_w: Watts(233.9),
+                idle_w: Watts(77.0),
+                source: PowerSource::Interpolated,
+            }],
+        };
+        let line = r#"{"job_id":7,"verdict":"planned","reason":"","policy":"min-energy","profile":"lammps","profile_version":"3","power_cap_w":900.0,"reserved_w":612.5,"plan":null,"decided_at":1795000000,"watts":[{"type":"epyc","freq_ghz":2.2,"busy_w":233.9,"idle_w":77.0,"source":{"kind":"interpolated"}}]}"#;
+        assert_eq!(serde_json::to_string(&d).unwrap(), line);
+        assert_eq!(serde_json::from_str::<Decision>(line).unwrap(), d);
+        assert!(d.holds_reservation());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use greenup_comm::CommDvfs;
 use greenup_core::plan::{Estimate, PlannedNode};
+use greenup_core::quantity::Watts;
 
 use crate::power::{GpuPart, Grant};
 use crate::record::{Decision, Verdict};
@@ -68,7 +69,7 @@ pub struct NodeSettings {
     /// package's part of it): the RAPL long-term limit its prolog sets (`power.enforce:
     /// queue`); absent: the node's limit is left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_limit_w: Option<f64>,
+    pub power_limit_w: Option<Watts>,
     /// On a GPU node, each GPU's part of the node's share and the power limit each of the
     /// job's GPUs is set to (the library's `power::split`); absent: GPU limits are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,5 +149,18 @@ impl NodeSettings {
             .and_then(|p| p.nodes.iter().find(|n| n.name == node))
             .map(NodeGears::of);
         NodeSettings::of(d, node, planned, allocated, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nodes_power_limit_crosses_the_wire_as_a_bare_number() {
+        let line = r#"{"job_id":7,"node":"n1","used":true,"freq_ghz":2.2,"verdict":"planned","reason":"","node_count":2,"power_limit_w":149.5}"#;
+        let s: NodeSettings = serde_json::from_str(line).unwrap();
+        assert_eq!(s.power_limit_w, Some(Watts(149.5)));
+        assert_eq!(serde_json::to_string(&s).unwrap(), line);
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use greenup::budget::{Standing, show_budget_energy};
 use greenup::record::TimeLimit;
 use greenup::report::text::fmt_utc;
-use greenup_core::quantity::Joules;
+use greenup_core::quantity::{Joules, Watts};
 use greenup_proto::protocol::OpenJob;
 
 use crate::daemon_cmds::{DaemonConn, remote};
@@ -218,8 +218,8 @@ pub fn quote(args: QuoteArgs) -> Outcome {
         time_limit,
         policy: args.policy.clone(),
         profile: args.profile.clone(),
-        energy_cap_j,
-        power_cap_w,
+        energy_cap_j: energy_cap_j.map(Joules),
+        power_cap_w: power_cap_w.map(Watts),
         algorithm: None,
         granted_w: None,
     };

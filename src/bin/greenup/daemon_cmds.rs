@@ -125,9 +125,9 @@ fn job_text(j: &JobRecord) -> String {
     line(
         "power cap",
         d.power_cap_w
-            .map_or_else(|| "none".into(), |w| format!("{w:.0} W")),
+            .map_or_else(|| "none".into(), |w| format!("{:.0} W", w.0)),
     );
-    line("reserved", format!("{:.0} W", d.reserved_w));
+    line("reserved", format!("{:.0} W", d.reserved_w.0));
     for b in &d.budgets {
         line("budget", b.describe());
     }
@@ -140,22 +140,27 @@ fn job_text(j: &JobRecord) -> String {
             "predicted",
             format!(
                 "{:.1} s, {:.3} MJ, {:.0} W",
-                p.predicted.time_s,
-                p.predicted.energy_j / 1e6,
-                p.predicted.avg_power_w
+                p.predicted.time_s.0,
+                p.predicted.energy_j.0 / 1e6,
+                p.predicted.avg_power_w.0
             ),
         );
         line(
             "baseline",
             format!(
                 "{:.1} s, {:.3} MJ, {:.0} W",
-                p.baseline.time_s,
-                p.baseline.energy_j / 1e6,
-                p.baseline.avg_power_w
+                p.baseline.time_s.0,
+                p.baseline.energy_j.0 / 1e6,
+                p.baseline.avg_power_w.0
             ),
         );
     }
-    let measured: f64 = j.outcomes.iter().filter_map(|o| o.energy_j).sum();
+    let measured: f64 = j
+        .outcomes
+        .iter()
+        .filter_map(|o| o.energy_j)
+        .map(|e| e.0)
+        .sum();
     if !j.outcomes.is_empty() {
         line(
             "measured",
@@ -176,9 +181,9 @@ fn job_text(j: &JobRecord) -> String {
         t.add_row(vec![
             name.clone(),
             opt(d.freq_for(name).map(|f| format!("{f:.3}"))),
-            opt(o.and_then(|o| o.freq_ghz).map(|f| format!("{f:.3}"))),
-            opt(o.and_then(|o| o.energy_j).map(|e| format!("{e:.0}"))),
-            opt(o.and_then(|o| o.elapsed_s).map(|e| format!("{e:.1}"))),
+            opt(o.and_then(|o| o.freq_ghz).map(|f| format!("{:.3}", f.0))),
+            opt(o.and_then(|o| o.energy_j).map(|e| format!("{:.0}", e.0))),
+            opt(o.and_then(|o| o.elapsed_s).map(|e| format!("{:.1}", e.0))),
             opt(o.and_then(|o| o.source.map(|s| s.as_str()))),
             opt(o.map(|o| if o.restored { "yes" } else { "NO" })),
         ]);
@@ -221,4 +226,60 @@ fn status_text(s: &Status) -> String {
     }
     out.push_str(&format!("{t}\n"));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jobs_figures_print_as_plain_numbers_in_their_columns() {
+        let j: JobRecord = serde_json::from_value(serde_json::json!({
+            "job_id": 9, "uid": 1000, "user": "ada", "partition": null, "state": "closed",
+            "end": "completed", "opened_at": 1_795_000_000, "closed_at": 1_795_002_600,
+            "request": {"job_id": 9, "uid": 1000, "nodes": ["n1", "n2"], "power_cap_w": 900.0},
+            "decision": {
+                "job_id": 9, "verdict": "planned", "reason": "", "policy": "min-energy",
+                "profile": "lammps", "profile_version": "3", "power_cap_w": 900.0,
+                "reserved_w": 612.5, "decided_at": 1_795_000_000,
+                "plan": {
+                    "policy": "min-energy", "feasible": true, "reason": "", "node_count": 2,
+                    "nodes": [
+                        {"name": "n1", "type": "std", "freq_ghz": 2.2},
+                        {"name": "n2", "type": "std", "freq_ghz": 2.2}
+                    ],
+                    "predicted": {"time_s": 2520.0, "energy_j": 1.2e6, "avg_power_w": 476.2},
+                    "baseline": {"time_s": 2400.0, "energy_j": 1.44e6, "avg_power_w": 600.0},
+                    "objective": 1.2e6,
+                    "search": {"algorithm": "exact", "candidates": 12, "elapsed_us": 40}
+                }
+            },
+            "outcomes": [{
+                "job_id": 9, "node": "n1", "freq_ghz": 2.2, "energy_j": 601234.4,
+                "elapsed_s": 2533.25, "source": "rapl"
+            }]
+        }))
+        .unwrap();
+        let text = job_text(&j);
+        for line in [
+            "power cap       900 W\n",
+            "reserved        612 W\n",
+            "predicted       2520.0 s, 1.200 MJ, 476 W\n",
+            "baseline        2400.0 s, 1.440 MJ, 600 W\n",
+            "measured        0.601 MJ over 1 nodes\n",
+        ] {
+            assert!(text.contains(line), "{line:?} in\n{text}");
+        }
+        let row = |node: &str| {
+            text.lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.first() == Some(&node))
+                .unwrap()
+        };
+        assert_eq!(
+            row("n1"),
+            ["n1", "2.200", "2.200", "601234", "2533.2", "rapl", "yes"]
+        );
+        assert_eq!(row("n2"), ["n2", "2.200", "-", "-", "-", "-", "-"]);
+    }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::Args;
 use std::time::Instant;
 
+use greenup_core::quantity::{Seconds, Watts};
 use greenup_platform::dvfs::job::{NodePaths, count_until_end};
 use greenup_platform::dvfs::state;
 use greenup_platform::meter::rapl::{self, Energy, Reading};
@@ -204,7 +205,7 @@ impl PowerReporter {
             let report = PowerReport {
                 node: self.node.clone(),
                 samples: std::mem::take(&mut batch),
-                limit_w: lowered.take(),
+                limit_w: lowered.take().map(Watts),
             };
             if Instant::now() < retry_at {
                 continue;
@@ -212,7 +213,7 @@ impl PowerReporter {
             match self.send(report) {
                 Some(limit) => {
                     backoff = Duration::from_secs(1);
-                    lowered = limit.and_then(|w| self.lower(w));
+                    lowered = limit.and_then(|w| self.lower(w.0));
                 }
                 None => {
                     retry_at = Instant::now() + backoff;
@@ -224,7 +225,7 @@ impl PowerReporter {
 
     /// Send one report: None when greenupd could not be reached, else the lower limit it
     /// asks the node to hold, if any. A refusal is an answer: greenupd has logged why.
-    fn send(&self, report: PowerReport) -> Option<Option<f64>> {
+    fn send(&self, report: PowerReport) -> Option<Option<Watts>> {
         use greenup_proto::client::ClientError;
         let mut c = Client::connect(&self.endpoint, self.timeout).ok()?;
         match c.power_report(report) {
@@ -282,8 +283,8 @@ impl PowerReporter {
             Energy::Measured { joules } => Some(PowerSample {
                 jobs: vec![u64::from(self.job_id)],
                 at: to.unix_s.round() as i64,
-                watts: joules / span,
-                interval_s: span,
+                watts: Watts(joules / span),
+                interval_s: Seconds(span),
                 gpu_watts: None,
             }),
             Energy::Unmeasured { .. } => None,
@@ -326,9 +327,9 @@ fn with_gpus(
 ) -> Option<PowerSample> {
     if held {
         let (from, to) = from_mj.zip(to_mj)?;
-        let gpu_w = greenup_platform::gpu::samples::mean_power_w(from, to, s.interval_s)?;
-        s.watts += gpu_w;
-        s.gpu_watts = Some(gpu_w);
+        let gpu_w = greenup_platform::gpu::samples::mean_power_w(from, to, s.interval_s.0)?;
+        s.watts += Watts(gpu_w);
+        s.gpu_watts = Some(Watts(gpu_w));
     }
     Some(s)
 }
@@ -377,8 +378,8 @@ mod tests {
         let from = reading(1000.0, &[1_000_000, 9_000_000]);
         let to = reading(1005.0, &[6_000_000, 1_000_000]);
         let s = reporter().sample(&from, &to).unwrap();
-        assert_eq!((s.jobs, s.at, s.interval_s), (vec![42], 1005, 5.0));
-        assert!((s.watts - 1.4).abs() < 1e-12, "{}", s.watts);
+        assert_eq!((s.jobs, s.at, s.interval_s), (vec![42], 1005, Seconds(5.0)));
+        assert!((s.watts.0 - 1.4).abs() < 1e-12, "{}", s.watts.0);
         let mut broken = to.clone();
         broken.problem = Some("energy_uj unreadable".into());
         assert_eq!(reporter().sample(&from, &broken), None);
@@ -390,14 +391,14 @@ mod tests {
         let s = PowerSample {
             jobs: vec![42],
             at: 1005,
-            watts: 1.4,
-            interval_s: 5.0,
+            watts: Watts(1.4),
+            interval_s: Seconds(5.0),
             gpu_watts: None,
         };
         // 3,500 J over 5 s: 700 W more, said apart too.
         let with = with_gpus(s.clone(), true, Some(1_000_000), Some(4_500_000)).unwrap();
-        assert!((with.watts - 701.4).abs() < 1e-9, "{}", with.watts);
-        assert_eq!(with.gpu_watts, Some(700.0));
+        assert!((with.watts.0 - 701.4).abs() < 1e-9, "{}", with.watts.0);
+        assert_eq!(with.gpu_watts, Some(Watts(700.0)));
         // No GPUs: RAPL's alone. GPUs whose counters were not read, or went back (a
         // driver reload): no sample.
         assert_eq!(with_gpus(s.clone(), false, None, None), Some(s.clone()));

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use greenup_core::quantity::Watts;
 use greenup_proto::live_power::{CapTimeline, HOURS_KEPT, PowerPoint, PowerView};
 use plotters::prelude::*;
 
@@ -50,11 +51,11 @@ pub fn run(a: &PowerArgs) -> Outcome {
     Ok(())
 }
 
-fn w(v: f64) -> String {
-    format!("{v:.0}")
+fn w(v: Watts) -> String {
+    format!("{:.0}", v.0)
 }
 
-fn cap_w(v: Option<f64>) -> String {
+fn cap_w(v: Option<Watts>) -> String {
     v.map_or_else(|| "none".into(), w)
 }
 
@@ -69,8 +70,8 @@ fn text(v: &PowerView, rows: usize) -> String {
     let mut out = format!(
         "power at {} UTC (nodes report every {} s; warning after {} s over the grant)\n",
         clock(v.at),
-        v.interval_s,
-        v.over_grant_window_s
+        v.interval_s.0,
+        v.over_grant_window_s.0
     );
     let mut t = table(&[
         "CAP",
@@ -139,7 +140,7 @@ fn thinned(line: &CapTimeline, rows: usize) -> (f64, Vec<PowerPoint>) {
         .chunks(per)
         .map(|c| {
             let n = c.len() as f64;
-            let mean = |f: fn(&PowerPoint) -> f64| c.iter().map(f).sum::<f64>() / n;
+            let mean = |f: fn(&PowerPoint) -> Watts| c.iter().map(f).sum::<Watts>() / n;
             PowerPoint {
                 t: c[c.len() - 1].t,
                 measured_w: mean(|p| p.measured_w),
@@ -149,7 +150,7 @@ fn thinned(line: &CapTimeline, rows: usize) -> (f64, Vec<PowerPoint>) {
             }
         })
         .collect();
-    (line.step_s * per as f64, points)
+    (line.step_s.0 * per as f64, points)
 }
 
 const WIDTH: u32 = 960;
@@ -197,7 +198,7 @@ fn panel(
     let top = line
         .points
         .iter()
-        .flat_map(|p| [p.measured_w, p.granted_w, p.cap_w.unwrap_or(0.0)])
+        .flat_map(|p| [p.measured_w.0, p.granted_w.0, p.cap_w.map_or(0.0, |w| w.0)])
         .fold(1.0_f64, f64::max);
     let mut chart = ChartBuilder::on(area)
         .caption(format!("power cap '{}'", line.scope), ("sans-serif", 20))
@@ -217,10 +218,10 @@ fn panel(
         .map_err(|e| err(&e))?;
     type Get = fn(&PowerPoint) -> Option<f64>;
     let series: [(&str, RGBColor, Get); 4] = [
-        ("cap", CAP, |p| p.cap_w),
-        ("granted", GRANTED, |p| Some(p.granted_w)),
-        ("measured", MEASURED, |p| Some(p.measured_w)),
-        ("stranded", STRANDED, |p| Some(p.stranded_w)),
+        ("cap", CAP, |p| p.cap_w.map(|w| w.0)),
+        ("granted", GRANTED, |p| Some(p.granted_w.0)),
+        ("measured", MEASURED, |p| Some(p.measured_w.0)),
+        ("stranded", STRANDED, |p| Some(p.stranded_w.0)),
     ];
     for (name, colour, get) in series {
         let pts: Vec<(f64, f64)> = line
@@ -251,36 +252,37 @@ fn panel(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use greenup_core::quantity::Seconds;
     use greenup_proto::live_power::CapPower;
 
     fn view(points: usize) -> PowerView {
         let p = |i: usize| PowerPoint {
             t: 1_795_000_000 + 5 * i as i64,
-            measured_w: 100.0 * i as f64,
-            granted_w: 1000.0,
-            cap_w: Some(2000.0),
-            stranded_w: (1000.0 - 100.0 * i as f64).max(0.0),
+            measured_w: Watts(100.0 * i as f64),
+            granted_w: Watts(1000.0),
+            cap_w: Some(Watts(2000.0)),
+            stranded_w: Watts((1000.0 - 100.0 * i as f64).max(0.0)),
         };
         PowerView {
             at: 1_795_000_000 + 5 * points as i64,
-            interval_s: 5.0,
-            over_grant_window_s: 60.0,
+            interval_s: Seconds(5.0),
+            over_grant_window_s: Seconds(60.0),
             caps: vec![CapPower {
                 scope: "site".into(),
-                cap_w: Some(2000.0),
-                granted_w: 1000.0,
-                measured_w: 400.0,
-                measured_gpu_w: 0.0,
-                stranded_w: 600.0,
+                cap_w: Some(Watts(2000.0)),
+                granted_w: Watts(1000.0),
+                measured_w: Watts(400.0),
+                measured_gpu_w: Watts(0.0),
+                stranded_w: Watts(600.0),
                 nodes: 4,
                 over_grant_since: None,
                 over_grant_episodes: 0,
-                given_back_w: 0.0,
+                given_back_w: Watts(0.0),
                 unopened_nodes: 0,
             }],
             timelines: vec![CapTimeline {
                 scope: "site".into(),
-                step_s: 5.0,
+                step_s: Seconds(5.0),
                 points: (0..points).map(p).collect(),
             }],
         }
@@ -292,7 +294,10 @@ mod tests {
         let (step, rows) = thinned(&v.timelines[0], 2);
         // (0 + 100) / 2 and (200 + 300) / 2 W measured; stranded (1000 + 900) / 2, (800 + 700) / 2.
         assert_eq!(step, 10.0);
-        let m: Vec<(f64, f64)> = rows.iter().map(|p| (p.measured_w, p.stranded_w)).collect();
+        let m: Vec<(f64, f64)> = rows
+            .iter()
+            .map(|p| (p.measured_w.0, p.stranded_w.0))
+            .collect();
         assert_eq!(m, vec![(50.0, 950.0), (250.0, 750.0)]);
         let out = text(&v, 2);
         assert!(out.contains("site: 2 points, one per 10 s"), "{out}");

@@ -32,7 +32,7 @@ pub(super) fn predicted_j(site: &Site, req: &OpenJob, p: &Proposal) -> Joules {
         (Verdict::Planned | Verdict::BudgetLimited, Some(plan)) => plan.predicted.energy_j,
         (Verdict::Unchanged, Some(plan)) => plan.baseline.energy_j,
         (Verdict::Refused, _) if site.enforce == Enforce::Strict => Joules(0.0),
-        _ => Joules(p.reserve_w * limit),
+        _ => p.reserve_w * Seconds(limit),
     }
 }
 
@@ -99,7 +99,7 @@ fn evaluate(
         let free = match acts.power_share {
             Some(share) => {
                 let full = greenup::power::max_power_w(site, &req.nodes).0;
-                let base = [free_w, req.power_cap_w]
+                let base = [free_w, req.power_cap_w.map(|w| w.0)]
                     .into_iter()
                     .flatten()
                     .fold(full, f64::min);
@@ -186,7 +186,7 @@ fn quote(
             plan.node_count,
         ),
         None => (
-            Joules(p.reserve_w * req.time_limit.hold_s()),
+            p.reserve_w * Seconds(req.time_limit.hold_s()),
             req.time_limit.seconds().map(Seconds),
             req.nodes.len(),
         ),

@@ -14,11 +14,12 @@ use super::jobs::JobView;
 use super::{Shared, lock};
 use greenup::power::give_back::{kept_w, licenses_with};
 use greenup::site::{PowerEnforce, Site};
+use greenup_core::quantity::Watts;
 use greenup_proto::live_power::PowerReport;
 
 /// How far above its asked limit a node's read-back limit may be and still hold it (the
 /// hardware keeps limits in its own units).
-const HELD_SLACK_W: f64 = 0.5;
+const HELD_SLACK_W: Watts = Watts(0.5);
 
 /// A lowering no node has confirmed within this many report periods (plus a minute)
 /// is abandoned: the nodes that did lower stay lower, the job keeps its licenses.
@@ -27,11 +28,11 @@ const CONFIRM_PERIODS: f64 = 3.0;
 /// One job's stretch of reports being judged.
 struct Stranding {
     /// The watts the job holds now.
-    granted_w: f64,
+    granted_w: Watts,
     /// The judged stretch began here (unix seconds).
     since: i64,
     /// Each used node's highest sample since then.
-    peaks: HashMap<String, f64>,
+    peaks: HashMap<String, Watts>,
     lowering: Option<Lowering>,
     /// Never judged again: a node shared with another job, a GPU node, or a give-back
     /// that failed.
@@ -40,8 +41,8 @@ struct Stranding {
 
 /// A give-back under way: the nodes are lowering their limits.
 struct Lowering {
-    kept_w: f64,
-    limits: HashMap<String, f64>,
+    kept_w: Watts,
+    limits: HashMap<String, Watts>,
     held: HashSet<String>,
     started: i64,
     /// The licenses were asked to shrink.
@@ -51,8 +52,8 @@ struct Lowering {
 /// The licenses a job is to shrink to, once its nodes all hold their lower limits.
 pub(super) struct Shrink {
     pub(super) job_id: u64,
-    pub(super) from_w: f64,
-    pub(super) kept_w: f64,
+    pub(super) from_w: Watts,
+    pub(super) kept_w: Watts,
     pub(super) partition: Option<String>,
 }
 
@@ -60,7 +61,7 @@ pub(super) struct Shrink {
 #[derive(Default)]
 pub(super) struct Step {
     /// The lower limit the reporting node is to hold (the reply's `limit_w`).
-    pub(super) limit_w: Option<f64>,
+    pub(super) limit_w: Option<Watts>,
     /// Licenses to shrink now.
     pub(super) shrink: Option<Shrink>,
 }
@@ -85,11 +86,11 @@ impl GiveBacks {
             return Step::default();
         }
         let s = self.jobs.entry(job_id).or_insert_with(|| Stranding {
-            granted_w: grant.granted_w.0,
+            granted_w: grant.granted_w,
             since: r
                 .samples
                 .first()
-                .map_or(now, |s| s.at - s.interval_s.ceil() as i64),
+                .map_or(now, |s| s.at - s.interval_s.0.ceil() as i64),
             peaks: HashMap::new(),
             lowering: None,
             off: false,
@@ -109,7 +110,7 @@ impl GiveBacks {
             return step;
         }
         for x in r.samples.iter().filter(|x| x.at > s.since) {
-            let peak = s.peaks.entry(r.node.clone()).or_insert(0.0);
+            let peak = s.peaks.entry(r.node.clone()).or_insert(Watts(0.0));
             *peak = peak.max(x.watts);
         }
         let latest = r.samples.last().map_or(now, |x| x.at);
@@ -119,7 +120,7 @@ impl GiveBacks {
         // Once a stretch, not per report: linear in the job's size.
         let names: Vec<String> = v.used().iter().map(|n| n.to_string()).collect();
         let floor_w = greenup::power::slurm::bounds(site, &names)
-            .map_or(0.0, |b| b.min_w.0 * names.len() as f64);
+            .map_or(Watts(0.0), |b| b.min_w * names.len() as f64);
         let kept = kept_w(
             s.granted_w,
             s.peaks.values().copied(),
@@ -137,17 +138,17 @@ impl GiveBacks {
             s.peaks.clear();
             return Step::default();
         };
-        let limits: HashMap<String, f64> = limits.into_iter().collect();
+        let limits: HashMap<String, Watts> = limits.into_iter().collect();
         let limit_w = limits.get(&r.node).copied();
         tracing::info!(
             job_id,
-            granted_w = s.granted_w,
-            kept_w,
+            granted_w = s.granted_w.0,
+            kept_w = kept_w.0,
             "job {job_id}: its nodes drew at most {:.0} W of its {:.0} W for {} s: lowering their limits to give {:.0} W back",
-            s.peaks.values().sum::<f64>(),
-            s.granted_w,
+            s.peaks.values().copied().sum::<Watts>().0,
+            s.granted_w.0,
             latest - s.since,
-            s.granted_w - kept_w
+            (s.granted_w - kept_w).0
         );
         s.lowering = Some(Lowering {
             kept_w,
@@ -163,7 +164,7 @@ impl GiveBacks {
     }
 
     /// The job's licenses now count `kept_w`: judge a fresh stretch from `now`.
-    pub(super) fn done(&mut self, job_id: u64, kept_w: f64, now: i64) {
+    pub(super) fn done(&mut self, job_id: u64, kept_w: Watts, now: i64) {
         if let Some(s) = self.jobs.get_mut(&job_id) {
             s.granted_w = kept_w;
             s.since = now;
@@ -229,7 +230,7 @@ fn follow(
             l.limits.len() - l.held.len(),
             l.limits.len(),
             now - l.started,
-            s.granted_w
+            s.granted_w.0
         );
         s.off = true;
         return Step::default();
@@ -270,7 +271,7 @@ pub(super) async fn shrink(shared: Arc<Shared>, s: Shrink) {
             ));
         }
         let list = view.licenses.unwrap_or_default();
-        let new = licenses_with(&list, &power, s.partition.as_deref(), s.kept_w as u64)
+        let new = licenses_with(&list, &power, s.partition.as_deref(), s.kept_w.0 as u64)
             .ok_or_else(|| format!("it holds none of greenup's licenses ({list})"))?;
         let mut update = greenup_host::command::slurm(bin.as_deref(), "scontrol");
         update.args(["update", &format!("JobId={id}"), &format!("Licenses={new}")]);
@@ -281,14 +282,14 @@ pub(super) async fn shrink(shared: Arc<Shared>, s: Shrink) {
     .unwrap_or_else(|e| Err(e.to_string()));
     match done {
         Ok(list) => {
-            lock(&shared.ledger).shrink(job_id, kept_w);
+            lock(&shared.ledger).shrink(job_id, kept_w.0);
             lock(&shared.live).gave_back(job_id, from_w - kept_w, kept_w);
             tracing::info!(
                 job_id,
-                kept_w,
-                given_back_w = from_w - kept_w,
+                kept_w = kept_w.0,
+                given_back_w = (from_w - kept_w).0,
                 "job {job_id}: {:.0} W given back to Slurm's queue; its licenses are now {list}",
-                from_w - kept_w
+                (from_w - kept_w).0
             );
         }
         Err(e) => {
@@ -345,11 +346,11 @@ mod tests {
             samples: vec![PowerSample {
                 jobs: jobs.to_vec(),
                 at,
-                watts,
-                interval_s: 2.0,
+                watts: Watts(watts),
+                interval_s: greenup_core::quantity::Seconds(2.0),
                 gpu_watts: None,
             }],
-            limit_w,
+            limit_w: limit_w.map(Watts),
         }
     }
 
@@ -374,17 +375,17 @@ mod tests {
             );
         }
         let s = g.judge(&rep("n1", &[7], 108, 45.0, None), &v, &site, 108);
-        assert_eq!((s.limit_w, s.shrink.is_none()), (Some(54.0), true));
+        assert_eq!((s.limit_w, s.shrink.is_none()), (Some(Watts(54.0)), true));
         // n2 learns its limit at its next report; n1 is told again until it confirms.
         assert_eq!(
             g.judge(&rep("n2", &[7], 110, 40.0, None), &v, &site, 110)
                 .limit_w,
-            Some(54.0)
+            Some(Watts(54.0))
         );
         assert_eq!(
             g.judge(&rep("n1", &[7], 112, 40.0, None), &v, &site, 112)
                 .limit_w,
-            Some(54.0)
+            Some(Watts(54.0))
         );
         // A read-back above the limit does not confirm it.
         let s = g.judge(&rep("n1", &[7], 113, 40.0, Some(60.0)), &v, &site, 113);
@@ -394,14 +395,17 @@ mod tests {
         // The last node's confirmation shrinks the licenses, once.
         let s = g.judge(&rep("n2", &[7], 114, 40.0, Some(54.0)), &v, &site, 114);
         let k = s.shrink.expect("all nodes hold their limits");
-        assert_eq!((k.job_id, k.from_w, k.kept_w), (7, 320.0, 108.0));
+        assert_eq!(
+            (k.job_id, k.from_w, k.kept_w),
+            (7, Watts(320.0), Watts(108.0))
+        );
         assert!(
             g.judge(&rep("n2", &[7], 116, 40.0, Some(54.0)), &v, &site, 116)
                 .shrink
                 .is_none()
         );
         // Then a fresh stretch is judged from the new grant: 108 W kept, nothing more to give.
-        g.done(7, 108.0, 116);
+        g.done(7, Watts(108.0), 116);
         for t in (118..140).step_by(2) {
             for n in ["n1", "n2"] {
                 let s = g.judge(&rep(n, &[7], t, 45.0, None), &v, &site, t);

@@ -504,11 +504,14 @@ async fn store_outcome(shared: &Arc<Shared>, o: NodeOutcome) -> Result<bool, Err
 fn validate_outcome(o: &NodeOutcome) -> Result<(), ErrorReply> {
     check_node_name("node", &o.node)?;
     for (field, v) in [
-        ("freq_ghz", o.freq_ghz),
-        ("energy_j", o.energy_j),
-        ("elapsed_s", o.elapsed_s),
-        ("power.asked_w", o.power.as_ref().map(|p| p.asked_w)),
-        ("power.held_w", o.power.as_ref().and_then(|p| p.held_w)),
+        ("freq_ghz", o.freq_ghz.map(|f| f.0)),
+        ("energy_j", o.energy_j.map(|j| j.0)),
+        ("elapsed_s", o.elapsed_s.map(|t| t.0)),
+        ("power.asked_w", o.power.as_ref().map(|p| p.asked_w.0)),
+        (
+            "power.held_w",
+            o.power.as_ref().and_then(|p| p.held_w).map(|w| w.0),
+        ),
     ] {
         if let Some(x) = v
             && !(x.is_finite() && x >= 0.0)

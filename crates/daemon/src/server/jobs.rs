@@ -160,10 +160,10 @@ impl JobView {
     pub(super) fn limits_under(
         &self,
         site: &greenup::site::Site,
-        granted_w: f64,
-    ) -> Option<Vec<(String, f64)>> {
+        granted_w: Watts,
+    ) -> Option<Vec<(String, Watts)>> {
         let mut d = self.decision.clone();
-        d.grant.as_mut()?.granted_w = Watts(granted_w);
+        d.grant.as_mut()?.granted_w = granted_w;
         let n = self.nodes.len();
         self.used()
             .into_iter()
@@ -563,7 +563,7 @@ async fn gather(shared: &Arc<Shared>, ctx: &Ctx, req: OpenJob) -> Facts {
 fn hold(ledger: &mut Ledger, f: &Facts, p: &Proposal) {
     if p.verdict.holds_reservation(p.reserve_w) {
         let part = f.req.partition.as_deref();
-        ledger.reserve(f.req.job_id, part, p.reserve_w, f.expires_at, f.at);
+        ledger.reserve(f.req.job_id, part, p.reserve_w.0, f.expires_at, f.at);
     }
 }
 
@@ -587,7 +587,7 @@ async fn decide_under_ledger(
         .map_err(|e| ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}")))?;
         let mut ledger = lock(&shared.ledger);
         let shrank_past_it = match (free, ledger.free_w(part)) {
-            (Some(then), Some(now)) => now < then && p.reserve_w > now,
+            (Some(then), Some(now)) => now < then && p.reserve_w.0 > now,
             _ => false,
         };
         if !shrank_past_it {
@@ -610,7 +610,7 @@ fn admit_budgets(shared: &Arc<Shared>, ctx: &Ctx, f: &Facts, p: Proposal) -> Adm
     let (held_w, holds) = (p.reserve_w, p.verdict.holds_reservation(p.reserve_w));
     let free_before = lock(&shared.ledger)
         .free_w(f.req.partition.as_deref())
-        .map(|free| if holds { free + held_w } else { free });
+        .map(|free| if holds { free + held_w.0 } else { free });
     let admitted = super::budget::admit(shared, ctx, &f.req, p, free_before, f.at);
     let p = &admitted.proposal;
     if (p.reserve_w, p.verdict.holds_reservation(p.reserve_w)) != (held_w, holds) {
@@ -705,7 +705,7 @@ async fn record(
                     ledger.reserve(
                         job_id,
                         partition.as_deref(),
-                        decision.reserved_w,
+                        decision.reserved_w.0,
                         f.expires_at,
                         decision.decided_at,
                     );

@@ -12,6 +12,7 @@ use super::jobs::{JobView, Outcome};
 use super::{Ctx, Shared, lock};
 use crate::decide::bad_field;
 use crate::store::sqlite::now;
+use greenup_core::quantity::{Seconds, Watts};
 use greenup_proto::live_power::{
     CapPower, CapTimeline, HOURS_KEPT, MAX_SAMPLE_JOBS, MAX_SAMPLES, PowerPoint, PowerReport,
     PowerView, counts_for_s, stranded_w,
@@ -152,15 +153,15 @@ impl Cap {
     fn now(&self) -> CapPower {
         CapPower {
             scope: self.scope.clone(),
-            cap_w: self.cap_w,
-            granted_w: self.granted_w,
-            measured_w: self.measured_w,
-            measured_gpu_w: self.measured_gpu_w,
-            stranded_w: stranded_w(self.granted_w, self.measured_w),
+            cap_w: self.cap_w.map(Watts),
+            granted_w: Watts(self.granted_w),
+            measured_w: Watts(self.measured_w),
+            measured_gpu_w: Watts(self.measured_gpu_w),
+            stranded_w: stranded_w(Watts(self.granted_w), Watts(self.measured_w)),
             nodes: self.nodes,
             over_grant_since: self.over_since,
             over_grant_episodes: self.episodes,
-            given_back_w: self.given_back_w,
+            given_back_w: Watts(self.given_back_w),
             unopened_nodes: 0,
         }
     }
@@ -176,20 +177,20 @@ impl Cap {
                 let last = c[c.len() - 1];
                 PowerPoint {
                     t: last.t,
-                    measured_w: c.iter().map(|p| p.measured_w).sum::<f64>() / n,
-                    granted_w: c.iter().map(|p| p.granted_w).sum::<f64>() / n,
-                    cap_w: last.cap_w,
+                    measured_w: Watts(c.iter().map(|p| p.measured_w).sum::<f64>() / n),
+                    granted_w: Watts(c.iter().map(|p| p.granted_w).sum::<f64>() / n),
+                    cap_w: last.cap_w.map(Watts),
                     stranded_w: c
                         .iter()
-                        .map(|p| stranded_w(p.granted_w, p.measured_w))
-                        .sum::<f64>()
+                        .map(|p| stranded_w(Watts(p.granted_w), Watts(p.measured_w)))
+                        .sum::<Watts>()
                         / n,
                 }
             })
             .collect();
         CapTimeline {
             scope: self.scope.clone(),
-            step_s: step_s * per as f64,
+            step_s: Seconds(step_s * per as f64),
             points,
         }
     }
@@ -343,14 +344,15 @@ impl Live {
         let step = self.step_s;
         let mut counted = 0;
         for s in &r.samples {
-            let stale_at = s.at + counts_for_s(s.interval_s.max(step)).ceil() as i64;
-            let gpu_w = s.gpu_watts.unwrap_or(0.0);
+            let stale_at = s.at + counts_for_s(s.interval_s.0.max(step)).ceil() as i64;
+            let Watts(watts) = s.watts;
+            let gpu_w = s.gpu_watts.map_or(0.0, |g| g.0);
             let old = match self.nodes.get_mut(&r.node) {
                 Some(n) if n.at >= s.at => continue,
                 Some(n) => {
                     let old = ((n.watts, n.gpu_watts), n.cap);
                     (n.watts, n.gpu_watts, n.at, n.stale_at, n.cap, n.unopened) =
-                        (s.watts, gpu_w, s.at, stale_at, cap, unopened);
+                        (watts, gpu_w, s.at, stale_at, cap, unopened);
                     n.jobs.clone_from(&s.jobs);
                     Some(old)
                 }
@@ -358,7 +360,7 @@ impl Live {
                     self.nodes.insert(
                         r.node.clone(),
                         NodeNow {
-                            watts: s.watts,
+                            watts,
                             gpu_watts: gpu_w,
                             at: s.at,
                             stale_at,
@@ -377,7 +379,7 @@ impl Live {
                 }
             }
             for c in std::iter::once(0).chain(cap) {
-                self.caps[c].measured_w += s.watts;
+                self.caps[c].measured_w += watts;
                 self.caps[c].measured_gpu_w += gpu_w;
                 self.caps[c].nodes += 1;
                 self.caps[c].judge(s.at, self.window_s);
@@ -403,12 +405,12 @@ impl Live {
     }
 
     /// Job `job_id`'s licenses were lowered by `given_w` to `kept_w`.
-    pub(super) fn gave_back(&mut self, job_id: u64, given_w: f64, kept_w: f64) {
+    pub(super) fn gave_back(&mut self, job_id: u64, given_w: Watts, kept_w: Watts) {
         self.give_back.done(job_id, kept_w, now());
         let partition = self.jobs.get(&job_id).and_then(|v| v.partition.clone());
         let cap = partition.and_then(|p| self.by_partition.get(&p).copied());
         for c in std::iter::once(0).chain(cap) {
-            self.caps[c].given_back_w += given_w;
+            self.caps[c].given_back_w += given_w.0;
         }
     }
 
@@ -464,8 +466,8 @@ impl Live {
         }
         PowerView {
             at: now,
-            interval_s: self.step_s,
-            over_grant_window_s: self.window_s,
+            interval_s: Seconds(self.step_s),
+            over_grant_window_s: Seconds(self.window_s),
             caps: self
                 .caps
                 .iter()
@@ -526,6 +528,8 @@ fn check(site: &greenup::site::Site, r: &PowerReport, now: i64) -> Result<(), Er
     });
     let mut jobs = HashSet::new();
     for s in &r.samples {
+        // The figures as the node sent them, bare: a refusal quotes them as written.
+        let (Watts(watts), Seconds(interval_s)) = (s.watts, s.interval_s);
         if s.jobs.is_empty() || s.jobs.len() > MAX_SAMPLE_JOBS {
             return Err(bad_field(
                 "samples.jobs",
@@ -543,32 +547,31 @@ fn check(site: &greenup::site::Site, r: &PowerReport, now: i64) -> Result<(), Er
             }
             jobs.insert(j);
         }
-        if !(s.watts.is_finite() && (0.0..=top_w).contains(&s.watts)) {
+        if !(watts.is_finite() && (0.0..=top_w).contains(&watts)) {
             return Err(bad_field(
                 "samples.watts",
-                s.watts,
+                watts,
                 &format!(
                     "a finite number of watts from 0 to {top_w:.0} ({MAX_OVER_TYPE} x node {}'s top power)",
                     r.node
                 ),
             ));
         }
-        if let Some(g) = s.gpu_watts
-            && !(g.is_finite() && (0.0..=s.watts).contains(&g))
+        if let Some(Watts(g)) = s.gpu_watts
+            && !(g.is_finite() && (0.0..=watts).contains(&g))
         {
             return Err(bad_field(
                 "samples.gpu_watts",
                 g,
                 &format!(
-                    "the GPUs' part of the sample's {} W, a finite number of watts from 0 to it",
-                    s.watts
+                    "the GPUs' part of the sample's {watts} W, a finite number of watts from 0 to it"
                 ),
             ));
         }
-        if !(s.interval_s.is_finite() && s.interval_s > 0.0 && s.interval_s <= MAX_INTERVAL_S) {
+        if !(interval_s.is_finite() && interval_s > 0.0 && interval_s <= MAX_INTERVAL_S) {
             return Err(bad_field(
                 "samples.interval_s",
-                s.interval_s,
+                interval_s,
                 &format!("seconds above 0, at most {MAX_INTERVAL_S}"),
             ));
         }
@@ -584,7 +587,7 @@ fn check(site: &greenup::site::Site, r: &PowerReport, now: i64) -> Result<(), Er
             ));
         }
     }
-    if let Some(w) = r.limit_w
+    if let Some(Watts(w)) = r.limit_w
         && !(w.is_finite() && w > 0.0 && w <= top_w)
     {
         return Err(bad_field(
@@ -776,8 +779,8 @@ mod tests {
             samples: vec![PowerSample {
                 jobs: vec![1],
                 at,
-                watts,
-                interval_s: 5.0,
+                watts: Watts(watts),
+                interval_s: Seconds(5.0),
                 gpu_watts: None,
             }],
         }
@@ -788,7 +791,7 @@ mod tests {
         let mut l = live(60.0);
         let with_gpu = |node: &str, at: i64, watts: f64, gpu: f64| {
             let mut r = rep(node, at, watts);
-            r.samples[0].gpu_watts = Some(gpu);
+            r.samples[0].gpu_watts = Some(Watts(gpu));
             r
         };
         l.take(&with_gpu("a", 100, 900.0, 700.0), None, false, 100);
@@ -814,7 +817,7 @@ mod tests {
         l.tick(231);
         assert_eq!(
             (l.caps[0].now().measured_w, l.caps[0].now().measured_gpu_w),
-            (300.0, 0.0)
+            (Watts(300.0), Watts(0.0))
         );
     }
 

@@ -88,10 +88,10 @@ impl Reported {
 
     /// The outcomes of a run set aside, as its record holds them.
     fn of(outcomes: &[NodeOutcome]) -> Self {
-        let energies = outcomes.iter().filter_map(|o| o.energy_j);
+        let energies = outcomes.iter().filter_map(|o| o.energy_j).map(|j| j.0);
         let gpus: Vec<Option<f64>> = outcomes
             .iter()
-            .filter_map(|o| o.gpu.as_ref().map(|g| g.energy_j))
+            .filter_map(|o| o.gpu.as_ref().map(|g| g.energy_j.map(|j| j.0)))
             .collect();
         let gpu_energies = gpus.iter().flatten();
         Reported::new(

@@ -11,6 +11,7 @@ use crate::run::{self, Run};
 use greenup::query::{JobSummary, ListJobs, ListRecords};
 use greenup::record::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 use greenup::record::{JobEnd, Source};
+use greenup_core::quantity::{Ghz, Joules, Seconds};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS jobs (
@@ -482,8 +483,8 @@ impl SqliteStore {
                 d.policy,
                 d.profile,
                 d.profile_version,
-                d.power_cap_w,
-                d.reserved_w,
+                d.power_cap_w.map(|w| w.0),
+                d.reserved_w.0,
                 plan.map_or(0, |p| p.node_count as i64),
                 // What RAPL will measure, to compare with the outcomes' energy_j.
                 plan.map(|p| p.without_gpus().0.energy_j.0),
@@ -501,7 +502,7 @@ impl SqliteStore {
         }
         if state == JobState::Open {
             c.prepare_cached("INSERT INTO reservations (job_id, partition, watts, expires_at) VALUES (?1, ?2, ?3, ?4)")
-                .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w, job.expires_at]))
+                .and_then(|mut s| s.execute(params![id, job.request.partition, d.reserved_w.0, job.expires_at]))
                 .map_err(write_err)?;
         }
         Ok(Applied::Opened {
@@ -667,7 +668,7 @@ impl SqliteStore {
                 let comm = o.comm.as_ref().and_then(|c| serde_json::to_string(c).ok());
                 let gpu = o.gpu.as_ref().and_then(|g| serde_json::to_string(g).ok());
                 let power = o.power.as_ref().and_then(|p| serde_json::to_string(p).ok());
-                s.execute(params![id, o.node, o.freq_ghz, o.energy_j, o.elapsed_s, o.source.map(Source::as_str), o.restored, o.note, at, comm, gpu, power])
+                s.execute(params![id, o.node, o.freq_ghz.map(|f| f.0), o.energy_j.map(|j| j.0), o.elapsed_s.map(|t| t.0), o.source.map(Source::as_str), o.restored, o.note, at, comm, gpu, power])
             })
             .map_err(write_err)?;
         // An outcome that comes after the close (from a node's spool) settles again.
@@ -846,9 +847,9 @@ impl SqliteStore {
                     restart_count: None,
                     job_id: id as u64,
                     node: r.get(0)?,
-                    freq_ghz: r.get(1)?,
-                    energy_j: r.get(2)?,
-                    elapsed_s: r.get(3)?,
+                    freq_ghz: r.get::<_, Option<f64>>(1)?.map(Ghz),
+                    energy_j: r.get::<_, Option<f64>>(2)?.map(Joules),
+                    elapsed_s: r.get::<_, Option<f64>>(3)?.map(Seconds),
                     source: r.get::<_, Option<String>>(4)?.map(Source::from),
                     restored: r.get(5)?,
                     note: r.get(6)?,
@@ -1294,6 +1295,7 @@ pub fn now() -> i64 {
 mod tests {
     use super::*;
     use greenup::record::{NodeOutcome, OpenJob};
+    use greenup_core::quantity::{Joules, Seconds, Watts};
 
     fn decision(job_id: u64, watts: f64) -> Decision {
         Decision {
@@ -1306,7 +1308,7 @@ mod tests {
             profile: None,
             profile_version: None,
             power_cap_w: None,
-            reserved_w: watts,
+            reserved_w: Watts(watts),
             plan: None,
             decided_at: 1000,
             baseline_sample: false,
@@ -1353,9 +1355,9 @@ mod tests {
                 comm: None,
                 job_id,
                 node: node.into(),
-                freq_ghz: Some(2.0),
-                energy_j: Some(e),
-                elapsed_s: Some(10.0),
+                freq_ghz: Some(Ghz(2.0)),
+                energy_j: Some(Joules(e)),
+                elapsed_s: Some(Seconds(10.0)),
                 source: Some(Source::Rapl),
                 restored: true,
                 note: None,
@@ -1382,7 +1384,7 @@ mod tests {
                 new: false,
                 decision,
                 ..
-            }) => assert_eq!(decision.reserved_w, 250.0),
+            }) => assert_eq!(decision.reserved_w, Watts(250.0)),
             other => panic!("{other:?}"),
         }
         assert_eq!(r[2], Ok(Applied::Stored { new: true }));
@@ -1404,7 +1406,7 @@ mod tests {
         let job = s.job(7).unwrap().unwrap();
         assert_eq!(job.state, JobState::Closed);
         assert_eq!(job.outcomes.len(), 1);
-        assert_eq!(job.outcomes[0].energy_j, Some(5.0));
+        assert_eq!(job.outcomes[0].energy_j, Some(Joules(5.0)));
         let c = s.counts().unwrap();
         assert_eq!((c.open_jobs, c.total_jobs, c.outcomes), (0, 1, 1));
     }
@@ -1918,8 +1920,8 @@ mod tests {
                 _ => unreachable!(),
             };
             o.power = Some(greenup::record::NodePower {
-                asked_w: 200.0,
-                held_w,
+                asked_w: Watts(200.0),
+                held_w: held_w.map(Watts),
                 note: held_w.is_none().then(|| "write failed".to_string()),
             });
             Change::Outcome { outcome: o, at: 1 }
@@ -1933,7 +1935,7 @@ mod tests {
         let read = s.outcomes_of(1).unwrap();
         let of = |n: &str| read.iter().find(|o| o.node == n).unwrap().power.clone();
         assert_eq!(of("old"), None);
-        assert_eq!(of("held2").unwrap().held_w, Some(150.0));
+        assert_eq!(of("held2").unwrap().held_w, Some(Watts(150.0)));
         assert_eq!(of("lost").unwrap().note.as_deref(), Some("write failed"));
         let m = s.metrics().unwrap();
         assert_eq!(

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::model::NodeType;
 use greenup_core::plan::Plan;
+use greenup_core::quantity::Watts;
 use greenup_wire::record::TypeWatts;
 
 /// Where a node type's watts at one clock come from: the wire's type, since decisions
@@ -147,7 +148,7 @@ pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts
         let f = n.freq_ghz.0;
         if out
             .iter()
-            .any(|w| w.node_type == n.node_type && same_clock(w.freq_ghz, f))
+            .any(|w| w.node_type == n.node_type && same_clock(w.freq_ghz.0, f))
         {
             continue;
         }
@@ -159,16 +160,16 @@ pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts
         };
         out.push(TypeWatts {
             node_type: n.node_type.clone(),
-            freq_ghz: f,
-            busy_w: w.busy_w,
-            idle_w: w.idle_w,
+            freq_ghz: n.freq_ghz,
+            busy_w: Watts(w.busy_w),
+            idle_w: Watts(w.idle_w),
             source: w.source,
         });
     }
     out.sort_by(|a, b| {
         a.node_type
             .cmp(&b.node_type)
-            .then(a.freq_ghz.total_cmp(&b.freq_ghz))
+            .then(a.freq_ghz.0.total_cmp(&b.freq_ghz.0))
     });
     out
 }

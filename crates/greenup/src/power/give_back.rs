@@ -5,6 +5,8 @@
 //! root or the SlurmUser, lowers the job's greenup licenses once every node's RAPL
 //! limit holds the smaller share. The rules live here; greenupd follows the reports.
 
+use greenup_core::quantity::Watts;
+
 use crate::site::PowerSettings;
 
 /// A give-back must return at least this share of the job's grant: smaller changes
@@ -17,21 +19,22 @@ pub const MIN_GAIN: f64 = 0.05;
 /// queue grants), rounded up. None when that returns less than [`MIN_GAIN`] of the
 /// grant, or a peak is not a finite number of watts.
 pub fn kept_w(
-    granted_w: f64,
-    peaks_w: impl IntoIterator<Item = f64>,
-    floor_w: f64,
+    granted_w: Watts,
+    peaks_w: impl IntoIterator<Item = Watts>,
+    floor_w: Watts,
     headroom: f64,
-) -> Option<f64> {
+) -> Option<Watts> {
     let mut sum = 0.0;
-    for p in peaks_w {
+    for Watts(p) in peaks_w {
         if !(p.is_finite() && p >= 0.0) {
             return None;
         }
         sum += p;
     }
-    let kept = (sum * (1.0 + headroom.max(0.0))).max(floor_w).ceil();
-    (granted_w.is_finite() && kept.is_finite() && granted_w - kept >= MIN_GAIN * granted_w)
-        .then_some(kept)
+    let kept = (sum * (1.0 + headroom.max(0.0))).max(floor_w.0).ceil();
+    let granted = granted_w.0;
+    (granted.is_finite() && kept.is_finite() && granted - kept >= MIN_GAIN * granted)
+        .then_some(Watts(kept))
 }
 
 /// The job's Slurm license list (`squeue -o %W`: `name:count` items, comma-separated)
@@ -69,17 +72,26 @@ mod tests {
 
     #[test]
     fn a_job_keeps_its_peak_and_headroom_in_whole_watts_above_its_floor() {
+        let kept = |granted, peaks: &[f64], floor, headroom| {
+            kept_w(
+                Watts(granted),
+                peaks.iter().copied().map(Watts),
+                Watts(floor),
+                headroom,
+            )
+            .map(|w| w.0)
+        };
         // Two nodes peaking at 41 and 43.5 W: 84.5 x 1.2 = 101.4, kept 102 of 320.
-        assert_eq!(kept_w(320.0, [41.0, 43.5], 90.0, 0.2), Some(102.0));
+        assert_eq!(kept(320.0, &[41.0, 43.5], 90.0, 0.2), Some(102.0));
         // The floor wins over a lower peak.
-        assert_eq!(kept_w(320.0, [10.0, 10.0], 90.0, 0.2), Some(90.0));
+        assert_eq!(kept(320.0, &[10.0, 10.0], 90.0, 0.2), Some(90.0));
         // 300 of 320 returns 20 W, 6.25 %: given; 310 returns 3 %: not.
-        assert_eq!(kept_w(320.0, [250.0], 0.0, 0.2), Some(300.0));
-        assert_eq!(kept_w(320.0, [258.0], 0.0, 0.2), None);
+        assert_eq!(kept(320.0, &[250.0], 0.0, 0.2), Some(300.0));
+        assert_eq!(kept(320.0, &[258.0], 0.0, 0.2), None);
         // A job drawing its grant keeps it; a broken peak gives nothing back.
-        assert_eq!(kept_w(160.0, [160.0], 45.0, 0.0), None);
-        assert_eq!(kept_w(160.0, [f64::NAN], 45.0, 0.0), None);
-        assert_eq!(kept_w(160.0, [-1.0], 45.0, 0.0), None);
+        assert_eq!(kept(160.0, &[160.0], 45.0, 0.0), None);
+        assert_eq!(kept(160.0, &[f64::NAN], 45.0, 0.0), None);
+        assert_eq!(kept(160.0, &[-1.0], 45.0, 0.0), None);
     }
 
     #[test]

@@ -96,11 +96,11 @@ pub fn granted_w(
     partition: Option<&str>,
     licenses: &str,
     nodes: usize,
-) -> Result<Option<f64>, LicenseCountError> {
+) -> Result<Option<Watts>, LicenseCountError> {
     let per_node = power.enforce == crate::site::PowerEnforce::Hres;
     let site_license = power.license_for(None);
     let part_license = partition.map(|p| power.license_for(Some(p)));
-    let mut granted: Option<f64> = None;
+    let mut granted: Option<Watts> = None;
     for item in licenses.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, count) = match item.split_once([':', '*']) {
             Some((n, c)) => (n, c),
@@ -114,12 +114,12 @@ pub fn granted_w(
             item: item.to_string(),
             count: count.to_string(),
         })?;
-        let w = if per_node && name == site_license {
+        let w = Watts(if per_node && name == site_license {
             count as f64 * nodes as f64
         } else {
             count as f64
-        };
-        granted = Some(granted.map_or(w, |g: f64| g.min(w)));
+        });
+        granted = Some(granted.map_or(w, |g| g.min(w)));
     }
     Ok(granted)
 }
@@ -136,9 +136,12 @@ mod tests {
     fn a_grant_is_the_smaller_of_the_site_and_partition_licenses() {
         let p = PowerSettings::default();
         let g = |l: &str| granted_w(&p, Some("debug"), l, 3);
-        assert_eq!(g("greenup_w:640,greenup_w_debug:600"), Ok(Some(600.0)));
-        assert_eq!(g("matlab:1,greenup_w*700"), Ok(Some(700.0)));
-        assert_eq!(g("greenup_w@db:300"), Ok(Some(300.0)));
+        assert_eq!(
+            g("greenup_w:640,greenup_w_debug:600"),
+            Ok(Some(Watts(600.0)))
+        );
+        assert_eq!(g("matlab:1,greenup_w*700"), Ok(Some(Watts(700.0))));
+        assert_eq!(g("greenup_w@db:300"), Ok(Some(Watts(300.0))));
         assert_eq!(g("greenup_w_other:5,matlab:2"), Ok(None));
         assert_eq!(g(""), Ok(None));
         assert!(
@@ -158,9 +161,12 @@ mod tests {
         };
         // 3 nodes holding 60 W each of the resource, the flat partition license 150 W.
         let g = |l: &str, n| granted_w(&p, Some("debug"), l, n);
-        assert_eq!(g("greenup_w:60", 3), Ok(Some(180.0)));
-        assert_eq!(g("greenup_w:60,greenup_w_debug:150", 3), Ok(Some(150.0)));
-        assert_eq!(g("greenup_w_debug:150", 3), Ok(Some(150.0)));
+        assert_eq!(g("greenup_w:60", 3), Ok(Some(Watts(180.0))));
+        assert_eq!(
+            g("greenup_w:60,greenup_w_debug:150", 3),
+            Ok(Some(Watts(150.0)))
+        );
+        assert_eq!(g("greenup_w_debug:150", 3), Ok(Some(Watts(150.0))));
         // Fast n1 weighs 160 W at its top, n2 at 1.4 GHz far less: under hres each still
         // holds a third of 150 W, as its rack counted.
         let site = site();
@@ -173,7 +179,7 @@ mod tests {
         assert_eq!(held(&q, grant, 3), grant);
         assert_eq!(
             granted_w(&q, Some("debug"), "greenup_w:60", 3),
-            Ok(Some(60.0))
+            Ok(Some(Watts(60.0)))
         );
     }
 

@@ -112,7 +112,7 @@ pub fn with_node_type(mut s: NodeSettings, site: &Site) -> NodeSettings {
             .map(|m| split(g.share_w(m.total_w()), &m)),
         _ => None,
     };
-    s.power_limit_w = parts.map(|p| p.cpu_w.0);
+    s.power_limit_w = parts.map(|p| p.cpu_w);
     s.gpu_power = parts.and_then(|p| p.gpu);
     s
 }
@@ -302,7 +302,7 @@ nodes:
             gpu_mhz: None,
         });
         let g1 = with_node_type(NodeSettings::of(&d, "g1", gears, 2, None), &site);
-        assert!((g1.power_limit_w.unwrap() - 75.0).abs() < 1e-9, "{g1:?}");
+        assert!((g1.power_limit_w.unwrap().0 - 75.0).abs() < 1e-9, "{g1:?}");
         let gpu = g1.gpu_power.unwrap();
         assert!((gpu.part_w.0 - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
         let gears = Some(NodeGears {
@@ -310,7 +310,7 @@ nodes:
             gpu_mhz: None,
         });
         let c1 = with_node_type(NodeSettings::of(&d, "c1", gears, 2, None), &site);
-        assert!((c1.power_limit_w.unwrap() - 75.0).abs() < 1e-9);
+        assert!((c1.power_limit_w.unwrap().0 - 75.0).abs() < 1e-9);
         assert_eq!(c1.gpu_power, None);
         // The wire: absent when none, read back when there.
         let line = serde_json::to_string(&g1).unwrap();

@@ -1065,7 +1065,7 @@ mod tests {
                 profile: Some(app.into()),
                 profile_version: None,
                 power_cap_w: None,
-                reserved_w: 0.0,
+                reserved_w: greenup_core::quantity::Watts(0.0),
                 plan: None,
                 decided_at: 0,
                 refusal: None,
@@ -1081,9 +1081,9 @@ mod tests {
                     restart_count: None,
                     job_id,
                     node: name.to_string(),
-                    freq_ghz: *ghz,
-                    energy_j: Some(1000.0),
-                    elapsed_s: Some(wall),
+                    freq_ghz: ghz.map(greenup_core::quantity::Ghz),
+                    energy_j: Some(greenup_core::quantity::Joules(1000.0)),
+                    elapsed_s: Some(greenup_core::quantity::Seconds(wall)),
                     source: Some(Source::Rapl),
                     restored: true,
                     note: None,
@@ -1283,8 +1283,10 @@ mod tests {
             o.gpu = Some(Box::new(crate::record::NodeGpu {
                 gpus: 2,
                 source: Default::default(),
-                energy_j: Some(1.0),
-                avg_power_w: Some(2.0 * (50.0 * (1.0 - u) + 300.0 * u)),
+                energy_j: Some(greenup_core::quantity::Joules(1.0)),
+                avg_power_w: Some(greenup_core::quantity::Watts(
+                    2.0 * (50.0 * (1.0 - u) + 300.0 * u),
+                )),
                 sm_mhz: Some(mhz),
                 util_pct: Some(pct),
                 note: None,
@@ -1747,7 +1749,7 @@ mod tests {
         let mut fast = iso_run(12, "md", 2);
         for (o, n) in fast.outcomes.iter_mut().zip(["n1", "n2"]) {
             o.node = n.into();
-            o.freq_ghz = Some(3.0);
+            o.freq_ghz = Some(greenup_core::quantity::Ghz(3.0));
         }
         fast.request.nodes = vec!["n1".into(), "n2".into()];
         mixed.push(fast);

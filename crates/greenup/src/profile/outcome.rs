@@ -62,6 +62,7 @@ impl GpuUse {
             / 100.0;
         let per_gpu_w = g
             .avg_power_w
+            .map(|w| w.0)
             .filter(|w| w.is_finite() && *w >= 0.0 && g.gpus > 0)
             .map(|w| w / f64::from(g.gpus));
         Some(GpuUse {
@@ -264,7 +265,7 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
     if rec.decision.verdict == Verdict::Refused {
         return None;
     }
-    let time_s = rec.elapsed_s().unwrap_or(0.0);
+    let time_s = rec.elapsed_s().map_or(0.0, |t| t.0);
     let node = |name: &str, node_type: &str, planned_ghz: Option<f64>, gpu_top: bool| {
         let out = rec.outcomes.iter().find(|o| o.node == name);
         NodeOutcome {
@@ -280,9 +281,10 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
             // NaN when nothing says: `check` then leaves the run out, naming the node.
             freq_ghz: out
                 .and_then(|o| o.freq_ghz)
+                .map(|f| f.0)
                 .or(planned_ghz)
                 .unwrap_or(f64::NAN),
-            energy_j: out.and_then(|o| o.measured_energy_j()),
+            energy_j: out.and_then(|o| o.measured_energy_j()).map(|e| e.0),
             compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
             comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
             calls: out.and_then(|o| o.comm.as_ref()).map(|c| c.calls),

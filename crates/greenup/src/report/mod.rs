@@ -349,7 +349,7 @@ impl JobReport {
         };
         let gpus: Vec<Option<f64>> = nodes
             .iter()
-            .filter_map(|n| n.gpu.as_ref().map(|g| g.energy_j))
+            .filter_map(|n| n.gpu.as_ref().map(|g| g.energy_j.map(|j| j.0)))
             .collect();
         let gpu_energy_j = (!gpus.is_empty())
             .then(|| gpus.into_iter().sum::<Option<f64>>())

@@ -90,7 +90,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                     .iter()
                     .find(|o| &o.node == n)
                     .and_then(|o| o.freq_ghz)
-                    .unwrap_or(f64::NAN);
+                    .map_or(f64::NAN, |f| f.0);
                 (n.clone(), type_of(n), f)
             })
             .collect(),
@@ -115,7 +115,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
     for (i, (name, ty, f)) in decided.iter().enumerate() {
         let out = rec.outcomes.iter().find(|o| &o.node == name);
         let source = out.and_then(|o| o.source).unwrap_or(Source::Unmeasured);
-        let measured = out.and_then(|o| o.measured_energy_j());
+        let measured = out.and_then(|o| o.measured_energy_j()).map(|e| e.0);
         let applied = if plan.is_none() {
             if monitor {
                 Applied::Monitor
@@ -129,7 +129,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 Some(o) if o.note.as_deref().is_some_and(|n| n.contains("shared")) => {
                     Applied::SharedNode
                 }
-                Some(o) => match o.freq_ghz {
+                Some(o) => match o.freq_ghz.map(|g| g.0) {
                     Some(g) if (g - f).abs() > FREQ_TOLERANCE * f => {
                         Applied::Failed(format!("ran at {g:.2} GHz"))
                     }
@@ -154,7 +154,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 // The estimate needs the node type's power model, so it is made where
                 // the stored record meets the site.
                 let t = ctx.site.and_then(|s| s.node_types.get(ty));
-                if let (Some(t), Some(f_run)) = (t, o.freq_ghz) {
+                if let (Some(t), Some(f_run)) = (t, o.freq_ghz.map(|f| f.0)) {
                     let f_low = d.comm_dvfs.and_then(|p| p.low_ghz).unwrap_or(t.fmin());
                     mpi.saved_j = crate::comm::saved_j(c, t, f_run, f_low);
                 }
@@ -193,7 +193,7 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         warnings.push(Warning::NotRefined(why.clone()));
     }
 
-    let measured = JobReport::totals_from_nodes(&nodes, rec.elapsed_s());
+    let measured = JobReport::totals_from_nodes(&nodes, rec.elapsed_s().map(|t| t.0));
 
     let (ee, ee_baseline) = match (ctx.predictor, &prediction) {
         (Some(pr), Some(p)) => {
@@ -241,8 +241,8 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
         confidence: ctx.confidence,
         policy: d.policy.clone(),
         caps: Caps {
-            energy_j: rec.request.energy_cap_j,
-            power_w: d.power_cap_w.or(rec.request.power_cap_w),
+            energy_j: rec.request.energy_cap_j.map(|j| j.0),
+            power_w: d.power_cap_w.or(rec.request.power_cap_w).map(|w| w.0),
             time_limit: rec.request.time_limit,
         },
         allocated_nodes: rec.request.nodes.len(),

@@ -143,10 +143,12 @@ pub fn job_report(r: &JobReport) -> String {
                 g.map_or("-".into(), |g| g.gpus.to_string()),
                 g.map_or("-".into(), |_| "nvml".into()),
                 match g {
-                    Some(g) => opt(g.energy_j, fmt_energy),
+                    Some(g) => opt(g.energy_j.map(|j| j.0), fmt_energy),
                     None => "-".into(),
                 },
-                opt_dash(g.and_then(|g| g.avg_power_w), |w| format!("{w:.1} W")),
+                opt_dash(g.and_then(|g| g.avg_power_w).map(|w| w.0), |w| {
+                    format!("{w:.1} W")
+                }),
                 opt_dash(g.and_then(|g| g.sm_mhz), |m| format!("{m:.0} MHz")),
                 opt_dash(g.and_then(|g| g.util_pct), |u| format!("{u:.1}%")),
             ]);
@@ -311,7 +313,7 @@ fn watts_line(watts: &[crate::record::TypeWatts]) -> Option<String> {
         .map(|w| {
             format!(
                 "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({})",
-                w.node_type, w.freq_ghz, w.busy_w, w.idle_w, w.source
+                w.node_type, w.freq_ghz.0, w.busy_w.0, w.idle_w.0, w.source
             )
         })
         .collect();
@@ -336,7 +338,7 @@ fn power_line(nodes: &[super::NodeReport]) -> Option<String> {
                 .as_deref()
                 .map(|n| format!(" ({n})"))
                 .unwrap_or_default();
-            Some(format!("{name} {}{note}", fmt_power(w)))
+            Some(format!("{name} {}{note}", fmt_power(w.0)))
         })
         .collect();
     let not_held: Vec<String> = asked
@@ -345,7 +347,7 @@ fn power_line(nodes: &[super::NodeReport]) -> Option<String> {
         .map(|(name, p)| {
             format!(
                 "{name} asked {}: {}",
-                fmt_power(p.asked_w),
+                fmt_power(p.asked_w.0),
                 p.note.as_deref().unwrap_or("no reason given")
             )
         })
