@@ -223,13 +223,30 @@ fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
     let (a, b) = pair.unwrap();
     // The same program on one node of the same type at the same clocks takes the same
     // time on either; n2's whole node, idle and busy alike, costs 1.1 / 0.9 of n1's.
-    let (pa, pb) = (a.plan.unwrap(), b.plan.unwrap());
+    let (pa, pb) = (a.plan.as_ref().unwrap(), b.plan.as_ref().unwrap());
     assert!((pa.baseline.time_s.0 - pb.baseline.time_s.0).abs() < 1e-9);
     assert!(
         (pb.predicted.energy_j.0 / pa.predicted.energy_j.0 - 1.1 / 0.9).abs() < 1e-9,
         "{:?} {:?}",
         pa.predicted,
         pb.predicted
+    );
+
+    // Each decision names the node that planned with its own factor.
+    let factors = |d: &greenup::record::Decision| -> Vec<(String, f64)> {
+        d.watts
+            .iter()
+            .flat_map(|w| w.node_factors.iter().map(|(n, k)| (n.clone(), *k)))
+            .collect()
+    };
+    let (fa, fb) = (factors(&a), factors(&b));
+    assert!(
+        fa.len() == 1 && fa[0].0 == "n1" && (fa[0].1 - 0.9).abs() < 1e-9,
+        "{fa:?}"
+    );
+    assert!(
+        fb.len() == 1 && fb[0].0 == "n2" && (fb[0].1 - 1.1).abs() < 1e-9,
+        "{fb:?}"
     );
 
     // `greenup site power` lists each node's factor under its type's watts.

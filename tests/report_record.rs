@@ -568,6 +568,7 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
             busy_w: Watts(233.9),
             idle_w: Watts(77.0),
             source: PowerSource::Measured { runs: 3 },
+            node_factors: BTreeMap::from([("n3".to_string(), 1.057)]),
         },
         TypeWatts {
             node_type: "xeon".into(),
@@ -575,6 +576,7 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
             busy_w: Watts(192.0),
             idle_w: Watts(48.0),
             source: PowerSource::Site,
+            node_factors: BTreeMap::new(),
         },
     ];
     let r = from_record(&rec, &Context::default());
@@ -582,7 +584,7 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
     assert!(
         page.contains(
             "Decision    3 of 4 allocated nodes\n\
-             Watts       epyc at 2.20 GHz: 233.9 W busy, 77.0 W idle (measured, 3 runs); \
+             Watts       epyc at 2.20 GHz: 233.9 W busy, 77.0 W idle (measured, 3 runs; n3 x1.057); \
              xeon at 2.00 GHz: 192.0 W busy, 48.0 W idle (site)\n"
         ),
         "{page}"
@@ -594,7 +596,7 @@ fn the_report_names_the_watts_the_decision_planned_with_and_their_source() {
         json["watts"],
         serde_json::json!([
             {"type": "epyc", "freq_ghz": 2.2, "busy_w": 233.9, "idle_w": 77.0,
-             "source": {"kind": "measured", "runs": 3}},
+             "source": {"kind": "measured", "runs": 3}, "node_factors": {"n3": 1.057}},
             {"type": "xeon", "freq_ghz": 2.0, "busy_w": 192.0, "idle_w": 48.0,
              "source": {"kind": "site"}}
         ])

@@ -733,7 +733,14 @@ nodes:
             PowerCurve {
                 clocks: vec![clock(1.5, 173.0, 3), clock(2.5, 260.0, 5)],
                 floor_below: false,
-                nodes: BTreeMap::new(),
+                // e2 draws 4 % more than its type.
+                nodes: BTreeMap::from([(
+                    "e2".to_string(),
+                    greenup::model::measured_power::NodeFactor {
+                        factor: 1.04,
+                        runs: 3,
+                    },
+                )]),
             },
         )]);
         site.node_types = overlay(&site.node_types, &curves);
@@ -755,6 +762,12 @@ nodes:
         // 2.2 GHz lies 0.7 of the way from 1.5 to 2.5: 173 + 0.7 x (260 - 173) = 233.9 W.
         assert!(close(w[0].busy_w.0, 233.9), "{:?}", w[0]);
         assert_eq!(w[0].source, PowerSource::Interpolated);
+        // The one node with its own factor is named at its type and clock, no other.
+        assert_eq!(
+            w[0].node_factors,
+            BTreeMap::from([("e2".to_string(), 1.04)])
+        );
+        assert!(w[1].node_factors.is_empty() && w[2].node_factors.is_empty());
         // Measured at 2.5 GHz in 5 runs: 260 W. Idle watts stay the site's 77 W.
         assert!(
             close(w[1].busy_w.0, 260.0) && close(w[1].idle_w.0, 77.0),

@@ -5,6 +5,8 @@
 //! The protocol, the store, reports, refinement and the plugin all use these types,
 //! so a word such as `cancelled` or `rapl` is parsed in one place only.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use greenup_core::plan::{Algorithm, Plan};
@@ -267,6 +269,11 @@ pub struct TypeWatts {
     pub idle_w: Watts,
     /// Where `busy_w` comes from.
     pub source: PowerSource,
+    /// The nodes of this type at this clock that the plan scaled by their own learned
+    /// power factor (they draw measurably more or less than their type), by name; empty
+    /// when none did, and in decisions from before it was recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_factors: BTreeMap<String, f64>,
 }
 
 impl Decision {
@@ -748,6 +755,7 @@ mod tests {
             busy_w: Watts(busy_w),
             idle_w: Watts(idle_w),
             source,
+            node_factors: BTreeMap::new(),
         };
         let d = Decision {
             watts: vec![
@@ -848,6 +856,7 @@ mod tests {
                 busy_w: Watts(233.9),
                 idle_w: Watts(77.0),
                 source: PowerSource::Interpolated,
+                node_factors: BTreeMap::new(),
             }],
         };
         let line = r#"{"job_id":7,"verdict":"planned","reason":"","policy":"min-energy","profile":"lammps","profile_version":"3","power_cap_w":900.0,"reserved_w":612.5,"plan":null,"decided_at":1795000000,"watts":[{"type":"epyc","freq_ghz":2.2,"busy_w":233.9,"idle_w":77.0,"source":{"kind":"interpolated"}}]}"#;

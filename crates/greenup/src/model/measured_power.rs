@@ -140,31 +140,39 @@ pub fn overlay(
 
 /// The watts `plan` was made with: for each node type and clock its nodes run at, one
 /// node's busy and idle watts by `types` (the site's models with any measured curves
-/// laid over them) and the busy watts' source, by type then clock. A type `types` does
+/// laid over them), the busy watts' source, and the nodes there that planned with their
+/// own factor ([`crate::model::node_scale`]), by type then clock. A type `types` does
 /// not know, or whose watts do not evaluate, is left out: the plan was made without it.
 pub fn planned(types: &BTreeMap<String, NodeType>, plan: &Plan) -> Vec<TypeWatts> {
     let mut out: Vec<TypeWatts> = Vec::new();
     for n in &plan.nodes {
         let f = n.freq_ghz.0;
-        if out
-            .iter()
-            .any(|w| w.node_type == n.node_type && same_clock(w.freq_ghz.0, f))
-        {
-            continue;
-        }
         let Some(nt) = types.get(&n.node_type) else {
             continue;
         };
-        let Ok(w) = nt.watts(f) else {
-            continue;
+        let at = match out
+            .iter()
+            .position(|w| w.node_type == n.node_type && same_clock(w.freq_ghz.0, f))
+        {
+            Some(i) => i,
+            None => {
+                let Ok(w) = nt.watts(f) else {
+                    continue;
+                };
+                out.push(TypeWatts {
+                    node_type: n.node_type.clone(),
+                    freq_ghz: n.freq_ghz,
+                    busy_w: Watts(w.busy_w),
+                    idle_w: Watts(w.idle_w),
+                    source: w.source,
+                    node_factors: BTreeMap::new(),
+                });
+                out.len() - 1
+            }
         };
-        out.push(TypeWatts {
-            node_type: n.node_type.clone(),
-            freq_ghz: n.freq_ghz,
-            busy_w: Watts(w.busy_w),
-            idle_w: Watts(w.idle_w),
-            source: w.source,
-        });
+        if let Some(k) = nt.measured().and_then(|c| c.nodes.get(&n.name)) {
+            out[at].node_factors.insert(n.name.clone(), k.factor);
+        }
     }
     out.sort_by(|a, b| {
         a.node_type

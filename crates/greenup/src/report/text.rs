@@ -312,12 +312,37 @@ fn watts_line(watts: &[crate::record::TypeWatts]) -> Option<String> {
         .iter()
         .map(|w| {
             format!(
-                "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({})",
-                w.node_type, w.freq_ghz.0, w.busy_w.0, w.idle_w.0, w.source
+                "{} at {:.2} GHz: {:.1} W busy, {:.1} W idle ({}{})",
+                w.node_type,
+                w.freq_ghz.0,
+                w.busy_w.0,
+                w.idle_w.0,
+                w.source,
+                node_factors(&w.node_factors)
             )
         })
         .collect();
     Some(parts.join("; "))
+}
+
+/// The most nodes with their own factor the text names for one type and clock; the
+/// JSON form has them all.
+const FACTORS_SHOWN: usize = 8;
+
+/// `; n5 x1.034, n6 x1.057`: the nodes planned with their own power factor, if any.
+fn node_factors(factors: &std::collections::BTreeMap<String, f64>) -> String {
+    if factors.is_empty() {
+        return String::new();
+    }
+    let mut shown: Vec<String> = factors
+        .iter()
+        .take(FACTORS_SHOWN)
+        .map(|(n, k)| format!("{n} x{k:.3}"))
+        .collect();
+    if factors.len() > FACTORS_SHOWN {
+        shown.push(format!("{} more", factors.len() - FACTORS_SHOWN));
+    }
+    format!("; {}", shown.join(", "))
 }
 
 /// Which nodes held the RAPL power limit their decision asked for; None when none was asked.
