@@ -430,6 +430,27 @@ waiting: {polling_share_of_busy_dynamic: 0.5, polling_share_ac: 0.6}
     }
 
     #[test]
+    fn a_node_spread_needs_a_source_and_positive_factors() {
+        let spread = |source: &str, factors: &str| {
+            format!("{FILE}node_spread: {{source: \"{source}\", factors: [{factors}]}}\n")
+        };
+        let p = load(&spread("a study", "0.9, 1.1"), 1.0).unwrap();
+        assert_eq!(p.node_factors, [0.9, 1.1]);
+        // Host nK takes the ((K - 1) mod 2)th; a name without a number draws as its CPU.
+        assert_eq!((p.node_factor("n1"), p.node_factor("n4")), (0.9, 1.1));
+        assert_eq!(p.node_factor("head"), 1.0);
+        let e = load(&spread("a study", "1.0, -0.5"), 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cpus.yaml: cpu (node_spread): factor -0.5: expected a positive number"),
+            "{e}"
+        );
+        let e = load(&spread(" ", "1.0"), 1.0).unwrap_err().to_string();
+        assert!(e.contains("(node_spread): an empty source"), "{e}");
+    }
+
+    #[test]
     fn a_type_maps_to_its_cpu_and_bad_figures_are_refused() {
         let p = load(FILE, 0.7).unwrap();
         assert_eq!(p.cpus["fast"].pstates.last().unwrap().ghz, 2.0);
