@@ -491,3 +491,31 @@ fn hetero_step_windows_are_checked_one_line_each() {
         &["hetero.model_choice.window_s", "'0'", "a finite number > 0"],
     );
 }
+
+#[test]
+fn a_lead_loads_and_one_below_1_is_refused() {
+    let mut sites =
+        greenup::site::load(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/greenup.yaml")).unwrap();
+    let any = sites.node_types.values().next().unwrap().clone();
+    sites.node_types.insert("type1".into(), any);
+    let with = GOOD.replace("t_cm_s: 0.05 }", "t_cm_s: 0.05, lead: 1.45 }");
+    let p = Profile::from_str(Path::new("app.yaml"), &with).unwrap();
+    assert_eq!(
+        p.hetero_model(&sites).unwrap().types["type1"].lead,
+        Some(1.45)
+    );
+    // A slowest node faster than the mean is no slowest node.
+    for (bad, shown) in [("0.9", "'0.9'"), ("-1", "'-1'"), ("slow", "'slow'")] {
+        let s = err(&GOOD.replace("t_cm_s: 0.05", &format!("t_cm_s: 0.05, lead: {bad}")));
+        println!("{s}");
+        has(
+            &s,
+            &[
+                "/etc/greenup/profiles/app.yaml:6:",
+                "hetero.node_types.type1.lead",
+                shown,
+                "expected a finite number >= 1",
+            ],
+        );
+    }
+}

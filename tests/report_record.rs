@@ -202,6 +202,7 @@ fn all_measured_with_a_predictor() {
                 p_static_w: Some(4.0),
                 t_mem_s: None,
                 t_mem_fit: None,
+                lead: None,
             },
         )]),
         site_types,

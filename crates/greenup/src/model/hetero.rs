@@ -39,6 +39,14 @@
 //! shape otherwise ([`dynamic_shape`]). Dynamic energy is that power times the
 //! whole compute time `t(f)`, memory stalls included.
 //!
+//! Unequal work: a program may give the nodes of one type unequal shares (NAS DT's
+//! sources and sink only start and finish). The type's `T_cp` is its mean node's, which
+//! prices its energy right, but the job waits for its slowest node. So a type may carry
+//! a `lead`, its slowest node's compute time over its mean node's, learned from runs
+//! where each node measured its own ([`crate::profile::lead`]): a node's time in the
+//! table is `lead * t(f)` and its dynamic energy stays `P_d(f) * t(f)`.
+//! [`TypeTimes::slowest_s`] is the one home of this rule.
+//!
 //! Synchronised steps: with a step model ([`super::steps`]) the compute part of an
 //! iteration is `sum_k max_τ share[k][τ] * t_τ(f_τ)` instead of `max_i t_i`, each type
 //! τ's time being its slowest node's. The table then carries the node types as groups
@@ -71,6 +79,9 @@ pub struct TypeTimes {
     pub t_mem_s: Option<f64>,
     /// How `t_mem_s` was fitted, when runs at several clocks taught it.
     pub t_mem_fit: Option<ClockFit>,
+    /// How much longer the type's slowest node computes than its mean node where the
+    /// program gives the nodes unequal work (1.45: 45 % longer); `None`: equal work.
+    pub lead: Option<f64>,
 }
 
 /// How a type's clock sensitivity (`t_cp_s` against `t_mem_s`) was fitted.
@@ -91,6 +102,12 @@ impl TypeTimes {
     /// `t_cp_s * s + t_mem_s`, with an unlearned `t_mem_s` taken as 0.
     pub fn compute_s(&self, s: f64) -> f64 {
         self.t_cp_s * s + self.t_mem_s.unwrap_or(0.0)
+    }
+
+    /// Compute seconds of one iteration of the type's slowest node at `s = f_max / f`,
+    /// the time the job waits for: [`Self::compute_s`] times the type's `lead`.
+    pub fn slowest_s(&self, s: f64) -> f64 {
+        self.compute_s(s) * self.lead.unwrap_or(1.0)
     }
 
     /// Dynamic watts of one node of type `nt` at `f` GHz: the profile's own level on
@@ -178,7 +195,7 @@ impl Hetero {
             }
             at.insert(
                 ty.clone(),
-                (times.compute_s(1.0), times.compute_s(fmax / fmin)),
+                (times.slowest_s(1.0), times.slowest_s(fmax / fmin)),
             );
             comm = comm.min(times.t_cm_s);
         }
@@ -260,9 +277,10 @@ impl Hetero {
         let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
         for &f in &slot.freqs_ghz {
             let s = fmax / node_freq(slot, f)?;
-            let compute_s = times.compute_s(s) * self.iterations;
+            // The job waits for the slowest node; the energy is the mean node's.
+            let compute_s = times.slowest_s(s) * self.iterations;
             let p_dyn = times.dynamic_w(nt, f).map_err(expr_err)?;
-            let dynamic_j = p_dyn * compute_s;
+            let dynamic_j = p_dyn * times.compute_s(s) * self.iterations;
             choices.push(Choice {
                 gpu_mhz: None,
                 freq_ghz: f,
@@ -307,7 +325,7 @@ impl Predictor for Hetero {
                 .iter()
                 .filter_map(|s| {
                     let t = self.types.get(&s.node_type)?;
-                    Some((s.node_type.clone(), t.compute_s(1.0) * self.iterations))
+                    Some((s.node_type.clone(), t.slowest_s(1.0) * self.iterations))
                 })
                 .collect();
             fixed_time_s = steps.comm_s(fixed_time_s, &at_fmax);
@@ -381,6 +399,7 @@ mod tests {
                     p_static_w: None,
                     t_mem_s,
                     t_mem_fit: None,
+                    lead: None,
                 },
             )]),
             site_types: BTreeMap::from([("a".to_string(), nt)]),
@@ -422,6 +441,18 @@ mod tests {
             .predict(&at(1.0))
             .unwrap();
         assert!(close(p.time_s, 25.0) && close(p.energy_j, 675.0), "{p:?}");
+    }
+
+    #[test]
+    fn a_lead_sets_the_time_and_leaves_the_energy_to_the_mean_node() {
+        // The first test's type with lead 1.25: at 2 GHz the mean node computes
+        // 10 * 1.5 = 15 s and the slowest 18.75 s, so the job takes 18.75 + 10 * 0.5 =
+        // 23.75 s; energy 40 W * 15 s (the mean node) + 3 W * 23.75 s = 671.25 J.
+        let mut m = model(expr_type(), Some(0.5), Some(40.0));
+        m.types.get_mut("a").unwrap().lead = Some(1.25);
+        let p = m.predict(&at(2.0)).unwrap();
+        assert!(close(p.time_s, 23.75), "{p:?}");
+        assert!(close(p.energy_j, 671.25), "{p:?}");
     }
 
     #[test]

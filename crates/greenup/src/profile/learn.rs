@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::lead;
 use super::outcome::{Outcome, check, outcome_from_record};
 use super::refine::fit_clock;
 use super::{
@@ -24,6 +25,7 @@ use super::{
     ProfileFile, StepClassFile, StepWindowFile, unspanned,
 };
 use crate::model::amdahl;
+use crate::model::hetero::TypeTimes;
 use crate::model::steps::Steps;
 use crate::record::JobRecord;
 use crate::site::Site;
@@ -536,9 +538,22 @@ fn hetero(
             p_static_w: None,
             t_mem_s: None,
             t_mem_fit: None,
+            lead: None,
+        };
+        // The clock law the lead compares each node's compute time against.
+        let mut law = TypeTimes {
+            t_cp_s: cp,
+            t_cm_s: cm,
+            p_dyn_w: None,
+            p_static_w: None,
+            t_mem_s: None,
+            t_mem_fit: None,
+            lead: None,
         };
         match fit_clock(fmax, &samples) {
             Some(term) => {
+                law.t_cp_s = term.t_cp_s;
+                law.t_mem_s = Some(term.t_mem_s);
                 let fit = term.record("greenup profile learn, measured compute time");
                 notes.push(format!(
                     "type {ty}: clock sensitivity from {} node runs at {} clocks: t_cp_s {:.3} scales with the clock, t_mem_s {:.3} does not (fit error {:.1}%)",
@@ -556,6 +571,18 @@ fn hetero(
             None => notes.push(format!(
                 "type {ty}: clock sensitivity not learned (no run on {n} nodes measured its compute time below maximum frequency); taken as compute-bound until refinement sees runs at a second clock"
             )),
+        }
+        let timed: Vec<&Outcome> = on_n
+            .iter()
+            .copied()
+            .chain(clocked.iter().filter(|o| o.nodes.len() == n))
+            .collect();
+        if let Some(l) = lead::of_type(&timed, ty, fmax, &law, 1.0) {
+            notes.push(format!(
+                "type {ty}: its slowest node computes {:.0}% longer than its mean node (lead {l:.3}): the program gives its nodes unequal work, and a run waits for the slowest",
+                (l - 1.0) * 100.0
+            ));
+            entry.lead = Some(number(l));
         }
         node_types.insert(ty.clone(), entry);
     }
@@ -1348,6 +1375,19 @@ mod tests {
         // Means over each type's nodes: fast (18 + 20) / 2 and (7 + 5) / 2.
         assert_eq!(times(&l, "fast"), (19.0, 6.0));
         assert_eq!(times(&l, "eco"), (23.0, 2.5));
+        // The run waits for n2, 20 s against the fast mean's 19: lead 20 / 19, said in a
+        // note. The eco nodes did equal work: no lead.
+        let types = &l.file.hetero.as_ref().unwrap().node_types;
+        let lead = types["fast"].lead.as_ref().map(|v| num(&v.value)).unwrap();
+        assert!((lead - 20.0 / 19.0).abs() < 1e-12, "{lead}");
+        assert!(types["eco"].lead.is_none());
+        assert!(
+            l.notes
+                .iter()
+                .any(|n| n.starts_with("type fast: its slowest node computes 5% longer")),
+            "{:?}",
+            l.notes
+        );
     }
 
     #[test]

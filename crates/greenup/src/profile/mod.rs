@@ -8,6 +8,7 @@
 //! documented in docs/profiles.md.
 
 pub mod iso_overheads;
+pub mod lead;
 pub mod learn;
 pub mod locate;
 pub mod node_power;
@@ -445,6 +446,10 @@ pub struct HeteroTypeFile {
     /// How `t_mem_s` was fitted from runs at several clocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_mem_fit: Option<ClockFitFile>,
+    /// How much longer the type's slowest node computes than its mean node, where the
+    /// program gives its nodes unequal work (a number >= 1). Absent: equal work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<Spanned<Param>>,
 }
 
 /// `t_mem_fit:` of a hetero node type: where its `t_mem_s` came from and how well it fits.
@@ -1078,6 +1083,11 @@ fn check_hetero(
                     .t_mem_fit
                     .as_ref()
                     .map(|f| check_clock_fit(c, f, &k("t_mem_fit")))
+                    .transpose()?,
+                lead: t
+                    .lead
+                    .as_ref()
+                    .map(|v| c.number(v, &k("lead"), "a finite number >= 1", |x| x >= 1.0))
                     .transpose()?,
             },
         );

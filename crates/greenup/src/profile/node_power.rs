@@ -504,6 +504,7 @@ mod tests {
                     p_static_w: None,
                     t_mem_s: None,
                     t_mem_fit: None,
+                    lead: None,
                 },
             )]),
             site_types: types,

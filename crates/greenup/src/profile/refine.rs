@@ -26,6 +26,7 @@ use crate::model::iso_energy::{AppVector, IsoEnergy};
 use crate::model::steps::{self, ModelChoice, Steps};
 use crate::model::{ModelError, Predictor};
 use crate::profile::iso_overheads::{self, Run};
+use crate::profile::lead;
 use crate::profile::versions::{Fit, Versions};
 use crate::profile::{
     ClockFitFile, ModelChoiceFile, Param, Profile, ProfileFile, StepClassFile, unspanned,
@@ -182,6 +183,7 @@ pub fn hetero(
                 times.t_cp_s = per.iter().sum::<f64>() / per.len() as f64;
             }
             times.t_cm_s = cm.iter().sum::<f64>() / cm.len() as f64;
+            times.lead = lead::of_type(&used, ty, fmax, times, iters);
         } else {
             times.t_cp_s *= k;
             times.t_cm_s *= k;
@@ -752,6 +754,7 @@ pub fn refine_profile(
                     f.p_static_w = t.p_static_w.map(number);
                     f.t_mem_s = t.t_mem_s.map(number);
                     f.t_mem_fit = t.t_mem_fit.as_ref().map(ClockFitFile::from_fit);
+                    f.lead = t.lead.map(number);
                 }
             }
             (r.samples, r.residual)
@@ -976,6 +979,7 @@ mod tests {
             p_static_w: None,
             t_mem_s: None,
             t_mem_fit: None,
+            lead: None,
         };
         Hetero {
             iterations: ITERS,
@@ -986,6 +990,75 @@ mod tests {
             site_types: site_types(),
             steps: None,
             time_choice: None,
+        }
+    }
+
+    #[test]
+    fn a_type_whose_nodes_do_unequal_work_is_timed_by_its_slowest_node() {
+        // Four type1 nodes, three computing 1.0 s an iteration at f_max and one 0.2 s
+        // (NAS DT's ranks that only start and finish), 0.2 s of communication: a run
+        // at 2.5 GHz takes 100 * (1.0 + 0.2) = 120 s, at 2.0 GHz (S = 1.25)
+        // 100 * (1.25 + 0.2) = 145 s. Each node draws the truth's 5.5 W static over the
+        // run and 26 W * (f / 2.5)^3 while it computes.
+        let run = |job_id: u64, f: f64| {
+            let s = 2.5 / f;
+            let wall = ITERS * (1.0 * s + 0.2);
+            let nodes = [1.0, 1.0, 1.0, 0.2]
+                .iter()
+                .enumerate()
+                .map(|(k, per)| {
+                    let c = ITERS * per * s;
+                    NodeOutcome {
+                        name: format!("n{}", k + 1),
+                        node_type: "type1".into(),
+                        freq_ghz: f,
+                        energy_j: Some(5.5 * wall + 26.0 * (f / 2.5f64).powi(3) * c),
+                        compute_s: Some(c),
+                        comm_s: Some(wall - c),
+                        calls: None,
+                        bytes: None,
+                        gpu: None,
+                    }
+                })
+                .collect();
+            Outcome {
+                gpu_locked: false,
+                job_id,
+                state: RunState::Completed,
+                time_s: wall,
+                predicted_time_s: wall,
+                nodes,
+            }
+        };
+        let runs = [run(1, 2.5), run(2, 2.0)];
+        let mut model = wrong_hetero();
+        model.types.remove("type3");
+        let r = hetero(&model, &runs).unwrap();
+        // The mean node computes 0.8 s at f_max, and no time that ignores the clock;
+        // the slowest computes 1.0 s: a lead of 1.25.
+        let t = &r.params["type1"];
+        assert!((t.t_cp_s - 0.8).abs() < 1e-9, "{t:?}");
+        assert!(t.t_mem_s.unwrap().abs() < 1e-9, "{t:?}");
+        assert!((t.lead.unwrap() - 1.25).abs() < 1e-9, "{t:?}");
+        let refined = Hetero {
+            types: r.params.clone(),
+            ..model.clone()
+        };
+        // Each run's time and energy predicted exactly; the mean node alone would say
+        // 100 * (0.8 + 0.2) = 100 s for the first, 17 % short. Energy: 5.5 W * 120 s * 4
+        // nodes + 26 W * 80 s * 4 (the mean node) = 10,960 J, the three busy nodes'
+        // 3,260 J and the fourth's 1,180 J.
+        for (o, time, energy) in [(&runs[0], 120.0, 10_960.0), (&runs[1], 145.0, 0.0)] {
+            let p = refined.predict(&o.config()).unwrap();
+            assert!((p.time_s - time).abs() < 1e-6, "{p:?}");
+            let measured = o.energy_j().unwrap();
+            if energy > 0.0 {
+                assert!((measured - energy).abs() < 1e-6, "{measured}");
+            }
+            assert!(
+                (p.energy_j - measured).abs() < 1e-6 * measured,
+                "{p:?} {measured}"
+            );
         }
     }
 
@@ -1075,6 +1148,7 @@ mod tests {
                         p_static_w: Some(t.5),
                         t_mem_s: None,
                         t_mem_fit: None,
+                        lead: None,
                     },
                 )
             })),
