@@ -484,4 +484,40 @@ mod tests {
         };
         assert!(!off.lowers_at_once(1 << 30, false));
     }
+
+    #[test]
+    fn a_ranks_times_and_the_low_gear_cross_files_as_bare_numbers() {
+        let r = rank(3, 12.5, 2.5);
+        let line = r#"{"rank":3,"wall_s":12.5,"mpi_s":2.5,"bytes":1000,"calls":10,"sync_calls":4,"low_s":1.25,"transitions":3,"saved_j":1.5,"complete":true,"errors":0}"#;
+        assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        assert_eq!(serde_json::from_str::<RankStats>(line).unwrap(), r);
+        let unsaved = RankStats {
+            saved_j: None,
+            ..rank(0, 0.0, 0.0)
+        };
+        let line = r#"{"rank":0,"wall_s":0.0,"mpi_s":0.0,"bytes":1000,"calls":10,"sync_calls":4,"low_s":0.0,"transitions":3,"complete":true,"errors":0}"#;
+        assert_eq!(serde_json::to_string(&unsaved).unwrap(), line);
+        assert_eq!(serde_json::from_str::<RankStats>(line).unwrap(), unsaved);
+
+        let lowest = CommDvfs::default();
+        let line = r#"{"enabled":true,"threshold_bytes":16384,"strided_threshold_bytes":65536,"timeout_us":500,"low_ghz":null,"wait":"block"}"#;
+        assert_eq!(serde_json::to_string(&lowest).unwrap(), line);
+        assert_eq!(serde_json::from_str::<CommDvfs>(line).unwrap(), lowest);
+        let low: CommDvfs = serde_json::from_str(r#"{"low_ghz":1.4}"#).unwrap();
+        let line = r#"{"enabled":true,"threshold_bytes":16384,"strided_threshold_bytes":65536,"timeout_us":500,"low_ghz":1.4,"wait":"block"}"#;
+        assert_eq!(serde_json::to_string(&low).unwrap(), line);
+        assert_eq!(serde_json::from_str::<CommDvfs>(line).unwrap(), low);
+        assert_eq!(
+            low.invalid(),
+            None,
+            "{line} is a valid setting, read as its own bare number"
+        );
+        assert_eq!(
+            serde_json::from_str::<CommDvfs>(r#"{"low_ghz":-0.5}"#)
+                .unwrap()
+                .invalid()
+                .as_deref(),
+            Some("low_ghz -0.5 is not a positive frequency")
+        );
+    }
 }

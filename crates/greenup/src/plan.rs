@@ -466,3 +466,40 @@ fn node_slots(
     }
     Ok((slots, lo, hi))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requests_caps_cross_the_wire_as_bare_numbers() {
+        let req = PlanRequest {
+            policy: "min-energy".into(),
+            nodes: NodeRequest::Count { min: 2, max: 8 },
+            partition: Some("cpu".into()),
+            energy_cap_j: Some(3.6e6),
+            power_cap_w: Some(1250.5),
+            time_limit: TimeLimit::of_seconds(3600.0),
+            algorithm: Algorithm::Exact,
+            max_freq_ghz: Some(2.2),
+        };
+        let line = r#"{"policy":"min-energy","nodes":{"count":{"min":2,"max":8}},"partition":"cpu","energy_cap_j":3600000.0,"power_cap_w":1250.5,"time_limit_s":3600.0,"algorithm":"exact","max_freq_ghz":2.2}"#;
+        assert_eq!(serde_json::to_string(&req).unwrap(), line);
+        assert_eq!(serde_json::from_str::<PlanRequest>(line).unwrap(), req);
+        let uncapped = PlanRequest {
+            nodes: NodeRequest::List {
+                names: vec!["n1".into(), "n2".into()],
+                min: None,
+            },
+            partition: None,
+            energy_cap_j: None,
+            power_cap_w: None,
+            time_limit: TimeLimit::default(),
+            max_freq_ghz: None,
+            ..req
+        };
+        let line = r#"{"policy":"min-energy","nodes":{"list":{"names":["n1","n2"],"min":null}},"partition":null,"energy_cap_j":null,"power_cap_w":null,"algorithm":"exact"}"#;
+        assert_eq!(serde_json::to_string(&uncapped).unwrap(), line);
+        assert_eq!(serde_json::from_str::<PlanRequest>(line).unwrap(), uncapped);
+    }
+}

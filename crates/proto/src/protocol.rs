@@ -596,4 +596,29 @@ mod tests {
         let e = ErrorReply::new(ErrorCode::CredReplayed, "credential already used");
         assert_eq!(e.to_string(), "cred_replayed: credential already used");
     }
+
+    #[test]
+    fn the_ledgers_watts_cross_the_wire_as_bare_numbers() {
+        let capped = BudgetLine {
+            scope: "site".into(),
+            cap_w: Some(100_000.0),
+            reserved_w: 62_500.5,
+            free_w: Some(37_499.5),
+            jobs: 3,
+        };
+        let line =
+            r#"{"scope":"site","cap_w":100000.0,"reserved_w":62500.5,"free_w":37499.5,"jobs":3}"#;
+        assert_eq!(serde_json::to_string(&capped).unwrap(), line);
+        assert_eq!(serde_json::from_str::<BudgetLine>(line).unwrap(), capped);
+        let uncapped = BudgetLine {
+            scope: "gpu".into(),
+            cap_w: None,
+            reserved_w: 0.0,
+            free_w: None,
+            jobs: 0,
+        };
+        let line = r#"{"scope":"gpu","cap_w":null,"reserved_w":0.0,"free_w":null,"jobs":0}"#;
+        assert_eq!(serde_json::to_string(&uncapped).unwrap(), line);
+        assert_eq!(serde_json::from_str::<BudgetLine>(line).unwrap(), uncapped);
+    }
 }

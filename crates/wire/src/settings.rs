@@ -163,4 +163,32 @@ mod tests {
         assert_eq!(s.power_limit_w, Some(Watts(149.5)));
         assert_eq!(serde_json::to_string(&s).unwrap(), line);
     }
+
+    #[test]
+    fn a_nodes_clock_crosses_the_wire_as_a_bare_number_or_null() {
+        let d: Decision = serde_json::from_str(
+            r#"{"job_id": 7, "verdict": "planned", "reason": "", "policy": "min-energy",
+            "profile": "lammps", "profile_version": "3", "power_cap_w": null,
+            "reserved_w": 500.0, "decided_at": 1795000000, "plan": {"policy": "min-energy",
+            "feasible": true, "reason": "", "node_count": 1, "objective": 1.0,
+            "nodes": [{"name": "n1", "type": "std", "freq_ghz": 2.45, "gpu_mhz": 1410}],
+            "predicted": {"time_s": 100.0, "energy_j": 3.0e4, "avg_power_w": 300.0},
+            "baseline": {"time_s": 90.0, "energy_j": 4.0e4, "avg_power_w": 444.5},
+            "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}}}"#,
+        )
+        .unwrap();
+        // The planned node is told its gears; the node the plan leaves out, none.
+        let used = NodeSettings::from_decision(&d, "n1", 2);
+        let line = r#"{"job_id":7,"node":"n1","used":true,"freq_ghz":2.45,"gpu_mhz":1410,"verdict":"planned","reason":"","node_count":1,"predicted":{"time_s":100.0,"energy_j":30000.0,"avg_power_w":300.0}}"#;
+        assert_eq!(serde_json::to_string(&used).unwrap(), line);
+        let mut back: NodeSettings = serde_json::from_str(line).unwrap();
+        back.grant = used.grant;
+        assert_eq!(back, used);
+        let left_out = NodeSettings::from_decision(&d, "n2", 2);
+        let line = r#"{"job_id":7,"node":"n2","used":false,"freq_ghz":null,"verdict":"planned","reason":"","node_count":1,"predicted":{"time_s":100.0,"energy_j":30000.0,"avg_power_w":300.0}}"#;
+        assert_eq!(serde_json::to_string(&left_out).unwrap(), line);
+        let mut back: NodeSettings = serde_json::from_str(line).unwrap();
+        back.grant = left_out.grant;
+        assert_eq!(back, left_out);
+    }
 }
