@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use greenup_core::quantity::{Joules, Watts};
+
 use crate::record::{JobState, Verdict, job_id};
 
 /// [`job_id`] for an optional field.
@@ -91,11 +93,11 @@ pub struct JobSummary {
     /// Nodes the plan uses (0 when unchanged).
     pub node_count: usize,
     /// Watts reserved while open.
-    pub reserved_w: f64,
+    pub reserved_w: Watts,
     /// Predicted energy in joules, if planned.
-    pub predicted_energy_j: Option<f64>,
+    pub predicted_energy_j: Option<Joules>,
     /// Measured energy so far (sum over recorded nodes), in joules.
-    pub measured_energy_j: Option<f64>,
+    pub measured_energy_j: Option<Joules>,
     /// Outcomes recorded.
     pub outcomes: usize,
     /// Unix seconds the job was opened.
@@ -117,9 +119,9 @@ mod tests {
             policy: "min-energy".into(),
             verdict: Verdict::Planned,
             node_count: 4,
-            reserved_w: 1250.5,
-            predicted_energy_j: Some(3.6e6),
-            measured_energy_j: Some(3_512_345.25),
+            reserved_w: Watts(1250.5),
+            predicted_energy_j: Some(Joules(3.6e6)),
+            measured_energy_j: Some(Joules(3_512_345.25)),
             outcomes: 4,
             opened_at: 1_700_000_000,
         };
@@ -132,7 +134,7 @@ mod tests {
             state: JobState::Open,
             verdict: Verdict::Unchanged,
             node_count: 0,
-            reserved_w: 0.0,
+            reserved_w: Watts(0.0),
             predicted_energy_j: None,
             measured_energy_j: None,
             outcomes: 0,

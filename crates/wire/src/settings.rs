@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use greenup_comm::CommDvfs;
 use greenup_core::plan::{Estimate, PlannedNode};
-use greenup_core::quantity::Watts;
+use greenup_core::quantity::{Ghz, Watts};
 
 use crate::power::{GpuPart, Grant};
 use crate::record::{Decision, Verdict};
@@ -17,7 +17,7 @@ use crate::record::{Decision, Verdict};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeGears {
     /// CPU frequency in GHz.
-    pub freq_ghz: f64,
+    pub freq_ghz: Ghz,
     /// SM clock of the job's GPUs in MHz; None leaves them at their top clock.
     pub gpu_mhz: Option<u32>,
 }
@@ -26,7 +26,7 @@ impl NodeGears {
     /// A planned node's gears.
     pub fn of(n: &PlannedNode) -> NodeGears {
         NodeGears {
-            freq_ghz: n.freq_ghz.0,
+            freq_ghz: n.freq_ghz,
             gpu_mhz: n.gpu_mhz,
         }
     }
@@ -117,7 +117,7 @@ impl NodeSettings {
             job_id: d.job_id,
             node: node.to_string(),
             used: plan.is_none() || planned.is_some(),
-            freq_ghz: applied.map(|g| g.freq_ghz),
+            freq_ghz: applied.map(|g| g.freq_ghz.0),
             gpu_mhz: applied.and_then(|g| g.gpu_mhz),
             verdict: d.verdict,
             reason: d.reason.clone(),
