@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup_core::quantity::{Ghz, Joules, Seconds};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_proto::client::ClientError;
 use greenup_proto::protocol::{ErrorCode, ListRecords, NodeOutcome, ReplyLine, request_line};
 
@@ -39,7 +39,10 @@ fn a_node_named_twice_is_refused_and_reserves_nothing() {
     assert_eq!(code, ErrorCode::BadRequest, "{msg}");
     assert!(msg.contains("'n1'") && msg.contains("once"), "{msg}");
     let st = d.tcp_client().status().unwrap();
-    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w), (0, 0.0));
+    assert_eq!(
+        (st.ledger[0].jobs, st.ledger[0].reserved_w),
+        (0, Watts(0.0))
+    );
     assert_eq!(count(&d.store, "SELECT count(*) FROM jobs"), 0);
 }
 

@@ -58,7 +58,7 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
     let st = d.tcp_client().status().unwrap();
     assert_eq!(
         (st.ledger[0].jobs, st.ledger[0].reserved_w),
-        (2, 9600.0 + 1200.0)
+        (2, Watts(9600.0 + 1200.0))
     );
     let rec = d.tcp_client().get_job(2).unwrap();
     assert_eq!(
@@ -83,7 +83,10 @@ fn refuse_answers_over_budget_and_every_node_gets_the_same_answer() {
             .unwrap()
     );
     let st = d.tcp_client().status().unwrap();
-    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w), (1, 9600.0));
+    assert_eq!(
+        (st.ledger[0].jobs, st.ledger[0].reserved_w),
+        (1, Watts(9600.0))
+    );
 }
 
 /// Partition "debug" capped at 600 W, held in full by two unchanged one-node jobs
@@ -98,7 +101,10 @@ fn used_up(rule: OverBudget) -> Daemon {
     }
     let st = d.tcp_client().status().unwrap();
     let debug = st.ledger.iter().find(|l| l.scope == "debug").unwrap();
-    assert_eq!((debug.reserved_w, debug.free_w), (600.0, Some(0.0)));
+    assert_eq!(
+        (debug.reserved_w, debug.free_w),
+        (Watts(600.0), Some(Watts(0.0)))
+    );
     d
 }
 
@@ -208,7 +214,7 @@ fn a_reload_that_lowers_a_cap_below_what_is_reserved_still_caps_the_next_job() {
         let st = d.tcp_client().status().unwrap();
         st.ledger
             .iter()
-            .any(|l| l.scope == "debug" && l.cap_w == Some(300.0))
+            .any(|l| l.scope == "debug" && l.cap_w == Some(Watts(300.0)))
     });
     // 300 W cap - 600 W held = -300 W.
     let dec = d
@@ -248,7 +254,7 @@ fn lowest_runs_every_node_at_its_lowest_frequency() {
     }
     let st = d.tcp_client().status().unwrap();
     assert_eq!(st.ledger[0].jobs, 2);
-    assert_eq!(st.ledger[0].reserved_w, 9600.0 + dec.reserved_w.0);
+    assert_eq!(st.ledger[0].reserved_w, Watts(9600.0) + dec.reserved_w);
 }
 
 #[test]
@@ -266,7 +272,7 @@ fn closing_a_job_returns_its_watts_to_the_next_decision() {
             st.ledger[0].reserved_w,
             st.ledger[0].free_w
         ),
-        (0, 0.0, Some(10_000.0))
+        (0, Watts(0.0), Some(Watts(10_000.0)))
     );
     let dec = d.tcp_client().open_job(lammps(3, 4)).unwrap();
     assert_eq!(dec.verdict, Verdict::Planned, "{}", dec.reason);
@@ -291,7 +297,10 @@ fn a_partition_cap_binds_before_the_site_cap() {
     d.tcp_client().open_job(open_req(2, 0, 1)).unwrap();
     let st = d.tcp_client().status().unwrap();
     let debug = st.ledger.iter().find(|l| l.scope == "debug").unwrap();
-    assert_eq!((debug.reserved_w, debug.free_w), (600.0, Some(100.0)));
+    assert_eq!(
+        (debug.reserved_w, debug.free_w),
+        (Watts(600.0), Some(Watts(100.0)))
+    );
     // One node at 1.2 GHz draws at least 125 W > 100 W.
     let dec = d.tcp_client().open_job(lammps(3, 1)).unwrap();
     assert_eq!(

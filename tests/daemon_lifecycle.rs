@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup_core::quantity::Joules;
+use greenup_core::quantity::{Joules, Watts};
 use greenup_proto::client::{Client, Endpoint};
 use greenup_proto::protocol::{NodeOutcome, Status};
 
@@ -125,17 +125,20 @@ fn sighup_reloads_a_good_config_keeps_the_old_on_a_bad_one_and_sigterm_stops() {
     let port = free_port();
     std::fs::write(&cfg, config(dir.path(), port, "10kW")).unwrap();
     let mut child = start(&cfg, &sock);
-    assert_eq!(status(&sock).unwrap().ledger[0].cap_w, Some(10_000.0));
+    assert_eq!(
+        status(&sock).unwrap().ledger[0].cap_w,
+        Some(Watts(10_000.0))
+    );
 
     std::fs::write(&cfg, config(dir.path(), port, "6kW")).unwrap();
     signal(&child, "-HUP");
-    wait_for(|| status(&sock).is_some_and(|s| s.ledger[0].cap_w == Some(6_000.0)));
+    wait_for(|| status(&sock).is_some_and(|s| s.ledger[0].cap_w == Some(Watts(6_000.0))));
 
     std::fs::write(&cfg, "node_types: [broken").unwrap();
     signal(&child, "-HUP");
     // Still serving with the last good config.
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(status(&sock).unwrap().ledger[0].cap_w, Some(6_000.0));
+    assert_eq!(status(&sock).unwrap().ledger[0].cap_w, Some(Watts(6_000.0)));
 
     signal(&child, "-TERM");
     let st = child.wait().unwrap();
@@ -179,7 +182,7 @@ fn kill_9_and_restart_keeps_acknowledged_writes_and_the_ledger() {
     assert_eq!((st.open_jobs, st.total_jobs, st.outcomes), (1, 2, 1));
     assert_eq!(
         (st.ledger[0].jobs, st.ledger[0].reserved_w),
-        (1, a.reserved_w.0)
+        (1, a.reserved_w)
     );
     assert_eq!(a.reserved_w.0, 600.0);
     let mut c = Client::connect(&tcp, Duration::from_secs(5)).unwrap();

@@ -57,7 +57,7 @@ fn fresh(site: &Site, req: &OpenJob) -> Plan {
         },
         partition: None,
         energy_cap_j: None,
-        power_cap_w: req.power_cap_w.map(|w| w.0),
+        power_cap_w: req.power_cap_w,
         time_limit: greenup::record::TimeLimit::Unknown,
         algorithm: Default::default(),
         max_freq_ghz: None,

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use daemon_support::*;
-use greenup_core::quantity::{Ghz, Joules, Seconds};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_proto::protocol::{
     ErrorCode, ListJobs, ListRecords, NodeOutcome, OpenJob, Reply, ReplyLine, Request,
     request_body, request_line,
@@ -174,7 +174,7 @@ fn concurrent_opens_from_many_nodes_yield_one_decision() {
     // Unchanged (no profile): the reservation is the nodes' power at fmax, 32 x (200 + 100) W.
     assert_eq!(decisions[0].reserved_w.0, 32.0 * 300.0);
     let st = d.tcp_client().status().unwrap();
-    assert_eq!(st.ledger[0].reserved_w, 9600.0);
+    assert_eq!(st.ledger[0].reserved_w, Watts(9600.0));
     assert_eq!(st.open_jobs, 1);
 }
 

@@ -36,7 +36,7 @@ fn refused(d: &Daemon, req: OpenJob) -> (ErrorCode, String) {
 fn debug_line(d: &Daemon) -> (usize, f64) {
     let st = d.tcp_client().status().unwrap();
     let l = st.ledger.iter().find(|l| l.scope == "debug").unwrap();
-    (l.jobs, l.reserved_w)
+    (l.jobs, l.reserved_w.0)
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use daemon_support::*;
-use greenup_core::quantity::{Ghz, Joules, Seconds};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 use greenup_daemon::store::{Change, NewJob, SqliteStore, Store};
 use greenup_proto::client::ClientError;
 use greenup_proto::protocol::{ErrorCode, NodeOutcome};
@@ -126,7 +126,10 @@ fn a_read_only_database_refuses_writes_clearly_and_serves_reads() {
     let job = c.get_job(1).unwrap();
     assert_eq!(job.outcomes.len(), 0);
     let st = c.status().unwrap();
-    assert_eq!((st.ledger[0].jobs, st.ledger[0].reserved_w), (1, 600.0));
+    assert_eq!(
+        (st.ledger[0].jobs, st.ledger[0].reserved_w),
+        (1, Watts(600.0))
+    );
     match c.get_job(2) {
         Err(ClientError::Server(e)) => assert_eq!(e.code, ErrorCode::NotFound),
         other => panic!("job 2 was never stored, got {other:?}"),

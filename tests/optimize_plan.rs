@@ -14,6 +14,7 @@ use greenup::optimize::{Goal, Limits};
 use greenup::plan::{Algorithm, NodeRequest, PlanError, PlanRequest, plan_with};
 use greenup::policy::{Policy, PolicySet};
 use greenup::site::{Partition, Site};
+use greenup_core::quantity::{Joules, Watts};
 
 /// Bulk-synchronous work of `GFLOP` shared evenly over n nodes, each computing at
 /// its type's GFLOPS scaled by f / f_max; communication takes 0.5 s per node.
@@ -227,7 +228,7 @@ fn a_user_cannot_lift_the_site_power_cap() {
     s.power_cap_w = Some(80.0);
     let p = policy("min-time");
     let loose = PlanRequest {
-        power_cap_w: Some(1000.0),
+        power_cap_w: Some(Watts(1000.0)),
         ..request("min-time", all_four())
     };
     let capped = plan_with(&s, &model(&s), &p, &loose).unwrap();
@@ -241,7 +242,7 @@ fn a_user_cannot_lift_the_site_power_cap() {
     assert_eq!(capped.nodes, none.nodes);
     // A stricter user cap does bind.
     let strict = PlanRequest {
-        power_cap_w: Some(60.0),
+        power_cap_w: Some(Watts(60.0)),
         ..request("min-time", all_four())
     };
     let tighter = plan_with(&s, &model(&s), &p, &strict).unwrap();
@@ -262,7 +263,7 @@ fn the_site_energy_limit_caps_every_job() {
     let limit = free.predicted.energy_j.0 * 0.9;
     s.job_energy_limit_j = Some(limit);
     let req = PlanRequest {
-        energy_cap_j: Some(free.predicted.energy_j.0 * 10.0),
+        energy_cap_j: Some(free.predicted.energy_j * 10.0),
         ..request("min-time", all_four())
     };
     let p = plan_with(&s, &model(&s), &policy("min-time"), &req).unwrap();
@@ -415,7 +416,7 @@ fn bad_requests_are_refused_clearly() {
         "request field nodes: node: invalid value 'n9': expected a node listed in the site config's node types"
     );
     let neg = PlanRequest {
-        energy_cap_j: Some(-1.0),
+        energy_cap_j: Some(Joules(-1.0)),
         ..request("min-time", all_four())
     };
     assert!(
@@ -622,7 +623,7 @@ fn a_power_cap_the_cpus_alone_would_fit_at_top_speed_slows_a_gpu_job_to_fit_with
     let cap = 1270.0;
     assert!(cpu_j / t < cap && cpu_j / t + gpus_w > cap);
     let req = PlanRequest {
-        power_cap_w: Some(cap),
+        power_cap_w: Some(Watts(cap)),
         ..request("min-energy", fast_pair())
     };
     let p = plan_with(&s, &model(&s), &policy("min-energy"), &req).unwrap();

@@ -288,12 +288,13 @@ fn empty_snapshot_still_parses() {
 
 #[test]
 fn snapshot_from_daemon_status() {
+    use greenup_core::quantity::Watts;
     use greenup_proto::protocol::{BudgetLine, Status};
     let line = |scope: &str, cap: Option<f64>, reserved: f64| BudgetLine {
         scope: scope.into(),
-        cap_w: cap,
-        reserved_w: reserved,
-        free_w: cap.map(|c| c - reserved),
+        cap_w: cap.map(Watts),
+        reserved_w: Watts(reserved),
+        free_w: cap.map(|c| Watts(c - reserved)),
         jobs: 1,
     };
     let status = Status {

@@ -319,7 +319,7 @@ fn comm_saved_is_estimated_from_the_site_power_model_and_the_node_cpus() {
     );
     // The policy's low gear, 1.0 GHz: P_dyn = 20 × 0.4³ = 1.28 W; 20 × 8.96 / 4 = 44.8 J.
     rec.decision.comm_dvfs = Some(greenup::comm::CommDvfs {
-        low_ghz: Some(1.0),
+        low_ghz: Some(Ghz(1.0)),
         ..Default::default()
     });
     let saved = from_record(&rec, &ctx).nodes[0]

@@ -592,12 +592,12 @@ mod guard_tests {
         let stats = lend::make_stats_dir(&paths.run_dir, 7, "n1", uid, uid).unwrap();
         let rank = RankStats {
             rank: 0,
-            wall_s: 1.0,
-            mpi_s: 0.5,
+            wall_s: Seconds(1.0),
+            mpi_s: Seconds(0.5),
             bytes: 0,
             calls: 2,
             sync_calls: 2,
-            low_s: 0.0,
+            low_s: Seconds(0.0),
             transitions: 0,
             saved_j: None,
             complete: true,

@@ -10,7 +10,7 @@ use greenup::comm::CommDvfs;
 use greenup::policy::RuntimeAsk;
 use greenup::site::node::NodeConfig;
 use greenup::site::{Enforce, PowerSettings};
-use greenup_core::quantity::{Joules, Watts};
+use greenup_core::quantity::{Ghz, Joules, Watts};
 use greenup_platform::dvfs::cpufreq::{Cpufreq, ghz_to_khz};
 use greenup_platform::dvfs::job::{self as dvfs_job, Apply, NodePaths, Scope};
 use greenup_platform::dvfs::lend;
@@ -353,7 +353,7 @@ pub(crate) fn start_comm(
             Ok(lent) if !lent.files.is_empty() && !comm.enabled => fmax_khz = lent.max_khz,
             Ok(lent) if !lent.files.is_empty() => {
                 fmax_khz = lent.max_khz;
-                comm.low_ghz = comm.low_ghz.or(lent.min_khz.map(|k| k as f64 / 1.0e6));
+                comm.low_ghz = comm.low_ghz.or(lent.min_khz.map(|k| Ghz(k as f64 / 1.0e6)));
                 note = format!(
                     "MPI runtime lowers cpus {} to {} GHz in long or large calls",
                     lent.cpus
@@ -362,7 +362,7 @@ pub(crate) fn start_comm(
                         .collect::<Vec<_>>()
                         .join(","),
                     comm.low_ghz
-                        .map_or("the lowest".into(), |f| format!("{f:.2}"))
+                        .map_or("the lowest".into(), |f| format!("{:.2}", f.0))
                 );
             }
             Ok(_) => {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use greenup_comm::CONTROL_FILES;
+use greenup_comm::{CONTROL_FILES, Ghz};
 
 use crate::rank::STATS;
 
@@ -101,7 +101,7 @@ impl Controls {
     /// The controls under `root` (a sysfs root) this process may lower, each to `low_ghz`
     /// or, unset, to its policy's lowest offered frequency; never below the policy's
     /// `scaling_min_freq`, which greenup does not widen.
-    pub fn discover(root: &Path, low_ghz: Option<f64>) -> Controls {
+    pub fn discover(root: &Path, low_ghz: Option<Ghz>) -> Controls {
         let mask = affinity();
         let mut controls = Controls {
             by_cpu: vec![None; MAX_CPUS],
@@ -130,7 +130,7 @@ impl Controls {
             let lowest = read(&dir.join("scaling_available_frequencies"))
                 .and_then(|t| t.split_whitespace().filter_map(|w| w.parse().ok()).min());
             let wanted = low_ghz
-                .map(|g| (g * 1e6).round() as u64)
+                .map(|Ghz(g)| (g * 1e6).round() as u64)
                 .or(lowest)
                 .or(floor);
             let Some(low_khz) = wanted.map(|w| w.max(floor.unwrap_or(0))) else {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-use greenup_comm::{self as comm, RankStats, StepTimes};
+use greenup_comm::{self as comm, RankStats, Seconds, StepTimes};
 
 /// Counters shared by every thread of the rank.
 pub struct Counters {
@@ -197,12 +197,12 @@ fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Re
         out,
         r#"{{"rank":{},"wall_s":{:?},"mpi_s":{:?},"bytes":{},"calls":{},"sync_calls":{},"low_s":{:?},"transitions":{},"complete":{},"errors":{}"#,
         stats.rank,
-        stats.wall_s,
-        stats.mpi_s,
+        stats.wall_s.0,
+        stats.mpi_s.0,
         stats.bytes,
         stats.calls,
         stats.sync_calls,
-        stats.low_s,
+        stats.low_s.0,
         stats.transitions,
         stats.complete,
         stats.errors
@@ -247,12 +247,12 @@ pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
     // Threads can be inside MPI at once; a rank's MPI time never exceeds its wall time.
     RankStats {
         rank: RANK.load(Relaxed),
-        wall_s,
-        mpi_s: secs(STATS.mpi_ns.load(Relaxed)).min(wall_s),
+        wall_s: Seconds(wall_s),
+        mpi_s: Seconds(secs(STATS.mpi_ns.load(Relaxed)).min(wall_s)),
         bytes: STATS.bytes.load(Relaxed),
         calls: STATS.calls.load(Relaxed),
         sync_calls,
-        low_s: secs(STATS.low_ns.load(Relaxed)).min(wall_s),
+        low_s: Seconds(secs(STATS.low_ns.load(Relaxed)).min(wall_s)),
         transitions: STATS.transitions.load(Relaxed),
         saved_j: None,
         complete,
@@ -323,11 +323,11 @@ mod tests {
         for (wall_s, mpi_s, guard) in cases {
             let stats = RankStats {
                 rank: 4095,
-                wall_s,
-                mpi_s,
+                wall_s: Seconds(wall_s),
+                mpi_s: Seconds(mpi_s),
                 bytes: u64::MAX,
                 calls: 7,
-                low_s: mpi_s / 3.0,
+                low_s: Seconds(mpi_s / 3.0),
                 transitions: 2,
                 saved_j: None,
                 complete: false,

@@ -464,12 +464,12 @@ mod tests {
     fn rank(rank: u32, g: Option<GuardRecord>) -> super::super::RankStats {
         super::super::RankStats {
             rank,
-            wall_s: 10.0,
-            mpi_s: 1.0,
+            wall_s: crate::Seconds(10.0),
+            mpi_s: crate::Seconds(1.0),
             bytes: 0,
             calls: 0,
             sync_calls: 0,
-            low_s: 0.0,
+            low_s: crate::Seconds(0.0),
             transitions: 0,
             saved_j: None,
             complete: true,

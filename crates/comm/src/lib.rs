@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// The units a rank's file and the runtime's settings carry, greenup-core's own, named
+/// here too for the runtime, which links this crate alone.
+pub use greenup_core::quantity::{Ghz, Joules, Seconds};
+
 pub mod steps;
 
 pub use steps::StepTimes;
@@ -67,7 +71,7 @@ pub struct CommDvfs {
     /// Any blocking call that has lasted this long is lowered (COUNTDOWN: 500 µs).
     pub timeout_us: u64,
     /// The frequency to lower to, in GHz; unset means the node type's lowest gear.
-    pub low_ghz: Option<f64>,
+    pub low_ghz: Option<Ghz>,
     /// How a long blocking call waits.
     pub wait: WaitMode,
 }
@@ -98,7 +102,7 @@ impl CommDvfs {
 
     /// Why these settings cannot be used, if they cannot.
     pub fn invalid(&self) -> Option<String> {
-        if let Some(f) = self.low_ghz
+        if let Some(Ghz(f)) = self.low_ghz
             && !(f.is_finite() && f > 0.0)
         {
             return Some(format!("low_ghz {f} is not a positive frequency"));
@@ -119,9 +123,9 @@ pub struct RankStats {
     /// The rank in MPI_COMM_WORLD.
     pub rank: u32,
     /// Seconds from MPI_Init to the write.
-    pub wall_s: f64,
+    pub wall_s: Seconds,
     /// Seconds inside intercepted MPI calls.
-    pub mpi_s: f64,
+    pub mpi_s: Seconds,
     /// Bytes the rank's intercepted calls moved (sent, received or accessed remotely).
     pub bytes: u64,
     /// Intercepted calls.
@@ -131,12 +135,12 @@ pub struct RankStats {
     #[serde(default)]
     pub sync_calls: u64,
     /// Seconds the rank's core spent at the lowered frequency.
-    pub low_s: f64,
+    pub low_s: Seconds,
     /// Times the core was lowered (each is also restored).
     pub transitions: u64,
     /// The runtime's own estimate of the joules that lowering saved, when it has a power model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saved_j: Option<f64>,
+    pub saved_j: Option<Joules>,
     /// False when written at an abnormal exit rather than at MPI_Finalize.
     pub complete: bool,
     /// Times the runtime failed at something (a control it could not write, a file it
@@ -284,13 +288,15 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
         }
         let limit = wall_limit_s + 1.0;
         let sane = |v: f64| v.is_finite() && (0.0..=limit).contains(&v);
-        if !(sane(stats.wall_s)
-            && sane(stats.mpi_s)
-            && sane(stats.low_s)
+        if !(sane(stats.wall_s.0)
+            && sane(stats.mpi_s.0)
+            && sane(stats.low_s.0)
             && stats.mpi_s <= stats.wall_s
-            && stats.saved_j.is_none_or(|j| j.is_finite() && j >= 0.0)
+            && stats
+                .saved_j
+                .is_none_or(|Joules(j)| j.is_finite() && j >= 0.0)
             && stats.guard.as_ref().is_none_or(|g| g.sane(limit))
-            && stats.steps.as_ref().is_none_or(|s| s.fits(stats.wall_s)))
+            && stats.steps.as_ref().is_none_or(|s| s.fits(stats.wall_s.0)))
         {
             return Err(RankFileError::new(
                 &entry.path(),
@@ -312,15 +318,15 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
     };
     for r in &ranks {
         sum.incomplete += u32::from(!r.complete);
-        sum.compute_s += (r.wall_s - r.mpi_s) / n;
-        sum.comm_s += r.mpi_s / n;
-        sum.low_s += r.low_s / n;
+        sum.compute_s += (r.wall_s - r.mpi_s).0 / n;
+        sum.comm_s += r.mpi_s.0 / n;
+        sum.low_s += r.low_s.0 / n;
         sum.bytes = sum.bytes.saturating_add(r.bytes);
         sum.calls = sum.calls.saturating_add(r.calls);
         sum.sync_calls = sum.sync_calls.saturating_add(r.sync_calls);
         sum.transitions = sum.transitions.saturating_add(r.transitions);
         sum.errors = sum.errors.saturating_add(r.errors);
-        sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
+        sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b.0);
         if let Some(s) = &r.steps {
             match &mut sum.steps {
                 Some(all) => all.max_with(s),
@@ -355,13 +361,13 @@ mod tests {
     fn rank(rank: u32, wall_s: f64, mpi_s: f64) -> RankStats {
         RankStats {
             rank,
-            wall_s,
-            mpi_s,
+            wall_s: Seconds(wall_s),
+            mpi_s: Seconds(mpi_s),
             bytes: 1000,
             calls: 10,
-            low_s: mpi_s / 2.0,
+            low_s: Seconds(mpi_s / 2.0),
             transitions: 3,
-            saved_j: Some(1.5),
+            saved_j: Some(Joules(1.5)),
             complete: true,
             errors: 0,
             sync_calls: 4,
@@ -483,5 +489,41 @@ mod tests {
             ..c
         };
         assert!(!off.lowers_at_once(1 << 30, false));
+    }
+
+    #[test]
+    fn a_ranks_times_and_the_low_gear_cross_files_as_bare_numbers() {
+        let r = rank(3, 12.5, 2.5);
+        let line = r#"{"rank":3,"wall_s":12.5,"mpi_s":2.5,"bytes":1000,"calls":10,"sync_calls":4,"low_s":1.25,"transitions":3,"saved_j":1.5,"complete":true,"errors":0}"#;
+        assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        assert_eq!(serde_json::from_str::<RankStats>(line).unwrap(), r);
+        let unsaved = RankStats {
+            saved_j: None,
+            ..rank(0, 0.0, 0.0)
+        };
+        let line = r#"{"rank":0,"wall_s":0.0,"mpi_s":0.0,"bytes":1000,"calls":10,"sync_calls":4,"low_s":0.0,"transitions":3,"complete":true,"errors":0}"#;
+        assert_eq!(serde_json::to_string(&unsaved).unwrap(), line);
+        assert_eq!(serde_json::from_str::<RankStats>(line).unwrap(), unsaved);
+
+        let lowest = CommDvfs::default();
+        let line = r#"{"enabled":true,"threshold_bytes":16384,"strided_threshold_bytes":65536,"timeout_us":500,"low_ghz":null,"wait":"block"}"#;
+        assert_eq!(serde_json::to_string(&lowest).unwrap(), line);
+        assert_eq!(serde_json::from_str::<CommDvfs>(line).unwrap(), lowest);
+        let low: CommDvfs = serde_json::from_str(r#"{"low_ghz":1.4}"#).unwrap();
+        let line = r#"{"enabled":true,"threshold_bytes":16384,"strided_threshold_bytes":65536,"timeout_us":500,"low_ghz":1.4,"wait":"block"}"#;
+        assert_eq!(serde_json::to_string(&low).unwrap(), line);
+        assert_eq!(serde_json::from_str::<CommDvfs>(line).unwrap(), low);
+        assert_eq!(
+            low.invalid(),
+            None,
+            "{line} is a valid setting, read as its own bare number"
+        );
+        assert_eq!(
+            serde_json::from_str::<CommDvfs>(r#"{"low_ghz":-0.5}"#)
+                .unwrap()
+                .invalid()
+                .as_deref(),
+            Some("low_ghz -0.5 is not a positive frequency")
+        );
     }
 }

@@ -23,7 +23,7 @@ use greenup::profile::Profile;
 use greenup::profile::locate;
 use greenup::record::TypeWatts;
 use greenup::site::{DaemonLimits, Enforce, OverBudget, Site};
-use greenup_core::quantity::Watts;
+use greenup_core::quantity::{Ghz, Watts};
 use greenup_proto::protocol::{ErrorCode, ErrorReply, OpenJob, Verdict};
 
 /// What the decider proposes; the server reserves and stores it.
@@ -271,8 +271,8 @@ impl Decider {
                 min: req.min_nodes,
             },
             partition: req.partition.clone(),
-            energy_cap_j: req.energy_cap_j.map(|j| j.0),
-            power_cap_w: cap,
+            energy_cap_j: req.energy_cap_j,
+            power_cap_w: cap.map(Watts),
             time_limit: req.time_limit,
             algorithm: req.algorithm.unwrap_or_default(),
             max_freq_ghz: None,
@@ -397,7 +397,7 @@ impl Decider {
                     monitor: false,
                     profile: req.profile.clone(),
                     profile_version: None,
-                    power_cap_w: pr.power_cap_w.map(|c| Watts(c.max(0.0))),
+                    power_cap_w: pr.power_cap_w.map(|c| c.max(Watts(0.0))),
                     plan: None,
                     reserve_w: granted.unwrap_or_else(|| unmanaged_w(site, req)),
                     inputs: serde_json::to_value(&pr).unwrap_or(serde_json::Value::Null),
@@ -452,7 +452,7 @@ impl Decider {
         };
         let no_budget = free_w.is_some_and(|f| f <= 0.0);
         let pr = PlanRequest {
-            max_freq_ghz: app.max_freq_ghz,
+            max_freq_ghz: app.max_freq_ghz.map(Ghz),
             ..Self::plan_request(
                 site,
                 req,

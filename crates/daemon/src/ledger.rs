@@ -7,12 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::store::Reservation;
 use greenup::site::Site;
+use greenup_core::quantity::Watts;
 use greenup_proto::protocol::BudgetLine;
 
 #[derive(Debug, Clone)]
 struct Held {
     partition: Option<String>,
-    watts: f64,
+    watts: Watts,
     expires_at: i64,
     opened_at: i64,
 }
@@ -20,8 +21,8 @@ struct Held {
 /// Caps and reservations.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    site_cap_w: Option<f64>,
-    partition_caps_w: BTreeMap<String, Option<f64>>,
+    site_cap_w: Option<Watts>,
+    partition_caps_w: BTreeMap<String, Option<Watts>>,
     held: HashMap<u64, Held>,
     /// Counts every change to caps or reservations, so a reader can tell its copy is current.
     changes: u64,
@@ -38,11 +39,11 @@ impl Ledger {
     /// Take the caps from a (re)loaded site config; reservations stay.
     pub fn set_caps(&mut self, site: &Site) {
         self.changes += 1;
-        self.site_cap_w = site.power_cap_w;
+        self.site_cap_w = site.power_cap_w.map(Watts);
         self.partition_caps_w = site
             .partitions
             .iter()
-            .map(|(n, p)| (n.clone(), p.power_cap_w))
+            .map(|(n, p)| (n.clone(), p.power_cap_w.map(Watts)))
             .collect();
     }
 
@@ -54,7 +55,7 @@ impl Ledger {
             .map(|r| {
                 let h = Held {
                     partition: r.partition.clone(),
-                    watts: r.watts,
+                    watts: Watts(r.watts),
                     expires_at: r.expires_at,
                     opened_at: r.opened_at,
                 };
@@ -63,11 +64,11 @@ impl Ledger {
             .collect();
     }
 
-    fn reserved(&self, partition: Option<&str>) -> (f64, usize) {
+    fn reserved(&self, partition: Option<&str>) -> (Watts, usize) {
         self.held
             .values()
             .filter(|h| partition.is_none() || h.partition.as_deref() == partition)
-            .fold((0.0, 0), |(w, n), h| (w + h.watts, n + 1))
+            .fold((Watts(0.0), 0), |(w, n), h| (w + h.watts, n + 1))
     }
 
     /// Watts a new job in `partition` may still use (`None`: no cap applies).
@@ -75,7 +76,7 @@ impl Ledger {
     /// The smaller of the site's free watts and the partition's. Below zero when the
     /// jobs hold more than a cap (a reload lowered it, or jobs ran over at their
     /// lowest power): the decider then knows by how much.
-    pub fn free_w(&self, partition: Option<&str>) -> Option<f64> {
+    pub fn free_w(&self, partition: Option<&str>) -> Option<Watts> {
         let site = self.site_cap_w.map(|cap| cap - self.reserved(None).0);
         let part = partition.and_then(|p| {
             self.partition_caps_w
@@ -96,7 +97,7 @@ impl Ledger {
         &mut self,
         job_id: u64,
         partition: Option<&str>,
-        watts: f64,
+        watts: Watts,
         expires_at: i64,
         opened_at: i64,
     ) {
@@ -111,7 +112,7 @@ impl Ledger {
     }
 
     /// Lower a job's reservation to `watts` (a give-back); a larger value changes nothing.
-    pub fn shrink(&mut self, job_id: u64, watts: f64) {
+    pub fn shrink(&mut self, job_id: u64, watts: Watts) {
         if let Some(h) = self.held.get_mut(&job_id)
             && watts < h.watts
         {
@@ -121,7 +122,7 @@ impl Ledger {
     }
 
     /// Drop a job's reservation; returns the watts it held.
-    pub fn release(&mut self, job_id: u64) -> Option<f64> {
+    pub fn release(&mut self, job_id: u64) -> Option<Watts> {
         self.changes += 1;
         self.held.remove(&job_id).map(|h| h.watts)
     }
@@ -172,11 +173,11 @@ impl Ledger {
 
     /// The site line, then one line per partition.
     pub fn lines(&self) -> Vec<BudgetLine> {
-        let line = |scope: &str, cap: Option<f64>, (reserved, jobs): (f64, usize)| BudgetLine {
+        let line = |scope: &str, cap: Option<Watts>, (reserved, jobs): (Watts, usize)| BudgetLine {
             scope: scope.to_string(),
             cap_w: cap,
             reserved_w: reserved,
-            free_w: cap.map(|c| (c - reserved).max(0.0)),
+            free_w: cap.map(|c| (c - reserved).max(Watts(0.0))),
             jobs,
         };
         let mut out = vec![line("site", self.site_cap_w, self.reserved(None))];
@@ -193,8 +194,11 @@ mod tests {
 
     fn ledger(site: Option<f64>, parts: &[(&str, Option<f64>)]) -> Ledger {
         Ledger {
-            site_cap_w: site,
-            partition_caps_w: parts.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+            site_cap_w: site.map(Watts),
+            partition_caps_w: parts
+                .iter()
+                .map(|(n, c)| (n.to_string(), c.map(Watts)))
+                .collect(),
             held: HashMap::new(),
             changes: 0,
         }
@@ -203,23 +207,23 @@ mod tests {
     #[test]
     fn free_is_the_tighter_of_site_and_partition() {
         let mut l = ledger(Some(1000.0), &[("a", Some(300.0)), ("b", None)]);
-        assert_eq!(l.free_w(Some("a")), Some(300.0));
-        assert_eq!(l.free_w(Some("b")), Some(1000.0));
-        l.reserve(1, Some("a"), 200.0, 100, 0);
-        l.reserve(2, Some("b"), 700.0, 100, 0);
+        assert_eq!(l.free_w(Some("a")), Some(Watts(300.0)));
+        assert_eq!(l.free_w(Some("b")), Some(Watts(1000.0)));
+        l.reserve(1, Some("a"), Watts(200.0), 100, 0);
+        l.reserve(2, Some("b"), Watts(700.0), 100, 0);
         // a: partition 300-200 = 100; site 1000-900 = 100.
-        assert_eq!(l.free_w(Some("a")), Some(100.0));
-        assert_eq!(l.free_w(Some("b")), Some(100.0));
-        l.reserve(3, Some("b"), 150.0, 50, 0);
+        assert_eq!(l.free_w(Some("a")), Some(Watts(100.0)));
+        assert_eq!(l.free_w(Some("b")), Some(Watts(100.0)));
+        l.reserve(3, Some("b"), Watts(150.0), 50, 0);
         // Site 1000 - (200 + 700 + 150) = -50 W: overdrawn, and said so.
-        assert_eq!(l.free_w(Some("a")), Some(-50.0));
+        assert_eq!(l.free_w(Some("a")), Some(Watts(-50.0)));
         assert_eq!(l.expired(60), vec![3]);
-        assert_eq!(l.release(2), Some(700.0));
-        assert_eq!(l.free_w(Some("b")), Some(650.0));
+        assert_eq!(l.release(2), Some(Watts(700.0)));
+        assert_eq!(l.free_w(Some("b")), Some(Watts(650.0)));
         let lines = l.lines();
         assert_eq!(lines[0].scope, "site");
-        assert_eq!(lines[0].reserved_w, 350.0);
-        assert_eq!(lines[1].free_w, Some(100.0));
+        assert_eq!(lines[0].reserved_w, Watts(350.0));
+        assert_eq!(lines[1].free_w, Some(Watts(100.0)));
         assert_eq!(lines[2].cap_w, None);
     }
 
@@ -227,7 +231,7 @@ mod tests {
     fn no_caps_means_no_limit_and_rebuild_replaces() {
         let mut l = ledger(None, &[]);
         assert_eq!(l.free_w(None), None);
-        l.reserve(9, None, 10.0, 0, 0);
+        l.reserve(9, None, Watts(10.0), 0, 0);
         l.rebuild(&[Reservation {
             job_id: 4,
             partition: None,

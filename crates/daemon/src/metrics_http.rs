@@ -103,8 +103,8 @@ where
 pub fn snapshot_of(status: &Status) -> Snapshot {
     let budget = |l: &BudgetLine| Budget {
         name: l.scope.clone(),
-        cap_w: l.cap_w,
-        reserved_w: l.reserved_w,
+        cap_w: l.cap_w.map(|w| w.0),
+        reserved_w: l.reserved_w.0,
     };
     Snapshot {
         site: status.ledger.iter().find(|l| l.scope == "site").map(budget),

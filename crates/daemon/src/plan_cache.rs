@@ -59,12 +59,12 @@ impl Shape {
             types,
             min: *min,
             partition: req.partition.clone(),
-            energy_cap_j: req.energy_cap_j.map(f64::to_bits),
-            power_cap_w: req.power_cap_w.map(f64::to_bits),
+            energy_cap_j: req.energy_cap_j.map(|j| j.0.to_bits()),
+            power_cap_w: req.power_cap_w.map(|w| w.0.to_bits()),
             // Unknown and unlimited plan alike: neither bounds the plan.
             time_limit_s: req.time_limit.seconds().map(f64::to_bits),
             algorithm: req.algorithm,
-            max_freq_ghz: req.max_freq_ghz.map(f64::to_bits),
+            max_freq_ghz: req.max_freq_ghz.map(|g| g.0.to_bits()),
         })
     }
 }

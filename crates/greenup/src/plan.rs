@@ -52,9 +52,9 @@ pub struct PlanRequest {
     /// Slurm partition, for per-partition caps.
     pub partition: Option<String>,
     /// The user's energy cap in joules.
-    pub energy_cap_j: Option<f64>,
+    pub energy_cap_j: Option<Joules>,
     /// The user's (or ledger's) power cap in watts.
-    pub power_cap_w: Option<f64>,
+    pub power_cap_w: Option<Watts>,
     /// The job's time limit; the plan never goes past a limit of seconds.
     #[serde(
         rename = "time_limit_s",
@@ -66,7 +66,7 @@ pub struct PlanRequest {
     pub algorithm: Algorithm,
     /// No node above this frequency in GHz (set by an energy budget's warning level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_freq_ghz: Option<f64>,
+    pub max_freq_ghz: Option<Ghz>,
 }
 
 /// Why no plan could be made (as opposed to an infeasible plan, which is still a plan).
@@ -129,7 +129,7 @@ pub fn plan_with(
         limits,
         min_ee: policy.constraints.min_ee,
         algorithm: req.algorithm,
-        max_freq_ghz: req.max_freq_ghz,
+        max_freq_ghz: req.max_freq_ghz.map(|g| g.0),
     };
     let gpu_nodes = gpu_nodes(site);
     let gears = Gears {
@@ -138,7 +138,7 @@ pub fn plan_with(
             Algorithm::Paper => Devices::Cpu,
             _ => policy.devices,
         },
-        cpu_ceiling_ghz: req.max_freq_ghz,
+        cpu_ceiling_ghz: req.max_freq_ghz.map(|g| g.0),
     };
     let with_gpus = WithGpus::new(predictor, &gpu_nodes, predictor.gpu_busy(), gears);
     let gpus_apply = !gpu_nodes.is_empty() || gears.devices == Devices::Gpu;
@@ -360,12 +360,12 @@ pub fn limits(site: &Site, policy: &Policy, req: &PlanRequest) -> Result<Limits,
     };
     Ok(Limits {
         energy_cap_j: min_of(&[
-            check("energy_cap_j", req.energy_cap_j)?,
+            check("energy_cap_j", req.energy_cap_j.map(|j| j.0))?,
             policy.constraints.energy_cap_j,
             site.job_energy_limit_j,
         ]),
         power_cap_w: min_of(&[
-            check("power_cap_w", req.power_cap_w)?,
+            check("power_cap_w", req.power_cap_w.map(|w| w.0))?,
             policy.constraints.power_cap_w,
             site.power_cap_w,
             partition_cap,
@@ -465,4 +465,41 @@ fn node_slots(
         });
     }
     Ok((slots, lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requests_caps_cross_the_wire_as_bare_numbers() {
+        let req = PlanRequest {
+            policy: "min-energy".into(),
+            nodes: NodeRequest::Count { min: 2, max: 8 },
+            partition: Some("cpu".into()),
+            energy_cap_j: Some(Joules(3.6e6)),
+            power_cap_w: Some(Watts(1250.5)),
+            time_limit: TimeLimit::of_seconds(3600.0),
+            algorithm: Algorithm::Exact,
+            max_freq_ghz: Some(Ghz(2.2)),
+        };
+        let line = r#"{"policy":"min-energy","nodes":{"count":{"min":2,"max":8}},"partition":"cpu","energy_cap_j":3600000.0,"power_cap_w":1250.5,"time_limit_s":3600.0,"algorithm":"exact","max_freq_ghz":2.2}"#;
+        assert_eq!(serde_json::to_string(&req).unwrap(), line);
+        assert_eq!(serde_json::from_str::<PlanRequest>(line).unwrap(), req);
+        let uncapped = PlanRequest {
+            nodes: NodeRequest::List {
+                names: vec!["n1".into(), "n2".into()],
+                min: None,
+            },
+            partition: None,
+            energy_cap_j: None,
+            power_cap_w: None,
+            time_limit: TimeLimit::default(),
+            max_freq_ghz: None,
+            ..req
+        };
+        let line = r#"{"policy":"min-energy","nodes":{"list":{"names":["n1","n2"],"min":null}},"partition":null,"energy_cap_j":null,"power_cap_w":null,"algorithm":"exact"}"#;
+        assert_eq!(serde_json::to_string(&uncapped).unwrap(), line);
+        assert_eq!(serde_json::from_str::<PlanRequest>(line).unwrap(), uncapped);
+    }
 }

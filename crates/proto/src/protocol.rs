@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use greenup_core::quantity::Watts;
 use greenup_wire::budget::{Quote, Standing};
 pub use greenup_wire::query::{JobSummary, ListJobs, ListRecords, MAX_RECORDS};
 use greenup_wire::record::job_id;
@@ -198,11 +199,11 @@ pub struct BudgetLine {
     /// `site` or the partition's name.
     pub scope: String,
     /// The cap in watts (`None`: no cap).
-    pub cap_w: Option<f64>,
+    pub cap_w: Option<Watts>,
     /// Watts reserved by open jobs.
-    pub reserved_w: f64,
+    pub reserved_w: Watts,
     /// Watts still free (`None`: no cap).
-    pub free_w: Option<f64>,
+    pub free_w: Option<Watts>,
     /// Open jobs counted here.
     pub jobs: usize,
 }
@@ -326,7 +327,7 @@ pub enum Reply {
         /// on: greenupd gives the job's unused watts back to Slurm's queue once every
         /// node holds its own (`power.give_back_after_s`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        limit_w: Option<greenup_core::quantity::Watts>,
+        limit_w: Option<Watts>,
     },
     /// The power caps now and over the last hours (power_status).
     Power(Box<crate::live_power::PowerView>),
@@ -595,5 +596,30 @@ mod tests {
     fn error_reply_display_names_the_code() {
         let e = ErrorReply::new(ErrorCode::CredReplayed, "credential already used");
         assert_eq!(e.to_string(), "cred_replayed: credential already used");
+    }
+
+    #[test]
+    fn the_ledgers_watts_cross_the_wire_as_bare_numbers() {
+        let capped = BudgetLine {
+            scope: "site".into(),
+            cap_w: Some(Watts(100_000.0)),
+            reserved_w: Watts(62_500.5),
+            free_w: Some(Watts(37_499.5)),
+            jobs: 3,
+        };
+        let line =
+            r#"{"scope":"site","cap_w":100000.0,"reserved_w":62500.5,"free_w":37499.5,"jobs":3}"#;
+        assert_eq!(serde_json::to_string(&capped).unwrap(), line);
+        assert_eq!(serde_json::from_str::<BudgetLine>(line).unwrap(), capped);
+        let uncapped = BudgetLine {
+            scope: "gpu".into(),
+            cap_w: None,
+            reserved_w: Watts(0.0),
+            free_w: None,
+            jobs: 0,
+        };
+        let line = r#"{"scope":"gpu","cap_w":null,"reserved_w":0.0,"free_w":null,"jobs":0}"#;
+        assert_eq!(serde_json::to_string(&uncapped).unwrap(), line);
+        assert_eq!(serde_json::from_str::<BudgetLine>(line).unwrap(), uncapped);
     }
 }

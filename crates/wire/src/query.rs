@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use greenup_core::quantity::{Joules, Watts};
+
 use crate::record::{JobState, Verdict, job_id};
 
 /// [`job_id`] for an optional field.
@@ -91,13 +93,55 @@ pub struct JobSummary {
     /// Nodes the plan uses (0 when unchanged).
     pub node_count: usize,
     /// Watts reserved while open.
-    pub reserved_w: f64,
+    pub reserved_w: Watts,
     /// Predicted energy in joules, if planned.
-    pub predicted_energy_j: Option<f64>,
+    pub predicted_energy_j: Option<Joules>,
     /// Measured energy so far (sum over recorded nodes), in joules.
-    pub measured_energy_j: Option<f64>,
+    pub measured_energy_j: Option<Joules>,
     /// Outcomes recorded.
     pub outcomes: usize,
     /// Unix seconds the job was opened.
     pub opened_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_jobs_figures_cross_the_wire_as_bare_numbers() {
+        let s = JobSummary {
+            job_id: 42,
+            uid: 1000,
+            user: Some("ada".into()),
+            partition: Some("cpu".into()),
+            state: JobState::Closed,
+            policy: "min-energy".into(),
+            verdict: Verdict::Planned,
+            node_count: 4,
+            reserved_w: Watts(1250.5),
+            predicted_energy_j: Some(Joules(3.6e6)),
+            measured_energy_j: Some(Joules(3_512_345.25)),
+            outcomes: 4,
+            opened_at: 1_700_000_000,
+        };
+        let line = r#"{"job_id":42,"uid":1000,"user":"ada","partition":"cpu","state":"closed","policy":"min-energy","verdict":"planned","node_count":4,"reserved_w":1250.5,"predicted_energy_j":3600000.0,"measured_energy_j":3512345.25,"outcomes":4,"opened_at":1700000000}"#;
+        assert_eq!(serde_json::to_string(&s).unwrap(), line);
+        assert_eq!(serde_json::from_str::<JobSummary>(line).unwrap(), s);
+        let unplanned = JobSummary {
+            user: None,
+            partition: None,
+            state: JobState::Open,
+            verdict: Verdict::Unchanged,
+            node_count: 0,
+            reserved_w: Watts(0.0),
+            predicted_energy_j: None,
+            measured_energy_j: None,
+            outcomes: 0,
+            ..s
+        };
+        let line = r#"{"job_id":42,"uid":1000,"user":null,"partition":null,"state":"open","policy":"min-energy","verdict":"unchanged","node_count":0,"reserved_w":0.0,"predicted_energy_j":null,"measured_energy_j":null,"outcomes":0,"opened_at":1700000000}"#;
+        assert_eq!(serde_json::to_string(&unplanned).unwrap(), line);
+        assert_eq!(serde_json::from_str::<JobSummary>(line).unwrap(), unplanned);
+    }
 }

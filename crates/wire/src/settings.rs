@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use greenup_comm::CommDvfs;
 use greenup_core::plan::{Estimate, PlannedNode};
-use greenup_core::quantity::Watts;
+use greenup_core::quantity::{Ghz, Watts};
 
 use crate::power::{GpuPart, Grant};
 use crate::record::{Decision, Verdict};
@@ -17,7 +17,7 @@ use crate::record::{Decision, Verdict};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeGears {
     /// CPU frequency in GHz.
-    pub freq_ghz: f64,
+    pub freq_ghz: Ghz,
     /// SM clock of the job's GPUs in MHz; None leaves them at their top clock.
     pub gpu_mhz: Option<u32>,
 }
@@ -26,7 +26,7 @@ impl NodeGears {
     /// A planned node's gears.
     pub fn of(n: &PlannedNode) -> NodeGears {
         NodeGears {
-            freq_ghz: n.freq_ghz.0,
+            freq_ghz: n.freq_ghz,
             gpu_mhz: n.gpu_mhz,
         }
     }
@@ -117,7 +117,7 @@ impl NodeSettings {
             job_id: d.job_id,
             node: node.to_string(),
             used: plan.is_none() || planned.is_some(),
-            freq_ghz: applied.map(|g| g.freq_ghz),
+            freq_ghz: applied.map(|g| g.freq_ghz.0),
             gpu_mhz: applied.and_then(|g| g.gpu_mhz),
             verdict: d.verdict,
             reason: d.reason.clone(),
@@ -162,5 +162,33 @@ mod tests {
         let s: NodeSettings = serde_json::from_str(line).unwrap();
         assert_eq!(s.power_limit_w, Some(Watts(149.5)));
         assert_eq!(serde_json::to_string(&s).unwrap(), line);
+    }
+
+    #[test]
+    fn a_nodes_clock_crosses_the_wire_as_a_bare_number_or_null() {
+        let d: Decision = serde_json::from_str(
+            r#"{"job_id": 7, "verdict": "planned", "reason": "", "policy": "min-energy",
+            "profile": "lammps", "profile_version": "3", "power_cap_w": null,
+            "reserved_w": 500.0, "decided_at": 1795000000, "plan": {"policy": "min-energy",
+            "feasible": true, "reason": "", "node_count": 1, "objective": 1.0,
+            "nodes": [{"name": "n1", "type": "std", "freq_ghz": 2.45, "gpu_mhz": 1410}],
+            "predicted": {"time_s": 100.0, "energy_j": 3.0e4, "avg_power_w": 300.0},
+            "baseline": {"time_s": 90.0, "energy_j": 4.0e4, "avg_power_w": 444.5},
+            "search": {"algorithm": "exact", "candidates": 1, "elapsed_us": 1}}}"#,
+        )
+        .unwrap();
+        // The planned node is told its gears; the node the plan leaves out, none.
+        let used = NodeSettings::from_decision(&d, "n1", 2);
+        let line = r#"{"job_id":7,"node":"n1","used":true,"freq_ghz":2.45,"gpu_mhz":1410,"verdict":"planned","reason":"","node_count":1,"predicted":{"time_s":100.0,"energy_j":30000.0,"avg_power_w":300.0}}"#;
+        assert_eq!(serde_json::to_string(&used).unwrap(), line);
+        let mut back: NodeSettings = serde_json::from_str(line).unwrap();
+        back.grant = used.grant;
+        assert_eq!(back, used);
+        let left_out = NodeSettings::from_decision(&d, "n2", 2);
+        let line = r#"{"job_id":7,"node":"n2","used":false,"freq_ghz":null,"verdict":"planned","reason":"","node_count":1,"predicted":{"time_s":100.0,"energy_j":30000.0,"avg_power_w":300.0}}"#;
+        assert_eq!(serde_json::to_string(&left_out).unwrap(), line);
+        let mut back: NodeSettings = serde_json::from_str(line).unwrap();
+        back.grant = left_out.grant;
+        assert_eq!(back, left_out);
     }
 }

@@ -218,9 +218,11 @@ fn status_text(s: &Status) -> String {
     for l in &s.ledger {
         t.add_row(vec![
             l.scope.clone(),
-            l.cap_w.map_or_else(|| "none".into(), |c| format!("{c:.0}")),
-            format!("{:.0}", l.reserved_w),
-            l.free_w.map_or_else(|| "-".into(), |f| format!("{f:.0}")),
+            l.cap_w
+                .map_or_else(|| "none".into(), |c| format!("{:.0}", c.0)),
+            format!("{:.0}", l.reserved_w.0),
+            l.free_w
+                .map_or_else(|| "-".into(), |f| format!("{:.0}", f.0)),
             l.jobs.to_string(),
         ]);
     }

@@ -12,6 +12,7 @@ use greenup::profile::Profile;
 use greenup::record::TimeLimit;
 use greenup::site::Site;
 use greenup::units::{format_duration, format_energy, format_power, parse_energy, parse_power};
+use greenup_core::quantity::{Joules, Watts};
 
 use crate::{Failure, Outcome, print_json, site_path};
 
@@ -234,8 +235,8 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
         policy: policy_name,
         nodes,
         partition: args.partition.clone(),
-        energy_cap_j: args.energy_cap,
-        power_cap_w: args.power_cap,
+        energy_cap_j: args.energy_cap.map(Joules),
+        power_cap_w: args.power_cap.map(Watts),
         time_limit: args.time_limit.unwrap_or_default(),
         algorithm: args.algorithm.into(),
         max_freq_ghz: None,

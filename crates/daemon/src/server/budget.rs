@@ -236,7 +236,9 @@ pub(super) async fn quote_for(
     let free = if queue {
         greenup::power::slurm::grantable_w(&ctx.site, req.partition.as_deref()).map(|w| w as f64)
     } else {
-        lock(&shared.ledger).free_w(req.partition.as_deref())
+        lock(&shared.ledger)
+            .free_w(req.partition.as_deref())
+            .map(|w| w.0)
     };
     let (c2, r2) = (ctx.clone(), req.clone());
     let p = tokio::task::spawn_blocking(move || c2.decider.decide_or_refuse(&c2.site, &r2, free))

@@ -282,7 +282,7 @@ pub(super) async fn shrink(shared: Arc<Shared>, s: Shrink) {
     .unwrap_or_else(|e| Err(e.to_string()));
     match done {
         Ok(list) => {
-            lock(&shared.ledger).shrink(job_id, kept_w.0);
+            lock(&shared.ledger).shrink(job_id, kept_w);
             lock(&shared.live).gave_back(job_id, from_w - kept_w, kept_w);
             tracing::info!(
                 job_id,

@@ -563,7 +563,7 @@ async fn gather(shared: &Arc<Shared>, ctx: &Ctx, req: OpenJob) -> Facts {
 fn hold(ledger: &mut Ledger, f: &Facts, p: &Proposal) {
     if p.verdict.holds_reservation(p.reserve_w) {
         let part = f.req.partition.as_deref();
-        ledger.reserve(f.req.job_id, part, p.reserve_w.0, f.expires_at, f.at);
+        ledger.reserve(f.req.job_id, part, p.reserve_w, f.expires_at, f.at);
     }
 }
 
@@ -578,16 +578,17 @@ async fn decide_under_ledger(
     let part = f.req.partition.as_deref();
     for _ in 0..3 {
         let free = lock(&shared.ledger).free_w(part);
+        let free_w = free.map(|w| w.0);
         let (ctx2, req2, app2) = (ctx.clone(), f.req.clone(), f.app.clone());
         let p = tokio::task::spawn_blocking(move || {
             ctx2.decider
-                .decide_or_refuse_with(&ctx2.site, &req2, free, &app2)
+                .decide_or_refuse_with(&ctx2.site, &req2, free_w, &app2)
         })
         .await
         .map_err(|e| ErrorReply::new(ErrorCode::Internal, format!("decision task failed: {e}")))?;
         let mut ledger = lock(&shared.ledger);
         let shrank_past_it = match (free, ledger.free_w(part)) {
-            (Some(then), Some(now)) => now < then && p.reserve_w.0 > now,
+            (Some(then), Some(now)) => now < then && p.reserve_w > now,
             _ => false,
         };
         if !shrank_past_it {
@@ -596,10 +597,10 @@ async fn decide_under_ledger(
         }
     }
     let mut ledger = lock(&shared.ledger);
-    let free = ledger.free_w(part);
+    let free_w = ledger.free_w(part).map(|w| w.0);
     let p = ctx
         .decider
-        .decide_or_refuse_with(&ctx.site, &f.req, free, &f.app);
+        .decide_or_refuse_with(&ctx.site, &f.req, free_w, &f.app);
     hold(&mut ledger, f, &p);
     Ok(p)
 }
@@ -610,7 +611,8 @@ fn admit_budgets(shared: &Arc<Shared>, ctx: &Ctx, f: &Facts, p: Proposal) -> Adm
     let (held_w, holds) = (p.reserve_w, p.verdict.holds_reservation(p.reserve_w));
     let free_before = lock(&shared.ledger)
         .free_w(f.req.partition.as_deref())
-        .map(|free| if holds { free + held_w.0 } else { free });
+        .map(|free| if holds { free + held_w } else { free })
+        .map(|w| w.0);
     let admitted = super::budget::admit(shared, ctx, &f.req, p, free_before, f.at);
     let p = &admitted.proposal;
     if (p.reserve_w, p.verdict.holds_reservation(p.reserve_w)) != (held_w, holds) {
@@ -705,7 +707,7 @@ async fn record(
                     ledger.reserve(
                         job_id,
                         partition.as_deref(),
-                        decision.reserved_w.0,
+                        decision.reserved_w,
                         f.expires_at,
                         decision.decided_at,
                     );

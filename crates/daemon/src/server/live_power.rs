@@ -331,7 +331,7 @@ impl Live {
             c.granted_w = lines
                 .iter()
                 .find(|l| l.scope == c.scope)
-                .map_or(0.0, |l| l.reserved_w);
+                .map_or(0.0, |l| l.reserved_w.0);
         }
         self.ledger_seen = Some(changes);
     }

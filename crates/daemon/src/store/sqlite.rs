@@ -11,7 +11,7 @@ use crate::run::{self, Run};
 use greenup::query::{JobSummary, ListJobs, ListRecords};
 use greenup::record::{Decision, JobRecord, JobState, NodeOutcome, OpenJob, Verdict};
 use greenup::record::{JobEnd, Source};
-use greenup_core::quantity::{Ghz, Joules, Seconds};
+use greenup_core::quantity::{Ghz, Joules, Seconds, Watts};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS jobs (
@@ -1120,9 +1120,9 @@ impl Store for SqliteStore {
                 policy,
                 verdict: parse_verdict(&verdict)?,
                 node_count: usize::try_from(nodes).unwrap_or(0),
-                reserved_w: reserved,
-                predicted_energy_j: pred,
-                measured_energy_j: measured,
+                reserved_w: Watts(reserved),
+                predicted_energy_j: pred.map(Joules),
+                measured_energy_j: measured.map(Joules),
                 outcomes: usize::try_from(n).unwrap_or(0),
                 opened_at: opened,
             });
@@ -1425,7 +1425,7 @@ mod tests {
         assert_eq!(r[2], Ok(Applied::Stored { new: true }));
         let listed = s.list_jobs(Some(5), None, 10).unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!(listed[0].measured_energy_j, Some(2.0));
+        assert_eq!(listed[0].measured_energy_j, Some(Joules(2.0)));
         assert!(s.list_jobs(Some(6), None, 10).unwrap().is_empty());
     }
 

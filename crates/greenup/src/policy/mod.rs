@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use greenup_core::quantity::Ghz;
 use greenup_wire::settings::NodeSettings;
 use serde::Deserialize;
 
@@ -209,7 +210,7 @@ impl RawComm {
                 .strided_threshold_bytes
                 .unwrap_or(d.strided_threshold_bytes),
             timeout_us: self.timeout_us.as_ref().map_or(d.timeout_us, |t| t.value),
-            low_ghz: self.low_ghz.as_ref().map(|f| f.value),
+            low_ghz: self.low_ghz.as_ref().map(|f| Ghz(f.value)),
             wait,
         };
         // The rule lives in CommDvfs::invalid; point at the field it names.

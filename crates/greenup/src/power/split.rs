@@ -105,7 +105,8 @@ pub fn with_node_type(mut s: NodeSettings, site: &Site) -> NodeSettings {
         c.low_ghz = site
             .node_type_of(&s.node)
             .map(|t| t.fmin())
-            .filter(|f| *f > 0.0);
+            .filter(|f| *f > 0.0)
+            .map(Ghz);
     }
     let parts = match (s.grant(), s.used) {
         (Some(g), true) => node_model(site, &s.node, s.freq_ghz.map(Ghz), s.gpu_mhz)
@@ -270,14 +271,14 @@ nodes:
                 .unwrap()
                 .low_ghz
         };
-        assert_eq!(low(&d, "n1"), Some(1.0));
-        assert_eq!(low(&d, "n3"), Some(1.2));
+        assert_eq!(low(&d, "n1"), Some(Ghz(1.0)));
+        assert_eq!(low(&d, "n3"), Some(Ghz(1.2)));
         assert_eq!(low(&d, "n9"), None);
         d.comm_dvfs = Some(crate::comm::CommDvfs {
-            low_ghz: Some(1.4),
+            low_ghz: Some(Ghz(1.4)),
             ..Default::default()
         });
-        assert_eq!(low(&d, "n3"), Some(1.4));
+        assert_eq!(low(&d, "n3"), Some(Ghz(1.4)));
     }
 
     #[test]
@@ -298,7 +299,7 @@ nodes:
             node_w: None,
         });
         let gears = Some(NodeGears {
-            freq_ghz: 2.0,
+            freq_ghz: Ghz(2.0),
             gpu_mhz: None,
         });
         let g1 = with_node_type(NodeSettings::of(&d, "g1", gears, 2, None), &site);
@@ -306,7 +307,7 @@ nodes:
         let gpu = g1.gpu_power.unwrap();
         assert!((gpu.part_w.0 - 175.0).abs() < 1e-9 && gpu.limit_w == gpu.part_w);
         let gears = Some(NodeGears {
-            freq_ghz: 2.0,
+            freq_ghz: Ghz(2.0),
             gpu_mhz: None,
         });
         let c1 = with_node_type(NodeSettings::of(&d, "c1", gears, 2, None), &site);

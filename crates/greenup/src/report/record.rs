@@ -155,7 +155,10 @@ pub fn from_record(rec: &JobRecord, ctx: &Context) -> JobReport {
                 // the stored record meets the site.
                 let t = ctx.site.and_then(|s| s.node_types.get(ty));
                 if let (Some(t), Some(f_run)) = (t, o.freq_ghz.map(|f| f.0)) {
-                    let f_low = d.comm_dvfs.and_then(|p| p.low_ghz).unwrap_or(t.fmin());
+                    let f_low = d
+                        .comm_dvfs
+                        .and_then(|p| p.low_ghz)
+                        .map_or(t.fmin(), |g| g.0);
                     mpi.saved_j = crate::comm::saved_j(c, t, f_run, f_low);
                 }
                 Some(mpi)
