@@ -15,6 +15,7 @@ mod daemon_support;
 use daemon_support::*;
 use greenup::model::measured_power::PowerSource;
 use greenup::site::SampleClocks;
+use greenup_core::quantity::Ghz;
 use greenup_daemon::baseline::job_share;
 use greenup_daemon::store::{SqliteStore, Store};
 use greenup_proto::protocol::{Decision, OpenJob, Verdict};
@@ -113,7 +114,7 @@ fn a_picked_monitor_job_runs_at_an_unmeasured_clock_and_is_no_baseline() {
     );
     // The node is told to set the clock, and that its run is no baseline.
     let settings = c.node_settings(1, "n1").unwrap();
-    assert_eq!(settings.freq_ghz, Some(1.6), "{settings:?}");
+    assert_eq!(settings.freq_ghz, Some(Ghz(1.6)), "{settings:?}");
     assert!(!settings.baseline, "{settings:?}");
 
     finish(&d, &plain, 2.4, 260.0);

@@ -7,7 +7,7 @@ mod daemon_support;
 
 use daemon_support::{open_req, start};
 use greenup::site::{OverBudget, PowerEnforce};
-use greenup_core::quantity::Watts;
+use greenup_core::quantity::{Ghz, Watts};
 use greenup_proto::protocol::{NodeSettings, OpenJob, Verdict};
 
 /// daemon_support's node type `std`: 100 W static, 200 W dynamic at 2.4 GHz, cube law.
@@ -57,7 +57,7 @@ fn assert_shares(nodes: &[NodeSettings], granted: f64) {
     let used: Vec<&NodeSettings> = nodes.iter().filter(|n| n.used).collect();
     let weights: Vec<f64> = used
         .iter()
-        .map(|n| std_w(n.freq_ghz.unwrap_or(2.4)))
+        .map(|n| std_w(n.freq_ghz.map_or(2.4, |f| f.0)))
         .collect();
     let total: f64 = weights.iter().sum();
     for (n, w) in used.iter().zip(&weights) {
@@ -161,7 +161,7 @@ fn a_grant_too_small_for_any_plan_runs_at_the_lowest_power_under_every_over_budg
         assert_eq!(nodes[0].verdict, Verdict::BudgetLimited, "{why}");
         assert!(nodes[0].reason.contains("Slurm granted 200 W"), "{why}");
         for n in &nodes {
-            assert_eq!(n.freq_ghz, Some(1.2), "{}: {why}", n.node);
+            assert_eq!(n.freq_ghz, Some(Ghz(1.2)), "{}: {why}", n.node);
             let got = n.power_limit_w.unwrap().0;
             assert!(
                 (got - 50.0).abs() < 1e-6,
@@ -279,7 +279,7 @@ fn a_gpu_jobs_plan_lowers_its_gpus_clock_and_each_node_is_told_it_and_weighed_at
         assert_eq!(n.gpu_mhz, Some(800), "{}: {n:?}", n.node);
         // Two nodes alike share 5000 W evenly; the CPU's part is in proportion to its
         // draw at its frequency against the GPUs' at 800 MHz: 50 + 250 / 8 W each.
-        let f = n.freq_ghz.unwrap();
+        let f = n.freq_ghz.unwrap().0;
         let (cpu, gpu) = (std_w(f), 50.0 + 250.0 / 8.0);
         let share = 2500.0;
         let want_cpu = share * cpu / (cpu + 2.0 * gpu);

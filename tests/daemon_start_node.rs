@@ -135,7 +135,7 @@ fn two_thousand_nodes_asking_at_once_get_their_own_settings_from_one_decision() 
         assert_eq!(&s.node, name);
         assert_eq!(s.job_id, 77);
         assert_eq!(s.used, plan.contains_key(name), "{name}");
-        assert_eq!(s.freq_ghz, plan.get(name).copied(), "{name}");
+        assert_eq!(s.freq_ghz.map(|f| f.0), plan.get(name).copied(), "{name}");
         assert_eq!(s.node_count, plan.len());
         // Only the job's first node is handed the used nodes (when the job shrinks).
         if name != "n1" {

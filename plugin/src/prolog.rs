@@ -135,7 +135,7 @@ pub fn apply_settings(
     log: Log,
 ) -> Result<greenup_platform::dvfs::state::NodeRecord, dvfs_job::JobError> {
     let asked = d.map_or_else(Apply::default, |d| Apply {
-        khz: d.freq_ghz.and_then(ghz_to_khz),
+        khz: d.freq_ghz.and_then(|f| ghz_to_khz(f.0)),
         power: power_request(d.power_limit_w, &site.power),
     });
     let rec = dvfs_job::begin(paths, job.job_id, &job.node, &job.node, &asked, scope)?;
@@ -294,7 +294,9 @@ pub fn prolog(args: &Args, job: &JobEnv, log: Log) {
             let settings = decision.as_ref().ok();
             let ask = RuntimeAsk::of(settings, job.options.comm, site.dvfs.measure_baselines);
             if let Some(rt) = greenup::policy::runtime_for_job(&ask) {
-                let plan_khz = settings.and_then(|d| d.freq_ghz).and_then(ghz_to_khz);
+                let plan_khz = settings
+                    .and_then(|d| d.freq_ghz)
+                    .and_then(|f| ghz_to_khz(f.0));
                 let guard = rt.guard.map(|t| (t, plan_khz));
                 let note = start_comm(&paths, job, &scope, rt.comm, guard);
                 log(

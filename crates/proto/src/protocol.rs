@@ -449,6 +449,7 @@ pub fn request_line(body: &str, cred: Option<&str>) -> Result<Vec<u8>, serde_jso
 #[cfg(test)]
 mod tests {
     use super::*;
+    use greenup_core::quantity::Ghz;
 
     #[test]
     fn request_line_round_trips_and_embeds_body_verbatim() {
@@ -568,8 +569,14 @@ mod tests {
         assert!(whole(20_000) > 100 * whole(10));
         // Each node is told its own frequency.
         let d = planned(4);
-        assert_eq!(NodeSettings::from_decision(&d, "n2", 4).freq_ghz, Some(1.8));
-        assert_eq!(NodeSettings::from_decision(&d, "n3", 4).freq_ghz, Some(2.2));
+        assert_eq!(
+            NodeSettings::from_decision(&d, "n2", 4).freq_ghz,
+            Some(Ghz(1.8))
+        );
+        assert_eq!(
+            NodeSettings::from_decision(&d, "n3", 4).freq_ghz,
+            Some(Ghz(2.2))
+        );
         let gone = NodeSettings::from_decision(&d, "n9", 5);
         assert_eq!((gone.used, gone.freq_ghz), (false, None));
     }

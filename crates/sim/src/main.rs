@@ -363,7 +363,7 @@ fn real_main(cli: Cli) -> Result<(), String> {
             // (`freq_ghz` is then set); otherwise it stays at f_max, as the plugin does.
             let planned: BTreeMap<&str, f64> = settings
                 .iter()
-                .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f)))
+                .filter_map(|s| s.freq_ghz.map(|f| (s.node.as_str(), f.0)))
                 .collect();
             let hosts = platform::hosts(&site, &used, physics.as_ref(), |n, _| {
                 planned.get(n).copied()

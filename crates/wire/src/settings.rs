@@ -42,7 +42,7 @@ pub struct NodeSettings {
     /// Whether the plan uses this node (false: the job is shrunk off it).
     pub used: bool,
     /// Frequency to set in GHz; `None` leaves the node as it is.
-    pub freq_ghz: Option<f64>,
+    pub freq_ghz: Option<Ghz>,
     /// SM clock to lock the job's GPUs on this node at, in MHz; `None` leaves them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_mhz: Option<u32>,
@@ -117,7 +117,7 @@ impl NodeSettings {
             job_id: d.job_id,
             node: node.to_string(),
             used: plan.is_none() || planned.is_some(),
-            freq_ghz: applied.map(|g| g.freq_ghz.0),
+            freq_ghz: applied.map(|g| g.freq_ghz),
             gpu_mhz: applied.and_then(|g| g.gpu_mhz),
             verdict: d.verdict,
             reason: d.reason.clone(),

@@ -109,7 +109,7 @@ pub fn with_node_type(mut s: NodeSettings, site: &Site) -> NodeSettings {
             .map(Ghz);
     }
     let parts = match (s.grant(), s.used) {
-        (Some(g), true) => node_model(site, &s.node, s.freq_ghz.map(Ghz), s.gpu_mhz)
+        (Some(g), true) => node_model(site, &s.node, s.freq_ghz, s.gpu_mhz)
             .map(|m| split(g.share_w(m.total_w()), &m)),
         _ => None,
     };
