@@ -267,3 +267,53 @@ fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
         "{out}"
     );
 }
+
+#[test]
+fn a_power_cap_holds_each_node_to_its_own_watts() {
+    let d = start(2, |_, _, _| {});
+    // As above: n1 draws 0.9 of the type's 260 W at 2.4 GHz (234 W), n2 1.1 (286 W).
+    for j in 1..=3 {
+        run(&d, j, 2.4, [234.0, 286.0]);
+    }
+    // min-time under a 250 W cap on one node. 2.4 GHz is the only measured clock, so the
+    // lower ones are the site's law scaled to it: 260/300 of 100 + 200 (f/2.4)^3 W, 187.0 W
+    // at 2.0 GHz, times the node's factor. n1 fits at 2.4 GHz (234 W); n2 does not
+    // (286 W) and takes 2.0 GHz (205.7 W). The type's own 260 W would hold both at 2.0.
+    let on = |job_id: u64, node: &str| OpenJob {
+        restart_count: None,
+        profile: Some("lammps".into()),
+        policy: Some("min-time".into()),
+        nodes: vec![node.into()],
+        power_cap_w: Some(greenup_core::quantity::Watts(250.0)),
+        ..open_req(job_id, 0, 1)
+    };
+    // The curve is relearned after each close: wait until n2's factor is in use.
+    let (mut pair, mut next) = (None, 100);
+    wait_for(|| {
+        next += 2;
+        let (a, b) = (
+            d.tcp_client().open_job(on(next, "n1")).unwrap(),
+            d.tcp_client().open_job(on(next + 1, "n2")).unwrap(),
+        );
+        let done = b.watts.iter().any(|w| !w.node_factors.is_empty());
+        pair = Some((a, b));
+        done
+    });
+    let (a, b) = pair.unwrap();
+    assert_eq!(a.freq_for("n1"), Some(2.4), "{a:?}");
+    assert_eq!(b.freq_for("n2"), Some(2.0), "{b:?}");
+    for (decision, node_w) in [
+        (&a, 234.0),
+        (
+            &b,
+            1.1 * 260.0 / 300.0 * (100.0 + 200.0 * (2.0f64 / 2.4).powi(3)),
+        ),
+    ] {
+        let p = &decision.plan.as_ref().unwrap().predicted;
+        // lammps on one node computes all but its communication, where it draws idle
+        // watts: its average lies at most at its computing watts, under the cap.
+        assert!(p.avg_power_w.0 <= 250.0 + 1e-9, "{p:?}");
+        assert!(p.avg_power_w.0 <= node_w + 1e-6, "{p:?} against {node_w}");
+        assert!(p.avg_power_w.0 > 0.9 * node_w, "{p:?} against {node_w}");
+    }
+}
