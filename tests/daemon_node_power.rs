@@ -5,6 +5,7 @@
 mod daemon_support;
 
 use daemon_support::*;
+use greenup::record::Decision;
 use greenup_proto::protocol::OpenJob;
 
 /// The busy watts gauge of type `std` at `ghz` from `source`, if the page has it.
@@ -187,40 +188,66 @@ fn measured_node_power_replaces_the_site_model_and_is_shown_with_its_source() {
     );
 }
 
-#[test]
-fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
+/// greenupd after three runs in which n1 drew 234 W and n2 286 W computing at 2.4 GHz:
+/// the type's 260 W, n1 0.9 of it and n2 1.1.
+fn cool_and_hot() -> Daemon {
     let d = start(2, |_, _, _| {});
-    // n1 draws 234 W and n2 286 W computing at 2.4 GHz, in each of three runs: the
-    // type's 260 W, n1 0.9 of it and n2 1.1.
     for j in 1..=3 {
         run(&d, j, 2.4, [234.0, 286.0]);
     }
-    let on = |job_id: u64, node: &str| OpenJob {
+    d
+}
+
+/// lammps under `policy` on one node, with a power cap if given.
+fn on_one(job_id: u64, node: &str, policy: &str, cap_w: Option<f64>) -> OpenJob {
+    OpenJob {
         restart_count: None,
         profile: Some("lammps".into()),
-        policy: Some("min-time".into()),
+        policy: Some(policy.into()),
         nodes: vec![node.into()],
+        power_cap_w: cap_w.map(greenup_core::quantity::Watts),
         ..open_req(job_id, 0, 1)
-    };
-    // The curve is relearned after each close: wait until the factors are in use. The
-    // two jobs have one shape but for their nodes' factors, so greenupd's plan cache
-    // must not hand n1's plan to n2 (it did, before the factor joined the shape).
+    }
+}
+
+/// The same job opened on n1 and on n2, again until `ready` says the factors are in use:
+/// the curve is relearned after each close.
+fn once_learned(
+    d: &Daemon,
+    policy: &str,
+    cap_w: Option<f64>,
+    ready: impl Fn(&Decision, &Decision) -> bool,
+) -> (Decision, Decision) {
     let (mut pair, mut next) = (None, 100);
     wait_for(|| {
         next += 2;
         let (a, b) = (
-            d.tcp_client().open_job(on(next, "n1")).unwrap(),
-            d.tcp_client().open_job(on(next + 1, "n2")).unwrap(),
+            d.tcp_client()
+                .open_job(on_one(next, "n1", policy, cap_w))
+                .unwrap(),
+            d.tcp_client()
+                .open_job(on_one(next + 1, "n2", policy, cap_w))
+                .unwrap(),
         );
+        let done = ready(&a, &b);
+        pair = Some((a, b));
+        done
+    });
+    pair.unwrap()
+}
+
+#[test]
+fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
+    let d = cool_and_hot();
+    // The two jobs have one shape but for their nodes' factors, so greenupd's plan cache
+    // must not hand n1's plan to n2 (it did, before the factor joined the shape).
+    let (a, b) = once_learned(&d, "min-time", None, |a, b| {
         let (ea, eb) = (
             a.plan.as_ref().unwrap().baseline.energy_j.0,
             b.plan.as_ref().unwrap().baseline.energy_j.0,
         );
-        let done = (eb / ea - 1.1 / 0.9).abs() < 1e-9;
-        pair = Some((a, b));
-        done
+        (eb / ea - 1.1 / 0.9).abs() < 1e-9
     });
-    let (a, b) = pair.unwrap();
     // The same program on one node of the same type at the same clocks takes the same
     // time on either; n2's whole node, idle and busy alike, costs 1.1 / 0.9 of n1's.
     let (pa, pb) = (a.plan.as_ref().unwrap(), b.plan.as_ref().unwrap());
@@ -233,7 +260,7 @@ fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
     );
 
     // Each decision names the node that planned with its own factor.
-    let factors = |d: &greenup::record::Decision| -> Vec<(String, f64)> {
+    let factors = |d: &Decision| -> Vec<(String, f64)> {
         d.watts
             .iter()
             .flat_map(|w| w.node_factors.iter().map(|(n, k)| (n.clone(), *k)))
@@ -270,36 +297,16 @@ fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
 
 #[test]
 fn a_power_cap_holds_each_node_to_its_own_watts() {
-    let d = start(2, |_, _, _| {});
-    // As above: n1 draws 0.9 of the type's 260 W at 2.4 GHz (234 W), n2 1.1 (286 W).
-    for j in 1..=3 {
-        run(&d, j, 2.4, [234.0, 286.0]);
-    }
+    let d = cool_and_hot();
     // min-time under a 250 W cap on one node. 2.4 GHz is the only measured clock, so the
     // lower ones are the site's law scaled to it: 260/300 of 100 + 200 (f/2.4)^3 W, 187.0 W
     // at 2.0 GHz, times the node's factor. n1 fits at 2.4 GHz (234 W); n2 does not
     // (286 W) and takes 2.0 GHz (205.7 W). The type's own 260 W would hold both at 2.0.
-    let on = |job_id: u64, node: &str| OpenJob {
-        restart_count: None,
-        profile: Some("lammps".into()),
-        policy: Some("min-time".into()),
-        nodes: vec![node.into()],
-        power_cap_w: Some(greenup_core::quantity::Watts(250.0)),
-        ..open_req(job_id, 0, 1)
-    };
-    // The curve is relearned after each close: wait until n2's factor is in use.
-    let (mut pair, mut next) = (None, 100);
-    wait_for(|| {
-        next += 2;
-        let (a, b) = (
-            d.tcp_client().open_job(on(next, "n1")).unwrap(),
-            d.tcp_client().open_job(on(next + 1, "n2")).unwrap(),
-        );
-        let done = b.watts.iter().any(|w| !w.node_factors.is_empty());
-        pair = Some((a, b));
-        done
+    let (a, b) = once_learned(&d, "min-time", Some(250.0), |a, b| {
+        [a, b]
+            .iter()
+            .all(|x| x.watts.iter().any(|w| !w.node_factors.is_empty()))
     });
-    let (a, b) = pair.unwrap();
     assert_eq!(a.freq_for("n1"), Some(2.4), "{a:?}");
     assert_eq!(b.freq_for("n2"), Some(2.0), "{b:?}");
     for (decision, node_w) in [

@@ -196,13 +196,9 @@ fn all_measured_with_a_predictor() {
         types: BTreeMap::from([(
             "type1".into(),
             TypeTimes {
-                t_cp_s: 8.0,
-                t_cm_s: 2.0,
                 p_dyn_w: Some(20.0),
                 p_static_w: Some(4.0),
-                t_mem_s: None,
-                t_mem_fit: None,
-                lead: None,
+                ..TypeTimes::timed(8.0, 2.0)
             },
         )]),
         site_types,

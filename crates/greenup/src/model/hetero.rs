@@ -98,6 +98,20 @@ pub struct ClockFit {
 }
 
 impl TypeTimes {
+    /// A type known only by its compute and communication seconds per iteration:
+    /// compute-bound, drawing the site's watts, its nodes doing equal work.
+    pub fn timed(t_cp_s: f64, t_cm_s: f64) -> TypeTimes {
+        TypeTimes {
+            t_cp_s,
+            t_cm_s,
+            p_dyn_w: None,
+            p_static_w: None,
+            t_mem_s: None,
+            t_mem_fit: None,
+            lead: None,
+        }
+    }
+
     /// Compute seconds of one iteration at scaling factor `s = f_max / f`:
     /// `t_cp_s * s + t_mem_s`, with an unlearned `t_mem_s` taken as 0.
     pub fn compute_s(&self, s: f64) -> f64 {

@@ -105,15 +105,7 @@ mod tests {
     }
 
     fn law(t_cp_s: f64) -> TypeTimes {
-        TypeTimes {
-            t_cp_s,
-            t_cm_s: 0.1,
-            p_dyn_w: None,
-            p_static_w: None,
-            t_mem_s: None,
-            t_mem_fit: None,
-            lead: None,
-        }
+        TypeTimes::timed(t_cp_s, 0.1)
     }
 
     #[test]

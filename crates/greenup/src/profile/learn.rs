@@ -541,15 +541,7 @@ fn hetero(
             lead: None,
         };
         // The clock law the lead compares each node's compute time against.
-        let mut law = TypeTimes {
-            t_cp_s: cp,
-            t_cm_s: cm,
-            p_dyn_w: None,
-            p_static_w: None,
-            t_mem_s: None,
-            t_mem_fit: None,
-            lead: None,
-        };
+        let mut law = TypeTimes::timed(cp, cm);
         match fit_clock(fmax, &samples) {
             Some(term) => {
                 law.t_cp_s = term.t_cp_s;

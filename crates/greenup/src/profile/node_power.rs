@@ -495,18 +495,7 @@ mod tests {
     fn hundred_seconds(types: BTreeMap<String, NodeType>) -> Hetero {
         Hetero {
             iterations: 1.0,
-            types: BTreeMap::from([(
-                "epyc".to_string(),
-                TypeTimes {
-                    t_cp_s: 100.0,
-                    t_cm_s: 0.0,
-                    p_dyn_w: None,
-                    p_static_w: None,
-                    t_mem_s: None,
-                    t_mem_fit: None,
-                    lead: None,
-                },
-            )]),
+            types: BTreeMap::from([("epyc".to_string(), TypeTimes::timed(100.0, 0.0))]),
             site_types: types,
             steps: None,
             time_choice: None,

@@ -960,10 +960,18 @@ mod tests {
     /// A completed run of wall time `t` (measured off by the noise) on `nodes`.
     fn completed(job_id: u64, t: f64, nodes: Vec<NodeOutcome>, noise: &mut Noise) -> Outcome {
         Outcome {
+            time_s: t * noise.next(),
+            ..ran(job_id, t, nodes)
+        }
+    }
+
+    /// A completed run that took exactly the wall time `t` it was predicted to.
+    fn ran(job_id: u64, t: f64, nodes: Vec<NodeOutcome>) -> Outcome {
+        Outcome {
             gpu_locked: false,
             job_id,
             state: RunState::Completed,
-            time_s: t * noise.next(),
+            time_s: t,
             predicted_time_s: t,
             nodes,
         }
@@ -972,15 +980,7 @@ mod tests {
     fn wrong_hetero() -> Hetero {
         // Compute times 30 % and 37.5 % short, communication half as long as it is,
         // and the site's generic power instead of this application's.
-        let tt = |cp, cm| TypeTimes {
-            t_cp_s: cp,
-            t_cm_s: cm,
-            p_dyn_w: None,
-            p_static_w: None,
-            t_mem_s: None,
-            t_mem_fit: None,
-            lead: None,
-        };
+        let tt = TypeTimes::timed;
         Hetero {
             iterations: ITERS,
             types: BTreeMap::from([
@@ -1008,31 +1008,14 @@ mod tests {
                 .enumerate()
                 .map(|(k, per)| {
                     let c = ITERS * per * s;
-                    NodeOutcome {
-                        name: format!("n{}", k + 1),
-                        node_type: "type1".into(),
-                        freq_ghz: f,
-                        energy_j: Some(5.5 * wall + 26.0 * (f / 2.5f64).powi(3) * c),
-                        compute_s: Some(c),
-                        comm_s: Some(wall - c),
-                        calls: None,
-                        bytes: None,
-                        gpu: None,
-                    }
+                    let energy = 5.5 * wall + 26.0 * (f / 2.5f64).powi(3) * c;
+                    timed(&format!("n{}", k + 1), f, c, wall, energy)
                 })
                 .collect();
-            Outcome {
-                gpu_locked: false,
-                job_id,
-                state: RunState::Completed,
-                time_s: wall,
-                predicted_time_s: wall,
-                nodes,
-            }
+            ran(job_id, wall, nodes)
         };
         let runs = [run(1, 2.5), run(2, 2.0)];
-        let mut model = wrong_hetero();
-        model.types.remove("type3");
+        let model = one_type_model();
         let r = hetero(&model, &runs).unwrap();
         // The mean node computes 0.8 s at f_max, and no time that ignores the clock;
         // the slowest computes 1.0 s: a lead of 1.25.
@@ -1142,13 +1125,9 @@ mod tests {
                 (
                     t.0.to_string(),
                     TypeTimes {
-                        t_cp_s: t.2,
-                        t_cm_s: t.3 + waits,
                         p_dyn_w: Some(t.4),
                         p_static_w: Some(t.5),
-                        t_mem_s: None,
-                        t_mem_fit: None,
-                        lead: None,
+                        ..TypeTimes::timed(t.2, t.3 + waits)
                     },
                 )
             })),
@@ -1303,23 +1282,22 @@ mod tests {
         let compute = (cp * 2.5 / f + mem) * ITERS;
         let wall = compute + 0.2 * ITERS;
         let energy = 5.5 * wall + 26.0 * (f / 2.5_f64).powi(3) * compute;
-        Outcome {
-            gpu_locked: false,
-            job_id,
-            state: RunState::Completed,
-            time_s: wall,
-            predicted_time_s: wall,
-            nodes: vec![NodeOutcome {
-                gpu: None,
-                comm_s: Some(wall - compute),
-                calls: None,
-                bytes: None,
-                name: "n1".into(),
-                node_type: "type1".into(),
-                freq_ghz: f,
-                energy_j: Some(energy),
-                compute_s: Some(compute),
-            }],
+        ran(job_id, wall, vec![timed("n1", f, compute, wall, energy)])
+    }
+
+    /// A type1 node at `f` GHz that computed `compute` seconds of a `wall`-second run,
+    /// blocked the rest, and measured `energy` joules.
+    fn timed(name: &str, f: f64, compute: f64, wall: f64, energy: f64) -> NodeOutcome {
+        NodeOutcome {
+            gpu: None,
+            comm_s: Some(wall - compute),
+            calls: None,
+            bytes: None,
+            name: name.into(),
+            node_type: "type1".into(),
+            freq_ghz: f,
+            energy_j: Some(energy),
+            compute_s: Some(compute),
         }
     }
 
