@@ -265,6 +265,29 @@ impl Hetero {
         }
     }
 
+    /// For a decision's reason, where the types `used` carry a lead: the run is timed by
+    /// each such type's slowest node, so a user sees why the plan is longer than the
+    /// type's mean node computes.
+    pub fn unequal_work(&self, used: &[&str]) -> Option<String> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut each = Vec::new();
+        for ty in used {
+            if seen.contains(ty) {
+                continue;
+            }
+            seen.push(ty);
+            if let Some(l) = self.types.get(*ty).and_then(|t| t.lead) {
+                each.push(format!("{ty} x{l:.2}"));
+            }
+        }
+        (!each.is_empty()).then(|| {
+            format!(
+                "unequal work: timed by each type's slowest node against its mean ({})",
+                each.join(", ")
+            )
+        })
+    }
+
     /// One node's choices and static power.
     fn row(&self, slot: &NodeSlot) -> Result<(Vec<Choice>, f64), ModelError> {
         let nt = site_type(&self.site_types, slot)?;
@@ -316,7 +339,10 @@ impl Predictor for Hetero {
     }
 
     fn clock_note(&self, node_types: &[&str]) -> Option<String> {
-        let clock = self.clock_sensitivity(node_types);
+        let mut clock = self.clock_sensitivity(node_types);
+        if let Some(unequal) = self.unequal_work(node_types) {
+            clock = format!("{clock}; {unequal}");
+        }
         Some(match &self.time_choice {
             Some(c) => format!("{}; {clock}", c.note()),
             None => clock,
@@ -467,6 +493,13 @@ mod tests {
         let p = m.predict(&at(2.0)).unwrap();
         assert!(close(p.time_s, 23.75), "{p:?}");
         assert!(close(p.energy_j, 671.25), "{p:?}");
+        // The decision's reason says so; a type without a lead adds nothing.
+        assert_eq!(
+            m.clock_note(&["a", "a"]).unwrap(),
+            "clock sensitivity: given in the profile (t_mem 0.500 s per iteration, not fitted); unequal work: timed by each type's slowest node against its mean (a x1.25)"
+        );
+        m.types.get_mut("a").unwrap().lead = None;
+        assert!(!m.clock_note(&["a"]).unwrap().contains("unequal"));
     }
 
     #[test]
