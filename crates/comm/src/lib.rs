@@ -526,4 +526,67 @@ mod tests {
             Some("low_ghz -0.5 is not a positive frequency")
         );
     }
+
+    // The epilog sends a node's sums to greenupd, which stores them as JSON in each
+    // job's record: the string must not change when the fields change type.
+    #[test]
+    fn a_nodes_sums_and_its_guard_cross_the_wire_as_bare_numbers() {
+        let node = NodeComm {
+            ranks: 2,
+            incomplete: 1,
+            compute_s: 7.25,
+            comm_s: 2.75,
+            bytes: 2000,
+            calls: 20,
+            sync_calls: 8,
+            low_s: 1.375,
+            transitions: 6,
+            errors: 1,
+            saved_j: Some(3.5),
+            cpus: Some(64),
+            guard: Some(Box::new(NodeGuard {
+                armed: 2,
+                acted: 1,
+                first_s: Some(3.5),
+                from_khz: Some(2_000_000),
+                to_khz: Some(3_000_000),
+                raised_s: 6.5,
+                off: None,
+            })),
+            steps: Some(StepTimes {
+                window_s: 0.02,
+                compute_s: vec![0.012, 0.02],
+            }),
+        };
+        let line = r#"{"ranks":2,"incomplete":1,"compute_s":7.25,"comm_s":2.75,"bytes":2000,"calls":20,"sync_calls":8,"low_s":1.375,"transitions":6,"errors":1,"saved_j":3.5,"cpus":64,"guard":{"armed":2,"acted":1,"first_s":3.5,"from_khz":2000000,"to_khz":3000000,"raised_s":6.5},"steps":{"window_s":0.02,"compute_s":[0.012,0.02]}}"#;
+        assert_eq!(serde_json::to_string(&node).unwrap(), line);
+        assert_eq!(serde_json::from_str::<NodeComm>(line).unwrap(), node);
+
+        let unsaved = NodeComm {
+            ranks: 1,
+            compute_s: 9.0,
+            comm_s: 1.0,
+            low_s: 0.0,
+            saved_j: None,
+            ..NodeComm::default()
+        };
+        let line = r#"{"ranks":1,"incomplete":0,"compute_s":9.0,"comm_s":1.0,"bytes":0,"calls":0,"sync_calls":0,"low_s":0.0,"transitions":0,"errors":0}"#;
+        assert_eq!(serde_json::to_string(&unsaved).unwrap(), line);
+        assert_eq!(serde_json::from_str::<NodeComm>(line).unwrap(), unsaved);
+
+        let raised = RankStats {
+            guard: Some(GuardRecord {
+                armed: true,
+                off: None,
+                acted_s: Some(3.5),
+                from_khz: Some(2_000_000),
+                to_khz: Some(3_000_000),
+                raised_s: 8.25,
+            }),
+            ..rank(1, 10.0, 2.0)
+        };
+        let line = r#"{"rank":1,"wall_s":10.0,"mpi_s":2.0,"bytes":1000,"calls":10,"sync_calls":4,"low_s":1.0,"transitions":3,"saved_j":1.5,"complete":true,"errors":0,"guard":{"armed":true,"acted_s":3.5,"from_khz":2000000,"to_khz":3000000,"raised_s":8.25}}"#;
+        assert_eq!(serde_json::to_string(&raised).unwrap(), line);
+        assert_eq!(serde_json::from_str::<RankStats>(line).unwrap(), raised);
+    }
 }
