@@ -82,8 +82,8 @@ fn a_promise_is_guarded_with_the_baselines_rate_once_one_was_measured() {
             note: None,
             comm: Some(NodeComm {
                 ranks: 4,
-                compute_s: 15.0,
-                comm_s: 5.0,
+                compute_s: Seconds(15.0),
+                comm_s: Seconds(5.0),
                 calls: 9000,
                 sync_calls: 8000,
                 ..NodeComm::default()

@@ -220,10 +220,10 @@ fn mpi_columns_show_what_the_runtime_measured_and_only_when_it_ran() {
     // 75 s computing and 25 s in MPI per rank: MPI% = 25 / (75 + 25) = 25 %.
     let comm = greenup::comm::NodeComm {
         ranks: 4,
-        compute_s: 75.0,
-        comm_s: 25.0,
-        low_s: 20.0,
-        saved_j: Some(1200.0),
+        compute_s: greenup::comm::Seconds(75.0),
+        comm_s: greenup::comm::Seconds(25.0),
+        low_s: greenup::comm::Seconds(20.0),
+        saved_j: Some(greenup::comm::Joules(1200.0)),
         ..Default::default()
     };
     r.nodes[0].mpi = Some(greenup::report::NodeMpi::of(&comm));

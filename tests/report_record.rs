@@ -270,9 +270,9 @@ fn a_clock_sample_reads_as_one_and_not_as_a_baseline() {
 fn comm_saved_is_estimated_from_the_site_power_model_and_the_node_cpus() {
     let comm = |cpus: Option<u32>| greenup::comm::NodeComm {
         ranks: 2,
-        compute_s: 80.0,
-        comm_s: 20.0,
-        low_s: 10.0,
+        compute_s: Seconds(80.0),
+        comm_s: Seconds(20.0),
+        low_s: Seconds(10.0),
         cpus,
         ..Default::default()
     };
@@ -453,8 +453,8 @@ fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
         restart_count: None,
         comm: Some(NodeComm {
             ranks: 2,
-            compute_s: 80.0,
-            comm_s: 20.0,
+            compute_s: Seconds(80.0),
+            comm_s: Seconds(20.0),
             guard: g.map(Box::new),
             ..Default::default()
         }),
@@ -472,10 +472,10 @@ fn the_guard_says_one_line_from_the_nodes_or_else_from_the_decision() {
     let raised = |at: f64, for_s: f64| NodeGuard {
         armed: 2,
         acted: 1,
-        first_s: Some(at),
+        first_s: Some(Seconds(at)),
         from_khz: Some(2_000_000),
         to_khz: Some(3_000_000),
-        raised_s: for_s,
+        raised_s: Seconds(for_s),
         off: None,
     };
     let mut rec = record(

@@ -246,8 +246,8 @@ mod after_close {
         let mut rec = record(4, 1.2, "rapl");
         let comm = |compute_s: f64, comm_s: f64| greenup::comm::NodeComm {
             ranks: 1,
-            compute_s,
-            comm_s,
+            compute_s: greenup::comm::Seconds(compute_s),
+            comm_s: greenup::comm::Seconds(comm_s),
             calls: 7,
             bytes: 4096,
             ..Default::default()

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use greenup_comm::guard::WINDOW_S;
-use greenup_comm::{Guard, GuardOff, GuardRecord};
+use greenup_comm::{Guard, GuardOff, GuardRecord, Seconds};
 
 use crate::cpufreq::Controls;
 use crate::rank::STATS;
@@ -164,17 +164,17 @@ pub fn record(now_ns: u64, start_ns: u64, sync_calls: u64) -> Option<GuardRecord
         acted_s: None,
         from_khz: None,
         to_khz: None,
-        raised_s: 0.0,
+        raised_s: Seconds(0.0),
     };
     if acted != 0 {
         let end = match RESTORED_NS.load(Relaxed) {
             0 => now_ns,
             t => t,
         };
-        r.acted_s = Some(secs(acted.saturating_sub(start_ns)));
+        r.acted_s = Some(Seconds(secs(acted.saturating_sub(start_ns))));
         r.from_khz = Some(FROM_KHZ.load(Relaxed));
         r.to_khz = Some(TO_KHZ.load(Relaxed));
-        r.raised_s = secs(end.saturating_sub(acted));
+        r.raised_s = Seconds(secs(end.saturating_sub(acted)));
     }
     Some(r)
 }

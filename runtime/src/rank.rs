@@ -63,7 +63,7 @@ static COMPUTING_SINCE_NS: AtomicU64 = AtomicU64::new(0);
 /// The rank's compute seconds per window of wall time, for the step model. Taken with
 /// `try_lock`: a thread that finds another counting skips its interval rather than wait.
 static WINDOWS: Mutex<StepTimes> = Mutex::new(StepTimes {
-    window_s: comm::steps::FIRST_WINDOW_S,
+    window_s: Seconds(comm::steps::FIRST_WINDOW_S),
     compute_s: Vec::new(),
 });
 
@@ -212,7 +212,7 @@ fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Re
         if let Some(off) = g.off {
             write!(out, r#","off":"{}""#, off.as_str())?;
         }
-        if let Some(at) = g.acted_s {
+        if let Some(Seconds(at)) = g.acted_s {
             write!(out, r#","acted_s":{at:?}"#)?;
         }
         if let Some(k) = g.from_khz {
@@ -221,7 +221,7 @@ fn write_json(out: &mut impl std::fmt::Write, stats: &RankStats) -> std::fmt::Re
         if let Some(k) = g.to_khz {
             write!(out, r#","to_khz":{k}"#)?;
         }
-        write!(out, r#","raised_s":{:?}}}"#, g.raised_s)?;
+        write!(out, r#","raised_s":{:?}}}"#, g.raised_s.0)?;
     }
     out.write_str("}")
 }
@@ -261,7 +261,7 @@ pub fn snapshot(complete: bool, now_ns: u64) -> RankStats {
             .get()
             .and_then(|record| record(now_ns, start_ns, sync_calls))
             .map(|mut g| {
-                g.raised_s = g.raised_s.min(wall_s);
+                g.raised_s = g.raised_s.min(Seconds(wall_s));
                 g
             }),
         steps: None,
@@ -302,10 +302,10 @@ mod tests {
         let acted = greenup_comm::GuardRecord {
             armed: true,
             off: None,
-            acted_s: Some(3.5),
+            acted_s: Some(Seconds(3.5)),
             from_khz: Some(2_000_000),
             to_khz: Some(3_000_000),
-            raised_s: 8.25,
+            raised_s: Seconds(8.25),
         };
         let never = greenup_comm::GuardRecord {
             armed: true,
@@ -313,7 +313,7 @@ mod tests {
             acted_s: None,
             from_khz: None,
             to_khz: None,
-            raised_s: 0.0,
+            raised_s: Seconds(0.0),
         };
         let cases = [
             (12.5, 3.25, None),

@@ -500,8 +500,8 @@ pub fn computing_outcome(job_id: u64, node: &str, ghz: f64, busy_w: f64) -> Node
         note: None,
         comm: Some(greenup_comm::NodeComm {
             ranks: 4,
-            compute_s: 95.0,
-            comm_s: 5.0,
+            compute_s: Seconds(95.0),
+            comm_s: Seconds(5.0),
             sync_calls: 1000,
             ..Default::default()
         }),

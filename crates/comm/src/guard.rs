@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Seconds;
+
 /// Seconds a rank's progress window lasts at least before it is judged. One second holds
 /// many synchronising calls of any iterative program (a timestep is milliseconds to
 /// seconds), so the window's rate is not one call's noise, and it is short enough for
@@ -223,7 +225,7 @@ pub struct GuardRecord {
     pub off: Option<GuardOff>,
     /// Seconds from MPI_Init to the raise, when the guard raised the clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acted_s: Option<f64>,
+    pub acted_s: Option<Seconds>,
     /// The control's value before the raise, in kHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_khz: Option<u64>,
@@ -232,7 +234,7 @@ pub struct GuardRecord {
     pub to_khz: Option<u64>,
     /// Seconds the rank's core spent raised.
     #[serde(default)]
-    pub raised_s: f64,
+    pub raised_s: Seconds,
 }
 
 impl GuardRecord {
@@ -240,8 +242,8 @@ impl GuardRecord {
     pub fn sane(&self, limit_s: f64) -> bool {
         let time = |v: f64| v.is_finite() && (0.0..=limit_s).contains(&v);
         let khz = |k: Option<u64>| k.is_none_or(|k| k <= MAX_KHZ);
-        time(self.raised_s)
-            && self.acted_s.is_none_or(time)
+        time(self.raised_s.0)
+            && self.acted_s.is_none_or(|Seconds(t)| time(t))
             && khz(self.from_khz)
             && khz(self.to_khz)
     }
@@ -256,7 +258,7 @@ pub struct NodeGuard {
     pub acted: u32,
     /// Seconds from start to the first raise on this node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_s: Option<f64>,
+    pub first_s: Option<Seconds>,
     /// The first raise's clock before, in kHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_khz: Option<u64>,
@@ -265,7 +267,7 @@ pub struct NodeGuard {
     pub to_khz: Option<u64>,
     /// The longest any rank of the node spent raised, in seconds.
     #[serde(default)]
-    pub raised_s: f64,
+    pub raised_s: Seconds,
     /// Why the guard was off (or could not judge) here, in words; absent when it watched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off: Option<String>,
@@ -322,17 +324,16 @@ pub fn job_line<'a>(nodes: impl IntoIterator<Item = Option<&'a NodeGuard>>) -> O
     }
     let acted: Vec<&&NodeGuard> = nodes.iter().filter(|n| n.acted > 0).collect();
     if let Some(first) = acted.iter().min_by(|a, b| {
-        a.first_s
-            .unwrap_or(0.0)
-            .total_cmp(&b.first_s.unwrap_or(0.0))
+        let at = |n: &NodeGuard| n.first_s.map_or(0.0, |s| s.0);
+        at(a).total_cmp(&at(b))
     }) {
         let ghz = |k: Option<u64>| k.map_or("?".to_string(), |k| format!("{:.2}", k as f64 / 1e6));
-        let raised = acted.iter().map(|n| n.raised_s).fold(0.0, f64::max);
+        let raised = acted.iter().map(|n| n.raised_s.0).fold(0.0, f64::max);
         return Some(format!(
             "guard raised {} {} clocks at {:.1} s (from {} to {} GHz) for {:.1} s; its energy cost is not separated from the job's",
             acted.len(),
             if acted.len() == 1 { "node's" } else { "nodes'" },
-            first.first_s.unwrap_or(0.0),
+            first.first_s.map_or(0.0, |s| s.0),
             ghz(first.from_khz),
             ghz(first.to_khz),
             raised
@@ -486,17 +487,17 @@ mod tests {
             acted_s: None,
             from_khz: None,
             to_khz: None,
-            raised_s: 0.0,
+            raised_s: Seconds(0.0),
         }
     }
 
     #[test]
     fn a_node_adds_up_its_ranks_and_the_report_says_one_line() {
         let raised = |at: f64, for_s: f64| GuardRecord {
-            acted_s: Some(at),
+            acted_s: Some(Seconds(at)),
             from_khz: Some(2_000_000),
             to_khz: Some(3_000_000),
-            raised_s: for_s,
+            raised_s: Seconds(for_s),
             ..armed()
         };
         let node = NodeGuard::of(&[
@@ -506,8 +507,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((node.armed, node.acted), (3, 2));
-        assert_eq!(node.first_s, Some(3.0));
-        assert_eq!(node.raised_s, 7.0);
+        assert_eq!(node.first_s, Some(Seconds(3.0)));
+        assert_eq!(node.raised_s, Seconds(7.0));
         assert_eq!(node.off, None);
         assert_eq!(
             job_line([Some(&node), None]).unwrap(),

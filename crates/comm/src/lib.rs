@@ -164,9 +164,9 @@ pub struct NodeComm {
     /// Ranks whose file was written at an abnormal exit.
     pub incomplete: u32,
     /// Mean seconds per rank outside MPI (the models' T_cp).
-    pub compute_s: f64,
+    pub compute_s: Seconds,
     /// Mean seconds per rank inside MPI (the models' T_cm).
-    pub comm_s: f64,
+    pub comm_s: Seconds,
     /// Bytes moved by all ranks.
     pub bytes: u64,
     /// Calls made by all ranks.
@@ -175,7 +175,7 @@ pub struct NodeComm {
     #[serde(default)]
     pub sync_calls: u64,
     /// Mean seconds per rank at the lowered frequency.
-    pub low_s: f64,
+    pub low_s: Seconds,
     /// Lowerings by all ranks.
     pub transitions: u64,
     /// The runtime's failures by all ranks (each let its MPI call go ahead unchanged).
@@ -183,7 +183,7 @@ pub struct NodeComm {
     pub errors: u64,
     /// The ranks' summed estimate of joules saved, when every rank gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saved_j: Option<f64>,
+    pub saved_j: Option<Joules>,
     /// The node's CPUs under cpufreq, as the epilog counted them; absent from older nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u32>,
@@ -200,9 +200,10 @@ pub struct NodeComm {
 impl NodeComm {
     /// Share of the ranks' time spent inside MPI, in percent (EAR's MPI%).
     pub fn mpi_percent(&self) -> f64 {
-        let total = self.compute_s + self.comm_s;
+        let (compute, comm) = (self.compute_s.0, self.comm_s.0);
+        let total = compute + comm;
         if total > 0.0 {
-            100.0 * self.comm_s / total
+            100.0 * comm / total
         } else {
             0.0
         }
@@ -313,20 +314,20 @@ pub fn read_node(dir: &Path, wall_limit_s: f64) -> Result<Option<NodeComm>, Rank
     let n = ranks.len() as f64;
     let mut sum = NodeComm {
         ranks: ranks.len() as u32,
-        saved_j: Some(0.0),
+        saved_j: Some(Joules(0.0)),
         ..NodeComm::default()
     };
     for r in &ranks {
         sum.incomplete += u32::from(!r.complete);
-        sum.compute_s += (r.wall_s - r.mpi_s).0 / n;
-        sum.comm_s += r.mpi_s.0 / n;
-        sum.low_s += r.low_s.0 / n;
+        sum.compute_s += (r.wall_s - r.mpi_s) / n;
+        sum.comm_s += r.mpi_s / n;
+        sum.low_s += r.low_s / n;
         sum.bytes = sum.bytes.saturating_add(r.bytes);
         sum.calls = sum.calls.saturating_add(r.calls);
         sum.sync_calls = sum.sync_calls.saturating_add(r.sync_calls);
         sum.transitions = sum.transitions.saturating_add(r.transitions);
         sum.errors = sum.errors.saturating_add(r.errors);
-        sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b.0);
+        sum.saved_j = sum.saved_j.zip(r.saved_j).map(|(a, b)| a + b);
         if let Some(s) = &r.steps {
             match &mut sum.steps {
                 Some(all) => all.max_with(s),
@@ -383,11 +384,11 @@ mod tests {
         write_rank(dir.path(), &rank(1, 10.0, 4.0)).unwrap();
         let node = read_node(dir.path(), 10.0).unwrap().unwrap();
         assert_eq!(node.ranks, 2);
-        assert!((node.compute_s - 7.0).abs() < 1e-12);
-        assert!((node.comm_s - 3.0).abs() < 1e-12);
+        assert!((node.compute_s.0 - 7.0).abs() < 1e-12);
+        assert!((node.comm_s.0 - 3.0).abs() < 1e-12);
         assert!((node.mpi_percent() - 30.0).abs() < 1e-9);
         assert_eq!((node.bytes, node.calls, node.transitions), (2000, 20, 6));
-        assert_eq!(node.saved_j, Some(3.0));
+        assert_eq!(node.saved_j, Some(Joules(3.0)));
     }
 
     #[test]
@@ -430,7 +431,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let steps = |window_s: f64, compute_s: Vec<f64>| {
             Some(StepTimes {
-                window_s,
+                window_s: Seconds(window_s),
                 compute_s,
             })
         };
@@ -453,7 +454,7 @@ mod tests {
         // Rank 0 at 20 ms windows: 12 and 7 ms; against rank 1's 5 and 20 ms.
         let node = read_node(dir.path(), 10.0).unwrap().unwrap();
         let s = node.steps.unwrap();
-        assert_eq!(s.window_s, 0.02);
+        assert_eq!(s.window_s, Seconds(0.02));
         assert!((s.compute_s[0] - 0.012).abs() < 1e-12 && (s.compute_s[1] - 0.02).abs() < 1e-12);
         // A window with more compute than its length is no runtime's.
         write_rank(
@@ -525,5 +526,68 @@ mod tests {
                 .as_deref(),
             Some("low_ghz -0.5 is not a positive frequency")
         );
+    }
+
+    // The epilog sends a node's sums to greenupd, which stores them as JSON in each
+    // job's record: the string must not change when the fields change type.
+    #[test]
+    fn a_nodes_sums_and_its_guard_cross_the_wire_as_bare_numbers() {
+        let node = NodeComm {
+            ranks: 2,
+            incomplete: 1,
+            compute_s: Seconds(7.25),
+            comm_s: Seconds(2.75),
+            bytes: 2000,
+            calls: 20,
+            sync_calls: 8,
+            low_s: Seconds(1.375),
+            transitions: 6,
+            errors: 1,
+            saved_j: Some(Joules(3.5)),
+            cpus: Some(64),
+            guard: Some(Box::new(NodeGuard {
+                armed: 2,
+                acted: 1,
+                first_s: Some(Seconds(3.5)),
+                from_khz: Some(2_000_000),
+                to_khz: Some(3_000_000),
+                raised_s: Seconds(6.5),
+                off: None,
+            })),
+            steps: Some(StepTimes {
+                window_s: Seconds(0.02),
+                compute_s: vec![0.012, 0.02],
+            }),
+        };
+        let line = r#"{"ranks":2,"incomplete":1,"compute_s":7.25,"comm_s":2.75,"bytes":2000,"calls":20,"sync_calls":8,"low_s":1.375,"transitions":6,"errors":1,"saved_j":3.5,"cpus":64,"guard":{"armed":2,"acted":1,"first_s":3.5,"from_khz":2000000,"to_khz":3000000,"raised_s":6.5},"steps":{"window_s":0.02,"compute_s":[0.012,0.02]}}"#;
+        assert_eq!(serde_json::to_string(&node).unwrap(), line);
+        assert_eq!(serde_json::from_str::<NodeComm>(line).unwrap(), node);
+
+        let unsaved = NodeComm {
+            ranks: 1,
+            compute_s: Seconds(9.0),
+            comm_s: Seconds(1.0),
+            low_s: Seconds(0.0),
+            saved_j: None,
+            ..NodeComm::default()
+        };
+        let line = r#"{"ranks":1,"incomplete":0,"compute_s":9.0,"comm_s":1.0,"bytes":0,"calls":0,"sync_calls":0,"low_s":0.0,"transitions":0,"errors":0}"#;
+        assert_eq!(serde_json::to_string(&unsaved).unwrap(), line);
+        assert_eq!(serde_json::from_str::<NodeComm>(line).unwrap(), unsaved);
+
+        let raised = RankStats {
+            guard: Some(GuardRecord {
+                armed: true,
+                off: None,
+                acted_s: Some(Seconds(3.5)),
+                from_khz: Some(2_000_000),
+                to_khz: Some(3_000_000),
+                raised_s: Seconds(8.25),
+            }),
+            ..rank(1, 10.0, 2.0)
+        };
+        let line = r#"{"rank":1,"wall_s":10.0,"mpi_s":2.0,"bytes":1000,"calls":10,"sync_calls":4,"low_s":1.0,"transitions":3,"saved_j":1.5,"complete":true,"errors":0,"guard":{"armed":true,"acted_s":3.5,"from_khz":2000000,"to_khz":3000000,"raised_s":8.25}}"#;
+        assert_eq!(serde_json::to_string(&raised).unwrap(), line);
+        assert_eq!(serde_json::from_str::<RankStats>(line).unwrap(), raised);
     }
 }

@@ -19,6 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Seconds;
+
 /// The first window's length in seconds: a few of a tightly coupled program's steps.
 pub const FIRST_WINDOW_S: f64 = 0.01;
 
@@ -29,7 +31,7 @@ pub const MAX_WINDOWS: usize = 256;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepTimes {
     /// Each window's length in seconds: [`FIRST_WINDOW_S`] times a power of two.
-    pub window_s: f64,
+    pub window_s: Seconds,
     /// Compute seconds in window k, which covers `[k * window_s, (k + 1) * window_s)`.
     pub compute_s: Vec<f64>,
 }
@@ -37,7 +39,7 @@ pub struct StepTimes {
 impl Default for StepTimes {
     fn default() -> Self {
         StepTimes {
-            window_s: FIRST_WINDOW_S,
+            window_s: Seconds(FIRST_WINDOW_S),
             compute_s: Vec::new(),
         }
     }
@@ -50,10 +52,10 @@ impl StepTimes {
         if !(start_s.is_finite() && end_s.is_finite() && start_s >= 0.0 && end_s > start_s) {
             return;
         }
-        while end_s > self.window_s * MAX_WINDOWS as f64 {
+        while end_s > self.window_s.0 * MAX_WINDOWS as f64 {
             self.double();
         }
-        let w = self.window_s;
+        let w = self.window_s.0;
         let first = (start_s / w) as usize;
         let last = ((end_s / w) as usize).min(MAX_WINDOWS - 1);
         if self.compute_s.len() <= last {
@@ -76,13 +78,13 @@ impl StepTimes {
             .map(|p| p.iter().sum::<f64>())
             .collect();
         self.compute_s = merged;
-        self.window_s *= 2.0;
+        self.window_s = self.window_s * 2.0;
     }
 
     /// The doublings from [`FIRST_WINDOW_S`] to this window, or `None` when the window
     /// is not `FIRST_WINDOW_S` times a power of two (a file not written by greenup).
     pub fn doublings(&self) -> Option<u32> {
-        let r = self.window_s / FIRST_WINDOW_S;
+        let r = self.window_s.0 / FIRST_WINDOW_S;
         if !(r.is_finite() && r >= 1.0) {
             return None;
         }
@@ -94,7 +96,7 @@ impl StepTimes {
     /// window, at most [`MAX_WINDOWS`] of them, none with more compute than its length
     /// or below zero, and none past the wall time.
     pub fn fits(&self, wall_s: f64) -> bool {
-        let w = self.window_s;
+        let w = self.window_s.0;
         let slack = 1e-6 * w.max(1.0);
         self.doublings().is_some()
             && self.compute_s.len() <= MAX_WINDOWS
@@ -115,7 +117,7 @@ impl StepTimes {
 
     /// Coarsen to `window_s` (a longer greenup window), adding windows together.
     fn coarsen_to(&mut self, window_s: f64) {
-        while self.window_s < window_s * (1.0 - 1e-9) {
+        while self.window_s.0 < window_s * (1.0 - 1e-9) {
             self.double();
         }
     }
@@ -124,7 +126,7 @@ impl StepTimes {
     /// are led by its slowest rank. Both are first brought to the longer window.
     pub fn max_with(&mut self, other: &StepTimes) {
         let mut other = other.clone();
-        let w = self.window_s.max(other.window_s);
+        let w = self.window_s.0.max(other.window_s.0);
         self.coarsen_to(w);
         other.coarsen_to(w);
         if self.compute_s.len() < other.compute_s.len() {
@@ -168,7 +170,7 @@ mod tests {
             let t = k as f64 * 0.01;
             s.add(t, t + 0.005);
         }
-        assert!(close(s.window_s, 0.16), "{}", s.window_s);
+        assert!(close(s.window_s.0, 0.16), "{}", s.window_s.0);
         assert_eq!(s.compute_s.len(), 160);
         assert!(s.compute_s.iter().all(|c| (c - 0.08).abs() < 1e-9));
         assert!((s.compute_s.iter().sum::<f64>() - 12.8).abs() < 1e-9);
@@ -181,12 +183,12 @@ mod tests {
         let mut a = StepTimes::default();
         a.add(0.0, 0.015); // 10 ms + 5 ms
         let mut b = StepTimes {
-            window_s: 0.02,
+            window_s: Seconds(0.02),
             compute_s: vec![0.004, 0.02],
         };
         b.max_with(&a);
         // a at 20 ms windows: [15 ms]; window 0 takes max(4, 15) ms.
-        assert!(close(b.window_s, 0.02));
+        assert!(close(b.window_s.0, 0.02));
         assert_eq!(b.compute_s, vec![0.015, 0.02]);
         a.max_with(&b);
         assert_eq!(a.compute_s, vec![0.015, 0.02]);
@@ -195,18 +197,18 @@ mod tests {
     #[test]
     fn counts_no_greenup_runtime_could_write_do_not_fit() {
         let odd = StepTimes {
-            window_s: 0.03,
+            window_s: Seconds(0.03),
             compute_s: vec![0.01],
         };
         assert_eq!(odd.doublings(), None);
         assert!(!odd.fits(1.0));
         let over = StepTimes {
-            window_s: 0.01,
+            window_s: Seconds(0.01),
             compute_s: vec![0.02],
         };
         assert!(!over.fits(1.0));
         let late = StepTimes {
-            window_s: 0.01,
+            window_s: Seconds(0.01),
             compute_s: vec![0.0; 200],
         };
         assert!(!late.fits(1.0) && late.fits(2.0));

@@ -13,15 +13,15 @@ use crate::model::NodeType;
 /// Dynamic power only: a blocking wait that idles the core saves more, uncounted.
 /// `None` without the CPU count or a usable power model.
 pub fn saved_j(c: &NodeComm, node_type: &NodeType, f_run: f64, f_low: f64) -> Option<f64> {
-    if c.saved_j.is_some() {
-        return c.saved_j;
+    if let Some(Joules(j)) = c.saved_j {
+        return Some(j);
     }
     let cpus = c.cpus.filter(|c| *c > 0)?;
     if !(f_run.is_finite() && f_low.is_finite() && f_run > 0.0 && f_low > 0.0) {
         return None;
     }
     let watts = node_type.dynamic_w(f_run).ok()? - node_type.dynamic_w(f_low).ok()?;
-    let joules = f64::from(c.ranks) * c.low_s * watts.max(0.0) / f64::from(cpus);
+    let joules = f64::from(c.ranks) * c.low_s.0 * watts.max(0.0) / f64::from(cpus);
     joules.is_finite().then_some(joules)
 }
 
@@ -45,7 +45,7 @@ mod tests {
     fn the_saving_is_the_lowered_core_seconds_times_one_cpus_dynamic_power_drop() {
         let c = NodeComm {
             ranks: 1,
-            low_s: 10.0,
+            low_s: Seconds(10.0),
             cpus: Some(4),
             ..NodeComm::default()
         };
@@ -69,12 +69,12 @@ mod tests {
     fn without_a_cpu_count_there_is_no_estimate_but_the_runtimes_own_is_kept() {
         let c = NodeComm {
             ranks: 1,
-            low_s: 10.0,
+            low_s: Seconds(10.0),
             ..NodeComm::default()
         };
         assert_eq!(saved_j(&c, &node_type(), 2.4, 1.0), None);
         let own = NodeComm {
-            saved_j: Some(7.0),
+            saved_j: Some(Joules(7.0)),
             cpus: Some(4),
             ..c
         };

@@ -1573,8 +1573,8 @@ mod tests {
             };
             outcome.comm = Some(greenup::comm::NodeComm {
                 ranks,
-                compute_s: wall * 0.75,
-                comm_s: wall * 0.25,
+                compute_s: Seconds(wall * 0.75),
+                comm_s: Seconds(wall * 0.25),
                 sync_calls: sync,
                 ..Default::default()
             });
@@ -1636,8 +1636,8 @@ mod tests {
             };
             outcome.comm = Some(greenup::comm::NodeComm {
                 ranks: 1,
-                compute_s: 9.0,
-                comm_s: 1.0,
+                compute_s: Seconds(9.0),
+                comm_s: Seconds(1.0),
                 sync_calls: 100,
                 ..Default::default()
             });
@@ -1742,8 +1742,8 @@ mod tests {
         assert_eq!(version, SCHEMA_VERSION);
         let comm = greenup::comm::NodeComm {
             ranks: 2,
-            compute_s: 7.5,
-            comm_s: 2.5,
+            compute_s: Seconds(7.5),
+            comm_s: Seconds(2.5),
             ..Default::default()
         };
         let mut o = match outcome(1, "new", 10.0) {

@@ -1108,8 +1108,8 @@ mod tests {
                     note: None,
                     comm: split.map(|(compute_s, comm_s)| crate::comm::NodeComm {
                         ranks: 1,
-                        compute_s,
-                        comm_s,
+                        compute_s: greenup_core::quantity::Seconds(compute_s),
+                        comm_s: greenup_core::quantity::Seconds(comm_s),
                         ..Default::default()
                     }),
                     gpu: None,
@@ -1385,7 +1385,7 @@ mod tests {
     #[test]
     fn steps_are_learned_from_each_types_slowest_node_per_window() {
         let windows = |c: &[f64]| crate::comm::StepTimes {
-            window_s: 0.01,
+            window_s: greenup_core::quantity::Seconds(0.01),
             compute_s: c.to_vec(),
         };
         let split = Some((0.014, 0.006));
@@ -1457,7 +1457,7 @@ mod tests {
         for (node, c) in [("n1", &fast), ("n2", &fast), ("n3", &eco), ("n4", &eco)] {
             let o = rec.outcomes.iter_mut().find(|o| o.node == node).unwrap();
             o.comm.as_mut().unwrap().steps = Some(crate::comm::StepTimes {
-                window_s: 0.01,
+                window_s: greenup_core::quantity::Seconds(0.01),
                 compute_s: c.clone(),
             });
         }

@@ -285,8 +285,8 @@ pub fn outcome_from_record(rec: &JobRecord, site: &Site) -> Option<Outcome> {
                 .or(planned_ghz)
                 .unwrap_or(f64::NAN),
             energy_j: out.and_then(|o| o.measured_energy_j()).map(|e| e.0),
-            compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s),
-            comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s),
+            compute_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.compute_s.0),
+            comm_s: out.and_then(|o| o.comm.as_ref()).map(|c| c.comm_s.0),
             calls: out.and_then(|o| o.comm.as_ref()).map(|c| c.calls),
             bytes: out.and_then(|o| o.comm.as_ref()).map(|c| c.bytes),
         }

@@ -73,7 +73,7 @@ pub fn run_steps_at(runs: &[&Outcome], records: &[JobRecord], window_s: f64) -> 
         if !all || per_type.is_empty() {
             continue;
         }
-        let window = per_type.values().map(|t| t.window_s).fold(0.0, f64::max);
+        let window = per_type.values().map(|t| t.window_s.0).fold(0.0, f64::max);
         let aligned: BTreeMap<&str, StepTimes> = per_type
             .into_iter()
             .map(|(ty, t)| (ty, t.coarsened(window)))

@@ -81,8 +81,8 @@ impl NodeMpi {
         NodeMpi {
             ranks: c.ranks,
             mpi_pct: c.mpi_percent(),
-            low_freq_s: c.low_s,
-            saved_j: c.saved_j,
+            low_freq_s: c.low_s.0,
+            saved_j: c.saved_j.map(|j| j.0),
         }
     }
 }
