@@ -510,10 +510,21 @@ pub fn computing_outcome(job_id: u64, node: &str, ghz: f64, busy_w: f64) -> Node
     }
 }
 
-/// greenupd's metrics page from `addr` (host:port), the HTTP reply whole.
+/// greenupd's metrics page from `addr` (host:port), the HTTP reply whole. greenupd binds
+/// its metrics port on a thread of its own after its socket is up, so a loaded machine
+/// may refuse the first connections: they are retried for up to 10 s.
 pub fn metrics_page(addr: &str) -> String {
     use std::io::Read;
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut s = loop {
+        match std::net::TcpStream::connect(addr) {
+            Ok(s) => break s,
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("greenupd's metrics page at {addr}: {e}"),
+        }
+    };
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
