@@ -245,15 +245,11 @@ impl Hetero {
     /// One line saying which clock-sensitivity assumption holds for the node types
     /// `used` (each named when they differ), for a decision's reason.
     pub fn clock_sensitivity(&self, used: &[&str]) -> String {
-        let mut lines: Vec<(String, String)> = Vec::new();
-        for ty in used {
-            if lines.iter().any(|(t, _)| t == ty) {
-                continue;
-            }
-            if let Some(t) = self.types.get(*ty) {
-                lines.push((ty.to_string(), t.clock_sensitivity()));
-            }
-        }
+        let lines: Vec<(&str, String)> = self
+            .used_types(used)
+            .into_iter()
+            .map(|(ty, t)| (ty, t.clock_sensitivity()))
+            .collect();
         let same = lines.windows(2).all(|w| w[0].1 == w[1].1);
         match lines.as_slice() {
             [] => "clock sensitivity: no node type of the profile used".to_string(),
@@ -265,21 +261,29 @@ impl Hetero {
         }
     }
 
+    /// The node types of `used` that the profile lists, each once, in the order `used`
+    /// first names them: what a decision's reason speaks of.
+    fn used_types<'a>(&'a self, used: &[&'a str]) -> Vec<(&'a str, &'a TypeTimes)> {
+        let mut out: Vec<(&str, &TypeTimes)> = Vec::new();
+        for &ty in used {
+            if let Some(t) = self.types.get(ty)
+                && !out.iter().any(|(seen, _)| *seen == ty)
+            {
+                out.push((ty, t));
+            }
+        }
+        out
+    }
+
     /// For a decision's reason, where the types `used` carry a lead: the run is timed by
     /// each such type's slowest node, so a user sees why the plan is longer than the
     /// type's mean node computes.
     pub fn unequal_work(&self, used: &[&str]) -> Option<String> {
-        let mut seen: Vec<&str> = Vec::new();
-        let mut each = Vec::new();
-        for ty in used {
-            if seen.contains(ty) {
-                continue;
-            }
-            seen.push(ty);
-            if let Some(l) = self.types.get(*ty).and_then(|t| t.lead) {
-                each.push(format!("{ty} x{l:.2}"));
-            }
-        }
+        let each: Vec<String> = self
+            .used_types(used)
+            .into_iter()
+            .filter_map(|(ty, t)| t.lead.map(|l| format!("{ty} x{l:.2}")))
+            .collect();
         (!each.is_empty()).then(|| {
             format!(
                 "unequal work: timed by each type's slowest node against its mean ({})",
