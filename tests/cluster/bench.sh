@@ -59,7 +59,7 @@ one_srun() {
 one_sbatch() { # submit to completion, epilogs included
   local t0 j; gc_wait_idle 30; sleep 0.3; t0=$(now)
   j=$(as_user "sbatch --parsable -N4 -o /dev/null --wrap true")
-  while [ -n "$(squeue -h -j "$j" 2>/dev/null)" ]; do sleep 0.01; done
+  while gc_queued "$j"; do sleep 0.01; done
   ms "$t0" "$(now)"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }

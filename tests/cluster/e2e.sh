@@ -32,7 +32,7 @@ submit() { local u=$1; shift; as "$u" sbatch --parsable "$@"; }
 state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 wait_gone() { # JOB [seconds]: until the job and its epilogs are finished
   for _ in $(seq 1 $(( ${2:-60} * 5 ))); do
-    [ -z "$(squeue -h -j "$1" 2>/dev/null)" ] && return 0
+    gc_queued "$1" || return 0
     sleep 0.2
   done
   say "job $1 still in the queue: $(squeue -h -j "$1")"; return 1

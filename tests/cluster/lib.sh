@@ -37,6 +37,29 @@ gc_stop_pidfile() {
   rm -f "$1"
 }
 
+# squeue -h with ARGS, asked again while it fails. A slurmctld too busy to answer in
+# time is not an empty queue: a wait that read the failure's empty output as "every job
+# gone" stopped sampling power while the last job still ran. A job id slurmctld has
+# already purged is gone, not a failure. Exit 1, naming squeue's error on stderr, only
+# when it failed for 10 s running.
+gc_squeue() { # ARGS...
+  local out err
+  err=$(mktemp)
+  for _ in $(seq 1 40); do
+    if out=$(squeue -h "$@" 2>"$err"); then rm -f "$err"; [ -z "$out" ] || echo "$out"; return 0; fi
+    grep -q 'Invalid job id' "$err" && { rm -f "$err"; return 0; }
+    sleep 0.25
+  done
+  echo "squeue $*: $(head -1 "$err")" >&2; rm -f "$err"; return 1
+}
+# Whether any of JOBS (comma-separated ids) is still pending, running or completing;
+# "yes" too when squeue cannot answer, so a wait never ends on a failure.
+gc_queued() { # JOBS
+  local out
+  out=$(gc_squeue -j "$1") || return 0
+  [ -n "$out" ]
+}
+
 # Wait until every node is idle (or $1 seconds pass).
 gc_wait_idle() {
   local n; n=$(echo $GC_NODES | wc -w)

@@ -306,15 +306,20 @@ cap_stretches() { # SAMPLES WINDOW SINCE UNTIL
 # caller's associative array `reason`, and the time the sampler stopped into its
 # `until` (both declared local there). 1, and what is left said, when jobs remain.
 drain_queue() { # SECONDS STOPFILE SAMPLER_PID JOBS...
-  local limit=$1 stop=$2 sampler=$3 left=0 j r; shift 3
+  local limit=$1 stop=$2 sampler=$3 left=0 j r lines; shift 3
   local ids; ids=$(IFS=,; echo "$*")
   for _ in $(seq 1 "$limit"); do
     left=0
+    # squeue's own state filter (no -t): a job whose prolog still runs is RUNNING with
+    # the CONFIGURING flag, which -t PD,R,CG does not match, so the last job to start
+    # read as gone and the sampler stopped before it ran. An unanswered squeue is no
+    # empty queue either: the jobs are counted as still there.
+    lines=$(gc_squeue -j "$ids" -o '%i %r') || { left=$#; sleep 1; continue; }
     while read -r j r; do
       [ -n "$j" ] || continue
       left=$((left + 1))
       [ "$r" = None ] || [[ " ${reason[$j]:-} " == *" $r "* ]] || reason[$j]="${reason[$j]:-}${reason[$j]:+ }$r"
-    done < <(squeue -h -t PD,R,CG -j "$ids" -o '%i %r' 2>/dev/null)
+    done <<<"$lines"
     [ "$left" = 0 ] && break
     sleep 1
   done
@@ -509,7 +514,7 @@ t_power_daemon_down() {
   for _ in $(seq 1 240); do
     running=$(squeue -h -t R -j "$a,$(IFS=,; echo "${later[*]}")" 2>/dev/null | wc -l)
     [ "$running" -gt "$most" ] && most=$running
-    [ -z "$(squeue -h -j "$a,$(IFS=,; echo "${later[*]}")" 2>/dev/null)" ] && break
+    gc_queued "$a,$(IFS=,; echo "${later[*]}")" || break
     sleep 1
   done
   GREENUPD_BIN=$GC_SHARE/bin/greenupd "$HERE/greenupd.sh" start || rc=1

@@ -68,7 +68,7 @@ boot_freqs() {
 setspeed() { local p; for p in $(pol $1)/policy*; do echo userspace > $p/scaling_governor; echo "$2" > $p/scaling_setspeed; done; }
 maxfreq() { local p; for p in $(pol $1)/policy*; do echo "$2" > $p/scaling_max_freq; done; }
 submit() { runuser -u "$GC_USER" -- bash -c 'cd "$1" && shift && exec "$@"' as "$GC_WORK" sbatch --parsable "$@"; }
-gone() { while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ]; do sleep 0.2; done; }
+gone() { while gc_queued "$1"; do sleep 0.2; done; }
 
 t18() { # RUN
   local n j c e iter=${GC_WORK_ITER:-60000000}

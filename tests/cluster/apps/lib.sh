@@ -19,7 +19,7 @@ app_submit() {
 }
 # Wait until JOB and its epilogs are done, and greenupd has closed it.
 app_wait() {
-  while [ -n "$(squeue -h -j "$1" 2>/dev/null)" ]; do sleep 0.5; done
+  while gc_queued "$1"; do sleep 0.5; done
   for _ in $(seq 1 600); do
     [ "$(app_record "$1" | jq -r .state)" = closed ] && return 0; sleep 0.1
   done

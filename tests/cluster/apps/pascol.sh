@@ -81,7 +81,7 @@ chmod -R a+rX "$DIR"; chmod a+x "$DIR"/*.sh; chmod 0777 "$DIR"
 load=$(cut -d' ' -f1 /proc/loadavg)
 t0=$(date +%s)
 job=$(runuser -u "$GC_USER" -- bash -c "cd $DIR && sbatch --parsable -N4 --ntasks-per-node=1 --cpus-per-task=2 -t 60 -o $DIR/job.out $DIR/job.sh")
-while [ -n "$(squeue -h -j "$job" 2>/dev/null)" ]; do sleep 1; done
+while gc_queued "$job"; do sleep 1; done
 echo "pascol: job $job took $(( $(date +%s) - t0 )) s (load $load at the start, $(cut -d' ' -f1 /proc/loadavg) at the end)"
 cat "$DIR/job.out"
 
