@@ -6,6 +6,9 @@
 //! CPU time (`decide-cpu/...`), which other jobs on a shared machine disturb less.
 //! `steps-typed`: the typed instance with `profile::learn::MAX_STEP_CLASSES` (16) classes of synchronised steps, searched by
 //! the exact step search (`optimize::steps`).
+//! `waiting-*`: the same instances with nodes that poll while they wait, drawing 0.78
+//! of their clock's dynamic watts (the sweep's lower envelopes, and the step search
+//! that prices every vector at its wall time).
 //! Run: `cargo bench --bench decide -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
@@ -133,6 +136,16 @@ fn with_steps(n: usize) -> (Instance, Goal) {
     (inst, g)
 }
 
+/// `inst` with every choice drawing `share` of its busy dynamic watts while it waits.
+fn waiting(mut inst: Instance, share: f64) -> Instance {
+    for node in &mut inst.table.nodes {
+        for c in &mut node.choices {
+            c.wait_w = share * c.dynamic_j / c.compute_s;
+        }
+    }
+    inst
+}
+
 fn decide(c: &mut Criterion) {
     decide_group(c, "decide");
     let mut slow = c.benchmark_group("decide-brute");
@@ -165,12 +178,24 @@ fn decide_group<M: Measurement>(c: &mut Criterion<M>, name: &str) {
                 &inst,
                 |b, i| b.iter(|| algorithm1(black_box(&i.table), &g).unwrap()),
             );
+            let inst = waiting(inst, 0.78);
+            group.bench_with_input(
+                BenchmarkId::new(format!("exact-waiting-{label}"), n),
+                &inst,
+                |b, i| b.iter(|| sweep(black_box(&i.table), &g).unwrap()),
+            );
         }
     }
     let (inst, g) = with_steps(144);
     group.bench_with_input(BenchmarkId::new("steps-typed", 144), &inst, |b, i| {
         b.iter(|| step_exact(black_box(&i.table), &g).unwrap())
     });
+    let inst = waiting(inst, 0.78);
+    group.bench_with_input(
+        BenchmarkId::new("steps-waiting-typed", 144),
+        &inst,
+        |b, i| b.iter(|| step_exact(black_box(&i.table), &g).unwrap()),
+    );
     group.finish();
 }
 

@@ -72,6 +72,7 @@ impl Predictor for Waiting {
                     name: s.name.clone(),
                     node_type: s.node_type.clone(),
                     choices: vec![Choice {
+                        wait_w: 0.0,
                         freq_ghz: 1.0,
                         gpu_mhz: None,
                         compute_s: self.0,

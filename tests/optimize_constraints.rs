@@ -19,6 +19,7 @@ fn node(name: &str, gears: &[(f64, f64, f64)], static_w: f64) -> NodeChoices {
         choices: gears
             .iter()
             .map(|&(freq_ghz, compute_s, dynamic_j)| Choice {
+                wait_w: 0.0,
                 gpu_mhz: None,
                 freq_ghz,
                 compute_s,

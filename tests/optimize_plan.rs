@@ -44,6 +44,7 @@ impl Predictor for Model<'_> {
                     .map(|&f| {
                         let compute_s = GFLOP / n / speed * ty.fmax() / f;
                         Choice {
+                            wait_w: 0.0,
                             gpu_mhz: None,
                             freq_ghz: f,
                             compute_s,

@@ -54,6 +54,30 @@ fn instance() -> impl Strategy<Value = (Vec<Row>, usize, Vec<Vec<f64>>)> {
     })
 }
 
+/// The step search against brute force under every objective, its numbers those of its
+/// pick, and the exact algorithm's dispatch reaching the same search.
+fn check(t: &SweepTable, draw: [(bool, f64); 4]) -> Result<(), TestCaseError> {
+    for objective in Objective::ALL {
+        let goal = goal_for(t, objective, draw);
+        let got = steps::exact(t, &goal).unwrap();
+        let oracle = brute(t, &goal).unwrap();
+        let (time, energy) = t.totals(&got.pick);
+        prop_assert!(rounding_close(time, got.time_s) && rounding_close(energy, got.energy_j));
+        prop_assert!(
+            same_quality(&got.assessment, &oracle.assessment),
+            "{objective:?}: steps {:?} {:?} vs brute {:?} {:?}",
+            got.pick,
+            got.assessment,
+            oracle.pick,
+            oracle.assessment
+        );
+        let via = exact(t, &goal).unwrap();
+        prop_assert!(same_quality(&via.assessment, &oracle.assessment));
+        prop_assert!(via.note.is_none());
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -63,23 +87,7 @@ proptest! {
         fixed in (0.0f64..5.0, 0.0f64..50.0),
         draw in [cap(), cap(), cap(), cap()],
     ) {
-        let t = table(&rows, groups, weights, fixed);
-        for objective in Objective::ALL {
-            let goal = goal_for(&t, objective, draw);
-            let got = steps::exact(&t, &goal).unwrap();
-            let oracle = brute(&t, &goal).unwrap();
-            let (time, energy) = t.totals(&got.pick);
-            prop_assert!(rounding_close(time, got.time_s) && rounding_close(energy, got.energy_j));
-            prop_assert!(
-                same_quality(&got.assessment, &oracle.assessment),
-                "{objective:?}: steps {:?} {:?} vs brute {:?} {:?}",
-                got.pick, got.assessment, oracle.pick, oracle.assessment
-            );
-            // The exact algorithm's dispatch reaches the same search.
-            let via = exact(&t, &goal).unwrap();
-            prop_assert!(same_quality(&via.assessment, &oracle.assessment));
-            prop_assert!(via.note.is_none());
-        }
+        check(&table(&rows, groups, weights, fixed), draw)?;
     }
 
     #[test]
@@ -121,4 +129,45 @@ fn a_table_too_large_for_the_step_search_is_swept_as_the_max_model_with_a_note()
     );
     // The pick is scored with the steps: its totals are the table's.
     assert_eq!(t.totals(&o.pick), (o.time_s, o.energy_j));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Nodes that draw while they wait: each vector's wall time prices every node's
+    /// waits, and the search still equals trying every pick. A row may repeat, within
+    /// its group or in another, so kinds weighted by their count are exercised.
+    #[test]
+    fn the_step_search_equals_brute_force_when_waiting_draws(
+        (rows, groups, weights) in instance(),
+        waits in prop::collection::vec(prop_oneof![Just(0.0), 0.0f64..20.0], 30),
+        dup in prop::collection::vec((0usize..6, 0usize..3), 0..=1),
+        fixed in (0.0f64..5.0, 0.0f64..50.0),
+        draw in [cap(), cap(), cap(), cap()],
+    ) {
+        let mut rows = rows;
+        for &(r, g) in &dup {
+            if let Some(row) = rows.get(r % rows.len().max(1)).cloned() {
+                rows.push((g % groups, row.1, row.2));
+            }
+        }
+        let mut t = table(&rows, groups, weights, fixed);
+        let mut w = waits.iter().cycle();
+        for node in &mut t.nodes {
+            for c in &mut node.choices {
+                c.wait_w = *w.next().unwrap();
+            }
+        }
+        // A repeated row keeps its waits too, so the two stay one kind.
+        for (k, &(r, _)) in dup.iter().enumerate() {
+            let src = r % rows.len().max(1);
+            let dst = rows.len() - dup.len() + k;
+            if src < dst {
+                let c = t.nodes[src].choices.clone();
+                t.nodes[dst].choices = c;
+            }
+        }
+        prop_assume!(t.waits_draw());
+        check(&t, draw)?;
+    }
 }

@@ -519,3 +519,30 @@ fn a_lead_loads_and_one_below_1_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_wait_share_loads_and_one_outside_0_to_1_is_refused() {
+    let mut sites =
+        greenup::site::load(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/greenup.yaml")).unwrap();
+    let any = sites.node_types.values().next().unwrap().clone();
+    sites.node_types.insert("type1".into(), any);
+    let with = GOOD.replace("t_cm_s: 0.05 }", "t_cm_s: 0.05, wait_share: 0.78 }");
+    let p = Profile::from_str(Path::new("app.yaml"), &with).unwrap();
+    assert_eq!(
+        p.hetero_model(&sites).unwrap().types["type1"].wait_share,
+        Some(0.78)
+    );
+    // A waiting node drawing more than its busy dynamic watts, or less than none.
+    for (bad, shown) in [("1.5", "'1.5'"), ("-0.1", "'-0.1'"), ("polls", "'polls'")] {
+        let s = err(&GOOD.replace("t_cm_s: 0.05", &format!("t_cm_s: 0.05, wait_share: {bad}")));
+        has(
+            &s,
+            &[
+                "/etc/greenup/profiles/app.yaml:6:",
+                "hetero.node_types.type1.wait_share",
+                shown,
+                "expected a number from 0 to 1",
+            ],
+        );
+    }
+}

@@ -168,6 +168,7 @@ pub fn sweep_node(
             .iter()
             .enumerate()
             .map(|(k, &(compute_s, dynamic_j))| Choice {
+                wait_w: 0.0,
                 gpu_mhz: None,
                 freq_ghz: 1.0 + k as f64 * 0.1,
                 compute_s,

@@ -206,6 +206,7 @@ pub fn table_i(n: usize, gflop: f64, comm_s: f64) -> SweepTable {
                 .map(|f| {
                     let s = fmax / f;
                     Choice {
+                        wait_w: 0.0,
                         gpu_mhz: None,
                         freq_ghz: f,
                         compute_s: t_max * s,

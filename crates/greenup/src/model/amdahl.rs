@@ -146,6 +146,7 @@ impl Predictor for Amdahl {
                     format!("amdahl compute time of node {} at {f} GHz", slot.name)
                 })?;
                 choices.push(Choice {
+                    wait_w: 0.0,
                     gpu_mhz: None,
                     freq_ghz: f,
                     compute_s,

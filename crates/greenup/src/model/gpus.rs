@@ -257,6 +257,7 @@ impl Predictor for WithGpus<'_> {
                 let at = |mhz: Option<u32>| {
                     let (busy, dyn_j) = b.at(g, mhz);
                     Choice {
+                        wait_w: c.wait_w,
                         freq_ghz: c.freq_ghz,
                         gpu_mhz: mhz,
                         compute_s: c.compute_s + (busy - b_c),
@@ -359,6 +360,7 @@ mod tests {
                             .freqs_ghz
                             .iter()
                             .map(|&f| Choice {
+                                wait_w: 0.0,
                                 gpu_mhz: None,
                                 freq_ghz: f,
                                 compute_s: 20.0 / f,

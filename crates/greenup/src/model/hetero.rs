@@ -82,6 +82,10 @@ pub struct TypeTimes {
     /// How much longer the type's slowest node computes than its mean node where the
     /// program gives the nodes unequal work (1.45: 45 % longer); `None`: equal work.
     pub lead: Option<f64>,
+    /// The share of its dynamic watts at a clock that a node of this type draws while it
+    /// waits for the others (about 0.8 where MPI polls, 0 where a wait sleeps); `None`:
+    /// a waiting node draws its static watts only.
+    pub wait_share: Option<f64>,
 }
 
 /// How a type's clock sensitivity (`t_cp_s` against `t_mem_s`) was fitted.
@@ -109,6 +113,7 @@ impl TypeTimes {
             t_mem_s: None,
             t_mem_fit: None,
             lead: None,
+            wait_share: None,
         }
     }
 
@@ -279,17 +284,34 @@ impl Hetero {
     /// each such type's slowest node, so a user sees why the plan is longer than the
     /// type's mean node computes.
     pub fn unequal_work(&self, used: &[&str]) -> Option<String> {
+        self.per_used_type(used, |t| t.lead.map(|l| format!("x{l:.2}")))
+            .map(|each| {
+                format!("unequal work: timed by each type's slowest node against its mean ({each})")
+            })
+    }
+
+    /// For a decision's reason, where the types `used` draw while they wait: a lower
+    /// clock also lowers their waits' watts, which the plan counted.
+    pub fn waiting_draw(&self, used: &[&str]) -> Option<String> {
+        self.per_used_type(used, |t| t.wait_share.map(|w| format!("{w:.2}")))
+            .map(|each| {
+                format!("waiting nodes draw a share of their clock's dynamic watts ({each})")
+            })
+    }
+
+    /// "type figure" for each type of `used` that `figure` has one for, joined; `None`
+    /// where none has.
+    fn per_used_type(
+        &self,
+        used: &[&str],
+        figure: impl Fn(&TypeTimes) -> Option<String>,
+    ) -> Option<String> {
         let each: Vec<String> = self
             .used_types(used)
             .into_iter()
-            .filter_map(|(ty, t)| t.lead.map(|l| format!("{ty} x{l:.2}")))
+            .filter_map(|(ty, t)| figure(t).map(|f| format!("{ty} {f}")))
             .collect();
-        (!each.is_empty()).then(|| {
-            format!(
-                "unequal work: timed by each type's slowest node against its mean ({})",
-                each.join(", ")
-            )
-        })
+        (!each.is_empty()).then(|| each.join(", "))
     }
 
     /// One node's choices and static power.
@@ -318,11 +340,17 @@ impl Hetero {
         let mut choices = Vec::with_capacity(slot.freqs_ghz.len());
         for &f in &slot.freqs_ghz {
             let s = fmax / node_freq(slot, f)?;
-            // The job waits for the slowest node; the energy is the mean node's.
+            // The job waits for the slowest node; the energy is the mean node's, which
+            // also waits while the slowest computes on.
             let compute_s = times.slowest_s(s) * self.iterations;
+            let mean_s = times.compute_s(s) * self.iterations;
             let p_dyn = times.dynamic_w(nt, f).map_err(expr_err)?;
-            let dynamic_j = p_dyn * times.compute_s(s) * self.iterations;
+            let wait_w = p_dyn * times.wait_share.unwrap_or(0.0);
+            let dynamic_j = p_dyn * mean_s + wait_w * (compute_s - mean_s);
             choices.push(Choice {
+                wait_w: finite_or(wait_w, || {
+                    format!("waiting power of node {} at {f} GHz", slot.name)
+                })?,
                 gpu_mhz: None,
                 freq_ghz: f,
                 compute_s: finite_or(compute_s, || {
@@ -344,8 +372,11 @@ impl Predictor for Hetero {
 
     fn clock_note(&self, node_types: &[&str]) -> Option<String> {
         let mut clock = self.clock_sensitivity(node_types);
-        if let Some(unequal) = self.unequal_work(node_types) {
-            clock = format!("{clock}; {unequal}");
+        for extra in [self.unequal_work(node_types), self.waiting_draw(node_types)]
+            .into_iter()
+            .flatten()
+        {
+            clock = format!("{clock}; {extra}");
         }
         Some(match &self.time_choice {
             Some(c) => format!("{}; {clock}", c.note()),
@@ -444,6 +475,7 @@ mod tests {
                     t_mem_s,
                     t_mem_fit: None,
                     lead: None,
+                    wait_share: None,
                 },
             )]),
             site_types: BTreeMap::from([("a".to_string(), nt)]),
@@ -504,6 +536,36 @@ mod tests {
         );
         m.types.get_mut("a").unwrap().lead = None;
         assert!(!m.clock_note(&["a"]).unwrap().contains("unequal"));
+    }
+
+    #[test]
+    fn a_waiting_node_draws_its_share_of_the_clocks_dynamic_watts() {
+        // The lead test's type, whose nodes draw half their dynamic watts while they
+        // wait. At 2 GHz (40 W dynamic, so 20 W waiting): the mean node computes 15 s
+        // of the job's 23.75 s, so it waits 8.75 s: 600 J + 20 W * 8.75 s + 3 W *
+        // 23.75 s = 846.25 J. At 1 GHz (30 W, so 15 W waiting): the mean node computes
+        // 10 * 2.5 = 25 s, the slowest 31.25 s, the job 36.25 s: 30 W * 25 s + 15 W *
+        // 11.25 s + 3 W * 36.25 s = 1027.5 J.
+        let mut m = model(expr_type(), Some(0.5), Some(40.0));
+        let a = m.types.get_mut("a").unwrap();
+        a.lead = Some(1.25);
+        a.wait_share = Some(0.5);
+        let p = m.predict(&at(2.0)).unwrap();
+        assert!(close(p.time_s, 23.75) && close(p.energy_j, 846.25), "{p:?}");
+        let p = m.predict(&at(1.0)).unwrap();
+        assert!(close(p.time_s, 36.25) && close(p.energy_j, 1027.5), "{p:?}");
+        // Without a lead the node waits only through communication: 20 s at 2 GHz,
+        // 15 s of compute, 5 s of waiting at 20 W: 600 + 100 + 60 = 760 J.
+        m.types.get_mut("a").unwrap().lead = None;
+        let p = m.predict(&at(2.0)).unwrap();
+        assert!(close(p.time_s, 20.0) && close(p.energy_j, 760.0), "{p:?}");
+        assert!(
+            m.clock_note(&["a"])
+                .unwrap()
+                .ends_with("; waiting nodes draw a share of their clock's dynamic watts (a 0.50)"),
+            "{:?}",
+            m.clock_note(&["a"])
+        );
     }
 
     #[test]

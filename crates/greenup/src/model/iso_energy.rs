@@ -242,6 +242,7 @@ impl Predictor for IsoEnergy {
                 let compute_s = pt.alpha * pt.tp / p as f64;
                 let dynamic_j = pt.ep / p as f64 - static_w * compute_s;
                 choices.push(Choice {
+                    wait_w: 0.0,
                     gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: finite_or(compute_s, || {

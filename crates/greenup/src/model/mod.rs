@@ -117,6 +117,26 @@ pub struct Choice {
     pub compute_s: f64,
     /// Joules above static power this node uses while computing at this frequency.
     pub dynamic_j: f64,
+    /// Watts above static power this node draws at this frequency while it waits for
+    /// the others (a polling MPI wait draws with the clock); 0 where a wait sleeps.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wait_w: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl Choice {
+    /// Joules above static power this node uses in a run of `wall_s` seconds: its
+    /// compute's, and its waiting draw for the rest of the run. The one home of the
+    /// rule that the sweep, the step search and every prediction use.
+    pub fn energy_j(&self, wall_s: f64) -> f64 {
+        if self.wait_w == 0.0 {
+            return self.dynamic_j;
+        }
+        self.dynamic_j + self.wait_w * (wall_s - self.compute_s).max(0.0)
+    }
 }
 
 /// One node's row of a [`SweepTable`].
@@ -137,7 +157,8 @@ pub struct NodeChoices {
 ///
 /// For a pick `k` (one choice index per node):
 /// `T = max_i compute_s[i][k_i] + fixed_time_s`,
-/// `E = sum_i dynamic_j[i][k_i] + T * sum_i static_w[i] + fixed_energy_j`.
+/// `E = sum_i (dynamic_j[i][k_i] + wait_w[i][k_i] * (T - compute_s[i][k_i]))
+///      + T * sum_i static_w[i] + fixed_energy_j`.
 /// With [`StepTable`] steps, `max_i compute_s` becomes `sum_k max_g w[k][g] * m_g`,
 /// `m_g` being the slowest compute time among the nodes of group g.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,15 +229,25 @@ impl SweepTable {
         t
     }
 
+    /// Whether some choice draws while it waits: then each node's energy depends on
+    /// the wall time, which the sweep's fast path and the step search do not model.
+    pub fn waits_draw(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.choices.iter().any(|c| c.wait_w != 0.0))
+    }
+
     /// Total (time, energy) of a pick, without the per-node breakdown.
     pub fn totals(&self, pick: &[usize]) -> (f64, f64) {
         let mut tmax: f64 = 0.0;
         let mut dyn_j = 0.0;
+        let mut waits = false;
         let mut slowest = self.steps.as_ref().map(|s| vec![0.0f64; s.groups.len()]);
         for (i, (node, &k)) in self.nodes.iter().zip(pick).enumerate() {
             let c = &node.choices[k];
             tmax = tmax.max(c.compute_s);
             dyn_j += c.dynamic_j;
+            waits |= c.wait_w != 0.0;
             if let (Some(m), Some(s)) = (slowest.as_mut(), self.steps.as_ref())
                 && let Some(g) = s.group_of.get(i).and_then(|&g| m.get_mut(g))
             {
@@ -227,6 +258,15 @@ impl SweepTable {
             tmax = s.compute_s(m);
         }
         let t = tmax + self.fixed_time_s;
+        if waits {
+            // Each node's waiting draw needs the wall time, known only now.
+            dyn_j = self
+                .nodes
+                .iter()
+                .zip(pick)
+                .map(|(node, &k)| node.choices[k].energy_j(t))
+                .sum();
+        }
         (t, dyn_j + t * self.static_w() + self.fixed_energy_j)
     }
 
@@ -241,7 +281,7 @@ impl SweepTable {
             .map(|(node, &k)| {
                 let c = &node.choices[k];
                 // Energy that belongs to no node is shared evenly.
-                let e = c.dynamic_j + node.static_w * time_s + self.fixed_energy_j / n;
+                let e = c.energy_j(time_s) + node.static_w * time_s + self.fixed_energy_j / n;
                 NodePrediction {
                     name: node.name.clone(),
                     freq_ghz: c.freq_ghz,
@@ -531,6 +571,7 @@ mod capped_tests {
             choices: freqs
                 .iter()
                 .map(|&f| Choice {
+                    wait_w: 0.0,
                     gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: 10.0 / f,

@@ -172,6 +172,7 @@ impl Predictor for Roofline {
             let mut choices = Vec::with_capacity(per_f.len());
             for (f, t, ops_j, pi0) in per_f {
                 choices.push(Choice {
+                    wait_w: 0.0,
                     gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: finite_or(t, || {

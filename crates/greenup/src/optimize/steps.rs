@@ -19,7 +19,7 @@
 //! alone (a shorter run at the same energy draws more watts), so with a power cap
 //! nothing is pruned.
 
-use super::sweep::least_dynamic;
+use super::sweep::least_energy;
 use super::{Goal, OptimizeError, Optimum, check_table};
 use crate::model::{StepTable, SweepTable};
 
@@ -60,6 +60,9 @@ struct Candidate {
 pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, StepSearchError> {
     check_table(table)?;
     let steps = table.steps.as_ref().ok_or(StepSearchError::NoSteps)?;
+    if table.waits_draw() {
+        return exact_waiting(table, goal, steps);
+    }
     if table.nodes.is_empty() {
         return Ok(Optimum::of(table, goal, Vec::new(), 1));
     }
@@ -122,16 +125,8 @@ pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, StepSearchError
                 best = Some((at.clone(), a));
             }
         }
-        let mut i = 1;
-        while i < live.len() {
-            at[i] += 1;
-            if at[i] < candidates[live[i]].len() {
-                break;
-            }
-            at[i] = 0;
-            i += 1;
-        }
-        if i == live.len() {
+        // The inner wheel (slot 0) was swept whole above.
+        if !advance(&mut at[1..], |slot| candidates[live[slot + 1]].len()) {
             break;
         }
     }
@@ -140,11 +135,159 @@ pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, StepSearchError
     for (slot, &g) in live.iter().enumerate() {
         let c = candidates[g][at[slot]];
         for &i in &members[g] {
-            pick[i] = least_dynamic(table, i, c.time_s);
+            pick[i] = least_energy(table, i, c.time_s, c.time_s);
         }
         pick[c.node] = c.choice;
     }
     Ok(Optimum::of(table, goal, pick, tried))
+}
+
+/// Most node-choice evaluations the search of a table whose nodes draw while they wait
+/// agrees to make (each vector prices every kind of node at its wall time).
+pub const WAITING_LIMIT: u64 = 40_000_000;
+
+/// The exact search where some nodes draw while they wait. Fixing the vector (m_g)
+/// still fixes T, and at a fixed T each node still picks alone (its cheapest choice
+/// within m_g in a run of T seconds), so the argument of the module holds; but which
+/// choice is cheapest now depends on T, hence on every group's time, so a group's cost
+/// cannot be tabled once per candidate, and no candidate is pruned. Each vector prices
+/// each group's kinds of node at its own T.
+fn exact_waiting(
+    table: &SweepTable,
+    goal: &Goal,
+    steps: &StepTable,
+) -> Result<Optimum, StepSearchError> {
+    let kinds = super::sweep::kinds(table);
+    let ng = steps.groups.len();
+    // Per group: (the group's first node of each kind, standing for it; how many of
+    // the group's nodes the kind has). A kind may span groups (two types alike).
+    let mut of_group: Vec<Vec<(usize, f64)>> = vec![Vec::new(); ng];
+    for (i, &kind) in kinds.of.iter().enumerate() {
+        let Some(&g) = steps.group_of.get(i) else {
+            continue;
+        };
+        match of_group[g].iter_mut().find(|(f, _)| kinds.of[*f] == kind) {
+            Some((_, n)) => *n += 1.0,
+            None => of_group[g].push((i, 1.0)),
+        }
+    }
+    // Per group: every slowest time its nodes can all reach, ascending.
+    let times: Vec<Vec<f64>> = of_group
+        .iter()
+        .map(|members| {
+            let floor = members
+                .iter()
+                .map(|&(i, _)| {
+                    let c = &table.nodes[i].choices;
+                    c.iter().map(|c| c.compute_s).fold(f64::INFINITY, f64::min)
+                })
+                .fold(f64::NEG_INFINITY, f64::max);
+            let mut t: Vec<f64> = members
+                .iter()
+                .flat_map(|&(i, _)| table.nodes[i].choices.iter().map(|c| c.compute_s))
+                .filter(|&t| t >= floor)
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t.dedup();
+            t
+        })
+        .collect();
+    let live: Vec<usize> = (0..ng).filter(|&g| !times[g].is_empty()).collect();
+    if live.is_empty() {
+        return Err(OptimizeError::NoChoices("(every node)".into()).into());
+    }
+    let vectors: f64 = live.iter().map(|&g| times[g].len() as f64).product();
+    let per_vector: f64 = live
+        .iter()
+        .flat_map(|&g| &of_group[g])
+        .map(|&(i, _)| table.nodes[i].choices.len() as f64)
+        .sum();
+    if vectors * per_vector > WAITING_LIMIT as f64 {
+        return Err(StepSearchError::TooLarge {
+            vectors,
+            limit: (WAITING_LIMIT as f64 / per_vector.max(1.0)) as u64,
+        });
+    }
+    let static_w = table.static_w();
+    let mut at = vec![0usize; live.len()];
+    let mut m = vec![0.0f64; ng];
+    let mut best: Option<(Vec<usize>, super::Assessment)> = None;
+    let mut tried = 0u64;
+    loop {
+        for (slot, &g) in live.iter().enumerate() {
+            m[g] = times[g][at[slot]];
+        }
+        let t = steps.compute_s(&m) + table.fixed_time_s;
+        let mut e = t * static_w + table.fixed_energy_j;
+        for &g in &live {
+            e += group_cost(table, &of_group[g], m[g], t).0;
+        }
+        let a = goal.assess(t, e, None);
+        tried += 1;
+        if best.as_ref().is_none_or(|b| a.better_than(&b.1)) {
+            best = Some((at.clone(), a));
+        }
+        if !advance(&mut at, |slot| times[live[slot]].len()) {
+            break;
+        }
+    }
+    let (at, _) = best.ok_or_else(|| OptimizeError::NoChoices("(every node)".into()))?;
+    for (slot, &g) in live.iter().enumerate() {
+        m[g] = times[g][at[slot]];
+    }
+    let t = steps.compute_s(&m) + table.fixed_time_s;
+    let mut pick = vec![0usize; table.nodes.len()];
+    let members = members(table, steps);
+    for &g in &live {
+        for &i in &members[g] {
+            pick[i] = least_energy(table, i, m[g], t);
+        }
+        let (_, (node, choice)) = group_cost(table, &of_group[g], m[g], t);
+        pick[node] = choice;
+    }
+    Ok(Optimum::of(table, goal, pick, tried))
+}
+
+/// Turn an odometer whose wheel `slot` has `len(slot)` positions one step, the first
+/// wheel fastest; false once every setting has been seen.
+fn advance(at: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    for (slot, a) in at.iter_mut().enumerate() {
+        *a += 1;
+        if *a < len(slot) {
+            return true;
+        }
+        *a = 0;
+    }
+    false
+}
+
+/// A group's joules above static in a run of `wall_s` seconds whose slowest node of the
+/// group computes exactly `tau`: each kind at its cheapest choice within `tau`, and one
+/// node forced to a choice of exactly `tau`, the one whose forcing costs least (that
+/// node and choice returned).
+fn group_cost(
+    table: &SweepTable,
+    members: &[(usize, f64)],
+    tau: f64,
+    wall_s: f64,
+) -> (f64, (usize, usize)) {
+    let mut sum = 0.0;
+    let mut force = (f64::INFINITY, (0, 0));
+    for &(i, count) in members {
+        let choices = &table.nodes[i].choices;
+        let best = choices
+            .iter()
+            .filter(|c| c.compute_s <= tau)
+            .map(|c| c.energy_j(wall_s))
+            .fold(f64::INFINITY, f64::min);
+        sum += count * best;
+        for (k, c) in choices.iter().enumerate() {
+            if c.compute_s == tau && c.energy_j(wall_s) - best < force.0 {
+                force = (c.energy_j(wall_s) - best, (i, k));
+            }
+        }
+    }
+    (sum + force.0, force.1)
 }
 
 /// The node rows of each group; rows naming a group the table lacks are refused by
@@ -232,6 +375,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(k, &(compute_s, dynamic_j))| Choice {
+                    wait_w: 0.0,
                     freq_ghz: 1.0 + k as f64,
                     gpu_mhz: None,
                     compute_s,

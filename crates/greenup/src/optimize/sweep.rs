@@ -17,6 +17,14 @@
 //! its count; forcing touches one node of the kind. Sweeping tau upward, each node's least-d choice only improves as
 //! choices enter, so the sums update in O(1) per entry: O(NF log NF) for the sort
 //! plus O(NF) for the sweep.
+//!
+//! Nodes that draw while they wait. A choice with waiting watts w uses
+//! d + w (T - c) above static, so at a fixed tau each node still picks alone (the
+//! argument above holds), but its cheapest choice is now the lowest of lines
+//! b + w tau and can change between entries, as a flatter line (a lower clock's
+//! smaller waiting draw) overtakes. Each kind's lower envelope of its entered lines
+//! is walked once, O(F^2) per kind, giving the points where its best line changes;
+//! the sweep applies those with the entries, and the sums become A + W tau.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -38,16 +46,16 @@ struct Entry {
 /// Nodes with identical rows (the same choices and static power), as a model
 /// gives for nodes of one type: the sweep handles each kind once, weighted by
 /// its count, so a site of thousands of nodes of a few types costs little.
-struct Kinds {
+pub(super) struct Kinds {
     /// Kind of each node.
-    of: Vec<u32>,
+    pub(super) of: Vec<u32>,
     /// A node of each kind, whose row stands for the kind.
-    first: Vec<usize>,
+    pub(super) first: Vec<usize>,
     /// How many nodes each kind has.
-    count: Vec<f64>,
+    pub(super) count: Vec<f64>,
 }
 
-fn kinds(table: &SweepTable) -> Kinds {
+pub(super) fn kinds(table: &SweepTable) -> Kinds {
     // Row hashes are already mixed, so the map need not hash them again. A hash
     // collision between different rows only leaves them as separate kinds.
     let mut by_hash: HashMap<u64, u32, BuildHasherDefault<Premixed>> =
@@ -61,17 +69,16 @@ fn kinds(table: &SweepTable) -> Kinds {
         let mut h = mix(row.static_w.to_bits() ^ row.choices.len() as u64);
         for c in &row.choices {
             h = mix(h ^ c.compute_s.to_bits());
-            h = mix(h ^ c.dynamic_j.to_bits());
+            // One mix for both: a collision only leaves two rows separate kinds.
+            h = mix(h ^ c.dynamic_j.to_bits() ^ c.wait_w.to_bits().rotate_left(29));
         }
         let same = |j: u32| {
             let other = &table.nodes[k.first[j as usize]];
             other.static_w == row.static_w
                 && other.choices.len() == row.choices.len()
-                && other
-                    .choices
-                    .iter()
-                    .zip(&row.choices)
-                    .all(|(a, b)| a.compute_s == b.compute_s && a.dynamic_j == b.dynamic_j)
+                && other.choices.iter().zip(&row.choices).all(|(a, b)| {
+                    a.compute_s == b.compute_s && a.dynamic_j == b.dynamic_j && a.wait_w == b.wait_w
+                })
         };
         let kind = match by_hash.get(&h) {
             Some(&j) if same(j) => j,
@@ -143,6 +150,14 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
         }
     }
     radix_sort(&mut entries, |e| e.key);
+    // Rows of a kind are alike, waits included: its first row speaks for it.
+    let waits = kinds
+        .first
+        .iter()
+        .any(|&i| table.nodes[i].choices.iter().any(|c| c.wait_w != 0.0));
+    if waits {
+        return sweep_waiting(table, goal, &kinds, &entries);
+    }
 
     let static_w = table.static_w();
     let mut best_d = vec![f64::INFINITY; nk];
@@ -194,19 +209,207 @@ pub fn sweep(table: &SweepTable, goal: &Goal) -> Result<Optimum, OptimizeError> 
     }
 
     let (tau, forced, _) = winner.ok_or_else(|| OptimizeError::NoChoices("(every node)".into()))?;
+    Ok(rebuild(
+        table,
+        goal,
+        &kinds,
+        entries[forced],
+        tau,
+        candidates,
+    ))
+}
+
+/// The pick the sweep chose at bound `tau`: each kind at its cheapest choice within
+/// `tau`, one node of the forced entry's kind at that entry.
+fn rebuild(
+    table: &SweepTable,
+    goal: &Goal,
+    kinds: &Kinds,
+    forced: Entry,
+    tau: f64,
+    candidates: u64,
+) -> Optimum {
+    let wall = tau + table.fixed_time_s;
     let kind_pick: Vec<usize> = kinds
         .first
         .iter()
-        .map(|&i| least_dynamic(table, i, tau))
+        .map(|&i| least_energy(table, i, tau, wall))
         .collect();
     let mut pick: Vec<usize> = kinds
         .of
         .iter()
         .map(|&kind| kind_pick[kind as usize])
         .collect();
-    let f = entries[forced];
-    pick[kinds.first[f.kind as usize]] = f.choice as usize;
-    Ok(Optimum::of(table, goal, pick, candidates))
+    pick[kinds.first[forced.kind as usize]] = forced.choice as usize;
+    Optimum::of(table, goal, pick, candidates)
+}
+
+/// Where one kind's cheapest choice changes as the bound grows: from `tau` on, the
+/// kind's best is `choice`. `seq` keeps each kind's points in their order through the sort.
+#[derive(Clone, Copy)]
+struct Switch {
+    tau: f64,
+    seq: u32,
+    kind: u32,
+    choice: u32,
+}
+
+/// The sweep where some choices draw while they wait (see the module's note).
+fn sweep_waiting(
+    table: &SweepTable,
+    goal: &Goal,
+    kinds: &Kinds,
+    entries: &[Entry],
+) -> Result<Optimum, OptimizeError> {
+    let f0 = table.fixed_time_s;
+    let mut switches: Vec<Switch> = Vec::new();
+    for (kind, &i) in kinds.first.iter().enumerate() {
+        envelope(&table.nodes[i].choices, f0, kind as u32, &mut switches);
+    }
+    switches.sort_by(|a, b| a.tau.total_cmp(&b.tau).then(a.seq.cmp(&b.seq)));
+
+    let choices = |kind: u32| &table.nodes[kinds.first[kind as usize]].choices;
+    // A choice's joules above static at bound tau, as the line b + w tau.
+    let line =
+        |c: &crate::model::Choice, tau: f64| c.dynamic_j + c.wait_w * (tau + f0 - c.compute_s);
+    let nk = kinds.first.len();
+    let static_w = table.static_w();
+    let mut best: Vec<Option<u32>> = vec![None; nk];
+    let mut covered = 0usize;
+    // The kinds' best lines summed: sum = a + w * tau.
+    let (mut a, mut w) = (0.0, 0.0);
+    let mut next = 0;
+    let mut winner: Option<(f64, usize, crate::optimize::Assessment)> = None;
+    let mut candidates = 0u64;
+    let mut start = 0;
+    while start < entries.len() {
+        let key = entries[start].key;
+        let tau = f64::from_bits(key);
+        let mut end = start;
+        while end < entries.len() && entries[end].key == key {
+            end += 1;
+        }
+        while next < switches.len() && switches[next].tau <= tau {
+            let sw = switches[next];
+            let m = kinds.count[sw.kind as usize];
+            let c = &choices(sw.kind)[sw.choice as usize];
+            let slot = &mut best[sw.kind as usize];
+            match *slot {
+                None => covered += 1,
+                Some(old) => {
+                    let o = &choices(sw.kind)[old as usize];
+                    a -= m * (o.dynamic_j + o.wait_w * (f0 - o.compute_s));
+                    w -= m * o.wait_w;
+                }
+            }
+            a += m * (c.dynamic_j + c.wait_w * (f0 - c.compute_s));
+            w += m * c.wait_w;
+            *slot = Some(sw.choice);
+            next += 1;
+        }
+        if covered == nk {
+            let mut forced = start;
+            let mut extra = f64::INFINITY;
+            for (j, e) in entries[start..end].iter().enumerate() {
+                let cs = choices(e.kind);
+                let Some(b) = best[e.kind as usize] else {
+                    continue;
+                };
+                let cost = line(&cs[e.choice as usize], tau) - line(&cs[b as usize], tau);
+                if cost < extra {
+                    extra = cost;
+                    forced = start + j;
+                }
+            }
+            let t = tau + f0;
+            let en = a + w * tau + extra.max(0.0) + t * static_w + table.fixed_energy_j;
+            let asmt = goal.assess(t, en, None);
+            candidates += 1;
+            if winner.as_ref().is_none_or(|x| asmt.better_than(&x.2)) {
+                winner = Some((tau, forced, asmt));
+            }
+        }
+        start = end;
+    }
+    let (tau, forced, _) = winner.ok_or_else(|| OptimizeError::NoChoices("(every node)".into()))?;
+    Ok(rebuild(
+        table,
+        goal,
+        kinds,
+        entries[forced],
+        tau,
+        candidates,
+    ))
+}
+
+/// One kind's lower envelope of its entered lines, as the points where its cheapest
+/// choice changes, appended to `out`. Lines enter at their compute time; between
+/// entries only a flatter line (smaller waiting watts) can overtake the best, at the
+/// bound where the two meet. Each overtaking lowers the best's slope, so a stretch
+/// between entries has fewer switches than the kind has choices.
+fn envelope(choices: &[crate::model::Choice], f0: f64, kind: u32, out: &mut Vec<Switch>) {
+    let b = |c: &crate::model::Choice| c.dynamic_j + c.wait_w * (f0 - c.compute_s);
+    let mut order: Vec<usize> = (0..choices.len()).collect();
+    order.sort_by(|&x, &y| choices[x].compute_s.total_cmp(&choices[y].compute_s));
+    let mut entered: Vec<usize> = Vec::with_capacity(choices.len());
+    let mut cur: Option<usize> = None;
+    let mut idx = 0;
+    let push = |tau: f64, j: usize, out: &mut Vec<Switch>| {
+        out.push(Switch {
+            tau,
+            seq: out.len() as u32,
+            kind,
+            choice: j as u32,
+        })
+    };
+    while idx < order.len() {
+        let tau0 = choices[order[idx]].compute_s;
+        while idx < order.len() && choices[order[idx]].compute_s == tau0 {
+            entered.push(order[idx]);
+            idx += 1;
+        }
+        // The cheapest entered line at tau0; on a tie the flatter, which no later
+        // point can make dearer than the other.
+        let value = |j: usize, tau: f64| b(&choices[j]) + choices[j].wait_w * tau;
+        let mut top = entered[0];
+        for &j in &entered[1..] {
+            let (v, vt) = (value(j, tau0), value(top, tau0));
+            if v < vt || (v == vt && choices[j].wait_w < choices[top].wait_w) {
+                top = j;
+            }
+        }
+        if cur != Some(top) {
+            push(tau0, top, out);
+            cur = Some(top);
+        }
+        let until = order
+            .get(idx)
+            .map_or(f64::INFINITY, |&j| choices[j].compute_s);
+        let mut at = tau0;
+        while let Some(c) = cur {
+            let (bc, wc) = (b(&choices[c]), choices[c].wait_w);
+            // The first flatter line to meet the best after `at`.
+            let mut meet: Option<(f64, usize)> = None;
+            for &j in &entered {
+                let wj = choices[j].wait_w;
+                if wj >= wc {
+                    continue;
+                }
+                let t = ((b(&choices[j]) - bc) / (wc - wj)).max(at);
+                if meet.is_none_or(|(m, mj)| t < m || (t == m && wj < choices[mj].wait_w)) {
+                    meet = Some((t, j));
+                }
+            }
+            match meet {
+                Some((t, j)) if t < until => {
+                    push(t, j, out);
+                    cur = Some(j);
+                    at = t;
+                }
+                _ => break,
+            }
+        }
+    }
 }
 
 /// Sort items by a 64-bit key, moving them whole. The high halves of the keys go through a
@@ -259,15 +462,16 @@ fn radix_sort<T: Copy>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
     }
 }
 
-/// The choice of node `i` of least dynamic energy among those computing at most `tau`
-/// seconds (the first such on a tie): the pick every node makes once the slowest time
-/// is fixed, here and in the step search (`super::steps`).
-pub(super) fn least_dynamic(table: &SweepTable, i: usize, tau: f64) -> usize {
+/// The choice of node `i` of least energy in a run of `wall_s` seconds among those
+/// computing at most `tau` seconds (the first such on a tie): the pick every node
+/// makes once the slowest time is fixed, here and in the step search (`super::steps`).
+pub(super) fn least_energy(table: &SweepTable, i: usize, tau: f64, wall_s: f64) -> usize {
     let mut k = 0;
     let mut d = f64::INFINITY;
     for (j, c) in table.nodes[i].choices.iter().enumerate() {
-        if c.compute_s <= tau && c.dynamic_j < d {
-            d = c.dynamic_j;
+        let e = c.energy_j(wall_s);
+        if c.compute_s <= tau && e < d {
+            d = e;
             k = j;
         }
     }

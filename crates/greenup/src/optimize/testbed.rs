@@ -147,6 +147,7 @@ pub fn instance_with(n: usize, rng: &mut Rng, per_node_noise: bool) -> Instance 
             .map(|f| {
                 let s = ty.fmax / f;
                 Choice {
+                    wait_w: 0.0,
                     gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: tcp * s,

@@ -539,6 +539,7 @@ fn hetero(
             t_mem_s: None,
             t_mem_fit: None,
             lead: None,
+            wait_share: None,
         };
         // The clock law the lead compares each node's compute time against.
         let mut law = TypeTimes::timed(cp, cm);

@@ -450,6 +450,10 @@ pub struct HeteroTypeFile {
     /// program gives its nodes unequal work (a number >= 1). Absent: equal work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead: Option<Spanned<Param>>,
+    /// The share of its dynamic watts a node draws while it waits for the others (0 to
+    /// 1; about 0.8 where MPI polls). Absent: a waiting node draws static watts only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_share: Option<Spanned<Param>>,
 }
 
 /// `t_mem_fit:` of a hetero node type: where its `t_mem_s` came from and how well it fits.
@@ -1088,6 +1092,15 @@ fn check_hetero(
                     .lead
                     .as_ref()
                     .map(|v| c.number(v, &k("lead"), "a finite number >= 1", |x| x >= 1.0))
+                    .transpose()?,
+                wait_share: t
+                    .wait_share
+                    .as_ref()
+                    .map(|v| {
+                        c.number(v, &k("wait_share"), "a number from 0 to 1", |x| {
+                            (0.0..=1.0).contains(&x)
+                        })
+                    })
                     .transpose()?,
             },
         );

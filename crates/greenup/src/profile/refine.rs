@@ -212,47 +212,47 @@ pub fn hetero(
                 message: m.to_string(),
             })?,
         };
-        // Rows: x1 = wall time (static), x2 = shape(f) * compute seconds (dynamic), y = energy.
-        let mut rows: Vec<(f64, f64, f64)> = Vec::new();
+        // Rows: x1 = wall time (static), x2 = shape(f) * compute seconds (dynamic),
+        // x3 = shape(f) * the rest of the run (the node waiting), y = energy.
+        let mut rows: Vec<[f64; 4]> = Vec::new();
         for o in &used {
             for n in o.nodes.iter().filter(|n| &n.node_type == ty) {
                 let s = fmax / n.freq_ghz;
                 let compute = n.compute_s.unwrap_or(times.compute_s(s) * iters);
                 let shape = dynamic_shape(site, n.freq_ghz);
-                rows.push((o.time_s, compute * shape, n.energy_j.unwrap_or(0.0)));
+                rows.push([
+                    o.time_s,
+                    compute * shape,
+                    (o.time_s - compute).max(0.0) * shape,
+                    n.energy_j.unwrap_or(0.0),
+                ]);
             }
         }
         if rows.is_empty() {
             continue;
         }
-        let (s11, s12, s22, s1y, s2y) =
-            rows.iter()
-                .fold((0.0, 0.0, 0.0, 0.0, 0.0), |a, (x1, x2, y)| {
-                    (
-                        a.0 + x1 * x1,
-                        a.1 + x1 * x2,
-                        a.2 + x2 * x2,
-                        a.3 + x1 * y,
-                        a.4 + x2 * y,
-                    )
-                });
-        let det = s11 * s22 - s12 * s12;
-        // Columns that are nearly parallel cannot tell static from dynamic power.
-        let separable = det > 1e-6 * s11 * s22;
-        let two = separable.then(|| ((s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det));
-        let (p_st, p_dyn) = match two {
-            Some((ps, pd)) if ps >= 0.0 && pd >= 0.0 && ps.is_finite() && pd.is_finite() => {
+        // A waiting draw is told apart from static and busy watts only by runs at two
+        // or more clocks (at one, x3 is a sum of the other two columns); where it is
+        // not, the type keeps the share it had and the two others are fitted to it.
+        let three = waiting_fit(&rows).and_then(|[ps, pd, w]| {
+            // A waiting draw within rounding of none is none; one above the busy
+            // draw is no physics greenup knows, and is left out.
+            let w = if w.abs() <= 1e-6 * pd.abs() { 0.0 } else { w };
+            let physical = [ps, pd, w].iter().all(|x| x.is_finite() && *x >= 0.0);
+            (physical && pd > 0.0 && w <= pd).then_some([ps, pd, w])
+        });
+        let (p_st, p_dyn) = match three {
+            Some([ps, pd, w]) => {
+                times.wait_share = (w > 0.0).then_some(w / pd);
                 (ps, pd)
             }
-            _ => {
-                let pred: Vec<f64> = rows
+            None => {
+                let omega = times.wait_share.unwrap_or(0.0);
+                let two: Vec<(f64, f64, f64)> = rows
                     .iter()
-                    .map(|(x1, x2, _)| p_st0 * x1 + p_dyn0 * x2)
+                    .map(|r| (r[0], r[1] + omega * r[2], r[3]))
                     .collect();
-                let num: f64 = rows.iter().zip(&pred).map(|((_, _, y), p)| y * p).sum();
-                let den: f64 = pred.iter().map(|p| p * p).sum();
-                let m = if den > 0.0 { num / den } else { 1.0 };
-                (p_st0 * m, p_dyn0 * m)
+                static_and_dynamic(&two, p_st0, p_dyn0)
             }
         };
         times.p_static_w = Some(p_st);
@@ -272,6 +272,75 @@ pub fn hetero(
         samples: used.len() as u32,
         residual,
     })
+}
+
+/// Static and dynamic watts from rows of (wall seconds, shape x busy seconds, joules):
+/// least squares where the two columns can be told apart and give non-negative watts,
+/// else the prior `(p_st0, p_dyn0)` scaled by one factor to the measured joules.
+fn static_and_dynamic(rows: &[(f64, f64, f64)], p_st0: f64, p_dyn0: f64) -> (f64, f64) {
+    let (s11, s12, s22, s1y, s2y) =
+        rows.iter()
+            .fold((0.0, 0.0, 0.0, 0.0, 0.0), |a, (x1, x2, y)| {
+                (
+                    a.0 + x1 * x1,
+                    a.1 + x1 * x2,
+                    a.2 + x2 * x2,
+                    a.3 + x1 * y,
+                    a.4 + x2 * y,
+                )
+            });
+    let det = s11 * s22 - s12 * s12;
+    // Columns that are nearly parallel cannot tell static from dynamic power.
+    let separable = det > 1e-6 * s11 * s22;
+    let two = separable.then(|| ((s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det));
+    match two {
+        Some((ps, pd)) if ps >= 0.0 && pd >= 0.0 && ps.is_finite() && pd.is_finite() => (ps, pd),
+        _ => {
+            let pred: Vec<f64> = rows
+                .iter()
+                .map(|(x1, x2, _)| p_st0 * x1 + p_dyn0 * x2)
+                .collect();
+            let num: f64 = rows.iter().zip(&pred).map(|((_, _, y), p)| y * p).sum();
+            let den: f64 = pred.iter().map(|p| p * p).sum();
+            let m = if den > 0.0 { num / den } else { 1.0 };
+            (p_st0 * m, p_dyn0 * m)
+        }
+    }
+}
+
+/// Static watts, busy dynamic watts and waiting dynamic watts by least squares over
+/// rows of (wall seconds, shape x busy seconds, shape x waiting seconds, joules);
+/// `None` where the three columns cannot be told apart (runs at one clock).
+fn waiting_fit(rows: &[[f64; 4]]) -> Option<[f64; 3]> {
+    let mut a = [[0.0f64; 3]; 3];
+    let mut b = [0.0f64; 3];
+    for r in rows {
+        for i in 0..3 {
+            for j in 0..3 {
+                a[i][j] += r[i] * r[j];
+            }
+            b[i] += r[i] * r[3];
+        }
+    }
+    let det3 = |m: &[[f64; 3]; 3]| {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    };
+    let det = det3(&a);
+    // Nearly dependent columns: the determinant is a vanishing share of the diagonal's product.
+    if !(det.is_finite() && det > 1e-6 * a[0][0] * a[1][1] * a[2][2]) {
+        return None;
+    }
+    let mut out = [0.0; 3];
+    for (k, x) in out.iter_mut().enumerate() {
+        let mut m = a;
+        for i in 0..3 {
+            m[i][k] = b[i];
+        }
+        *x = det3(&m) / det;
+    }
+    Some(out)
 }
 
 /// Which time model, paper 004's max model or `steps`, predicts the wall time of the
@@ -755,6 +824,7 @@ pub fn refine_profile(
                     f.t_mem_s = t.t_mem_s.map(number);
                     f.t_mem_fit = t.t_mem_fit.as_ref().map(ClockFitFile::from_fit);
                     f.lead = t.lead.map(number);
+                    f.wait_share = t.wait_share.map(number);
                 }
             }
             (r.samples, r.residual)
@@ -993,28 +1063,30 @@ mod tests {
         }
     }
 
+    /// Four type1 nodes, three computing 1.0 s an iteration at f_max and one 0.2 s
+    /// (NAS DT's ranks that only start and finish), 0.2 s of communication: a run at
+    /// 2.5 GHz takes 100 * (1.0 + 0.2) = 120 s, at 2.0 GHz (S = 1.25) 100 * (1.25 + 0.2)
+    /// = 145 s. Each node draws the truth's 5.5 W static over the run, 26 W * (f / 2.5)^3
+    /// while it computes, and `wait_share` of that for the rest of the run.
+    fn unequal_run(job_id: u64, f: f64, wait_share: f64) -> Outcome {
+        let s = 2.5 / f;
+        let busy_w = 26.0 * (f / 2.5f64).powi(3);
+        let wall = ITERS * (1.0 * s + 0.2);
+        let nodes = [1.0, 1.0, 1.0, 0.2]
+            .iter()
+            .enumerate()
+            .map(|(k, per)| {
+                let c = ITERS * per * s;
+                let energy = 5.5 * wall + busy_w * c + wait_share * busy_w * (wall - c);
+                timed(&format!("n{}", k + 1), f, c, wall, energy)
+            })
+            .collect();
+        ran(job_id, wall, nodes)
+    }
+
     #[test]
     fn a_type_whose_nodes_do_unequal_work_is_timed_by_its_slowest_node() {
-        // Four type1 nodes, three computing 1.0 s an iteration at f_max and one 0.2 s
-        // (NAS DT's ranks that only start and finish), 0.2 s of communication: a run
-        // at 2.5 GHz takes 100 * (1.0 + 0.2) = 120 s, at 2.0 GHz (S = 1.25)
-        // 100 * (1.25 + 0.2) = 145 s. Each node draws the truth's 5.5 W static over the
-        // run and 26 W * (f / 2.5)^3 while it computes.
-        let run = |job_id: u64, f: f64| {
-            let s = 2.5 / f;
-            let wall = ITERS * (1.0 * s + 0.2);
-            let nodes = [1.0, 1.0, 1.0, 0.2]
-                .iter()
-                .enumerate()
-                .map(|(k, per)| {
-                    let c = ITERS * per * s;
-                    let energy = 5.5 * wall + 26.0 * (f / 2.5f64).powi(3) * c;
-                    timed(&format!("n{}", k + 1), f, c, wall, energy)
-                })
-                .collect();
-            ran(job_id, wall, nodes)
-        };
-        let runs = [run(1, 2.5), run(2, 2.0)];
+        let runs = [unequal_run(1, 2.5, 0.0), unequal_run(2, 2.0, 0.0)];
         let model = one_type_model();
         let r = hetero(&model, &runs).unwrap();
         // The mean node computes 0.8 s at f_max, and no time that ignores the clock;
@@ -1043,6 +1115,39 @@ mod tests {
                 "{p:?} {measured}"
             );
         }
+    }
+
+    #[test]
+    fn a_node_that_polls_while_it_waits_teaches_its_share_from_runs_at_two_clocks() {
+        // The unequal-work test's four nodes, each also drawing 0.6 of its clock's
+        // dynamic watts, 0.6 * 26 W * (f / 2.5)^3, for the rest of the run (its waits).
+        // At 2.5 GHz the fourth node computes 20 s of the 120 s run: 5.5 * 120 +
+        // 26 * 20 + 15.6 * 100 = 2,740 J; each busy node 660 + 2,600 + 15.6 * 20 =
+        // 3,572 J; the job 13,456 J. The fit recovers 5.5 W, 26 W and the share 0.6.
+        let run = |job_id, f| unequal_run(job_id, f, 0.6);
+        let runs = [run(1, 2.5), run(2, 2.0)];
+        assert!((runs[0].energy_j().unwrap() - 13_456.0).abs() < 1e-6);
+        let model = one_type_model();
+        let r = hetero(&model, &runs).unwrap();
+        let t = &r.params["type1"];
+        assert!((t.p_static_w.unwrap() - 5.5).abs() < 1e-6, "{t:?}");
+        assert!((t.p_dyn_w.unwrap() - 26.0).abs() < 1e-6, "{t:?}");
+        assert!((t.wait_share.unwrap() - 0.6).abs() < 1e-6, "{t:?}");
+        // And predicts a third clock it never ran, 1.5 GHz, exactly.
+        let third = run(3, 1.5);
+        let refined = Hetero {
+            types: r.params.clone(),
+            ..model.clone()
+        };
+        let p = refined.predict(&third.config()).unwrap();
+        let measured = third.energy_j().unwrap();
+        assert!(
+            (p.energy_j - measured).abs() < 1e-6 * measured,
+            "{p:?} {measured}"
+        );
+        // At one clock the share cannot be told from static watts: none is learned.
+        let r = hetero(&model, &runs[..1]).unwrap();
+        assert_eq!(r.params["type1"].wait_share, None);
     }
 
     #[test]
