@@ -311,9 +311,10 @@ drain_queue() { # SECONDS STOPFILE SAMPLER_PID JOBS...
   for _ in $(seq 1 "$limit"); do
     left=0
     # squeue's own state filter (no -t): a job whose prolog still runs is RUNNING with
-    # the CONFIGURING flag, which -t PD,R,CG does not match, so the last job to start
-    # read as gone and the sampler stopped before it ran. An unanswered squeue is no
-    # empty queue either: the jobs are counted as still there.
+    # the CONFIGURING flag, which -t PD,R,CG need not match (some releases compare the
+    # whole state), so the last job to start could read as gone and stop the sampler
+    # before it ran. An unanswered squeue is no empty queue either: the jobs are
+    # counted as still there.
     lines=$(gc_squeue -j "$ids" -o '%i %r') || { left=$#; sleep 1; continue; }
     while read -r j r; do
       [ -n "$j" ] || continue
