@@ -134,8 +134,10 @@ pub fn exact(table: &SweepTable, goal: &Goal) -> Result<Optimum, StepSearchError
     let mut pick = vec![0usize; table.nodes.len()];
     for (slot, &g) in live.iter().enumerate() {
         let c = candidates[g][at[slot]];
+        // No choice of this table draws while it waits, so the run's length
+        // does not change which is cheapest.
         for &i in &members[g] {
-            pick[i] = least_energy(table, i, c.time_s, c.time_s);
+            pick[i] = least_energy(table, i, c.time_s, 0.0);
         }
         pick[c.node] = c.choice;
     }
@@ -162,13 +164,19 @@ fn exact_waiting(
     // Per group: (the group's first node of each kind, standing for it; how many of
     // the group's nodes the kind has). A kind may span groups (two types alike).
     let mut of_group: Vec<Vec<(usize, f64)>> = vec![Vec::new(); ng];
+    // (group, kind) -> its place in of_group[group]: one lookup a node, not a scan of
+    // the group's kinds, which would be quadratic where every node differs.
+    let mut slot: std::collections::HashMap<(usize, u32), usize> = Default::default();
     for (i, &kind) in kinds.of.iter().enumerate() {
         let Some(&g) = steps.group_of.get(i) else {
             continue;
         };
-        match of_group[g].iter_mut().find(|(f, _)| kinds.of[*f] == kind) {
-            Some((_, n)) => *n += 1.0,
-            None => of_group[g].push((i, 1.0)),
+        match slot.entry((g, kind)) {
+            std::collections::hash_map::Entry::Occupied(at) => of_group[g][*at.get()].1 += 1.0,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(of_group[g].len());
+                of_group[g].push((i, 1.0));
+            }
         }
     }
     // Per group: every slowest time its nodes can all reach, ascending.

@@ -269,9 +269,6 @@ fn sweep_waiting(
     switches.sort_by(|a, b| a.tau.total_cmp(&b.tau).then(a.seq.cmp(&b.seq)));
 
     let choices = |kind: u32| &table.nodes[kinds.first[kind as usize]].choices;
-    // A choice's joules above static at bound tau, as the line b + w tau.
-    let line =
-        |c: &crate::model::Choice, tau: f64| c.dynamic_j + c.wait_w * (tau + f0 - c.compute_s);
     let nk = kinds.first.len();
     let static_w = table.static_w();
     let mut best: Vec<Option<u32>> = vec![None; nk];
@@ -298,16 +295,17 @@ fn sweep_waiting(
                 None => covered += 1,
                 Some(old) => {
                     let o = &choices(sw.kind)[old as usize];
-                    a -= m * (o.dynamic_j + o.wait_w * (f0 - o.compute_s));
+                    a -= m * intercept(o, f0);
                     w -= m * o.wait_w;
                 }
             }
-            a += m * (c.dynamic_j + c.wait_w * (f0 - c.compute_s));
+            a += m * intercept(c, f0);
             w += m * c.wait_w;
             *slot = Some(sw.choice);
             next += 1;
         }
         if covered == nk {
+            let t = tau + f0;
             let mut forced = start;
             let mut extra = f64::INFINITY;
             for (j, e) in entries[start..end].iter().enumerate() {
@@ -315,13 +313,12 @@ fn sweep_waiting(
                 let Some(b) = best[e.kind as usize] else {
                     continue;
                 };
-                let cost = line(&cs[e.choice as usize], tau) - line(&cs[b as usize], tau);
+                let cost = cs[e.choice as usize].energy_j(t) - cs[b as usize].energy_j(t);
                 if cost < extra {
                     extra = cost;
                     forced = start + j;
                 }
             }
-            let t = tau + f0;
             let en = a + w * tau + extra.max(0.0) + t * static_w + table.fixed_energy_j;
             let asmt = goal.assess(t, en, None);
             candidates += 1;
@@ -342,13 +339,20 @@ fn sweep_waiting(
     ))
 }
 
+/// A choice's joules above static as a line in the bound tau, `b + wait_w * tau`: its
+/// [`crate::model::Choice::energy_j`] in a run of `tau + f0` seconds, for any tau it
+/// computes within.
+fn intercept(c: &crate::model::Choice, f0: f64) -> f64 {
+    c.dynamic_j + c.wait_w * (f0 - c.compute_s)
+}
+
 /// One kind's lower envelope of its entered lines, as the points where its cheapest
 /// choice changes, appended to `out`. Lines enter at their compute time; between
 /// entries only a flatter line (smaller waiting watts) can overtake the best, at the
 /// bound where the two meet. Each overtaking lowers the best's slope, so a stretch
 /// between entries has fewer switches than the kind has choices.
 fn envelope(choices: &[crate::model::Choice], f0: f64, kind: u32, out: &mut Vec<Switch>) {
-    let b = |c: &crate::model::Choice| c.dynamic_j + c.wait_w * (f0 - c.compute_s);
+    let b = |c: &crate::model::Choice| intercept(c, f0);
     let mut order: Vec<usize> = (0..choices.len()).collect();
     order.sort_by(|&x, &y| choices[x].compute_s.total_cmp(&choices[y].compute_s));
     let mut entered: Vec<usize> = Vec::with_capacity(choices.len());
@@ -469,8 +473,11 @@ pub(super) fn least_energy(table: &SweepTable, i: usize, tau: f64, wall_s: f64) 
     let mut k = 0;
     let mut d = f64::INFINITY;
     for (j, c) in table.nodes[i].choices.iter().enumerate() {
+        if c.compute_s > tau {
+            continue;
+        }
         let e = c.energy_j(wall_s);
-        if c.compute_s <= tau && e < d {
+        if e < d {
             d = e;
             k = j;
         }
