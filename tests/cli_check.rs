@@ -366,3 +366,61 @@ fn meter_bad_input_is_one_line() {
         "{line}"
     );
 }
+
+#[test]
+fn model_ee_of_a_machine_that_names_a_node_type_reads_the_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("greenup.yaml");
+    // rome: 72 W static, 288 W dynamic at 2.5 GHz, cube law.
+    std::fs::write(
+        &site,
+        "node_types:\n  rome:\n    frequencies: [1.5, 2.5]\n    power: {dynamic_w: 288, static_w: 72}\nnodes:\n  rome: \"r[1-4]\"\n",
+    )
+    .unwrap();
+    let prof = dir.path().join("typed.yaml");
+    std::fs::write(
+        &prof,
+        "name: typed\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"1e-9 / f\"\n    t_m: 0\n    t_msg: 1e-3\n    t_byte: 0\n    power: rome\n    wait_share: 0.5\n  application:\n    alpha: 1\n    w_c: 1e10\n    w_m: 0\n    w_co: 0\n    w_mo: 0\n    m: \"100 * p\"\n    b: 0\n",
+    )
+    .unwrap();
+    let a = greenup()
+        .args(["model", "ee", "--profile", prof.to_str().unwrap()])
+        .args([
+            "--n",
+            "1",
+            "--p",
+            "4",
+            "--f",
+            "1.5",
+            "--json",
+            "--site-only",
+        ])
+        .args(["--site", site.to_str().unwrap()])
+        .assert()
+        .success();
+    let rows: Vec<Value> = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    // Tc = 1e10 cycles / 1.5 GHz, 0.4 s in MPI over 4 nodes; P_idle 72 W and
+    // dP_c = 288 (1.5 / 2.5)^3 = 62.208 W: Ep = 72 Tp + dP_c Tc + 0.5 dP_c 0.4.
+    let (tc, comm, dp) = (10.0 / 1.5, 0.4, 62.208);
+    let want = 72.0 * (tc + comm) + dp * tc + 0.5 * dp * comm;
+    let got = rows[0]["ep_j"].as_f64().unwrap();
+    assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
+    // A site without the type: one line naming it and what the site has.
+    std::fs::write(
+        &site,
+        "node_types:\n  milan:\n    frequencies: [2.0]\n    power: {dynamic_w: 200, static_w: 80}\nnodes:\n  milan: \"m1\"\n",
+    )
+    .unwrap();
+    let a = greenup()
+        .args(["model", "ee", "--profile", prof.to_str().unwrap()])
+        .args(["--n", "1", "--p", "4", "--f", "1.5", "--site-only"])
+        .args(["--site", site.to_str().unwrap()])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        err.contains("node type 'rome' is not in the site config (it has: milan)"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -298,24 +298,39 @@ fn a_node_that_draws_more_than_its_type_plans_with_its_own_factor() {
 #[test]
 fn a_power_cap_holds_each_node_to_its_own_watts() {
     let d = cool_and_hot();
-    // min-time under a 250 W cap on one node. 2.4 GHz is the only measured clock, so the
-    // lower ones are the site's law scaled to it: 260/300 of 100 + 200 (f/2.4)^3 W, 187.0 W
-    // at 2.0 GHz, times the node's factor. n1 fits at 2.4 GHz (234 W); n2 does not
-    // (286 W) and takes 2.0 GHz (205.7 W). The type's own 260 W would hold both at 2.0.
+    // min-time under a 250 W cap on one node. 2.4 GHz is the only measured clock, and
+    // a plan under a cap prices a lower one at the most it can draw: dynamic watts that
+    // fall no faster than the clock, 100 + 160 f / 2.4 W (233.3 W at 2.0 GHz, 206.7 W at
+    // 1.6), not the site's law scaled to 2.4 GHz (260/300 of 100 + 200 (f/2.4)^3 W, 187.0
+    // W at 2.0 GHz), each times the node's factor. n1 fits at 2.4 GHz (234 W); n2 does
+    // not (286 W), nor at 2.0 GHz (256.7 W), and takes 1.6 GHz (227.3 W). Priced by the
+    // scaled law it would take 2.0 GHz, where a chip that draws the floor breaks the cap.
     let (a, b) = once_learned(&d, "min-time", Some(250.0), |a, b| {
         [a, b]
             .iter()
             .all(|x| x.watts.iter().any(|w| !w.node_factors.is_empty()))
     });
+    let floor = |f: f64| 100.0 + 160.0 * f / 2.4;
+    assert!(1.1 * floor(2.0) > 250.0 && 1.1 * floor(1.6) <= 250.0);
     assert_eq!(a.freq_for("n1"), Some(2.4), "{a:?}");
-    assert_eq!(b.freq_for("n2"), Some(2.0), "{b:?}");
-    for (decision, node_w) in [
-        (&a, 234.0),
-        (
-            &b,
-            1.1 * 260.0 / 300.0 * (100.0 + 200.0 * (2.0f64 / 2.4).powi(3)),
-        ),
-    ] {
+    assert_eq!(b.freq_for("n2"), Some(1.6), "{b:?}");
+    assert!(
+        b.reason
+            .contains("caps held at the most the chips can draw")
+            && !a.reason.contains("caps held"),
+        "{} / {}",
+        a.reason,
+        b.reason
+    );
+    // The decision records the watts it priced 1.6 GHz with, and that they are no
+    // measurement.
+    let w = &b.watts[0];
+    assert!((w.busy_w.0 - floor(1.6)).abs() < 1e-9, "{w:?}");
+    assert_eq!(
+        w.source,
+        greenup::model::measured_power::PowerSource::SiteScaled
+    );
+    for (decision, node_w) in [(&a, 234.0), (&b, 1.1 * floor(1.6))] {
         let p = &decision.plan.as_ref().unwrap().predicted;
         // lammps on one node computes all but its communication, where it draws idle
         // watts: its average lies at most at its computing watts, under the cap.

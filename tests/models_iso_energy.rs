@@ -284,3 +284,91 @@ fn greenup_model_ee_matches_the_ep_closed_form() {
         assert!(close(r["ee"].as_f64().unwrap(), 1.0 / (1.0 + want), 1e-12));
     }
 }
+
+/// A profile whose machine takes node type rome's watts (`power: rome`) and whose
+/// processors draw half their dynamic watts while they wait in MPI: one cycle per
+/// instruction, W_c = 1e10 cycles, no overheads, M = 100 p calls at 1 ms, alpha 1.
+const SITE_TYPED: &str = "name: typed\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"1e-9 / f\"\n    t_m: 0\n    t_msg: 1e-3\n    t_byte: 0\n    power: rome\n    wait_share: 0.5\n  application:\n    alpha: 1\n    w_c: 1e10\n    w_m: 0\n    w_co: 0\n    w_mo: 0\n    m: \"100 * p\"\n    b: 0\n";
+
+/// Ep of [`SITE_TYPED`] on p nodes at f GHz, by paper 000's eq. 15 with the waiting
+/// term: the wall is Tp / p with Tp = 1e10 / (f 1e9) + 100 p 1e-3, and
+/// Ep = P_idle Tp + dP_c Tc + 0.5 dP_c (the time in MPI).
+fn typed_ep(p: f64, f: f64, p_idle: f64, dp_c: f64) -> f64 {
+    let tc = 10.0 / f;
+    let comm = 0.1 * p;
+    p_idle * (tc + comm) + dp_c * tc + 0.5 * dp_c * comm
+}
+
+#[test]
+fn a_machine_that_names_a_node_type_takes_its_watts_measured_or_not_and_prices_waits() {
+    use greenup::model::measured_power::{MeasuredClock, PowerCurve, overlay};
+    use std::collections::BTreeMap;
+    let prof = Profile::from_str(std::path::Path::new("typed.yaml"), SITE_TYPED).unwrap();
+    // rome: 72 W static, 288 W dynamic at 2.5 GHz, cube law.
+    let mut site = site(
+        vec![node_type("rome", vec![1.5, 2.5], 288.0, 72.0)],
+        &[
+            ("r1", "rome"),
+            ("r2", "rome"),
+            ("r3", "rome"),
+            ("r4", "rome"),
+        ],
+    );
+    let names = ["r1", "r2", "r3", "r4"];
+    let cfg = |f: f64| Config {
+        nodes: names
+            .iter()
+            .map(|n| NodeSetting {
+                gpu_mhz: None,
+                name: n.to_string(),
+                node_type: "rome".into(),
+                freq_ghz: f,
+            })
+            .collect(),
+    };
+    let model = prof.predictor(&site).unwrap();
+    // At 1.5 GHz the site's law: dP_c = 288 (1.5 / 2.5)^3 = 62.208 W.
+    let pred = model.predict(&cfg(1.5)).unwrap();
+    let want = typed_ep(4.0, 1.5, 72.0, 62.208);
+    assert!(
+        close(pred.energy_j, want, 1e-12),
+        "{} vs {want}",
+        pred.energy_j
+    );
+    assert!(close(pred.time_s, (10.0 / 1.5 + 0.4) / 4.0, 1e-12));
+    // With 260 W measured busy at 2.5 GHz laid over, dP_c there is 260 - 72 = 188 W.
+    let curve = PowerCurve {
+        clocks: vec![MeasuredClock {
+            freq_ghz: 2.5,
+            busy_w: 260.0,
+            runs: 3,
+            samples: 12,
+        }],
+        ..PowerCurve::default()
+    };
+    site.node_types = overlay(
+        &site.node_types,
+        &BTreeMap::from([("rome".to_string(), curve)]),
+    );
+    let model = prof.predictor(&site).unwrap();
+    let pred = model.predict(&cfg(2.5)).unwrap();
+    let want = typed_ep(4.0, 2.5, 72.0, 188.0);
+    assert!(
+        close(pred.energy_j, want, 1e-12),
+        "{} vs {want}",
+        pred.energy_j
+    );
+    // Without a site the profile's watts cannot be had, and a type the site lacks is named.
+    let unplaced = prof.iso_energy().unwrap().ee_row(1.0, 4, 2.5).unwrap_err();
+    assert!(
+        unplaced.to_string().contains("give the site config"),
+        "{unplaced}"
+    );
+    let other = SITE_TYPED.replace("power: rome", "power: milan");
+    let prof = Profile::from_str(std::path::Path::new("typed.yaml"), &other).unwrap();
+    let e = prof.predictor(&site).err().unwrap().to_string();
+    assert_eq!(
+        e,
+        "iso_energy machine.power: node type 'milan' is not in the site config (it has: rome)"
+    );
+}

@@ -152,6 +152,58 @@ fn bad_expression_variable() {
 }
 
 #[test]
+fn iso_machine_watts_named_twice_or_not_at_all_and_a_bad_waiting_share() {
+    let base = "name: ep\nversion: 1\niso_energy:\n  n: 1\n  machine:\n    t_c: \"1e-9 / f\"\n    t_m: 0\n    t_msg: 1e-3\n    t_byte: 0\n    power: rome\n    wait_share: 0.5\n  application:\n    alpha: 1\n    w_c: 1e10\n    w_m: 0\n    w_co: 0\n    w_mo: 0\n    m: p\n    b: 0\n";
+    // A node type's watts and the profile's own together: which one is meant?
+    let s = err(&base.replace(
+        "    power: rome\n",
+        "    power: rome\n    p_idle: 72\n    dp_c: 288\n    dp_m: 0\n",
+    ));
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:10:",
+            "iso_energy.machine.power",
+            "'rome'",
+            "not both",
+        ],
+    );
+    // Neither: the machine has no watts.
+    let s = err(&base.replace("    power: rome\n", ""));
+    println!("{s}");
+    has(
+        &s,
+        &[
+            "app.yaml:6:",
+            "iso_energy.machine",
+            "p_idle, dp_c and dp_m",
+            "power: a node type",
+        ],
+    );
+    assert_eq!(s.lines().count(), 1, "{s}");
+    // A type's name is a word.
+    let s = err(&base.replace("power: rome", "power: [rome]"));
+    has(
+        &s,
+        &["app.yaml:10:", "iso_energy.machine.power", "node types"],
+    );
+    for bad in ["1.5", "-0.1", "polls"] {
+        let s = err(&base.replace("wait_share: 0.5", &format!("wait_share: {bad}")));
+        println!("{s}");
+        has(
+            &s,
+            &[
+                "app.yaml:11:",
+                "iso_energy.machine.wait_share",
+                &format!("'{bad}'"),
+                "a number from 0 to 1",
+            ],
+        );
+    }
+}
+
+#[test]
 fn missing_model() {
     let s = err("name: app\nversion: 1\ndescription: nothing here\n");
     println!("{s}");

@@ -16,7 +16,7 @@ use super::baseline::{self, AppState};
 use super::plan_cache::{PlanCache, Shape};
 use greenup::model::Predictor;
 use greenup::model::measured_power::planned;
-use greenup::plan::{Plan, PlanRequest, plan_with};
+use greenup::plan::{Plan, PlanRequest};
 use greenup::policy::{Policy, PolicySet};
 use greenup::power::{Grant, grant_over};
 use greenup::profile::Profile;
@@ -58,6 +58,9 @@ pub struct Proposal {
     pub refusal: Option<ErrorCode>,
     /// The policy's communication-phase DVFS, when it asks for it.
     pub comm_dvfs: Option<greenup::comm::CommDvfs>,
+    /// Whether the plan was made again at the most the chips can draw, to hold a cap
+    /// ([`greenup::plan::plan_within_caps`]).
+    pub floored: bool,
 }
 
 /// The cap the planner is given when no budget is left: every configuration exceeds
@@ -95,6 +98,9 @@ struct Loaded {
     /// them while the site file stays, and a predictor holds its own copy.
     types: std::collections::BTreeMap<String, greenup::model::NodeType>,
     predictor: Arc<dyn Predictor + Send + Sync>,
+    /// The same profile at the most the chips can draw ([`greenup::plan::priced`]), which a
+    /// plan that would break a cap at those prices is made with instead.
+    floored: Arc<dyn Predictor + Send + Sync>,
     plans: PlanCache,
 }
 
@@ -156,9 +162,15 @@ pub fn grant_of(
 /// The watts each node type of `plan` was planned with at its clock, and their source,
 /// by `site`'s node types (those greenupd decides with, measured curves laid over):
 /// what `greenup report` shows of the decision. Empty unless the verdict applies the plan.
-pub fn watts_of(site: &Site, verdict: Verdict, plan: Option<&Plan>) -> Vec<TypeWatts> {
+/// A `floored` plan priced them as [`greenup::plan::priced_types`] says.
+pub fn watts_of(
+    site: &Site,
+    verdict: Verdict,
+    plan: Option<&Plan>,
+    floored: bool,
+) -> Vec<TypeWatts> {
     plan.filter(|_| verdict.applies_plan())
-        .map(|p| planned(&site.node_types, p))
+        .map(|p| planned(&greenup::plan::priced_types(site, floored), p))
         .unwrap_or_default()
 }
 
@@ -244,15 +256,21 @@ impl Decider {
             return Ok(l.clone());
         }
         let profile = Profile::load(&path).map_err(|e| plan_failed(e.to_string()))?;
-        let predictor = profile
-            .predictor(site)
-            .map_err(|e| plan_failed(format!("{}: {e}", path.display())))?;
+        let build = |site: &Site| {
+            profile
+                .predictor(site)
+                .map(Arc::<dyn Predictor + Send + Sync>::from)
+                .map_err(|e| plan_failed(format!("{}: {e}", path.display())))
+        };
+        let predictor = build(site)?;
+        let floored = build(&greenup::plan::priced(site, true))?;
         let loaded = Arc::new(Loaded {
             path,
             modified,
             version: profile.version(),
             types: site.node_types.clone(),
-            predictor: Arc::from(predictor),
+            predictor,
+            floored,
             plans: PlanCache::default(),
         });
         cache.insert(name.to_string(), loaded.clone());
@@ -279,13 +297,16 @@ impl Decider {
         }
     }
 
-    /// Plan `req` as `pr` says; `Ok(None)` when the job names no profile.
+    /// Plan `req` as `pr` says, every cap held at the most the chips can draw
+    /// ([`greenup::plan::plan_within_caps`]): the plan, whether it was made at those
+    /// prices, and the profile's version; `Ok(None)` when the job names no profile.
+    #[allow(clippy::type_complexity)]
     fn plan(
         &self,
         site: &Site,
         req: &OpenJob,
         pr: &PlanRequest,
-    ) -> Result<Option<(Plan, Option<String>)>, ErrorReply> {
+    ) -> Result<Option<(Plan, bool, Option<String>)>, ErrorReply> {
         let Some(name) = &req.profile else {
             return Ok(None);
         };
@@ -293,15 +314,22 @@ impl Decider {
         let loaded = self.profile(site, name)?;
         let version = Some(loaded.version.to_string());
         let shape = Shape::of(site, pr);
-        if let Some(plan) = shape.as_ref().and_then(|s| loaded.plans.get(s, &req.nodes)) {
-            return Ok(Some((plan, version)));
+        if let Some((plan, floored)) = shape.as_ref().and_then(|s| loaded.plans.get(s, &req.nodes))
+        {
+            return Ok(Some((plan, floored, version)));
         }
-        let plan = plan_with(site, loaded.predictor.as_ref(), policy, pr)
-            .map_err(|e| plan_failed(e.to_string()))?;
+        let (plan, floored) = greenup::plan::plan_within_caps(
+            site,
+            loaded.predictor.as_ref(),
+            loaded.floored.as_ref(),
+            policy,
+            pr,
+        )
+        .map_err(|e| plan_failed(e.to_string()))?;
         if let Some(shape) = shape {
-            loaded.plans.put(shape, &req.nodes, &plan);
+            loaded.plans.put(shape, &req.nodes, &plan, floored);
         }
-        Ok(Some((plan, version)))
+        Ok(Some((plan, floored, version)))
     }
 
     /// `base` (the monitor job `req`'s proposal) as a clock sample, when
@@ -405,6 +433,7 @@ impl Decider {
                     clock_sample: false,
                     refusal: Some(e.code),
                     comm_dvfs: None,
+                    floored: false,
                 }
             })
     }
@@ -479,6 +508,7 @@ impl Decider {
             clock_sample: false,
             refusal: None,
             comm_dvfs: self.policies.get(&pr.policy).and_then(|p| p.comm_dvfs),
+            floored: false,
         };
         // The flag is the rule, not the name: a site's own monitoring policy must not
         // pin every node at its maximum frequency either.
@@ -507,7 +537,7 @@ impl Decider {
                 ..base
             });
         }
-        let Some((plan, version)) = self.plan(site, req, &pr)? else {
+        let Some((plan, floored, version)) = self.plan(site, req, &pr)? else {
             return Ok(Proposal {
                 reason: "no profile: the job runs as submitted".into(),
                 ..base
@@ -515,6 +545,7 @@ impl Decider {
         };
         let base = Proposal {
             profile_version: version,
+            floored,
             ..base
         };
         if (plan.feasible && !no_budget) || !budget_binds {
@@ -751,7 +782,7 @@ nodes:
             ("x2", "xeon", 2.0),
         ]);
 
-        let w = watts_of(&site, Verdict::Planned, Some(&p));
+        let w = watts_of(&site, Verdict::Planned, Some(&p), false);
         // One entry per type and clock, by type then clock: x1 and x2 make one.
         let keys: Vec<(&str, f64)> = w
             .iter()
@@ -783,10 +814,10 @@ nodes:
         );
         assert_eq!(w[2].source, PowerSource::Site);
 
-        assert_eq!(watts_of(&site, Verdict::BudgetLimited, Some(&p)), w);
+        assert_eq!(watts_of(&site, Verdict::BudgetLimited, Some(&p), false), w);
         // A job that runs unchanged or is refused applies no plan: no watts to show.
-        assert!(watts_of(&site, Verdict::Unchanged, Some(&p)).is_empty());
-        assert!(watts_of(&site, Verdict::Refused, Some(&p)).is_empty());
-        assert!(watts_of(&site, Verdict::Planned, None).is_empty());
+        assert!(watts_of(&site, Verdict::Unchanged, Some(&p), false).is_empty());
+        assert!(watts_of(&site, Verdict::Refused, Some(&p), false).is_empty());
+        assert!(watts_of(&site, Verdict::Planned, None, false).is_empty());
     }
 }

@@ -73,6 +73,8 @@ impl Shape {
 struct Kept {
     plan: Plan,
     picks: Vec<usize>,
+    /// Whether it was made at the most the chips can draw, to hold a cap.
+    floored: bool,
 }
 
 #[derive(Default)]
@@ -99,10 +101,11 @@ impl std::fmt::Debug for PlanCache {
 }
 
 impl PlanCache {
-    /// The plan stored for `shape`, with the nodes of `names` (the new job's list) put in.
-    pub fn get(&self, shape: &Shape, names: &[String]) -> Option<Plan> {
+    /// The plan stored for `shape`, with the nodes of `names` (the new job's list) put in,
+    /// and whether it was made at the most the chips can draw.
+    pub fn get(&self, shape: &Shape, names: &[String]) -> Option<(Plan, bool)> {
         let started = Instant::now();
-        let mut plan = {
+        let (mut plan, floored) = {
             let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let kept = inner.plans.get(shape)?;
             if kept.picks.iter().any(|&i| i >= names.len()) {
@@ -112,15 +115,16 @@ impl PlanCache {
             for (node, &i) in plan.nodes.iter_mut().zip(&kept.picks) {
                 node.name.clone_from(&names[i]);
             }
-            plan
+            (plan, kept.floored)
         };
         plan.search.reused = true;
         plan.search.elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        Some(plan)
+        Some((plan, floored))
     }
 
-    /// Keep `plan`, made for the nodes `names`, for later jobs of `shape`.
-    pub fn put(&self, shape: Shape, names: &[String], plan: &Plan) {
+    /// Keep `plan`, made for the nodes `names` (at the most the chips can draw where
+    /// `floored`), for later jobs of `shape`.
+    pub fn put(&self, shape: Shape, names: &[String], plan: &Plan, floored: bool) {
         let index: HashMap<&str, usize> = names
             .iter()
             .enumerate()
@@ -142,6 +146,7 @@ impl PlanCache {
         let kept = Kept {
             plan: plan.clone(),
             picks,
+            floored,
         };
         if inner.plans.insert(shape.clone(), kept).is_some() {
             return;

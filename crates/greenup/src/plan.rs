@@ -375,6 +375,93 @@ pub fn limits(site: &Site, policy: &Policy, req: &PlanRequest) -> Result<Limits,
     })
 }
 
+/// Whether a plan under `limits` keeps an energy or power cap.
+pub fn keeps_cap(limits: &Limits) -> bool {
+    limits.energy_cap_j.is_some() || limits.power_cap_w.is_some()
+}
+
+/// The node types a plan prices clocks with: `floored` below each type's lowest
+/// measured clock ([`crate::model::measured_power::floored`]), `site`'s as they are
+/// otherwise.
+pub fn priced_types(
+    site: &Site,
+    floored: bool,
+) -> std::borrow::Cow<'_, BTreeMap<String, crate::model::NodeType>> {
+    if floored {
+        std::borrow::Cow::Owned(crate::model::measured_power::floored(&site.node_types))
+    } else {
+        std::borrow::Cow::Borrowed(&site.node_types)
+    }
+}
+
+/// `site` with [`priced_types`]: what the floored predictor [`plan_within_caps`] takes
+/// is built on.
+pub fn priced(site: &Site, floored: bool) -> Site {
+    Site {
+        node_types: priced_types(site, floored).into_owned(),
+        ..site.clone()
+    }
+}
+
+/// [`plan_with`], with every cap it keeps held at the most the chips can draw. The plan
+/// `predictor` makes stands where `floored` (the same profile on [`priced`] node types)
+/// prices its choice within every energy and power cap too. Otherwise the plan is made
+/// again with `floored`, and the second value says so.
+///
+/// Why a check and not the floor throughout: below the lowest measured clock the
+/// site's shape, scaled, can say far less than the chip draws (EPYC 7502 nodes measured
+/// at 2.5 GHz alone are guessed at 97 W at 1.5 GHz, where they draw 173 W), and a cap is a
+/// promise. But under the floor a lower clock never saves energy for a program whose
+/// time follows the clock, so pricing every plan with it would keep every plan on the
+/// clocks already measured; a cap far from the plan's draw (a site's whole power cap)
+/// needs no such caution.
+pub fn plan_within_caps(
+    site: &Site,
+    predictor: &dyn Predictor,
+    floored: &dyn Predictor,
+    policy: &Policy,
+    req: &PlanRequest,
+) -> Result<(Plan, bool), PlanError> {
+    let plan = plan_with(site, predictor, policy, req)?;
+    let limits = limits(site, policy, req)?;
+    if !keeps_cap(&limits) {
+        return Ok((plan, false));
+    }
+    let config = crate::model::Config {
+        nodes: plan
+            .nodes
+            .iter()
+            .map(|n| crate::model::NodeSetting {
+                name: n.name.clone(),
+                node_type: n.node_type.clone(),
+                freq_ghz: n.freq_ghz.0,
+                gpu_mhz: n.gpu_mhz,
+            })
+            .collect(),
+    };
+    // The two pricings differ in the CPUs' watts alone, so the difference of the CPU
+    // models' predictions moves the plan's whole one (GPUs included) to the floor.
+    let (Ok(own), Ok(held)) = (predictor.predict(&config), floored.predict(&config)) else {
+        return Ok((plan, false));
+    };
+    let energy_j = plan.predicted.energy_j.0 + (held.energy_j - own.energy_j);
+    let time_s = plan.predicted.time_s.0 + (held.time_s - own.time_s);
+    let within = |cap: Option<f64>, v: f64| cap.is_none_or(|c| v <= c * (1.0 + 1e-9));
+    let holds = within(limits.energy_cap_j, energy_j)
+        && (time_s <= 0.0 || within(limits.power_cap_w, energy_j / time_s));
+    if holds {
+        return Ok((plan, false));
+    }
+    let mut plan = plan_with(site, floored, policy, req)?;
+    let note = "caps held at the most the chips can draw: clocks below each type's lowest measured one priced at the floor";
+    plan.reason = if plan.reason.is_empty() {
+        note.to_string()
+    } else {
+        format!("{}; {note}", plan.reason)
+    };
+    Ok((plan, true))
+}
+
 /// The candidate nodes (in the job's order) and the allowed node-count range.
 fn node_slots(
     site: &Site,

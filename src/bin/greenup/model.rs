@@ -4,7 +4,8 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
-use greenup::model::iso_energy::EeRow;
+use greenup::model::iso_energy::{EeRow, MachinePower};
+use greenup::model::measured_power::overlay;
 use greenup::profile::Profile;
 
 use crate::plan::profile_path;
@@ -35,6 +36,13 @@ pub struct EeArgs {
     /// Print the rows as a JSON list.
     #[arg(long)]
     json: bool,
+    /// Site config, for a profile whose machine takes a node type's watts
+    /// (default /etc/slurm/greenup.yaml); its measured curves come from greenupd.
+    #[arg(long, value_name = "FILE")]
+    site: Option<std::path::PathBuf>,
+    /// With --site: the config's watts alone, without asking greenupd what it measured.
+    #[arg(long)]
+    site_only: bool,
 }
 
 /// Parsed `--p`.
@@ -108,6 +116,21 @@ fn ee(args: EeArgs) -> Outcome {
                 profile.models().join(", ")
             ),
         ));
+    };
+    let placed;
+    let model = match &model.machine.power {
+        MachinePower::Stated { .. } => model,
+        MachinePower::Site { .. } => {
+            let mut site = greenup::site::load(crate::site_path(&args.site))?;
+            if !args.site_only {
+                let learned = crate::site::measured(&site)?;
+                site.node_types = overlay(&site.node_types, &learned.curves);
+            }
+            placed = model
+                .on_site(&site.node_types)
+                .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;
+            &placed
+        }
     };
     let mut rows: Vec<EeRow> = Vec::with_capacity(args.p.0.len() * args.f.0.len());
     for &p in &args.p.0 {

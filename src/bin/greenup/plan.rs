@@ -6,7 +6,7 @@ use clap::{ArgGroup, Args, ValueEnum};
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 use greenup::hostlist;
 use greenup::input::{InputError, Origin};
-use greenup::plan::{Algorithm, NodeRequest, Plan, PlanError, PlanRequest, plan_with};
+use greenup::plan::{Algorithm, NodeRequest, Plan, PlanError, PlanRequest};
 use greenup::policy::PolicySet;
 use greenup::profile::Profile;
 use greenup::record::TimeLimit;
@@ -53,6 +53,10 @@ pub struct PlanArgs {
     /// Print the plan as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Plan with the site config's watts alone, without asking greenupd what its nodes
+    /// measured per clock.
+    #[arg(long)]
+    site_only: bool,
 }
 
 /// Node names from `--nodes`.
@@ -214,9 +218,6 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
         greenup::profile::locate::for_job(site, &args.profile, origin)?.path
     };
     let profile = Profile::load(&path)?;
-    let predictor = profile
-        .predictor(site)
-        .map_err(|e| Failure::Input(format!("profile {}: {e}", args.profile)))?;
     let nodes = match (&args.nodes, args.node_count) {
         (Some(Hosts(names)), _) => NodeRequest::List {
             names: names.clone(),
@@ -241,7 +242,33 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
         algorithm: args.algorithm.into(),
         max_freq_ghz: None,
     };
-    plan_with(site, predictor.as_ref(), policy, &req).map_err(|e| plan_failure(e, args))
+    // greenupd plans with the watts its nodes measured per clock; so does this, where
+    // greenupd runs here and answers (as root or the SlurmUser from every job, as
+    // greenupd learns; a user's own jobs otherwise).
+    let mut measured = site.clone();
+    if !args.site_only && site.daemon.socket.exists() {
+        match crate::site::measured(site) {
+            Ok(l) => {
+                measured.node_types =
+                    greenup::model::measured_power::overlay(&site.node_types, &l.curves)
+            }
+            Err(Failure::Input(e) | Failure::Runtime(e)) => crate::complain(&format!(
+                "planning with the site config's watts alone: greenupd did not answer ({e})"
+            )),
+            Err(Failure::Infeasible) => {}
+        }
+    }
+    // Every cap held at the most the chips can draw, as greenupd holds it.
+    let build = |types: &Site| {
+        profile
+            .predictor(types)
+            .map_err(|e| Failure::Input(format!("profile {}: {e}", args.profile)))
+    };
+    let predictor = build(&measured)?;
+    let floored = build(&greenup::plan::priced(&measured, true))?;
+    greenup::plan::plan_within_caps(site, predictor.as_ref(), floored.as_ref(), policy, &req)
+        .map(|(plan, _)| plan)
+        .map_err(|e| plan_failure(e, args))
 }
 
 /// Policy names a user of this site may ask for.

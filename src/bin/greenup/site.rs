@@ -67,26 +67,34 @@ pub fn run(cmd: SiteCommand) -> Outcome {
 
 fn power(args: PowerArgs) -> Outcome {
     use greenup::model::measured_power::{overlay, table};
-    use greenup::profile::node_power::{LEARN_FROM, learn_from_records};
     let site = greenup::site::load(crate::site_path(&args.site))?;
     if args.site_only {
         crate::say!("{}", table(&site.node_types).trim_end());
         return Ok(());
     }
-    let filter = greenup_proto::protocol::ListRecords {
-        state: Some(greenup::record::JobState::Closed),
-        ..Default::default()
-    };
-    let records = crate::report_cmds::connect(&site)?
-        .records(filter, LEARN_FROM)
-        .map_err(|e| crate::Failure::Runtime(e.to_string()))?;
-    let learned = learn_from_records(&records, &site);
+    let learned = measured(&site)?;
     let types = overlay(&site.node_types, &learned.curves);
     crate::say!("{}", table(&types).trim_end());
     for l in &learned.left_out {
         crate::say!("left out: {l}");
     }
     Ok(())
+}
+
+/// The node types' busy watts per clock as greenupd learns them, from the closed jobs
+/// it keeps (the newest `LEARN_FROM`).
+pub fn measured(
+    site: &greenup::site::Site,
+) -> Result<greenup::profile::node_power::Learned, crate::Failure> {
+    use greenup::profile::node_power::{LEARN_FROM, learn_from_records};
+    let filter = greenup_proto::protocol::ListRecords {
+        state: Some(greenup::record::JobState::Closed),
+        ..Default::default()
+    };
+    let records = crate::report_cmds::connect(site)?
+        .records(filter, LEARN_FROM)
+        .map_err(|e| crate::Failure::Runtime(e.to_string()))?;
+    Ok(learn_from_records(&records, site))
 }
 
 fn licenses(args: LicensesArgs) -> Outcome {

@@ -634,7 +634,7 @@ async fn explain(
     budgets: Vec<AtAdmission>,
 ) -> (Decision, serde_json::Value) {
     let grant = crate::decide::grant_of(&ctx.site, &f.req, p.verdict, p.plan.as_ref());
-    let watts = crate::decide::watts_of(&ctx.site, p.verdict, p.plan.as_ref());
+    let watts = crate::decide::watts_of(&ctx.site, p.verdict, p.plan.as_ref(), p.floored);
     let guard = guard_terms(shared, ctx, &f.req, &p).await;
     let reason = match &guard {
         Some((t, b)) if p.reason.is_empty() => crate::baseline::guard_reason(t, *b),

@@ -299,40 +299,8 @@ impl Predictor for WithGpus<'_> {
     fn clock_note(&self, node_types: &[&str]) -> Option<String> {
         self.inner.clock_note(node_types)
     }
-}
-
-/// A model together with its profile's GPU busy times, which a decision reads through
-/// [`Predictor::gpu_busy`]; everything else is the model's own.
-pub struct Busy {
-    /// The model.
-    pub inner: Box<dyn Predictor + Send + Sync>,
-    /// Its profile's `gpu:` section.
-    pub busy: GpuBusy,
-}
-
-impl Predictor for Busy {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
-        self.inner.table(nodes)
-    }
-
-    fn predict(&self, config: &Config) -> Result<Prediction, ModelError> {
-        self.inner.predict(config)
-    }
-
-    fn efficiency(&self, config: &Config, prediction: &Prediction) -> Option<f64> {
-        self.inner.efficiency(config, prediction)
-    }
-
-    fn gpu_busy(&self) -> Option<&GpuBusy> {
-        Some(&self.busy)
-    }
-
-    fn clock_note(&self, node_types: &[&str]) -> Option<String> {
-        self.inner.clock_note(node_types)
+    fn node_counts(&self) -> Option<&crate::model::node_counts::NodeCounts> {
+        self.inner.node_counts()
     }
 }
 

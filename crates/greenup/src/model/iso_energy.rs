@@ -17,8 +17,14 @@
 //! sequential and the parallel energy use the application vector at the same
 //! (n, p), so that `Ep - E1` is exactly eq. 16.
 //!
-//! One processor is one node (p = node count). The machine vector carries its
-//! own power, so the site's node power is not used.
+//! One processor is one node (p = node count). The machine vector's watts are either
+//! the profile's own expressions or, with `power: TYPE`, the site's node type's (its
+//! measured curve laid over, [`crate::model::measured_power`]): one home for a node's
+//! watts, which a learned profile would otherwise copy and let drift.
+//!
+//! A processor that waits in MPI polls: paper 000 books that time at `P_idle`, but a
+//! polling core draws with its clock. The machine vector's `wait_share` ω adds
+//! `ω dP_c (M t_msg + B t_Byte)` to `Ep` (0, the paper's, unless learned or stated).
 //!
 //! Clock sensitivity needs no extra term here: `W_c t_c(f) + W_m t_m(f)` is already
 //! the compute-plus-memory split of hetero's `t(f) = T_cp f_max / f + T_mem` (Hsu and
@@ -30,8 +36,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Choice, Config, ModelError, NodeChoices, NodeSlot, Prediction, Predictor, SweepTable, finite,
-    finite_or, node_count,
+    Choice, Config, ModelError, NodeChoices, NodeSlot, NodeType, Prediction, Predictor, SweepTable,
+    finite, finite_or, node_count,
 };
 use crate::expr::Expr;
 
@@ -46,12 +52,36 @@ pub struct MachineVector {
     pub t_msg: Expr,
     /// Seconds per byte sent.
     pub t_byte: Expr,
-    /// Idle watts of one processor's system.
-    pub p_idle: Expr,
-    /// Extra watts while computing.
-    pub dp_c: Expr,
-    /// Extra watts while accessing memory.
-    pub dp_m: Expr,
+    /// Where one processor's watts come from.
+    pub power: MachinePower,
+    /// Share of `dP_c` a processor draws while it waits in MPI (0 to 1; 0 is paper 000's
+    /// idle wait).
+    pub wait_share: f64,
+}
+
+/// Where the machine vector's watts come from.
+// One per profile, never in a collection: boxing the larger variant would save nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum MachinePower {
+    /// The profile's own expressions in `f`.
+    Stated {
+        /// Idle watts of one processor's system.
+        p_idle: Expr,
+        /// Extra watts while computing.
+        dp_c: Expr,
+        /// Extra watts while accessing memory.
+        dp_m: Expr,
+    },
+    /// The site's node type: `P_idle` its idle watts, `dP_c` its busy watts over idle
+    /// (measured where greenupd measured them), `dP_m` 0. `watts` is filled when the
+    /// profile is placed on a site ([`IsoEnergy::on_site`]).
+    Site {
+        /// The node type's name in the site config.
+        node_type: String,
+        /// The site's node type, once placed.
+        watts: Option<Box<NodeType>>,
+    },
 }
 
 /// Paper 000's application vector; every entry is an expression in `n` and `p`.
@@ -121,6 +151,7 @@ struct Point {
     e1: f64,
     ep: f64,
     p_idle: f64,
+    dp_c: f64,
 }
 
 fn ev(e: &Expr, what: &str, vals: &[f64]) -> Result<f64, ModelError> {
@@ -131,6 +162,61 @@ fn ev(e: &Expr, what: &str, vals: &[f64]) -> Result<f64, ModelError> {
 }
 
 impl IsoEnergy {
+    /// This model with its `power: TYPE` resolved against the site's node types (those
+    /// greenupd decides with, measured curves laid over). Stated watts are kept.
+    pub fn on_site(
+        &self,
+        types: &std::collections::BTreeMap<String, NodeType>,
+    ) -> Result<IsoEnergy, ModelError> {
+        let mut placed = self.clone();
+        if let MachinePower::Site { node_type, watts } = &mut placed.machine.power {
+            let nt = types
+                .get(node_type.as_str())
+                .ok_or_else(|| ModelError::Expression {
+                    what: "iso_energy machine.power".into(),
+                    message: format!(
+                        "node type '{node_type}' is not in the site config (it has: {})",
+                        types.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                })?;
+            *watts = Some(Box::new(nt.clone()));
+        }
+        Ok(placed)
+    }
+
+    /// One processor's `P_idle`, `dP_c` and `dP_m` at `f` GHz.
+    pub fn watts(&self, f: f64) -> Result<(f64, f64, f64), ModelError> {
+        match &self.machine.power {
+            MachinePower::Stated { p_idle, dp_c, dp_m } => {
+                let fv = [f];
+                Ok((
+                    ev(p_idle, "machine.p_idle", &fv)?,
+                    ev(dp_c, "machine.dp_c", &fv)?,
+                    ev(dp_m, "machine.dp_m", &fv)?,
+                ))
+            }
+            MachinePower::Site {
+                node_type,
+                watts: Some(nt),
+            } => {
+                let w = nt.watts(f).map_err(|m| ModelError::Expression {
+                    what: format!("iso_energy machine.power (node type {node_type})"),
+                    message: m.to_string(),
+                })?;
+                Ok((w.idle_w, w.busy_w - w.idle_w, 0.0))
+            }
+            MachinePower::Site {
+                node_type,
+                watts: None,
+            } => Err(ModelError::Expression {
+                what: "iso_energy machine.power".into(),
+                message: format!(
+                    "node type '{node_type}''s watts are the site's: give the site config"
+                ),
+            }),
+        }
+    }
+
     fn point(&self, n: f64, p: usize, f: f64) -> Result<Point, ModelError> {
         if p == 0 {
             return Err(ModelError::NoProcessors);
@@ -144,9 +230,7 @@ impl IsoEnergy {
         let t_m = ev(&m.t_m, "machine.t_m", &fv)?;
         let t_msg = ev(&m.t_msg, "machine.t_msg", &fv)?;
         let t_byte = ev(&m.t_byte, "machine.t_byte", &fv)?;
-        let p_idle = ev(&m.p_idle, "machine.p_idle", &fv)?;
-        let dp_c = ev(&m.dp_c, "machine.dp_c", &fv)?;
-        let dp_m = ev(&m.dp_m, "machine.dp_m", &fv)?;
+        let (p_idle, dp_c, dp_m) = self.watts(f)?;
         let a = &self.app;
         let np = [n, p as f64];
         let alpha = ev(&a.alpha, "application.alpha", &np)?;
@@ -159,8 +243,12 @@ impl IsoEnergy {
 
         let t1 = w_c * t_c + w_m * t_m;
         let e1 = alpha * t1 * p_idle + w_c * t_c * dp_c + w_m * t_m * dp_m;
-        let tp = (w_c + w_co) * t_c + (w_m + w_mo) * t_m + msgs * t_msg + bytes * t_byte;
-        let ep = alpha * tp * p_idle + (w_c + w_co) * t_c * dp_c + (w_m + w_mo) * t_m * dp_m;
+        let comm = msgs * t_msg + bytes * t_byte;
+        let tp = (w_c + w_co) * t_c + (w_m + w_mo) * t_m + comm;
+        let ep = alpha * tp * p_idle
+            + (w_c + w_co) * t_c * dp_c
+            + (w_m + w_mo) * t_m * dp_m
+            + m.wait_share * comm * dp_c;
         let at = format!("n={n}, p={p}, f={f} GHz");
         Ok(Point {
             alpha: finite(&format!("alpha at {at}"), alpha)?,
@@ -169,6 +257,7 @@ impl IsoEnergy {
             e1: finite(&format!("E1 at {at}"), e1)?,
             ep: finite(&format!("Ep at {at}"), ep)?,
             p_idle: finite(&format!("P_idle at f={f} GHz"), p_idle)?,
+            dp_c: finite(&format!("dP_c at f={f} GHz"), dp_c)?,
         })
     }
 
@@ -211,9 +300,9 @@ impl Predictor for IsoEnergy {
 
     /// Each node computes `alpha * Tp(f) / p` and uses `Ep(f) / p`. Its static
     /// power is `P_idle` at its lowest allowed frequency: the least it draws
-    /// while it waits for a slower node; the rest of `Ep(f) / p` is its
-    /// dynamic energy. With every node at one frequency no node waits, so the
-    /// table's energy is exactly the paper's Ep.
+    /// while it waits for a slower node, above which it polls at `ω dP_c(f)`; the rest
+    /// of `Ep(f) / p` is its dynamic energy. With every node at one frequency no node
+    /// waits, so the table's energy is exactly the paper's Ep.
     fn table(&self, nodes: &[NodeSlot]) -> Result<SweepTable, ModelError> {
         let p = node_count(nodes)?;
         let mut rows = Vec::with_capacity(p);
@@ -242,7 +331,7 @@ impl Predictor for IsoEnergy {
                 let compute_s = pt.alpha * pt.tp / p as f64;
                 let dynamic_j = pt.ep / p as f64 - static_w * compute_s;
                 choices.push(Choice {
-                    wait_w: 0.0,
+                    wait_w: self.machine.wait_share * pt.dp_c,
                     gpu_mhz: None,
                     freq_ghz: f,
                     compute_s: finite_or(compute_s, || {

@@ -138,6 +138,26 @@ pub fn overlay(
         .collect()
 }
 
+/// `types` with a floor under every curve ([`PowerCurve::floor_below`]): the watts a
+/// plan under an energy or power cap prices clocks with, whether or not the site samples
+/// clocks. A cap is a promise, and below the lowest measured clock the site's shape,
+/// scaled, can say far less than the chip draws (EPYC 7502 nodes measured at 2.5 GHz
+/// alone: 97 W at 1.5 GHz, where they draw 173 W); the floor is the most they can draw.
+/// A type nothing measured is held the same way under the site's own f_max watts (a
+/// cube law from 360 W at 2.5 GHz says 134 W at 1.5; the floor 245 W).
+pub fn floored(types: &BTreeMap<String, NodeType>) -> BTreeMap<String, NodeType> {
+    types
+        .iter()
+        .map(|(k, t)| {
+            let curve = PowerCurve {
+                floor_below: true,
+                ..t.measured().cloned().unwrap_or_default()
+            };
+            (k.clone(), t.with_measured(Some(curve)))
+        })
+        .collect()
+}
+
 /// The watts `plan` was made with: for each node type and clock its nodes run at, one
 /// node's busy and idle watts by `types` (the site's models with any measured curves
 /// laid over them), the busy watts' source, and the nodes there that planned with their
@@ -259,9 +279,9 @@ mod table_tests {
         assert!(lines[2].contains("100 / (2 - f)"), "{text}");
     }
 
-    /// An EPYC-like type (72 W static, 288 W dynamic at 2.5 GHz, `gamma`) whose only
-    /// measured clock is 2.2 GHz at 221.4 W busy, with or without the floor below it.
-    fn measured_at_2_2(gamma: f64, floor_below: bool) -> NodeType {
+    /// EPYC 7502 nodes as a site types them from the vendor's TDP: 72 W static, 288 W
+    /// dynamic at 2.5 GHz, scaling as `(f / 2.5)^gamma`.
+    fn rome(gamma: f64) -> NodeType {
         NodeType {
             name: "rome".into(),
             freqs_ghz: vec![1.5, 2.2, 2.5],
@@ -271,7 +291,12 @@ mod table_tests {
                 gamma,
             },
         }
-        .with_measured(Some(PowerCurve {
+    }
+
+    /// [`rome`] whose only measured clock is 2.2 GHz at 221.4 W busy, with or without
+    /// the floor below it.
+    fn measured_at_2_2(gamma: f64, floor_below: bool) -> NodeType {
+        rome(gamma).with_measured(Some(PowerCurve {
             clocks: vec![MeasuredClock {
                 freq_ghz: 2.2,
                 busy_w: 221.4,
@@ -322,5 +347,48 @@ mod table_tests {
         // Where the site does not sample clocks, the scaled shape alone holds below too.
         let unfloored = measured_at_2_2(3.0, false).watts(1.5).unwrap();
         assert!(close(unfloored.busy_w, scaled), "{}", unfloored.busy_w);
+    }
+
+    fn busy(types: &BTreeMap<String, NodeType>, f: f64) -> (f64, PowerSource) {
+        let w = types["rome"].watts(f).unwrap();
+        (w.busy_w, w.source)
+    }
+
+    #[test]
+    fn under_a_cap_a_clock_below_every_measured_one_is_priced_at_the_most_it_can_draw() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Nothing measured: the cube law says 72 + 288 (1.5/2.5)^3 = 134.208 W at 1.5 GHz;
+        // floored, dynamic watts fall no faster than the clock from the site's 288 W at
+        // 2.5 GHz: 72 + 288 x 0.6 = 244.8 W. At f_max nothing changes.
+        let site = BTreeMap::from([("rome".to_string(), rome(3.0))]);
+        let capped = floored(&site);
+        assert!(close(busy(&site, 1.5).0, 134.208));
+        assert!(close(busy(&capped, 1.5).0, 244.8));
+        assert_eq!(busy(&capped, 1.5).1, PowerSource::Site);
+        assert!(close(busy(&capped, 2.5).0, 360.0));
+        // 260 W measured at 2.5 GHz alone: scaled, 134.208 x 260 / 360 = 96.93 W at 1.5;
+        // floored, 72 + (260 - 72) x 1.5 / 2.5 = 184.8 W; at 2.2 GHz 268.33 x 260 / 360 =
+        // 193.8 W against 72 + 188 x 0.88 = 237.44 W.
+        let curve = PowerCurve {
+            clocks: vec![MeasuredClock {
+                freq_ghz: 2.5,
+                busy_w: 260.0,
+                runs: 4,
+                samples: 120,
+            }],
+            ..PowerCurve::default()
+        };
+        let measured = overlay(&site, &BTreeMap::from([("rome".to_string(), curve)]));
+        let capped = floored(&measured);
+        assert!(close(busy(&measured, 1.5).0, 134.208 * 260.0 / 360.0));
+        assert!(close(busy(&capped, 1.5).0, 184.8));
+        assert!(close(busy(&capped, 2.2).0, 237.44));
+        assert_eq!(busy(&capped, 1.5).1, PowerSource::SiteScaled);
+        assert_eq!(
+            busy(&capped, 2.5),
+            (260.0, PowerSource::Measured { runs: 4 })
+        );
+        // Floored twice is floored once.
+        assert_eq!(floored(&capped), capped);
     }
 }

@@ -10,10 +10,12 @@
 //! one configuration of it. A new model is one file that builds the table.
 
 pub mod amdahl;
+pub mod beside;
 pub mod gpus;
 pub mod hetero;
 pub mod iso_energy;
 pub mod measured_power;
+pub mod node_counts;
 pub mod node_scale;
 pub mod node_type;
 pub mod roofline;
@@ -445,6 +447,12 @@ pub trait Predictor {
     /// One line on what the model knows of how the job's time follows the clock on
     /// these node types, for a decision's reason; `None` for models that do not say.
     fn clock_note(&self, _node_types: &[&str]) -> Option<String> {
+        None
+    }
+
+    /// The node counts the program runs on, where its profile says
+    /// ([`node_counts`]); a plan that may shrink the job picks no other.
+    fn node_counts(&self) -> Option<&node_counts::NodeCounts> {
         None
     }
 }

@@ -93,4 +93,7 @@ impl Predictor for PerNode {
     fn clock_note(&self, node_types: &[&str]) -> Option<String> {
         self.inner.clock_note(node_types)
     }
+    fn node_counts(&self) -> Option<&crate::model::node_counts::NodeCounts> {
+        self.inner.node_counts()
+    }
 }

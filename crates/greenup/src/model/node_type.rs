@@ -90,6 +90,19 @@ impl NodeType {
     /// The dynamic watts at `f` GHz with their source, from one look at the curve.
     fn dynamic_and_source(&self, f: f64) -> Result<(f64, PowerSource), ExprError> {
         match &self.power {
+            // Nothing measured, and a plan under a cap asks for the floor: the site's own
+            // watts at f_max are the clock the floor is held under.
+            PowerModel::Measured { curve, .. } if curve.clocks.is_empty() => {
+                let site = self.site_dynamic_w(f)?;
+                let top = self.fmax();
+                let held = self.site_dynamic_w(top)? * f / top;
+                let dynamic = if held.is_finite() && top > 0.0 {
+                    site.max(held)
+                } else {
+                    site
+                };
+                Ok((dynamic, PowerSource::Site))
+            }
             PowerModel::Measured { curve, .. } => {
                 let (busy, source) = self.busy_w(curve, f)?;
                 match source {
@@ -132,13 +145,15 @@ impl NodeType {
     }
 
     /// This type with `curve` laid over its site model (replacing any curve before);
-    /// an empty curve or None gives the site's model alone.
+    /// an empty curve or None gives the site's model alone, except an empty curve with
+    /// its floor set, which holds the site's own watts below f_max to the floor
+    /// ([`crate::model::measured_power::floored`]).
     pub fn with_measured(&self, curve: Option<PowerCurve>) -> NodeType {
         let site = self.site_model().clone();
         NodeType {
             name: self.name.clone(),
             freqs_ghz: self.freqs_ghz.clone(),
-            power: match curve.filter(|c| !c.clocks.is_empty()) {
+            power: match curve.filter(|c| !c.clocks.is_empty() || c.floor_below) {
                 Some(curve) => PowerModel::Measured {
                     site: Box::new(site),
                     curve,

@@ -134,7 +134,18 @@ pub fn decide(predictor: &dyn Predictor, search: &Search) -> Result<Decision, Op
     let mut candidates = 0u64;
     // What the optimizers said of how they searched, for the reason.
     let mut notes: Vec<String> = Vec::new();
+    // The job's own largest count is always tried: it is what the job runs on unmanaged.
+    let counts = predictor.node_counts();
+    let skips = |n: usize| n < hi && counts.is_some_and(|c| !c.allows(n));
+    if let Some(c) = counts
+        && (lo..hi).any(skips)
+    {
+        notes.push(format!("node counts: {c} (the profile's)"));
+    }
     for n in lo..=hi {
+        if skips(n) {
+            continue;
+        }
         let mut tried: Vec<Vec<usize>> = Vec::new();
         for rank in &rankings {
             let mut subset: Vec<usize> = rank[..n].to_vec();
@@ -362,6 +373,7 @@ mod tests {
     use super::*;
     use crate::expr::Expr;
     use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+    use crate::model::node_counts::NodeCounts;
 
     const GEARS: [f64; 5] = [1.2, 1.5, 1.8, 2.1, 2.5];
 
@@ -377,9 +389,12 @@ mod tests {
                 t_m: m("1e-9 / f"),
                 t_msg: m("2.5e-3"),
                 t_byte: m("0"),
-                p_idle: m("4"),
-                dp_c: m("20 * (f / 2.5)^3"),
-                dp_m: m("0"),
+                power: crate::model::iso_energy::MachinePower::Stated {
+                    p_idle: m("4"),
+                    dp_c: m("20 * (f / 2.5)^3"),
+                    dp_m: m("0"),
+                },
+                wait_share: 0.0,
             },
             app: AppVector {
                 alpha: a("1"),
@@ -411,6 +426,62 @@ mod tests {
             min_ee,
             algorithm: Algorithm::Exact,
             max_freq_ghz: None,
+        }
+    }
+
+    /// min-time under an energy cap of 6 J on up to 12 nodes. By paper 000's equations
+    /// for [`model`], every node at f GHz on p nodes takes 0.32 / (f p) + 0.1 s and the
+    /// job uses 0.32 / f (4 + 20 (f / 2.5)^3) + 0.4 p J (the messages' time at idle
+    /// watts). Any count: 7 nodes at 2.5 GHz (5.87 J, 0.1183 s; 8 there would use 6.27 J
+    /// s). A program that runs on powers of two: 8 nodes at 2.1 GHz (5.62 J, 0.1190 s),
+    /// the fastest power of two within the cap at any gear; 12, the job's own count, is
+    /// tried and over the cap at every gear.
+    #[test]
+    fn a_program_that_runs_on_some_counts_gets_the_best_of_those() {
+        let time = |p: f64, f: f64| 0.32 / (f * p) + 0.1;
+        let energy = |p: f64, f: f64| 0.32 / f * (4.0 + 20.0 * (f / 2.5f64).powi(3)) + 0.4 * p;
+        // The brute-force oracle over every count the program allows and every gear.
+        let best = |allowed: &dyn Fn(usize) -> bool| {
+            let mut best: Option<(f64, usize, f64)> = None;
+            for p in (1..=12).filter(|p| allowed(*p)) {
+                for f in GEARS {
+                    let (t, e) = (time(p as f64, f), energy(p as f64, f));
+                    if e <= 6.0 && best.is_none_or(|b| t < b.0) {
+                        best = Some((t, p, f));
+                    }
+                }
+            }
+            best.unwrap()
+        };
+        let slots: Vec<NodeSlot> = (1..=12)
+            .map(|i| NodeSlot {
+                name: format!("n{i}"),
+                node_type: "t1".into(),
+                freqs_ghz: GEARS.to_vec(),
+            })
+            .collect();
+        let mut s = search(Objective::MinTime, &slots, None);
+        s.min_nodes = 1;
+        s.limits.energy_cap_j = Some(6.0);
+        for (counts, want) in [(None, (7, 2.5)), (Some(NodeCounts::PowersOfTwo), (8, 2.1))] {
+            let oracle = best(&|p| p == 12 || counts.as_ref().is_none_or(|c| c.allows(p)));
+            assert_eq!((oracle.1, oracle.2), want);
+            let model = crate::model::beside::wrap(Box::new(model()), None, counts.clone());
+            let d = decide(model.as_ref(), &s).unwrap();
+            assert_eq!(d.config.nodes.len(), want.0, "{counts:?}: {:?}", d.config);
+            assert!(
+                d.config.nodes.iter().all(|n| n.freq_ghz == want.1),
+                "{:?}",
+                d.config
+            );
+            assert!((d.prediction.time_s - oracle.0).abs() < 1e-12);
+            assert_eq!(
+                d.reason
+                    .contains("node counts: powers of two (the profile's)"),
+                counts.is_some(),
+                "{}",
+                d.reason
+            );
         }
     }
 

@@ -1,5 +1,6 @@
 //! iso_energy's overhead terms (paper 000: W_co, W_mo, M and B) refitted from what
-//! greenup's MPI runtime measured in each run.
+//! greenup's MPI runtime measured in each run, and the waiting share of the machine
+//! vector from the runs' measured energy ([`wait_share`]).
 //!
 //! - **M and B** are counts: the calls the job's ranks made and the bytes they moved,
 //!   summed over all nodes (the runtime counts a point-to-point message at both ends, so
@@ -513,4 +514,60 @@ pub fn refit(model: &IsoEnergy, runs: &[Run]) -> Result<Refit, RefitError> {
             list.join(", ")
         ),
     })
+}
+
+/// The waiting share learned from runs, and from how many.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WaitShare {
+    /// The share of `dP_c` a processor draws while it waits in MPI, 0 to 1.
+    pub share: f64,
+    /// What the least-squares fit gave before it was held to 0..1.
+    pub fitted: f64,
+    /// Runs it was learned from.
+    pub runs: usize,
+}
+
+/// The share of `dP_c` a processor draws while it waits in MPI, from runs whose every
+/// node measured its energy and its time inside MPI: least squares of each run's
+/// `E − Σ P_idle(f) T − Σ dP_c(f) c` on `Σ dP_c(f) w` (c the node's time outside MPI, w
+/// inside, f its clock, the rest of T at idle), held to 0..1. The watts are the model's,
+/// the site's node type's where it takes them, so the share is what the node draws
+/// while it waits beyond what those watts already say. `None` when no run measured
+/// both, or none waited.
+///
+/// Why one column: the watts come from their one home (the site, measured per clock by
+/// RAPL); what is the program's own is how hard its ranks poll. Runs on several node
+/// counts wait for different shares of their time, which is what lets the fit see it
+/// even when every run ran at one clock.
+pub fn wait_share(
+    model: &IsoEnergy,
+    outcomes: &[&Outcome],
+) -> Result<Option<WaitShare>, ModelError> {
+    let (mut xy, mut xx, mut runs) = (0.0, 0.0, 0);
+    'runs: for o in outcomes {
+        let (mut y, mut x) = (0.0, 0.0);
+        for n in &o.nodes {
+            let (Some(e), Some(c), Some(w)) = (n.energy_j, n.compute_s, n.comm_s) else {
+                continue 'runs;
+            };
+            let (p_idle, dp_c, _) = model.watts(n.freq_ghz)?;
+            y += e - p_idle * o.time_s - dp_c * c;
+            x += dp_c * w;
+        }
+        if o.nodes.is_empty() || !(x.is_finite() && y.is_finite()) {
+            continue;
+        }
+        xy += x * y;
+        xx += x * x;
+        runs += 1;
+    }
+    if runs == 0 || xx <= 0.0 {
+        return Ok(None);
+    }
+    let fitted = xy / xx;
+    Ok(Some(WaitShare {
+        share: fitted.clamp(0.0, 1.0),
+        fitted,
+        runs,
+    }))
 }

@@ -7,12 +7,13 @@
 //!   left to the site's node types until refinement fits it.
 //! - amdahl (paper 003): F_p, T_C(0,1) and the communication law by the model's own
 //!   [`amdahl::fit`] over runs on at least three node counts.
-//! - iso_energy (paper 000): the machine vector from the site's node type (its power
-//!   model; one cycle per instruction, since greenup has no instruction counters; no
-//!   memory split, since it has no memory counters either) and the network's price per
-//!   counted call and byte from the time inside MPI; the application vector from runs the
-//!   MPI runtime measured on at least two node counts: W_c and W_co from the time outside
-//!   MPI, then M, B and alpha as refinement fits them ([`super::refine::iso_energy`]).
+//! - iso_energy (paper 000): the machine vector from the site's node type (its watts,
+//!   named and not copied, `power: TYPE`; one cycle per instruction, since greenup has no
+//!   instruction counters; no memory split, since it has no memory counters either) and
+//!   the network's price per counted call and byte from the time inside MPI; the
+//!   application vector from runs the MPI runtime measured on at least two node counts:
+//!   W_c and W_co from the time outside MPI, then M, B, alpha and the waiting share as
+//!   refinement fits them ([`super::refine::iso_energy`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -364,6 +365,7 @@ fn empty_file(app: &str) -> ProfileFile {
         version: unspanned(Param::Number(1.0)),
         description: None,
         prefer: None,
+        node_counts: None,
         iso_energy: None,
         roofline: None,
         amdahl: None,
@@ -781,37 +783,13 @@ fn rms_rel(fit: impl Iterator<Item = f64>, y: &[f64]) -> f64 {
     (e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).sqrt()
 }
 
-/// A node type's power as the machine vector's expressions in `f`: (P_idle, dP_c).
-fn power_exprs(t: &crate::model::NodeType) -> (String, String) {
-    // The site's model: a measured curve is a table of clocks, not an expression in f.
-    match t.site_model() {
-        crate::model::node_type::PowerModel::AtMax {
-            dynamic_w,
-            static_w,
-            gamma,
-        } => (
-            format!("{static_w}"),
-            format!("{dynamic_w} * (f / {})^{gamma}", t.fmax()),
-        ),
-        crate::model::node_type::PowerModel::Expr {
-            dynamic_w,
-            static_w,
-        } => (
-            static_w.source().to_string(),
-            dynamic_w.source().to_string(),
-        ),
-        // site_model never returns this variant.
-        crate::model::node_type::PowerModel::Measured { .. } => ("0".into(), "0".into()),
-    }
-}
-
 fn iso_energy_section(
     site: &Site,
     app: &str,
     runs: &[Outcome],
     left_out: &[String],
 ) -> Result<Section, LearnError> {
-    use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+    use crate::model::iso_energy::{AppVector, IsoEnergy, MachinePower, MachineVector};
     // Runs the runtime measured on every node: its time outside and inside MPI, its calls
     // and bytes.
     let measured: Vec<&Outcome> = runs
@@ -942,16 +920,18 @@ fn iso_energy_section(
             (0.0, 0.0, "none: no MPI call was counted")
         }
     };
-    let (p_idle, dp_c) = power_exprs(node_type);
     let machine_src = [
         ("t_c", "1e-9 / f".to_string()),
         ("t_m", "1e-9 / f".to_string()),
         ("t_msg", format!("{t_msg:e}")),
         ("t_byte", format!("{t_byte:e}")),
-        ("p_idle", p_idle.clone()),
-        ("dp_c", dp_c.clone()),
-        ("dp_m", "0".to_string()),
     ];
+    // The watts the waiting share is learned against: the type's, with what these runs
+    // measured of its busy watts laid over, as greenupd lays what every run measured.
+    let curves = super::node_power::learn(runs, &site.node_types).curves;
+    let watts = crate::model::measured_power::overlay(&site.node_types, &curves)
+        .remove(ty)
+        .unwrap_or_else(|| node_type.clone());
     let ex = |src: &str, vars: &[&str]| {
         crate::expr::Expr::parse(src, vars).map_err(|source| LearnError::Expression {
             expr: src.into(),
@@ -966,9 +946,11 @@ fn iso_energy_section(
             t_m: ex(&machine_src[1].1, &["f"])?,
             t_msg: ex(&machine_src[2].1, &["f"])?,
             t_byte: ex(&machine_src[3].1, &["f"])?,
-            p_idle: ex(&machine_src[4].1, &["f"])?,
-            dp_c: ex(&machine_src[5].1, &["f"])?,
-            dp_m: ex(&machine_src[6].1, &["f"])?,
+            power: MachinePower::Site {
+                node_type: ty.to_string(),
+                watts: Some(Box::new(watts)),
+            },
+            wait_share: 0.0,
         },
         app: AppVector {
             alpha: crate::expr::Expr::constant(1.0),
@@ -995,9 +977,11 @@ fn iso_energy_section(
             t_m: text(&machine_src[1].1),
             t_msg: num(t_msg),
             t_byte: num(t_byte),
-            p_idle: text(&p_idle),
-            dp_c: text(&dp_c),
-            dp_m: num(0.0),
+            power: Some(text(ty)),
+            p_idle: None,
+            dp_c: None,
+            dp_m: None,
+            wait_share: r.params.wait_share.map(num),
         },
         application: super::AppFile {
             alpha: num(r.params.alpha),
@@ -1011,7 +995,7 @@ fn iso_energy_section(
     };
     let notes = vec![
         format!(
-            "machine: node type {ty}'s power (P_idle {p_idle} W, dP_c {dp_c} W); one cycle per instruction (t_c = 1e-9 / f) and no memory split (W_m = 0): greenup counts neither instructions nor memory accesses"
+            "machine: node type {ty}'s watts, as greenupd knows them when it decides (the site config, with the busy watts it measured per clock laid over); one cycle per instruction (t_c = 1e-9 / f) and no memory split (W_m = 0): greenup counts neither instructions nor memory accesses"
         ),
         format!("network: t_msg {t_msg:.3e} s, t_byte {t_byte:.3e} s, {net_note}"),
         format!(
@@ -1728,9 +1712,9 @@ mod tests {
         let m = &iso.machine;
         assert!(close(num(&m.t_msg.value), 2e-5), "{}", m.t_msg.value);
         assert!(close(num(&m.t_byte.value), 1e-8), "{}", m.t_byte.value);
-        // The site's type1: 4 W static, 20 W dynamic at 2.5 GHz, cube law.
-        assert_eq!(text(&m.p_idle.value), "4");
-        assert_eq!(text(&m.dp_c.value), "20 * (f / 2.5)^3");
+        // The machine names the site's type1 for its watts and copies none of them.
+        assert_eq!(text(&m.power.as_ref().unwrap().value), "type1");
+        assert!(m.p_idle.is_none() && m.dp_c.is_none() && m.dp_m.is_none());
         // Each law is the one the runs were made with, at its coefficient.
         let law = |p: &Param, want: &str, k: f64| {
             let e = crate::expr::Expr::parse(&text(p), &["n", "p"]).unwrap();
@@ -1748,7 +1732,11 @@ mod tests {
         assert_eq!(l.jobs, vec![10, 11, 12]);
         // The learned profile predicts the runs it came from.
         let profile = Profile::from_file(Path::new("md.yaml"), l.file.clone()).unwrap();
-        let model = profile.iso_energy().unwrap();
+        let model = profile
+            .iso_energy()
+            .unwrap()
+            .on_site(&site().node_types)
+            .unwrap();
         for p in [2usize, 3, 4] {
             let pf = p as f64;
             let want = 0.8
@@ -1758,6 +1746,57 @@ mod tests {
                 / pf;
             let got = model.wall_time_s(1.0, p, 2.5).unwrap();
             assert!(close(got, want), "p = {p}: {got} s, want {want} s");
+        }
+    }
+
+    #[test]
+    fn iso_energy_learns_how_much_a_waiting_node_draws_from_the_runs_energy() {
+        // type1 draws 4 W static and 20 W dynamic at 2.5 GHz; each node draws 0.6 of its
+        // dynamic watts while it waits in MPI, so its energy is 4 T + 20 c + 12 w. Two
+        // runs, so no clock has the three runs a measured curve needs: the site's watts
+        // stand, and the fit has one answer, 0.6.
+        let recs: Vec<JobRecord> = [2usize, 4]
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let mut r = iso_run(20 + i as u64, "md", p);
+                for o in &mut r.outcomes {
+                    let c = o.comm.as_ref().unwrap();
+                    let (wall, busy, wait) = (o.elapsed_s.unwrap().0, c.compute_s.0, c.comm_s.0);
+                    o.energy_j = Some(greenup_core::quantity::Joules(
+                        4.0 * wall + 20.0 * busy + 12.0 * wait,
+                    ));
+                }
+                r
+            })
+            .collect();
+        let l = learn(&site(), "md", Model::IsoEnergy, &recs, None).unwrap();
+        let m = &l.file.iso_energy.as_ref().unwrap().machine;
+        let w = num(&m.wait_share.as_ref().expect("a waiting share").value);
+        assert!((w - 0.6).abs() < 1e-9, "{w}");
+        assert!(
+            l.notes
+                .iter()
+                .any(|n| n.contains("waiting share 0.60 from the measured energy of 2 runs")),
+            "{:?}",
+            l.notes
+        );
+        // Nodes that drew nothing while they waited (energy 4 T + 20 c) learn 0, and a
+        // share the runs put above 1 is held to 1.
+        for (k, want) in [(0.0, 0.0), (30.0, 1.0)] {
+            let mut recs = recs.clone();
+            for r in &mut recs {
+                for o in &mut r.outcomes {
+                    let c = o.comm.as_ref().unwrap();
+                    let (wall, busy, wait) = (o.elapsed_s.unwrap().0, c.compute_s.0, c.comm_s.0);
+                    o.energy_j = Some(greenup_core::quantity::Joules(
+                        4.0 * wall + 20.0 * busy + k * wait,
+                    ));
+                }
+            }
+            let l = learn(&site(), "md", Model::IsoEnergy, &recs, None).unwrap();
+            let m = &l.file.iso_energy.as_ref().unwrap().machine;
+            assert_eq!(num(&m.wait_share.as_ref().unwrap().value), want);
         }
     }
 

@@ -27,9 +27,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::expr::Expr;
 use crate::input::{InputError, Origin, Spanned, file_origin, parse_yaml};
 use crate::model::amdahl::{Amdahl, AmdahlFit, CommLaw};
-use crate::model::gpus::{Busy, GpuBusy, TypeBusy};
+use crate::model::gpus::{GpuBusy, TypeBusy};
 use crate::model::hetero::{ClockFit, Hetero, TypeTimes};
-use crate::model::iso_energy::{AppVector, IsoEnergy, MachineVector};
+use crate::model::iso_energy::{AppVector, IsoEnergy, MachinePower, MachineVector};
+use crate::model::node_counts::NodeCounts;
 use crate::model::roofline::Roofline;
 use crate::model::steps::{ModelChoice, StepClass, Steps, TimeModel};
 use crate::model::{ModelError, Predictor};
@@ -141,6 +142,10 @@ pub struct ProfileFile {
     /// Which model section to use when several are present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefer: Option<Spanned<Param>>,
+    /// The node counts the program runs on: `powers_of_two`, `squares`, or a list such
+    /// as `"8, 16, 32"`; a plan that shrinks the job picks no other. Absent: any count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_counts: Option<Spanned<Param>>,
     /// Paper 000's iso-energy-efficiency vectors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iso_energy: Option<IsoEnergyFile>,
@@ -207,12 +212,23 @@ pub struct MachineFile {
     pub t_msg: Spanned<Param>,
     /// Seconds to transmit one byte.
     pub t_byte: Spanned<Param>,
+    /// The site's node type whose watts the vector takes (its measured curve where
+    /// greenupd has one), in place of `p_idle`, `dp_c` and `dp_m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<Spanned<Param>>,
     /// Watts of one processor's whole system when idle.
-    pub p_idle: Spanned<Param>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_idle: Option<Spanned<Param>>,
     /// Extra watts while computing.
-    pub dp_c: Spanned<Param>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp_c: Option<Spanned<Param>>,
     /// Extra watts while accessing memory.
-    pub dp_m: Spanned<Param>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp_m: Option<Spanned<Param>>,
+    /// The share of `dp_c` a processor draws while it waits in MPI (0 to 1; about 0.8
+    /// where MPI polls). Absent: 0, paper 000's idle wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_share: Option<Spanned<Param>>,
 }
 
 /// The application vector of paper 000.
@@ -493,6 +509,7 @@ pub struct Profile {
     name: String,
     version: u64,
     prefer: Option<String>,
+    node_counts: Option<NodeCounts>,
     iso_energy: Option<IsoEnergy>,
     roofline: Option<Roofline>,
     amdahl: Option<AmdahlSpec>,
@@ -667,6 +684,26 @@ impl Profile {
             ),
             None => None,
         };
+        let node_counts = match &file.node_counts {
+            Some(v) => {
+                let parsed = match &v.value {
+                    Param::Text(t) => NodeCounts::parse(t),
+                    Param::Number(x) if *x >= 1.0 && x.fract() == 0.0 && *x < 1.0e9 => {
+                        NodeCounts::parse(&format!("{x}"))
+                    }
+                    _ => None,
+                };
+                Some(parsed.ok_or_else(|| {
+                    InputError::at(
+                        path,
+                        v,
+                        "node_counts",
+                        "powers_of_two, squares, or whole numbers >= 1 separated by commas, e.g. \"8, 16, 32\"",
+                    )
+                })?)
+            }
+            None => None,
+        };
         let iso_energy = file
             .iso_energy
             .as_ref()
@@ -710,6 +747,7 @@ impl Profile {
             name,
             version,
             prefer,
+            node_counts,
             file,
             iso_energy,
             roofline,
@@ -804,18 +842,21 @@ impl Profile {
         let inner: Box<dyn Predictor + Send + Sync> = match model {
             "hetero" => Box::new(self.hetero_model(site).ok_or_else(missing)?),
             "amdahl" => Box::new(self.amdahl_model(site).ok_or_else(missing)?),
-            "iso_energy" => Box::new(self.iso_energy.clone().ok_or_else(missing)?),
+            "iso_energy" => Box::new(
+                self.iso_energy
+                    .as_ref()
+                    .ok_or_else(missing)?
+                    .on_site(&site.node_types)?,
+            ),
             "roofline" => Box::new(self.roofline.clone().ok_or_else(missing)?),
             _ => return Err(missing()),
         };
         let inner = crate::model::node_scale::wrap(inner, &site.node_types);
-        Ok(match &self.gpu {
-            Some(busy) => Box::new(Busy {
-                inner,
-                busy: busy.clone(),
-            }),
-            None => inner,
-        })
+        Ok(crate::model::beside::wrap(
+            inner,
+            self.gpu.clone(),
+            self.node_counts.clone(),
+        ))
     }
 
     /// The hetero model of this profile on the site's node types, if it has one. With a
@@ -899,14 +940,50 @@ fn check_iso(c: &Checker, s: &IsoEnergyFile) -> Result<IsoEnergy, InputError> {
     let a = &s.application;
     let k = |x: &str| format!("iso_energy.machine.{x}");
     let ka = |x: &str| format!("iso_energy.application.{x}");
+    let power = match (&m.power, &m.p_idle, &m.dp_c, &m.dp_m) {
+        (Some(ty), None, None, None) => MachinePower::Site {
+            node_type: c
+                .text(ty, &k("power"), "the name of one of the site's node types")?
+                .to_string(),
+            watts: None,
+        },
+        (Some(ty), ..) => {
+            return Err(InputError::at(
+                c.path,
+                ty,
+                &k("power"),
+                "either power (a node type's watts) or p_idle, dp_c and dp_m, not both",
+            ));
+        }
+        (None, Some(p_idle), Some(dp_c), Some(dp_m)) => MachinePower::Stated {
+            p_idle: c.expr_nonneg(p_idle, &k("p_idle"), F)?,
+            dp_c: c.expr_nonneg(dp_c, &k("dp_c"), F)?,
+            dp_m: c.expr_nonneg(dp_m, &k("dp_m"), F)?,
+        },
+        (None, ..) => {
+            // Located at the machine's first key: a missing key has no place of its own.
+            return Err(InputError {
+                origin: crate::input::file_origin(c.path, &m.t_c.referenced),
+                key: Some("iso_energy.machine".into()),
+                value: None,
+                expected:
+                    "has no watts: give p_idle, dp_c and dp_m (expressions in f), or power: a node type of the site"
+                        .into(),
+            });
+        }
+    };
     let machine = MachineVector {
         t_c: c.expr_nonneg(&m.t_c, &k("t_c"), F)?,
         t_m: c.expr_nonneg(&m.t_m, &k("t_m"), F)?,
         t_msg: c.expr_nonneg(&m.t_msg, &k("t_msg"), F)?,
         t_byte: c.expr_nonneg(&m.t_byte, &k("t_byte"), F)?,
-        p_idle: c.expr_nonneg(&m.p_idle, &k("p_idle"), F)?,
-        dp_c: c.expr_nonneg(&m.dp_c, &k("dp_c"), F)?,
-        dp_m: c.expr_nonneg(&m.dp_m, &k("dp_m"), F)?,
+        power,
+        wait_share: m
+            .wait_share
+            .as_ref()
+            .map(|v| c.fraction(v, &k("wait_share")))
+            .transpose()?
+            .unwrap_or(0.0),
     };
     if let Param::Number(x) = a.alpha.value
         && !(0.0..=1.0).contains(&x)

@@ -659,6 +659,8 @@ pub struct IsoRefinement {
     pub alpha: f64,
     /// Whether W_co, W_mo, M and B were refitted from the runtime's measurements.
     pub refitted_overheads: bool,
+    /// The machine vector's waiting share, where the runs' energy taught one.
+    pub wait_share: Option<f64>,
     /// One line for the fit record: what was refitted from what, or why only alpha.
     pub note: String,
 }
@@ -671,6 +673,9 @@ pub struct IsoRefinement {
 /// the (refined) model's wall time without alpha. The paper finds alpha the same across
 /// levels of parallelism, so the refined alpha is the mean over runs, at most 1 (the
 /// paper's range), and the residual the relative spread of the runs' alphas around it.
+/// Last, the waiting share from the runs' measured energy ([`iso_overheads::wait_share`]).
+/// `model` must be placed on the site ([`IsoEnergy::on_site`]) where it takes its
+/// watts from a node type.
 pub fn iso_energy(
     model: &IsoEnergy,
     outcomes: &[Outcome],
@@ -730,11 +735,22 @@ pub fn iso_energy(
         mean
     };
     refined.app.alpha = Expr::constant(alpha);
+    let wait_share = iso_overheads::wait_share(model, &used)?;
+    if let Some(w) = wait_share {
+        note.push_str(&format!(
+            "; waiting share {:.2} from the measured energy of {} runs",
+            w.share, w.runs
+        ));
+        if w.share != w.fitted {
+            note.push_str(&format!(" (fitted {:.2}, held to 0..1)", w.fitted));
+        }
+    }
     Ok(Refined {
         params: IsoRefinement {
             app: refined.app,
             alpha,
             refitted_overheads,
+            wait_share: wait_share.map(|w| w.share),
             note,
         },
         samples: alphas.len() as u32,
@@ -846,12 +862,18 @@ pub fn refine_profile(
             (r.samples, r.residual)
         }
         "iso_energy" => {
-            let iso = profile.iso_energy().ok_or(RefineError::NoModel(model))?;
-            let r = iso_energy(iso, outcomes)?;
+            let iso = profile
+                .iso_energy()
+                .ok_or(RefineError::NoModel(model))?
+                .on_site(&site.node_types)?;
+            let r = iso_energy(&iso, outcomes)?;
             let f = file
                 .iso_energy
                 .as_mut()
                 .ok_or(RefineError::NoModel(model))?;
+            if let Some(w) = r.params.wait_share {
+                f.machine.wait_share = Some(number(w));
+            }
             let a = &mut f.application;
             a.alpha = number(r.params.alpha);
             if r.params.refitted_overheads {
@@ -1771,9 +1793,12 @@ mod tests {
                 t_m: c(0.0),
                 t_msg: c(0.0),
                 t_byte: c(0.0),
-                p_idle: c(100.0),
-                dp_c: c(20.0),
-                dp_m: c(0.0),
+                power: crate::model::iso_energy::MachinePower::Stated {
+                    p_idle: c(100.0),
+                    dp_c: c(20.0),
+                    dp_m: c(0.0),
+                },
+                wait_share: 0.0,
             },
             app: AppVector {
                 alpha: c(1.0),
@@ -1831,9 +1856,12 @@ mod tests {
             t_m: e("1e-7"),
             t_msg: e("2e-5"),
             t_byte: e("1e-9"),
-            p_idle: e("100"),
-            dp_c: e("20"),
-            dp_m: e("5"),
+            power: crate::model::iso_energy::MachinePower::Stated {
+                p_idle: e("100"),
+                dp_c: e("20"),
+                dp_m: e("5"),
+            },
+            wait_share: 0.0,
         }
     }
 
