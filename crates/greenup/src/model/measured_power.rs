@@ -109,16 +109,28 @@ impl PowerCurve {
         if f > hi.freq_ghz || !self.floor_below {
             return (scaled, PowerSource::SiteScaled);
         }
-        let idle_lo = site_idle_w(lo.freq_ghz);
-        let held = site_idle_w(f)
-            + (lo.busy_w - idle_lo).max(0.0) * f / lo.freq_ghz.max(f64::MIN_POSITIVE);
-        // A floor that does not evaluate leaves the scaled shape alone.
-        let busy = if held.is_finite() {
-            scaled.max(held)
+        let (idle, dynamic_lo) = (site_idle_w(f), lo.busy_w - site_idle_w(lo.freq_ghz));
+        // Idle watts that do not evaluate leave the scaled shape alone, as a floor would.
+        let busy = if idle.is_finite() {
+            idle + held_dynamic_w(scaled - idle, dynamic_lo, lo.freq_ghz, f)
         } else {
             scaled
         };
         (busy, PowerSource::SiteScaled)
+    }
+}
+
+/// Dynamic watts at `f` GHz, below a clock `at_ghz` whose dynamic watts are `at_w`, held
+/// to the floor: the larger of `guess` and `at_w f / at_ghz`. Dynamic power is C V^2 f
+/// and a lower clock never raises the voltage, so the floor is the most they can be
+/// ([`PowerCurve::floor_below`], [`floored`]). A floor that does not evaluate leaves the
+/// guess alone.
+pub(crate) fn held_dynamic_w(guess: f64, at_w: f64, at_ghz: f64, f: f64) -> f64 {
+    let held = at_w.max(0.0) * f / at_ghz.max(f64::MIN_POSITIVE);
+    if held.is_finite() {
+        guess.max(held)
+    } else {
+        guess
     }
 }
 

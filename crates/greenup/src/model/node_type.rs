@@ -93,14 +93,13 @@ impl NodeType {
             // Nothing measured, and a plan under a cap asks for the floor: the site's own
             // watts at f_max are the clock the floor is held under.
             PowerModel::Measured { curve, .. } if curve.clocks.is_empty() => {
-                let site = self.site_dynamic_w(f)?;
                 let top = self.fmax();
-                let held = self.site_dynamic_w(top)? * f / top;
-                let dynamic = if held.is_finite() && top > 0.0 {
-                    site.max(held)
-                } else {
-                    site
-                };
+                let dynamic = crate::model::measured_power::held_dynamic_w(
+                    self.site_dynamic_w(f)?,
+                    self.site_dynamic_w(top)?,
+                    top,
+                    f,
+                );
                 Ok((dynamic, PowerSource::Site))
             }
             PowerModel::Measured { curve, .. } => {
