@@ -5,7 +5,6 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 use greenup::model::iso_energy::{EeRow, MachinePower};
-use greenup::model::measured_power::overlay;
 use greenup::profile::Profile;
 
 use crate::plan::profile_path;
@@ -37,7 +36,8 @@ pub struct EeArgs {
     #[arg(long)]
     json: bool,
     /// Site config, for a profile whose machine takes a node type's watts
-    /// (default /etc/slurm/greenup.yaml); its measured curves come from greenupd.
+    /// (default /etc/slurm/greenup.yaml); its measured curves come from greenupd where
+    /// it runs here and answers.
     #[arg(long, value_name = "FILE")]
     site: Option<std::path::PathBuf>,
     /// With --site: the config's watts alone, without asking greenupd what it measured.
@@ -121,11 +121,10 @@ fn ee(args: EeArgs) -> Outcome {
     let model = match &model.machine.power {
         MachinePower::Stated { .. } => model,
         MachinePower::Site { .. } => {
-            let mut site = greenup::site::load(crate::site_path(&args.site))?;
-            if !args.site_only {
-                let learned = crate::site::measured(&site)?;
-                site.node_types = overlay(&site.node_types, &learned.curves);
-            }
+            let site = crate::site::as_greenupd_plans(
+                greenup::site::load(crate::site_path(&args.site))?,
+                args.site_only,
+            );
             placed = model
                 .on_site(&site.node_types)
                 .map_err(|e| Failure::Input(format!("{}: {e}", path.display())))?;

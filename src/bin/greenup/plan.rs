@@ -242,22 +242,7 @@ fn decide(site: &Site, args: &PlanArgs) -> Result<Plan, Failure> {
         algorithm: args.algorithm.into(),
         max_freq_ghz: None,
     };
-    // greenupd plans with the watts its nodes measured per clock; so does this, where
-    // greenupd runs here and answers (as root or the SlurmUser from every job, as
-    // greenupd learns; a user's own jobs otherwise).
-    let mut measured = site.clone();
-    if !args.site_only && site.daemon.socket.exists() {
-        match crate::site::measured(site) {
-            Ok(l) => {
-                measured.node_types =
-                    greenup::model::measured_power::overlay(&site.node_types, &l.curves)
-            }
-            Err(Failure::Input(e) | Failure::Runtime(e)) => crate::complain(&format!(
-                "planning with the site config's watts alone: greenupd did not answer ({e})"
-            )),
-            Err(Failure::Infeasible) => {}
-        }
-    }
+    let measured = crate::site::as_greenupd_plans(site.clone(), args.site_only);
     // Every cap held at the most the chips can draw, as greenupd holds it.
     let build = |types: &Site| {
         profile

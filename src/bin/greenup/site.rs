@@ -97,6 +97,27 @@ pub fn measured(
     Ok(learn_from_records(&records, site))
 }
 
+/// `site` with the watts greenupd plans with: what its nodes measured per clock laid
+/// over the config's, where greenupd runs here (its socket exists) and answers (as root
+/// or the SlurmUser from every job, as greenupd learns; a user's own jobs otherwise).
+/// Where it does not answer, one line says so and the config's watts stand;
+/// `site_only` asks nothing.
+pub fn as_greenupd_plans(mut site: greenup::site::Site, site_only: bool) -> greenup::site::Site {
+    if site_only || !site.daemon.socket.exists() {
+        return site;
+    }
+    match measured(&site) {
+        Ok(l) => {
+            site.node_types = greenup::model::measured_power::overlay(&site.node_types, &l.curves)
+        }
+        Err(crate::Failure::Input(e) | crate::Failure::Runtime(e)) => crate::complain(&format!(
+            "the site config's watts alone: greenupd did not answer ({e})"
+        )),
+        Err(crate::Failure::Infeasible) => {}
+    }
+    site
+}
+
 fn licenses(args: LicensesArgs) -> Outcome {
     use greenup::power::slurm;
     let site = greenup::site::load(&args.file)?;
