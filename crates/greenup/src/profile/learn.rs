@@ -929,9 +929,7 @@ fn iso_energy_section(
     // The watts the waiting share is learned against: the type's, with what these runs
     // measured of its busy watts laid over, as greenupd lays what every run measured.
     let curves = super::node_power::learn(runs, &site.node_types).curves;
-    let watts = crate::model::measured_power::overlay(&site.node_types, &curves)
-        .remove(ty)
-        .unwrap_or_else(|| node_type.clone());
+    let watts = node_type.with_measured(curves.get(ty).cloned());
     let ex = |src: &str, vars: &[&str]| {
         crate::expr::Expr::parse(src, vars).map_err(|source| LearnError::Expression {
             expr: src.into(),
