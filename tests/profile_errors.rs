@@ -204,6 +204,39 @@ fn iso_machine_watts_named_twice_or_not_at_all_and_a_bad_waiting_share() {
 }
 
 #[test]
+fn node_counts_that_name_no_count_get_one_line() {
+    let base = "name: is\nversion: 1\nnode_counts: powers_of_two\namdahl:\n  t_c1_s: 100\n  parallel_fraction: 0.9\n  comm: {law: linear, coeff_s: 1}\n";
+    // What is valid loads: the words, a list, one count.
+    for ok in ["powers_of_two", "squares", "\"8, 16, 32\"", "16"] {
+        Profile::from_str(
+            Path::new("/etc/greenup/profiles/app.yaml"),
+            &base.replace("powers_of_two", ok),
+        )
+        .unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    for bad in [
+        "powers of two",
+        "\"8, x\"",
+        "0",
+        "-4",
+        "2.5",
+        "\"8,,16\"",
+        "[8, 16]",
+    ] {
+        let s = err(&base.replace("powers_of_two", bad));
+        println!("{s}");
+        has(
+            &s,
+            &[
+                "app.yaml:3:",
+                "node_counts",
+                "powers_of_two, squares, or whole numbers >= 1 separated by commas",
+            ],
+        );
+    }
+}
+
+#[test]
 fn missing_model() {
     let s = err("name: app\nversion: 1\ndescription: nothing here\n");
     println!("{s}");
